@@ -1,0 +1,96 @@
+"""One home for configuration: defaults, environment variables, validation.
+
+Every setting has a default that works on a single GPU machine; production
+overrides addresses and credentials through the environment (see README's
+configuration table).  Secrets are read here and never copied into workflow
+inputs or history.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+ENV_PREFIX = "KERNELOPT_"
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(ENV_PREFIX + name)
+    return value if value not in (None, "") else None
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".kernelopt")
+    temporal_address: str | None = None  # None: the embedded dev server
+    namespace: str = "kernelopt"
+    retention_days: int = 365
+    tls: bool = False
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_ca: Path | None = None
+    api_key: SecretStr | None = None
+    server_port: int = 7233
+    ui_port: int = 8233
+    cpu_queue: str = "kernelopt-cpu"
+    gpu_queue: str | None = None  # None: derived from the local GPU's model
+    gpu_model: str | None = None
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o"
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_temperature: float = 0.7
+    log_json: bool = False
+    log_level: str = "info"
+
+    @property
+    def embedded(self) -> bool:
+        return self.temporal_address is None
+
+    @property
+    def address(self) -> str:
+        return self.temporal_address or f"127.0.0.1:{self.server_port}"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.home / "artifacts"
+
+    @property
+    def server_dir(self) -> Path:
+        return self.home / "server"
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        values: dict[str, object] = {}
+        mapping = {
+            "HOME": "home",
+            "TEMPORAL_ADDRESS": "temporal_address",
+            "NAMESPACE": "namespace",
+            "RETENTION_DAYS": "retention_days",
+            "TLS": "tls",
+            "TLS_CERT": "tls_cert",
+            "TLS_KEY": "tls_key",
+            "TLS_CA": "tls_ca",
+            "API_KEY": "api_key",
+            "SERVER_PORT": "server_port",
+            "UI_PORT": "ui_port",
+            "CPU_QUEUE": "cpu_queue",
+            "GPU_QUEUE": "gpu_queue",
+            "GPU_MODEL": "gpu_model",
+            "LLM_BASE_URL": "llm_base_url",
+            "LLM_MODEL": "llm_model",
+            "LLM_API_KEY_ENV": "llm_api_key_env",
+            "LLM_TEMPERATURE": "llm_temperature",
+            "LOG_JSON": "log_json",
+            "LOG_LEVEL": "log_level",
+        }
+        for env_name, field in mapping.items():
+            value = _env(env_name)
+            if value is not None:
+                values[field] = value
+        if "llm_base_url" not in values and os.environ.get("OPENAI_BASE_URL"):
+            values["llm_base_url"] = os.environ["OPENAI_BASE_URL"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(values)

@@ -1,0 +1,36 @@
+"""Base classes every contract model shares.
+
+Contracts cross process and history boundaries (Temporal payloads, artifact
+JSON, CLI ``--json``).  Unknown fields are ignored so that an old worker can
+still read a payload a newer workflow wrote, and new fields always carry a
+default so histories recorded before they existed keep replaying.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Contract(BaseModel):
+    """A mutable contract model (workflow state, progress)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class Frozen(BaseModel):
+    """An immutable contract model (results, verdicts, references)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class ArtifactRef(Frozen):
+    """A claim check: large things live in the artifact store, Temporal carries this."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+    media_type: str = "application/octet-stream"
+    name: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.sha256[:12]

@@ -1,0 +1,169 @@
+"""A campaign: one problem, optimised end to end, with budgets, progress and outcome."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from .base import ArtifactRef, Contract, Frozen
+from .compiled import SearchMode, TriageResult
+from .problem import ProblemSpec
+from .search import Decision, ProposerConfig, SearchParams, Usage
+from .verdicts import GateVerdict
+
+
+class Budgets(Contract):
+    """Hard limits; ``None`` means unlimited.  Adjustable while the campaign runs."""
+
+    max_tokens: int | None = None
+    max_usd: float | None = None
+    max_gpu_seconds: float | None = None
+    max_wall_seconds: float | None = None
+
+
+class BudgetUse(Contract):
+    tokens: int = 0
+    usd: float = 0.0
+    gpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    def add(self, usage: Usage, gpu_seconds: float = 0.0) -> None:
+        self.tokens += usage.total_tokens
+        self.usd += usage.usd
+        self.gpu_seconds += gpu_seconds
+
+    def exceeded(self, budgets: Budgets) -> str | None:
+        """The first budget this use exceeds, by name, or None."""
+        checks = [
+            ("tokens", self.tokens, budgets.max_tokens),
+            ("usd", self.usd, budgets.max_usd),
+            ("gpu_seconds", self.gpu_seconds, budgets.max_gpu_seconds),
+            ("wall_seconds", self.wall_seconds, budgets.max_wall_seconds),
+        ]
+        for name, used, limit in checks:
+            if limit is not None and used >= limit:
+                return name
+        return None
+
+
+class CampaignOptions(Frozen):
+    mode: SearchMode = SearchMode.AUTO
+    search: SearchParams = SearchParams()
+    proposer: ProposerConfig = ProposerConfig()
+    budgets: Budgets = Budgets()
+    gamma: float = 1.03
+    search_library_dominated: bool = False
+    compile_mode: str = "max-autotune-no-cudagraphs"
+    cpu_queue: str = "kernelopt-cpu"
+    gpu_queue: str = "kernelopt-gpu"
+    max_targets: int | None = None
+
+
+class CampaignInput(Contract):
+    campaign_id: str
+    problem: ProblemSpec
+    options: CampaignOptions = CampaignOptions()
+    state: CampaignState | None = None  # set when continuing as new
+
+
+class CampaignPhase(StrEnum):
+    QUEUED = "queued"
+    COMPILING = "compiling"
+    SEGMENTING = "segmenting"
+    TRIAGING = "triaging"
+    SEARCHING = "searching"
+    RESTITCHING = "restitching"
+    VERIFYING = "verifying"
+    REPORTING = "reporting"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+class CampaignProgress(Contract):
+    """What `kernelopt optimize` and `kernelopt show` display (a query's answer)."""
+
+    campaign_id: str
+    problem: str
+    phase: CampaignPhase = CampaignPhase.QUEUED
+    current_target: str | None = None
+    targets_total: int = 0
+    targets_done: int = 0
+    candidates_tried: int = 0
+    candidates_accepted: int = 0
+    best_speedup: float | None = None
+    budgets: Budgets = Budgets()
+    used: BudgetUse = BudgetUse()
+    paused: bool = False
+    proposer: str = ""
+    waiting_on: str | None = None  # activity queue the campaign is blocked on, if any
+    message: str = ""
+
+
+class OutcomeCategory(StrEnum):
+    OPTIMIZED = "optimized"
+    MATCHED = "matched"
+    SYNTHESIS_FAILURE = "synthesis_failure"
+    FALLBACK = "fallback"
+
+
+class Outcome(Frozen):
+    campaign_id: str
+    problem: str
+    category: OutcomeCategory
+    speedup: float  # over the compiled baseline; 1.0 whenever the baseline is returned
+    reason: str
+    baseline_ms: float | None = None
+    optimized_ms: float | None = None
+    eager_ms: float | None = None
+    compile_mode: str = ""
+    proposer: str = ""
+    mode: SearchMode | None = None
+    mode_reason: str = ""
+    triage: TriageResult | None = None
+    wrapper: ArtifactRef | None = None  # the model we hand back (baseline or re-stitched)
+    replaced: list[str] = Field(default_factory=list)
+    model_verdicts: list[GateVerdict] = Field(default_factory=list)
+    report: ArtifactRef | None = None
+    used: BudgetUse = BudgetUse()
+    candidates_tried: int = 0
+    candidates_accepted: int = 0
+    torch_version: str = ""
+    triton_version: str = ""
+    gpu_name: str = ""
+
+
+class CampaignState(Contract):
+    """Everything the workflow must carry across continue-as-new and restarts."""
+
+    phase: CampaignPhase = CampaignPhase.QUEUED
+    used: BudgetUse = BudgetUse()
+    budgets: Budgets = Budgets()
+    decisions: list[Decision] = Field(default_factory=list)
+    finished_targets: list[str] = Field(default_factory=list)
+    candidates_tried: int = 0
+    candidates_accepted: int = 0
+    best_speedup: float | None = None
+
+
+class ReportInput(Frozen):
+    outcome: Outcome
+    decisions: list[Decision] = Field(default_factory=list)
+
+
+class ReportResult(Frozen):
+    report: ArtifactRef
+    summary: ArtifactRef | None = None
+
+
+class ExportInput(Frozen):
+    campaign_id: str
+    workflow_id: str
+    run_id: str | None = None
+
+
+class ExportResult(Frozen):
+    history: ArtifactRef
+
+
+CampaignInput.model_rebuild()

@@ -1,0 +1,53 @@
+"""Activity and workflow names: the wire contract between workflows and workers.
+
+Workflows call activities by these names (never by importing the functions), so
+the workflow sandbox never loads torch and a test worker can register test
+implementations under the same names.
+"""
+
+from __future__ import annotations
+
+# workflows
+OPTIMIZE_MODEL = "OptimizeModel"
+SEARCH_KERNEL = "SearchKernel"
+
+# GPU activities (one per GPU, max_concurrent_activities=1)
+COMPILE = "compile"
+TRIAGE = "triage"
+PROFILE = "profile"
+GATE_CANDIDATE = "gate_candidate"  # gates 1-2: static + multi-seed correctness
+RESTITCH = "restitch"
+GATE_MODEL = "gate_model"  # gates 3-4: V_model and V_perf on the re-stitched model
+
+# CPU activities
+SEGMENT = "segment"
+PLAN = "plan"
+EXECUTE = "execute"
+RETRY_FIX = "retry_fix"
+SUMMARIZE = "summarize"
+PROPOSE_BUILTIN = "propose_builtin"
+WRITE_REPORT = "write_report"
+EXPORT_HISTORY = "export_history"
+
+GPU_ACTIVITIES = (COMPILE, TRIAGE, PROFILE, GATE_CANDIDATE, RESTITCH, GATE_MODEL)
+CPU_ACTIVITIES = (
+    SEGMENT,
+    PLAN,
+    EXECUTE,
+    RETRY_FIX,
+    SUMMARIZE,
+    PROPOSE_BUILTIN,
+    WRITE_REPORT,
+    EXPORT_HISTORY,
+)
+
+CPU_QUEUE = "kernelopt-cpu"
+GPU_QUEUE_PREFIX = "kernelopt-gpu"
+
+
+def gpu_queue_for(gpu_name: str) -> str:
+    """Timings compare only on the same GPU model, so the queue carries the model's name."""
+    slug = "".join(c if c.isalnum() else "-" for c in gpu_name.lower()).strip("-")
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    return f"{GPU_QUEUE_PREFIX}-{slug}" if slug else GPU_QUEUE_PREFIX
