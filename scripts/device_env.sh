@@ -1,0 +1,13 @@
+# Source at the start of every device (GPU host) command:
+#   source scripts/device_env.sh
+# Installs the carried wheels (.whl, see README "GPU host") into /tmp/site and
+# puts the project on PYTHONPATH; the host's own torch/triton stay in charge.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 3; }
+export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+export KERNELOPT_HOME="${KERNELOPT_HOME:-/tmp/kernelopt-home}"
+if [ -f .device/temporal.xz ] && [ ! -x /tmp/bin/temporal ]; then
+    mkdir -p /tmp/bin && xz -dc .device/temporal.xz > /tmp/bin/temporal && chmod +x /tmp/bin/temporal
+fi
+export PATH="/tmp/bin:$PATH"
