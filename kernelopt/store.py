@@ -102,7 +102,9 @@ class ArtifactStore:
         data = self.backend.read(digest)
         actual = hashlib.sha256(data).hexdigest()
         if actual != digest:
-            raise ArtifactError(f"artifact {digest[:12]} is corrupt (content hashes to {actual[:12]})")
+            raise ArtifactError(
+                f"artifact {digest[:12]} is corrupt (content hashes to {actual[:12]})"
+            )
         return data
 
     def get_text(self, ref: ArtifactRef | str) -> str:

@@ -6,8 +6,8 @@ inside the Temporal sandbox.
 
 from .base import ArtifactRef, Contract, Frozen
 from .campaign import (
-    BudgetUse,
     Budgets,
+    BudgetUse,
     CampaignInput,
     CampaignOptions,
     CampaignPhase,

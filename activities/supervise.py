@@ -1,0 +1,159 @@
+"""Run GPU work in a supervised child process.
+
+A CUDA fault, an illegal memory access or a hang must never take a worker
+down, so GPU activities do their work in a child: its own process group
+(killed as a whole on cancellation or timeout), killed with its parent
+(PR_SET_PDEATHSIG), heartbeating through the parent while it runs, and with
+failures turned into text before they cross the process boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV
+from kernelopt.config import Settings
+from kernelopt.log import get_logger
+
+M = TypeVar("M", bound=BaseModel)
+log = get_logger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+async def run_supervised(
+    target: str,
+    inp: BaseModel,
+    result_type: type[M],
+    *,
+    heartbeat_every: float = 5.0,
+    timeout_s: float | None = None,
+    env: dict[str, str] | None = None,
+) -> M:
+    """Run ``module:function(inp, store)`` in a child process and return its result.
+
+    Inside an activity: heartbeats every ``heartbeat_every`` seconds with the
+    child's latest progress detail, hands a retry the previous attempt's
+    detail, and kills the child's process group when the activity is
+    cancelled.  Outside one (``kernelopt verify``), it simply runs the child.
+    """
+    in_activity = activity.in_activity()
+    resume = None
+    if in_activity:
+        details = activity.info().heartbeat_details
+        if details:
+            resume = details[0]
+    with tempfile.TemporaryDirectory(prefix="kernelopt-child-") as tmp:
+        in_path = Path(tmp) / "input.json"
+        out_path = Path(tmp) / "output.json"
+        in_path.write_text(inp.model_dump_json())
+        child_env = {**os.environ, **(env or {})}
+        child_env.setdefault("KERNELOPT_HOME", str(Settings.from_env().home))
+        if resume is not None:
+            child_env[RESUME_ENV] = json.dumps(resume, default=str)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "activities.child",
+            target,
+            str(in_path),
+            str(out_path),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            env=child_env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        state: dict[str, object] = {"detail": resume, "tail": []}
+        reader = asyncio.create_task(_read_progress(proc, state))
+        started = time.monotonic()
+        try:
+            while True:
+                try:
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), heartbeat_every)
+                    break
+                except TimeoutError:
+                    pass
+                if in_activity:
+                    activity.heartbeat(state["detail"])
+                if timeout_s is not None and time.monotonic() - started > timeout_s:
+                    _kill_group(proc.pid)
+                    await proc.wait()
+                    raise ApplicationError(
+                        f"{target} did not finish within {timeout_s:.0f} s; child killed",
+                        type="ChildTimeout",
+                    )
+        except asyncio.CancelledError:
+            _kill_group(proc.pid)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 10)
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(reader, 5)
+        return _collect(target, proc.returncode, out_path, state, result_type)
+
+
+async def _read_progress(proc: asyncio.subprocess.Process, state: dict[str, object]) -> None:
+    tail: list[str] = state["tail"]  # type: ignore[assignment]
+    assert_stream = proc.stderr
+    if assert_stream is None:
+        return
+    async for raw in assert_stream:
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        if line.startswith(PROGRESS_PREFIX):
+            with contextlib.suppress(json.JSONDecodeError):
+                state["detail"] = json.loads(line[len(PROGRESS_PREFIX) :])
+                if activity.in_activity():
+                    activity.heartbeat(state["detail"])
+            continue
+        tail.append(line)
+        del tail[:-60]
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _collect(
+    target: str,
+    returncode: int | None,
+    out_path: Path,
+    state: dict[str, object],
+    result_type: type[M],
+) -> M:
+    tail = "\n".join(state["tail"][-25:])  # type: ignore[index]
+    if not out_path.is_file():
+        how = f"signal {-returncode}" if returncode and returncode < 0 else f"exit {returncode}"
+        raise ApplicationError(
+            f"{target} child died ({how}) before reporting a result\n{tail}",
+            type="ChildCrashed",
+        )
+    payload = json.loads(out_path.read_text())
+    if payload.get("ok"):
+        return result_type.model_validate(payload["result"])
+    raise ApplicationError(
+        f"{payload.get('error_type')}: {payload.get('message')}\n{payload.get('traceback', '')}",
+        type=payload.get("error_type") or "ChildError",
+        non_retryable=bool(payload.get("deterministic")),
+    )
