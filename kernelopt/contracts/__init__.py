@@ -78,7 +78,6 @@ from .verdicts import (
     PerfCategory,
 )
 
-
 __all__ = [
     "Analysis",
     "ArtifactRef",
