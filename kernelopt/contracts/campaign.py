@@ -7,9 +7,9 @@ from enum import StrEnum
 from pydantic import Field
 
 from .base import ArtifactRef, Contract, Frozen
-from .compiled import SearchMode, TriageResult
+from .compiled import CompileResult, SearchMode, SegmentResult, TriageResult
 from .problem import ProblemSpec
-from .search import Decision, ProposerConfig, SearchParams, Usage
+from .search import Decision, ProposerConfig, SearchKernelResult, SearchParams, Usage
 from .verdicts import GateVerdict
 
 
@@ -139,11 +139,15 @@ class CampaignState(Contract):
     phase: CampaignPhase = CampaignPhase.QUEUED
     used: BudgetUse = BudgetUse()
     budgets: Budgets = Budgets()
-    decisions: list[Decision] = Field(default_factory=list)
-    finished_targets: list[str] = Field(default_factory=list)
+    started_at: str = ""  # workflow time of the first run, ISO
+    compiled: CompileResult | None = None
+    segment: SegmentResult | None = None
+    triage: TriageResult | None = None
+    results: list[SearchKernelResult] = Field(default_factory=list)
     candidates_tried: int = 0
     candidates_accepted: int = 0
     best_speedup: float | None = None
+    stop_reason: str = ""
 
 
 class ReportInput(Frozen):

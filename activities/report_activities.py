@@ -1,0 +1,39 @@
+"""CPU activities that write what a campaign leaves behind: the report, the history."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from kernelopt.contracts import ExportInput, ExportResult, ReportInput, ReportResult, names
+from kernelopt.report import render_markdown
+from kernelopt.store import open_store
+
+
+@activity.defn(name=names.WRITE_REPORT)
+async def write_report(inp: ReportInput) -> ReportResult:
+    store = open_store()
+    text = render_markdown(inp.outcome, inp.decisions)
+    report = await asyncio.to_thread(
+        store.put_text, text, "text/markdown", f"{inp.outcome.campaign_id}.md"
+    )
+    summary = await asyncio.to_thread(store.put_json, inp, f"{inp.outcome.campaign_id}.json")
+    return ReportResult(report=report, summary=summary)
+
+
+@activity.defn(name=names.EXPORT_HISTORY)
+async def export_history(inp: ExportInput) -> ExportResult:
+    """Copy a closed campaign's history into the store (audits outlive retention)."""
+    handle = activity.client().get_workflow_handle(inp.workflow_id, run_id=inp.run_id)
+    history = await handle.fetch_history()
+    ref = await asyncio.to_thread(
+        open_store().put_text,
+        history.to_json(),
+        "application/json",
+        f"{inp.workflow_id}.history.json",
+    )
+    return ExportResult(history=ref)
+
+
+CPU_ACTIVITIES = [write_report, export_history]

@@ -1,0 +1,191 @@
+"""Temporal workers for kernelopt (also ``kernelopt worker``).
+
+``--queue cpu`` runs the workflows and the CPU activities (segmenting, LLM
+calls, reports).  ``--queue gpu [--gpu N]`` runs the GPU activities for one
+GPU: one process per GPU, one activity at a time (timed candidates never share
+a GPU), on a task queue named by the GPU model (timings only compare on the
+same model).  Both connect to any Temporal address/namespace and shut down
+gracefully on SIGTERM: running activities are cancelled, their children
+killed, and Temporal hands the work to another worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from kernelopt.config import Settings
+from kernelopt.contracts.names import gpu_queue_for
+from kernelopt.errors import KernelOptError, NoGpuError
+from kernelopt.gpu_info import gpu_names
+from kernelopt.log import configure, get_logger
+
+log = get_logger("kernelopt.worker")
+
+GRACEFUL_SHUTDOWN = timedelta(seconds=30)
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox, with our pure contracts and pydantic passed through (loaded once)."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            "kernelopt.contracts", "pydantic", "pydantic_core", "annotated_types"
+        )
+    )
+
+
+def workflows() -> list[type]:
+    from workflows import all_workflows
+
+    return all_workflows()
+
+
+def build_cpu_worker(
+    client: Client,
+    task_queue: str,
+    activities: Sequence[Callable[..., Any]] | None = None,
+    max_concurrent_activities: int = 16,
+) -> Worker:
+    """Workflows plus CPU activities."""
+    if activities is None:
+        from activities import cpu_activities
+
+        activities = cpu_activities()
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=workflows(),
+        activities=list(activities),
+        workflow_runner=workflow_runner(),
+        max_concurrent_activities=max_concurrent_activities,
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
+
+
+def build_gpu_worker(
+    client: Client,
+    task_queue: str,
+    activities: Sequence[Callable[..., Any]] | None = None,
+) -> Worker:
+    """GPU activities only, strictly one at a time."""
+    if activities is None:
+        from activities import gpu_activities
+
+        activities = gpu_activities()
+    return Worker(
+        client,
+        task_queue=task_queue,
+        activities=list(activities),
+        max_concurrent_activities=1,
+        max_concurrent_workflow_tasks=1,
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
+
+
+def resolve_gpu(gpu: int | None) -> tuple[int, str]:
+    """Pin this process to one GPU and return (index, model name); refuse without CUDA."""
+    names = gpu_names()
+    if not names:
+        raise NoGpuError(
+            "no CUDA GPU is visible on this machine: a GPU worker needs one "
+            "(run `kernelopt worker --queue cpu` here and a GPU worker on a GPU host)"
+        )
+    index = 0 if gpu is None else gpu
+    if index < 0 or index >= len(names):
+        raise NoGpuError(f"GPU {index} does not exist; this machine has {len(names)} GPU(s)")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        physical = visible.split(",")[index].strip()
+    else:
+        physical = str(index)
+    os.environ["CUDA_VISIBLE_DEVICES"] = physical
+    return index, names[index]
+
+
+async def run_worker(
+    queue: str,
+    gpu: int | None = None,
+    settings: Settings | None = None,
+    task_queue: str | None = None,
+) -> None:
+    """Connect and run one worker until SIGTERM/SIGINT."""
+    from kernelopt.client import connect
+
+    settings = settings or Settings.from_env()
+    if queue == "gpu":
+        index, name = resolve_gpu(gpu)
+        task_queue = task_queue or settings.gpu_queue or gpu_queue_for(name)
+        client = await connect(settings)
+        worker = build_gpu_worker(client, task_queue)
+        log.info("gpu worker ready", gpu=index, model=name, task_queue=task_queue)
+    else:
+        task_queue = task_queue or settings.cpu_queue
+        client = await connect(settings)
+        worker = build_cpu_worker(client, task_queue)
+        log.info("cpu worker ready", task_queue=task_queue, address=settings.address)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        await stop.wait()
+        log.info("shutting down: cancelling running activities", task_queue=task_queue)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--queue", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--gpu", type=int, default=None, help="GPU index (gpu queue)")
+    parser.add_argument("--task-queue", default=None, help="override the task queue name")
+    parser.add_argument("--address", default=None, help="Temporal address (host:port)")
+    parser.add_argument("--namespace", default=None)
+    parser.add_argument("--tls", action="store_true", default=None)
+    parser.add_argument("--tls-cert", default=None)
+    parser.add_argument("--tls-key", default=None)
+    parser.add_argument("--tls-ca", default=None)
+    parser.add_argument("--log-json", action="store_true", default=None)
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(
+        temporal_address=getattr(args, "address", None),
+        namespace=getattr(args, "namespace", None),
+        tls=getattr(args, "tls", None),
+        tls_cert=getattr(args, "tls_cert", None),
+        tls_key=getattr(args, "tls_key", None),
+        tls_ca=getattr(args, "tls_ca", None),
+        log_json=getattr(args, "log_json", None),
+    )
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    configure(json=settings.log_json, level=settings.log_level)
+    try:
+        asyncio.run(run_worker(args.queue, args.gpu, settings, args.task_queue))
+    except KernelOptError as exc:
+        log.error(str(exc))
+        sys.stderr.write(f"kernelopt worker: {exc}\n")
+        return 2
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="worker.py", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

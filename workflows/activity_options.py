@@ -1,0 +1,64 @@
+"""Timeouts, retries and heartbeats for every activity call site, in one place.
+
+Temporal owns retries (DESIGN.md rule 7): infrastructure failures are retried
+with backoff, deterministic ones (a broken problem file, a malformed reply the
+model will not fix) are raised non-retryable by the activities themselves.
+GPU activities heartbeat; their heartbeat timeout is what notices a worker
+that died mid-activity and hands the work to another attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+NON_RETRYABLE = [
+    "ProblemError",
+    "ConfigError",
+    "DeterministicError",
+    "NoGpuError",
+    "ValidationError",
+]
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    start_to_close: timedelta
+    heartbeat: timedelta | None = None
+    attempts: int = 5
+    retry: RetryPolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "retry",
+            RetryPolicy(
+                initial_interval=timedelta(seconds=2),
+                backoff_coefficient=2.0,
+                maximum_interval=timedelta(minutes=2),
+                maximum_attempts=self.attempts,
+                non_retryable_error_types=NON_RETRYABLE,
+            ),
+        )
+
+    def kwargs(self) -> dict:
+        out: dict = {"start_to_close_timeout": self.start_to_close, "retry_policy": self.retry}
+        if self.heartbeat is not None:
+            out["heartbeat_timeout"] = self.heartbeat
+        return out
+
+
+MINUTE = timedelta(minutes=1)
+
+COMPILE = CallOptions(start_to_close=120 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
+SEGMENT = CallOptions(start_to_close=10 * MINUTE, attempts=3)
+TRIAGE = CallOptions(start_to_close=60 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
+PROFILE = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=3)
+GATE_CANDIDATE = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
+RESTITCH = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
+GATE_MODEL = CallOptions(start_to_close=60 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
+LLM = CallOptions(start_to_close=15 * MINUTE, attempts=6)
+BUILTIN = CallOptions(start_to_close=10 * MINUTE, attempts=3)
+REPORT = CallOptions(start_to_close=10 * MINUTE, attempts=5)

@@ -1,0 +1,485 @@
+"""The campaign workflow: one problem from compile to a verified, re-stitched model.
+
+A small state machine over named steps (compile -> segment -> triage -> search
+-> verify -> report).  Every step's result lives in ``CampaignState`` so a
+continue-as-new or a replay resumes after the last finished step; the answer
+is never slower than the compiler's, because anything that does not pass the
+model-level gates leaves the baseline in place.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from kernelopt.contracts import (
+        Budgets,
+        CampaignInput,
+        CampaignPhase,
+        CampaignProgress,
+        CampaignState,
+        CompileInput,
+        CompileResult,
+        ModelGateInput,
+        ModelGateResult,
+        Outcome,
+        OutcomeCategory,
+        PerfCategory,
+        ProposerKind,
+        Replacement,
+        ReportInput,
+        ReportResult,
+        RestitchInput,
+        RestitchResult,
+        SearchKernelInput,
+        SearchKernelResult,
+        SearchMode,
+        SegmentInput,
+        SegmentResult,
+        TriageInput,
+        TriageResult,
+        names,
+    )
+
+    from . import activity_options as opts
+
+SA_CAMPAIGN = SearchAttributeKey.for_keyword("KernelOptCampaign")
+SA_PROBLEM = SearchAttributeKey.for_keyword("KernelOptProblem")
+SA_PHASE = SearchAttributeKey.for_keyword("KernelOptPhase")
+SA_OUTCOME = SearchAttributeKey.for_keyword("KernelOptOutcome")
+SA_BEST = SearchAttributeKey.for_float("KernelOptBestSpeedup")
+
+
+def search_attributes_for(campaign_id: str, problem: str) -> TypedSearchAttributes:
+    """Attributes set when a campaign starts (the CLI uses this too)."""
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(SA_CAMPAIGN, campaign_id),
+            SearchAttributePair(SA_PROBLEM, problem),
+            SearchAttributePair(SA_PHASE, CampaignPhase.QUEUED.value),
+        ]
+    )
+
+
+class StopCampaign(Exception):
+    """Raised inside the workflow when the user cancels: the baseline is returned."""
+
+
+@workflow.defn(name=names.OPTIMIZE_MODEL)
+class OptimizeModel:
+    def __init__(self) -> None:
+        self._input: CampaignInput | None = None
+        self._state = CampaignState()
+        self._paused = False
+        self._stop_requested = ""
+        self._progress = CampaignProgress(campaign_id="", problem="")
+
+    # --- queries, signals, updates --------------------------------------------------
+    @workflow.query(name="progress")
+    def progress(self) -> CampaignProgress:
+        return self._progress
+
+    @workflow.query(name="state")
+    def state(self) -> CampaignState:
+        return self._state
+
+    @workflow.signal(name="pause")
+    def pause(self) -> None:
+        self._paused = True
+        self._progress.paused = True
+
+    @workflow.signal(name="resume")
+    def resume(self) -> None:
+        self._paused = False
+        self._progress.paused = False
+
+    @workflow.signal(name="stop")
+    def stop(self, reason: str = "cancelled by user") -> None:
+        self._stop_requested = reason or "cancelled by user"
+
+    @workflow.update(name="set_budgets")
+    async def set_budgets(self, budgets: Budgets) -> Budgets:
+        self._state.budgets = budgets
+        self._progress.budgets = budgets
+        return budgets
+
+    @set_budgets.validator
+    def _validate_budgets(self, budgets: Budgets) -> None:
+        for name, value in budgets.model_dump().items():
+            if value is not None and value < 0:
+                raise ValueError(f"budget {name} must be >= 0, got {value}")
+
+    # --- run --------------------------------------------------------------------------
+    @workflow.run
+    async def run(self, inp: CampaignInput) -> Outcome:
+        self._input = inp
+        if inp.state is not None:
+            self._state = inp.state
+        else:
+            self._state.budgets = inp.options.budgets
+            self._state.started_at = workflow.now().isoformat()
+        self._progress = CampaignProgress(
+            campaign_id=inp.campaign_id,
+            problem=inp.problem.name,
+            budgets=self._state.budgets,
+            proposer=self._proposer_label(),
+        )
+        try:
+            return await self._run_steps(inp)
+        except StopCampaign:
+            return await self._finish_with_baseline(inp, self._stop_requested or "cancelled")
+
+    async def _run_steps(self, inp: CampaignInput) -> Outcome:
+        state = self._state
+        if state.compiled is None:
+            await self._enter(CampaignPhase.COMPILING)
+            state.compiled = await self._gpu(
+                names.COMPILE,
+                CompileInput(problem=inp.problem, mode=inp.options.compile_mode),
+                CompileResult,
+                opts.COMPILE,
+            )
+        if state.segment is None:
+            await self._enter(CampaignPhase.SEGMENTING)
+            state.segment = await self._cpu(
+                names.SEGMENT,
+                SegmentInput(compiled=state.compiled, mode=inp.options.mode),
+                SegmentResult,
+                opts.SEGMENT,
+            )
+        if state.triage is None:
+            await self._enter(CampaignPhase.TRIAGING)
+            state.triage = await self._gpu(
+                names.TRIAGE,
+                TriageInput(
+                    compiled=state.compiled, segment=state.segment, gamma=inp.options.gamma
+                ),
+                TriageResult,
+                opts.TRIAGE,
+            )
+        skip = self._skip_reason(inp, state.segment, state.triage)
+        if skip:
+            return await self._finish_with_baseline(inp, skip)
+        await self._search_targets(inp)
+        return await self._verify_and_finish(inp)
+
+    # --- search -------------------------------------------------------------------------
+    async def _search_targets(self, inp: CampaignInput) -> None:
+        state = self._state
+        targets = list(state.triage.targets or state.segment.targets)
+        if inp.options.max_targets is not None:
+            targets = targets[: inp.options.max_targets]
+        self._progress.targets_total = len(targets)
+        done = {r.target_id for r in state.results}
+        self._progress.targets_done = len(done)
+        await self._enter(CampaignPhase.SEARCHING)
+        for target in targets:
+            if target.id in done:
+                continue
+            await self._checkpoint()
+            if self._budget_exhausted():
+                break
+            self._progress.current_target = target.id
+            child_input = SearchKernelInput(
+                campaign_id=inp.campaign_id,
+                compiled=state.compiled,
+                segment=state.segment,
+                target=target,
+                params=inp.options.search,
+                proposer=inp.options.proposer,
+                use_llm=self._use_llm(),
+                gpu_queue=inp.options.gpu_queue,
+                cpu_queue=inp.options.cpu_queue,
+                budget_left=self._budget_left(),
+            )
+            try:
+                result = await workflow.execute_child_workflow(
+                    names.SEARCH_KERNEL,
+                    child_input,
+                    id=f"{workflow.info().workflow_id}/search/{target.id}",
+                    task_queue=inp.options.cpu_queue,
+                    result_type=SearchKernelResult,
+                )
+            except ChildWorkflowError as exc:
+                workflow.logger.warning("search of %s failed: %s", target.id, exc.cause or exc)
+                result = SearchKernelResult(
+                    target_id=target.id, stopped_reason=f"search failed: {exc.cause or exc}"
+                )
+            state.results.append(result)
+            state.used.add(result.usage, result.gpu_seconds)
+            state.candidates_tried += result.candidates_tried
+            state.candidates_accepted += sum(1 for d in result.decisions if d.accepted)
+            self._progress.targets_done = len(state.results)
+            self._sync_progress()
+        self._progress.current_target = None
+
+    # --- model-level verification -------------------------------------------------------
+    async def _verify_and_finish(self, inp: CampaignInput) -> Outcome:
+        state = self._state
+        winners = [r for r in state.results if r.best is not None and r.best.source is not None]
+        if not winners:
+            compiled_any = any(r.candidates_compiled for r in state.results)
+            category = (
+                OutcomeCategory.FALLBACK if compiled_any else OutcomeCategory.SYNTHESIS_FAILURE
+            )
+            tried = sum(r.candidates_tried for r in state.results)
+            reason = (
+                f"{tried} candidates tried, none passed gates 1-2"
+                if compiled_any
+                else f"{tried} candidates tried, none compiled and ran"
+            )
+            return await self._finish_with_baseline(inp, reason, category=category)
+
+        await self._enter(CampaignPhase.VERIFYING)
+        winners.sort(key=lambda r: -(r.best_kernel_speedup or 0.0))
+        target_by_id = {t.id: t for t in state.segment.targets}
+        for t in state.triage.targets:
+            target_by_id[t.id] = t
+        accepted: list[Replacement] = []
+        best: ModelGateResult | None = None
+        best_wrapper = None
+        verdicts = []
+        # Greedy: keep a replacement only if the whole model stays correct and gets faster.
+        for result in winners:
+            await self._checkpoint()
+            target = target_by_id.get(result.target_id)
+            if target is None:
+                continue
+            trial = [*accepted, Replacement(target=target, source=result.best.source)]
+            stitched = await self._gpu(
+                names.RESTITCH,
+                RestitchInput(compiled=state.compiled, segment=state.segment, replacements=trial),
+                RestitchResult,
+                opts.RESTITCH,
+            )
+            gate = await self._gpu(
+                names.GATE_MODEL,
+                ModelGateInput(
+                    compiled=state.compiled, wrapper=stitched.wrapper, gamma=inp.options.gamma
+                ),
+                ModelGateResult,
+                opts.GATE_MODEL,
+            )
+            verdicts.append(gate.verdict)
+            better = best is None or (gate.speedup or 0.0) > (best.speedup or 0.0)
+            if gate.verdict.passed and (gate.speedup or 0.0) >= 1.0 and better:
+                accepted = trial
+                best = gate
+                best_wrapper = stitched.wrapper
+                state.best_speedup = gate.speedup
+                self._sync_progress()
+
+        if best is None:
+            return await self._finish_with_baseline(
+                inp,
+                "every re-stitched model failed V_model or V_perf; the compiler's baseline stands",
+                category=OutcomeCategory.FALLBACK,
+                model_verdicts=verdicts,
+            )
+        category = (
+            OutcomeCategory.OPTIMIZED
+            if best.category == PerfCategory.OPTIMIZED
+            else OutcomeCategory.MATCHED
+        )
+        outcome = self._outcome(
+            inp,
+            category=category,
+            speedup=float(best.speedup or 1.0),
+            reason=f"{len(accepted)} replacement(s) verified on the whole model",
+            optimized_ms=best.candidate_ms,
+            wrapper=best_wrapper,
+            replaced=[r.target.id for r in accepted],
+            model_verdicts=verdicts,
+        )
+        return await self._report(outcome)
+
+    # --- endings ---------------------------------------------------------------------------
+    async def _finish_with_baseline(
+        self,
+        inp: CampaignInput,
+        reason: str,
+        category: OutcomeCategory = OutcomeCategory.FALLBACK,
+        model_verdicts: list | None = None,
+    ) -> Outcome:
+        outcome = self._outcome(
+            inp,
+            category=category,
+            speedup=1.0,
+            reason=reason,
+            optimized_ms=None,
+            wrapper=self._state.compiled.wrapper if self._state.compiled else None,
+            replaced=[],
+            model_verdicts=model_verdicts or [],
+        )
+        return await self._report(outcome)
+
+    async def _report(self, outcome: Outcome) -> Outcome:
+        await self._enter(CampaignPhase.REPORTING, allow_stop=False)
+        decisions = [d for r in self._state.results for d in r.decisions]
+        try:
+            report = await workflow.execute_activity(
+                names.WRITE_REPORT,
+                ReportInput(outcome=outcome, decisions=decisions),
+                task_queue=self._input.options.cpu_queue,
+                result_type=ReportResult,
+                **opts.REPORT.kwargs(),
+            )
+            outcome = outcome.model_copy(update={"report": report.report})
+        except ActivityError as exc:
+            workflow.logger.warning("report could not be written: %s", exc.cause or exc)
+        self._state.phase = CampaignPhase.DONE
+        self._progress.phase = CampaignPhase.DONE
+        self._progress.message = f"{outcome.category.value}: {outcome.reason}"
+        self._upsert(SA_OUTCOME, outcome.category.value)
+        self._upsert(SA_PHASE, CampaignPhase.DONE.value)
+        return outcome
+
+    def _outcome(self, inp: CampaignInput, **fields) -> Outcome:
+        state = self._state
+        compiled = state.compiled
+        state.used.wall_seconds = self._elapsed()
+        return Outcome(
+            campaign_id=inp.campaign_id,
+            problem=inp.problem.name,
+            baseline_ms=compiled.compiled_ms if compiled else None,
+            eager_ms=compiled.eager_ms if compiled else None,
+            compile_mode=compiled.mode if compiled else inp.options.compile_mode,
+            proposer=self._proposer_label(),
+            mode=state.segment.mode if state.segment else None,
+            mode_reason=state.segment.mode_reason if state.segment else "",
+            triage=state.triage,
+            used=state.used,
+            candidates_tried=state.candidates_tried,
+            candidates_accepted=state.candidates_accepted,
+            torch_version=compiled.torch_version if compiled else "",
+            triton_version=compiled.triton_version if compiled else "",
+            gpu_name=compiled.gpu_name if compiled else "",
+            **fields,
+        )
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _skip_reason(
+        self, inp: CampaignInput, segment: SegmentResult, triage: TriageResult
+    ) -> str | None:
+        if not segment.targets and not triage.targets:
+            return "the compiled graph has no Triton kernel to search (all library calls)"
+        if (
+            segment.mode == SearchMode.MULTI
+            and triage.verdict == "library_dominated"
+            and not inp.options.search_library_dominated
+        ):
+            return (
+                f"library-dominated: f = {triage.library_fraction:.3f}, Amdahl ceiling "
+                f"{triage.ceilings.get('inf', 1.0):.3f}x < gamma; search skipped "
+                "(--search-library-dominated to search anyway)"
+            )
+        return None
+
+    def _use_llm(self) -> bool:
+        proposer = self._input.options.proposer
+        if proposer.kind == ProposerKind.LLM:
+            return True
+        if proposer.kind == ProposerKind.BUILTIN:
+            return False
+        return bool(proposer.base_url)
+
+    def _proposer_label(self) -> str:
+        if self._input is None:
+            return ""
+        if self._use_llm():
+            return f"llm:{self._input.options.proposer.model}"
+        return "builtin"
+
+    def _elapsed(self) -> float:
+        if not self._state.started_at:
+            return 0.0
+        from datetime import datetime
+
+        start = datetime.fromisoformat(self._state.started_at)
+        return max(0.0, (workflow.now() - start).total_seconds())
+
+    def _budget_left(self) -> dict[str, float | None]:
+        b, u = self._state.budgets, self._state.used
+        return {
+            "tokens": None if b.max_tokens is None else max(0, b.max_tokens - u.tokens),
+            "usd": None if b.max_usd is None else max(0.0, b.max_usd - u.usd),
+            "gpu_seconds": None
+            if b.max_gpu_seconds is None
+            else max(0.0, b.max_gpu_seconds - u.gpu_seconds),
+            "wall_seconds": None
+            if b.max_wall_seconds is None
+            else max(0.0, b.max_wall_seconds - self._elapsed()),
+        }
+
+    def _budget_exhausted(self) -> bool:
+        self._state.used.wall_seconds = self._elapsed()
+        name = self._state.used.exceeded(self._state.budgets)
+        if name:
+            self._state.stop_reason = f"budget {name} exhausted"
+            self._progress.message = self._state.stop_reason
+            return True
+        return False
+
+    async def _checkpoint(self) -> None:
+        """Honour pause and stop between steps; never in the middle of one."""
+        if self._paused:
+            self._progress.message = "paused"
+            await workflow.wait_condition(lambda: not self._paused or bool(self._stop_requested))
+            self._progress.message = ""
+        if self._stop_requested:
+            raise StopCampaign()
+
+    async def _enter(self, phase: CampaignPhase, allow_stop: bool = True) -> None:
+        if allow_stop:
+            await self._checkpoint()
+        self._state.phase = phase
+        self._progress.phase = phase
+        self._upsert(SA_PHASE, phase.value)
+
+    def _sync_progress(self) -> None:
+        s, p = self._state, self._progress
+        p.candidates_tried = s.candidates_tried
+        p.candidates_accepted = s.candidates_accepted
+        p.best_speedup = s.best_speedup
+        s.used.wall_seconds = self._elapsed()
+        p.used = s.used
+        p.budgets = s.budgets
+        if s.best_speedup is not None:
+            self._upsert(SA_BEST, float(s.best_speedup))
+
+    def _upsert(self, key, value) -> None:
+        """Only where the campaign started with our attributes (the server knows them)."""
+        if workflow.info().typed_search_attributes.get(SA_CAMPAIGN) is None:
+            return
+        workflow.upsert_search_attributes([key.value_set(value)])
+
+    async def _gpu(self, name: str, arg, result_type, options: opts.CallOptions):
+        return await self._call(name, arg, result_type, options, self._input.options.gpu_queue)
+
+    async def _cpu(self, name: str, arg, result_type, options: opts.CallOptions):
+        return await self._call(name, arg, result_type, options, self._input.options.cpu_queue)
+
+    async def _call(self, name, arg, result_type, options, queue):
+        self._progress.waiting_on = queue
+        started = workflow.now()
+        try:
+            return await workflow.execute_activity(
+                name, arg, task_queue=queue, result_type=result_type, **options.kwargs()
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.non_retryable:
+                raise ApplicationError(
+                    f"{name} failed: {cause.message}", type=cause.type, non_retryable=True
+                ) from exc
+            raise
+        finally:
+            self._progress.waiting_on = None
+            if queue == self._input.options.gpu_queue:
+                self._state.used.gpu_seconds += (workflow.now() - started).total_seconds()
+            self._sync_progress()
+
+
+__all__ = ["OptimizeModel", "StopCampaign", "search_attributes_for"]
