@@ -105,10 +105,7 @@ def resolve_gpu(gpu: int | None) -> tuple[int, str]:
     if index < 0 or index >= len(names):
         raise NoGpuError(f"GPU {index} does not exist; this machine has {len(names)} GPU(s)")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        physical = visible.split(",")[index].strip()
-    else:
-        physical = str(index)
+    physical = visible.split(",")[index].strip() if visible else str(index)
     os.environ["CUDA_VISIBLE_DEVICES"] = physical
     return index, names[index]
 
