@@ -1,0 +1,97 @@
+"""Submitting and steering campaigns: the one API the CLI, bench runner and tests share."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+
+from kernelopt.config import Settings
+from kernelopt.contracts import (
+    CampaignInput,
+    CampaignOptions,
+    ProblemKind,
+    ProblemSpec,
+    names,
+)
+from kernelopt.contracts.names import gpu_queue_for
+from kernelopt.errors import ProblemError
+from kernelopt.gpu_info import gpu_names
+from kernelopt.store import ArtifactStore
+
+DEFAULT_GPU_MODEL = "NVIDIA H200"
+
+
+def default_gpu_queue(settings: Settings) -> str:
+    """The GPU queue campaigns target: configured, else this machine's GPU, else the default model."""
+    if settings.gpu_queue:
+        return settings.gpu_queue
+    if settings.gpu_model:
+        return gpu_queue_for(settings.gpu_model)
+    local = gpu_names()
+    return gpu_queue_for(local[0] if local else DEFAULT_GPU_MODEL)
+
+
+def detect_kind(source: str) -> ProblemKind:
+    if "@helion.kernel" in source or "import helion" in source:
+        return ProblemKind.HELION
+    if "class Model" not in source and "@triton.jit" in source:
+        return ProblemKind.TRITON
+    return ProblemKind.MODULE
+
+
+def prepare_problem(
+    path: Path, store: ArtifactStore, seed: int = 0, level: int | None = None
+) -> ProblemSpec:
+    """Validate a problem file cheaply (no torch import) and put its source in the store."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProblemError(str(path), "no such file")
+    try:
+        source = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProblemError(str(path), f"cannot read: {exc}") from exc
+    kind = detect_kind(source)
+    if kind == ProblemKind.MODULE:
+        from kernelopt.problem import check_problem_file
+
+        check_problem_file(path)
+    else:
+        try:
+            compile(source, str(path), "exec")
+        except SyntaxError as exc:
+            raise ProblemError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    ref = store.put_text(source, "text/x-python", path.name)
+    return ProblemSpec(
+        name=path.stem, kind=kind, source=ref, path=str(path.resolve()), seed=seed, level=level
+    )
+
+
+def new_campaign_id(problem: ProblemSpec) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in problem.name)[:40]
+    return f"{safe}-{uuid.uuid4().hex[:8]}"
+
+
+async def start_campaign(
+    client: Client,
+    problem: ProblemSpec,
+    options: CampaignOptions,
+    campaign_id: str | None = None,
+    search_attributes: bool = True,
+) -> WorkflowHandle:
+    from workflows.optimize_model import search_attributes_for
+
+    campaign_id = campaign_id or new_campaign_id(problem)
+    kwargs = {}
+    if search_attributes:
+        kwargs["search_attributes"] = search_attributes_for(campaign_id, problem.name)
+    return await client.start_workflow(
+        names.OPTIMIZE_MODEL,
+        CampaignInput(campaign_id=campaign_id, problem=problem, options=options),
+        id=campaign_id,
+        task_queue=options.cpu_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        **kwargs,
+    )

@@ -1,0 +1,393 @@
+"""`kernelopt`: the command line.  It only builds requests and starts or queries workflows."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelopt.config import Settings
+from kernelopt.contracts import (
+    Budgets,
+    CampaignOptions,
+    CampaignProgress,
+    Outcome,
+    ProposerConfig,
+    ProposerKind,
+    SearchMode,
+    SearchParams,
+)
+from kernelopt.errors import KernelOptError
+from kernelopt.log import configure
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+# --- argument parsing ------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernelopt",
+        description="Make torch.compile'd models faster by searching better Triton kernels, "
+        "verified through four gates, as durable Temporal workflows.",
+    )
+    parser.add_argument("--log-json", action="store_true", help="JSON log lines")
+    parser.add_argument("--log-level", default=None)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    server = sub.add_parser("server", help="the embedded Temporal dev server")
+    server.add_argument("action", choices=["start", "stop", "status"])
+
+    import worker as worker_module
+
+    w = sub.add_parser("worker", help="run a Temporal worker (cpu or one GPU)")
+    worker_module.add_arguments(w)
+
+    opt = sub.add_parser("optimize", help="optimise a problem file (KernelBench format)")
+    opt.add_argument("file", type=Path)
+    _add_campaign_options(opt)
+    opt.add_argument("--id", default=None, help="campaign id (default: name + random suffix)")
+    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--no-follow", action="store_true", help="submit and return")
+    opt.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
+    tri = sub.add_parser("triage", help="library fraction and Amdahl ceiling of a problem")
+    tri.add_argument("file", type=Path)
+    tri.add_argument("--json", action="store_true")
+    tri.add_argument("--mode", choices=[m.value for m in SearchMode], default="auto")
+
+    ver = sub.add_parser("verify", help="run the four gates on a ModelNew candidate")
+    ver.add_argument("problem", type=Path)
+    ver.add_argument("--candidate", type=Path, required=True)
+    ver.add_argument("--json", action="store_true")
+
+    sub.add_parser("list", help="campaigns").add_argument("--limit", type=int, default=50)
+    for name, text in [
+        ("show", "progress or outcome of a campaign"),
+        ("cancel", "stop a campaign (the baseline is still returned)"),
+        ("pause", "pause a campaign between steps"),
+        ("resume", "resume a paused campaign"),
+        ("audit", "every candidate, its gates and the decision"),
+    ]:
+        p = sub.add_parser(name, help=text)
+        p.add_argument("id")
+        if name == "show":
+            p.add_argument("--follow", action="store_true")
+            p.add_argument("--json", action="store_true")
+        if name == "audit":
+            p.add_argument("--json", action="store_true")
+            p.add_argument("--html", type=Path, default=None)
+    bud = sub.add_parser("budget", help="change a running campaign's budgets")
+    bud.add_argument("id")
+    _add_budget_options(bud)
+
+    bench = sub.add_parser("bench", help="run a suite (KernelBench layout) and report")
+    bench.add_argument("suite", type=Path)
+    bench.add_argument("--results", type=Path, default=None)
+    _add_campaign_options(bench)
+    return parser
+
+
+def _add_budget_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--max-usd", type=float, default=None)
+    p.add_argument("--max-gpu-seconds", type=float, default=None)
+    p.add_argument("--max-wall-seconds", type=float, default=None)
+
+
+def _add_campaign_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=[m.value for m in SearchMode], default="auto")
+    p.add_argument("--proposer", choices=[k.value for k in ProposerKind], default="auto")
+    p.add_argument("--llm-base-url", default=None)
+    p.add_argument("--llm-model", default=None)
+    p.add_argument("--iterations", type=int, default=None, help="T (default 5)")
+    p.add_argument("--plans", type=int, default=None, help="N (default 4)")
+    p.add_argument("--retries", type=int, default=None, help="K (default 4)")
+    p.add_argument("--beam", type=int, default=None, help="B (default 4)")
+    p.add_argument("--gamma", type=float, default=1.03)
+    p.add_argument("--max-targets", type=int, default=None)
+    p.add_argument("--search-library-dominated", action="store_true")
+    p.add_argument("--gpu-queue", default=None)
+    _add_budget_options(p)
+
+
+def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOptions:
+    from kernelopt.campaigns import default_gpu_queue
+
+    params = {
+        k: getattr(args, k)
+        for k in ("iterations", "plans", "retries", "beam")
+        if getattr(args, k) is not None
+    }
+    proposer = ProposerConfig(
+        kind=ProposerKind(args.proposer),
+        base_url=args.llm_base_url or settings.llm_base_url,
+        model=args.llm_model or settings.llm_model,
+        api_key_env=settings.llm_api_key_env,
+        temperature=settings.llm_temperature,
+    )
+    if proposer.kind == ProposerKind.LLM and not proposer.base_url:
+        raise KernelOptError(
+            "--proposer llm needs an endpoint: --llm-base-url or KERNELOPT_LLM_BASE_URL / OPENAI_BASE_URL"
+        )
+    return CampaignOptions(
+        mode=SearchMode(args.mode),
+        search=SearchParams(**params),
+        proposer=proposer,
+        budgets=_budgets(args),
+        gamma=args.gamma,
+        search_library_dominated=args.search_library_dominated,
+        cpu_queue=settings.cpu_queue,
+        gpu_queue=args.gpu_queue or default_gpu_queue(settings),
+        max_targets=args.max_targets,
+    )
+
+
+def _budgets(args: argparse.Namespace) -> Budgets:
+    return Budgets(
+        max_tokens=args.max_tokens,
+        max_usd=args.max_usd,
+        max_gpu_seconds=args.max_gpu_seconds,
+        max_wall_seconds=args.max_wall_seconds,
+    )
+
+
+# --- commands --------------------------------------------------------------------------------
+def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.local_workers import stop_local_workers
+    from kernelopt.temporal_server import EmbeddedServer
+
+    if not settings.embedded:
+        console.print(
+            f"KERNELOPT_TEMPORAL_ADDRESS is set ({settings.temporal_address}): "
+            "kernelopt does not manage that server"
+        )
+        return 2
+    server = EmbeddedServer(settings)
+    if args.action == "start":
+        console.print(server.start().describe())
+    elif args.action == "stop":
+        stopped = stop_local_workers(settings)
+        if stopped:
+            console.print(f"stopped local workers: {', '.join(stopped)}")
+        console.print("stopped" if server.stop() else "not running")
+    else:
+        status = server.status()
+        console.print(status.describe())
+        return 0 if status.running else 3
+    return 0
+
+
+async def _client(settings: Settings):
+    from kernelopt.client import connect
+
+    return await connect(settings)
+
+
+async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.campaigns import prepare_problem, start_campaign
+    from kernelopt.follow import follow
+    from kernelopt.store import open_store
+
+    problem = prepare_problem(args.file, open_store(settings.artifacts_dir), seed=args.seed)
+    options = campaign_options(args, settings)
+    client = await _client(settings)
+    if settings.embedded:
+        from kernelopt.local_workers import ensure_local_workers
+
+        started = ensure_local_workers(settings)
+        gpus = [name for name in started if name.startswith("gpu")]
+        if not gpus:
+            err_console.print(
+                "[yellow]no CUDA GPU here[/]: the campaign will wait for a GPU worker "
+                f"on queue '{options.gpu_queue}'"
+            )
+    handle = await start_campaign(client, problem, options, campaign_id=args.id)
+    proposer = "LLM " + options.proposer.model if options.proposer.base_url else "built-in (no LLM)"
+    if options.proposer.kind == ProposerKind.BUILTIN:
+        proposer = "built-in (no LLM)"
+    err_console.print(f"campaign [bold]{handle.id}[/] submitted; proposer: {proposer}")
+    if args.no_follow:
+        console.print(handle.id)
+        return 0
+    outcome = await follow(client, handle, err_console, options.gpu_queue)
+    if outcome is None:
+        return 0
+    print_outcome(outcome, args.json)
+    return 0
+
+
+def print_outcome(outcome: Outcome, as_json: bool) -> None:
+    if as_json:
+        console.print_json(outcome.model_dump_json())
+        return
+    table = Table(title=f"campaign {outcome.campaign_id}", show_header=False)
+    table.add_row("outcome", f"[bold]{outcome.category.value}[/]")
+    table.add_row("speedup vs torch.compile", f"{outcome.speedup:.3f}x ({outcome.compile_mode})")
+    table.add_row("reason", outcome.reason)
+    if outcome.baseline_ms is not None:
+        table.add_row("baseline", f"{outcome.baseline_ms:.4f} ms")
+    if outcome.optimized_ms is not None:
+        table.add_row("optimized", f"{outcome.optimized_ms:.4f} ms")
+    if outcome.triage is not None:
+        t = outcome.triage
+        table.add_row(
+            "library fraction f",
+            f"{t.library_fraction:.3f} (ceiling {t.ceilings.get('inf', 0):.3f}x)",
+        )
+    table.add_row("proposer", outcome.proposer)
+    table.add_row(
+        "candidates", f"{outcome.candidates_tried} tried, {outcome.candidates_accepted} accepted"
+    )
+    if outcome.report is not None:
+        table.add_row("report", f"artifact {outcome.report.sha256[:16]} ({outcome.report.name})")
+    console.print(table)
+
+
+async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    client = await _client(settings)
+    table = Table("campaign", "status", "start", "phase", "outcome", "best")
+    count = 0
+    async for wf in client.list_workflows(f"WorkflowType = '{'OptimizeModel'}'"):
+        sa = wf.typed_search_attributes
+        from workflows.optimize_model import SA_BEST, SA_OUTCOME, SA_PHASE
+
+        best = sa.get(SA_BEST)
+        table.add_row(
+            wf.id,
+            wf.status.name.lower() if wf.status else "-",
+            wf.start_time.strftime("%Y-%m-%d %H:%M"),
+            sa.get(SA_PHASE) or "-",
+            sa.get(SA_OUTCOME) or "-",
+            f"{best:.3f}x" if best else "-",
+        )
+        count += 1
+        if count >= args.limit:
+            break
+    console.print(table)
+    return 0
+
+
+async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from temporalio.client import WorkflowExecutionStatus
+
+    from kernelopt.campaigns import default_gpu_queue
+    from kernelopt.follow import follow, render
+
+    client = await _client(settings)
+    handle = client.get_workflow_handle(args.id)
+    desc = await handle.describe()
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        print_outcome(await handle.result(result_type=Outcome), args.json)
+        return 0
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        console.print(f"campaign {args.id}: {desc.status.name.lower()}")
+        return 1
+    if args.follow:
+        outcome = await follow(client, handle, err_console, default_gpu_queue(settings))
+        if outcome is not None:
+            print_outcome(outcome, args.json)
+        return 0
+    progress = await handle.query("progress", result_type=CampaignProgress)
+    if args.json:
+        console.print_json(progress.model_dump_json())
+    else:
+        console.print(render(progress, None, 0.0))
+    return 0
+
+
+async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
+    client = await _client(settings)
+    handle = client.get_workflow_handle(args.id)
+    if args.command == "cancel":
+        await handle.signal("stop", "cancelled by user")
+        console.print(f"{args.id}: stopping; the compiler's baseline will be returned")
+    else:
+        await handle.signal(args.command)
+        console.print(f"{args.id}: {args.command}d")
+    return 0
+
+
+async def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:
+    client = await _client(settings)
+    handle = client.get_workflow_handle(args.id)
+    progress = await handle.query("progress", result_type=CampaignProgress)
+    current = progress.budgets.model_dump()
+    changes = _budgets(args).model_dump(exclude_none=True)
+    current.update(changes)
+    result = await handle.execute_update("set_budgets", Budgets(**current), result_type=Budgets)
+    console.print(f"{args.id}: budgets now {result.model_dump()}")
+    return 0
+
+
+def cmd_triage(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.cli_triage import triage_command
+
+    return triage_command(args.file, args.json, args.mode)
+
+
+def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.cli_verify import verify_command
+
+    return verify_command(args.problem, args.candidate, args.json)
+
+
+async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.audit import audit_command
+
+    client = await _client(settings)
+    return await audit_command(client, args.id, as_json=args.json, html=args.html)
+
+
+async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.bench.cli import bench_command
+
+    options = campaign_options(args, settings)
+    client = await _client(settings)
+    return await bench_command(client, settings, args.suite, args.results, options)
+
+
+ASYNC = {
+    "optimize": cmd_optimize,
+    "list": cmd_list,
+    "show": cmd_show,
+    "cancel": cmd_signal,
+    "pause": cmd_signal,
+    "resume": cmd_signal,
+    "budget": cmd_budget,
+    "audit": cmd_audit,
+    "bench": cmd_bench,
+}
+SYNC = {"server": cmd_server, "triage": cmd_triage, "verify": cmd_verify}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "worker":
+        import worker as worker_module
+
+        return worker_module.run_from_args(args)
+    settings = Settings.from_env(log_json=args.log_json or None, log_level=args.log_level)
+    if args.log_level is None and "KERNELOPT_LOG_LEVEL" not in os.environ:
+        settings = settings.model_copy(update={"log_level": "warning"})
+    configure(json=settings.log_json, level=settings.log_level)
+    try:
+        if args.command in SYNC:
+            return SYNC[args.command](args, settings)
+        return asyncio.run(ASYNC[args.command](args, settings))
+    except KernelOptError as exc:
+        err_console.print(f"[red]kernelopt {args.command}:[/] {exc}", highlight=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Live progress of a campaign in the terminal (rich), and the summary at the end.
+
+Polls the workflow's ``progress`` query; when the campaign waits on a task
+queue that no worker polls, says so and how to start one instead of looking
+hung.  Ctrl-C detaches: the campaign keeps running on the workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
+
+from kernelopt.contracts import CampaignProgress, Outcome
+
+
+async def has_pollers(client: Client, task_queue: str, activity: bool = True) -> bool:
+    kind = (
+        TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY if activity else TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+    )
+    try:
+        resp = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=kind,
+            )
+        )
+    except RPCError:
+        return True  # unknown: do not claim it is waiting
+    now = time.time()
+    for poller in resp.pollers:
+        seen = poller.last_access_time.seconds if poller.HasField("last_access_time") else now
+        if now - seen < 120:
+            return True
+    return False
+
+
+def waiting_hint(queue: str, gpu_queue: str) -> str:
+    if queue == gpu_queue:
+        return (
+            f"waiting for a GPU worker on task queue '{queue}': start one on a GPU host with "
+            "`kernelopt worker --queue gpu` (same KERNELOPT_TEMPORAL_ADDRESS); "
+            "the campaign continues when it joins"
+        )
+    return (
+        f"waiting for a CPU worker on task queue '{queue}': start one with "
+        "`kernelopt worker --queue cpu`"
+    )
+
+
+def render(progress: CampaignProgress, hint: str | None, elapsed: float) -> Group:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    p = progress
+    table.add_row("campaign", p.campaign_id)
+    table.add_row("problem", p.problem)
+    table.add_row("phase", p.phase.value + ("  (paused)" if p.paused else ""))
+    table.add_row("proposer", p.proposer or "-")
+    table.add_row(
+        "targets",
+        f"{p.targets_done}/{p.targets_total}"
+        + (f"  now: {p.current_target}" if p.current_target else ""),
+    )
+    table.add_row("candidates", f"{p.candidates_tried} tried, {p.candidates_accepted} accepted")
+    table.add_row("best speedup", f"{p.best_speedup:.3f}x" if p.best_speedup else "-")
+    budget = f"{p.used.tokens} tokens, ${p.used.usd:.3f}, {p.used.gpu_seconds:.0f} GPU-s"
+    table.add_row("budget used", budget)
+    table.add_row("elapsed", f"{elapsed:.0f} s")
+    if p.message:
+        table.add_row("note", p.message)
+    parts: list = [table]
+    if hint:
+        parts.append(Text(hint, style="yellow"))
+    return Group(*parts)
+
+
+async def follow(
+    client: Client,
+    handle: WorkflowHandle,
+    console: Console,
+    gpu_queue: str,
+    poll_s: float = 1.0,
+) -> Outcome | None:
+    """Show progress until the campaign ends; returns its outcome (None when detached)."""
+    started = time.monotonic()
+    result_task = asyncio.create_task(handle.result(result_type=Outcome))
+    progress: CampaignProgress | None = None
+    try:
+        with Live(console=console, refresh_per_second=4, transient=False) as live:
+            while not result_task.done():
+                hint = None
+                try:
+                    progress = await handle.query("progress", result_type=CampaignProgress)
+                except RPCError:
+                    progress = None
+                if progress is None:
+                    desc = await handle.describe()
+                    if desc.status != WorkflowExecutionStatus.RUNNING:
+                        break
+                    cpu_q = desc.task_queue
+                    if not await has_pollers(client, cpu_q, activity=False):
+                        hint = waiting_hint(cpu_q, gpu_queue)
+                    live.update(Text(hint or "starting..."))
+                else:
+                    if progress.waiting_on and not await has_pollers(client, progress.waiting_on):
+                        hint = waiting_hint(progress.waiting_on, gpu_queue)
+                    live.update(render(progress, hint, time.monotonic() - started))
+                await asyncio.wait({result_task}, timeout=poll_s)
+        return await result_task
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        result_task.cancel()
+        console.print(
+            f"[yellow]detached[/]: campaign {handle.id} keeps running; "
+            f"`kernelopt show {handle.id}` to look again, `kernelopt cancel {handle.id}` to stop it"
+        )
+        return None

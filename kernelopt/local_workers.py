@@ -1,0 +1,116 @@
+"""Workers the embedded default runs by itself, so one command does the whole job.
+
+With no ``KERNELOPT_TEMPORAL_ADDRESS`` configured, ``kernelopt optimize`` starts
+the dev server, one CPU worker and one GPU worker per visible GPU as detached
+background processes (pid files and logs under ``$KERNELOPT_HOME/workers``).
+They outlive the command, so Ctrl-C only detaches the display and the
+campaign keeps running; ``kernelopt server stop`` stops them with the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelopt.config import Settings
+from kernelopt.gpu_info import gpu_names
+from kernelopt.log import get_logger
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class LocalWorker:
+    name: str  # "cpu" or "gpu0", "gpu1", ...
+    args: list[str]
+
+
+def planned_workers(gpus: list[str] | None = None) -> list[LocalWorker]:
+    gpus = gpu_names() if gpus is None else gpus
+    workers = [LocalWorker("cpu", ["--queue", "cpu"])]
+    workers += [LocalWorker(f"gpu{i}", ["--queue", "gpu", "--gpu", str(i)]) for i in range(len(gpus))]
+    return workers
+
+
+def _dir(settings: Settings) -> Path:
+    path = settings.home / "workers"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def running(settings: Settings) -> dict[str, int]:
+    """name -> pid of the local workers that are alive."""
+    out: dict[str, int] = {}
+    for pid_file in _dir(settings).glob("*.pid"):
+        try:
+            pid = int(pid_file.read_text().strip())
+        except ValueError:
+            continue
+        if _alive(pid):
+            out[pid_file.stem] = pid
+        else:
+            pid_file.unlink(missing_ok=True)
+    return out
+
+
+def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> dict[str, int]:
+    """Start the planned workers that are not already running; idempotent."""
+    alive = running(settings)
+    directory = _dir(settings)
+    env = {**os.environ, "KERNELOPT_HOME": str(settings.home)}
+    for worker in planned_workers(gpus):
+        if worker.name in alive:
+            continue
+        log_file = (directory / f"{worker.name}.log").open("ab")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "worker", *worker.args],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+            cwd=str(Path(__file__).resolve().parent.parent),
+        )
+        log_file.close()
+        (directory / f"{worker.name}.pid").write_text(str(proc.pid))
+        alive[worker.name] = proc.pid
+        log.info("local worker started", worker=worker.name, pid=proc.pid)
+    return alive
+
+
+def stop_local_workers(settings: Settings, wait_s: float = 40.0) -> list[str]:
+    """SIGTERM every local worker (graceful shutdown), SIGKILL stragglers."""
+    alive = running(settings)
+    for pid in alive.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and any(_alive(p) for p in alive.values()):
+        time.sleep(0.2)
+    for pid in alive.values():
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    for name in alive:
+        (_dir(settings) / f"{name}.pid").unlink(missing_ok=True)
+    return sorted(alive)
