@@ -92,7 +92,7 @@ class EmbeddedServer:
     def _pid(self) -> int | None:
         try:
             pid = int(self.pid_path.read_text().strip())
-        except (FileNotFoundError, ValueError):
+        except (OSError, ValueError):
             return None
         try:
             os.kill(pid, 0)

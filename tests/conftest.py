@@ -1,0 +1,57 @@
+"""Shared fixtures: one real Temporal dev server per test session, a fresh queue per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from kernelopt.config import Settings
+from kernelopt.store import ArtifactStore, open_store
+from tests.support.temporal import make_settings, start_server
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """GPU tests run only where CUDA is present (the H200 host)."""
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def temporal_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    settings = make_settings(tmp_path_factory.mktemp("kernelopt-home"))
+    server = start_server(settings)
+    yield settings
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def client(temporal_settings: Settings) -> AsyncIterator[Client]:
+    from kernelopt.client import connect
+
+    yield await connect(temporal_settings, start_embedded=False)
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"test-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def store(temporal_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> ArtifactStore:
+    """The artifact store the workers of this session use (KERNELOPT_HOME points at it)."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(temporal_settings.home))
+    return open_store(Path(temporal_settings.artifacts_dir))

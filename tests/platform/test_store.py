@@ -1,0 +1,40 @@
+from pathlib import Path
+
+import pytest
+
+from kernelopt.contracts import ArtifactRef
+from kernelopt.store import ArtifactError, open_store
+
+
+def test_put_get_roundtrip_is_content_addressed(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    a = store.put_text("kernel source", name="k.py")
+    b = store.put_text("kernel source")
+    assert a.sha256 == b.sha256
+    assert store.get_text(a) == "kernel source"
+    assert a.size == len("kernel source")
+    # no temp files left behind by the atomic write
+    assert not list(tmp_path.rglob(".tmp-*"))
+
+
+def test_corrupted_artifact_is_refused(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    ref = store.put_bytes(b"\x00" * 64)
+    blob = tmp_path / ref.sha256[:2] / ref.sha256
+    blob.write_bytes(b"\x01" * 64)
+    with pytest.raises(ArtifactError, match="corrupt"):
+        store.get_bytes(ref)
+
+
+def test_missing_artifact_is_a_clear_error(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    ghost = ArtifactRef(sha256="ab" * 32, size=1)
+    with pytest.raises(ArtifactError, match="not in"):
+        store.get_bytes(ghost)
+
+
+def test_models_roundtrip_through_json(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    ref = store.put_text("x")
+    again = store.put_json(ref)
+    assert store.get_model(again, ArtifactRef) == ref

@@ -1,0 +1,47 @@
+"""A real Temporal dev server for tests: our own EmbeddedServer on free ports in a temp home."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from kernelopt.config import Settings
+from kernelopt.temporal_server import EmbeddedServer
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def make_settings(home: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "home": home,
+        "server_port": free_port(),
+        "ui_port": free_port(),
+        "namespace": "kernelopt",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def env_for(settings: Settings) -> dict[str, str]:
+    """Environment for child processes (workers, CLI) pointing at the same server and store."""
+    return {
+        **os.environ,
+        "KERNELOPT_HOME": str(settings.home),
+        "KERNELOPT_SERVER_PORT": str(settings.server_port),
+        "KERNELOPT_UI_PORT": str(settings.ui_port),
+        "KERNELOPT_NAMESPACE": settings.namespace,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2])
+        + os.pathsep
+        + os.environ.get("PYTHONPATH", ""),
+    }
+
+
+def start_server(settings: Settings) -> EmbeddedServer:
+    server = EmbeddedServer(settings)
+    server.start()
+    return server
