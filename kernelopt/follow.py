@@ -20,7 +20,15 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from kernelopt.contracts import CampaignProgress, Outcome
+from kernelopt.contracts import CampaignPhase, CampaignProgress, Outcome
+
+GPU_PHASES = {
+    CampaignPhase.COMPILING,
+    CampaignPhase.TRIAGING,
+    CampaignPhase.SEARCHING,
+    CampaignPhase.RESTITCHING,
+    CampaignPhase.VERIFYING,
+}
 
 
 async def has_pollers(client: Client, task_queue: str, activity: bool = True) -> bool:
@@ -113,8 +121,11 @@ async def follow(
                         hint = waiting_hint(cpu_q, gpu_queue)
                     live.update(Text(hint or "starting..."))
                 else:
-                    if progress.waiting_on and not await has_pollers(client, progress.waiting_on):
-                        hint = waiting_hint(progress.waiting_on, gpu_queue)
+                    queue = progress.waiting_on
+                    if queue is None and progress.phase in GPU_PHASES:
+                        queue = gpu_queue  # a child search may be waiting on it
+                    if queue and not await has_pollers(client, queue):
+                        hint = waiting_hint(queue, gpu_queue)
                     live.update(render(progress, hint, time.monotonic() - started))
                 await asyncio.wait({result_task}, timeout=poll_s)
         return await result_task
