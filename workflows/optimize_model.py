@@ -117,6 +117,8 @@ class OptimizeModel:
         self._input = inp
         if inp.state is not None:
             self._state = inp.state
+            self._paused = inp.state.paused
+            self._stop_requested = inp.state.stop_requested
         else:
             self._state.budgets = inp.options.budgets
             self._state.started_at = workflow.now().isoformat()
@@ -181,6 +183,8 @@ class OptimizeModel:
             await self._checkpoint()
             if self._budget_exhausted():
                 break
+            if workflow.info().is_continue_as_new_suggested():
+                await self._continue_as_new(inp)
             self._progress.current_target = target.id
             child_input = SearchKernelInput(
                 campaign_id=inp.campaign_id,
@@ -334,6 +338,7 @@ class OptimizeModel:
         self._progress.message = f"{outcome.category.value}: {outcome.reason}"
         self._upsert(SA_OUTCOME, outcome.category.value)
         self._upsert(SA_PHASE, CampaignPhase.DONE.value)
+        await workflow.wait_condition(workflow.all_handlers_finished)
         return outcome
 
     def _outcome(self, inp: CampaignInput, **fields) -> Outcome:
@@ -360,6 +365,13 @@ class OptimizeModel:
         )
 
     # --- helpers ---------------------------------------------------------------------------
+    async def _continue_as_new(self, inp: CampaignInput) -> None:
+        """Start a fresh history at a target boundary; everything needed is in the state."""
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        self._state.paused = self._paused
+        self._state.stop_requested = self._stop_requested
+        workflow.continue_as_new(inp.model_copy(update={"state": self._state}))
+
     def _skip_reason(
         self, inp: CampaignInput, segment: SegmentResult, triage: TriageResult
     ) -> str | None:

@@ -148,6 +148,8 @@ class CampaignState(Contract):
     candidates_accepted: int = 0
     best_speedup: float | None = None
     stop_reason: str = ""
+    paused: bool = False
+    stop_requested: str = ""
 
 
 class ReportInput(Frozen):
