@@ -1,0 +1,249 @@
+"""The bench report: one Markdown file, one self-contained HTML file, the summary JSON.
+
+Tables are built once as rows of strings and rendered to both formats, so the
+Markdown and HTML can never disagree.  The HTML embeds its figures as base64
+PNG and has no external reference (no scripts, stylesheets or images to
+fetch), so it can be attached to an issue or opened offline; the Markdown
+links PNG files written beside it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+
+from kernelopt.contracts.base import Frozen
+from kernelopt.log import get_logger
+
+from .aggregate import BELOW_BUCKETS, BUCKETS, CATEGORIES, FAST_P, BenchSummary
+from .plots import FIGURES
+
+log = get_logger(__name__)
+
+Table = tuple[list[str], list[list[str]]]
+
+
+class ReportFiles(Frozen):
+    markdown: Path
+    html: Path
+    summary: Path
+    figures: list[Path]
+
+
+def _x(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    return "inf" if math.isinf(value) else f"{value:.{digits}f}x"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _num(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else f"{value:{spec}}"
+
+
+def header_lines(summary: BenchSummary) -> list[tuple[str, str]]:
+    """The facts every table depends on, stated once at the top."""
+    return [
+        ("baseline", f"torch.compile, mode `{summary.baseline_mode}`"),
+        ("GPU", ", ".join(summary.gpu_names) or "unknown"),
+        ("torch", ", ".join(summary.torch_versions) or "unknown"),
+        ("triton", ", ".join(summary.triton_versions) or "unknown"),
+        ("perf gate gamma", f"{summary.gamma:g}"),
+        ("date", summary.generated_at),
+    ]
+
+
+def level_table(summary: BenchSummary) -> Table:
+    head = [
+        "level",
+        "problems",
+        *[c.value.replace("_", " ") for c in CATEGORIES],
+        "geomean (all)",
+        "geomean (optimized)",
+        "pass rate",
+        *[f"fast_{p}" for p in FAST_P],
+        "mean f",
+        "GPU-s",
+        "tokens",
+    ]
+    rows = []
+    for s in [*summary.levels, summary.overall]:
+        rows.append(
+            [
+                s.label,
+                str(s.problems),
+                *[str(s.counts.get(c.value, 0)) for c in CATEGORIES],
+                _x(s.geomean, 3),
+                _x(s.optimized_geomean, 3),
+                _pct(s.pass_rate),
+                *[_pct(s.fast_p.get(str(p))) for p in FAST_P],
+                _num(s.mean_library_fraction),
+                f"{s.gpu_seconds:.0f}",
+                f"{s.tokens:,}",
+            ]
+        )
+    return head, rows
+
+
+def bucket_table(summary: BenchSummary) -> Table:
+    labels = [label for label, _, _ in BUCKETS] + [BELOW_BUCKETS]
+    rows = [[s.label, *[str(s.buckets.get(b, 0)) for b in labels]] for s in summary.levels]
+    rows.append([summary.overall.label, *[str(summary.overall.buckets.get(b, 0)) for b in labels]])
+    return ["level", *labels], rows
+
+
+def problem_table(summary: BenchSummary) -> Table:
+    head = [
+        "level",
+        "problem",
+        "outcome",
+        "speedup",
+        "f",
+        "ceiling S=10",
+        "ceiling S=inf",
+        "needed S",
+        "baseline ms",
+        "GPU-s",
+        "tokens",
+        "reason",
+    ]
+    rows = []
+    for r in summary.problems:
+        needed = (
+            "impossible"
+            if r.library_fraction is not None and r.required_speedup is None
+            else _x(r.required_speedup, 1)
+        )
+        rows.append(
+            [
+                "-" if r.level is None else str(r.level),
+                r.name,
+                r.category.value,
+                _x(r.speedup, 3),
+                _num(r.library_fraction),
+                _x(r.ceiling_10, 3),
+                _x(r.ceiling, 3),
+                needed,
+                _num(r.baseline_ms, ".4f"),
+                f"{r.gpu_seconds:.0f}",
+                f"{r.tokens:,}",
+                r.reason.replace("\n", " ")[:160],
+            ]
+        )
+    return head, rows
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _md_table(table: Table) -> list[str]:
+    head, rows = table
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _html_table(table: Table) -> str:
+    head, rows = table
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+NOTE = (
+    "Speedups are over the torch.compile baseline named above. Geometric means are taken "
+    "over all problems of a level, with synthesis failures and fallbacks counted at 1.0x; "
+    "fast_p is the fraction of problems verified correct and faster than p. "
+    "f is the fraction of baseline time spent in vendor library calls; the Amdahl ceiling "
+    "1/(f + (1-f)/S) bounds any result that leaves those calls untouched."
+)
+
+SECTIONS = (
+    ("Per level", level_table),
+    ("Speedup distribution (problems per bucket)", bucket_table),
+    ("Per problem", problem_table),
+)
+FIGURE_TITLES = {
+    "outcomes_per_level": "Outcomes per level",
+    "speedup_histogram": "Speedup histogram",
+    "speedup_vs_f": "Speedup vs library fraction, with Amdahl ceilings",
+}
+
+
+def render_markdown(summary: BenchSummary, figure_files: dict[str, str] | None = None) -> str:
+    """Markdown report; ``figure_files`` maps figure name -> relative PNG path to link."""
+    lines = ["# kernelopt benchmark report", ""]
+    lines += [f"- **{k}**: {v}" for k, v in header_lines(summary)]
+    lines += ["", NOTE, ""]
+    for title, build in SECTIONS:
+        lines += [f"## {title}", "", *_md_table(build(summary)), ""]
+        if build is level_table and figure_files:
+            for name, rel in figure_files.items():
+                lines += [f"![{FIGURE_TITLES.get(name, name)}]({rel})", ""]
+    return "\n".join(lines)
+
+
+STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:13px}"
+    "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}"
+    "td:nth-child(2),th:nth-child(2){text-align:left}"
+    "th{background:#f1f3f5}img{max-width:100%;margin:0.5em 1em 0.5em 0}"
+)
+
+
+def render_html(summary: BenchSummary, figures: dict[str, bytes] | None = None) -> str:
+    """Self-contained HTML: inline CSS, figures as ``data:image/png;base64`` URIs."""
+    figures = figures if figures is not None else {n: fn(summary) for n, fn in FIGURES.items()}
+    facts = "".join(
+        f"<li><b>{html.escape(k)}</b>: {html.escape(v.replace('`', ''))}</li>"
+        for k, v in header_lines(summary)
+    )
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        "<title>kernelopt benchmark report</title>",
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>kernelopt benchmark report</h1>",
+        f"<ul>{facts}</ul><p>{html.escape(NOTE)}</p>",
+    ]
+    for title, build in SECTIONS:
+        parts.append(f"<h2>{html.escape(title)}</h2>{_html_table(build(summary))}")
+        if build is level_table:
+            for name, png in figures.items():
+                data = base64.b64encode(png).decode("ascii")
+                alt = html.escape(FIGURE_TITLES.get(name, name))
+                parts.append(f"<img alt='{alt}' src='data:image/png;base64,{data}'>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(summary: BenchSummary, out_dir: str | Path, stem: str = "report") -> ReportFiles:
+    """Write ``stem.md``, ``stem.html``, ``stem.summary.json`` and the PNGs into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {name: fn(summary) for name, fn in FIGURES.items()}
+    figure_paths = []
+    for name, png in figures.items():
+        path = out / f"{stem}_{name}.png"
+        path.write_bytes(png)
+        figure_paths.append(path)
+    md = out / f"{stem}.md"
+    md.write_text(
+        render_markdown(summary, {n: p.name for n, p in zip(figures, figure_paths, strict=True)})
+    )
+    page = out / f"{stem}.html"
+    page.write_text(render_html(summary, figures))
+    js = out / f"{stem}.summary.json"
+    js.write_text(summary.model_dump_json(indent=2))
+    log.info(
+        "bench.report_written", markdown=str(md), html=str(page), problems=summary.overall.problems
+    )
+    return ReportFiles(markdown=md, html=page, summary=js, figures=figure_paths)
