@@ -49,10 +49,20 @@ class Usage(Frozen):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usd: float = 0.0
+    calls: int = 0  # LLM requests behind these numbers (0 for hand-built usages)
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def plus(self, other: Usage) -> Usage:
+        """The sum of two usages (frozen models: returns a new one)."""
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            usd=self.usd + other.usd,
+            calls=self.calls + other.calls,
+        )
 
 
 class Bottleneck(StrEnum):
@@ -60,6 +70,7 @@ class Bottleneck(StrEnum):
     MEMORY_BOUND = "memory_bound"
     COMPUTE_BOUND = "compute_bound"
     UNDERUTILIZED = "underutilized"
+    UNKNOWN = "unknown"  # no counters (no ncu, no permission, no harness): nothing to classify
 
 
 class ProfileInput(Frozen):
@@ -67,6 +78,11 @@ class ProfileInput(Frozen):
     segment: SegmentResult
     target: SearchTarget
     source: ArtifactRef  # the kernel state to profile
+    harness: ArtifactRef | None = None  # a standalone harness script (get_args() + call(args))
+    kernel_regex: str = ""  # ncu -k filter; defaults to the target's first kernel name
+    state_id: str = ""
+    use_ncu: bool = True
+    timeout_s: float = 600.0
 
 
 class KernelProfile(Frozen):
@@ -93,6 +109,7 @@ class Analysis(Frozen):
 class ProfileResult(Frozen):
     profile: KernelProfile
     analysis: Analysis
+    gpu_seconds: float = 0.0
 
 
 class Plan(Frozen):
@@ -109,6 +126,14 @@ class PlanInput(Frozen):
     plans: int = 4
     proposer: ProposerConfig
     campaign_id: str = ""
+    # the planner activity retrieves from these when ``experience`` is empty
+    memory: ArtifactRef | None = None
+    memory_tags: list[str] = Field(default_factory=list)
+    share_memory: bool = False  # also read the cross-campaign store under $KERNELOPT_HOME
+    memory_max_tokens: int = 400
+    state_id: str = ""
+    state_speedup: float | None = None
+    iteration: int = 0
 
 
 class PlanResult(Frozen):
@@ -116,6 +141,7 @@ class PlanResult(Frozen):
     usage: Usage = Usage()
     prompt: ArtifactRef | None = None
     reply: ArtifactRef | None = None
+    error: str = ""  # the reply could not be used (malformed, all directions banned)
 
 
 class ExecuteInput(Frozen):
@@ -129,6 +155,11 @@ class ExecuteInput(Frozen):
     feedback: str = ""
     proposer: ProposerConfig
     campaign_id: str = ""
+    candidate_id: str = ""
+    attempt: int = 0
+    profile: ProfileResult | None = None
+    entry_points: list[str] = Field(default_factory=list)  # names a usable reply must define
+    verdicts: list[GateVerdict] = Field(default_factory=list)  # the rejection to fix (retry-fix)
 
 
 class ExecuteResult(Frozen):
@@ -136,6 +167,7 @@ class ExecuteResult(Frozen):
     conversation: ArtifactRef
     usage: Usage = Usage()
     error: str = ""  # malformed reply etc., fed back on the next retry
+    reply: ArtifactRef | None = None
 
 
 class Experience(Frozen):
@@ -150,11 +182,21 @@ class SummarizeInput(Frozen):
     outcomes: list[str]  # one line per candidate of the iteration
     proposer: ProposerConfig
     campaign_id: str = ""
+    use_llm: bool = True  # False: distil mechanically (built-in proposer), no LLM call
+    tags: list[str] = Field(default_factory=list)  # situation tags the entries inherit
+    memory: ArtifactRef | None = None  # campaign memory to update
+    share_memory: bool = False  # also write the cross-campaign store under $KERNELOPT_HOME
+    iteration: int = 0
+    decisions: list[Decision] = Field(default_factory=list)  # the iteration's decisions
 
 
 class SummarizeResult(Frozen):
     entries: list[Experience]
     usage: Usage = Usage()
+    memory: ArtifactRef | None = None  # the updated campaign memory
+    prompt: ArtifactRef | None = None
+    reply: ArtifactRef | None = None
+    error: str = ""
 
 
 class BuiltinProposeInput(Frozen):
@@ -170,10 +212,14 @@ class BuiltinProposeInput(Frozen):
 class BuiltinVariant(Frozen):
     label: str
     source: ArtifactRef
+    config: dict[str, Any] = Field(default_factory=dict)  # the launch config it pins
+    description: str = ""
 
 
 class BuiltinProposeResult(Frozen):
     variants: list[BuiltinVariant]
+    kernel_kind: str = ""  # pointwise / reduction / persistent_reduction / fixed_config
+    note: str = ""  # why fewer variants than asked (unsupported heuristic, space exhausted)
 
 
 class Candidate(Frozen):
@@ -186,6 +232,7 @@ class Candidate(Frozen):
     proposer: str = ""  # "llm:<model>" or "builtin"
     attempt: int = 0  # retry-fix attempt that produced it
     conversation: ArtifactRef | None = None
+    label: str = ""  # built-in variant label (launch config), empty for LLM candidates
 
 
 class Decision(Frozen):
@@ -199,6 +246,53 @@ class Decision(Frozen):
     kernel_ms: float | None = None
     baseline_kernel_ms: float | None = None
     at: str = ""  # workflow time, ISO
+    retime: bool = False  # a winner's re-timing before it seeds the next round
+    speedup: float | None = None  # baseline_kernel_ms / kernel_ms
+
+
+class LedgerEntry(Frozen):
+    """One LLM call: who asked, what it cost, where prompt and reply are."""
+
+    role: str  # planner / executor / retry_fix / summarizer
+    call_id: str  # deterministic: derived from the candidate / state / iteration
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usd: float = 0.0
+    prompt: ArtifactRef | None = None
+    reply: ArtifactRef | None = None
+    at: str = ""
+
+
+# signal and query names of the SearchKernel workflow
+SEARCH_UPDATE_BUDGET = "update_budget"
+SEARCH_PROGRESS = "progress"
+BUDGET_KEYS = ("tokens", "usd", "gpu_seconds", "wall_seconds")
+
+
+class SearchBudgetUpdate(Frozen):
+    """New allowances for a running search (same keys and meaning as ``budget_left``).
+
+    Keys present replace the current allowance (``None`` = unlimited); keys absent
+    are left as they are.  Allowances count from the start of the search.
+    """
+
+    budget_left: dict[str, float | None] = Field(default_factory=dict)
+
+
+class SearchProgress(Frozen):
+    target_id: str
+    proposer: str = ""
+    iteration: int = 0
+    iterations: int = 0
+    candidates_tried: int = 0
+    candidates_accepted: int = 0
+    best_kernel_speedup: float | None = None
+    usage: Usage = Usage()
+    gpu_seconds: float = 0.0
+    budget_left: dict[str, float | None] = Field(default_factory=dict)
+    stopped_reason: str = ""
+    step: str = ""
 
 
 class SearchKernelInput(Contract):
@@ -213,6 +307,11 @@ class SearchKernelInput(Contract):
     cpu_queue: str
     budget_left: dict[str, float | None] = Field(default_factory=dict)
     state: dict[str, Any] | None = None  # carried across continue-as-new
+    memory: ArtifactRef | None = None  # campaign experience memory so far
+    share_memory: bool = False  # read/write the cross-campaign memory under $KERNELOPT_HOME
+    harness: ArtifactRef | None = None  # standalone harness for profiling, if the caller has one
+    gate_timeout_s: float = 300.0
+    profile_children: bool = True  # profile every beam state before planning on it (LLM mode)
 
 
 class SearchKernelResult(Frozen):
@@ -226,3 +325,40 @@ class SearchKernelResult(Frozen):
     gpu_seconds: float = 0.0
     stopped_reason: str = ""
     experience: list[Experience] = Field(default_factory=list)
+    proposer: str = ""  # plainly which proposer ran: "llm:<model> @ <url>" or "builtin: ..."
+    best_kernel_ms: float | None = None
+    baseline_kernel_ms: float | None = None
+    root_profile: ProfileResult | None = None
+    memory: ArtifactRef | None = None  # the updated campaign memory
+    ledger: list[LedgerEntry] = Field(default_factory=list)
+    iterations_done: int = 0
+
+
+class SearchState(Contract):
+    """Everything SearchKernel carries across continue-as-new (``SearchKernelInput.state``).
+
+    The tree itself is the policy module's plain-dict form, so the workflow can
+    rebuild it without any model of its own; the rest is typed.
+    """
+
+    iteration: int = 0
+    tree: dict[str, Any] = Field(default_factory=dict)
+    directions: list[str] = Field(default_factory=list)  # every plan direction, in order
+    decisions: list[Decision] = Field(default_factory=list)
+    ledger: list[LedgerEntry] = Field(default_factory=list)
+    experience: list[Experience] = Field(default_factory=list)
+    usage: Usage = Usage()
+    gpu_seconds: float = 0.0
+    wall_seconds: float = 0.0  # wall time of earlier runs (before continue-as-new)
+    budget_left: dict[str, float | None] = Field(default_factory=dict)
+    memory: ArtifactRef | None = None
+    sources: dict[str, ArtifactRef] = Field(default_factory=dict)  # node id -> source
+    candidates: dict[str, Candidate] = Field(default_factory=dict)  # node id -> candidate
+    profiles: dict[str, ProfileResult] = Field(default_factory=dict)  # node id -> profile
+    tried_labels: list[str] = Field(default_factory=list)
+    candidates_tried: int = 0
+    candidates_compiled: int = 0
+    stopped_reason: str = ""
+
+
+SummarizeInput.model_rebuild()

@@ -1,0 +1,9 @@
+"""The LLM agents (planner, executor with retry-fix, summarizer), split by concern.
+
+prompts    named prompt templates (text only)
+parsing    pure functions: reply text -> typed values, junk rejected explicitly
+feedback   rendering profiles, gate verdicts and outcomes for prompts
+transport  the AsyncOpenAI client (max_retries=0) and failure classification
+ledger     token / cost accounting
+roles      one async function per role: prompt -> call -> parse -> store
+"""

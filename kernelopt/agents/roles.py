@@ -1,0 +1,282 @@
+"""The three LLM roles: build the prompt, call the endpoint, parse, store.
+
+Each role is one async function over its contract (``PlanInput`` ->
+``PlanResult`` ...), an artifact store and a transport, so the activities
+stay thin and the roles are testable against any OpenAI-compatible server.
+A reply the parser rejects is a *result* (``error`` set, usage still
+counted), never an exception: the workflow decides what happens next
+(retry-fix for the executor, an empty round for the planner).
+"""
+
+from __future__ import annotations
+
+import json
+
+from kernelopt.agents import prompts
+from kernelopt.agents.feedback import (
+    render_outcome,
+    render_profile_result,
+    render_verdict_feedback,
+)
+from kernelopt.agents.parsing import parse_experiences, parse_kernel_reply, parse_plans
+from kernelopt.agents.transport import ChatTransport, Message
+from kernelopt.contracts.compiled import SearchTarget, TargetKind
+from kernelopt.contracts.search import (
+    ExecuteInput,
+    ExecuteResult,
+    Experience,
+    PlanInput,
+    PlanResult,
+    SummarizeInput,
+    SummarizeResult,
+    Usage,
+)
+from kernelopt.errors import LLMReplyError
+from kernelopt.memory import ExperienceMemory, load_shared, update_shared
+from kernelopt.store import ArtifactStore
+
+MAX_SUMMARY_ENTRIES = 4
+
+
+def candidate_contract() -> str:
+    """The launch contract text, from the compile helper's module when it is there."""
+    try:
+        from kernelopt.compile.contract import CANDIDATE_CONTRACT  # type: ignore[import-not-found]
+    except ImportError:
+        return prompts.DEFAULT_CONTRACT
+    return str(CANDIDATE_CONTRACT)
+
+
+def entry_points_for(target: SearchTarget) -> list[str]:
+    """Names a usable reply must define at module level (any one of them)."""
+    if target.kind == TargetKind.FORWARD:
+        return ["ModelNew", "launch"]
+    if target.kind == TargetKind.FUSION_GROUP:
+        return ["launch"]
+    return [*target.kernels, "launch"]
+
+
+def _target_kind(target: SearchTarget) -> str:
+    return target.kind.value + (f": {', '.join(target.kernels)}" if target.kernels else "")
+
+
+def _store_messages(store: ArtifactStore, messages: list[Message], name: str):
+    return store.put_text(json.dumps(messages, indent=1), "application/json", name)
+
+
+def _load_messages(store: ArtifactStore, inp: ExecuteInput) -> list[Message]:
+    if inp.conversation is None:
+        raise LLMReplyError("retry-fix needs the conversation of the first attempt")
+    data = json.loads(store.get_text(inp.conversation))
+    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+        raise LLMReplyError("the stored conversation is not a list of messages")
+    return data
+
+
+def retrieve_experience(inp: PlanInput, store: ArtifactStore, source: str, home=None) -> str:
+    """Memory for the planner: tags + keywords, bounded in tokens."""
+    if inp.experience:
+        return inp.experience
+    memory = ExperienceMemory.load(store, inp.memory)
+    if inp.share_memory and home is not None:
+        memory.merge(load_shared(home))
+    if not len(memory):
+        return "(none yet)"
+    query = " ".join([*inp.target.kernels, inp.target.kind.value])
+    if inp.profile is not None:
+        query += (
+            " "
+            + inp.profile.analysis.bottleneck.value
+            + " "
+            + " ".join(inp.profile.profile.top_rules)
+        )
+    chosen = memory.retrieve(inp.memory_tags, query, max_tokens=inp.memory_max_tokens)
+    return memory.render(chosen)
+
+
+async def plan(
+    inp: PlanInput, store: ArtifactStore, transport: ChatTransport, home=None
+) -> PlanResult:
+    source = store.get_text(inp.state_source)
+    profile_text, analysis_text = render_profile_result(inp.profile)
+    banned = (
+        prompts.PLANNER_BANNED.format(directions=", ".join(inp.banned_directions))
+        if inp.banned_directions
+        else ""
+    )
+    messages: list[Message] = [
+        {"role": "system", "content": prompts.PLANNER_SYSTEM.format(max_plans=inp.plans)},
+        {
+            "role": "user",
+            "content": prompts.PLANNER_USER.format(
+                state_id=inp.state_id or "root",
+                target_id=inp.target.id,
+                target_kind=_target_kind(inp.target),
+                speedup=f"{inp.state_speedup:.3f}x" if inp.state_speedup else "1.000x (root)",
+                analysis=analysis_text,
+                profile=profile_text,
+                experience=retrieve_experience(inp, store, source, home),
+                banned=banned,
+                source=source,
+                max_plans=inp.plans,
+            ),
+        },
+    ]
+    call = f"{inp.target.id}-i{inp.iteration}-{inp.state_id or 'root'}-plan"
+    prompt_ref = _store_messages(store, messages, f"{call}.prompt.json")
+    reply = await transport.complete(messages)
+    reply_ref = store.put_text(reply.text, "text/markdown", f"{call}.reply.md")
+    try:
+        plans = parse_plans(reply.text, inp.plans, inp.banned_directions)
+    except LLMReplyError as exc:
+        return PlanResult(
+            plans=[], usage=reply.usage, prompt=prompt_ref, reply=reply_ref, error=str(exc)
+        )
+    return PlanResult(plans=plans, usage=reply.usage, prompt=prompt_ref, reply=reply_ref)
+
+
+async def execute(
+    inp: ExecuteInput, store: ArtifactStore, transport: ChatTransport
+) -> ExecuteResult:
+    """First attempt for a plan: a fresh conversation."""
+    source = store.get_text(inp.state_source)
+    profile_text, analysis_text = render_profile_result(inp.profile)
+    entry_points = inp.entry_points or entry_points_for(inp.target)
+    messages: list[Message] = [
+        {
+            "role": "system",
+            "content": prompts.EXECUTOR_SYSTEM.format(
+                contract=inp.contract or candidate_contract()
+            ),
+        },
+        {
+            "role": "user",
+            "content": prompts.EXECUTOR_USER.format(
+                target_id=inp.target.id,
+                target_kind=_target_kind(inp.target),
+                entry_points=", ".join(entry_points),
+                direction=inp.plan.direction,
+                description=inp.plan.description,
+                analysis=analysis_text,
+                profile=profile_text,
+                source=source,
+            ),
+        },
+    ]
+    return await _converse(inp, store, transport, messages, entry_points)
+
+
+async def retry_fix(
+    inp: ExecuteInput, store: ArtifactStore, transport: ChatTransport
+) -> ExecuteResult:
+    """A later attempt: the rejection goes back into the same conversation."""
+    entry_points = inp.entry_points or entry_points_for(inp.target)
+    messages = _load_messages(store, inp)
+    feedback = render_verdict_feedback(inp.verdicts, inp.feedback if not inp.verdicts else "")
+    messages.append(
+        {
+            "role": "user",
+            "content": prompts.RETRY_FIX_USER.format(
+                feedback=feedback, entry_points=", ".join(entry_points)
+            ),
+        }
+    )
+    return await _converse(inp, store, transport, messages, entry_points)
+
+
+async def _converse(
+    inp: ExecuteInput,
+    store: ArtifactStore,
+    transport: ChatTransport,
+    messages: list[Message],
+    entry_points: list[str],
+) -> ExecuteResult:
+    reply = await transport.complete(messages)
+    messages = [*messages, {"role": "assistant", "content": reply.text}]
+    name = inp.candidate_id.replace("/", "_") or "candidate"
+    conversation = _store_messages(store, messages, f"{name}.conversation.json")
+    reply_ref = store.put_text(reply.text, "text/markdown", f"{name}.reply.md")
+    try:
+        code = parse_kernel_reply(reply.text, entry_points)
+    except LLMReplyError as exc:
+        return ExecuteResult(
+            source=None,
+            conversation=conversation,
+            usage=reply.usage,
+            error=str(exc),
+            reply=reply_ref,
+        )
+    source = store.put_text(code, "text/x-python", f"{name}.py")
+    return ExecuteResult(
+        source=source, conversation=conversation, usage=reply.usage, reply=reply_ref
+    )
+
+
+async def summarize(
+    inp: SummarizeInput, store: ArtifactStore, transport: ChatTransport | None, home=None
+) -> SummarizeResult:
+    """Distil the iteration into experience entries and fold them into memory."""
+    outcomes = [*inp.outcomes, *(render_outcome(d) for d in inp.decisions)]
+    usage = Usage()
+    prompt_ref = reply_ref = None
+    error = ""
+    if inp.use_llm and transport is not None and outcomes:
+        messages: list[Message] = [
+            {
+                "role": "system",
+                "content": prompts.SUMMARIZER_SYSTEM.format(max_entries=MAX_SUMMARY_ENTRIES),
+            },
+            {
+                "role": "user",
+                "content": prompts.SUMMARIZER_USER.format(
+                    target_id=inp.target.id,
+                    target_kind=_target_kind(inp.target),
+                    iteration=inp.iteration,
+                    outcomes="\n".join(outcomes),
+                ),
+            },
+        ]
+        call = f"{inp.target.id}-i{inp.iteration}-summary"
+        prompt_ref = _store_messages(store, messages, f"{call}.prompt.json")
+        reply = await transport.complete(messages)
+        usage = reply.usage
+        reply_ref = store.put_text(reply.text, "text/markdown", f"{call}.reply.md")
+        try:
+            entries = parse_experiences(reply.text, MAX_SUMMARY_ENTRIES)
+        except LLMReplyError as exc:
+            entries, error = [], str(exc)
+    else:
+        entries = mechanical_experience(inp)
+    entries = [e.model_copy(update={"tags": sorted({*e.tags, *inp.tags})}) for e in entries]
+    memory = ExperienceMemory.load(store, inp.memory)
+    memory.add(entries, inp.campaign_id)
+    ref = memory.save(store, f"{inp.campaign_id or 'campaign'}.memory.json")
+    if inp.share_memory and home is not None and entries:
+        update_shared(home, memory)
+    return SummarizeResult(
+        entries=entries, usage=usage, memory=ref, prompt=prompt_ref, reply=reply_ref, error=error
+    )
+
+
+def mechanical_experience(inp: SummarizeInput) -> list[Experience]:
+    """Without an LLM: the iteration's best verified launch config is the lesson.
+
+    Only accepted, timed candidates that beat their baseline produce an entry,
+    so memory holds measured facts, not guesses.
+    """
+    kind = next((t.split("/", 1)[1] for t in inp.tags if t.startswith("kind/")), "kernel")
+    bottleneck = next((t.split("/", 1)[1] for t in inp.tags if t.startswith("bottleneck/")), "")
+    winners = [d for d in inp.decisions if d.accepted and not d.retime and (d.speedup or 0.0) > 1.0]
+    if not winners:
+        return []
+    best = max(winners, key=lambda d: d.speedup or 0.0)  # first of equals: deterministic
+    what = best.candidate.label or (best.candidate.plan.direction if best.candidate.plan else "")
+    return [
+        Experience(
+            situation=f"{kind} kernel" + (f", {bottleneck}" if bottleneck else ""),
+            action=f"pin launch config {what}",
+            effect=f"{best.speedup:.3f}x per kernel on "
+            + (", ".join(inp.target.kernels) or inp.target.id),
+            tags=[f"direction/{'launch-config' if best.candidate.label else 'llm'}"],
+        )
+    ]

@@ -1,0 +1,1 @@
+"""The built-in, non-LLM proposer: mechanical launch-configuration variants of Inductor kernels."""

@@ -1,0 +1,334 @@
+"""Search policy: every decision SearchKernel makes, as pure, deterministic code.
+
+The workflow only sequences activities; which states to expand, which
+directions to ban, which winners to re-time, when the budget is spent and
+which candidate is best are answered here.  Standard library only, no I/O,
+no clocks, no randomness: the same inputs give the same answers on every
+replay, and every rule is unit-tested on the CPU.
+
+The tree (SPEC.md section 4): the root is Inductor's kernel; children are
+candidates that passed gates 1-2.  Every evaluated candidate backs up a reward
+to its parent and all ancestors (rejected ones back up 0), so UCB with
+c = 1.4 prefers states whose children tend to be fast and verified, while
+rarely-expanded states keep an exploration bonus.  Only re-timed states may
+seed a round: a winner measured once may just have been lucky (SPEC.md s. 9).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ROOT_ID = "root"
+UCB_C = 1.4
+
+
+def reward(speedup: float | None) -> float:
+    """Squash a per-kernel speedup into [0, 1): UCB's exploration term assumes bounded rewards.
+
+    ``s / (1 + s)`` is monotonic, gives the root (1.0x) 0.5 and a rejected
+    candidate (no speedup) 0, and keeps a 10x outlier from drowning the means.
+    """
+    if speedup is None or speedup <= 0:
+        return 0.0
+    return speedup / (1.0 + speedup)
+
+
+@dataclass
+class Node:
+    """One kernel state.  ``speedup`` is baseline_kernel_ms / kernel_ms (root: 1.0)."""
+
+    id: str
+    parent_id: str | None
+    depth: int
+    iteration: int
+    source_sha: str
+    speedup: float | None = None
+    first_speedup: float | None = None  # the measurement before re-timing
+    kernel_ms: float | None = None
+    baseline_ms: float | None = None
+    retimed: bool = False
+    dropped: bool = False  # failed its re-timing: never seeds, never wins
+    visits: int = 0
+    value_sum: float = 0.0
+    direction: str = ""
+    label: str = ""
+
+    @property
+    def mean(self) -> float:
+        return self.value_sum / self.visits if self.visits else 0.0
+
+
+@dataclass
+class SearchTree:
+    """A rooted tree of kernel states with UCB bookkeeping."""
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # insertion order: deterministic ties
+
+    @classmethod
+    def with_root(cls, source_sha: str, kernel_ms: float | None = None) -> SearchTree:
+        tree = cls()
+        root = Node(
+            id=ROOT_ID,
+            parent_id=None,
+            depth=0,
+            iteration=-1,
+            source_sha=source_sha,
+            speedup=1.0,
+            first_speedup=1.0,
+            kernel_ms=kernel_ms,
+            baseline_ms=kernel_ms,
+            retimed=True,  # the reference itself: nothing to re-time
+            visits=1,
+            value_sum=reward(1.0),
+        )
+        tree._insert(root)
+        return tree
+
+    @property
+    def root(self) -> Node:
+        return self.nodes[ROOT_ID]
+
+    def _insert(self, node: Node) -> None:
+        self.nodes[node.id] = node
+        self.order.append(node.id)
+
+    def ancestors(self, node_id: str) -> list[Node]:
+        """The node and every ancestor up to the root, nearest first."""
+        chain: list[Node] = []
+        current: str | None = node_id
+        while current is not None:
+            node = self.nodes[current]
+            chain.append(node)
+            current = node.parent_id
+        return chain
+
+    def has_source(self, source_sha: str) -> bool:
+        return any(n.source_sha == source_sha and not n.dropped for n in self.nodes.values())
+
+    def record_rejection(self, parent_id: str) -> None:
+        """A candidate of ``parent_id`` failed: one more visit, no value, for it and its ancestors."""
+        for node in self.ancestors(parent_id):
+            node.visits += 1
+
+    def add_child(
+        self,
+        parent_id: str,
+        node_id: str,
+        source_sha: str,
+        iteration: int,
+        kernel_ms: float | None,
+        baseline_ms: float | None,
+        direction: str = "",
+        label: str = "",
+    ) -> Node:
+        """A verified candidate becomes a state; its reward backs up to every ancestor."""
+        if node_id in self.nodes:
+            raise ValueError(f"node {node_id!r} already exists")
+        parent = self.nodes[parent_id]
+        speedup = measured_speedup(kernel_ms, baseline_ms)
+        node = Node(
+            id=node_id,
+            parent_id=parent_id,
+            depth=parent.depth + 1,
+            iteration=iteration,
+            source_sha=source_sha,
+            speedup=speedup,
+            first_speedup=speedup,
+            kernel_ms=kernel_ms,
+            baseline_ms=baseline_ms,
+            direction=direction,
+            label=label,
+        )
+        self._insert(node)
+        r = reward(speedup)
+        for n in self.ancestors(node_id):
+            n.visits += 1
+            n.value_sum += r
+        return node
+
+    def apply_retime(
+        self, node_id: str, kernel_ms: float | None, baseline_ms: float | None, ok: bool
+    ) -> Node:
+        """Record a winner's second measurement.
+
+        The conservative minimum of both speedups is kept: a state must be fast
+        twice to seed the next round.  A failed re-time (the candidate no longer
+        passes, or could not be timed) drops the node for good.
+        """
+        node = self.nodes[node_id]
+        old = reward(node.speedup)
+        if not ok:
+            node.dropped = True
+            node.retimed = True
+            new_speedup: float | None = None
+        else:
+            second = measured_speedup(kernel_ms, baseline_ms)
+            candidates = [s for s in (node.first_speedup, second) if s is not None]
+            new_speedup = min(candidates) if candidates else None
+            node.retimed = True
+            if second is not None:
+                node.kernel_ms, node.baseline_ms = kernel_ms, baseline_ms
+        node.speedup = new_speedup
+        delta = reward(new_speedup) - old
+        for n in self.ancestors(node_id):
+            n.value_sum += delta
+        return node
+
+    def eligible(self) -> list[Node]:
+        """States that may seed a round: the root and re-timed, not dropped children."""
+        return [
+            self.nodes[i] for i in self.order if self.nodes[i].retimed and not self.nodes[i].dropped
+        ]
+
+    def ucb(self, node_id: str, c: float = UCB_C) -> float:
+        node = self.nodes[node_id]
+        if node.visits == 0:
+            return math.inf
+        total = max(self.root.visits, 1)
+        return node.mean + c * math.sqrt(math.log(total) / node.visits) if total > 1 else node.mean
+
+    def winners_to_retime(self, iteration: int, width: int) -> list[Node]:
+        """This iteration's verified candidates that could enter the beam, best first.
+
+        At most ``width`` of them (the beam cannot take more), ranked by their
+        first measurement; ties by insertion order.
+        """
+        fresh = [
+            self.nodes[i]
+            for i in self.order
+            if self.nodes[i].iteration == iteration
+            and not self.nodes[i].retimed
+            and self.nodes[i].speedup is not None
+        ]
+        fresh.sort(key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
+        return fresh[:width]
+
+    def best(self) -> Node | None:
+        """The re-timed, verified state with the highest speedup, if it beats the root."""
+        winners = [
+            n
+            for n in self.eligible()
+            if n.id != ROOT_ID and n.speedup is not None and n.speedup > 1.0
+        ]
+        if not winners:
+            return None
+        return min(winners, key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"order": list(self.order), "nodes": [asdict(self.nodes[i]) for i in self.order]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchTree:
+        tree = cls()
+        for raw in data.get("nodes", []):
+            tree._insert(Node(**raw))
+        return tree
+
+
+def measured_speedup(kernel_ms: float | None, baseline_ms: float | None) -> float | None:
+    """baseline / candidate when both are positive numbers, else None (nothing to rank by)."""
+    if kernel_ms is None or baseline_ms is None or kernel_ms <= 0 or baseline_ms <= 0:
+        return None
+    return baseline_ms / kernel_ms
+
+
+@dataclass(frozen=True)
+class BeamUCB:
+    """Beam selection: the ``width`` eligible states with the highest UCB score.
+
+    Ties (e.g. unvisited states) break by speedup, then by insertion order, so
+    selection is a pure function of the tree.  States with the same source
+    count once.
+    """
+
+    width: int = 4
+    c: float = UCB_C
+
+    def select(self, tree: SearchTree) -> list[Node]:
+        ranked = sorted(
+            tree.eligible(),
+            key=lambda n: (-tree.ucb(n.id, self.c), -(n.speedup or 0.0), tree.order.index(n.id)),
+        )
+        chosen: list[Node] = []
+        seen: set[str] = set()
+        for node in ranked:
+            if node.source_sha in seen:
+                continue
+            seen.add(node.source_sha)
+            chosen.append(node)
+            if len(chosen) == self.width:
+                break
+        return chosen
+
+
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def normalize_direction(direction: str) -> str:
+    """'Vectorize  loads!' -> 'vectorize-loads': the key the meltdown detector compares."""
+    return _NON_ALNUM.sub("-", direction.lower()).strip("-")
+
+
+def meltdown_bans(history: list[str], window: int = 6, max_distinct: int = 2) -> list[str]:
+    """Directions to ban when the last ``window`` plans collapse onto <= ``max_distinct`` approaches.
+
+    SPEC.md section 4: a planner stuck on one or two ideas is forced to
+    diversify by banning them in the next planning prompt.  Fewer than
+    ``window`` plans so far: nothing to judge yet.
+    """
+    recent = [normalize_direction(d) for d in history[-window:] if normalize_direction(d)]
+    if len(recent) < window:
+        return []
+    distinct = sorted(set(recent))
+    return distinct if len(distinct) <= max_distinct else []
+
+
+def is_banned(direction: str, banned: list[str]) -> bool:
+    key = normalize_direction(direction)
+    return bool(key) and key in {normalize_direction(b) for b in banned}
+
+
+@dataclass(frozen=True)
+class Spend:
+    tokens: int = 0
+    usd: float = 0.0
+    gpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+def budget_exhausted(spend: Spend, budget_left: dict[str, float | None]) -> str | None:
+    """The first allowance ``spend`` has used up, by name, or None.  Missing/None = unlimited."""
+    used = {
+        "tokens": float(spend.tokens),
+        "usd": spend.usd,
+        "gpu_seconds": spend.gpu_seconds,
+        "wall_seconds": spend.wall_seconds,
+    }
+    for key in ("tokens", "usd", "gpu_seconds", "wall_seconds"):
+        limit = budget_left.get(key)
+        if limit is not None and used[key] >= limit:
+            return key
+    return None
+
+
+def remaining(spend: Spend, budget_left: dict[str, float | None]) -> dict[str, float | None]:
+    """What is left of each allowance (None = unlimited), for progress queries."""
+    used = asdict(spend)
+    left: dict[str, float | None] = {}
+    for key in ("tokens", "usd", "gpu_seconds", "wall_seconds"):
+        limit = budget_left.get(key)
+        left[key] = None if limit is None else max(0.0, limit - float(used[key]))
+    return left
+
+
+# gates whose failures go back to the executor (SPEC.md section 3, retry-fix)
+FIXABLE_GATES = ("static", "correctness", "parse")
+
+
+def should_retry_fix(failed_gate: str, attempt: int, max_retries: int) -> bool:
+    """Compile/run errors and wrong numbers are fixable in the same conversation, K times."""
+    return failed_gate in FIXABLE_GATES and attempt < max_retries
