@@ -1,0 +1,70 @@
+"""`kernelopt bench SUITE_DIR`: one campaign per problem through the normal workflows.
+
+Campaign ids are derived from the suite path and the problem, so re-running
+after a crash re-attaches to a campaign still in flight (or already finished)
+instead of starting a duplicate; finished outcomes on disk are skipped by the
+runner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from rich.console import Console
+from temporalio.client import Client
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from kernelopt.campaigns import prepare_problem, start_campaign
+from kernelopt.config import Settings
+from kernelopt.contracts import CampaignOptions, Outcome
+
+from .aggregate import summarize
+from .report import write_report
+from .results import load_results
+from .runner import run_suite
+
+
+def bench_campaign_id(suite_dir: Path, path: Path, level: int | None) -> str:
+    digest = hashlib.sha256(str(Path(suite_dir).resolve()).encode()).hexdigest()[:8]
+    return f"bench-{digest}-l{level if level is not None else 0}-{path.stem}"[:120]
+
+
+async def bench_command(
+    client: Client,
+    settings: Settings,
+    suite_dir: Path,
+    results_dir: Path | None,
+    options: CampaignOptions,
+    console: Console | None = None,
+) -> int:
+    from kernelopt.store import open_store
+
+    console = console or Console(stderr=True)
+    suite_dir = Path(suite_dir)
+    results = Path(results_dir or suite_dir / "results")
+    store = open_store(settings.artifacts_dir)
+    if settings.embedded:
+        from kernelopt.local_workers import ensure_local_workers
+
+        ensure_local_workers(settings)
+
+    async def one(path: Path, level: int | None) -> Outcome:
+        problem = prepare_problem(path, store, level=level)
+        campaign_id = bench_campaign_id(suite_dir, path, level)
+        try:
+            handle = await start_campaign(client, problem, options, campaign_id=campaign_id)
+        except WorkflowAlreadyStartedError:
+            handle = client.get_workflow_handle(campaign_id)
+        return await handle.result(result_type=Outcome)
+
+    run = await run_suite(suite_dir, results, one, console=console)
+    summary = summarize(load_results(results), gamma=options.gamma)
+    files = write_report(summary, results)
+    console.print(
+        f"{len(run.ran)} run, {len(run.skipped)} already done, {len(run.errors)} failed; "
+        f"report: {files.markdown} and {files.html}"
+    )
+    for key, error in run.errors.items():
+        console.print(f"[red]{key}[/]: {error}", soft_wrap=True)
+    return 0 if run.complete else 1
