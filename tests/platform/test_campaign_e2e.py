@@ -1,0 +1,170 @@
+"""Whole campaigns on the real dev server, with GPU activity doubles (tests only).
+
+Checks issue 2's promises: a campaign runs end to end; SIGKILL of the CPU
+worker mid-campaign and a restart of the server on the same SQLite file both
+end in the same outcome as an undisturbed run, with no decision taken twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from kernelopt.campaigns import prepare_problem, start_campaign
+from kernelopt.config import Settings
+from kernelopt.contracts import (
+    CampaignOptions,
+    CampaignPhase,
+    CampaignProgress,
+    Outcome,
+    OutcomeCategory,
+    ProposerConfig,
+    ProposerKind,
+    SearchParams,
+)
+from kernelopt.store import open_store
+from tests.support.processes import WorkerProcess, start_workers
+from tests.support.temporal import make_settings, start_server
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
+
+
+def small_options(cpu_queue: str, gpu_queue: str) -> CampaignOptions:
+    return CampaignOptions(
+        search=SearchParams(iterations=2, plans=2, retries=1, beam=2),
+        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
+        cpu_queue=cpu_queue,
+        gpu_queue=gpu_queue,
+        search_library_dominated=True,
+    )
+
+
+async def run_campaign(client: Client, settings: Settings, queues: tuple[str, str]) -> Outcome:
+    problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
+    handle = await start_campaign(client, problem, small_options(*queues))
+    return await handle.result(result_type=Outcome)
+
+
+async def wait_for_phase(handle, phase: CampaignPhase, timeout: float = 120) -> None:
+    async def poll() -> None:
+        while True:
+            progress = await handle.query("progress", result_type=CampaignProgress)
+            if progress.phase == phase:
+                return
+            await asyncio.sleep(0.2)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
+    """How often each candidate was sent to gate_candidate, across the campaign's children."""
+    counts: Counter = Counter()
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    children = [
+        e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
+    ]
+    for child in children:
+        async for event in client.get_workflow_handle(child).fetch_history_events():
+            if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                continue
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name != "gate_candidate":
+                continue
+            (payload,) = attrs.input.payloads
+            data = pydantic_data_converter.payload_converter.from_payload(payload)
+            counts[data["candidate_id"]] += 1
+    return counts
+
+
+def comparable(outcome: Outcome) -> tuple:
+    return (
+        outcome.category,
+        round(outcome.speedup, 6),
+        tuple(outcome.replaced),
+        outcome.candidates_tried,
+        outcome.candidates_accepted,
+    )
+
+
+def queues() -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:8]
+    return f"cpu-{tag}", f"gpu-{tag}"
+
+
+@pytest.fixture(scope="module")
+async def reference_outcome(client: Client, temporal_settings: Settings) -> Outcome:
+    cpu_q, gpu_q = queues()
+    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
+    try:
+        return await asyncio.wait_for(run_campaign(client, temporal_settings, (cpu_q, gpu_q)), 300)
+    finally:
+        cpu.stop()
+        gpu.stop()
+
+
+async def test_campaign_runs_end_to_end(reference_outcome: Outcome) -> None:
+    outcome = reference_outcome
+    assert outcome.category == OutcomeCategory.OPTIMIZED
+    assert outcome.speedup >= 1.03
+    assert outcome.replaced, "the verified replacement is named"
+    assert outcome.candidates_tried > 0
+    assert outcome.proposer == "builtin"
+    assert outcome.report is not None
+
+
+async def test_sigkill_cpu_worker_mid_campaign(
+    client: Client, temporal_settings: Settings, reference_outcome: Outcome
+) -> None:
+    cpu_q, gpu_q = queues()
+    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_DELAY="0.4")
+    try:
+        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
+        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+        await wait_for_phase(handle, CampaignPhase.SEARCHING)
+        await asyncio.sleep(1.0)
+        cpu.kill()
+        cpu = WorkerProcess(temporal_settings, "cpu", cpu_q).wait_ready()
+        outcome = await asyncio.wait_for(handle.result(result_type=Outcome), 300)
+    finally:
+        cpu.stop()
+        gpu.stop()
+    assert comparable(outcome) == comparable(reference_outcome)
+    counts = await gate_calls_per_candidate(client, handle.id)
+    assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"
+
+
+async def test_server_restart_mid_campaign(tmp_path: Path, reference_outcome: Outcome) -> None:
+    from kernelopt.client import connect
+
+    settings = make_settings(tmp_path / "home")
+    server = start_server(settings)
+    cpu_q, gpu_q = queues()
+    cpu, gpu = start_workers(settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_DELAY="0.4")
+    try:
+        client = await connect(settings, start_embedded=False)
+        problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
+        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+        await wait_for_phase(handle, CampaignPhase.SEARCHING)
+        server.stop()
+        await asyncio.sleep(1.0)
+        server.start()
+        client = await connect(settings, start_embedded=False)
+        handle = client.get_workflow_handle(handle.id)
+        outcome = await asyncio.wait_for(handle.result(result_type=Outcome), 300)
+        counts = await gate_calls_per_candidate(client, handle.id)
+    finally:
+        cpu.stop()
+        gpu.stop()
+        server.stop()
+    assert comparable(outcome) == comparable(reference_outcome)
+    assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"

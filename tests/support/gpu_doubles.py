@@ -1,0 +1,213 @@
+"""Test implementations of the GPU activities, registered under the real names.
+
+Tests only -- nothing here ships in the product.  They let a whole campaign
+run on a CPU machine against the real Temporal server, the real workflows and
+the real CPU activities (segmentation, the built-in proposer, reports):
+every double is deterministic (verdicts derive from the candidate's source
+hash), takes a little time while heartbeating (so a test can kill a worker in
+the middle of one), and can log its start/end to a JSONL file (so a test can
+check that no two ran at once on one worker).
+
+Knobs (environment, read per call): KERNELOPT_DOUBLES_DELAY seconds per
+activity (default 0.2), KERNELOPT_DOUBLES_LOG a JSONL file path,
+KERNELOPT_DOUBLES_WRAPPER the wrapper fixture the "compile" double returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from temporalio import activity
+
+from kernelopt.contracts import (
+    Analysis,
+    Bottleneck,
+    CandidateGateInput,
+    CandidateGateResult,
+    CompileInput,
+    CompileResult,
+    GateName,
+    GateStatus,
+    GateVerdict,
+    KernelProfile,
+    KernelTiming,
+    ModelGateInput,
+    ModelGateResult,
+    PerfCategory,
+    ProfileInput,
+    ProfileResult,
+    RestitchInput,
+    RestitchResult,
+    SearchMode,
+    TriageInput,
+    TriageResult,
+    names,
+)
+from kernelopt.store import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_WRAPPER = ROOT / "tests" / "compile" / "data" / "synthetic_partition_wrapper.py"
+
+
+def _digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+async def _work(name: str, key: str) -> None:
+    """Sleep in small steps with heartbeats, recording start/end for concurrency checks."""
+    delay = float(os.environ.get("KERNELOPT_DOUBLES_DELAY", "0.2"))
+    log_path = os.environ.get("KERNELOPT_DOUBLES_LOG")
+    start = time.time()
+    steps = max(1, int(delay / 0.05))
+    for _ in range(steps):
+        activity.heartbeat()
+        await asyncio.sleep(delay / steps)
+    if log_path:
+        record = {
+            "activity": name,
+            "key": key,
+            "pid": os.getpid(),
+            "task_queue": activity.info().task_queue,
+            "start": start,
+            "end": time.time(),
+            "attempt": activity.info().attempt,
+        }
+        with open(log_path, "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
+@activity.defn(name=names.COMPILE)
+async def compile_double(inp: CompileInput) -> CompileResult:
+    await _work(names.COMPILE, inp.problem.name)
+    store = open_store()
+    wrapper_path = Path(os.environ.get("KERNELOPT_DOUBLES_WRAPPER", DEFAULT_WRAPPER))
+    wrapper = store.put_text(wrapper_path.read_text(), "text/x-python", "wrapper.py")
+    blob = store.put_bytes(b"captured-args-placeholder-for-tests", name="args.pt")
+    return CompileResult(
+        problem=inp.problem,
+        cache_key=hashlib.sha256(inp.problem.source.sha256.encode()).hexdigest(),
+        mode=inp.mode,
+        torch_version="test",
+        triton_version="test",
+        gpu_name="test-gpu",
+        wrapper=wrapper,
+        args=blob,
+        inputs=blob,
+        eager_ms=2.0,
+        compiled_ms=1.0,
+    )
+
+
+@activity.defn(name=names.TRIAGE)
+async def triage_double(inp: TriageInput) -> TriageResult:
+    from kernelopt.compile.triage import summarize
+
+    await _work(names.TRIAGE, inp.compiled.problem.name)
+    timings = [
+        KernelTiming(name=k.name, ms=0.2 + (_digest(k.name) % 5) / 10, is_library=False)
+        for k in inp.segment.kernels
+    ]
+    timings += [
+        KernelTiming(name=f"{c.name}@{c.line}", ms=0.1, is_library=True)
+        for c in inp.segment.library_calls
+    ]
+    return summarize(timings, inp.segment.targets, inp.segment.mode, inp.gamma)
+
+
+@activity.defn(name=names.PROFILE)
+async def profile_double(inp: ProfileInput) -> ProfileResult:
+    await _work(names.PROFILE, inp.target.id)
+    return ProfileResult(
+        profile=KernelProfile(source="events", note="test double", duration_us=12.0),
+        analysis=Analysis(bottleneck=Bottleneck.MEMORY_BOUND, reasoning="test double"),
+    )
+
+
+@activity.defn(name=names.GATE_CANDIDATE)
+async def gate_candidate_double(inp: CandidateGateInput) -> CandidateGateResult:
+    """Deterministic verdicts: a third of candidates fail correctness; times from the hash."""
+    await _work(names.GATE_CANDIDATE, inp.candidate_id)
+    source = open_store().get_text(inp.source)
+    h = _digest(source)
+    static = GateVerdict(gate=GateName.STATIC, status=GateStatus.PASS, reason="imports and runs")
+    if "SYNTAX_ERROR" in source:
+        bad = GateVerdict(
+            gate=GateName.STATIC,
+            status=GateStatus.FAIL,
+            reason="does not compile",
+            feedback="SyntaxError: invalid syntax (test double)",
+        )
+        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[bad])
+    if h % 3 == 0:
+        wrong = GateVerdict(
+            gate=GateName.CORRECTNESS,
+            status=GateStatus.FAIL,
+            reason="max abs error 3.1e-2 > 1e-3 at seed 1",
+            metrics={"max_abs_error": 3.1e-2, "seed": 1},
+            thresholds={"rtol": inp.rtol, "atol": inp.atol},
+            feedback="output differs from the reference (test double)",
+        )
+        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[static, wrong])
+    right = GateVerdict(
+        gate=GateName.CORRECTNESS,
+        status=GateStatus.PASS,
+        reason="3 seeds within 1e-3",
+        metrics={"max_abs_error": 1e-6},
+    )
+    return CandidateGateResult(
+        candidate_id=inp.candidate_id,
+        verdicts=[static, right],
+        kernel_ms=0.6 + (h % 50) / 100,
+        baseline_kernel_ms=1.0,
+    )
+
+
+@activity.defn(name=names.RESTITCH)
+async def restitch_double(inp: RestitchInput) -> RestitchResult:
+    from kernelopt.compile.restitch import forward_wrapper, restitch_source
+
+    await _work(names.RESTITCH, ",".join(r.target.id for r in inp.replacements))
+    store = open_store()
+    base = store.get_text(inp.compiled.wrapper)
+    if inp.segment.mode == SearchMode.SINGLE and inp.replacements:
+        text = forward_wrapper(inp.compiled, store.get_text(inp.replacements[0].source))
+    else:
+        pairs = [(r.target, store.get_text(r.source)) for r in inp.replacements]
+        text, _ = restitch_source(base, inp.segment, pairs)
+    ref = store.put_text(text, "text/x-python", "restitched.py")
+    return RestitchResult(wrapper=ref, replaced=[r.target.id for r in inp.replacements])
+
+
+@activity.defn(name=names.GATE_MODEL)
+async def gate_model_double(inp: ModelGateInput) -> ModelGateResult:
+    await _work(names.GATE_MODEL, inp.wrapper.sha256[:12])
+    speedup = 1.04 + (_digest(inp.wrapper.sha256) % 10) / 100
+    verdict = GateVerdict(
+        gate=GateName.PERFORMANCE,
+        status=GateStatus.PASS,
+        reason=f"{speedup:.3f}x >= gamma {inp.gamma}",
+        metrics={"speedup": speedup, "rho": 1.2},
+        thresholds={"gamma": inp.gamma, "rho_max": inp.rho_max},
+    )
+    return ModelGateResult(
+        verdict=verdict,
+        category=PerfCategory.OPTIMIZED,
+        speedup=speedup,
+        baseline_ms=1.0,
+        candidate_ms=1.0 / speedup,
+    )
+
+
+GPU_DOUBLES = [
+    compile_double,
+    triage_double,
+    profile_double,
+    gate_candidate_double,
+    restitch_double,
+    gate_model_double,
+]

@@ -1,0 +1,59 @@
+"""Worker processes for end-to-end tests: real OS processes a test can SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kernelopt.config import Settings
+from tests.support.temporal import env_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class WorkerProcess:
+    def __init__(self, settings: Settings, kind: str, queue: str, **env: str) -> None:
+        self.kind, self.queue = kind, queue
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.run_worker", kind, queue],
+            cwd=ROOT,
+            env={**env_for(settings), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> WorkerProcess:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.strip() == "ready":
+                return self
+            if not line and self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"{self.kind} worker did not start: {self.proc.stdout.read()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful shutdown, exactly like a preempted machine."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def start_workers(settings: Settings, cpu_queue: str, gpu_queue: str, **env: str):
+    cpu = WorkerProcess(settings, "cpu", cpu_queue, **env)
+    gpu = WorkerProcess(settings, "gpu", gpu_queue, **env)
+    return cpu.wait_ready(), gpu.wait_ready()
