@@ -6,8 +6,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from kernelopt.contracts import (
     ArtifactRef,
-    BudgetUse,
     Budgets,
+    BudgetUse,
     CampaignInput,
     CampaignOptions,
     ProblemSpec,
