@@ -17,10 +17,21 @@ class SearchMode(StrEnum):
     MULTI = "multi"  # library calls frozen, Triton kernels / fusion groups searched
 
 
+BASELINE_MODE = "max-autotune-no-cudagraphs"
+
+
+class TensorSpec(Frozen):
+    shape: list[int]
+    stride: list[int]
+    dtype: str
+    device: str = "cuda"
+
+
 class CompileInput(Frozen):
     problem: ProblemSpec
-    mode: str = "max-autotune-no-cudagraphs"
+    mode: str = BASELINE_MODE
     measure_default_mode: bool = True
+    use_cache: bool = True  # False: recompile even when the content hash is cached
 
 
 class CompileResult(Frozen):
@@ -42,19 +53,35 @@ class CompileResult(Frozen):
     compiled_ms: float
     default_mode_ms: float | None = None
     compile_seconds: float = 0.0
-
-
-class TensorSpec(Frozen):
-    shape: list[int]
-    stride: list[int]
-    dtype: str
-    device: str = "cuda"
+    # --- how the flat argument list maps back onto the module (one entry per wrapper arg)
+    # "input" | "parameter" | "buffer" | "constant"
+    arg_roles: list[str] = Field(default_factory=list)
+    arg_names: list[str] = Field(default_factory=list)  # "input:0", "param:fc.weight", ...
+    arg_input_index: list[int | None] = Field(default_factory=list)  # module input position
+    arg_specs: list[TensorSpec] = Field(default_factory=list)
+    num_outputs: int = 0
+    mode_reason: str = ""  # why this compile mode is the baseline
+    wrapper_ms: float | None = None  # the loaded wrapper's call() on the captured args
+    wrapper_matches_compiled: bool | None = None  # wrapper output == torch.compile output, bitwise
+    default_mode_wrapper: ArtifactRef | None = None  # reference only; never the baseline
+    python_version: str = ""
 
 
 class KernelArg(Frozen):
     name: str
     tensor: TensorSpec | None = None
     value: Any = None  # scalars / constexprs as launched
+    expr: str = ""  # the argument expression as written in the wrapper (buf0, arg1_1, 1024)
+    role: str = ""  # in / out / inout / scalar / grid / workspace (from Inductor's naming)
+
+
+class KernelLaunch(Frozen):
+    """One `.run(...)` launch of a Triton kernel in the wrapper."""
+
+    line: int  # 1-based
+    site: str
+    function: str = "call"  # wrapper function holding the launch (call, partition_0, ...)
+    args: list[KernelArg] = Field(default_factory=list)
 
 
 class TritonKernel(Frozen):
@@ -66,6 +93,9 @@ class TritonKernel(Frozen):
     grid: str = ""
     config: dict[str, Any] = Field(default_factory=dict)  # triton_meta/inductor_meta/configs
     kind: str = ""  # pointwise / reduction / persistent_reduction / template ...
+    defined_line: int = 0  # 1-based line of `name = async_compile.triton(...)`
+    params: list[str] = Field(default_factory=list)  # the kernel's runtime parameters, in order
+    launches: list[KernelLaunch] = Field(default_factory=list)  # every launch, program order
 
 
 class LibraryCall(Frozen):
@@ -73,12 +103,14 @@ class LibraryCall(Frozen):
     line: int
     statement: str
     needs_triton_replacement: Literal[False] = False
+    function: str = "call"
 
 
 class FusionGroup(Frozen):
     """Adjacent Triton kernels with no library call between them."""
 
     kernels: list[str]
+    lines: list[int] = Field(default_factory=list)  # launch lines the group covers
 
 
 class TargetKind(StrEnum):
@@ -93,6 +125,9 @@ class SearchTarget(Frozen):
     kernels: list[str] = Field(default_factory=list)
     source: ArtifactRef | None = None  # the root state's source (Inductor kernel or forward)
     share: float = 0.0  # fraction of model GPU time (filled by triage)
+    # exactly what a form-(b) candidate's launch(*args) receives (see compile/contract.py)
+    signature: list[KernelArg] = Field(default_factory=list)
+    description: str = ""
 
 
 class SegmentInput(Frozen):
@@ -107,18 +142,24 @@ class SegmentResult(Frozen):
     mode: SearchMode
     mode_reason: str
     targets: list[SearchTarget]
+    mode_forced: bool = False  # the user chose the mode
+    wrapper_format: str = ""  # e.g. "runner-class" (graph_partition) or "call-function"
 
 
 class KernelTiming(Frozen):
     name: str
-    ms: float
+    ms: float  # GPU time per forward, in context (profiler, summed over its launches)
     is_library: bool
+    launches: int = 1
+    standalone_ms: float | None = None  # Triton kernel alone on its captured args (do_bench)
 
 
 class TriageInput(Frozen):
     compiled: CompileResult
     segment: SegmentResult
     gamma: float = 1.03
+    max_required_speedup: float = 10.0  # beyond this Triton speedup: library-dominated
+    standalone: bool = True  # also time each Triton kernel alone on its captured args
 
 
 class TriageResult(Frozen):
@@ -131,6 +172,11 @@ class TriageResult(Frozen):
     verdict: Literal["worth_searching", "library_dominated"]
     per_kernel: list[KernelTiming] = Field(default_factory=list)
     targets: list[SearchTarget] = Field(default_factory=list)  # ordered by share, desc
+    gamma: float = 1.03
+    verdict_reason: str = ""
+    mode: SearchMode = SearchMode.MULTI
+    wall_ms: float | None = None  # wrapper call() wall time (do_bench), launch gaps included
+    method: str = ""  # how the times were measured
 
 
 class Replacement(Frozen):
@@ -142,6 +188,7 @@ class RestitchInput(Frozen):
     compiled: CompileResult
     segment: SegmentResult
     replacements: list[Replacement] = Field(default_factory=list)
+    run: bool = True  # load the re-stitched wrapper and run it on the captured args
 
 
 class RestitchResult(Frozen):
@@ -149,3 +196,6 @@ class RestitchResult(Frozen):
     output: ArtifactRef | None = None  # its outputs on the captured args
     bit_exact: bool | None = None  # vs. the baseline output (identity re-stitch check)
     replaced: list[str] = Field(default_factory=list)
+    max_abs_diff: float | None = None  # vs. the baseline output
+    # target id -> "inductor" | "launch" | "forward"
+    forms: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,140 @@
+"""``kernelopt triage FILE [--json] [--mode auto|single|multi]``.
+
+Answers, before any GPU-hours are spent, how much of a model Triton work can
+touch: compile (cached), segment, measure per-kernel GPU time, and print the
+library fraction f, the Amdahl ceilings and the verdict.  Runs without
+Temporal; the GPU steps run in a supervised child process, as in a campaign,
+so this process never creates a CUDA context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+
+from kernelopt.contracts.compiled import (
+    CompileInput,
+    CompileResult,
+    SearchMode,
+    SegmentInput,
+    SegmentResult,
+    TriageInput,
+    TriageResult,
+)
+from kernelopt.contracts.problem import ProblemSpec
+from kernelopt.errors import KernelOptError
+from kernelopt.problem import check_problem_file
+from kernelopt.store import ArtifactStore, open_store
+
+
+async def run_triage(
+    path: Path, mode: SearchMode, store: ArtifactStore, seed: int = 0
+) -> tuple[CompileResult, SegmentResult, TriageResult]:
+    """Compile -> segment -> triage for one problem file (GPU steps supervised)."""
+    from activities.supervise import run_supervised
+    from kernelopt.compile.segment import segment
+
+    source = store.put_text(
+        path.read_text(encoding="utf-8"), media_type="text/x-python", name=path.name
+    )
+    spec = ProblemSpec(name=path.stem, source=source, path=str(path), seed=seed)
+    compiled = await run_supervised(
+        "kernelopt.compile.capture:compile_problem", CompileInput(problem=spec), CompileResult
+    )
+    seg = segment(SegmentInput(compiled=compiled, mode=mode), store)
+    tri = await run_supervised(
+        "kernelopt.compile.triage:triage",
+        TriageInput(compiled=compiled, segment=seg),
+        TriageResult,
+    )
+    return compiled, seg, tri
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x) or x >= 1e6:
+        return "unbounded"
+    return f"{x:.{digits}f}"
+
+
+def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(
+        f"[bold]{compiled.problem.name}[/]  mode {compiled.mode}  "
+        f"{compiled.gpu_name}  torch {compiled.torch_version} / triton {compiled.triton_version}"
+        f"{'  (cached compile)' if compiled.cache_hit else ''}"
+    )
+    console.print(
+        f"eager {_fmt(compiled.eager_ms)} ms | compiled {_fmt(compiled.compiled_ms)} ms | "
+        f"default mode {_fmt(compiled.default_mode_ms)} ms | wrapper {_fmt(compiled.wrapper_ms)} ms"
+    )
+    console.print(f"search mode: [bold]{seg.mode.value}[/] ({seg.mode_reason})")
+    table = Table(title="GPU time per forward")
+    for col in ("kernel", "kind", "launches", "ms", "share", "alone ms"):
+        table.add_column(col, justify="left" if col in ("kernel", "kind") else "right")
+    total = tri.total_ms or 1.0
+    for k in tri.per_kernel:
+        table.add_row(
+            k.name[:60],
+            "library" if k.is_library else "triton",
+            str(k.launches),
+            _fmt(k.ms, 4),
+            f"{100 * k.ms / total:.1f}%",
+            _fmt(k.standalone_ms, 4),
+        )
+    console.print(table)
+    ceil = "  ".join(f"S={key}: {_fmt(v)}x" for key, v in tri.ceilings.items())
+    console.print(
+        f"library fraction f = [bold]{tri.library_fraction:.3f}[/]  "
+        f"(library {_fmt(tri.library_ms, 4)} ms, triton {_fmt(tri.triton_ms, 4)} ms)"
+    )
+    console.print(f"Amdahl ceiling: {ceil}")
+    console.print(
+        f"Triton speedup needed for gamma={tri.gamma}: {_fmt(tri.required_speedup, 2)}  "
+        f"verdict: [bold]{tri.verdict}[/] -- {tri.verdict_reason}"
+    )
+
+
+def triage_command(path: Path | str, json_out: bool, mode: str) -> int:
+    """CLI body: 0 on success, 2 for a bad problem file or a failed step."""
+    from rich.console import Console
+
+    path = Path(path)
+    try:
+        check_problem_file(path)
+        search_mode = SearchMode(mode)
+    except (KernelOptError, ValueError) as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        return 2
+    try:
+        compiled, seg, tri = asyncio.run(run_triage(path, search_mode, open_store()))
+    except Exception as exc:  # the child's typed failure arrives as an ApplicationError
+        Console(stderr=True).print(f"[red]triage failed:[/] {type(exc).__name__}: {exc}")
+        return 2
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    "problem": compiled.problem.name,
+                    "compile": compiled.model_dump(mode="json"),
+                    "segment": {
+                        "mode": seg.mode.value,
+                        "mode_reason": seg.mode_reason,
+                        "kernels": [k.name for k in seg.kernels],
+                        "library_calls": [c.name for c in seg.library_calls],
+                        "fusion_groups": [g.kernels for g in seg.fusion_groups],
+                    },
+                    "triage": tri.model_dump(mode="json"),
+                },
+                indent=2,
+            )
+        )
+    else:
+        render(compiled, seg, tri)
+    return 0

@@ -1,0 +1,210 @@
+"""Standalone per-kernel harness: run any one Triton kernel alone on its captured arguments.
+
+The baseline wrapper is instrumented (each ``K.run(...)`` becomes
+``_ko_probe('K', K)(...)``) and run once on the captured flat arguments; the
+probe copies every kernel's arguments *before* its first launch -- the whole
+underlying storage, so offsets, strides and neighbouring bytes are exact --
+and then launches it as usual.  Afterwards any kernel can be launched, timed
+or compared in isolation on exactly the inputs it saw inside the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelopt.compile.wrapper_parse import parse_wrapper
+from kernelopt.contracts.base import ArtifactRef
+from kernelopt.contracts.compiled import CompileResult
+from kernelopt.errors import DeterministicError
+from kernelopt.store import ArtifactStore
+
+PROBE_LINE = "_ko_probe = __import__('kernelopt.compile.harness', fromlist=['Probe']).Probe()\n"
+
+
+def instrument_source(source: str) -> str:
+    """The wrapper with every Triton launch routed through the module's ``_ko_probe``."""
+    parsed = parse_wrapper(source)
+    data = source.encode("utf-8")
+    edits: list[tuple[int, int, str]] = []
+    for event in parsed.launches:
+        prefix = f"{event.name}.run("
+        if not event.text.startswith(prefix):
+            raise DeterministicError(f"unexpected launch statement: {event.text[:80]}")
+        new = f"_ko_probe({event.name!r}, {event.name})(" + event.text[len(prefix) :]
+        edits.append((event.span.start, event.span.end, new))
+    anchor = parsed.wait_span.start if parsed.wait_span else 0
+    edits.append((anchor, anchor, PROBE_LINE))
+    for start, end, text in sorted(edits, key=lambda e: e[0], reverse=True):
+        data = data[:start] + text.encode("utf-8") + data[end:]
+    return data.decode("utf-8")
+
+
+def clone_storage(value: Any) -> Any:
+    """A tensor over a copy of the same storage with the same offset/size/stride."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return value
+    storage = value.untyped_storage()
+    copy = torch.empty(0, dtype=value.dtype, device=value.device)
+    copy.set_(storage.clone(), value.storage_offset(), value.size(), value.stride())
+    return copy
+
+
+@dataclass
+class CapturedLaunch:
+    name: str
+    kernel: Any  # Inductor's CachingAutotuner
+    args: list[Any]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def fresh_args(self) -> list[Any]:
+        return [clone_storage(a) for a in self.args]
+
+    def launch(self, args: list[Any] | None = None) -> list[Any]:
+        """Launch the original kernel on (a fresh copy of) its captured args; returns the args."""
+        use = self.fresh_args() if args is None else args
+        self.kernel.run(*use, **self.kwargs)
+        return use
+
+
+class Probe:
+    """Records each kernel's arguments at its first launch, then launches it."""
+
+    def __init__(self) -> None:
+        self.captured: dict[str, CapturedLaunch] = {}
+        self.recording = True
+
+    def __call__(self, name: str, kernel: Any) -> Any:
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            if self.recording and name not in self.captured:
+                self.captured[name] = CapturedLaunch(
+                    name, kernel, [clone_storage(a) for a in args], dict(kwargs)
+                )
+            return kernel.run(*args, **kwargs)
+
+        return launch
+
+
+class KernelHarness:
+    """Every Triton kernel of a wrapper, runnable alone with its captured arguments."""
+
+    def __init__(
+        self,
+        compiled: CompileResult,
+        store: ArtifactStore,
+        wrapper: ArtifactRef | None = None,
+        args: list[Any] | None = None,
+    ) -> None:
+        from kernelopt.compile.capture import clone_exact
+        from kernelopt.compile.runtime import load_tensors, load_wrapper_module, run_call
+
+        ref = wrapper or compiled.wrapper
+        text = instrument_source(store.get_text(ref))
+        self.module = load_wrapper_module(text, f"{compiled.problem.name}_probe")
+        probe: Probe = self.module._ko_probe
+        probe.captured.clear()
+        probe.recording = True
+        flat = args if args is not None else load_tensors(store, compiled.args, "cuda")
+        run_call(self.module, [clone_exact(a) for a in flat])
+        probe.recording = False
+        self.launches = dict(probe.captured)
+
+    def kernel(self, name: str) -> CapturedLaunch:
+        if name not in self.launches:
+            raise DeterministicError(f"kernel {name} was not launched by this wrapper")
+        return self.launches[name]
+
+    def time_ms(self, name: str) -> float:
+        from kernelopt.compile.timing import bench_ms
+
+        launch = self.kernel(name)
+        args = launch.fresh_args()
+        return bench_ms(lambda: launch.kernel.run(*args, **launch.kwargs))
+
+
+TIMER_LINE = (
+    "_ko_timer = __import__('kernelopt.compile.harness', fromlist=['EventTimer']).EventTimer()\n"
+)
+
+
+def instrument_timers(source: str) -> tuple[str, list[tuple[str, bool]]]:
+    """The wrapper with CUDA events around every launch and library call.
+
+    Returns the text and, per event index, (name, is_library).  The fallback
+    for triage when the profiler records no kernels: each statement becomes
+    ``_ko_timer.a(i); <statement>; _ko_timer.b(i)`` on its own line(s).
+    """
+    parsed = parse_wrapper(source)
+    data = source.encode("utf-8")
+    labels: list[tuple[str, bool]] = []
+    edits: list[tuple[int, int, str]] = []
+    for i, event in enumerate(parsed.events):
+        labels.append((event.name, event.kind == "library"))
+        edits.append(
+            (event.span.start, event.span.end, f"_ko_timer.a({i}); {event.text}; _ko_timer.b({i})")
+        )
+    anchor = parsed.wait_span.start if parsed.wait_span else 0
+    edits.append((anchor, anchor, TIMER_LINE))
+    for start, end, text in sorted(edits, key=lambda e: e[0], reverse=True):
+        data = data[:start] + text.encode("utf-8") + data[end:]
+    return data.decode("utf-8"), labels
+
+
+class EventTimer:
+    """CUDA event pairs around wrapper statements, summed per statement index."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[int, Any, Any]] = []
+        self.active = False
+        self._open: dict[int, Any] = {}
+
+    def a(self, i: int) -> None:
+        if self.active:
+            import torch
+
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
+            self._open[i] = start
+
+    def b(self, i: int) -> None:
+        if self.active and i in self._open:
+            import torch
+
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self.pairs.append((i, self._open.pop(i), end))
+
+    def totals_ms(self) -> dict[int, float]:
+        import torch
+
+        torch.cuda.synchronize()
+        out: dict[int, float] = {}
+        for i, start, end in self.pairs:
+            out[i] = out.get(i, 0.0) + float(start.elapsed_time(end))
+        return out
+
+
+def event_times(
+    compiled: CompileResult, store: ArtifactStore, args: list[Any], iters: int = 10
+) -> dict[str, tuple[float, int, bool]]:
+    """name -> (ms per forward, launches per forward, is_library), timed with CUDA events."""
+    from kernelopt.compile.runtime import load_wrapper_module, run_call
+
+    text, labels = instrument_timers(store.get_text(compiled.wrapper))
+    module = load_wrapper_module(text, f"{compiled.problem.name}_timers")
+    timer: EventTimer = module._ko_timer
+    for _ in range(3):
+        run_call(module, args)
+    timer.pairs.clear()
+    timer.active = True
+    for _ in range(iters):
+        run_call(module, args)
+    timer.active = False
+    totals = timer.totals_ms()
+    out: dict[str, tuple[float, int, bool]] = {}
+    for i, (name, is_lib) in enumerate(labels):
+        ms, count, _ = out.get(name, (0.0, 0, is_lib))
+        out[name] = (ms + totals.get(i, 0.0) / iters, count + 1, is_lib)
+    return out

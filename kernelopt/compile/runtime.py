@@ -1,0 +1,263 @@
+"""Run a (re-stitched) Inductor wrapper as if it were the model's forward.
+
+``wrapper_forward`` is the stable entry point the model-level gates use: it
+returns a callable that takes the module's own inputs (like ``Model.forward``)
+and returns a tuple of output tensors, computed by the given wrapper with the
+*captured* parameters and buffers -- the real weights, never regenerated.
+
+Wrappers and candidate modules are written to files before import: Triton's
+``@jit`` reads a function's source through ``inspect``, which needs a file,
+and tracebacks then point at real lines.  Modules are cached by content hash,
+so loading the same text twice compiles nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kernelopt.contracts.base import ArtifactRef
+from kernelopt.contracts.compiled import CompileResult
+from kernelopt.errors import DeterministicError
+from kernelopt.store import ArtifactStore
+
+_MODULES: dict[str, ModuleType] = {}
+
+
+class WrapperLoadError(DeterministicError):
+    """A wrapper or candidate module failed to import (syntax, compile error, missing name)."""
+
+
+def _code_dir(kind: str) -> Path:
+    from kernelopt.config import Settings
+
+    directory = Settings.from_env().home / "code" / kind
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        directory = Path(tempfile.gettempdir()) / "kernelopt-code" / kind
+        directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _load_module(source: str, name: str, kind: str) -> ModuleType:
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:20]
+    safe = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "module"
+    module_name = f"kernelopt_{kind}_{safe}_{digest}"
+    if module_name in _MODULES:
+        return _MODULES[module_name]
+    path = _code_dir(kind) / f"{module_name}.py"
+    if not path.is_file() or path.read_text(encoding="utf-8") != source:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(source, encoding="utf-8")
+        tmp.replace(path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise WrapperLoadError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise WrapperLoadError(
+            f"loading {kind} module {name} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    _MODULES[module_name] = module
+    return module
+
+
+def load_wrapper_module(source: str, name: str) -> ModuleType:
+    """Import an Inductor wrapper's text as a module (its kernels compile on import)."""
+    return _load_module(source, name, "wrapper")
+
+
+def load_candidate_module(source: str, name: str) -> ModuleType:
+    """Import a form-(b) candidate (a module defining ``launch(*args)``); used by re-stitched wrappers."""
+    module = _load_module(source, name, "candidate")
+    if not callable(getattr(module, "launch", None)):
+        raise WrapperLoadError(f"candidate {name} defines no callable launch(*args)")
+    return module
+
+
+# --- tensors through the store ------------------------------------------------------------
+
+
+def save_tensors(store: ArtifactStore, tensors: Sequence[Any], name: str) -> ArtifactRef:
+    """``torch.save`` a list (CPU copies, strides kept) into the store."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save([_cpu(t) for t in tensors], buf)
+    return store.put_bytes(buf.getvalue(), media_type="application/x-torch", name=name)
+
+
+def _cpu(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu")
+    return value
+
+
+def load_tensors(store: ArtifactStore, ref: ArtifactRef, device: str = "cpu") -> list[Any]:
+    """Inverse of ``save_tensors``; tensors land on ``device`` with their strides."""
+    import torch
+
+    values = torch.load(io.BytesIO(store.get_bytes(ref)), map_location="cpu", weights_only=True)
+    return [to_device(v, device) for v in values]
+
+
+def to_device(value: Any, device: str) -> Any:
+    """Move a tensor keeping its exact strides (the wrapper asserts them)."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return value
+    moved = value.to(device)
+    if moved.stride() == value.stride():
+        return moved
+    out = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=device)
+    out.copy_(value)
+    return out
+
+
+# --- running wrappers ----------------------------------------------------------------------
+
+
+def run_call(module: ModuleType, args: Sequence[Any]) -> tuple[Any, ...]:
+    """``module.call`` clears the list it gets; hand it a fresh one every time."""
+    out = module.call(list(args))
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+class ForwardRunner:
+    """``call(args)`` for single-kernel mode: a candidate ``ModelNew`` with the captured weights.
+
+    ``ModelNew`` has the same constructor as ``Model``; it is built under the
+    problem's seed (so parameters created in the same order come out equal)
+    and then every captured parameter/buffer whose name and shape match is
+    copied in, so the real weights flow through verification.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        arg_names: list[str],
+        arg_roles: list[str],
+        seed: int,
+        init_inputs: Sequence[Any],
+        device: str = "cuda",
+    ) -> None:
+        import torch
+
+        module = _load_module(source, "forward_candidate", "candidate")
+        model_new = getattr(module, "ModelNew", None)
+        if not isinstance(model_new, type):
+            raise WrapperLoadError("single-kernel candidate defines no class ModelNew")
+        self.arg_names = arg_names
+        self.arg_roles = arg_roles
+        torch.manual_seed(seed)
+        try:
+            self.model = model_new(*init_inputs).to(device)
+        except Exception as exc:
+            raise WrapperLoadError(
+                f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        self._loaded: list[int] | None = None
+
+    def load_weights(self, args: Sequence[Any]) -> None:
+        """Copy captured weights in, once per distinct set of weight tensors (not per call)."""
+        import torch
+
+        ids = [id(v) for v, r in zip(args, self.arg_roles, strict=False) if r != "input"]
+        if ids == self._loaded:
+            return
+        self._loaded = ids
+        state = self.model.state_dict()
+        with torch.no_grad():
+            for name, role, value in zip(self.arg_names, self.arg_roles, args, strict=False):
+                if role not in ("parameter", "buffer"):
+                    continue
+                key = name.split(":", 1)[1]
+                if key in state and state[key].shape == value.shape:
+                    state[key].copy_(value)
+
+    def call(self, args: list[Any]) -> tuple[Any, ...]:
+        import torch
+
+        values = list(args)
+        args.clear()
+        self.load_weights(values)
+        inputs = [v for v, r in zip(values, self.arg_roles, strict=False) if r == "input"]
+        with torch.no_grad():
+            out = self.model(*inputs)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def wrapper_call(
+    compiled: CompileResult,
+    store: ArtifactStore,
+    wrapper: ArtifactRef | None = None,
+    device: str = "cuda",
+) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """The wrapper's ``call(args)`` over the flat argument list (forward wrappers included)."""
+    ref = wrapper or compiled.wrapper
+    module = load_wrapper_module(store.get_text(ref), f"{compiled.problem.name}_{ref.short}")
+    make_call = getattr(module, "make_call", None)
+    if getattr(module, "KERNELOPT_FORWARD", False) and callable(make_call):
+        init = load_tensors(store, compiled.init_inputs, device) if compiled.init_inputs else []
+        return make_call(init, device)
+    return lambda args: run_call(module, args)
+
+
+def wrapper_forward(
+    compiled: CompileResult,
+    store: ArtifactStore,
+    wrapper: ArtifactRef | None = None,
+    device: str = "cuda",
+) -> Callable[..., tuple[Any, ...]]:
+    """A callable taking the module's own inputs and returning its outputs as a tuple.
+
+    Runs ``wrapper`` (default: the baseline wrapper) with the captured
+    parameters and buffers; module inputs replace the captured inputs by
+    position.  The wrapper is specialised to the captured shapes (it asserts
+    sizes and strides): inputs of other shapes need their own compile.
+    """
+    call = wrapper_call(compiled, store, wrapper, device)
+    captured = load_tensors(store, compiled.args, device)
+    positions = compiled.arg_input_index or [None] * len(captured)
+
+    def forward(*inputs: Any) -> tuple[Any, ...]:
+        args = list(captured)
+        for i, pos in enumerate(positions):
+            if pos is None:
+                continue
+            if pos >= len(inputs):
+                raise TypeError(f"forward expected at least {pos + 1} inputs, got {len(inputs)}")
+            args[i] = _like(inputs[pos], captured[i])
+        return call(args)
+
+    return forward
+
+
+def _like(value: Any, template: Any) -> Any:
+    """Give an input the captured layout when only the strides differ."""
+    import torch
+
+    if not isinstance(value, torch.Tensor) or not isinstance(template, torch.Tensor):
+        return value
+    if value.shape == template.shape and value.stride() != template.stride():
+        out = torch.empty_strided(
+            template.size(), template.stride(), dtype=value.dtype, device=value.device
+        )
+        out.copy_(value)
+        return out
+    return value

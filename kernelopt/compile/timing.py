@@ -1,0 +1,95 @@
+"""GPU timing helpers for compile and triage: do_bench, in-context profiling, comparisons.
+
+Every wall-time number here comes from ``triton.testing.do_bench`` with the
+SPEC's budgets (25 ms warm-up, 100 ms repetitions, median), the same timer
+the perf gate uses, so compile-time numbers and gate numbers are comparable.
+Per-kernel GPU times come from the PyTorch profiler (CUPTI kernel records),
+summed per kernel name over several forwards and divided by their count.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kernelopt.errors import NoGpuError
+
+WARMUP_MS = 25.0
+REP_MS = 100.0
+
+
+def require_cuda() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise NoGpuError("this step needs a CUDA GPU and none is visible")
+
+
+def bench_ms(fn: Callable[[], Any], warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> float:
+    """Median wall time of ``fn`` in ms (triton.testing.do_bench, L2 flushed between reps)."""
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+
+
+def compare_outputs(got: Sequence[Any], want: Sequence[Any]) -> tuple[bool, float | None]:
+    """(bitwise equal, max |got - want|) over tuples of tensors."""
+    import torch
+
+    if len(got) != len(want):
+        return False, None
+    exact = True
+    worst = 0.0
+    for a, b in zip(got, want, strict=True):
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            exact = exact and a == b
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False, None
+        a_c, b_c = a.detach(), b.detach().to(a.device)
+        if not torch.equal(a_c, b_c):
+            # NaNs in the same places are equal for our purpose (equal_nan)
+            same_nan = (
+                torch.equal(torch.isnan(a_c), torch.isnan(b_c)) if a.is_floating_point() else False
+            )
+            mask = ~torch.isnan(a_c) if a.is_floating_point() else None
+            if not (same_nan and mask is not None and torch.equal(a_c[mask], b_c[mask])):
+                exact = False
+        if a.numel():
+            diff = (a_c.double() - b_c.double()).abs()
+            diff = diff[~torch.isnan(diff)]
+            if diff.numel():
+                worst = max(worst, float(diff.max()))
+    return exact, worst
+
+
+def profile_kernels(
+    fn: Callable[[], Any], iters: int = 10, warmup: int = 3
+) -> dict[str, tuple[float, int]]:
+    """GPU kernel time per forward, by kernel name: name -> (ms per forward, launches per forward).
+
+    Memcpy/memset records count too (they are GPU time the model spends).
+    """
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    total_us: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    for evt in prof.events():
+        if getattr(evt, "device_type", None) != DeviceType.CUDA:
+            continue
+        total_us[evt.name] += evt.time_range.elapsed_us()
+        count[evt.name] += 1
+    return {
+        name: (total_us[name] / iters / 1000.0, max(1, round(count[name] / iters)))
+        for name in total_us
+    }

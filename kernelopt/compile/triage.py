@@ -1,0 +1,214 @@
+"""Triage: how much of the model can Triton work touch at all (SPEC section 7)?
+
+If library calls take a fraction f of the model's GPU time and stay as they
+are, making the Triton remainder S times faster gives at most
+``1 / (f + (1 - f) / S)``; reaching the perf gate's gamma needs
+``S = (1 - f) / (1/gamma - f)``, impossible once f >= 1/gamma.  Measuring f
+before spending GPU-hours is the cheapest decision in a campaign.
+
+Measurement: the baseline wrapper runs on the captured arguments under the
+PyTorch profiler; every GPU kernel record whose name is one of the wrapper's
+Triton kernels is Triton time, everything else (cuBLAS/cuDNN kernels,
+ATen fallbacks, memcpy/memset) is library time -- both measured in context,
+in the same runs.  Each Triton kernel is also timed alone on its captured
+arguments (``harness.KernelHarness``) for reference.
+
+In single-kernel mode the whole forward is the target, library call included,
+so nothing is frozen: the ceiling uses f = 0 and the verdict is always
+"worth searching"; the measured f is still reported.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kernelopt.contracts.compiled import (
+    KernelTiming,
+    SearchMode,
+    SearchTarget,
+    TargetKind,
+    TriageInput,
+    TriageResult,
+)
+from kernelopt.log import get_logger
+from kernelopt.store import ArtifactStore
+
+log = get_logger(__name__)
+
+SPEEDUPS = (("2", 2.0), ("5", 5.0), ("10", 10.0), ("inf", math.inf))
+# JSON (and so Temporal payloads) has no infinity: an unbounded ceiling (f = 0, S = inf)
+# is reported as this cap.
+CEILING_CAP = 1e6
+
+
+def ceiling(f: float, s: float) -> float:
+    """Amdahl: model speedup when the non-library fraction (1 - f) gets s times faster."""
+    denom = f + (0.0 if math.isinf(s) else (1.0 - f) / s)
+    return CEILING_CAP if denom <= 1.0 / CEILING_CAP else min(CEILING_CAP, 1.0 / denom)
+
+
+def ceilings(f: float) -> dict[str, float]:
+    return {key: ceiling(f, s) for key, s in SPEEDUPS}
+
+
+def required_speedup(f: float, gamma: float) -> float | None:
+    """Triton speedup needed for a model speedup of gamma; None if impossible (f >= 1/gamma)."""
+    denom = 1.0 / gamma - f
+    if denom <= 0 or f >= 1.0:
+        return None
+    return (1.0 - f) / denom
+
+
+def verdict(
+    f: float, gamma: float, max_required: float, mode: SearchMode
+) -> tuple[str, str, float | None]:
+    """(verdict, reason, required speedup)."""
+    if mode == SearchMode.SINGLE:
+        return (
+            "worth_searching",
+            f"single-kernel mode: the whole forward is the target (measured f = {f:.3f} is not "
+            "frozen)",
+            required_speedup(0.0, gamma),
+        )
+    need = required_speedup(f, gamma)
+    if need is None:
+        return (
+            "library_dominated",
+            f"f = {f:.3f} >= 1/gamma = {1 / gamma:.3f}: no Triton speedup reaches gamma = {gamma}",
+            None,
+        )
+    if need > max_required:
+        return (
+            "library_dominated",
+            f"f = {f:.3f}: Triton work must get {need:.1f}x faster to reach gamma = {gamma} "
+            f"(more than {max_required:g}x)",
+            need,
+        )
+    return (
+        "worth_searching",
+        f"f = {f:.3f}: a {need:.2f}x faster Triton remainder reaches gamma = {gamma}",
+        need,
+    )
+
+
+def summarize(
+    per_kernel: list[KernelTiming],
+    targets: list[SearchTarget],
+    mode: SearchMode,
+    gamma: float = 1.03,
+    max_required: float = 10.0,
+    wall_ms: float | None = None,
+    method: str = "",
+) -> TriageResult:
+    """The triage result from per-kernel times (pure arithmetic; tested on the CPU)."""
+    library_ms = sum(k.ms for k in per_kernel if k.is_library)
+    triton_ms = sum(k.ms for k in per_kernel if not k.is_library)
+    total = library_ms + triton_ms
+    f = library_ms / total if total > 0 else 0.0
+    effective_f = 0.0 if mode == SearchMode.SINGLE else f
+    label, reason, need = verdict(f, gamma, max_required, mode)
+    by_name = {k.name: k.ms for k in per_kernel if not k.is_library}
+    ranked = []
+    for target in targets:
+        if target.kind == TargetKind.FORWARD:
+            share = 1.0
+        else:
+            share = sum(by_name.get(name, 0.0) for name in target.kernels) / total if total else 0.0
+        ranked.append(target.model_copy(update={"share": share}))
+    ranked.sort(key=lambda t: (-t.share, t.id))
+    return TriageResult(
+        total_ms=total,
+        library_ms=library_ms,
+        triton_ms=triton_ms,
+        library_fraction=f,
+        ceilings=ceilings(effective_f),
+        required_speedup=need,
+        verdict=label,
+        per_kernel=sorted(per_kernel, key=lambda k: -k.ms),
+        targets=ranked,
+        gamma=gamma,
+        verdict_reason=reason,
+        mode=mode,
+        wall_ms=wall_ms,
+        method=method,
+    )
+
+
+PROFILER_METHOD = (
+    "torch.profiler CUDA kernel records over 10 forwards of the baseline wrapper on the captured "
+    "args (Triton = records named like the wrapper's Triton kernels, library = every other GPU "
+    "record); standalone_ms: each Triton kernel alone on its captured args, do_bench median"
+)
+EVENT_METHOD = (
+    "CUDA events around every wrapper statement over 10 forwards (the profiler gave no kernel "
+    "records); standalone_ms: each Triton kernel alone on its captured args, do_bench median"
+)
+
+
+def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
+    """Activity entry point: per-kernel GPU time of the baseline wrapper, f, ceiling, verdict."""
+    from kernelopt.checkpoint import report
+    from kernelopt.compile.harness import KernelHarness, event_times
+    from kernelopt.compile.runtime import load_tensors, load_wrapper_module, run_call
+    from kernelopt.compile.timing import bench_ms, profile_kernels, require_cuda
+
+    require_cuda()
+    compiled = inp.compiled
+    module = load_wrapper_module(
+        store.get_text(compiled.wrapper), f"{compiled.problem.name}_baseline"
+    )
+    args = load_tensors(store, compiled.args, "cuda")
+
+    def fn() -> object:
+        return run_call(module, args)
+
+    report({"step": "profile"})
+    triton_names = {k.name for k in inp.segment.kernels}
+    profile = profile_kernels(fn)
+    method = PROFILER_METHOD
+    library_names: set[str] = set()
+    if not profile or not (triton_names <= set(profile)):
+        # no CUPTI records (some sandboxes): CUDA events around every wrapper statement
+        timed = event_times(compiled, store, args)
+        profile = {name: (ms, count) for name, (ms, count, _) in timed.items()}
+        library_names = {name for name, (_, _, is_lib) in timed.items() if is_lib}
+        method = EVENT_METHOD
+    wall = bench_ms(fn)
+    standalone: dict[str, float] = {}
+    if inp.standalone and triton_names:
+        report({"step": "standalone"})
+        harness = KernelHarness(compiled, store, args=args)
+        for name in sorted(triton_names):
+            if name in harness.launches:
+                standalone[name] = harness.time_ms(name)
+    per_kernel = [
+        KernelTiming(
+            name=name,
+            ms=ms,
+            is_library=name not in triton_names or name in library_names,
+            launches=count,
+            standalone_ms=standalone.get(name),
+        )
+        for name, (ms, count) in profile.items()
+    ]
+    for name in sorted(triton_names - set(profile)):
+        per_kernel.append(
+            KernelTiming(name=name, ms=0.0, is_library=False, standalone_ms=standalone.get(name))
+        )
+    result = summarize(
+        per_kernel,
+        inp.segment.targets,
+        inp.segment.mode,
+        inp.gamma,
+        inp.max_required_speedup,
+        wall_ms=wall,
+        method=method,
+    )
+    log.info(
+        "triaged",
+        problem=compiled.problem.name,
+        f=round(result.library_fraction, 4),
+        verdict=result.verdict,
+        total_ms=round(result.total_ms, 4),
+    )
+    return result

@@ -1,0 +1,267 @@
+"""Load and validate problems in the KernelBench file format.
+
+A problem file defines ``class Model(nn.Module)``, ``get_inputs()`` and
+``get_init_inputs()``; ``Model(*get_init_inputs())(*get_inputs())`` is the
+reference computation.  ``get_holdout_inputs()`` (a list of input lists) is
+optional: shapes the search never sees, for the checker.
+
+Two levels of checking, because they have different costs:
+
+* ``check_problem_file`` parses the file with ``ast`` only.  The CLI calls it
+  before starting any workflow, so a typo fails in milliseconds and without
+  importing torch.
+* ``load_problem`` imports the file, calls ``get_inputs``/``get_init_inputs``
+  and builds the model once, so that a file which parses but cannot run is
+  reported as a ``ProblemError`` (deterministic, never retried) instead of
+  crashing a GPU activity later.
+
+Weights and inputs are drawn from a seed (``make_model``/``make_inputs`` set
+``torch.manual_seed`` first and generate on the CPU), so the same seed gives
+the same tensors on every machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kernelopt.errors import ProblemError
+
+REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
+OPTIONAL_FUNCTIONS = ("get_holdout_inputs",)
+
+
+def _read(path: Path) -> str:
+    if not path.exists():
+        raise ProblemError(str(path), "file does not exist")
+    if not path.is_file():
+        raise ProblemError(str(path), "not a regular file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProblemError(str(path), f"cannot read file: {exc}") from exc
+
+
+def _top_level_names(tree: ast.Module) -> tuple[dict[str, ast.ClassDef], set[str]]:
+    classes: dict[str, ast.ClassDef] = {}
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            classes[node.name] = node
+            names.add(node.name)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+    return classes, names
+
+
+def check_problem_source(source: str, label: str = "<problem>") -> None:
+    """AST-only validation of a KernelBench-format module (no import, no torch)."""
+    try:
+        tree = ast.parse(source, filename=label)
+    except SyntaxError as exc:
+        raise ProblemError(label, f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    classes, names = _top_level_names(tree)
+    if "Model" not in classes:
+        what = "is defined but not as a class" if "Model" in names else "is missing"
+        raise ProblemError(label, f"`class Model(nn.Module)` {what}")
+    model = classes["Model"]
+    methods = {n.name for n in model.body if isinstance(n, ast.FunctionDef)}
+    if "forward" not in methods:
+        raise ProblemError(label, "class Model defines no forward() method")
+    missing = [fn for fn in REQUIRED_FUNCTIONS if fn not in names]
+    if missing:
+        raise ProblemError(label, f"missing top-level function(s): {', '.join(missing)}")
+
+
+def check_problem_file(path: str | Path) -> None:
+    """Cheap validation for the CLI: exists, parses, defines Model/get_inputs/get_init_inputs."""
+    path = Path(path)
+    check_problem_source(_read(path), str(path))
+
+
+@dataclass(frozen=True)
+class LoadedProblem:
+    """An imported, validated problem module."""
+
+    name: str
+    path: str
+    source: str
+    module: ModuleType
+    model_class: type
+    get_inputs: Callable[[], Sequence[Any]]
+    get_init_inputs: Callable[[], Sequence[Any]]
+    get_holdout_inputs: Callable[[], Sequence[Sequence[Any]]] | None = None
+
+    @property
+    def source_sha256(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
+
+    def make_init_inputs(self, seed: int) -> list[Any]:
+        import torch
+
+        torch.manual_seed(seed)
+        return list(self.get_init_inputs())
+
+    def make_model(self, seed: int, device: str = "cuda", dtype: Any = None) -> Any:
+        """``Model(*get_init_inputs())`` with weights drawn from ``seed`` (on the CPU, then moved).
+
+        The model is left in the mode its constructor gives it (training mode,
+        as KernelBench evaluates it): batch-norm then normalises with batch
+        statistics, which is what the reference computation means.
+        """
+        import torch
+
+        init = self.make_init_inputs(seed)
+        torch.manual_seed(seed)
+        model = self.model_class(*init)
+        if dtype is not None:
+            model = model.to(dtype=dtype)
+        return model.to(device)
+
+    def make_inputs(self, seed: int, device: str = "cuda", dtype: Any = None) -> list[Any]:
+        """``get_inputs()`` drawn from ``seed`` (CPU RNG, so identical on every machine)."""
+        import torch
+
+        torch.manual_seed(seed)
+        return [_to(x, device, dtype) for x in self.get_inputs()]
+
+    def make_holdout_inputs(
+        self, seed: int, device: str = "cuda", dtype: Any = None
+    ) -> list[list[Any]]:
+        """Held-out input sets (empty when the problem defines none)."""
+        import torch
+
+        if self.get_holdout_inputs is None:
+            return []
+        torch.manual_seed(seed)
+        return [[_to(x, device, dtype) for x in case] for case in self.get_holdout_inputs()]
+
+
+def _to(value: Any, device: str, dtype: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if dtype is not None and value.is_floating_point():
+            value = value.to(dtype=dtype)
+        return value.to(device)
+    return value
+
+
+def _problem_dir() -> Path:
+    from kernelopt.config import Settings
+
+    return Settings.from_env().home / "problems"
+
+
+def _import_file(path: Path, module_name: str, label: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(label, "cannot create an import spec")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise ProblemError(label, f"importing failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _looks_like_path(value: str) -> bool:
+    return "\n" not in value and len(value) < 4096 and value.endswith(".py")
+
+
+def load_problem(path_or_source: str | Path, name: str | None = None) -> LoadedProblem:
+    """Import a problem (a path, or the source text itself) and validate that it runs.
+
+    Source text is written to ``$KERNELOPT_HOME/problems/<sha>.py`` first: Triton
+    and Dynamo want a real file behind every function they inspect.
+    """
+    if isinstance(path_or_source, Path) or _looks_like_path(str(path_or_source)):
+        path = Path(path_or_source)
+        source = _read(path)
+        label = str(path)
+    else:
+        source = str(path_or_source)
+        label = name or "<problem>"
+        path = None
+    check_problem_source(source, label)
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    if path is None:
+        directory = _problem_dir()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            directory = Path(tempfile.gettempdir()) / "kernelopt-problems"
+            directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"problem_{digest[:16]}.py"
+        if not path.is_file() or path.read_text(encoding="utf-8") != source:
+            path.write_text(source, encoding="utf-8")
+    problem_name = name or Path(label).stem
+    module = _import_file(path, f"kernelopt_problem_{digest[:16]}", label)
+    return _validate(module, problem_name, label, source)
+
+
+def _validate(module: ModuleType, name: str, label: str, source: str) -> LoadedProblem:
+    import torch
+
+    model_class = getattr(module, "Model", None)
+    if not isinstance(model_class, type) or not issubclass(model_class, torch.nn.Module):
+        raise ProblemError(label, "Model is not a subclass of torch.nn.Module")
+    funcs = {}
+    for fn_name in (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS):
+        fn = getattr(module, fn_name, None)
+        if fn is not None and not callable(fn):
+            raise ProblemError(label, f"{fn_name} is not callable")
+        funcs[fn_name] = fn
+    init = _call_list(funcs["get_init_inputs"], "get_init_inputs", label)
+    inputs = _call_list(funcs["get_inputs"], "get_inputs", label)
+    if not any(isinstance(x, torch.Tensor) for x in inputs):
+        raise ProblemError(label, "get_inputs() returned no tensor")
+    try:
+        model_class(*init)
+    except Exception as exc:
+        raise ProblemError(
+            label, f"Model(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    holdout = funcs["get_holdout_inputs"]
+    if holdout is not None:
+        cases = _call_list(holdout, "get_holdout_inputs", label)
+        for i, case in enumerate(cases):
+            if not isinstance(case, (list, tuple)):
+                raise ProblemError(label, f"get_holdout_inputs()[{i}] is not a list of inputs")
+    return LoadedProblem(
+        name=name,
+        path=label,
+        source=source,
+        module=module,
+        model_class=model_class,
+        get_inputs=funcs["get_inputs"],
+        get_init_inputs=funcs["get_init_inputs"],
+        get_holdout_inputs=holdout,
+    )
+
+
+def _call_list(fn: Callable[[], Any], fn_name: str, label: str) -> list[Any]:
+    try:
+        value = fn()
+    except Exception as exc:
+        raise ProblemError(label, f"{fn_name}() raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(value, (list, tuple)):
+        raise ProblemError(label, f"{fn_name}() must return a list, got {type(value).__name__}")
+    return list(value)
