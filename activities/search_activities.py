@@ -1,0 +1,114 @@
+"""Temporal activities of the kernel search: profile (GPU), the LLM roles and the built-in proposer (CPU).
+
+Thin wrappers: the work lives in ``kernelopt.profiling``, ``kernelopt.agents``
+and ``kernelopt.proposer``.  Failures are sorted here for Temporal:
+``DeterministicError`` (bad key, unknown model, broken input) becomes a
+non-retryable ``ApplicationError``; anything else is retried by the call
+site's policy.  A malformed LLM reply is not a failure at all -- the roles
+return it as a result with ``error`` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.supervise import run_supervised
+from kernelopt.agents import roles
+from kernelopt.agents.transport import ChatTransport
+from kernelopt.config import Settings
+from kernelopt.contracts import names
+from kernelopt.contracts.search import (
+    BuiltinProposeInput,
+    BuiltinProposeResult,
+    ExecuteInput,
+    ExecuteResult,
+    PlanInput,
+    PlanResult,
+    ProfileInput,
+    ProfileResult,
+    ProposerConfig,
+    SummarizeInput,
+    SummarizeResult,
+)
+from kernelopt.errors import DeterministicError, InfrastructureError
+from kernelopt.proposer import builtin
+from kernelopt.store import open_store
+
+
+@contextlib.contextmanager
+def _sorted_failures() -> Iterator[None]:
+    try:
+        yield
+    except DeterministicError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+    except InfrastructureError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__) from exc
+
+
+@contextlib.asynccontextmanager
+async def _transport(config: ProposerConfig) -> AsyncIterator[ChatTransport]:
+    transport = ChatTransport(config)
+    try:
+        yield transport
+    finally:
+        await transport.close()
+
+
+def _home():
+    return Settings.from_env().home
+
+
+@activity.defn(name=names.PROFILE)
+async def profile(inp: ProfileInput) -> ProfileResult:
+    """GPU: ncu on one kernel state's harness (event timing when ncu cannot run)."""
+    return await run_supervised(
+        "kernelopt.profiling.profile:profile_target",
+        inp,
+        ProfileResult,
+        timeout_s=2 * inp.timeout_s + 300,
+    )
+
+
+@activity.defn(name=names.PLAN)
+async def plan(inp: PlanInput) -> PlanResult:
+    with _sorted_failures():
+        async with _transport(inp.proposer) as transport:
+            return await roles.plan(inp, open_store(), transport, _home())
+
+
+@activity.defn(name=names.EXECUTE)
+async def execute(inp: ExecuteInput) -> ExecuteResult:
+    with _sorted_failures():
+        async with _transport(inp.proposer) as transport:
+            return await roles.execute(inp, open_store(), transport)
+
+
+@activity.defn(name=names.RETRY_FIX)
+async def retry_fix(inp: ExecuteInput) -> ExecuteResult:
+    with _sorted_failures():
+        async with _transport(inp.proposer) as transport:
+            return await roles.retry_fix(inp, open_store(), transport)
+
+
+@activity.defn(name=names.SUMMARIZE)
+async def summarize(inp: SummarizeInput) -> SummarizeResult:
+    with _sorted_failures():
+        if not inp.use_llm:
+            return await roles.summarize(inp, open_store(), None, _home())
+        async with _transport(inp.proposer) as transport:
+            return await roles.summarize(inp, open_store(), transport, _home())
+
+
+@activity.defn(name=names.PROPOSE_BUILTIN)
+async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
+    with _sorted_failures():
+        return await asyncio.to_thread(builtin.propose, inp, open_store())
+
+
+CPU_ACTIVITIES = [plan, execute, retry_fix, summarize, propose_builtin]
+GPU_ACTIVITIES = [profile]

@@ -1,0 +1,113 @@
+"""The profiler agent's body: harness -> ncu (or event timing) -> distilled profile -> analysis.
+
+Entry point for the supervised child of the ``profile`` activity:
+``profile_target(inp, store) -> ProfileResult``.  It never raises for a
+profiling problem: no harness, no ncu, no counter permission or a crashing
+harness all end in a profile whose ``source`` says what we have ("ncu",
+"events" or "none") and whose ``note`` says why.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kernelopt.checkpoint import report
+from kernelopt.contracts.search import KernelProfile, ProfileInput, ProfileResult
+from kernelopt.profiling.analyst import classify
+from kernelopt.profiling.distill import distill
+from kernelopt.profiling.harness import resolve_harness
+from kernelopt.profiling.harness_runner import RESULT_PREFIX
+from kernelopt.profiling.ncu import find_ncu, run_ncu
+from kernelopt.store import ArtifactStore
+
+EVENTS_TIMEOUT_S = 300.0
+
+
+def run_events(harness: Path, reps: int = 50, timeout_s: float = EVENTS_TIMEOUT_S) -> dict:
+    """Event timing of the harness in a fresh process: {"median_ms": ...} or {"error": ...}."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "kernelopt.profiling.harness_runner",
+        str(harness),
+        "--mode",
+        "events",
+        "--reps",
+        str(reps),
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"harness timed out after {timeout_s:.0f} s"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line[len(RESULT_PREFIX) :])
+    tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+    return {"error": f"harness failed (exit {proc.returncode}): {tail[:400]}"}
+
+
+def profile_target(inp: ProfileInput, store: ArtifactStore) -> ProfileResult:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kernelopt-profile-") as tmp:
+        workdir = Path(tmp)
+        harness, how = resolve_harness(inp, store, workdir / "harness")
+        if harness is None:
+            profile = KernelProfile(source="none", note=how)
+        else:
+            report({"step": "ncu", "harness": how})
+            profile = _profile(inp, store, harness, workdir)
+    return ProfileResult(
+        profile=profile, analysis=classify(profile), gpu_seconds=time.monotonic() - started
+    )
+
+
+def _profile(
+    inp: ProfileInput, store: ArtifactStore, harness: Path, workdir: Path
+) -> KernelProfile:
+    regex = inp.kernel_regex or (inp.target.kernels[0] if inp.target.kernels else "")
+    notes: list[str] = []
+    ncu = find_ncu() if inp.use_ncu else None
+    if not inp.use_ncu:
+        notes.append("ncu disabled for this search")
+    elif ncu is None:
+        notes.append("ncu not found")
+    else:
+        run = run_ncu(harness, workdir, regex, inp.timeout_s, ncu)
+        if run.ok and run.report is not None:
+            d = distill(run.details_csv, run.details_text, run.raw_csv)
+            raw = store.put_file(run.report, media_type="application/x-ncu-rep")
+            store.put_text(run.details_text, "text/plain", f"{inp.state_id or 'state'}.ncu.txt")
+            if d.sol_compute_pct is not None or d.duration_us is not None:
+                stats = run_events(harness, reps=10) if d.spills is None else {}
+                return KernelProfile(
+                    source="ncu",
+                    duration_us=d.duration_us,
+                    sol_compute_pct=d.sol_compute_pct,
+                    sol_memory_pct=d.sol_memory_pct,
+                    registers_per_thread=d.registers_per_thread or stats.get("registers"),
+                    spills=d.spills if d.spills is not None else stats.get("spills"),
+                    achieved_occupancy_pct=d.achieved_occupancy_pct,
+                    top_rules=d.top_rules(3),
+                    raw_report=raw,
+                    note=f"ncu {run.seconds:.0f} s; kernel {d.kernel_name or regex}",
+                )
+            notes.append("ncu report held no usable metrics")
+        else:
+            notes.append(run.note)
+    report({"step": "events"})
+    timed = run_events(harness)
+    if "error" in timed:
+        notes.append(timed["error"])
+        return KernelProfile(source="none", note="; ".join(notes))
+    return KernelProfile(
+        source="events",
+        duration_us=float(timed["median_ms"]) * 1000.0,
+        registers_per_thread=timed.get("registers"),
+        spills=timed.get("spills"),
+        note="event timing only: " + "; ".join(notes),
+    )

@@ -1,0 +1,631 @@
+"""SearchKernel: the beam search over one target's kernel states (child of OptimizeModel).
+
+One run is a short loop over named steps::
+
+    profile the root -> for each iteration:
+        select beam (UCB) -> propose (LLM plans + executor, or built-in variants)
+        -> gates 1-2 per candidate, retry-fix on static/correctness failures
+        -> re-time winners -> summarize into memory
+    -> result (best by re-timed per-kernel speedup)
+
+Every choice (beam, bans, winners, budgets, best) comes from
+``workflows.search_policy``; this module only sequences activities.  Every
+candidate gets a ``Decision`` with its verdicts -- a rejection is data.
+Budgets (tokens, dollars, GPU-seconds, wall seconds) are checked before every
+activity; when one runs out the search stops cleanly with ``stopped_reason``.
+The ``update_budget`` signal changes them while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from kernelopt.contracts import names
+    from kernelopt.contracts.base import ArtifactRef
+    from kernelopt.contracts.search import (
+        BUDGET_KEYS,
+        SEARCH_PROGRESS,
+        SEARCH_UPDATE_BUDGET,
+        Analysis,
+        Bottleneck,
+        BuiltinProposeInput,
+        BuiltinProposeResult,
+        BuiltinVariant,
+        Candidate,
+        Decision,
+        ExecuteInput,
+        ExecuteResult,
+        KernelProfile,
+        LedgerEntry,
+        Plan,
+        PlanInput,
+        PlanResult,
+        ProfileInput,
+        ProfileResult,
+        SearchBudgetUpdate,
+        SearchKernelInput,
+        SearchKernelResult,
+        SearchProgress,
+        SearchState,
+        SummarizeInput,
+        SummarizeResult,
+        Usage,
+    )
+    from kernelopt.contracts.verdicts import (
+        CandidateGateInput,
+        CandidateGateResult,
+        GateName,
+        GateVerdict,
+    )
+
+    from . import activity_options as opts
+    from .search_policy import (
+        ROOT_ID,
+        BeamUCB,
+        Node,
+        SearchTree,
+        Spend,
+        budget_exhausted,
+        meltdown_bans,
+        remaining,
+        should_retry_fix,
+    )
+
+BUILTIN_LABEL = "builtin (no LLM): launch-configuration search over Inductor's kernel"
+STORED_FEEDBACK_CHARS = 600  # decisions keep a trimmed copy; the gate's log has the rest
+
+
+def _cause(exc: BaseException) -> str:
+    inner = getattr(exc, "cause", None)
+    return str(inner or exc)
+
+
+def _compact(verdicts: list[GateVerdict]) -> list[GateVerdict]:
+    """Verdicts as stored in decisions: feedback trimmed so payloads stay small."""
+    return [
+        v.model_copy(update={"feedback": v.feedback[:STORED_FEEDBACK_CHARS]})
+        if len(v.feedback) > STORED_FEEDBACK_CHARS
+        else v
+        for v in verdicts
+    ]
+
+
+@workflow.defn(name=names.SEARCH_KERNEL)
+class SearchKernel:
+    @workflow.init
+    def __init__(self, inp: SearchKernelInput) -> None:
+        self.inp = inp
+        if inp.state:
+            self.s = SearchState.model_validate(inp.state)
+        else:
+            self.s = SearchState(budget_left=dict(inp.budget_left), memory=inp.memory)
+        self.tree = SearchTree.from_dict(self.s.tree) if self.s.tree else None
+        self.step = "starting"
+        self.run_started = workflow.now()
+        p = inp.proposer
+        self.proposer = (
+            f"llm:{p.model} @ {p.base_url or 'https://api.openai.com/v1'}"
+            if inp.use_llm
+            else BUILTIN_LABEL
+        )
+
+    # --- the state machine ----------------------------------------------------------------
+    @workflow.run
+    async def run(self, inp: SearchKernelInput) -> SearchKernelResult:
+        if inp.target.source is None:
+            self.s.stopped_reason = "the target has no source to start from"
+            return self._result()
+        if self.tree is None:
+            self.tree = SearchTree.with_root(inp.target.source.sha256)
+            self.s.sources[ROOT_ID] = inp.target.source
+        if ROOT_ID not in self.s.profiles:
+            await self._profile(self.tree.root)
+        while self.s.iteration < inp.params.iterations and not self._exhausted():
+            beam = BeamUCB(inp.params.beam, inp.params.ucb_c).select(self.tree)
+            self.step = f"iteration {self.s.iteration}: proposing for {len(beam)} states"
+            if inp.use_llm:
+                decisions = await self._llm_round(beam)
+            else:
+                decisions = await self._builtin_round(beam)
+            decisions += await self._retime_winners()
+            await self._summarize(decisions)
+            self.s.iteration += 1
+            if (
+                workflow.info().is_continue_as_new_suggested()
+                and self.s.iteration < inp.params.iterations
+            ):
+                workflow.continue_as_new(self._carry())
+        if not self.s.stopped_reason:
+            self.s.stopped_reason = f"completed {self.s.iteration} iterations"
+        return self._result()
+
+    @workflow.signal(name=SEARCH_UPDATE_BUDGET)
+    def update_budget(self, update: SearchBudgetUpdate) -> None:
+        for key, value in update.budget_left.items():
+            if key in BUDGET_KEYS:
+                self.s.budget_left[key] = value
+        if self.s.stopped_reason.startswith("budget exhausted") and not budget_exhausted(
+            self._spend(), self.s.budget_left
+        ):
+            self.s.stopped_reason = ""  # more budget: the loop goes on at its next check
+
+    @workflow.query(name=SEARCH_PROGRESS)
+    def progress(self) -> SearchProgress:
+        best = self.tree.best() if self.tree else None
+        return SearchProgress(
+            target_id=self.inp.target.id,
+            proposer=self.proposer,
+            iteration=self.s.iteration,
+            iterations=self.inp.params.iterations,
+            candidates_tried=self.s.candidates_tried,
+            candidates_accepted=sum(1 for d in self.s.decisions if d.accepted and not d.retime),
+            best_kernel_speedup=best.speedup if best else None,
+            usage=self.s.usage,
+            gpu_seconds=self.s.gpu_seconds,
+            budget_left=remaining(self._spend(), self.s.budget_left),
+            stopped_reason=self.s.stopped_reason,
+            step=self.step,
+        )
+
+    # --- budgets --------------------------------------------------------------------------
+    def _spend(self) -> Spend:
+        wall = self.s.wall_seconds + (workflow.now() - self.run_started).total_seconds()
+        return Spend(
+            tokens=self.s.usage.total_tokens,
+            usd=self.s.usage.usd,
+            gpu_seconds=self.s.gpu_seconds,
+            wall_seconds=wall,
+        )
+
+    def _exhausted(self) -> bool:
+        if self.s.stopped_reason:
+            return True
+        key = budget_exhausted(self._spend(), self.s.budget_left)
+        if key:
+            self.s.stopped_reason = f"budget exhausted: {key}"
+        return key is not None
+
+    # --- profiling ------------------------------------------------------------------------
+    async def _profile(self, node: Node) -> ProfileResult:
+        if node.id in self.s.profiles:
+            return self.s.profiles[node.id]
+        self.step = f"profiling {node.id}"
+        inp = ProfileInput(
+            compiled=self.inp.compiled,
+            segment=self.inp.segment,
+            target=self.inp.target,
+            source=self.s.sources[node.id],
+            harness=self.inp.harness if node.id == ROOT_ID else None,
+            state_id=node.id,
+        )
+        try:
+            result = await workflow.execute_activity(
+                names.PROFILE,
+                inp,
+                result_type=ProfileResult,
+                task_queue=self.inp.gpu_queue,
+                **opts.PROFILE.kwargs(),
+            )
+        except ActivityError as exc:  # diagnostics never fail a search
+            note = f"profile failed: {_cause(exc)}"[:400]
+            result = ProfileResult(
+                profile=KernelProfile(source="none", note=note),
+                analysis=Analysis(bottleneck=Bottleneck.UNKNOWN, reasoning=note),
+            )
+        self.s.gpu_seconds += result.gpu_seconds
+        self.s.profiles[node.id] = result
+        return result
+
+    # --- LLM rounds -----------------------------------------------------------------------
+    async def _llm_round(self, beam: list[Node]) -> list[Decision]:
+        p = self.inp.params
+        banned = meltdown_bans(self.s.directions, p.meltdown_window, p.meltdown_distinct)
+        planned = await asyncio.gather(*(self._plan(node, banned) for node in beam))
+        jobs = []
+        for k, (node, plans) in enumerate(zip(beam, planned, strict=True)):
+            for j, plan in enumerate(plans):
+                self.s.directions.append(plan.direction)
+                jobs.append(self._develop(node, k, j, plan))
+        outcomes = await asyncio.gather(*jobs)
+        return [d for decisions in outcomes for d in decisions]
+
+    async def _plan(self, node: Node, banned: list[str]) -> list[Plan]:
+        if self._exhausted():
+            return []
+        profile = self.s.profiles.get(node.id)
+        if profile is None and self.inp.profile_children:
+            profile = await self._profile(node)
+        inp = PlanInput(
+            target=self.inp.target,
+            state_source=self.s.sources[node.id],
+            profile=profile or self.s.profiles.get(ROOT_ID),
+            banned_directions=banned,
+            plans=self.inp.params.plans,
+            proposer=self.inp.proposer,
+            campaign_id=self.inp.campaign_id,
+            memory=self.s.memory,
+            memory_tags=self._tags(),
+            share_memory=self.inp.share_memory,
+            state_id=node.id,
+            state_speedup=node.speedup,
+            iteration=self.s.iteration,
+        )
+        result = await self._llm(names.PLAN, inp, PlanResult)
+        if result is None:
+            return []
+        self._ledger(
+            "planner",
+            f"{node.id}/i{self.s.iteration}/plan",
+            result.usage,
+            result.prompt,
+            result.reply,
+        )
+        return result.plans
+
+    async def _develop(self, node: Node, k: int, j: int, plan: Plan) -> list[Decision]:
+        """One plan: execute, gate, and retry-fix in the same conversation up to K times."""
+
+        def cid(attempt: int) -> str:
+            return f"{self.inp.target.id}:i{self.s.iteration}-s{k}-p{j}-a{attempt}"
+
+        inp = ExecuteInput(
+            target=self.inp.target,
+            state_source=self.s.sources[node.id],
+            plan=plan,
+            proposer=self.inp.proposer,
+            campaign_id=self.inp.campaign_id,
+            candidate_id=cid(0),
+            profile=self.s.profiles.get(node.id),
+        )
+        reply = (
+            await self._llm(names.EXECUTE, inp, ExecuteResult) if not self._exhausted() else None
+        )
+        decisions: list[Decision] = []
+        attempt = 0
+        while reply is not None:
+            self._ledger(
+                "executor" if attempt == 0 else "retry_fix",
+                cid(attempt),
+                reply.usage,
+                None,
+                reply.conversation,
+            )
+            cand = Candidate(
+                id=cid(attempt),
+                target_id=self.inp.target.id,
+                parent_id=node.id,
+                iteration=self.s.iteration,
+                source=reply.source,
+                plan=plan,
+                proposer=self.proposer,
+                attempt=attempt,
+                conversation=reply.conversation,
+            )
+            decision, verdicts = await self._evaluate(node, cand, reply.error)
+            decisions.append(decision)
+            if (
+                decision.accepted
+                or not should_retry_fix(decision.deciding_gate, attempt, self.inp.params.retries)
+                or self._exhausted()
+            ):
+                break
+            attempt += 1
+            fix = inp.model_copy(
+                update={
+                    "conversation": reply.conversation,
+                    "verdicts": verdicts,
+                    "feedback": reply.error,
+                    "attempt": attempt,
+                    "candidate_id": cid(attempt),
+                }
+            )
+            reply = await self._llm(names.RETRY_FIX, fix, ExecuteResult)
+        if not any(d.accepted for d in decisions):
+            self.tree.record_rejection(node.id)
+        return decisions
+
+    async def _llm(self, activity: str, inp: Any, result_type: type) -> Any:
+        """An LLM activity; after Temporal's retries, a failing endpoint stops the search cleanly."""
+        try:
+            return await workflow.execute_activity(
+                activity,
+                inp,
+                result_type=result_type,
+                task_queue=self.inp.cpu_queue,
+                **opts.LLM.kwargs(),
+            )
+        except ActivityError as exc:
+            if not self.s.stopped_reason:
+                self.s.stopped_reason = f"LLM {activity} failed: {_cause(exc)}"[:500]
+            return None
+
+    # --- built-in rounds ------------------------------------------------------------------
+    async def _builtin_round(self, beam: list[Node]) -> list[Decision]:
+        proposals = await asyncio.gather(*(self._propose(node) for node in beam))
+        jobs = []
+        for k, (node, variants) in enumerate(zip(beam, proposals, strict=True)):
+            for v, variant in enumerate(variants):
+                if variant.label in self.s.tried_labels:
+                    continue  # two states proposed the same config this round
+                self.s.tried_labels.append(variant.label)
+                jobs.append(self._try_variant(node, k, v, variant))
+        return list(await asyncio.gather(*jobs))
+
+    async def _propose(self, node: Node) -> list[BuiltinVariant]:
+        if self._exhausted():
+            return []
+        inp = BuiltinProposeInput(
+            compiled=self.inp.compiled,
+            segment=self.inp.segment,
+            target=self.inp.target,
+            state_source=self.s.sources[node.id],
+            count=self.inp.params.plans,
+            exclude=list(self.s.tried_labels),
+            iteration=self.s.iteration,
+        )
+        try:
+            result = await workflow.execute_activity(
+                names.PROPOSE_BUILTIN,
+                inp,
+                result_type=BuiltinProposeResult,
+                task_queue=self.inp.cpu_queue,
+                **opts.BUILTIN.kwargs(),
+            )
+        except ActivityError as exc:
+            workflow.logger.warning("built-in proposer failed on %s: %s", node.id, _cause(exc))
+            return []
+        if result.note:
+            workflow.logger.info("built-in proposer on %s: %s", node.id, result.note)
+        return result.variants
+
+    async def _try_variant(self, node: Node, k: int, v: int, variant: BuiltinVariant) -> Decision:
+        cand = Candidate(
+            id=f"{self.inp.target.id}:i{self.s.iteration}-s{k}-v{v}",
+            target_id=self.inp.target.id,
+            parent_id=node.id,
+            iteration=self.s.iteration,
+            source=variant.source,
+            plan=Plan(direction="launch-config", description=variant.description),
+            proposer="builtin",
+            label=variant.label,
+        )
+        decision, _ = await self._evaluate(node, cand, "")
+        if not decision.accepted:
+            self.tree.record_rejection(node.id)
+        return decision
+
+    # --- gates 1-2 --------------------------------------------------------------------------
+    async def _evaluate(
+        self, node: Node, cand: Candidate, parse_error: str
+    ) -> tuple[Decision, list[GateVerdict]]:
+        """Gate one candidate and record its decision (and its state, if it passed)."""
+        self.s.candidates_tried += 1
+        if cand.source is None:
+            return self._decide(cand, "parse", f"unusable reply: {parse_error}", []), []
+        if self.tree.has_source(cand.source.sha256):
+            return self._decide(cand, "duplicate", "same source as an existing state", []), []
+        if self._exhausted():
+            return self._decide(cand, "budget", f"not evaluated: {self.s.stopped_reason}", []), []
+        result, infra = await self._gate(cand)
+        verdicts = list(result.verdicts) if result else []
+        if any(v.gate == GateName.STATIC and v.passed for v in verdicts):
+            self.s.candidates_compiled += 1
+        if infra or result is None:
+            return self._decide(cand, "infrastructure", infra, verdicts), verdicts
+        failed = [v for v in verdicts if not v.passed]
+        if failed or not verdicts:
+            first = failed[0] if failed else None
+            gate = first.gate.value if first else "static"
+            reason = f"{first.status.value}: {first.reason}" if first else "no verdicts returned"
+            return self._decide(cand, gate, reason, verdicts), verdicts
+        child = self.tree.add_child(
+            node.id,
+            cand.id,
+            cand.source.sha256,
+            self.s.iteration,
+            result.kernel_ms,
+            result.baseline_kernel_ms,
+            direction=cand.plan.direction if cand.plan else "",
+            label=cand.label,
+        )
+        self.s.sources[cand.id] = cand.source
+        self.s.candidates[cand.id] = cand
+        speed = f"{child.speedup:.3f}x" if child.speedup else "untimed"
+        reason = f"passed gates 1-2; per-kernel {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
+        return self._decide(cand, "", reason, verdicts, result, accepted=True), verdicts
+
+    async def _gate(self, cand: Candidate) -> tuple[CandidateGateResult | None, str]:
+        """gate_candidate on the GPU queue: (result, "") or (None, infrastructure error)."""
+        if cand.source is None:
+            return None, "no source"
+        self.step = f"gating {cand.id}"
+        inp = CandidateGateInput(
+            compiled=self.inp.compiled,
+            segment=self.inp.segment,
+            target=self.inp.target,
+            candidate_id=cand.id,
+            source=cand.source,
+            seeds=list(self.inp.params.seeds),
+            timeout_s=self.inp.gate_timeout_s,
+        )
+        started = workflow.now()
+        try:
+            result = await workflow.execute_activity(
+                names.GATE_CANDIDATE,
+                inp,
+                result_type=CandidateGateResult,
+                task_queue=self.inp.gpu_queue,
+                **opts.GATE_CANDIDATE.kwargs(),
+            )
+        except ActivityError as exc:
+            self.s.gpu_seconds += (workflow.now() - started).total_seconds()
+            return None, f"gate_candidate failed: {_cause(exc)}"[:500]
+        measured = sum(v.gpu_seconds for v in result.verdicts)
+        self.s.gpu_seconds += measured or (workflow.now() - started).total_seconds()
+        return result, ""
+
+    def _decide(
+        self,
+        cand: Candidate,
+        gate: str,
+        reason: str,
+        verdicts: list[GateVerdict],
+        result: CandidateGateResult | None = None,
+        accepted: bool = False,
+        retime: bool = False,
+    ) -> Decision:
+        kernel_ms = result.kernel_ms if result else None
+        baseline_ms = result.baseline_kernel_ms if result else None
+        speedup = baseline_ms / kernel_ms if kernel_ms and baseline_ms else None
+        decision = Decision(
+            candidate=cand,
+            accepted=accepted,
+            deciding_gate=gate,
+            reason=reason,
+            verdicts=_compact(verdicts),
+            kernel_ms=kernel_ms,
+            baseline_kernel_ms=baseline_ms,
+            at=workflow.now().isoformat(),
+            retime=retime,
+            speedup=speedup,
+        )
+        self.s.decisions.append(decision)
+        return decision
+
+    # --- re-timing ------------------------------------------------------------------------
+    async def _retime_winners(self) -> list[Decision]:
+        """Winners are timed again before they may seed a round (SPEC.md section 9)."""
+        decisions = []
+        for node in self.tree.winners_to_retime(self.s.iteration, self.inp.params.beam):
+            if self._exhausted():
+                break
+            cand = self.s.candidates[node.id]
+            self.step = f"re-timing {node.id}"
+            result, infra = await self._gate(cand.model_copy(update={"id": f"{cand.id}:retime"}))
+            ok = result is not None and not infra and result.passed and result.kernel_ms is not None
+            first = node.speedup
+            self.tree.apply_retime(
+                node.id,
+                result.kernel_ms if result else None,
+                result.baseline_kernel_ms if result else None,
+                ok,
+            )
+            if ok:
+                reason = f"re-timed: {first:.3f}x then {result.baseline_kernel_ms / result.kernel_ms:.3f}x; keeps {node.speedup:.3f}x"
+            else:
+                reason = f"re-timing failed, state dropped: {infra or 'gates no longer pass'}"
+            verdicts = list(result.verdicts) if result else []
+            decisions.append(
+                self._decide(cand, "" if ok else "retime", reason, verdicts, result, ok, True)
+            )
+        return decisions
+
+    # --- memory -----------------------------------------------------------------------------
+    def _tags(self) -> list[str]:
+        kind = self.inp.target.kind.value
+        if self.inp.target.kernels:
+            for kernel in self.inp.segment.kernels:
+                if kernel.name == self.inp.target.kernels[0] and kernel.kind:
+                    kind = kernel.kind
+        tags = [f"kind/{kind}", f"target/{self.inp.target.kind.value}"]
+        root = self.s.profiles.get(ROOT_ID)
+        if root is not None:
+            tags.append(f"bottleneck/{root.analysis.bottleneck.value}")
+        return tags
+
+    async def _summarize(self, decisions: list[Decision]) -> None:
+        if not decisions or self._exhausted():
+            return
+        self.step = f"summarizing iteration {self.s.iteration}"
+        inp = SummarizeInput(
+            target=self.inp.target,
+            outcomes=[],
+            proposer=self.inp.proposer,
+            campaign_id=self.inp.campaign_id,
+            use_llm=self.inp.use_llm,
+            tags=self._tags(),
+            memory=self.s.memory,
+            share_memory=self.inp.share_memory,
+            iteration=self.s.iteration,
+            decisions=[d for d in decisions if not d.retime],
+        )
+        try:
+            result = await workflow.execute_activity(
+                names.SUMMARIZE,
+                inp,
+                result_type=SummarizeResult,
+                task_queue=self.inp.cpu_queue,
+                **(opts.LLM if self.inp.use_llm else opts.BUILTIN).kwargs(),
+            )
+        except ActivityError as exc:  # memory is an aid, not a requirement
+            workflow.logger.warning("summarize failed: %s", _cause(exc))
+            return
+        if self.inp.use_llm:
+            self._ledger(
+                "summarizer",
+                f"i{self.s.iteration}/summary",
+                result.usage,
+                result.prompt,
+                result.reply,
+            )
+        self.s.experience.extend(result.entries)
+        self.s.memory = result.memory or self.s.memory
+
+    # --- bookkeeping ------------------------------------------------------------------------
+    def _ledger(
+        self,
+        role: str,
+        call_id: str,
+        usage: Usage,
+        prompt: ArtifactRef | None,
+        reply: ArtifactRef | None,
+    ) -> None:
+        self.s.usage = self.s.usage.plus(usage)
+        self.s.ledger.append(
+            LedgerEntry(
+                role=role,
+                call_id=call_id,
+                model=self.inp.proposer.model,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                usd=usage.usd,
+                prompt=prompt,
+                reply=reply,
+                at=workflow.now().isoformat(),
+            )
+        )
+
+    def _carry(self) -> SearchKernelInput:
+        self.s.tree = self.tree.to_dict()
+        self.s.wall_seconds = self._spend().wall_seconds
+        return self.inp.model_copy(update={"state": self.s.model_dump(mode="json")})
+
+    def _result(self) -> SearchKernelResult:
+        best = self.tree.best() if self.tree else None
+        return SearchKernelResult(
+            target_id=self.inp.target.id,
+            best=self.s.candidates.get(best.id) if best else None,
+            best_kernel_speedup=best.speedup if best else None,
+            best_kernel_ms=best.kernel_ms if best else None,
+            baseline_kernel_ms=best.baseline_ms if best else None,
+            decisions=self.s.decisions,
+            candidates_tried=self.s.candidates_tried,
+            candidates_compiled=self.s.candidates_compiled,
+            usage=self.s.usage,
+            gpu_seconds=self.s.gpu_seconds,
+            stopped_reason=self.s.stopped_reason,
+            experience=self.s.experience,
+            proposer=self.proposer,
+            root_profile=self.s.profiles.get(ROOT_ID),
+            memory=self.s.memory,
+            ledger=self.s.ledger,
+            iterations_done=self.s.iteration,
+        )
+
+
+__all__ = ["SearchKernel"]
