@@ -46,6 +46,43 @@ class PerfCategory(StrEnum):
     SLOWER = "slower"  # -> fallback
 
 
+class GateSettings(Frozen):
+    """Every threshold and budget the cascade uses: one home for the defaults.
+
+    The spec's numbers (SPEC.md section 5) are the defaults; the rest are the
+    anti-gaming knobs this project added (see gates/README.md for why each exists).
+    """
+
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    heldout_seed: bool = True  # one extra random seed the candidate cannot anticipate
+    holdout_shapes: bool = True  # use get_holdout_inputs() when the problem defines it
+    model_seed: int = 0  # weights are drawn from this seed on both sides
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    scale_tol: float = 2e-3  # Linf(out - ref) / Linf(ref): zeros cannot hide under atol
+    model_tolerance: float = 1e-4  # V_model: the stricter end-to-end tolerance
+    rho_max: float = 10.0
+    d_ref_floor: float = 1e-8  # below it the baseline is exact: scale-relative rule
+    model_abs_bound: float = 1e-7  # absolute slack of the scale-relative rule
+    gamma: float = 1.03
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    min_rounds: int = 2  # fresh-process timing rounds per side (order alternates)
+    max_rounds: int = 4
+    spread_target: float = 0.03  # stop adding rounds once both sides agree this well
+    noise_limit: float = 0.10  # beyond this after max_rounds the timing is quarantined
+    timer_disagree_rel: float = 0.5  # host timer above events by this fraction ...
+    timer_disagree_abs_ms: float = 0.05  # ... and by this much -> quarantine
+    roofline_slack: float = 0.5  # faster than slack x the bytes floor -> quarantine
+    copy_bandwidth_gbs: float | None = None  # None: the device table (H200: 4300)
+    device: str = "cuda"
+    baseline_mode: str = "max-autotune-no-cudagraphs"  # torch.compile mode of the baseline
+    static_timeout_s: float = 300.0  # import + build + dry-run + all correctness calls
+    timing_timeout_s: float = 300.0  # one fresh timing process
+    run_model_gate: bool = True
+    run_perf: bool = True
+
+
 class CandidateGateInput(Frozen):
     """Gates 1-2 for one candidate of one search target."""
 
@@ -59,6 +96,7 @@ class CandidateGateInput(Frozen):
     atol: float = 1e-3
     timeout_s: float = 300.0
     measure_kernel_speedup: bool = True  # per-target timing to rank candidates in the beam
+    settings: GateSettings = GateSettings()  # seeds/rtol/atol/timeout_s above take precedence
 
 
 class CandidateGateResult(Frozen):
@@ -81,11 +119,51 @@ class ModelGateInput(Frozen):
     tolerance: float = 1e-4
     rho_max: float = 10.0
     timeout_s: float = 900.0
+    # "wrapper": `wrapper` is a re-stitched Inductor wrapper; "forward": it is a
+    # KernelBench ModelNew source (single-kernel mode), checked like `kernelopt verify`.
+    source_kind: str = "wrapper"
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    settings: GateSettings = GateSettings()  # gamma/tolerance/rho_max above take precedence
 
 
 class ModelGateResult(Frozen):
-    verdict: GateVerdict
+    verdict: GateVerdict  # the deciding verdict (V_perf when V_model passed)
     category: PerfCategory | None = None
     speedup: float | None = None
     baseline_ms: float | None = None
     candidate_ms: float | None = None
+    verdicts: list[GateVerdict] = Field(default_factory=list)  # V_model then V_perf
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.verdicts) and all(v.passed for v in self.verdicts)
+
+
+class CascadeResult(Frozen):
+    """The full cascade on one candidate: what `kernelopt verify --json` prints."""
+
+    problem: str
+    candidate: str
+    verdicts: list[GateVerdict]
+    accepted: bool
+    could_not_run: bool = False  # the problem / reference itself failed: exit code 2
+    deciding_gate: GateName | None = None  # the first gate that did not pass
+    reason: str = ""
+    category: PerfCategory | None = None
+    speedup: float | None = None
+    baseline_ms: float | None = None
+    candidate_ms: float | None = None
+    gpu_seconds: float = 0.0  # child-process seconds spent on the device
+    wall_seconds: float = 0.0
+    settings: GateSettings = GateSettings()
+    environment: dict[str, Any] = Field(default_factory=dict)  # torch/triton/device
+
+    @property
+    def exit_code(self) -> int:
+        if self.could_not_run:
+            return 2
+        return 0 if self.accepted else 1
+
+    @property
+    def feedback(self) -> str:
+        return "\n\n".join(v.feedback for v in self.verdicts if v.feedback and not v.passed)

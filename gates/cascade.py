@@ -1,0 +1,231 @@
+"""The four gates in order, cheap first, on a KernelBench-style candidate (``ModelNew``).
+
+This is ``kernelopt verify`` and the single-kernel (forward) path of the
+campaign activities.  Processes per verdict: one reference child (reusable
+across candidates of the same problem), one candidate child for gates 1-3
+(gate 3 reuses gate 2's outputs against the float64 reference), and
+2 x ``rounds`` fresh timing children for gate 4.  The first gate that does
+not pass ends the cascade; its verdict carries the feedback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from gates.correctness import correctness_verdict
+from gates.model_gate import model_verdict_from_sets
+from gates.perf import RooflineInputs, measure, perf_verdict
+from gates.protocol import CandidateJob, ModelSource
+from gates.reference import ReferenceBundle, prepare_reference
+from gates.runner import ChildOutcome, run_job
+from gates.static import split_seconds, static_verdict
+from kernelopt.contracts.verdicts import (
+    CascadeResult,
+    GateName,
+    GateSettings,
+    GateVerdict,
+    PerfCategory,
+)
+
+
+def _leaf_nbytes(shapes: list[list[int] | None], dtypes: list[str | None]) -> list[int]:
+    sizes = []
+    for shape, dtype in zip(shapes, dtypes, strict=True):
+        if shape is None or dtype is None:
+            continue
+        numel = 1
+        for d in shape:
+            numel *= d
+        sizes.append(numel * torch.empty((), dtype=getattr(torch, dtype)).element_size())
+    return sizes
+
+
+def baseline_source(problem_path: str, settings: GateSettings) -> ModelSource:
+    if settings.baseline_mode == "eager":
+        return ModelSource(kind="eager", problem_path=problem_path)
+    return ModelSource(
+        kind="compiled", problem_path=problem_path, compile_mode=settings.baseline_mode
+    )
+
+
+def run_gates_1_to_3(
+    bundle: ReferenceBundle,
+    candidate: ModelSource,
+    settings: GateSettings,
+    workdir: Path,
+) -> tuple[list[GateVerdict], ChildOutcome]:
+    """Gates 1-3 from one candidate child; stops at the first gate that does not pass."""
+    out_dir = workdir / "outputs"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ref_sets = bundle.result.sets if bundle.result else []
+    job = CandidateJob(
+        model=candidate,
+        device=settings.device,
+        model_seed=settings.model_seed,
+        input_sets=bundle.input_sets,
+        inputs_dir=str(bundle.inputs_dir),
+        out_dir=str(out_dir),
+        output_nbytes=[_leaf_nbytes(s.output_shapes, s.output_dtypes) for s in ref_sets],
+    )
+    outcome = run_job(
+        job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
+    )
+    on_gpu = settings.device.startswith("cuda")
+    s1, s2 = split_seconds(outcome) if on_gpu else (0.0, 0.0)
+    verdicts = [static_verdict(outcome, timeout_s=settings.static_timeout_s, seconds=s1)]
+    if not verdicts[-1].passed:
+        return verdicts, outcome
+    v2, outs = correctness_verdict(bundle, outcome, out_dir, settings, seconds=s2)
+    verdicts.append(v2)
+    if not v2.passed or not settings.run_model_gate:
+        return verdicts, outcome
+    sets = [
+        (
+            s.name,
+            outs[s.name],
+            bundle.refs[s.name],
+            bundle.refs64[s.name] if bundle.refs64 is not None else None,
+        )
+        for s in bundle.input_sets
+    ]
+    verdicts.append(
+        model_verdict_from_sets(
+            sets,
+            tolerance=settings.model_tolerance,
+            rho_max=settings.rho_max,
+            settings=settings,
+            fp64_error=bundle.result.fp64_error if bundle.result else "",
+        )
+    )
+    return verdicts, outcome
+
+
+def roofline_inputs(bundle: ReferenceBundle, set_name: str) -> RooflineInputs | None:
+    if bundle.result is None:
+        return None
+    info = bundle.set_info(set_name)
+    if info is None:
+        return None
+    return RooflineInputs(
+        device_name=bundle.result.device_name,
+        bytes_in=info.input_bytes + bundle.result.param_bytes,
+        bytes_out=info.output_bytes,
+        flops=bundle.result.flops,
+    )
+
+
+def verify_candidate(
+    problem_path: str | Path,
+    candidate_path: str | Path,
+    settings: GateSettings | None = None,
+    *,
+    workdir: Path | None = None,
+    bundle: ReferenceBundle | None = None,
+    keep_files: bool = False,
+) -> CascadeResult:
+    """Run the whole cascade.  Pass ``bundle`` to reuse one reference for many candidates."""
+    settings = settings or GateSettings()
+    started = time.monotonic()
+    problem_path = str(Path(problem_path).resolve())
+    candidate_path = str(Path(candidate_path).resolve())
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="kernelopt-verify-")
+        workdir = Path(tmp)
+    try:
+        if bundle is None:
+            bundle = prepare_reference(problem_path, settings, workdir / "reference")
+        return _cascade(problem_path, candidate_path, settings, workdir, bundle, started)
+    finally:
+        if tmp is not None and not keep_files:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cascade(
+    problem_path: str,
+    candidate_path: str,
+    settings: GateSettings,
+    workdir: Path,
+    bundle: ReferenceBundle,
+    started: float,
+) -> CascadeResult:
+    ref_seconds = bundle.gpu_seconds
+    if not bundle.ok or bundle.result is None:
+        return CascadeResult(
+            problem=problem_path,
+            candidate=candidate_path,
+            verdicts=[],
+            accepted=False,
+            could_not_run=True,
+            reason=f"the reference could not run: {bundle.outcome.describe()}\n"
+            + bundle.outcome.error_text(2000),
+            gpu_seconds=ref_seconds,
+            wall_seconds=time.monotonic() - started,
+            settings=settings,
+        )
+    tag = hashlib.sha256(candidate_path.encode()).hexdigest()[:10]
+    cand_dir = workdir / f"candidate-{Path(candidate_path).stem}-{tag}"
+    candidate = ModelSource(
+        kind="candidate", problem_path=problem_path, candidate_path=candidate_path
+    )
+    verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, cand_dir)
+    category: PerfCategory | None = None
+    speedup = baseline_ms = candidate_ms = None
+    could_not_run = False
+    if all(v.passed for v in verdicts) and settings.run_perf:
+        first = bundle.input_sets[0].name
+        m = measure(
+            baseline_source(problem_path, settings),
+            candidate,
+            inputs_dir=bundle.inputs_dir,
+            input_set=first,
+            settings=settings,
+            workdir=cand_dir / "timing",
+        )
+        v4, category, speedup = perf_verdict(
+            m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)
+        )
+        verdicts.append(v4)
+        could_not_run = bool(v4.metrics.get("infrastructure"))
+        if m.baseline and m.candidate:
+            baseline_ms = v4.metrics["baseline"]["median_ms"]
+            candidate_ms = v4.metrics["candidate"]["median_ms"]
+    failing = next((v for v in verdicts if not v.passed), None)
+    accepted = failing is None and bool(verdicts)
+    result = bundle.result
+    return CascadeResult(
+        problem=problem_path,
+        candidate=candidate_path,
+        verdicts=verdicts,
+        accepted=accepted,
+        could_not_run=could_not_run,
+        deciding_gate=failing.gate if failing else None,
+        reason=failing.reason if failing else _accepted_reason(verdicts),
+        category=category,
+        speedup=speedup,
+        baseline_ms=baseline_ms,
+        candidate_ms=candidate_ms,
+        gpu_seconds=ref_seconds + sum(v.gpu_seconds for v in verdicts),
+        wall_seconds=time.monotonic() - started,
+        settings=settings,
+        environment={
+            "device": result.device_name,
+            "torch": result.torch_version,
+            "triton": result.triton_version,
+            "reference_seconds": round(bundle.outcome.wall_s, 3),
+            "seeds": bundle.seeds_used,
+        },
+    )
+
+
+def _accepted_reason(verdicts: list[GateVerdict]) -> str:
+    perf = next((v for v in verdicts if v.gate == GateName.PERFORMANCE), None)
+    if perf is not None:
+        return perf.reason
+    return "gates " + ", ".join(v.gate.value for v in verdicts) + " passed (no timing requested)"

@@ -1,0 +1,202 @@
+"""Gate 2 -- multi-seed correctness against the eager reference, at rtol = atol = 1e-3.
+
+Judged here, in the parent, from the candidate child's saved outputs and the
+reference bundle (which the child never saw).  Per call: structure, shape,
+dtype, poison (unwritten elements), finiteness, allclose, the scale-aware
+error, and input mutation.  The ``newvals`` call (new values in the previous
+call's buffers) additionally recognises a stale answer -- the previous
+call's output returned again -- and says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gates.feedback import bullet_list, crash_feedback
+from gates.numerics import OutputComparison, compare_outputs
+from gates.problem_io import load_values, same_values, set_path
+from gates.protocol import CandidateResult
+from gates.reference import ReferenceBundle
+from gates.runner import ChildOutcome
+from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus, GateVerdict
+
+
+def load_candidate_outputs(out_dir: Path, names: list[str]) -> dict[str, list[Any]]:
+    outs = {}
+    for name in names:
+        path = set_path(str(out_dir), name)
+        if path.is_file():
+            outs[name] = load_values(path)
+    return outs
+
+
+def _stale(outs: dict[str, list[Any]], name: str, previous: str | None) -> bool:
+    if previous is None or name not in outs or previous not in outs:
+        return False
+    a, b = outs[name], outs[previous]
+    return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _describe(kind: str, name: str, cmp: OutputComparison, bundle: ReferenceBundle) -> str:
+    info = bundle.set_info(name)
+    shapes = info.input_shapes if info else []
+    leaf = next((x for x in cmp.leaves if not x.ok), None)
+    if leaf is None:
+        return f"call {name}: {cmp.problem}"
+    where = f"call {name} (input shapes {shapes})"
+    if leaf.unwritten:
+        pct = 100.0 * leaf.unwritten / max(1, leaf.numel)
+        return (
+            f"{where}: {leaf.unwritten} of {leaf.numel} output elements ({pct:.1f}%) were never "
+            "written (they still hold the NaN poison the output memory was filled with). Every "
+            "output element must be written: check that the grid covers the whole output."
+        )
+    if leaf.shape != leaf.ref_shape or leaf.dtype != leaf.ref_dtype:
+        return f"{where}: {leaf.problem}."
+    if leaf.mismatched:
+        at = (
+            f" at index {leaf.worst_index} (got {leaf.worst_value:.6g}, expected {leaf.worst_ref:.6g})"
+            if leaf.worst_index
+            else ""
+        )
+        return (
+            f"{where}: {leaf.mismatched} of {leaf.numel} elements are outside tolerance; largest "
+            f"error {leaf.max_abs_err:.3g}{at}."
+        )
+    if leaf.nonfinite:
+        return f"{where}: {leaf.nonfinite} inf/NaN values where the reference is finite."
+    return (
+        f"{where}: the error ({leaf.max_abs_err:.3g}) is {leaf.scale_err:.1%} of the output's "
+        f"magnitude ({leaf.ref_max_abs:.3g}). Outputs near zero, or much smaller than the "
+        "reference, are wrong even when they are within an absolute tolerance."
+    )
+
+
+def correctness_verdict(
+    bundle: ReferenceBundle,
+    outcome: ChildOutcome,
+    out_dir: Path,
+    settings: GateSettings,
+    *,
+    seconds: float,
+) -> tuple[GateVerdict, dict[str, list[Any]]]:
+    """Gate 2 verdict plus the candidate's outputs (for V_model)."""
+    names = [s.name for s in bundle.input_sets]
+    outs = load_candidate_outputs(out_dir, names)
+    thresholds = {
+        "rtol": settings.rtol,
+        "atol": settings.atol,
+        "scale_tol": settings.scale_tol,
+        "seeds": bundle.seeds_used,
+    }
+    result = (
+        CandidateResult.model_validate(outcome.result) if outcome.ok and outcome.result else None
+    )
+    calls_meta = {c.name: c for c in result.calls} if result else {}
+    per_call: list[dict[str, Any]] = []
+    problems: list[str] = []
+    previous: str | None = None
+    for s in bundle.input_sets:
+        if s.name not in outs:
+            break
+        cmp = compare_outputs(
+            outs[s.name],
+            bundle.refs[s.name],
+            rtol=settings.rtol,
+            atol=settings.atol,
+            scale_tol=settings.scale_tol,
+        )
+        meta = calls_meta.get(s.name)
+        mutated = list(meta.mutated_inputs) if meta else []
+        stale = s.kind == "newvals" and not cmp.ok and _stale(outs, s.name, previous)
+        info = bundle.set_info(s.name)
+        entry: dict[str, Any] = {
+            "set": s.name,
+            "kind": s.kind,
+            "seed": s.seed,
+            "input_shapes": info.input_shapes if info else None,
+            "ok": cmp.ok and not mutated,
+            "problem": cmp.problem,
+            "max_abs_err": cmp.max_abs_err,
+            "max_scale_err": cmp.max_scale_err,
+            "unwritten": cmp.unwritten,
+            "mutated_inputs": mutated,
+            "reused_buffers": bool(meta and meta.reused_buffers),
+            "stale_output": stale,
+            "seconds": round(meta.seconds, 4) if meta else None,
+            "leaves": [leaf.as_dict() for leaf in cmp.leaves],
+        }
+        per_call.append(entry)
+        if stale:
+            problems.append(
+                f"call {s.name}: new values were written into the same input buffers and your "
+                "output did not change -- it is the previous call's output. Do not cache results "
+                "by pointer, shape or call count; compute from the input values on every call."
+            )
+        elif not cmp.ok:
+            text = _describe(s.kind, s.name, cmp, bundle)
+            if s.kind == "holdout":
+                text += (
+                    " This is a held-out input shape (another batch size than get_inputs()): "
+                    "read sizes from the tensors instead of hard-coding them."
+                )
+            problems.append(text)
+        if mutated:
+            problems.append(
+                f"call {s.name}: your forward modified input(s) {mutated} in place. Inputs must be "
+                "left unchanged: write results to a newly allocated output."
+            )
+        previous = s.name
+    metrics: dict[str, Any] = {
+        "calls": per_call,
+        "weights": result.weights if result else None,
+        "weights_note": result.weights_note if result else "",
+        "child": outcome.summary(),
+        "max_abs_err": max((c["max_abs_err"] for c in per_call), default=None),
+        "max_scale_err": max((c["max_scale_err"] for c in per_call), default=None),
+    }
+    if not outcome.ok:
+        metrics["traceback"] = outcome.error_text()
+        fb = crash_feedback(outcome)
+        if problems:
+            fb += "\n\nBefore that:\n" + bullet_list(problems)
+        verdict = GateVerdict(
+            gate=GateName.CORRECTNESS,
+            status=GateStatus.ERROR,
+            reason=outcome.describe(),
+            metrics=metrics,
+            thresholds=thresholds,
+            feedback=fb,
+            gpu_seconds=seconds,
+        )
+        return verdict, outs
+    if problems:
+        feedback = "Your candidate produced wrong results:\n" + bullet_list(problems)
+        if result and result.weights == "seed" and result.weights_note:
+            feedback += (
+                f"\n\nNote: ModelNew's parameters could not be matched to Model's "
+                f"({result.weights_note}); keep Model's parameter names and shapes."
+            )
+        verdict = GateVerdict(
+            gate=GateName.CORRECTNESS,
+            status=GateStatus.FAIL,
+            reason=problems[0].split(". ")[0][:300],
+            metrics=metrics,
+            thresholds=thresholds,
+            feedback=feedback,
+            gpu_seconds=seconds,
+        )
+        return verdict, outs
+    verdict = GateVerdict(
+        gate=GateName.CORRECTNESS,
+        status=GateStatus.PASS,
+        reason=(
+            f"{len(per_call)} calls match (max error {metrics['max_abs_err']:.3g}, "
+            f"scale-relative {metrics['max_scale_err']:.3g})"
+        ),
+        metrics=metrics,
+        thresholds=thresholds,
+        gpu_seconds=seconds,
+    )
+    return verdict, outs

@@ -1,0 +1,126 @@
+"""Candidate child: import, build, dry-run (gate 1), then every checked call (gate 2).
+
+No reference output exists in this process.  Per call: inputs are fresh
+tensors loaded from the reference child's files (or, for a ``newvals`` set,
+new values copied into the previous call's very buffers: pointer- and
+shape-keyed caches return stale answers there); allocations are poisoned;
+the whole device is synchronised before outputs are read; inputs are
+compared with their on-disk originals afterwards (mutation).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from gates.child import mark
+from gates.jobs.build import build_callable
+from gates.poison import PoisonAllocations, poison_cached_blocks
+from gates.problem_io import (
+    disable_tf32,
+    flatten_output,
+    load_values,
+    same_values,
+    save_values,
+    set_path,
+    to_device,
+)
+from gates.protocol import CallRecord, CandidateJob, CandidateResult
+
+JOB_TYPE = CandidateJob
+
+_perf_counter = time.perf_counter  # captured before candidate import
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()  # device-wide: side streams are included
+
+
+def run(job: CandidateJob) -> CandidateResult:
+    disable_tf32()
+    poison = PoisonAllocations() if job.poison else None
+    with torch.no_grad():
+        if poison is not None:
+            with poison:
+                fn, info = build_callable(
+                    job.model, job.device, job.model_seed, job.inputs_dir, on_phase=mark
+                )
+        else:
+            fn, info = build_callable(
+                job.model, job.device, job.model_seed, job.inputs_dir, on_phase=mark
+            )
+        first = job.input_sets[0]
+        mark("dry_run", set=first.name)
+        dry_inputs = to_device(load_values(set_path(job.inputs_dir, first.name)), job.device)
+        t0 = _perf_counter()
+        fn(*dry_inputs)
+        _sync(job.device)
+        dry_seconds = _perf_counter() - t0
+        del dry_inputs
+        mark("static_ok")
+        kept: dict[str, list[Any]] = {}
+        calls: list[CallRecord] = []
+        for i, s in enumerate(job.input_sets):
+            mark("call", set=s.name)
+            fresh = load_values(set_path(job.inputs_dir, s.name))
+            reused = False
+            if s.reuse_buffers_of and s.reuse_buffers_of in kept:
+                inputs = kept[s.reuse_buffers_of]
+                reused = _copy_into(inputs, fresh)
+                if not reused:
+                    inputs = to_device(fresh, job.device)
+            else:
+                inputs = to_device(fresh, job.device)
+            sizes = job.output_nbytes[i] if i < len(job.output_nbytes) else []
+            poison_cached_blocks(sizes, job.device)
+            t0 = _perf_counter()
+            if poison is not None:
+                with poison:
+                    out = fn(*inputs)
+            else:
+                out = fn(*inputs)
+            _sync(job.device)
+            seconds = _perf_counter() - t0
+            save_values(set_path(job.out_dir, s.name), flatten_output(out))
+            del out
+            # Re-read the originals from disk: on the CPU `inputs` may *be* `fresh`.
+            post_path = set_path(job.inputs_dir, f"{s.name}.post")
+            expected = load_values(
+                post_path if post_path.is_file() else set_path(job.inputs_dir, s.name)
+            )
+            mutated = [
+                k
+                for k, (a, b) in enumerate(zip(inputs, expected, strict=True))
+                if isinstance(a, torch.Tensor) and not same_values(a, b)
+            ]
+            calls.append(
+                CallRecord(
+                    name=s.name, seconds=seconds, mutated_inputs=mutated, reused_buffers=reused
+                )
+            )
+            kept = {s.name: inputs}  # only the latest call's buffers are reused
+    mark("done")
+    return CandidateResult(
+        weights=info.get("weights", "seed"),
+        weights_note=info.get("weights_note", ""),
+        dry_run_seconds=dry_seconds,
+        calls=calls,
+    )
+
+
+def _copy_into(buffers: list[Any], values: list[Any]) -> bool:
+    """Copy new values into existing input tensors in place; False if shapes differ."""
+    if len(buffers) != len(values):
+        return False
+    for b, v in zip(buffers, values, strict=True):
+        if isinstance(b, torch.Tensor) != isinstance(v, torch.Tensor):
+            return False
+        if isinstance(b, torch.Tensor) and (b.shape != v.shape or b.dtype != v.dtype):
+            return False
+    for b, v in zip(buffers, values, strict=True):
+        if isinstance(b, torch.Tensor):
+            b.copy_(v)
+    return True

@@ -1,0 +1,137 @@
+"""Reference child: eager outputs (fp32, TF32 off) and float64 outputs of the problem.
+
+Writes each input set to ``inputs_dir`` (the candidate may read those) and the
+outputs to ``refs_dir`` (only the parent reads those, and deletes them before
+any candidate runs).  Records whether the reference itself mutates its inputs,
+so that candidate mutation is judged against what the reference does.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from gates.child import mark
+from gates.jobs.build import weights_path
+from gates.problem_io import (
+    ProblemFile,
+    disable_tf32,
+    dtype_of,
+    flatten_output,
+    load_values,
+    nbytes,
+    same_values,
+    save_values,
+    set_path,
+    shape_of,
+    to_device,
+    to_double,
+)
+from gates.protocol import InputSet, ReferenceJob, ReferenceResult, SetInfo
+
+JOB_TYPE = ReferenceJob
+
+
+def _make_inputs(problem: ProblemFile, s: InputSet) -> list[Any]:
+    if s.kind == "holdout":
+        lists = problem.holdout_inputs(s.seed)
+        return lists[s.holdout_index]
+    return problem.inputs(s.seed)
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run(job: ReferenceJob) -> ReferenceResult:
+    disable_tf32()
+    mark("import_problem")
+    problem = ProblemFile(job.problem_path)
+    holdout_available = len(problem.holdout_inputs(0)) if problem.get_holdout_inputs else 0
+    mark("build_model")
+    model = problem.build(problem.Model, job.model_seed, job.device)
+    torch.save(
+        {k: v.detach().cpu() for k, v in model.state_dict().items()}, weights_path(job.inputs_dir)
+    )
+    param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    input_sets = list(job.input_sets)
+    if job.holdout_seed is not None:
+        for k in range(min(holdout_available, job.max_holdout_sets)):
+            input_sets.append(
+                InputSet(name=f"holdout{k}", seed=job.holdout_seed, kind="holdout", holdout_index=k)
+            )
+    infos: list[SetInfo] = []
+    flops: int | None = None
+    with torch.no_grad():
+        for s in input_sets:
+            mark("reference", set=s.name)
+            inputs = _make_inputs(problem, s)
+            save_values(set_path(job.inputs_dir, s.name), inputs)
+            dev_inputs = to_device(inputs, job.device)
+            if job.count_flops and flops is None:
+                flops = _count_flops(model, dev_inputs)
+                dev_inputs = to_device(load_values(set_path(job.inputs_dir, s.name)), job.device)
+            out = flatten_output(model(*dev_inputs))
+            _sync(job.device)
+            save_values(set_path(job.refs_dir, s.name), out)
+            originals = load_values(set_path(job.inputs_dir, s.name))  # `inputs` may alias
+            mutated = [
+                i
+                for i, (a, b) in enumerate(zip(dev_inputs, originals, strict=True))
+                if not same_values(a, b)
+            ]
+            if mutated:  # the candidate must then mutate the same way
+                save_values(set_path(job.inputs_dir, f"{s.name}.post"), dev_inputs)
+            infos.append(
+                SetInfo(
+                    name=s.name,
+                    input_shapes=[shape_of(v) for v in inputs],
+                    output_shapes=[shape_of(v) for v in out],
+                    output_dtypes=[dtype_of(v) for v in out],
+                    output_bytes=nbytes(out),
+                    input_bytes=nbytes(inputs),
+                    mutates_inputs=mutated,
+                )
+            )
+        fp64_error = ""
+        if job.compute_fp64:
+            mark("reference_fp64")
+            try:
+                model64 = copy.deepcopy(model).double()
+                for s in input_sets:
+                    inputs = to_double(load_values(set_path(job.inputs_dir, s.name)))
+                    out64 = flatten_output(model64(*to_device(inputs, job.device)))
+                    save_values(set_path(job.refs_dir, f"{s.name}.fp64"), out64)
+                _sync(job.device)
+            except Exception as exc:  # a model that cannot run in float64: no rho rule
+                fp64_error = f"{type(exc).__name__}: {exc}"[:500]
+    import triton
+
+    return ReferenceResult(
+        sets=infos,
+        input_sets=input_sets,
+        holdout_available=holdout_available,
+        param_bytes=param_bytes,
+        flops=flops,
+        state_keys=list(model.state_dict()),
+        fp64_available=job.compute_fp64 and not fp64_error,
+        fp64_error=fp64_error,
+        device_name=torch.cuda.get_device_name() if job.device.startswith("cuda") else "cpu",
+        torch_version=torch.__version__,
+        triton_version=triton.__version__,
+    )
+
+
+def _count_flops(model: torch.nn.Module, inputs: list[Any]) -> int | None:
+    """Matmul/conv FLOPs of one reference call (evidence for the roofline, never a bound)."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            model(*inputs)
+        return int(counter.get_total_flops())
+    except Exception:  # diagnostics never fail a run
+        return None

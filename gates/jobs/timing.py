@@ -1,0 +1,67 @@
+"""Timing child: one side (baseline or candidate) timed in a fresh process.
+
+``TimerKit`` is created before the model -- and so before any candidate
+code -- is imported.  After build and warm-up, anything the candidate
+replaced is reported and put back before timing; after timing it is checked
+again (patching *during* the timed calls).  CUDA-event samples come from
+``triton.testing.do_bench`` (warm-up and repetition budgets in ms); the host
+timer times batches of calls between device-wide synchronisations.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gates.child import mark
+from gates.jobs.build import build_callable
+from gates.perfstats import median
+from gates.problem_io import disable_tf32, load_values, set_path, to_device
+from gates.protocol import TimingJob, TimingResult
+from gates.timers import TimerKit  # created in run() before the candidate is imported
+
+JOB_TYPE = TimingJob
+
+_WARM_CALLS = 3
+
+
+def run(job: TimingJob) -> TimingResult:
+    kit = TimerKit(job.device)
+    disable_tf32()
+    t_start = kit.now_ns()
+    with torch.no_grad():
+        fn, _info = build_callable(
+            job.model, job.device, job.model_seed, job.inputs_dir, on_phase=mark
+        )
+        inputs = to_device(load_values(set_path(job.inputs_dir, job.input_set)), job.device)
+        mark("warm")
+        for _ in range(_WARM_CALLS):  # compile / autotune / JIT happen here, untimed
+            fn(*inputs)
+        kit.sync()
+        warm_seconds = (kit.now_ns() - t_start) / 1e9
+        tampered_before = kit.tampered()
+        kit.restore()
+
+        def call() -> None:
+            fn(*inputs)
+
+        mark("time_events")
+        samples = kit.event_samples(call, job.warmup_ms, job.rep_ms)
+        event_ms = median(samples)
+        mark("time_host")
+        calls = kit.calls_for(event_ms, job.host_batch_ms)
+        host = [kit.host_batch_ms(call, calls) for _ in range(job.host_batches)]
+        tampered_after = kit.tampered()
+        kit.restore()
+    cuda = job.device.startswith("cuda")
+    return TimingResult(
+        side=job.side,
+        event_ms=event_ms if cuda else None,
+        event_samples=samples[:400],
+        host_ms=median(host),
+        host_samples=host,
+        host_calls_per_batch=calls,
+        tampered_before=tampered_before,
+        tampered_after=tampered_after,
+        warm_seconds=warm_seconds,
+        device_name=torch.cuda.get_device_name() if cuda else "cpu",
+    )

@@ -1,0 +1,111 @@
+"""Gate 3 -- V_model: the whole model end to end at 1e-4, with the float64 error-ratio rule.
+
+``o32`` is the candidate's output (from the gate-2 child: no extra process),
+``b32`` the eager fp32 baseline with TF32 off, ``b64`` the same model in
+float64.  The rule itself is ``gates.numerics.model_error_rule``; this module
+applies it to every input set and turns the worst case into a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gates.numerics import ModelErrorReport, model_error_rule
+from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus, GateVerdict
+
+
+def model_verdict_from_sets(
+    sets: list[tuple[str, list[Any], list[Any], list[Any] | None]],
+    *,
+    tolerance: float,
+    rho_max: float,
+    settings: GateSettings,
+    seconds: float = 0.0,
+    fp64_error: str = "",
+) -> GateVerdict:
+    """``sets``: (name, o32 leaves, b32 leaves, b64 leaves or None) per input set."""
+    reports: list[tuple[str, ModelErrorReport]] = []
+    for name, o32, b32, b64 in sets:
+        tensors = [t for t in o32 if hasattr(t, "shape")]
+        base = [t for t in b32 if hasattr(t, "shape")]
+        ref64 = [t for t in b64 if hasattr(t, "shape")] if b64 is not None else None
+        reports.append(
+            (
+                name,
+                model_error_rule(
+                    tensors,
+                    base,
+                    ref64,
+                    tolerance=tolerance,
+                    rho_max=rho_max,
+                    d_ref_floor=settings.d_ref_floor,
+                    abs_bound=settings.model_abs_bound,
+                ),
+            )
+        )
+    thresholds = {
+        "tolerance": tolerance,
+        "rho_max": rho_max,
+        "d_ref_floor": settings.d_ref_floor,
+        "abs_bound": settings.model_abs_bound,
+    }
+    rhos = [r.rho for _, r in reports if r.rho is not None]
+    metrics: dict[str, Any] = {
+        "sets": [{"set": name, **r.as_dict()} for name, r in reports],
+        "max_rho": max(rhos) if rhos else None,
+        "max_d_opt": max((r.d_opt for _, r in reports if r.d_opt is not None), default=None),
+        "max_d_ref": max((r.d_ref for _, r in reports if r.d_ref is not None), default=None),
+        "fp64": not fp64_error,
+    }
+    if fp64_error:
+        metrics["fp64_error"] = fp64_error
+    failed = [(name, r) for name, r in reports if not r.ok]
+    if not reports:
+        return GateVerdict(
+            gate=GateName.MODEL,
+            status=GateStatus.ERROR,
+            reason="no outputs to compare",
+            metrics=metrics,
+            thresholds=thresholds,
+            gpu_seconds=seconds,
+        )
+    if failed:
+        name, worst = max(failed, key=lambda item: item[1].rho or 0.0)
+        return GateVerdict(
+            gate=GateName.MODEL,
+            status=GateStatus.FAIL,
+            reason=f"{name}: {worst.reason}",
+            metrics=metrics,
+            thresholds=thresholds,
+            feedback=_feedback(worst, rho_max),
+            gpu_seconds=seconds,
+        )
+    rules = sorted({r.rule for _, r in reports})
+    worst_rho = f", max rho {max(rhos):.3g}" if rhos else ""
+    return GateVerdict(
+        gate=GateName.MODEL,
+        status=GateStatus.PASS,
+        reason=f"{len(reports)} input sets pass ({'/'.join(rules)}{worst_rho})",
+        metrics=metrics,
+        thresholds=thresholds,
+        gpu_seconds=seconds,
+    )
+
+
+def _feedback(report: ModelErrorReport, rho_max: float) -> str:
+    if report.rule == "rho" and report.rho is not None:
+        return (
+            f"End-to-end precision check failed. Against a float64 reference your output is off "
+            f"by {report.d_opt:.3g}, while the fp32 reference itself is off by only "
+            f"{report.d_ref:.3g} (ratio {report.rho:.3g}; honest fp32 kernels stay below "
+            f"{rho_max:g}). That is a systematic error, not rounding: a bias or offset, an "
+            "approximate function (tanh-GELU instead of erf, fast exp), or reduced precision "
+            "(fp16/bf16 arithmetic, TF32 matmul -- use tl.dot(..., input_precision='ieee')). "
+            "Compute in exact fp32."
+        )
+    if report.rule == "structure":
+        return f"End-to-end check failed: {report.reason}."
+    return (
+        f"End-to-end precision check failed: {report.reason}. The reference is exact here, so "
+        "any deviation beyond rounding means the computation differs."
+    )

@@ -1,0 +1,298 @@
+"""Gate 4 -- V_perf: baseline and candidate timed the same way, in fresh processes.
+
+Each round times both sides, each in its own fresh child (no CUDA state,
+caches or patched timers leak between measurements), in alternating order
+(B C, C B, ...) so drift hits both sides alike.  Rounds repeat until each
+side's per-round medians agree within ``spread_target`` (the spread is then
+known) or ``max_rounds`` is reached.  Then, in order:
+
+1. the candidate replaced a timer             -> FAIL (reported, honest numbers kept)
+2. CUDA events and the host timer disagree   -> QUARANTINE (work off the timed stream)
+3. faster than the data-movement roofline    -> QUARANTINE (re-time before trusting)
+4. spread still above ``noise_limit``        -> QUARANTINE (timing not trustworthy)
+5. category: optimized / matched -> PASS, slower -> FAIL (fallback to the baseline)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates.feedback import crash_feedback
+from gates.perfstats import decide_category, iqr_rel, median, rounds_sufficient, timers_agree
+from gates.protocol import ModelSource, TimingJob, TimingResult
+from gates.roofline import ceilings_for, roofline_check
+from gates.runner import ChildOutcome, run_job
+from kernelopt.contracts.verdicts import (
+    GateName,
+    GateSettings,
+    GateStatus,
+    GateVerdict,
+    PerfCategory,
+)
+
+
+@dataclass
+class PerfMeasurement:
+    baseline: list[TimingResult] = field(default_factory=list)
+    candidate: list[TimingResult] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    failure: tuple[str, ChildOutcome] | None = None  # (side, outcome) of a failed child
+    seconds: float = 0.0
+
+    @staticmethod
+    def primary(r: TimingResult) -> float:
+        """The gate's number: do_bench's median (CUDA events), else the sample median."""
+        return r.event_ms if r.event_ms is not None else median(r.event_samples)
+
+
+@dataclass(frozen=True)
+class RooflineInputs:
+    device_name: str
+    bytes_in: int
+    bytes_out: int
+    flops: int | None
+
+
+def measure(
+    baseline: ModelSource,
+    candidate: ModelSource,
+    *,
+    inputs_dir: Path,
+    input_set: str,
+    settings: GateSettings,
+    workdir: Path,
+) -> PerfMeasurement:
+    """Alternate fresh-process timings until the spread is known (or max_rounds)."""
+    m = PerfMeasurement()
+    for r in range(settings.max_rounds):
+        order = [("baseline", baseline), ("candidate", candidate)]
+        if r % 2:
+            order.reverse()
+        for side, src in order:
+            job = TimingJob(
+                side=side,
+                model=src,
+                device=settings.device,
+                model_seed=settings.model_seed,
+                inputs_dir=str(inputs_dir),
+                input_set=input_set,
+                warmup_ms=settings.warmup_ms,
+                rep_ms=settings.rep_ms,
+            )
+            outcome = run_job(
+                job,
+                workdir / f"round{r}-{side}",
+                timeout_s=settings.timing_timeout_s,
+                device=settings.device,
+            )
+            m.seconds += outcome.wall_s
+            m.order.append(side)
+            if not outcome.ok or outcome.result is None:
+                m.failure = (side, outcome)
+                return m
+            result = TimingResult.model_validate(outcome.result)
+            (m.baseline if side == "baseline" else m.candidate).append(result)
+            if side == "candidate" and (result.tampered_before or result.tampered_after):
+                return m  # rejected whatever the numbers say: stop spending GPU time
+        if rounds_sufficient(
+            [m.primary(x) for x in m.baseline],
+            [m.primary(x) for x in m.candidate],
+            min_rounds=settings.min_rounds,
+            spread_target=settings.spread_target,
+        ):
+            break
+    return m
+
+
+def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
+    return {
+        "rounds": [
+            {
+                "event_ms": r.event_ms,
+                "primary_ms": PerfMeasurement.primary(r),
+                "samples": len(r.event_samples),
+                "iqr_rel": round(iqr_rel(r.event_samples), 5),
+                "host_ms": r.host_ms,
+                "host_samples": r.host_samples,
+                "host_calls_per_batch": r.host_calls_per_batch,
+                "warm_seconds": round(r.warm_seconds, 3),
+                "tampered_before": r.tampered_before,
+                "tampered_after": r.tampered_after,
+                "event_samples": [round(x, 6) for x in r.event_samples[:100]],
+            }
+            for r in results
+        ],
+        "median_ms": median([PerfMeasurement.primary(r) for r in results]),
+        "host_median_ms": median([r.host_ms for r in results]),
+    }
+
+
+def perf_verdict(
+    m: PerfMeasurement,
+    *,
+    settings: GateSettings,
+    gamma: float,
+    roofline: RooflineInputs | None,
+) -> tuple[GateVerdict, PerfCategory | None, float | None]:
+    """Gate 4 verdict, its category and speedup (see module docstring for the order)."""
+    thresholds: dict[str, Any] = {
+        "gamma": gamma,
+        "warmup_ms": settings.warmup_ms,
+        "rep_ms": settings.rep_ms,
+        "min_rounds": settings.min_rounds,
+        "max_rounds": settings.max_rounds,
+        "spread_target": settings.spread_target,
+        "noise_limit": settings.noise_limit,
+        "timer_disagree_rel": settings.timer_disagree_rel,
+        "timer_disagree_abs_ms": settings.timer_disagree_abs_ms,
+        "roofline_slack": settings.roofline_slack,
+    }
+    metrics: dict[str, Any] = {
+        "order": m.order,
+        "baseline": _side_metrics(m.baseline),
+        "candidate": _side_metrics(m.candidate),
+    }
+
+    def verdict(status: GateStatus, reason: str, feedback: str = "") -> GateVerdict:
+        return GateVerdict(
+            gate=GateName.PERFORMANCE,
+            status=status,
+            reason=reason,
+            metrics=metrics,
+            thresholds=thresholds,
+            feedback=feedback,
+            gpu_seconds=m.seconds if settings.device.startswith("cuda") else 0.0,
+        )
+
+    if m.failure is not None:
+        side, outcome = m.failure
+        metrics["failed_side"] = side
+        metrics["child"] = outcome.summary()
+        metrics["traceback"] = outcome.error_text()
+        if side == "baseline":
+            metrics["infrastructure"] = True
+            return (
+                verdict(GateStatus.ERROR, f"baseline could not be timed: {outcome.describe()}"),
+                None,
+                None,
+            )
+        return (
+            verdict(
+                GateStatus.ERROR,
+                f"candidate failed while being timed: {outcome.describe()}",
+                crash_feedback(outcome),
+            ),
+            None,
+            None,
+        )
+    tampered = sorted({t for r in m.candidate for t in r.tampered_before + r.tampered_after})
+    if tampered:
+        host = median([r.host_ms for r in m.candidate])
+        metrics["tampered"] = tampered
+        return (
+            verdict(
+                GateStatus.FAIL,
+                f"candidate replaced timing functions: {', '.join(tampered)} "
+                f"(restored; honest host time {host:.4g} ms)",
+                "Your module replaced timing or synchronisation functions "
+                f"({', '.join(tampered)}). Kernels must not touch timers, events or "
+                "synchronisation; the measurement is done with the originals regardless.",
+            ),
+            None,
+            None,
+        )
+    base_rounds = [m.primary(r) for r in m.baseline]
+    cand_rounds = [m.primary(r) for r in m.candidate]
+    decision = decide_category(
+        base_rounds, cand_rounds, gamma=gamma, noise_limit=settings.noise_limit
+    )
+    metrics["decision"] = decision.as_dict()
+    cand_event = (
+        median([r.event_ms for r in m.candidate if r.event_ms is not None])
+        if any(r.event_ms is not None for r in m.candidate)
+        else None
+    )
+    agreement = timers_agree(
+        cand_event,
+        median([r.host_ms for r in m.candidate]),
+        rel=settings.timer_disagree_rel,
+        abs_ms=settings.timer_disagree_abs_ms,
+    )
+    base_event = (
+        median([r.event_ms for r in m.baseline if r.event_ms is not None])
+        if any(r.event_ms is not None for r in m.baseline)
+        else None
+    )
+    base_agreement = timers_agree(
+        base_event,
+        median([r.host_ms for r in m.baseline]),
+        rel=settings.timer_disagree_rel,
+        abs_ms=settings.timer_disagree_abs_ms,
+    )
+    metrics["timers"] = {
+        "candidate": {"agree": agreement.agree, "reason": agreement.reason},
+        "baseline": {"agree": base_agreement.agree, "reason": base_agreement.reason},
+    }
+    if not agreement.agree:
+        return (
+            verdict(
+                GateStatus.QUARANTINE,
+                agreement.reason,
+                "Your kernel's work is not visible to CUDA events on the current stream "
+                "(launched on another stream?). Launch on torch.cuda.current_stream() so the "
+                "measured time is the real time.",
+            ),
+            decision.category,
+            decision.speedup,
+        )
+    if roofline is not None:
+        ceilings = ceilings_for(roofline.device_name, settings.copy_bandwidth_gbs)
+        if ceilings is not None:
+            check = roofline_check(
+                ceilings=ceilings,
+                bytes_in=roofline.bytes_in,
+                bytes_out=roofline.bytes_out,
+                candidate_ms=decision.candidate_ms,
+                baseline_ms=decision.baseline_ms,
+                flops=roofline.flops,
+                slack=settings.roofline_slack,
+            )
+            metrics["roofline"] = check.as_dict()
+            if check.below_floor:
+                return (
+                    verdict(GateStatus.QUARANTINE, check.reason),
+                    decision.category,
+                    decision.speedup,
+                )
+        else:
+            metrics["roofline"] = {"skipped": f"no ceilings known for {roofline.device_name}"}
+    if not decision.stable:
+        return (
+            verdict(
+                GateStatus.QUARANTINE,
+                f"timing not stable: spread {decision.noise:.1%} after {len(cand_rounds)} rounds "
+                f"(limit {settings.noise_limit:.0%}); {decision.reason}",
+            ),
+            decision.category,
+            decision.speedup,
+        )
+    summary = (
+        f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
+        f"{decision.reason}"
+    )
+    if decision.category == PerfCategory.SLOWER:
+        return (
+            verdict(
+                GateStatus.FAIL,
+                summary,
+                f"Your candidate is correct but slower end to end: {decision.candidate_ms:.4g} ms "
+                f"against the compiled baseline's {decision.baseline_ms:.4g} ms "
+                f"({decision.speedup:.3g}x). Replacing fused compiler output with separate "
+                "kernels adds launches and memory traffic; fuse more, or leave this part alone.",
+            ),
+            decision.category,
+            decision.speedup,
+        )
+    return verdict(GateStatus.PASS, summary), decision.category, decision.speedup

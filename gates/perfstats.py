@@ -1,0 +1,142 @@
+"""Timing statistics and the V_perf decision, as pure functions.
+
+The measurement itself (fresh processes, ``do_bench``, host timer) lives in
+``gates.jobs.timing`` and ``gates.perf``; this module only turns numbers into
+a decision, so the decision rules are unit-tested without a GPU.
+
+Rules (SPEC.md sections 5-6):
+
+* each side's time is the median over rounds of the per-round medians (each
+  round a fresh process); the *spread* of a side is (max - min) / median of
+  its round medians -- "known" once both sides are below ``spread_target``;
+* ``speedup = baseline_ms / candidate_ms``;
+* **optimized** iff speedup >= gamma and the win also exceeds the measured
+  noise; **matched** iff speedup >= 1 / gamma (within the gamma band, so it
+  may replace the baseline); otherwise **slower** (fallback to the baseline).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kernelopt.contracts.verdicts import PerfCategory
+
+
+def median(values: Sequence[float]) -> float:
+    if not values:
+        return float("nan")
+    return float(statistics.median(values))
+
+
+def spread(values: Sequence[float]) -> float:
+    """Relative spread (max - min) / median; 0 for a single value."""
+    if len(values) < 2:
+        return 0.0
+    mid = median(values)
+    if mid <= 0 or math.isnan(mid):
+        return float("inf")
+    return (max(values) - min(values)) / mid
+
+
+def iqr_rel(values: Sequence[float]) -> float:
+    """Inter-quartile range relative to the median: the within-process jitter."""
+    if len(values) < 4:
+        return spread(values)
+    q = statistics.quantiles(values, n=4)
+    mid = median(values)
+    return (q[2] - q[0]) / mid if mid > 0 else float("inf")
+
+
+def rounds_sufficient(
+    baseline_rounds: Sequence[float],
+    candidate_rounds: Sequence[float],
+    *,
+    min_rounds: int,
+    spread_target: float,
+) -> bool:
+    """True once each side has ``min_rounds`` fresh-process medians that agree."""
+    if len(baseline_rounds) < min_rounds or len(candidate_rounds) < min_rounds:
+        return False
+    return spread(baseline_rounds) <= spread_target and spread(candidate_rounds) <= spread_target
+
+
+@dataclass(frozen=True)
+class PerfDecision:
+    category: PerfCategory
+    speedup: float
+    baseline_ms: float
+    candidate_ms: float
+    baseline_spread: float
+    candidate_spread: float
+    noise: float  # the larger of the two spreads
+    stable: bool  # noise within the noise limit
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["category"] = self.category.value
+        return out
+
+
+def decide_category(
+    baseline_rounds: Sequence[float],
+    candidate_rounds: Sequence[float],
+    *,
+    gamma: float,
+    noise_limit: float,
+) -> PerfDecision:
+    """Categorise a measured pair of sides (see module docstring)."""
+    base = median(baseline_rounds)
+    cand = median(candidate_rounds)
+    b_sp = spread(baseline_rounds)
+    c_sp = spread(candidate_rounds)
+    noise = max(b_sp, c_sp)
+    speedup = base / cand if cand > 0 else float("inf")
+    stable = noise <= noise_limit
+    if speedup >= gamma and speedup >= 1.0 + noise:
+        category = PerfCategory.OPTIMIZED
+        reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {noise:.1%})"
+    elif speedup >= 1.0 / gamma:
+        category = PerfCategory.MATCHED
+        reason = f"{speedup:.3g}x: within the gamma band of the baseline (noise {noise:.1%})"
+    else:
+        category = PerfCategory.SLOWER
+        reason = f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
+    return PerfDecision(category, speedup, base, cand, b_sp, c_sp, noise, stable, reason)
+
+
+@dataclass(frozen=True)
+class TimerAgreement:
+    event_ms: float | None
+    host_ms: float
+    agree: bool
+    reason: str
+
+
+def timers_agree(
+    event_ms: float | None, host_ms: float, *, rel: float, abs_ms: float
+) -> TimerAgreement:
+    """Cross-check CUDA events against a host timer with device-wide synchronisation.
+
+    Only "host much slower than events" is suspicious: work launched on a side
+    stream (or a patched event timer) hides from events recorded on the current
+    stream but not from a device-wide synchronise.  The host timer is allowed
+    to be a little slower (Python dispatch, one sync per batch), hence both a
+    relative and an absolute slack.
+    """
+    if event_ms is None:
+        return TimerAgreement(None, host_ms, True, "no event timer on this device")
+    excess = host_ms - event_ms
+    if excess > max(rel * event_ms, abs_ms):
+        return TimerAgreement(
+            event_ms,
+            host_ms,
+            False,
+            f"CUDA events say {event_ms:.4g} ms but the device-synchronised host timer says "
+            f"{host_ms:.4g} ms: work escapes the timed stream (side stream?) or the timer lies",
+        )
+    return TimerAgreement(event_ms, host_ms, True, "timers agree")

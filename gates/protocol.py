@@ -1,0 +1,128 @@
+"""Jobs and results that cross the parent / child boundary of the gate runner.
+
+Each child process gets one job (JSON on disk) and writes one result.  Tensors
+travel as ``torch.save`` files in directories the parent chooses; reference
+outputs are never in a directory a candidate process is told about (and are
+deleted from disk before any candidate runs, see ``gates.cascade``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kernelopt.contracts.base import Frozen
+
+
+class ModelSource(Frozen):
+    """How a child builds the callable it runs."""
+
+    kind: Literal["eager", "compiled", "candidate", "wrapper"]
+    problem_path: str
+    candidate_path: str = ""  # kind == "candidate": file defining ModelNew
+    compile_mode: str = ""  # kind == "compiled": torch.compile mode of the baseline
+    compiled_json: str = ""  # kind == "wrapper": CompileResult JSON file
+    wrapper_json: str = ""  # kind == "wrapper": ArtifactRef JSON ("" = the original wrapper)
+    store_root: str = ""  # kind == "wrapper": artifact store root
+
+
+class InputSet(Frozen):
+    """One call's inputs: drawn from a seed, a held-out shape, or new values in old buffers."""
+
+    name: str
+    seed: int
+    kind: Literal["seed", "holdout", "newvals"] = "seed"
+    holdout_index: int = 0
+    reuse_buffers_of: str = ""  # newvals: copy the values into that set's input tensors
+
+
+class ReferenceJob(Frozen):
+    job: Literal["reference"] = "reference"
+    problem_path: str
+    device: str
+    model_seed: int = 0
+    input_sets: list[InputSet]
+    inputs_dir: str  # candidate processes may read this
+    refs_dir: str  # only the parent reads this
+    compute_fp64: bool = True
+    count_flops: bool = True
+    holdout_seed: int | None = None  # add the problem's held-out shapes, drawn from this seed
+    max_holdout_sets: int = 2
+
+
+class SetInfo(Frozen):
+    name: str
+    input_shapes: list[list[int] | None]
+    output_shapes: list[list[int] | None]
+    output_dtypes: list[str | None]
+    output_bytes: int
+    input_bytes: int
+    mutates_inputs: list[int] = Field(default_factory=list)
+
+
+class ReferenceResult(Frozen):
+    sets: list[SetInfo]
+    input_sets: list[InputSet] = Field(default_factory=list)  # as run, held-out shapes included
+    holdout_available: int = 0  # how many held-out input lists the problem defines
+    param_bytes: int = 0
+    flops: int | None = None
+    state_keys: list[str] = Field(default_factory=list)
+    fp64_available: bool = False
+    fp64_error: str = ""
+    device_name: str = ""
+    torch_version: str = ""
+    triton_version: str = ""
+
+
+class CandidateJob(Frozen):
+    job: Literal["candidate"] = "candidate"
+    model: ModelSource
+    device: str
+    model_seed: int = 0
+    input_sets: list[InputSet]
+    inputs_dir: str
+    out_dir: str
+    output_nbytes: list[list[int]] = Field(default_factory=list)  # per set, for poisoning
+    poison: bool = True
+
+
+class CallRecord(Frozen):
+    name: str
+    seconds: float
+    mutated_inputs: list[int] = Field(default_factory=list)
+    reused_buffers: bool = False
+
+
+class CandidateResult(Frozen):
+    weights: str  # "state_dict" (copied from Model) or "seed" (same seed only)
+    weights_note: str = ""
+    dry_run_seconds: float = 0.0
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class TimingJob(Frozen):
+    job: Literal["timing"] = "timing"
+    side: Literal["baseline", "candidate"]
+    model: ModelSource
+    device: str
+    model_seed: int = 0
+    inputs_dir: str
+    input_set: str
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    host_batch_ms: float = 20.0  # each host-timer batch lasts about this long
+    host_batches: int = 3
+
+
+class TimingResult(Frozen):
+    side: str
+    event_ms: float | None  # median of do_bench samples (None: no CUDA events here)
+    event_samples: list[float] = Field(default_factory=list)
+    host_ms: float  # median of host-timer batches (device-wide sync per batch)
+    host_samples: list[float] = Field(default_factory=list)
+    host_calls_per_batch: int = 0
+    tampered_before: list[str] = Field(default_factory=list)  # replaced after candidate import
+    tampered_after: list[str] = Field(default_factory=list)  # replaced during the timed calls
+    warm_seconds: float = 0.0  # build + compile + warm-up, excluded from timing
+    device_name: str = ""

@@ -1,0 +1,113 @@
+"""The reference side of a verification, prepared once per problem and reused.
+
+``prepare_reference`` runs the reference child (eager fp32 with TF32 off, plus
+float64), loads its outputs into this process's memory and deletes them from
+disk: from then on no file a candidate process could find holds a reference
+answer.  Input sets: the configured seeds, one held-out seed drawn at random
+here (a candidate cannot have precomputed answers for it), the problem's
+held-out shapes, and a ``newvals`` set whose values are copied into the
+previous call's buffers (same pointers, same shapes, new values).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates.problem_io import load_values, set_path
+from gates.protocol import InputSet, ReferenceJob, ReferenceResult
+from gates.runner import ChildOutcome, run_job
+from kernelopt.contracts.verdicts import GateSettings
+
+
+@dataclass
+class ReferenceBundle:
+    problem_path: str
+    settings: GateSettings
+    workdir: Path
+    inputs_dir: Path
+    outcome: ChildOutcome
+    result: ReferenceResult | None = None
+    refs: dict[str, list[Any]] = field(default_factory=dict)
+    refs64: dict[str, list[Any]] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+    @property
+    def input_sets(self) -> list[InputSet]:
+        return self.result.input_sets if self.result else []
+
+    @property
+    def seeds_used(self) -> dict[str, int]:
+        return {s.name: s.seed for s in self.input_sets}
+
+    def set_info(self, name: str) -> Any:
+        if self.result is None:
+            return None
+        return next((s for s in self.result.sets if s.name == name), None)
+
+    @property
+    def gpu_seconds(self) -> float:
+        return self.outcome.wall_s if self.settings.device.startswith("cuda") else 0.0
+
+
+def plan_input_sets(settings: GateSettings) -> tuple[list[InputSet], int | None]:
+    """The seeded sets plus the unpredictable ones, in the order the candidate sees them."""
+    sets = [InputSet(name=f"seed{s}", seed=s) for s in settings.seeds]
+    if settings.heldout_seed:
+        sets.append(InputSet(name="heldout", seed=secrets.randbelow(2**31 - 1)))
+    if sets:
+        sets.append(
+            InputSet(
+                name="newvals",
+                seed=secrets.randbelow(2**31 - 1),
+                kind="newvals",
+                reuse_buffers_of=sets[-1].name,
+            )
+        )
+    holdout_seed = secrets.randbelow(2**31 - 1) if settings.holdout_shapes else None
+    return sets, holdout_seed
+
+
+def prepare_reference(
+    problem_path: str | Path, settings: GateSettings, workdir: Path
+) -> ReferenceBundle:
+    """Run the reference child and keep its outputs in memory only."""
+    workdir = Path(workdir)
+    inputs_dir = workdir / "inputs"
+    refs_dir = workdir / "refs"
+    inputs_dir.mkdir(parents=True, exist_ok=True)
+    refs_dir.mkdir(parents=True, exist_ok=True)
+    sets, holdout_seed = plan_input_sets(settings)
+    job = ReferenceJob(
+        problem_path=str(Path(problem_path).resolve()),
+        device=settings.device,
+        model_seed=settings.model_seed,
+        input_sets=sets,
+        inputs_dir=str(inputs_dir),
+        refs_dir=str(refs_dir),
+        holdout_seed=holdout_seed,
+        compute_fp64=settings.run_model_gate,
+    )
+    outcome = run_job(
+        job, workdir / "reference", timeout_s=settings.static_timeout_s, device=settings.device
+    )
+    bundle = ReferenceBundle(str(problem_path), settings, workdir, inputs_dir, outcome)
+    if not outcome.ok or outcome.result is None:
+        shutil.rmtree(refs_dir, ignore_errors=True)
+        return bundle
+    result = ReferenceResult.model_validate(outcome.result)
+    bundle.result = result
+    bundle.refs = {s.name: load_values(set_path(str(refs_dir), s.name)) for s in result.input_sets}
+    if result.fp64_available:
+        bundle.refs64 = {
+            s.name: load_values(set_path(str(refs_dir), f"{s.name}.fp64"))
+            for s in result.input_sets
+        }
+    shutil.rmtree(refs_dir, ignore_errors=True)
+    return bundle

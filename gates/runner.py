@@ -1,0 +1,222 @@
+"""Run one gate job in an isolated child process: a crash is a verdict, never ours.
+
+The child is a fresh interpreter (``python -m gates.child``) in its own
+process group, so a hang, a segfault, an illegal memory access or a CUDA
+error in candidate code ends only that child.  The outcome is always a
+``ChildOutcome``: ``ok``, ``exception`` (Python error, with traceback and the
+phase it happened in), ``crashed`` (died without a result: signal or exit
+code, with the log tail) or ``timeout`` (killed as a group).
+
+The device is configurable: ``cpu`` children run Triton kernels under the
+interpreter (``TRITON_INTERPRET=1``), which is how CI tests the gates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class ChildOutcome:
+    status: str  # "ok" | "exception" | "crashed" | "timeout"
+    phase: str  # the last phase the child entered
+    wall_s: float
+    result: dict[str, Any] | None = None
+    error_type: str = ""
+    message: str = ""
+    traceback: str = ""
+    returncode: int | None = None
+    log_tail: str = ""
+    phases: list[str] = field(default_factory=list)
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    workdir: str = ""
+
+    @property
+    def where(self) -> str:
+        """The last phase with its detail, e.g. ``call seed1``."""
+        last = self.progress[-1] if self.progress else {}
+        detail = last.get("set") or last.get("job") or ""
+        return f"{self.phase} {detail}".strip()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def describe(self) -> str:
+        """One line saying how the child ended."""
+        if self.status == "ok":
+            return "ok"
+        if self.status == "timeout":
+            return f"timed out during {self.where} (killed)"
+        if self.status == "crashed":
+            how = (
+                f"signal {signal.Signals(-self.returncode).name}"
+                if self.returncode is not None and self.returncode < 0
+                else f"exit code {self.returncode}"
+            )
+            return f"process died ({how}) during {self.where}"
+        first = self.message.splitlines()[0] if self.message else ""
+        return f"{self.error_type} during {self.where}: {first}"
+
+    def error_text(self, limit: int = 4000) -> str:
+        """The traceback (or log tail) as text fit for a verdict."""
+        text = self.traceback or self.log_tail or self.message
+        return text[-limit:]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "phase": self.phase,
+            "wall_s": round(self.wall_s, 3),
+            "returncode": self.returncode,
+            "error_type": self.error_type,
+            "message": self.message[:500],
+        }
+
+
+def child_env(device: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(_REPO_ROOT) + (os.pathsep + path if path else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    # Inductor's compile-worker pool would outlive a killed child; compile in-process.
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    env.update(extra or {})
+    return env
+
+
+def run_job(
+    job: BaseModel,
+    workdir: Path,
+    *,
+    timeout_s: float,
+    device: str,
+    env: dict[str, str] | None = None,
+) -> ChildOutcome:
+    """Run ``job`` in a fresh child process and wait for it (at most ``timeout_s``)."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    for stale in ("result.json", "progress.jsonl"):
+        (workdir / stale).unlink(missing_ok=True)
+    (workdir / "job.json").write_text(job.model_dump_json())
+    log_path = workdir / "child.log"
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gates.child", str(workdir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=str(workdir),
+            env=child_env(device, env),
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            proc.wait()
+        finally:
+            # Grandchildren (compile workers, anything the candidate spawned) go too.
+            _kill_group(proc.pid)
+    wall = time.monotonic() - started
+    progress = _read_progress(workdir / "progress.jsonl")
+    phases = [str(p.get("phase", "")) for p in progress]
+    phase = phases[-1] if phases else "start"
+    tail = _tail(log_path)
+    if timed_out:
+        return ChildOutcome(
+            "timeout",
+            phase,
+            wall,
+            returncode=proc.returncode,
+            message=f"no result within {timeout_s:g} s",
+            log_tail=tail,
+            phases=phases,
+            progress=progress,
+            workdir=str(workdir),
+        )
+    result_path = workdir / "result.json"
+    payload: dict[str, Any] | None = None
+    if result_path.is_file():
+        with contextlib.suppress(json.JSONDecodeError):
+            payload = json.loads(result_path.read_text())
+    if payload is None:
+        return ChildOutcome(
+            "crashed",
+            phase,
+            wall,
+            returncode=proc.returncode,
+            log_tail=tail,
+            phases=phases,
+            progress=progress,
+            workdir=str(workdir),
+        )
+    if payload.get("ok"):
+        return ChildOutcome(
+            "ok",
+            payload.get("phase", phase),
+            wall,
+            result=payload.get("result"),
+            returncode=proc.returncode,
+            log_tail=tail,
+            phases=phases,
+            progress=progress,
+            workdir=str(workdir),
+        )
+    return ChildOutcome(
+        "exception",
+        payload.get("phase", phase),
+        wall,
+        error_type=payload.get("error_type", ""),
+        message=payload.get("message", ""),
+        traceback=payload.get("traceback", ""),
+        returncode=proc.returncode,
+        log_tail=tail,
+        phases=phases,
+        progress=progress,
+        workdir=str(workdir),
+    )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _read_progress(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            value = json.loads(line)
+            if isinstance(value, dict):
+                records.append(value)
+    return records
+
+
+def _tail(path: Path, limit: int = 6000) -> str:
+    if not path.is_file():
+        return ""
+    data = path.read_bytes()[-limit:]
+    return data.decode("utf-8", "replace")
