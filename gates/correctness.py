@@ -43,8 +43,8 @@ def _describe(kind: str, name: str, cmp: OutputComparison, bundle: ReferenceBund
     shapes = info.input_shapes if info else []
     leaf = next((x for x in cmp.leaves if not x.ok), None)
     if leaf is None:
-        return f"call {name}: {cmp.problem}"
-    where = f"call {name} (input shapes {shapes})"
+        return cmp.problem
+    where = f"input shapes {shapes}"
     if leaf.unwritten:
         pct = 100.0 * leaf.unwritten / max(1, leaf.numel)
         return (
@@ -73,6 +73,23 @@ def _describe(kind: str, name: str, cmp: OutputComparison, bundle: ReferenceBund
     )
 
 
+def _group(problems: list[tuple[str, str]]) -> list[str]:
+    """One line per distinct problem, naming every call that showed it."""
+    order: list[str] = []
+    calls: dict[str, list[str]] = {}
+    for name, text in problems:
+        if text not in calls:
+            order.append(text)
+            calls[text] = []
+        calls[text].append(name)
+    lines = []
+    for text in order:
+        names = calls[text]
+        label = "call" if len(names) == 1 else "calls"
+        lines.append(f"{label} {', '.join(names)}: {text}")
+    return lines
+
+
 def correctness_verdict(
     bundle: ReferenceBundle,
     outcome: ChildOutcome,
@@ -95,7 +112,7 @@ def correctness_verdict(
     )
     calls_meta = {c.name: c for c in result.calls} if result else {}
     per_call: list[dict[str, Any]] = []
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     previous: str | None = None
     for s in bundle.input_sets:
         if s.name not in outs:
@@ -130,9 +147,12 @@ def correctness_verdict(
         per_call.append(entry)
         if stale:
             problems.append(
-                f"call {s.name}: new values were written into the same input buffers and your "
-                "output did not change -- it is the previous call's output. Do not cache results "
-                "by pointer, shape or call count; compute from the input values on every call."
+                (
+                    s.name,
+                    "new values were written into the same input buffers and your output did "
+                    "not change -- it is the previous call's output. Do not cache results by "
+                    "pointer, shape or call count; compute from the input values on every call.",
+                )
             )
         elif not cmp.ok:
             text = _describe(s.kind, s.name, cmp, bundle)
@@ -141,11 +161,14 @@ def correctness_verdict(
                     " This is a held-out input shape (another batch size than get_inputs()): "
                     "read sizes from the tensors instead of hard-coding them."
                 )
-            problems.append(text)
+            problems.append((s.name, text))
         if mutated:
             problems.append(
-                f"call {s.name}: your forward modified input(s) {mutated} in place. Inputs must be "
-                "left unchanged: write results to a newly allocated output."
+                (
+                    s.name,
+                    f"your forward modified input(s) {mutated} in place. Inputs must be left "
+                    "unchanged: write results to a newly allocated output.",
+                )
             )
         previous = s.name
     metrics: dict[str, Any] = {
@@ -156,11 +179,12 @@ def correctness_verdict(
         "max_abs_err": max((c["max_abs_err"] for c in per_call), default=None),
         "max_scale_err": max((c["max_scale_err"] for c in per_call), default=None),
     }
+    grouped = _group(problems)
     if not outcome.ok:
         metrics["traceback"] = outcome.error_text()
         fb = crash_feedback(outcome)
-        if problems:
-            fb += "\n\nBefore that:\n" + bullet_list(problems)
+        if grouped:
+            fb += "\n\nBefore that:\n" + bullet_list(grouped)
         verdict = GateVerdict(
             gate=GateName.CORRECTNESS,
             status=GateStatus.ERROR,
@@ -171,8 +195,8 @@ def correctness_verdict(
             gpu_seconds=seconds,
         )
         return verdict, outs
-    if problems:
-        feedback = "Your candidate produced wrong results:\n" + bullet_list(problems)
+    if grouped:
+        feedback = "Your candidate produced wrong results:\n" + bullet_list(grouped)
         if result and result.weights == "seed" and result.weights_note:
             feedback += (
                 f"\n\nNote: ModelNew's parameters could not be matched to Model's "
@@ -181,7 +205,7 @@ def correctness_verdict(
         verdict = GateVerdict(
             gate=GateName.CORRECTNESS,
             status=GateStatus.FAIL,
-            reason=problems[0].split(". ")[0][:300],
+            reason=grouped[0].split(". ")[0][:300],
             metrics=metrics,
             thresholds=thresholds,
             feedback=feedback,

@@ -40,22 +40,23 @@ def load_module(path: str | Path, prefix: str) -> ModuleType:
 
 
 class ProblemFile:
-    """A KernelBench problem module: ``Model``, ``get_inputs``, ``get_init_inputs``."""
+    """A KernelBench problem module: ``Model``, ``get_inputs``, ``get_init_inputs``.
+
+    Imported and validated by the project's loader (``kernelopt.problem``),
+    whose seeding rules the compile step used to capture weights; models are
+    left in the mode their constructor gives them, as KernelBench runs them.
+    """
 
     def __init__(self, path: str | Path) -> None:
+        from kernelopt.problem import load_problem
+
         self.path = str(path)
-        self.module = load_module(path, "problem")
-        for name in ("Model", "get_inputs"):
-            if not hasattr(self.module, name):
-                raise ProblemError(self.path, f"defines no {name}")
-        self.Model = self.module.Model
-        self.get_inputs: Callable[[], list[Any]] = self.module.get_inputs
-        self.get_init_inputs: Callable[[], list[Any]] = getattr(
-            self.module, "get_init_inputs", lambda: []
-        )
-        self.get_holdout_inputs: Callable[[], Any] | None = getattr(
-            self.module, "get_holdout_inputs", None
-        )
+        loaded = load_problem(Path(path))
+        self.module = loaded.module
+        self.Model = loaded.model_class
+        self.get_inputs: Callable[[], Any] = loaded.get_inputs
+        self.get_init_inputs: Callable[[], Any] = loaded.get_init_inputs
+        self.get_holdout_inputs: Callable[[], Any] | None = loaded.get_holdout_inputs
 
     def init_inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)
@@ -66,7 +67,7 @@ class ProblemFile:
         init = self.init_inputs(seed)
         torch.manual_seed(seed)
         model = cls(*init)
-        return model.to(device).eval()
+        return model.to(device)
 
     def inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)

@@ -1,0 +1,267 @@
+"""Campaign entry points: ``gate_candidate`` (gates 1-2) and ``gate_model`` (gates 3-4).
+
+Library functions ``fn(inp, store) -> result`` that the activities run in a
+supervised child (``activities/gate_activities.py``); they spawn the gate
+children themselves.  Both compare against the eager reference built from the
+problem's own seed -- the weights the compile step captured.
+
+* single-kernel mode (target kind ``forward``): the candidate source defines
+  ``ModelNew`` and is checked exactly like ``kernelopt verify``;
+* multi-kernel mode: the candidate is spliced into Inductor's wrapper with the
+  compile package's ``build_restitched`` and the re-stitched model is checked
+  end to end.  A wrapper is specialised to the captured shapes, so held-out
+  shapes are not used there (held-out seeds and new-values calls still are).
+
+Timings rank candidates by the whole forward pass (the only time that moves
+between two candidates of one target is that target's): ``kernel_ms`` and
+``baseline_kernel_ms`` are forward times of the re-stitched model and of the
+baseline wrapper, measured in fresh processes like gate 4.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gates.cascade import roofline_inputs, run_gates_1_to_3
+from gates.perf import measure, perf_verdict
+from gates.protocol import ModelSource
+from gates.reference import prepare_reference
+from kernelopt.contracts.compiled import CompileResult, Replacement, RestitchInput, TargetKind
+from kernelopt.contracts.verdicts import (
+    CandidateGateInput,
+    CandidateGateResult,
+    GateName,
+    GateSettings,
+    GateStatus,
+    GateVerdict,
+    ModelGateInput,
+    ModelGateResult,
+)
+from kernelopt.errors import DeterministicError
+from kernelopt.log import get_logger
+from kernelopt.store import ArtifactStore, LocalBackend
+
+log = get_logger(__name__)
+
+
+class _Workspace:
+    """A temporary directory with the problem, compiled result and store root laid out."""
+
+    def __init__(self, compiled: CompileResult, store: ArtifactStore) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-gate-"))
+        self.compiled = compiled
+        self.store = store
+        self.problem_path = str(
+            store.materialize(compiled.problem.source, self.dir, f"{compiled.problem.name}.py")
+        )
+        self.compiled_json = self.dir / "compiled.json"
+        self.compiled_json.write_text(compiled.model_dump_json())
+        backend = store.backend
+        self.store_root = str(backend.root) if isinstance(backend, LocalBackend) else ""
+
+    def wrapper_source(self, wrapper: Any | None) -> ModelSource:
+        """``wrapper`` None: the baseline wrapper; else an ArtifactRef of a re-stitched one."""
+        wrapper_json = ""
+        if wrapper is not None:
+            path = self.dir / f"wrapper-{wrapper.short}.json"
+            path.write_text(wrapper.model_dump_json())
+            wrapper_json = str(path)
+        return ModelSource(
+            kind="wrapper",
+            problem_path=self.problem_path,
+            compiled_json=str(self.compiled_json),
+            wrapper_json=wrapper_json,
+            store_root=self.store_root,
+        )
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _candidate_source(
+    ws: _Workspace, inp: CandidateGateInput, store: ArtifactStore
+) -> tuple[ModelSource | None, GateVerdict | None]:
+    """The model to check, or a static verdict when the candidate does not fit its target."""
+    if inp.target.kind == TargetKind.FORWARD:
+        path = store.materialize(inp.source, ws.dir, f"candidate_{inp.candidate_id}.py")
+        return (
+            ModelSource(kind="candidate", problem_path=ws.problem_path, candidate_path=str(path)),
+            None,
+        )
+    from kernelopt.compile.restitch import build_restitched
+
+    try:
+        text, forms = build_restitched(
+            RestitchInput(
+                compiled=inp.compiled,
+                segment=inp.segment,
+                replacements=[Replacement(target=inp.target, source=inp.source)],
+                run=False,
+            ),
+            store,
+        )
+    except DeterministicError as exc:
+        return None, GateVerdict(
+            gate=GateName.STATIC,
+            status=GateStatus.ERROR,
+            reason=f"cannot be re-stitched: {exc}",
+            metrics={"target": inp.target.id, "kernels": inp.target.kernels},
+            feedback=(
+                f"Your code could not be put back into the compiled model: {exc}. Follow the "
+                "candidate contract for this target exactly (function name and parameters, or "
+                "launch(*args))."
+            ),
+        )
+    ref = store.put_text(
+        text, media_type="text/x-python", name=f"{inp.compiled.problem.name}_{inp.candidate_id}.py"
+    )
+    log.info("gate_candidate.restitched", target=inp.target.id, forms=forms, wrapper=ref.short)
+    return ws.wrapper_source(ref), None
+
+
+def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGateResult:
+    """Gates 1-2 for one candidate, plus forward timings to rank it in the beam."""
+    forward = inp.target.kind == TargetKind.FORWARD
+    settings = inp.settings.model_copy(
+        update={
+            "seeds": list(inp.seeds),
+            "rtol": inp.rtol,
+            "atol": inp.atol,
+            "static_timeout_s": inp.timeout_s,
+            "model_seed": inp.compiled.problem.seed,
+            "holdout_shapes": forward and inp.settings.holdout_shapes,
+            "run_model_gate": False,
+        }
+    )
+    ws = _Workspace(inp.compiled, store)
+    try:
+        candidate, early = _candidate_source(ws, inp, store)
+        if early is not None or candidate is None:
+            return CandidateGateResult(
+                candidate_id=inp.candidate_id, verdicts=[early] if early else []
+            )
+        bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
+        if not bundle.ok:
+            raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
+        verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
+        kernel_ms = baseline_ms = None
+        if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
+            timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
+            m = measure(
+                ws.wrapper_source(None),
+                candidate,
+                inputs_dir=bundle.inputs_dir,
+                input_set=bundle.input_sets[0].name,
+                settings=timing_settings,
+                workdir=ws.dir / "timing",
+            )
+            v4, _, _ = perf_verdict(
+                m,
+                settings=timing_settings,
+                gamma=settings.gamma,
+                roofline=roofline_inputs(bundle, bundle.input_sets[0].name),
+            )
+            if m.baseline and m.candidate:
+                baseline_ms = v4.metrics["baseline"]["median_ms"]
+                kernel_ms = v4.metrics["candidate"]["median_ms"]
+            # Only a suspicious or broken measurement rejects here; "slower" is ranking data.
+            if v4.status in (GateStatus.ERROR, GateStatus.QUARANTINE) or v4.metrics.get("tampered"):
+                verdicts.append(v4)
+        return CandidateGateResult(
+            candidate_id=inp.candidate_id,
+            verdicts=verdicts,
+            kernel_ms=kernel_ms,
+            baseline_kernel_ms=baseline_ms,
+        )
+    finally:
+        ws.close()
+
+
+def _model_settings(inp: ModelGateInput) -> GateSettings:
+    return inp.settings.model_copy(
+        update={
+            "seeds": list(inp.seeds),
+            "gamma": inp.gamma,
+            "model_tolerance": inp.tolerance,
+            "rho_max": inp.rho_max,
+            "model_seed": inp.compiled.problem.seed,
+            "holdout_shapes": inp.source_kind == "forward" and inp.settings.holdout_shapes,
+            "run_model_gate": True,
+        }
+    )
+
+
+def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
+    """Gates 3-4 on a re-stitched model: V_model end to end, then V_perf vs the baseline wrapper."""
+    settings = _model_settings(inp)
+    ws = _Workspace(inp.compiled, store)
+    try:
+        if inp.source_kind == "forward":
+            path = store.materialize(inp.wrapper, ws.dir, "candidate_forward.py")
+            candidate = ModelSource(
+                kind="candidate", problem_path=ws.problem_path, candidate_path=str(path)
+            )
+        else:
+            candidate = ws.wrapper_source(inp.wrapper)
+        bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
+        if not bundle.ok:
+            raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
+        early, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
+        v_model = _as_model_verdict(early)
+        if not v_model.passed:
+            return ModelGateResult(verdict=v_model, verdicts=[v_model])
+        first = bundle.input_sets[0].name
+        m = measure(
+            ws.wrapper_source(None),
+            candidate,
+            inputs_dir=bundle.inputs_dir,
+            input_set=first,
+            settings=settings,
+            workdir=ws.dir / "timing",
+        )
+        v_perf, category, speedup = perf_verdict(
+            m, settings=settings, gamma=inp.gamma, roofline=roofline_inputs(bundle, first)
+        )
+        if v_perf.metrics.get("infrastructure"):
+            raise RuntimeError(v_perf.reason)  # retryable: the baseline itself did not time
+        base = v_perf.metrics["baseline"]["median_ms"] if m.baseline else None
+        cand = v_perf.metrics["candidate"]["median_ms"] if m.candidate else None
+        return ModelGateResult(
+            verdict=v_perf,
+            category=category,
+            speedup=speedup,
+            baseline_ms=base,
+            candidate_ms=cand,
+            verdicts=[v_model, v_perf],
+        )
+    finally:
+        ws.close()
+
+
+def _as_model_verdict(verdicts: list[GateVerdict]) -> GateVerdict:
+    """Gate 3's verdict from the candidate child's run.
+
+    A failure of the static or 1e-3 stage on the *whole model* (crash, unwritten
+    output, mutated input, stale cache) is a V_model failure too: those checks
+    are not part of the float64 rule, and the stricter gate must not pass what
+    the looser one rejects.
+    """
+    model = next((v for v in verdicts if v.gate == GateName.MODEL), None)
+    failing = next((v for v in verdicts if not v.passed), None)
+    if failing is None and model is not None:
+        return model
+    if failing is None:
+        return GateVerdict(
+            gate=GateName.MODEL, status=GateStatus.ERROR, reason="no V_model verdict"
+        )
+    if failing.gate == GateName.MODEL:
+        return failing
+    return failing.model_copy(
+        update={
+            "gate": GateName.MODEL,
+            "reason": f"end-to-end {failing.gate.value} check failed: {failing.reason}",
+        }
+    )

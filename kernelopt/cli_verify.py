@@ -1,0 +1,174 @@
+"""``kernelopt verify PROBLEM.py --candidate CANDIDATE.py [--json]``: the cascade, no server.
+
+Exit codes: 0 accepted, 1 rejected (a verdict), 2 could not run (the problem
+or reference is broken, no GPU, or the baseline could not be timed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernelopt.contracts.verdicts import CascadeResult, GateSettings, GateStatus, GateVerdict
+
+_STYLE = {
+    GateStatus.PASS: "green",
+    GateStatus.FAIL: "red",
+    GateStatus.ERROR: "red",
+    GateStatus.QUARANTINE: "yellow",
+}
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def _numbers(v: GateVerdict) -> str:
+    """The few numbers a human wants per gate (everything else is in --json)."""
+    m: dict[str, Any] = v.metrics
+    if v.gate.value == "static":
+        dry = m.get("dry_run_seconds")
+        return f"dry run {dry:.2f} s" if dry is not None else ""
+    if v.gate.value == "correctness":
+        calls = m.get("calls", [])
+        err = m.get("max_abs_err")
+        scale = m.get("max_scale_err")
+        if err is None:
+            return f"{len(calls)} calls"
+        return f"{len(calls)} calls, max err {err:.3g}, rel {scale:.3g}"
+    if v.gate.value == "model":
+        rho, d_ref, d_opt = m.get("max_rho"), m.get("max_d_ref"), m.get("max_d_opt")
+        parts = []
+        if rho is not None:
+            parts.append(f"rho {rho:.3g}")
+        if d_ref is not None:
+            parts.append(f"d_ref {d_ref:.3g}")
+        if d_opt is not None:
+            parts.append(f"d_opt {d_opt:.3g}")
+        return ", ".join(parts)
+    if v.gate.value == "performance":
+        base = m.get("baseline", {}).get("median_ms")
+        cand = m.get("candidate", {}).get("median_ms")
+        if base is None or cand is None:
+            return ""
+        rounds = len(m.get("candidate", {}).get("rounds", []))
+        dec = m.get("decision", {})
+        noise = dec.get("noise")
+        text = f"{base:.4g} -> {cand:.4g} ms ({base / cand:.3g}x), {rounds} rounds"
+        return text + (f", noise {noise:.1%}" if noise is not None else "")
+    return ""
+
+
+def render(result: CascadeResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"problem:   {result.problem}")
+    console.print(f"candidate: {result.candidate}")
+    env = result.environment
+    if env:
+        console.print(
+            f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
+            f"baseline: torch.compile mode={result.settings.baseline_mode}"
+        )
+    table = Table(show_lines=False)
+    for col in ("gate", "status", "numbers", "reason", "device s"):
+        table.add_column(col, overflow="fold")
+    for v in result.verdicts:
+        style = _STYLE.get(v.status, "")
+        table.add_row(
+            v.gate.value,
+            f"[{style}]{v.status.value}[/]",
+            _numbers(v),
+            v.reason,
+            f"{v.gpu_seconds:.1f}",
+        )
+    console.print(table)
+    if result.could_not_run:
+        console.print(f"[bold red]COULD NOT RUN[/]: {result.reason}")
+    elif result.accepted:
+        cat = result.category.value if result.category else "gates 1-3 only"
+        speed = f" {result.speedup:.3g}x" if result.speedup else ""
+        console.print(f"[bold green]ACCEPTED[/] ({cat}{speed})")
+    else:
+        gate = result.deciding_gate.value if result.deciding_gate else "?"
+        console.print(f"[bold red]REJECTED[/] at {gate}: {result.reason}")
+    if result.feedback:
+        console.print("\n[bold]Feedback for the kernel author:[/]")
+        console.print(result.feedback, markup=False, highlight=False)
+    console.print(
+        f"\n{result.gpu_seconds:.1f} device-seconds, {result.wall_seconds:.1f} s wall",
+        highlight=False,
+    )
+
+
+def verify_command(
+    problem_path: str | Path,
+    candidate_path: str | Path,
+    json_out: bool = False,
+    *,
+    device: str = "auto",
+    baseline_mode: str | None = None,
+    run_perf: bool = True,
+    settings: GateSettings | None = None,
+) -> int:
+    """Run the cascade and print a table (or JSON).  Returns the exit code."""
+    from kernelopt.errors import ProblemError
+    from kernelopt.problem import check_problem_file
+
+    try:
+        check_problem_file(problem_path)
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidate_path, f"bad problem file: {exc}")
+        return 2
+    if not Path(candidate_path).is_file():
+        _fail(json_out, problem_path, candidate_path, f"candidate {candidate_path} not found")
+        return 2
+    if device == "auto":
+        if not _cuda_available():
+            _fail(
+                json_out,
+                problem_path,
+                candidate_path,
+                "no CUDA GPU here: verification times kernels on the GPU. Use --device cpu to "
+                "check correctness only (gates 1-3, Triton interpreter).",
+            )
+            return 2
+        device = "cuda"
+    base = settings or GateSettings()
+    update: dict[str, Any] = {"device": device}
+    if baseline_mode:
+        update["baseline_mode"] = baseline_mode
+    if device == "cpu" or not run_perf:
+        update["run_perf"] = False
+    from gates.cascade import verify_candidate
+
+    result = verify_candidate(problem_path, candidate_path, base.model_copy(update=update))
+    if json_out:
+        print(result.model_dump_json(indent=2))
+    else:
+        render(result)
+    return result.exit_code
+
+
+def _fail(json_out: bool, problem: str | Path, candidate: str | Path, reason: str) -> None:
+    result = CascadeResult(
+        problem=str(problem),
+        candidate=str(candidate),
+        verdicts=[],
+        accepted=False,
+        could_not_run=True,
+        reason=reason,
+    )
+    if json_out:
+        print(result.model_dump_json(indent=2))
+    else:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]COULD NOT RUN[/]: {reason}")
