@@ -133,6 +133,8 @@ class SearchKernel:
             else:
                 decisions = await self._builtin_round(beam)
             decisions += await self._retime_winners()
+            if self._exhausted():
+                break  # an interrupted iteration is not counted (nor summarised)
             await self._summarize(decisions)
             self.s.iteration += 1
             if (

@@ -8,7 +8,8 @@ retry-fix loop run exactly as against a production endpoint.
 A script is a list of ``Reply`` rules.  Each request takes the first unused
 rule whose ``match`` text occurs in the request's messages (system + user +
 assistant text, so a retry-fix request can be matched by the feedback it
-carries); rules with ``repeat=True`` are never used up.  A ``Reply`` may
+carries); rules with ``repeat=True`` are never used up, and ``respond`` computes the
+content from the request (e.g. a kernel that embeds which plan it answers).  A ``Reply`` may
 instead carry an HTTP ``status`` to inject a failure (429, 500, 401 ...).
 Every request is recorded for assertions.  No rule matches -> HTTP 500 with
 an explanation, which makes a missing script line loud.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,7 +34,11 @@ class Reply:
     completion_tokens: int = 50
     status: int = 200  # non-200: an injected HTTP error (content is the error message)
     repeat: bool = False
+    respond: Callable[[list[dict[str, Any]]], str] | None = None  # content from the request
     used: int = 0
+
+    def text_for(self, messages: list[dict[str, Any]]) -> str:
+        return self.respond(messages) if self.respond is not None else self.content
 
 
 @dataclass
@@ -111,7 +117,7 @@ class ScriptedOpenAI:
             self.requests.append(request)
 
 
-def completion(model: str, reply: Reply) -> dict[str, Any]:
+def completion(model: str, reply: Reply, content: str) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-scripted-{int(time.time() * 1e6)}",
         "object": "chat.completion",
@@ -120,7 +126,7 @@ def completion(model: str, reply: Reply) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content},
+                "message": {"role": "assistant", "content": content},
                 "finish_reason": "stop",
             }
         ],
@@ -175,6 +181,8 @@ def _make_handler(server: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
                     {"error": {"message": reply.content or "injected", "type": "injected"}},
                 )
                 return
-            self._send(200, completion(body.get("model", "scripted"), reply))
+            self._send(
+                200, completion(body.get("model", "scripted"), reply, reply.text_for(messages))
+            )
 
     return Handler
