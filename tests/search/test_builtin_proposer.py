@@ -208,3 +208,47 @@ def test_every_captured_tunable_kernel_gets_parseable_variants(store):
             text = store.get_text(variant.source)
             ast.parse(text)
             assert f"def {kernel.name}(" in text
+
+
+def _load(tmp_path, text: str, name: str):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(f"kernelopt_test_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("source", [POINTWISE, PERSISTENT, REDUCTION])
+def test_variants_load_into_inductors_launcher_with_exactly_their_config(
+    store, tmp_path, monkeypatch, source
+):
+    """Importing a variant builds Inductor's CachingAutotuner pinned to the labelled config.
+
+    (CPU: the GPU driver check is stubbed; compiling and running is scripts/gpu_search.py's job.)
+    """
+    from torch._inductor.runtime import triton_helpers
+    from torch._inductor.runtime.triton_heuristics import HeuristicType
+
+    monkeypatch.setattr(triton_helpers, "set_driver_to_gpu", lambda: None)
+    kernel = parse_kernel(source)
+    original = getattr(_load(tmp_path, source, "original"), kernel.name)
+    assert original.heuristic_type != HeuristicType.FIXED
+    result = propose(_inp(store, source, count=4), store)
+    pinned = [v for v in result.variants if v.config]
+    assert pinned
+    for index, variant in enumerate(pinned):
+        autotuner = getattr(
+            _load(tmp_path, store.get_text(variant.source), f"v{index}"), kernel.name
+        )
+        assert autotuner.heuristic_type == HeuristicType.FIXED
+        (config,) = autotuner.configs
+        blocks = {k: v for k, v in variant.config.items() if k.endswith("BLOCK")}
+        assert config.kwargs == blocks
+        assert (config.num_warps, config.num_stages) == (
+            variant.config["num_warps"],
+            variant.config["num_stages"],
+        )
+        assert autotuner.fn.arg_names == original.fn.arg_names
