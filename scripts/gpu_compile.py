@@ -120,44 +120,9 @@ def table(warm: list[dict], report: dict) -> str:
     return "\n".join(rows)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--warm", help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu-out")))
-    parser.add_argument("--jobs", type=int, default=6)
-    parser.add_argument("--warm-timeout", type=float, default=150.0)
-    parser.add_argument(
-        "--budget-s", type=float, default=300.0, help="stop starting tests after this"
-    )
-    args = parser.parse_args()
-    if args.warm:
-        return warm_one(args.warm)
-    started = time.time()
-    from tests.compile.helpers import core_problems
-
-    core = core_problems()
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    fixtures = out / "fixtures"
-    print(
-        f"[gpu_compile] {len(core)} core problems, warm-up with {args.jobs} processes", flush=True
-    )
-    warm = warm_all(core, args.jobs, args.warm_timeout)
-    for w in warm:
-        print(
-            f"[warm] {w['problem']}: "
-            + (f"{w['compile_s']:.1f} s" if w["ok"] else w["error"][:300]),
-            flush=True,
-        )
-    print(f"[gpu_compile] warm-up done at {time.time() - started:.0f} s", flush=True)
-    report_path = out / "gpu_report.json"
-    env = dict(
-        os.environ,
-        KERNELOPT_GPU_REPORT=str(report_path),
-        KERNELOPT_FIXTURE_OUT=str(fixtures),
-        KERNELOPT_GPU_DEADLINE=str(started + args.budget_s),
-    )
-    proc = subprocess.run(
+def _pytest(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    handle = log.open("w")
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -170,16 +135,97 @@ def main() -> int:
             "no:cacheprovider",
             "-rfEs",
             "--tb=short",
-            "--timeout=400",
+            *args,
         ],
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
     )
-    (out / "pytest.log").write_text(proc.stdout + "\n" + proc.stderr)
-    print(proc.stdout[-6000:], flush=True)
-    report = json.loads(report_path.read_text()) if report_path.is_file() else {}
+
+
+def merge_reports(directory: Path) -> dict:
+    report: dict[str, dict] = {}
+    for f in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        name = f.name.split(".")[0]
+        report.setdefault(name, {}).update(json.loads(f.read_text()))
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--warm", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu-out")))
+    parser.add_argument("--jobs", type=int, default=6)
+    parser.add_argument("--warm-timeout", type=float, default=150.0)
+    parser.add_argument(
+        "--budget-s", type=float, default=300.0, help="stop starting tests after this"
+    )
+    parser.add_argument(
+        "--fixtures-first",
+        action="store_true",
+        help="no warm-up: problems with committed fixtures are tested from them (xdist), the "
+        "others are compiled in parallel processes, one per problem",
+    )
+    args = parser.parse_args()
+    if args.warm:
+        return warm_one(args.warm)
+    started = time.time()
+    from tests.compile.helpers import core_problems, fixture_names, problem_name
+
+    core = core_problems()
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    fixtures = out / "fixtures"
+    report_dir = out / "report"
+    env = dict(
+        os.environ,
+        KERNELOPT_GPU_REPORT_DIR=str(report_dir),
+        KERNELOPT_FIXTURE_OUT=str(fixtures),
+        KERNELOPT_GPU_DEADLINE=str(started + args.budget_s),
+    )
+    warm: list[dict] = []
+    if args.fixtures_first:
+        have = set(fixture_names())
+        missing = [rel for rel in core if problem_name(rel) not in have]
+        procs = []
+        for i, rel in enumerate(missing):
+            stem = Path(rel).stem.split("_", 1)[-1]
+            procs.append(
+                _pytest(
+                    ["-k", stem],
+                    dict(env, TORCHINDUCTOR_COMPILE_THREADS="6"),
+                    out / f"pytest_compile{i}.log",
+                )
+            )
+        deselect = (
+            " and ".join(f"not {Path(rel).stem.split('_', 1)[-1]}" for rel in missing) or "True"
+        )
+        procs.append(
+            _pytest(
+                ["-n", "3", "-k", f"not test_compile_then_cache_hit and {deselect}"],
+                env,
+                out / "pytest_fixtures.log",
+            )
+        )
+        codes = [p.wait() for p in procs]
+        rc = max(codes) if codes else 0
+    else:
+        print(f"[gpu_compile] {len(core)} core problems, warm-up with {args.jobs} processes")
+        warm = warm_all(core, args.jobs, args.warm_timeout)
+        for w in warm:
+            print(
+                f"[warm] {w['problem']}: "
+                + (f"{w['compile_s']:.1f} s" if w["ok"] else w["error"][:300])
+            )
+        print(f"[gpu_compile] warm-up done at {time.time() - started:.0f} s", flush=True)
+        proc = _pytest(["--timeout=400"], env, out / "pytest.log")
+        rc = proc.wait()
+    for log in sorted(out.glob("pytest*.log")):
+        text = log.read_text()
+        tail = [ln for ln in text.splitlines() if not ln.startswith(("DEBUG", "INFO"))]
+        print(f"--- {log.name}\n" + "\n".join(tail[-25:]), flush=True)
+    report = merge_reports(report_dir)
     (out / "summary.json").write_text(json.dumps({"warm": warm, "report": report}, indent=2))
     if fixtures.is_dir():
         with tarfile.open(out / "fixtures.tar.gz", "w:gz") as tar:
@@ -188,12 +234,11 @@ def main() -> int:
         for f in fixtures.iterdir():
             f.unlink()
         fixtures.rmdir()
+    for f in report_dir.glob("*.json") if report_dir.is_dir() else []:
+        f.unlink()
     print(table(warm, report), flush=True)
-    print(
-        f"[gpu_compile] total {time.time() - started:.0f} s, pytest rc {proc.returncode}",
-        flush=True,
-    )
-    return proc.returncode
+    print(f"[gpu_compile] total {time.time() - started:.0f} s, pytest rc {rc}", flush=True)
+    return rc
 
 
 if __name__ == "__main__":

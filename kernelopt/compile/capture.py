@@ -283,7 +283,7 @@ def compile_on(
     report({"step": "reference"})
     module = load_wrapper_module(cap.source, f"{name}_baseline")
     reference = run_call(module, [clone_exact(a) for a in cap.args])
-    matches, _ = compare_outputs(reference, cap.output)
+    matches, max_diff = compare_outputs(reference, cap.output)
     reference_ref = save_tensors(store, reference, f"{name}_reference_out.pt")
 
     report({"step": "timing"})
@@ -326,6 +326,7 @@ def compile_on(
         mode_reason=MODE_REASON if inp.mode == BASELINE_MODE else f"requested mode {inp.mode}",
         wrapper_ms=wrapper_ms,
         wrapper_matches_compiled=matches,
+        wrapper_max_abs_diff=max_diff,
         default_mode_wrapper=default_ref,
         python_version=ver["python"],
     )

@@ -63,6 +63,10 @@ class CompileResult(Frozen):
     mode_reason: str = ""  # why this compile mode is the baseline
     wrapper_ms: float | None = None  # the loaded wrapper's call() on the captured args
     wrapper_matches_compiled: bool | None = None  # wrapper output == torch.compile output, bitwise
+    # max |wrapper - torch.compile| on the first call: not always 0, because Inductor autotunes
+    # some kernels at their first launch and cuDNN picks algorithms by free workspace; the
+    # reloaded wrapper is the baseline, and it is self-consistent (reference_output).
+    wrapper_max_abs_diff: float | None = None
     default_mode_wrapper: ArtifactRef | None = None  # reference only; never the baseline
     python_version: str = ""
 

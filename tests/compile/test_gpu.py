@@ -1,10 +1,13 @@
 """GPU tests on the core problem set (run on the H200 host by scripts/gpu_compile.py).
 
-Per core problem: compile (forced, then again from the content-hash cache), the
-identity re-stitch is bit-exact, triage's f is measured, and the captured
-wrapper reproduces torch.compile's output.  Numbers go to
-``$KERNELOPT_GPU_REPORT`` (JSON) and, with ``$KERNELOPT_FIXTURE_OUT`` set, the
-captured wrappers and segmentations are written there as CPU-test fixtures.
+Per core problem: compile (forced, then again from the content-hash cache) and
+check the captured wrapper against torch.compile; the identity re-stitch is
+bit-exact; triage measures f.  Tests other than the compile test use the
+committed fixture's wrapper, rehydrated (``compile/rehydrate.py``: arguments
+regenerated from the seed by recorded name), so they need no 30-50 s
+max-autotune compile.  Numbers go to ``$KERNELOPT_GPU_REPORT_DIR`` (one JSON
+file per problem and test) and, with ``$KERNELOPT_FIXTURE_OUT`` set, captured
+wrappers and segmentations are written there as CPU-test fixtures.
 """
 
 from __future__ import annotations
@@ -16,12 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.compile.helpers import ROOT, core_problems, problem_name
+from tests.compile.helpers import (
+    ROOT,
+    core_problems,
+    fixture_json,
+    fixture_names,
+    problem_name,
+    wrapper_text,
+)
 
 pytestmark = pytest.mark.gpu
 
 CORE = core_problems()
-REPORT: dict[str, dict] = {}
 DEADLINE = float(os.environ.get("KERNELOPT_GPU_DEADLINE", "inf"))
 FIXTURE_OUT = os.environ.get("KERNELOPT_FIXTURE_OUT")
 
@@ -31,14 +40,20 @@ def _before_deadline() -> None:
         pytest.skip("GPU time budget of this run is spent")
 
 
+def _record(name: str, test: str, **values: object) -> None:
+    """One JSON file per (problem, test): safe under pytest-xdist; the script merges them."""
+    directory = os.environ.get("KERNELOPT_GPU_REPORT_DIR")
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        path = Path(directory) / f"{name}.{test}.json"
+        path.write_text(json.dumps(values, indent=2, default=str))
+
+
 @pytest.fixture(scope="module")
 def gpu_store():
     from kernelopt.store import open_store
 
-    yield open_store()
-    path = os.environ.get("KERNELOPT_GPU_REPORT")
-    if path:
-        Path(path).write_text(json.dumps(REPORT, indent=2, default=str))
+    return open_store()
 
 
 def _spec(rel: str, store):
@@ -51,10 +66,24 @@ def _spec(rel: str, store):
 
 
 def _compiled(rel: str, store):
+    """The committed fixture's baseline, rehydrated (no compile); else compile (cached)."""
     from kernelopt.compile.capture import compile_problem
     from kernelopt.contracts.compiled import CompileInput
 
+    name = problem_name(rel)
+    if name in fixture_names():
+        return _rehydrated(name, store)
     return compile_problem(CompileInput(problem=_spec(rel, store)), store)
+
+
+def _rehydrated(name: str, store):
+    from kernelopt.compile.rehydrate import rehydrate
+    from kernelopt.contracts.compiled import CompileResult
+
+    recorded = CompileResult.model_validate(fixture_json(name, "compile"))
+    level, _, stem = name.partition("_")
+    problem = (ROOT / "problems" / level / f"{stem}.py").read_text()
+    return rehydrate(recorded, problem, wrapper_text(name), store)
 
 
 def _export(name: str, suffix: str, text: str) -> None:
@@ -77,7 +106,15 @@ def test_compile_then_cache_hit(rel: str, gpu_store) -> None:
     started = time.perf_counter()
     second = compile_problem(CompileInput(problem=spec), gpu_store)
     second_wall = time.perf_counter() - started
-    REPORT.setdefault(spec.name, {}).update(
+    seg = segment(SegmentInput(compiled=first), gpu_store)
+    _export(spec.name, ".py.txt", gpu_store.get_text(first.wrapper))
+    if first.default_mode_wrapper is not None:
+        _export(spec.name, ".default.py.txt", gpu_store.get_text(first.default_mode_wrapper))
+    _export(spec.name, ".compile.json", first.model_dump_json(indent=2))
+    _export(spec.name, ".segment.json", seg.model_dump_json(indent=2))
+    _record(
+        spec.name,
+        "compile",
         compile_seconds=first.compile_seconds,
         compile_wall=first_wall,
         cached_wall=second_wall,
@@ -87,70 +124,60 @@ def test_compile_then_cache_hit(rel: str, gpu_store) -> None:
         default_mode_ms=first.default_mode_ms,
         wrapper_ms=first.wrapper_ms,
         wrapper_matches_compiled=first.wrapper_matches_compiled,
-        arg_roles=first.arg_roles,
+        wrapper_max_abs_diff=first.wrapper_max_abs_diff,
         versions=[first.torch_version, first.triton_version, first.gpu_name],
     )
     assert not first.cache_hit
     assert second.cache_hit
     assert second.wrapper == first.wrapper and second.args == first.args
     assert second_wall < first_wall
-    assert first.wrapper_matches_compiled, "re-loaded wrapper differs from torch.compile output"
+    # bitwise equality with torch.compile's first call is recorded, not required (see
+    # CompileResult.wrapper_max_abs_diff); the numbers must agree to fp32 rounding
+    assert first.wrapper_max_abs_diff is not None and first.wrapper_max_abs_diff < 1e-3
     assert len(first.arg_roles) == len(first.arg_specs) > 0
     assert "input" in first.arg_roles
-    seg = segment(SegmentInput(compiled=first), gpu_store)
-    _export(spec.name, ".py.txt", gpu_store.get_text(first.wrapper))
-    if first.default_mode_wrapper is not None:
-        _export(spec.name, ".default.py.txt", gpu_store.get_text(first.default_mode_wrapper))
-    _export(spec.name, ".compile.json", first.model_dump_json(indent=2))
-    _export(spec.name, ".segment.json", seg.model_dump_json(indent=2))
 
 
 @pytest.mark.parametrize("rel", CORE)
-def test_identity_restitch_is_bit_exact(rel: str, gpu_store) -> None:
+def test_identity_restitch_and_triage(rel: str, gpu_store) -> None:
+    """Identity re-stitch of every Triton kernel is bit-exact; triage measures f."""
     from kernelopt.compile.restitch import restitch
     from kernelopt.compile.segment import segment
+    from kernelopt.compile.triage import triage
     from kernelopt.contracts.compiled import (
         Replacement,
         RestitchInput,
         SearchMode,
         SegmentInput,
         TargetKind,
+        TriageInput,
     )
 
     _before_deadline()
     compiled = _compiled(rel, gpu_store)
-    seg = segment(SegmentInput(compiled=compiled, mode=SearchMode.MULTI), gpu_store)
+    multi = segment(SegmentInput(compiled=compiled, mode=SearchMode.MULTI), gpu_store)
     replacements = [
         Replacement(target=t, source=t.source)
-        for t in seg.targets
+        for t in multi.targets
         if t.kind == TargetKind.KERNEL and t.source is not None
     ]
     result = restitch(
-        RestitchInput(compiled=compiled, segment=seg, replacements=replacements), gpu_store
+        RestitchInput(compiled=compiled, segment=multi, replacements=replacements), gpu_store
     )
-    same_text = gpu_store.get_text(result.wrapper) == gpu_store.get_text(compiled.wrapper)
-    REPORT.setdefault(compiled.problem.name, {}).update(
-        identity_same_text=same_text,
-        identity_bit_exact=result.bit_exact,
-        identity_replaced=len(result.replaced),
-        kernels=len(seg.kernels),
-        library_calls=len(seg.library_calls),
-        fusion_groups=len(seg.fusion_groups),
-    )
-    assert result.bit_exact is True
-
-
-@pytest.mark.parametrize("rel", CORE)
-def test_triage_measures_f(rel: str, gpu_store) -> None:
-    from kernelopt.compile.segment import segment
-    from kernelopt.compile.triage import triage
-    from kernelopt.contracts.compiled import SegmentInput, TriageInput
-
-    _before_deadline()
-    compiled = _compiled(rel, gpu_store)
     seg = segment(SegmentInput(compiled=compiled), gpu_store)
     tri = triage(TriageInput(compiled=compiled, segment=seg), gpu_store)
-    REPORT.setdefault(compiled.problem.name, {}).update(
+    name = compiled.problem.name
+    _export(name, ".triage.json", tri.model_dump_json(indent=2))
+    _record(
+        name,
+        "identity_triage",
+        identity_same_text=gpu_store.get_text(result.wrapper)
+        == gpu_store.get_text(compiled.wrapper),
+        identity_bit_exact=result.bit_exact,
+        identity_replaced=len(result.replaced),
+        kernels=len(multi.kernels),
+        library_calls=len(multi.library_calls),
+        fusion_groups=len(multi.fusion_groups),
         mode=seg.mode.value,
         f=tri.library_fraction,
         total_ms=tri.total_ms,
@@ -158,8 +185,13 @@ def test_triage_measures_f(rel: str, gpu_store) -> None:
         wall_ms=tri.wall_ms,
         verdict=tri.verdict,
         required_speedup=tri.required_speedup,
+        method=tri.method[:40],
+        per_kernel=[
+            (k.name, round(k.ms, 5), k.is_library, k.standalone_ms) for k in tri.per_kernel
+        ],
     )
-    _export(compiled.problem.name, ".triage.json", tri.model_dump_json(indent=2))
+    assert result.bit_exact is True
+    assert len(result.replaced) == len(multi.kernels)
     assert 0.0 <= tri.library_fraction <= 1.0
     assert tri.total_ms > 0
     triton = {k.name: k for k in tri.per_kernel if not k.is_library}
@@ -239,7 +271,7 @@ def test_launch_form_candidate_gets_its_own_launcher(gpu_store) -> None:
     got = load_tensors(gpu_store, result.output, "cuda")[0]
     want = load_tensors(gpu_store, compiled.reference_output, "cuda")[0]
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
-    REPORT.setdefault("launch_form", {}).update(max_abs_diff=result.max_abs_diff)
+    _record("launch_form", "launch", max_abs_diff=result.max_abs_diff)
 
 
 @pytest.mark.skipif(RELU_CHAIN not in CORE, reason="relu chain is not in the core set")
