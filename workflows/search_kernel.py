@@ -106,6 +106,7 @@ class SearchKernel:
             self.s = SearchState(budget_left=dict(inp.budget_left), memory=inp.memory)
         self.tree = SearchTree.from_dict(self.s.tree) if self.s.tree else None
         self.step = "starting"
+        self.notes: list[str] = []  # the built-in proposer's notes of the current round
         self.run_started = workflow.now()
         p = inp.proposer
         self.proposer = (
@@ -348,6 +349,7 @@ class SearchKernel:
 
     # --- built-in rounds ------------------------------------------------------------------
     async def _builtin_round(self, beam: list[Node]) -> list[Decision]:
+        self.notes = []
         proposals = await asyncio.gather(*(self._propose(node) for node in beam))
         jobs = []
         for k, (node, variants) in enumerate(zip(beam, proposals, strict=True)):
@@ -356,6 +358,9 @@ class SearchKernel:
                     continue  # two states proposed the same config this round
                 self.s.tried_labels.append(variant.label)
                 jobs.append(self._try_variant(node, k, v, variant))
+        if not jobs and not self.s.stopped_reason:
+            note = next((n for n in self.notes if n), "launch space exhausted")
+            self.s.stopped_reason = f"built-in proposer has nothing left to try: {note}"[:500]
         return list(await asyncio.gather(*jobs))
 
     async def _propose(self, node: Node) -> list[BuiltinVariant]:
@@ -383,6 +388,7 @@ class SearchKernel:
             return []
         if result.note:
             workflow.logger.info("built-in proposer on %s: %s", node.id, result.note)
+            self.notes.append(result.note)
         return result.variants
 
     async def _try_variant(self, node: Node, k: int, v: int, variant: BuiltinVariant) -> Decision:

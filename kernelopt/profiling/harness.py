@@ -50,7 +50,7 @@ def _module():
 
 
 def _dtype(name):
-    return getattr(torch, name.replace("torch.", ""))
+    return getattr(torch, name.replace("torch.", ""), torch.float32)
 
 
 def get_args():
@@ -149,6 +149,9 @@ def resolve_harness(
     args = launch_args(inp.segment, inp.target)
     if not args or not inp.target.kernels:
         return None, "no harness: the segment records no launch arguments for this target"
+    unknown = [a.name for a in args if a.tensor is None and a.value is None]
+    if unknown:
+        return None, f"no harness: the launch record lacks the layout of {', '.join(unknown)}"
     kernel_path = directory / "kernel_state.py"
     kernel_path.write_text(source)
     path = directory / "harness.py"

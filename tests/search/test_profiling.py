@@ -317,6 +317,17 @@ def test_built_harness_carries_the_launch_record(store, tmp_path):
     assert build_harness(KERNEL, Path("/k.py"), []) != text
 
 
+def test_a_launch_record_without_layouts_builds_no_harness(store, tmp_path):
+    inp = _profile_input(store, POINTWISE)
+    kernel = inp.segment.kernels[0]
+    launch = kernel.launches[0]
+    args = [launch.args[0].model_copy(update={"tensor": None}), *launch.args[1:]]
+    blind = kernel.model_copy(update={"launches": [launch.model_copy(update={"args": args})]})
+    inp = inp.model_copy(update={"segment": inp.segment.model_copy(update={"kernels": [blind]})})
+    path, why = resolve_harness(inp, store, tmp_path / "h")
+    assert path is None and "lacks the layout of in_ptr0" in why
+
+
 def test_no_harness_and_no_launch_record_is_a_note(store):
     inp = _profile_input(store, POINTWISE)
     inp = inp.model_copy(update={"segment": inp.segment.model_copy(update={"kernels": []})})

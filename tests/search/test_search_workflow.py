@@ -486,3 +486,17 @@ async def test_budget_signal_stops_a_running_search_cleanly(env, store):
     assert len(gpu.gated) == 4
     assert all(":i0-" in cid and not cid.endswith(":retime") for cid in gpu.gated)
     assert result.best is None  # winners that were never re-timed cannot be the answer
+
+
+async def test_builtin_search_on_a_source_it_cannot_tune_stops_with_the_reason(env, store):
+    gpu = Gpu()
+    inp = search_input(store, f"forward-{uuid.uuid4().hex[:6]}", use_llm=False)
+    forward = store.put_text("class ModelNew:\n    pass\n", name="forward.py")
+    target = inp.target.model_copy(
+        update={"kind": TargetKind.FORWARD, "kernels": [], "source": forward}
+    )
+    result, _ = await run_search(env, inp.model_copy(update={"target": target}), gpu)
+    assert result.stopped_reason.startswith("built-in proposer has nothing left to try")
+    assert "not an Inductor kernel source" in result.stopped_reason
+    assert result.candidates_tried == 0 and result.best is None
+    assert gpu.gated == []
