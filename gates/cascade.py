@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -30,7 +31,6 @@ from kernelopt.contracts.verdicts import (
     GateName,
     GateSettings,
     GateVerdict,
-    PerfCategory,
 )
 
 
@@ -131,9 +131,6 @@ def verify_candidate(
 ) -> CascadeResult:
     """Run the whole cascade.  Pass ``bundle`` to reuse one reference for many candidates."""
     settings = settings or GateSettings()
-    started = time.monotonic()
-    problem_path = str(Path(problem_path).resolve())
-    candidate_path = str(Path(candidate_path).resolve())
     tmp = None
     if workdir is None:
         tmp = tempfile.mkdtemp(prefix="kernelopt-verify-")
@@ -141,21 +138,27 @@ def verify_candidate(
     try:
         if bundle is None:
             bundle = prepare_reference(problem_path, settings, workdir / "reference")
-        return _cascade(problem_path, candidate_path, settings, workdir, bundle, started)
+        result = check_candidate(bundle, candidate_path, settings, workdir)
+        if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
+            result = time_candidate(result, bundle, settings, workdir)
+        return result
     finally:
         if tmp is not None and not keep_files:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _cascade(
-    problem_path: str,
-    candidate_path: str,
-    settings: GateSettings,
-    workdir: Path,
-    bundle: ReferenceBundle,
-    started: float,
+def _candidate_dir(workdir: Path, candidate_path: str) -> Path:
+    tag = hashlib.sha256(candidate_path.encode()).hexdigest()[:10]
+    return workdir / f"candidate-{Path(candidate_path).stem}-{tag}"
+
+
+def check_candidate(
+    bundle: ReferenceBundle, candidate_path: str | Path, settings: GateSettings, workdir: Path
 ) -> CascadeResult:
-    ref_seconds = bundle.gpu_seconds
+    """Gates 1-3 (no timing): safe to run for several candidates at once."""
+    started = time.monotonic()
+    problem_path = str(Path(bundle.problem_path).resolve())
+    candidate_path = str(Path(candidate_path).resolve())
     if not bundle.ok or bundle.result is None:
         return CascadeResult(
             problem=problem_path,
@@ -165,62 +168,84 @@ def _cascade(
             could_not_run=True,
             reason=f"the reference could not run: {bundle.outcome.describe()}\n"
             + bundle.outcome.error_text(2000),
-            gpu_seconds=ref_seconds,
+            gpu_seconds=bundle.gpu_seconds,
             wall_seconds=time.monotonic() - started,
             settings=settings,
         )
-    tag = hashlib.sha256(candidate_path.encode()).hexdigest()[:10]
-    cand_dir = workdir / f"candidate-{Path(candidate_path).stem}-{tag}"
     candidate = ModelSource(
         kind="candidate", problem_path=problem_path, candidate_path=candidate_path
     )
-    verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, cand_dir)
-    category: PerfCategory | None = None
-    speedup = baseline_ms = candidate_ms = None
-    could_not_run = False
-    if all(v.passed for v in verdicts) and settings.run_perf:
-        first = bundle.input_sets[0].name
-        m = measure(
-            baseline_source(problem_path, settings),
-            candidate,
-            inputs_dir=bundle.inputs_dir,
-            input_set=first,
-            settings=settings,
-            workdir=cand_dir / "timing",
-        )
-        v4, category, speedup = perf_verdict(
-            m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)
-        )
-        verdicts.append(v4)
-        could_not_run = bool(v4.metrics.get("infrastructure"))
-        if m.baseline and m.candidate:
-            baseline_ms = v4.metrics["baseline"]["median_ms"]
-            candidate_ms = v4.metrics["candidate"]["median_ms"]
-    failing = next((v for v in verdicts if not v.passed), None)
-    accepted = failing is None and bool(verdicts)
+    verdicts, _ = run_gates_1_to_3(
+        bundle, candidate, settings, _candidate_dir(workdir, candidate_path)
+    )
     result = bundle.result
-    return CascadeResult(
-        problem=problem_path,
-        candidate=candidate_path,
-        verdicts=verdicts,
-        accepted=accepted,
-        could_not_run=could_not_run,
-        deciding_gate=failing.gate if failing else None,
-        reason=failing.reason if failing else _accepted_reason(verdicts),
-        category=category,
-        speedup=speedup,
-        baseline_ms=baseline_ms,
-        candidate_ms=candidate_ms,
-        gpu_seconds=ref_seconds + sum(v.gpu_seconds for v in verdicts),
-        wall_seconds=time.monotonic() - started,
+    return _finish(
+        CascadeResult(
+            problem=problem_path,
+            candidate=candidate_path,
+            verdicts=verdicts,
+            accepted=False,
+            settings=settings,
+            environment={
+                "device": result.device_name,
+                "torch": result.torch_version,
+                "triton": result.triton_version,
+                "reference_seconds": round(bundle.outcome.wall_s, 3),
+                "seeds": bundle.seeds_used,
+            },
+        ),
+        bundle,
+        time.monotonic() - started,
+    )
+
+
+def time_candidate(
+    checked: CascadeResult, bundle: ReferenceBundle, settings: GateSettings, workdir: Path
+) -> CascadeResult:
+    """Gate 4 for a candidate that passed gates 1-3.  Run one at a time per GPU."""
+    started = time.monotonic()
+    candidate = ModelSource(
+        kind="candidate", problem_path=checked.problem, candidate_path=checked.candidate
+    )
+    first = bundle.input_sets[0].name
+    m = measure(
+        baseline_source(checked.problem, settings),
+        candidate,
+        inputs_dir=bundle.inputs_dir,
+        input_set=first,
         settings=settings,
-        environment={
-            "device": result.device_name,
-            "torch": result.torch_version,
-            "triton": result.triton_version,
-            "reference_seconds": round(bundle.outcome.wall_s, 3),
-            "seeds": bundle.seeds_used,
-        },
+        workdir=_candidate_dir(workdir, checked.candidate) / "timing",
+    )
+    v4, category, speedup = perf_verdict(
+        m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)
+    )
+    update: dict[str, Any] = {
+        "verdicts": [*checked.verdicts, v4],
+        "category": category,
+        "speedup": speedup,
+        "could_not_run": bool(v4.metrics.get("infrastructure")),
+    }
+    if m.baseline and m.candidate:
+        update["baseline_ms"] = v4.metrics["baseline"]["median_ms"]
+        update["candidate_ms"] = v4.metrics["candidate"]["median_ms"]
+    return _finish(
+        checked.model_copy(update=update),
+        bundle,
+        checked.wall_seconds + time.monotonic() - started,
+    )
+
+
+def _finish(result: CascadeResult, bundle: ReferenceBundle, wall: float) -> CascadeResult:
+    """Derive acceptance, the deciding gate, the reason and the cost from the verdicts."""
+    failing = next((v for v in result.verdicts if not v.passed), None)
+    return result.model_copy(
+        update={
+            "accepted": failing is None and bool(result.verdicts) and not result.could_not_run,
+            "deciding_gate": failing.gate if failing else None,
+            "reason": failing.reason if failing else _accepted_reason(result.verdicts),
+            "gpu_seconds": bundle.gpu_seconds + sum(v.gpu_seconds for v in result.verdicts),
+            "wall_seconds": wall,
+        }
     )
 
 

@@ -20,11 +20,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from gates.zygote import Zygote, ZygoteError
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -118,26 +121,11 @@ def run_job(
     (workdir / "job.json").write_text(job.model_dump_json())
     log_path = workdir / "child.log"
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gates.child", str(workdir)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=str(workdir),
-            env=child_env(device, env),
-            start_new_session=True,
-        )
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            proc.wait()
-        finally:
-            # Grandchildren (compile workers, anything the candidate spawned) go too.
-            _kill_group(proc.pid)
+    zygote = _ZYGOTES.get(device) if env is None else None
+    if zygote is not None and zygote.alive:
+        returncode, timed_out = _run_forked(zygote, workdir, timeout_s)
+    else:
+        returncode, timed_out = _run_spawned(workdir, log_path, timeout_s, child_env(device, env))
     wall = time.monotonic() - started
     progress = _read_progress(workdir / "progress.jsonl")
     phases = [str(p.get("phase", "")) for p in progress]
@@ -148,7 +136,7 @@ def run_job(
             "timeout",
             phase,
             wall,
-            returncode=proc.returncode,
+            returncode=returncode,
             message=f"no result within {timeout_s:g} s",
             log_tail=tail,
             phases=phases,
@@ -165,7 +153,7 @@ def run_job(
             "crashed",
             phase,
             wall,
-            returncode=proc.returncode,
+            returncode=returncode,
             log_tail=tail,
             phases=phases,
             progress=progress,
@@ -177,7 +165,7 @@ def run_job(
             payload.get("phase", phase),
             wall,
             result=payload.get("result"),
-            returncode=proc.returncode,
+            returncode=returncode,
             log_tail=tail,
             phases=phases,
             progress=progress,
@@ -190,12 +178,73 @@ def run_job(
         error_type=payload.get("error_type", ""),
         message=payload.get("message", ""),
         traceback=payload.get("traceback", ""),
-        returncode=proc.returncode,
+        returncode=returncode,
         log_tail=tail,
         phases=phases,
         progress=progress,
         workdir=str(workdir),
     )
+
+
+def _run_spawned(
+    workdir: Path, log_path: Path, timeout_s: float, env: dict[str, str]
+) -> tuple[int | None, bool]:
+    """A fresh interpreter: the most isolated launch, used when no zygote is running."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gates.child", str(workdir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=str(workdir),
+            env=env,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            proc.wait()
+        finally:
+            # Grandchildren (compile workers, anything the candidate spawned) go too.
+            _kill_group(proc.pid)
+    return proc.returncode, timed_out
+
+
+def _run_forked(zygote: Zygote, workdir: Path, timeout_s: float) -> tuple[int | None, bool]:
+    pid = zygote.spawn(workdir)
+    code = zygote.wait(pid, timeout_s)
+    timed_out = code is None
+    if timed_out:
+        zygote.kill(pid)
+        code = zygote.wait(pid, 30.0)
+    zygote.kill(pid)  # the child's process group: anything it spawned
+    return code, timed_out
+
+
+_ZYGOTES: dict[str, Zygote] = {}
+
+
+@contextlib.contextmanager
+def fast_launch(device: str) -> Iterator[bool]:
+    """Within this block, gate jobs on ``device`` fork from a preloaded zygote.
+
+    Yields whether the zygote started; if it did not, jobs spawn fresh
+    interpreters as usual (slower, same isolation).
+    """
+    try:
+        zygote = Zygote(child_env(device))
+    except ZygoteError:
+        yield False
+        return
+    _ZYGOTES[device] = zygote
+    try:
+        yield True
+    finally:
+        _ZYGOTES.pop(device, None)
+        zygote.close()
 
 
 def _kill_group(pid: int) -> None:

@@ -1,0 +1,220 @@
+"""A pre-forked launcher: import torch once, fork a fresh process per gate job.
+
+Importing torch and Triton costs seconds per process and a verdict starts
+several processes (reference, candidate, 2 x rounds timings).  The zygote is a
+process that imports them once -- and never initialises CUDA -- then forks one
+child per job.  Each child is still a fresh process for everything that
+matters: its own CUDA context, allocator, compiled-kernel state and module
+globals (a candidate's monkey-patching dies with it).
+
+Protocol (text lines): the parent writes ``run TOKEN WORKDIR``; the zygote
+answers ``started TOKEN PID`` and, when the child ends, ``exited PID CODE``
+(``CODE`` as ``subprocess`` reports it: negative for a signal).  Children call
+``setsid`` so a timeout kills the child's whole process group, and they write
+nothing to the protocol pipe (stdout/stderr go to ``WORKDIR/child.log``).
+The zygote itself is single-threaded (fork and threads do not mix).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+PRELOAD = (
+    "torch",
+    "torch.utils._pytree",
+    "torch.utils._python_dispatch",
+    "torch.utils.flop_counter",
+    "triton",
+    "triton.language",
+    "triton.testing",
+    "pydantic",
+    "kernelopt.problem",
+    "gates.child",
+    "gates.jobs.reference",
+    "gates.jobs.candidate",
+    "gates.jobs.timing",
+)
+# Seconds each for a compiled baseline; imported without initialising CUDA.
+OPTIONAL_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx")
+
+
+# --------------------------------------------------------------------------- zygote side
+
+
+def _child(workdir: str) -> None:
+    """In the forked child: new session, logs to the workdir, run the job, never return."""
+    try:
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        fd = os.open(os.path.join(workdir, "child.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.chdir(workdir)
+        from gates.child import main
+
+        main([workdir])  # calls os._exit
+    finally:
+        os._exit(70)
+
+
+def serve() -> None:
+    """The zygote's loop: preload, announce readiness, fork on request, report exits."""
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for name in OPTIONAL_PRELOAD:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    out = sys.stdout
+    out.write("ready\n")
+    out.flush()
+    children: set[int] = set()
+    buffer = b""
+    stdin = sys.stdin.fileno()
+    while True:
+        readable, _, _ = select.select([stdin], [], [], 0.05)
+        if readable:
+            chunk = os.read(stdin, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                parts = line.decode().split(" ", 2)
+                if len(parts) == 3 and parts[0] == "run":
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(parts[2])
+                    children.add(pid)
+                    out.write(f"started {parts[1]} {pid}\n")
+                    out.flush()
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            children.discard(pid)
+            out.write(f"exited {pid} {os.waitstatus_to_exitcode(status)}\n")
+            out.flush()
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+class ZygoteError(RuntimeError):
+    """The zygote could not start or stopped answering (fall back to plain spawns)."""
+
+
+class Zygote:
+    """Parent-side handle: thread-safe ``spawn`` / ``wait`` / ``kill``."""
+
+    def __init__(self, env: dict[str, str], start_timeout_s: float = 180.0) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "gates.zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._started: dict[str, int] = {}
+        self._exited: dict[int, int] = {}
+        self._ready = threading.Event()
+        self._dead = False
+        self._next = 0
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(start_timeout_s):
+            self.close()
+            raise ZygoteError(f"zygote not ready within {start_timeout_s:g} s")
+        if self._dead:
+            raise ZygoteError("zygote exited during start-up")
+
+    def _read(self) -> None:
+        assert_stdout = self._proc.stdout
+        if assert_stdout is None:
+            return
+        for raw in assert_stdout:
+            parts = raw.decode(errors="replace").split()
+            with self._cond:
+                if parts == ["ready"]:
+                    self._ready.set()
+                elif len(parts) == 3 and parts[0] == "started":
+                    self._started[parts[1]] = int(parts[2])
+                elif len(parts) == 3 and parts[0] == "exited":
+                    self._exited[int(parts[1])] = int(parts[2])
+                self._cond.notify_all()
+        with self._cond:
+            self._dead = True
+            self._ready.set()
+            self._cond.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        return not self._dead and self._proc.poll() is None
+
+    def spawn(self, workdir: Path, timeout_s: float = 30.0) -> int:
+        with self._lock:
+            self._next += 1
+            token = str(self._next)
+            stdin = self._proc.stdin
+            if stdin is None or not self.alive:
+                raise ZygoteError("zygote is not running")
+            stdin.write(f"run {token} {workdir}\n".encode())
+            stdin.flush()
+        with self._cond:
+            if not self._cond.wait_for(lambda: token in self._started or self._dead, timeout_s):
+                raise ZygoteError("zygote did not fork in time")
+            if token not in self._started:
+                raise ZygoteError("zygote died")
+            return self._started.pop(token)
+
+    def wait(self, pid: int, timeout_s: float) -> int | None:
+        """The child's exit code, or None if it is still running after ``timeout_s``."""
+        with self._cond:
+            self._cond.wait_for(lambda: pid in self._exited or self._dead, timeout_s)
+            if pid in self._exited:
+                return self._exited.pop(pid)
+            if self._dead:
+                return -int(signal.SIGKILL)
+            return None
+
+    def kill(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._proc.stdin:
+                self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,346 @@
+"""The adversarial candidate set: one candidate per cheat class, plus honest ones.
+
+Each ``Case`` names a candidate file (``tests/gates/candidates/``), the problem
+it targets (``tests/gates/problems/``), the cheat class, the expected outcome
+and the gates allowed to decide it.  ``run_suite`` checks every case the way
+a batch of campaign candidates would be: references once per problem and
+gates 1-3 in parallel (fresh processes each), then gate 4 one candidate at a
+time (timing must own the device).  CPU tests and the GPU script share it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates.cascade import check_candidate, time_candidate
+from gates.protocol import TimingJob
+from gates.reference import ReferenceBundle, prepare_reference
+from gates.runner import run_job
+from kernelopt.contracts.verdicts import CascadeResult, GateSettings
+
+HERE = Path(__file__).resolve().parent
+PROBLEMS = HERE / "problems"
+CANDIDATES = HERE / "candidates"
+
+# Kept out of the candidates folder so ruff and pytest never try to parse it.
+SYNTAX_ERROR_SOURCE = '''"""Broken -- does not even parse."""
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self x):
+        return x
+'''
+
+BOTH = ("cpu", "cuda")
+GPU = ("cuda",)
+
+
+@dataclass(frozen=True)
+class Case:
+    candidate: str
+    problem: str
+    cheat: str  # the cheat class, or "honest"
+    expect: str  # "accept" or "reject"
+    gates: tuple[str, ...] = ()  # gates allowed to decide a rejection
+    devices: tuple[str, ...] = BOTH
+    timeout_s: float | None = None  # static/correctness child timeout override
+    perf_on_cpu: bool = False  # run gate 4 in the CPU suite too (host timer, eager baseline)
+    min_speedup: float | None = None  # accepted candidates: at least this speedup (GPU)
+
+
+CASES: tuple[Case, ...] = (
+    # --- the cheat classes a naive checker accepted on our H200 -------------------------
+    Case(
+        "partial_write",
+        "swish_bias",
+        "partial write into recycled memory",
+        "reject",
+        ("correctness",),
+    ),
+    Case("pointer_cache", "gelu", "pointer-keyed output cache", "reject", ("correctness",)),
+    Case(
+        "zeros_tiny", "tiny_scale", "zeros under an absolute tolerance", "reject", ("correctness",)
+    ),
+    Case("fp16_matmul", "matmul", "fp16 arithmetic", "reject", ("correctness", "model")),
+    Case("gc_steal", "softmax", "stealing the reference through gc", "reject", ("correctness",)),
+    Case("bias_deep", "deep_residual", "systematic +5e-4 bias at depth 32", "reject", ("model",)),
+    Case("tanh_gelu", "gelu", "tanh-approximate GELU", "reject", ("model",)),
+    Case("side_stream", "swish_bias", "side-stream launch", "reject", ("performance",), GPU),
+    Case("mutate_input", "swish_bias", "in-place input mutation", "reject", ("correctness",)),
+    Case("hardcoded_shape", "softmax", "hard-coded shapes", "reject", ("correctness",)),
+    Case("tf32_matmul", "matmul", "TF32 matmul", "reject", ("correctness", "model"), GPU),
+    Case(
+        "timer_patch",
+        "swish_bias",
+        "timer monkey-patching",
+        "reject",
+        ("performance",),
+        perf_on_cpu=True,
+    ),
+    # --- broken candidates: a verdict, never a crash of ours ----------------------------
+    Case("syntax_error", "swish_bias", "syntax error", "reject", ("static",)),
+    Case("raises", "swish_bias", "exception at first call", "reject", ("static",)),
+    Case("segfault", "swish_bias", "process crash (SIGSEGV)", "reject", ("static",)),
+    Case("hang", "swish_bias", "hang (timeout)", "reject", ("static",), timeout_s=20.0),
+    Case("illegal_access", "swish_bias", "illegal memory access", "reject", ("static",), GPU),
+    # --- honest candidates: accepted (on the CPU: gates 1-3, no timing) -----------------
+    Case("diag_rowscale", "diag_matmul", "honest", "accept", min_speedup=50.0),
+    Case("swish_fused", "swish_bias", "honest", "accept"),
+    Case("gelu_erf", "gelu", "honest", "accept"),
+    Case("softmax_rows", "softmax", "honest", "accept"),
+    Case("deep_fused", "deep_residual", "honest", "accept"),
+    Case("tiny_scale_honest", "tiny_scale", "honest", "accept"),
+)
+
+
+def cases_for(device: str) -> list[Case]:
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    return [c for c in CASES if kind in c.devices]
+
+
+def candidate_path(case: Case, scratch: Path) -> Path:
+    if case.candidate == "syntax_error":
+        path = scratch / "syntax_error.py"
+        path.write_text(SYNTAX_ERROR_SOURCE)
+        return path
+    return CANDIDATES / f"{case.candidate}.py"
+
+
+@dataclass
+class CaseOutcome:
+    case: Case
+    result: CascadeResult
+
+    @property
+    def verdict(self) -> str:
+        r = self.result
+        if r.could_not_run:
+            return "could-not-run"
+        if r.accepted:
+            return f"accepted ({r.category.value})" if r.category else "accepted (gates 1-3)"
+        last = r.verdicts[-1] if r.verdicts else None
+        return f"rejected ({last.status.value})" if last else "rejected"
+
+    @property
+    def as_expected(self) -> bool:
+        r = self.result
+        if r.could_not_run:
+            return False
+        if self.case.expect == "accept":
+            if not r.accepted:
+                return False
+            if self.case.min_speedup is not None and r.speedup is not None:
+                return r.speedup >= self.case.min_speedup
+            return True
+        gate = r.deciding_gate.value if r.deciding_gate else None
+        return (not r.accepted) and (not self.case.gates or gate in self.case.gates)
+
+    def numbers(self) -> str:
+        """The deciding gate's key numbers, for the table."""
+        r = self.result
+        parts: list[str] = []
+        for v in r.verdicts:
+            m = v.metrics
+            if v.gate.value == "correctness" and not v.passed:
+                calls = [c for c in m.get("calls", []) if not c.get("ok")]
+                if calls:
+                    c = calls[0]
+                    parts.append(
+                        f"{c['set']}: err {c['max_abs_err']:.3g} rel {c['max_scale_err']:.3g}"
+                        + (f" unwritten {c['unwritten']}" if c["unwritten"] else "")
+                        + (f" mutated {c['mutated_inputs']}" if c["mutated_inputs"] else "")
+                        + (" stale" if c["stale_output"] else "")
+                    )
+            if v.gate.value == "model":
+                if m.get("max_rho") is not None:
+                    parts.append(f"rho {m['max_rho']:.3g}")
+                if m.get("max_d_ref") is not None:
+                    parts.append(f"d_ref {m['max_d_ref']:.2g} d_opt {m['max_d_opt']:.2g}")
+            if v.gate.value == "performance":
+                b = m.get("baseline", {}).get("median_ms")
+                c = m.get("candidate", {}).get("median_ms")
+                if b is not None and c is not None:
+                    parts.append(f"{b:.4g}->{c:.4g} ms ({b / c:.3g}x)")
+                host = m.get("candidate", {}).get("host_median_ms")
+                if host is not None and v.status.value != "pass":
+                    parts.append(f"host {host:.4g} ms")
+                roof = m.get("roofline", {})
+                if roof.get("floor_ms") is not None:
+                    parts.append(f"floor {roof['floor_ms']:.3g} ms")
+                if m.get("tampered"):
+                    parts.append("tampered " + ",".join(m["tampered"][:3]))
+        return "; ".join(parts)
+
+    def row(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            "candidate": self.case.candidate,
+            "problem": self.case.problem,
+            "class": self.case.cheat,
+            "expected": self.case.expect,
+            "verdict": self.verdict,
+            "deciding_gate": r.deciding_gate.value if r.deciding_gate else "-",
+            "as_expected": self.as_expected,
+            "numbers": self.numbers(),
+            "reason": r.reason[:240],
+            "speedup": r.speedup,
+            "gpu_seconds": round(r.gpu_seconds, 2),
+            "wall_seconds": round(r.wall_seconds, 2),
+        }
+
+
+@dataclass
+class SuiteResult:
+    device: str
+    outcomes: list[CaseOutcome]
+    phases: dict[str, float] = field(default_factory=dict)
+    references: dict[str, float] = field(default_factory=dict)
+
+    def by_candidate(self) -> dict[str, CaseOutcome]:
+        return {o.case.candidate: o for o in self.outcomes}
+
+    def median_full_verdict_seconds(self) -> float | None:
+        """Median device-seconds of verdicts that went through all four gates."""
+        full = [o.result.gpu_seconds for o in self.outcomes if len(o.result.verdicts) == 4]
+        return statistics.median(full) if full else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "phases_s": self.phases,
+            "reference_seconds": self.references,
+            "median_full_verdict_gpu_seconds": self.median_full_verdict_seconds(),
+            "median_verdict_gpu_seconds": statistics.median(
+                [o.result.gpu_seconds for o in self.outcomes]
+            )
+            if self.outcomes
+            else None,
+            "rows": [o.row() for o in self.outcomes],
+            "results": [json.loads(o.result.model_dump_json()) for o in self.outcomes],
+        }
+
+
+def _settings_for(case: Case, base: GateSettings) -> GateSettings:
+    update: dict[str, Any] = {}
+    if case.timeout_s is not None:
+        update["static_timeout_s"] = case.timeout_s
+    return base.model_copy(update=update) if update else base
+
+
+def warm_baseline(
+    problem: Path, bundle: ReferenceBundle, settings: GateSettings, scratch: Path
+) -> None:
+    """Compile the baseline once so the timed rounds hit Inductor's caches (untimed)."""
+    from gates.cascade import baseline_source
+
+    job = TimingJob(
+        side="baseline",
+        model=baseline_source(str(problem), settings),
+        device=settings.device,
+        model_seed=settings.model_seed,
+        inputs_dir=str(bundle.inputs_dir),
+        input_set=bundle.input_sets[0].name,
+        warmup_ms=1.0,
+        rep_ms=1.0,
+        host_batches=1,
+    )
+    run_job(
+        job,
+        scratch / f"warm-{problem.stem}",
+        timeout_s=settings.timing_timeout_s,
+        device=settings.device,
+    )
+
+
+def run_suite(
+    settings: GateSettings,
+    workdir: Path,
+    cases: list[Case] | None = None,
+    *,
+    parallel: int = 4,
+    perf: bool = True,
+) -> SuiteResult:
+    """Check every case: references and gates 1-3 in parallel, gate 4 serially."""
+    cases = cases if cases is not None else cases_for(settings.device)
+    on_gpu = settings.device.startswith("cuda")
+    phases: dict[str, float] = {}
+    t0 = time.monotonic()
+    problems = sorted({c.problem for c in cases})
+    with ThreadPoolExecutor(parallel) as pool:
+        bundles = dict(
+            zip(
+                problems,
+                pool.map(
+                    lambda p: prepare_reference(
+                        PROBLEMS / f"{p}.py", settings, workdir / f"ref-{p}"
+                    ),
+                    problems,
+                ),
+                strict=True,
+            )
+        )
+    phases["references"] = time.monotonic() - t0
+    t1 = time.monotonic()
+
+    def check(case: Case) -> CascadeResult:
+        path = candidate_path(case, workdir)
+        return check_candidate(bundles[case.problem], path, _settings_for(case, settings), workdir)
+
+    timed_problems = sorted({c.problem for c in cases if on_gpu or c.perf_on_cpu}) if perf else []
+    with ThreadPoolExecutor(parallel) as pool:
+        warm = [
+            pool.submit(warm_baseline, PROBLEMS / f"{p}.py", bundles[p], settings, workdir)
+            for p in timed_problems
+            if bundles[p].ok
+        ]
+        checked = list(pool.map(check, cases))
+        for w in warm:
+            w.result()
+    phases["gates_1_to_3"] = time.monotonic() - t1
+    t2 = time.monotonic()
+    outcomes = []
+    for case, result in zip(cases, checked, strict=True):
+        wants_perf = perf and (on_gpu or case.perf_on_cpu)
+        if wants_perf and result.verdicts and all(v.passed for v in result.verdicts):
+            result = time_candidate(result, bundles[case.problem], settings, workdir)
+        outcomes.append(CaseOutcome(case, result))
+    phases["gate_4"] = time.monotonic() - t2
+    return SuiteResult(
+        device=settings.device,
+        outcomes=outcomes,
+        phases={k: round(v, 2) for k, v in phases.items()},
+        references={p: round(b.outcome.wall_s, 2) for p, b in bundles.items()},
+    )
+
+
+def format_table(suite: SuiteResult) -> str:
+    """A plain-text table of the suite (what the GPU script prints)."""
+    rows = [o.row() for o in suite.outcomes]
+    cols = [
+        "candidate",
+        "class",
+        "expected",
+        "verdict",
+        "deciding_gate",
+        "as_expected",
+        "numbers",
+        "gpu_seconds",
+    ]
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
+    widths["numbers"] = min(widths["numbers"], 70)
+    line = " | ".join(c.ljust(widths[c]) for c in cols)
+    out = [line, "-" * len(line)]
+    for r in rows:
+        out.append(" | ".join(str(r[c])[: widths[c]].ljust(widths[c]) for c in cols))
+    return "\n".join(out)
+
+
+def as_dict(case: Case) -> dict[str, Any]:
+    return asdict(case)

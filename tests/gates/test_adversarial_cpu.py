@@ -1,0 +1,124 @@
+"""The adversarial set on the CPU: real Triton kernels under the interpreter.
+
+Every cheat class that can exist without a GPU is rejected by the gate that
+should catch it, every broken candidate becomes a verdict, and the honest
+candidates pass gates 1-3 (timing on the CPU is meaningless, except for the
+timer-patching cheat, which is caught by identity checks, not by numbers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelopt.contracts.verdicts import GateSettings, GateStatus
+from tests.gates.adversarial import SuiteResult, cases_for, format_table, run_suite
+
+CPU_CASES = cases_for("cpu")
+
+
+@pytest.fixture(scope="module")
+def suite(cpu_launcher: bool, tmp_path_factory: pytest.TempPathFactory) -> SuiteResult:
+    settings = GateSettings(
+        device="cpu",
+        baseline_mode="eager",
+        warmup_ms=2.0,
+        rep_ms=10.0,
+        min_rounds=1,
+        max_rounds=1,
+        static_timeout_s=120.0,
+        timing_timeout_s=120.0,
+    )
+    result = run_suite(settings, tmp_path_factory.mktemp("suite"), CPU_CASES, parallel=2)
+    print("\n" + format_table(result))
+    return result
+
+
+@pytest.mark.parametrize("case", CPU_CASES, ids=lambda c: c.candidate)
+def test_case_meets_expectation(suite: SuiteResult, case) -> None:
+    outcome = suite.by_candidate()[case.candidate]
+    assert outcome.as_expected, outcome.row()
+    if case.expect == "reject":
+        failing = next(v for v in outcome.result.verdicts if not v.passed)
+        assert failing.feedback, "a rejected candidate must get feedback"
+        assert failing.reason
+
+
+def test_partial_write_is_reported_as_unwritten(suite: SuiteResult) -> None:
+    v = suite.by_candidate()["partial_write"].result.verdicts[1]
+    first = v.metrics["calls"][0]
+    assert first["unwritten"] == first["leaves"][0]["numel"] // 2
+    assert "never written" in v.feedback
+
+
+def test_pointer_cache_is_caught_by_new_values_in_old_buffers(suite: SuiteResult) -> None:
+    calls = suite.by_candidate()["pointer_cache"].result.verdicts[1].metrics["calls"]
+    newvals = next(c for c in calls if c["set"] == "newvals")
+    assert newvals["reused_buffers"] and newvals["stale_output"] and not newvals["ok"]
+
+
+def test_zeros_pass_allclose_but_fail_the_scale_aware_error(suite: SuiteResult) -> None:
+    leaf = suite.by_candidate()["zeros_tiny"].result.verdicts[1].metrics["calls"][0]["leaves"][0]
+    assert leaf["mismatched"] == 0  # within rtol = atol = 1e-3 everywhere ...
+    assert leaf["scale_err"] == pytest.approx(1.0)  # ... and 100% wrong
+
+
+def test_bias_passes_gate_2_and_fails_v_model_by_rho(suite: SuiteResult) -> None:
+    verdicts = suite.by_candidate()["bias_deep"].result.verdicts
+    assert [v.status for v in verdicts[:2]] == [GateStatus.PASS, GateStatus.PASS]
+    assert verdicts[2].metrics["max_rho"] > 100
+
+
+def test_honest_deep_model_has_small_rho(suite: SuiteResult) -> None:
+    model = suite.by_candidate()["deep_fused"].result.verdicts[2]
+    assert model.passed
+    rho = model.metrics["max_rho"]
+    assert rho is None or rho < 10
+
+
+def test_mutation_names_the_input(suite: SuiteResult) -> None:
+    calls = suite.by_candidate()["mutate_input"].result.verdicts[1].metrics["calls"]
+    assert calls[0]["mutated_inputs"] == [0]
+
+
+def test_hardcoded_shape_fails_only_on_held_out_shapes(suite: SuiteResult) -> None:
+    calls = suite.by_candidate()["hardcoded_shape"].result.verdicts[1].metrics["calls"]
+    assert all(c["ok"] for c in calls if c["kind"] != "holdout")
+    assert not any(c["ok"] for c in calls if c["kind"] == "holdout")
+
+
+def test_timer_patching_is_named(suite: SuiteResult) -> None:
+    perf = suite.by_candidate()["timer_patch"].result.verdicts[-1]
+    assert perf.status == GateStatus.FAIL
+    assert "time.perf_counter" in perf.metrics["tampered"]
+    assert "triton.testing.do_bench" in perf.metrics["tampered"]
+
+
+def test_crashes_are_verdicts_with_text(suite: SuiteResult) -> None:
+    by = suite.by_candidate()
+    seg = by["segfault"].result.verdicts[0]
+    assert seg.status == GateStatus.ERROR and "SIGSEGV" in seg.reason
+    hang = by["hang"].result.verdicts[0]
+    assert hang.status == GateStatus.ERROR and "timed out" in hang.reason
+    syn = by["syntax_error"].result.verdicts[0]
+    assert "SyntaxError" in syn.reason and "import" in syn.reason
+    raised = by["raises"].result.verdicts[0]
+    assert "TypeError" in raised.reason and "Traceback" in raised.metrics["traceback"]
+
+
+def test_every_verdict_records_seeds_and_thresholds(suite: SuiteResult) -> None:
+    v = suite.by_candidate()["gelu_erf"].result.verdicts[1]
+    seeds = v.thresholds["seeds"]
+    assert {"seed0", "seed1", "seed2", "heldout", "newvals", "holdout0"} <= set(seeds)
+    assert v.thresholds["rtol"] == 1e-3 and v.thresholds["atol"] == 1e-3
+
+
+def test_reference_outputs_are_not_left_on_disk(tmp_path: Path, cpu_launcher: bool) -> None:
+    from gates.reference import prepare_reference
+    from tests.gates.adversarial import PROBLEMS
+
+    bundle = prepare_reference(PROBLEMS / "gelu.py", GateSettings(device="cpu"), tmp_path)
+    assert bundle.ok and bundle.refs
+    leftovers = [p for p in tmp_path.rglob("*.pt") if "refs" in p.parts]
+    assert leftovers == []
