@@ -11,6 +11,18 @@ check that no two ran at once on one worker).
 Knobs (environment, read per call): KERNELOPT_DOUBLES_DELAY seconds per
 activity (default 0.2), KERNELOPT_DOUBLES_LOG a JSONL file path,
 KERNELOPT_DOUBLES_WRAPPER the wrapper fixture the "compile" double returns.
+
+Fault-injection knobs (all off by default; used by tests/durability):
+KERNELOPT_DOUBLES_SLOW ``name=seconds,...`` overrides the delay of the named
+activities; KERNELOPT_DOUBLES_CHECKPOINT ``name,...`` makes those doubles
+heartbeat a resumable ``{"step": i, "steps": n}`` detail and, on a retry,
+resume from ``activity.info().heartbeat_details`` like a real GPU activity
+resuming from its checkpoint; KERNELOPT_DOUBLES_PROGRESS a JSONL file that
+gets one record per step (so a test can kill a worker mid-activity and see
+where the next attempt resumed); KERNELOPT_DOUBLES_HANG ``name=marker`` makes
+the first call of that activity (the one that creates ``marker``) stop
+heartbeating and hang for KERNELOPT_DOUBLES_HANG_S seconds (default 3600) --
+a stuck activity that only a heartbeat timeout can notice.
 """
 
 from __future__ import annotations
@@ -58,14 +70,73 @@ def _digest(text: str) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
+def _named(env: str) -> dict[str, str]:
+    """``a=1,b=2`` (or ``a,b``) from the environment as a dict."""
+    out = {}
+    for item in os.environ.get(env, "").split(","):
+        name, _, value = item.strip().partition("=")
+        if name:
+            out[name] = value
+    return out
+
+
+def _append(path: str | None, record: dict) -> None:
+    if path:
+        with open(path, "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
+def _resume_step(name: str) -> int:
+    """The step a previous attempt heartbeated last (checkpointing doubles only)."""
+    if name not in _named("KERNELOPT_DOUBLES_CHECKPOINT"):
+        return 0
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], dict):
+        return int(details[0].get("step", 0))
+    return 0
+
+
+async def _maybe_hang(name: str) -> None:
+    """The first call of a hanging activity stops heartbeating (a stuck GPU call)."""
+    marker = _named("KERNELOPT_DOUBLES_HANG").get(name)
+    if not marker:
+        return
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return  # another attempt already hung: this one works
+    await asyncio.sleep(float(os.environ.get("KERNELOPT_DOUBLES_HANG_S", "3600")))
+
+
 async def _work(name: str, key: str) -> None:
     """Sleep in small steps with heartbeats, recording start/end for concurrency checks."""
-    delay = float(os.environ.get("KERNELOPT_DOUBLES_DELAY", "0.2"))
+    slow = _named("KERNELOPT_DOUBLES_SLOW").get(name)
+    delay = float(slow or os.environ.get("KERNELOPT_DOUBLES_DELAY", "0.2"))
     log_path = os.environ.get("KERNELOPT_DOUBLES_LOG")
+    progress_path = os.environ.get("KERNELOPT_DOUBLES_PROGRESS")
+    checkpoint = name in _named("KERNELOPT_DOUBLES_CHECKPOINT")
     start = time.time()
     steps = max(1, int(delay / 0.05))
-    for _ in range(steps):
-        activity.heartbeat()
+    resumed_from = min(_resume_step(name), steps)
+    await _maybe_hang(name)
+    for step in range(resumed_from, steps):
+        if checkpoint:
+            activity.heartbeat({"step": step, "steps": steps})
+        else:
+            activity.heartbeat()
+        _append(
+            progress_path,
+            {
+                "activity": name,
+                "key": key,
+                "pid": os.getpid(),
+                "attempt": activity.info().attempt,
+                "step": step,
+                "steps": steps,
+                "resumed_from": resumed_from,
+                "t": time.time(),
+            },
+        )
         await asyncio.sleep(delay / steps)
     if log_path:
         record = {
@@ -76,9 +147,9 @@ async def _work(name: str, key: str) -> None:
             "start": start,
             "end": time.time(),
             "attempt": activity.info().attempt,
+            "resumed_from": resumed_from,
         }
-        with open(log_path, "a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        _append(log_path, record)
 
 
 @activity.defn(name=names.COMPILE)
