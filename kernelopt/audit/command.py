@@ -1,0 +1,41 @@
+"""The ``kernelopt audit ID [--json] [--html FILE]`` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from temporalio.client import Client
+
+from .load import load_report
+
+
+async def audit_command(
+    client: Client | None,
+    campaign_id: str,
+    as_json: bool,
+    html: Path | None,
+    console: Console | None = None,
+) -> int:
+    """Print the audit; write the HTML report when asked.  0 when every consistency check holds."""
+    console = console or Console()
+    report = await load_report(client, campaign_id)
+    if html is not None:
+        from .html import render_html
+
+        html = Path(html)
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(render_html(report), encoding="utf-8")
+    if as_json:
+        # plain JSON (no markup, no wrapping) so it pipes into jq and friends
+        console.file.write(report.model_dump_json(indent=2) + "\n")
+    else:
+        from .render import print_report
+
+        print_report(report, console)
+        if html is not None:
+            console.print(f"HTML report: {html}")
+    return 0 if report.ok else 1
+
+
+__all__ = ["audit_command"]

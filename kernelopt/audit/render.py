@@ -1,0 +1,181 @@
+"""The audit in a terminal: a header, then tables (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from kernelopt.contracts import GateVerdict
+
+from .model import AuditReport, CandidateAudit
+
+FINAL_STYLE = {
+    "shipped": "bold green",
+    "rejected": "red",
+    "dropped": "red",
+    "not_kept": "yellow",
+    "superseded": "cyan",
+    "unverified": "yellow",
+    "pending": "dim",
+    "duplicate": "bold red",
+}
+
+
+def fmt_x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}x"
+
+
+def fmt_num(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def verdict_text(v: GateVerdict) -> str:
+    """'correctness fail: max abs 3.1e-2 [max_abs_error=0.031 | rtol=0.001 atol=0.001]'."""
+    metrics = " ".join(f"{k}={fmt_num(x)}" for k, x in v.metrics.items())
+    limits = " ".join(f"{k}={fmt_num(x)}" for k, x in v.thresholds.items())
+    numbers = " | ".join(p for p in (metrics, limits) if p)
+    return f"{v.gate.value} {v.status.value}: {v.reason}" + (f" [{numbers}]" if numbers else "")
+
+
+def gates_cell(c: CandidateAudit) -> Text:
+    text = Text()
+    for i, v in enumerate(c.verdicts):
+        if i:
+            text.append(" ")
+        text.append(f"{v.gate.value}:{v.status.value}", style="green" if v.passed else "red")
+    if not c.verdicts and c.deciding_gate:
+        text.append(c.deciding_gate, style="red")
+    return text
+
+
+def header(report: AuditReport) -> Table:
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    o = report.outcome
+    t.add_row("campaign", f"{report.campaign_id}  ({report.problem})")
+    t.add_row("source", report.source)
+    t.add_row("status", report.status + (f", phase {report.phase}" if report.phase else ""))
+    if o is not None:
+        t.add_row(
+            "outcome", f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile -- {o.reason}"
+        )
+        t.add_row("replaced", ", ".join(o.replaced) or "nothing (baseline returned)")
+        t.add_row("proposer", o.proposer or "-")
+    u, b = report.used, report.budgets
+    t.add_row(
+        "budget used",
+        f"{u.tokens} tokens (max {b.max_tokens or '-'}), ${u.usd:.4f} (max {b.max_usd or '-'}), "
+        f"{u.gpu_seconds:.1f} GPU-s (max {b.max_gpu_seconds or '-'}), "
+        f"{u.wall_seconds:.1f} wall-s (max {b.max_wall_seconds or '-'})",
+    )
+    runs = {r.workflow_type: 0 for r in report.runs}
+    for r in report.runs:
+        runs[r.workflow_type] += 1
+    t.add_row("runs", ", ".join(f"{n} {k}" for k, n in runs.items()))
+    return t
+
+
+def candidates_table(report: AuditReport) -> Table:
+    t = Table(title="candidates", show_lines=False)
+    for col in (
+        "candidate",
+        "parent",
+        "plan / label",
+        "by",
+        "att",
+        "gates",
+        "kernel",
+        "retime",
+        "decision",
+    ):
+        t.add_column(col, overflow="fold")
+    for c in report.candidates:
+        plan = c.label or c.plan_direction or "-"
+        retime = "-"
+        if c.retime is not None:
+            retime = fmt_x(c.retime.speedup) if c.retime.ok else "dropped"
+        t.add_row(
+            c.id,
+            c.parent_id or "-",
+            plan,
+            c.proposer or "-",
+            str(c.attempt),
+            gates_cell(c),
+            fmt_x(c.speedup),
+            retime,
+            Text(f"{c.final}: {c.final_reason}", style=FINAL_STYLE.get(c.final, "")),
+        )
+    return t
+
+
+def trials_table(report: AuditReport) -> Table:
+    t = Table(title="model-level gates (re-stitched models)")
+    for col in ("#", "targets", "verdicts", "speedup", "kept"):
+        t.add_column(col, overflow="fold")
+    for m in report.model_trials:
+        t.add_row(
+            str(m.index),
+            ", ".join(m.targets),
+            "\n".join(verdict_text(v) for v in m.verdicts),
+            fmt_x(m.speedup),
+            "yes" if m.kept else "no",
+        )
+    return t
+
+
+def events_table(report: AuditReport) -> Table:
+    t = Table(title="control events and incidents")
+    for col in ("at", "what", "detail"):
+        t.add_column(col, overflow="fold")
+    rows = [
+        (
+            e.at,
+            f"{e.kind} {e.name}",
+            f"{e.args} -> {e.result}" if e.kind == "update" else str(e.args),
+        )
+        for e in report.controls
+    ]
+    rows += [
+        (
+            i.at,
+            f"{i.activity} {i.outcome}",
+            f"{i.attempts} attempt(s) in {i.workflow_id}: {i.last_failure}",
+        )
+        for i in report.incidents
+    ]
+    for row in sorted(rows):
+        t.add_row(*row)
+    return t
+
+
+def checks_table(report: AuditReport) -> Table:
+    t = Table(title="consistency checks")
+    t.add_column("check")
+    t.add_column("ok")
+    t.add_column("detail", overflow="fold")
+    for c in report.checks:
+        t.add_row(
+            c.name, Text("ok" if c.ok else "FAIL", style="green" if c.ok else "bold red"), c.detail
+        )
+    return t
+
+
+def render(report: AuditReport) -> Group:
+    parts: list = [header(report), candidates_table(report)]
+    if report.model_trials:
+        parts.append(trials_table(report))
+    if report.controls or report.incidents:
+        parts.append(events_table(report))
+    parts.append(checks_table(report))
+    return Group(*parts)
+
+
+def print_report(report: AuditReport, console: Console) -> None:
+    console.print(render(report))
+
+
+__all__ = ["fmt_x", "print_report", "render", "verdict_text"]
