@@ -38,7 +38,12 @@ from typing import Any
 
 from kernelopt.checkpoint import report
 from kernelopt.compile import cache
-from kernelopt.compile.runtime import load_wrapper_module, run_call, save_tensors
+from kernelopt.compile.runtime import (
+    chosen_configs,
+    load_wrapper_module,
+    run_call,
+    save_tensors,
+)
 from kernelopt.compile.timing import bench_ms, compare_outputs, require_cuda
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult, TensorSpec
@@ -283,6 +288,7 @@ def compile_on(
     report({"step": "reference"})
     module = load_wrapper_module(cap.source, f"{name}_baseline")
     reference = run_call(module, [clone_exact(a) for a in cap.args])
+    kernel_configs = chosen_configs(module, list(parsed.kernels))
     matches, max_diff = compare_outputs(reference, cap.output)
     reference_ref = save_tensors(store, reference, f"{name}_reference_out.pt")
 
@@ -327,6 +333,7 @@ def compile_on(
         wrapper_ms=wrapper_ms,
         wrapper_matches_compiled=matches,
         wrapper_max_abs_diff=max_diff,
+        kernel_configs=kernel_configs,
         default_mode_wrapper=default_ref,
         python_version=ver["python"],
     )

@@ -98,11 +98,17 @@ class KernelHarness:
         args: list[Any] | None = None,
     ) -> None:
         from kernelopt.compile.capture import clone_exact
-        from kernelopt.compile.runtime import load_tensors, load_wrapper_module, run_call
+        from kernelopt.compile.runtime import (
+            load_tensors,
+            load_wrapper_module,
+            pin_configs,
+            run_call,
+        )
 
         ref = wrapper or compiled.wrapper
         text = instrument_source(store.get_text(ref))
         self.module = load_wrapper_module(text, f"{compiled.problem.name}_probe")
+        pin_configs(self.module, dict(compiled.kernel_configs))
         probe: Probe = self.module._ko_probe
         probe.captured.clear()
         probe.recording = True
@@ -190,10 +196,11 @@ def event_times(
     compiled: CompileResult, store: ArtifactStore, args: list[Any], iters: int = 10
 ) -> dict[str, tuple[float, int, bool]]:
     """name -> (ms per forward, launches per forward, is_library), timed with CUDA events."""
-    from kernelopt.compile.runtime import load_wrapper_module, run_call
+    from kernelopt.compile.runtime import load_wrapper_module, pin_configs, run_call
 
     text, labels = instrument_timers(store.get_text(compiled.wrapper))
     module = load_wrapper_module(text, f"{compiled.problem.name}_timers")
+    pin_configs(module, dict(compiled.kernel_configs))
     timer: EventTimer = module._ko_timer
     for _ in range(3):
         run_call(module, args)

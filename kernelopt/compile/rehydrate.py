@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from kernelopt.compile.runtime import load_wrapper_module, run_call, save_tensors
+from kernelopt.compile.runtime import chosen_configs, load_wrapper_module, run_call, save_tensors
+from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
 from kernelopt.problem import load_problem
@@ -92,6 +93,9 @@ def rehydrate(
     from kernelopt.compile.capture import clone_exact
 
     reference = run_call(module, [clone_exact(a) for a in args])
+    configs = chosen_configs(
+        module, list(recorded.kernel_configs or parse_wrapper(wrapper_source).kernels)
+    )
     source_ref = store.put_text(problem_source, media_type="text/x-python", name=f"{name}.py")
     return recorded.model_copy(
         update={
@@ -103,5 +107,6 @@ def rehydrate(
             "init_inputs": save_tensors(store, problem.make_init_inputs(seed), f"{name}_init.pt"),
             "reference_output": save_tensors(store, reference, f"{name}_reference_out.pt"),
             "default_mode_wrapper": None,
+            "kernel_configs": configs,
         }
     )

@@ -57,7 +57,11 @@ def _top_level_defs(source: str) -> tuple[set[str], set[str]]:
     except SyntaxError as exc:
         raise ReplacementError(f"candidate does not parse: line {exc.lineno}: {exc.msg}") from exc
     funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    # classes, and names bound at top level (``ModelNew = Model`` is a valid forward candidate)
     classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            classes.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return funcs, classes
 
 

@@ -210,11 +210,13 @@ def wrapper_call(
 ) -> Callable[[list[Any]], tuple[Any, ...]]:
     """The wrapper's ``call(args)`` over the flat argument list (forward wrappers included)."""
     ref = wrapper or compiled.wrapper
-    module = load_wrapper_module(store.get_text(ref), f"{compiled.problem.name}_{ref.short}")
+    source = store.get_text(ref)
+    module = load_wrapper_module(source, f"{compiled.problem.name}_{ref.short}")
     make_call = getattr(module, "make_call", None)
     if getattr(module, "KERNELOPT_FORWARD", False) and callable(make_call):
         init = load_tensors(store, compiled.init_inputs, device) if compiled.init_inputs else []
         return make_call(init, device)
+    pin_configs(module, baseline_pins(compiled, store, source))
     return lambda args: run_call(module, args)
 
 
@@ -261,3 +263,92 @@ def _like(value: Any, template: Any) -> Any:
         out.copy_(value)
         return out
     return value
+
+
+# --- pinning Inductor's runtime autotuning ---------------------------------------------------
+
+
+def chosen_configs(module: ModuleType, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The launch config each kernel's autotuner settled on (after at least one run)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        launchers = getattr(getattr(module, name, None), "launchers", None)
+        if not launchers or len(launchers) != 1:
+            continue
+        config = launchers[0].config
+        out[name] = {
+            "kwargs": {k: v for k, v in config.kwargs.items() if isinstance(v, (int, bool))},
+            "num_warps": int(config.num_warps),
+            "num_stages": int(config.num_stages),
+        }
+    return out
+
+
+def _matches(config: Any, pin: dict[str, Any]) -> bool:
+    return (
+        dict(config.kwargs) == pin["kwargs"]
+        and int(config.num_warps) == pin["num_warps"]
+        and int(config.num_stages) == pin["num_stages"]
+    )
+
+
+def pin_configs(module: ModuleType, pins: dict[str, dict[str, Any]]) -> list[str]:
+    """Make each pinned kernel launch with its recorded config, without re-autotuning.
+
+    Inductor autotunes some kernels at their first launch (and, under
+    max-autotune, runs coordinate descent); a fresh load of the same wrapper
+    can settle on another config, and for reductions another config is
+    another summation order.  Pinning makes every load of the baseline
+    compute the same bits.  Best effort by design: a kernel whose autotuner
+    does not look as expected is left alone (logged), never failed.
+    Returns the names that could not be pinned.
+    """
+    from kernelopt.log import get_logger
+
+    failed: list[str] = []
+    for name, pin in pins.items():
+        kernel = getattr(module, name, None)
+        if kernel is None or not hasattr(kernel, "launchers"):
+            continue
+        try:
+            if not kernel.launchers:
+                kernel.precompile()
+            match = [launcher for launcher in kernel.launchers if _matches(launcher.config, pin)]
+            if match:
+                launcher = match[0]
+            else:
+                import triton
+
+                config = triton.Config(
+                    dict(pin["kwargs"]), num_warps=pin["num_warps"], num_stages=pin["num_stages"]
+                )
+                launcher = kernel._precompile_config(config).make_launcher()
+            launcher.config.found_by_coordesc = True  # no coordinate descent on top of a pin
+            kernel.launchers = [launcher]
+        except Exception as exc:  # diagnostics never fail a run (see docstring)
+            failed.append(name)
+            get_logger(__name__).warning(
+                "could not pin kernel config", kernel=name, error=f"{type(exc).__name__}: {exc}"
+            )
+    return failed
+
+
+def baseline_pins(compiled: CompileResult, store: ArtifactStore, source: str) -> dict[str, Any]:
+    """The recorded pins that apply to ``source``: kernels whose text is the baseline's."""
+    if not compiled.kernel_configs:
+        return {}
+    from kernelopt.compile.wrapper_parse import WrapperParseError, parse_wrapper
+
+    baseline = store.get_text(compiled.wrapper)
+    if source == baseline:
+        return dict(compiled.kernel_configs)
+    try:
+        ours = parse_wrapper(source).kernels
+        theirs = parse_wrapper(baseline).kernels
+    except WrapperParseError:
+        return {}
+    return {
+        name: pin
+        for name, pin in compiled.kernel_configs.items()
+        if name in ours and name in theirs and ours[name].source == theirs[name].source
+    }

@@ -149,7 +149,12 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     """Activity entry point: per-kernel GPU time of the baseline wrapper, f, ceiling, verdict."""
     from kernelopt.checkpoint import report
     from kernelopt.compile.harness import KernelHarness, event_times
-    from kernelopt.compile.runtime import load_tensors, load_wrapper_module, run_call
+    from kernelopt.compile.runtime import (
+        load_tensors,
+        load_wrapper_module,
+        pin_configs,
+        run_call,
+    )
     from kernelopt.compile.timing import bench_ms, profile_kernels, require_cuda
 
     require_cuda()
@@ -157,6 +162,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     module = load_wrapper_module(
         store.get_text(compiled.wrapper), f"{compiled.problem.name}_baseline"
     )
+    pin_configs(module, dict(compiled.kernel_configs))
     args = load_tensors(store, compiled.args, "cuda")
 
     def fn() -> object:

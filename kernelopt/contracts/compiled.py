@@ -69,6 +69,10 @@ class CompileResult(Frozen):
     wrapper_max_abs_diff: float | None = None
     default_mode_wrapper: ArtifactRef | None = None  # reference only; never the baseline
     python_version: str = ""
+    # kernel name -> the launch config Inductor's runtime autotuner chose on the baseline's
+    # first run ({"kwargs": {...}, "num_warps": n, "num_stages": n}); re-loaded wrappers are
+    # pinned to these so the baseline's bits do not depend on autotuning noise
+    kernel_configs: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class KernelArg(Frozen):
