@@ -1,0 +1,120 @@
+"""Campaign entry points on the CPU: single-kernel (forward) candidates and re-stitch failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gates.campaign import gate_candidate
+from kernelopt.contracts import (
+    CandidateGateInput,
+    CompileResult,
+    ProblemSpec,
+    SearchMode,
+    SearchTarget,
+    SegmentResult,
+    TargetKind,
+)
+from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
+from kernelopt.store import ArtifactStore, open_store
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures" / "wrappers"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ArtifactStore:
+    return open_store(tmp_path / "artifacts")
+
+
+def _compiled(store: ArtifactStore, problem: Path) -> CompileResult:
+    blob = store.put_text("unused in forward mode", name="placeholder")
+    return CompileResult(
+        problem=ProblemSpec(
+            name=problem.stem, source=store.put_text(problem.read_text(), name=problem.name)
+        ),
+        cache_key="test",
+        mode="default",
+        torch_version="test",
+        triton_version="test",
+        gpu_name="cpu",
+        wrapper=blob,
+        args=blob,
+        inputs=blob,
+        eager_ms=0.0,
+        compiled_ms=0.0,
+    )
+
+
+def _forward_input(store: ArtifactStore, candidate: str) -> CandidateGateInput:
+    compiled = _compiled(store, HERE / "problems" / "swish_bias.py")
+    target = SearchTarget(id="forward", kind=TargetKind.FORWARD)
+    segment = SegmentResult(
+        kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="test", targets=[target]
+    )
+    source = store.put_text((HERE / "candidates" / f"{candidate}.py").read_text(), name="c.py")
+    return CandidateGateInput(
+        compiled=compiled,
+        segment=segment,
+        target=target,
+        candidate_id=candidate,
+        source=source,
+        measure_kernel_speedup=False,
+        timeout_s=120,
+        settings=GateSettings(device="cpu"),
+    )
+
+
+def test_forward_candidate_passes_gates_1_and_2(store: ArtifactStore, cpu_launcher: bool) -> None:
+    result = gate_candidate(_forward_input(store, "swish_fused"), store)
+    assert [v.gate for v in result.verdicts] == [GateName.STATIC, GateName.CORRECTNESS]
+    assert result.passed
+    seeds = result.verdicts[1].thresholds["seeds"]
+    assert {"seed0", "seed1", "seed2"} <= set(seeds) and "holdout0" in seeds
+
+
+def test_forward_cheat_is_a_result_not_an_exception(
+    store: ArtifactStore, cpu_launcher: bool
+) -> None:
+    result = gate_candidate(_forward_input(store, "mutate_input"), store)
+    assert not result.passed
+    assert result.verdicts[-1].status == GateStatus.FAIL
+    assert "in place" in result.verdicts[-1].feedback
+
+
+def test_candidate_that_does_not_fit_the_wrapper_is_a_static_error(
+    store: ArtifactStore, cpu_launcher: bool
+) -> None:
+    name = "level1_001_relu_chain"
+    compiled = CompileResult.model_validate(
+        json.loads((FIXTURES / f"{name}.compile.json").read_text())
+    )
+    wrapper = store.put_text((FIXTURES / f"{name}.py.txt").read_text(), name="wrapper.py")
+    problem = store.put_text((HERE / "problems" / "swish_bias.py").read_text(), name="p.py")
+    compiled = compiled.model_copy(
+        update={
+            "wrapper": wrapper,
+            "problem": compiled.problem.model_copy(update={"source": problem}),
+        }
+    )
+    segment = SegmentResult.model_validate(
+        json.loads((FIXTURES / f"{name}.segment.json").read_text())
+    )
+    kernel = segment.kernels[0].name
+    target = SearchTarget(id="k0", kind=TargetKind.KERNEL, kernels=[kernel])
+    junk = store.put_text("def something_else():\n    return 1\n", name="junk.py")
+    inp = CandidateGateInput(
+        compiled=compiled,
+        segment=segment,
+        target=target,
+        candidate_id="junk",
+        source=junk,
+        settings=GateSettings(device="cpu"),
+    )
+    result = gate_candidate(inp, store)
+    assert len(result.verdicts) == 1
+    v = result.verdicts[0]
+    assert v.gate == GateName.STATIC and v.status == GateStatus.ERROR
+    assert "re-stitched" in v.reason and v.feedback

@@ -1,0 +1,65 @@
+"""``kernelopt verify``: exit codes and the JSON shape (CPU: gates 1-3, interpreter)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelopt.cli_verify import verify_command
+
+HERE = Path(__file__).resolve().parent
+PROBLEM = HERE / "problems" / "swish_bias.py"
+
+
+def test_accepted_candidate_exits_0_with_json(
+    capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    code = verify_command(PROBLEM, HERE / "candidates" / "swish_fused.py", True, device="cpu")
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["accepted"] is True
+    assert [v["gate"] for v in out["verdicts"]] == ["static", "correctness", "model"]
+    assert out["verdicts"][2]["metrics"]["sets"][0]["d_ref"] is not None
+
+
+def test_rejected_candidate_exits_1_with_a_table(
+    capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    code = verify_command(PROBLEM, HERE / "candidates" / "partial_write.py", False, device="cpu")
+    text = capsys.readouterr().out
+    assert code == 1
+    assert "REJECTED at correctness" in text and "never written" in text
+
+
+def test_broken_problem_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\n")  # no Model
+    code = verify_command(bad, HERE / "candidates" / "swish_fused.py", True, device="cpu")
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["could_not_run"] is True
+
+
+def test_problem_that_cannot_run_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    bad = tmp_path / "raises.py"
+    bad.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        raise ValueError('no')\n\n"
+        "def get_inputs():\n    return [torch.randn(4)]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    code = verify_command(bad, HERE / "candidates" / "gelu_erf.py", True, device="cpu")
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and "reference could not run" in out["reason"]
+
+
+def test_missing_gpu_is_could_not_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kernelopt.cli_verify as cli
+
+    monkeypatch.setattr(cli, "_cuda_available", lambda: False)
+    code = verify_command(PROBLEM, HERE / "candidates" / "swish_fused.py", True)
+    assert code == 2 and "no CUDA GPU" in json.loads(capsys.readouterr().out)["reason"]

@@ -1,0 +1,154 @@
+"""Gate 2 comparison and the V_model float64 rule, on synthetic tensors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from gates.numerics import compare_outputs, compare_tensor, model_error_rule
+
+TOL = {"rtol": 1e-3, "atol": 1e-3, "scale_tol": 2e-3}
+
+
+def test_identical_outputs_pass() -> None:
+    x = torch.randn(64, 32)
+    c = compare_tensor(0, x.clone(), x, **TOL)
+    assert c.ok and c.max_abs_err == 0 and c.unwritten == 0
+
+
+def test_shape_and_dtype_must_match() -> None:
+    x = torch.randn(4, 4)
+    assert "shape" in compare_tensor(0, x.reshape(16), x, **TOL).problem
+    assert "dtype" in compare_tensor(0, x.double(), x, **TOL).problem
+
+
+def test_nan_poison_counts_as_unwritten() -> None:
+    ref = torch.randn(100)
+    out = ref.clone()
+    out[60:] = float("nan")
+    c = compare_tensor(0, out, ref, **TOL)
+    assert not c.ok and c.unwritten == 40 and "never written" in c.problem
+
+
+def test_inf_where_reference_is_finite_fails() -> None:
+    ref = torch.randn(10)
+    out = ref.clone()
+    out[3] = float("inf")
+    c = compare_tensor(0, out, ref, **TOL)
+    assert not c.ok and c.nonfinite == 1
+
+
+def test_reference_nans_must_be_reproduced() -> None:
+    ref = torch.tensor([1.0, float("nan"), 3.0])
+    assert compare_tensor(0, ref.clone(), ref, **TOL).ok
+    assert not compare_tensor(0, torch.tensor([1.0, 2.0, 3.0]), ref, **TOL).ok
+
+
+def test_zeros_pass_allclose_but_not_the_scale_aware_error() -> None:
+    ref = torch.randn(1000) * 1e-5
+    assert torch.allclose(torch.zeros_like(ref), ref, rtol=1e-3, atol=1e-3)
+    c = compare_tensor(0, torch.zeros_like(ref), ref, **TOL)
+    assert not c.ok and c.mismatched == 0 and c.scale_err == pytest.approx(1.0)
+
+
+def test_honest_fp32_rounding_passes_with_tiny_scale_error() -> None:
+    torch.manual_seed(0)
+    a = torch.randn(64, 256)
+    b = torch.randn(256, 64)
+    ref = (a.double() @ b.double()).float()
+    out = a @ b
+    c = compare_tensor(0, out, ref, **TOL)
+    assert c.ok and c.scale_err < 1e-5
+
+
+def test_value_errors_report_the_worst_element() -> None:
+    ref = torch.zeros(3, 3)
+    out = ref.clone()
+    out[1, 2] = 0.5
+    c = compare_tensor(0, out, ref, **TOL)
+    assert not c.ok and c.worst_index == [1, 2] and c.worst_value == 0.5
+
+
+def test_integer_outputs_compare_exactly() -> None:
+    ref = torch.arange(10)
+    assert compare_tensor(0, ref.clone(), ref, **TOL).ok
+    bad = ref.clone()
+    bad[0] = 5
+    assert compare_tensor(0, bad, ref, **TOL).mismatched == 1
+
+
+def test_structure_mismatch() -> None:
+    x = torch.randn(3)
+    assert not compare_outputs([x], [x, x], **TOL).ok
+    assert not compare_outputs([1.0], [x], **TOL).ok
+    assert compare_outputs([x, 2], [x, 2], **TOL).ok
+
+
+# ---------------------------------------------------------------------------- V_model
+
+
+def _deep(x: torch.Tensor, ws: list[torch.Tensor], bias: float = 0.0) -> torch.Tensor:
+    for w in ws:
+        x = x + 0.1 * torch.tanh(x @ w) + bias
+    return x
+
+
+def _model_case(bias: float, depth: int = 32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    d = 64
+    ws = [torch.randn(d, d) / math.sqrt(d) for _ in range(depth)]
+    x = torch.randn(16, d)
+    b32 = _deep(x, ws)
+    b64 = _deep(x.double(), [w.double() for w in ws])
+    o32 = _deep(x, ws, bias)
+    return o32, b32, b64
+
+
+RULE = {"tolerance": 1e-4, "rho_max": 10.0, "d_ref_floor": 1e-8, "abs_bound": 1e-7}
+
+
+def test_bias_per_stage_gives_rho_in_the_hundreds() -> None:
+    o32, b32, b64 = _model_case(bias=5e-4)
+    r = model_error_rule([o32], [b32], [b64], **RULE)
+    assert not r.ok and r.rule == "rho" and r.rho is not None and r.rho > 100
+
+
+def test_honest_reordering_lands_at_small_rho() -> None:
+    _, b32, b64 = _model_case(bias=0.0)
+    # An honest kernel: same maths, different rounding (computed through float64 and back
+    # would be *better*; perturb by a few ulps instead).
+    o32 = b32 * (1 + 2 * torch.finfo(torch.float32).eps * torch.randn_like(b32).sign())
+    r = model_error_rule([o32], [b32], [b64], **RULE)
+    assert r.ok
+    assert r.rho is None or r.rho < 10
+
+
+def test_exact_baseline_falls_back_to_scale_relative() -> None:
+    x = torch.randn(100)
+    b64 = [x.double()]
+    r = model_error_rule([x.clone()], [x], b64, **RULE)
+    assert r.ok and r.d_ref == 0.0
+    off = x + 1e-3 * x.abs().max()
+    r2 = model_error_rule([off], [x], b64, **RULE)
+    assert not r2.ok and r2.rule == "scale_relative"
+
+
+def test_tiny_outputs_cannot_pass_v_model_as_zeros() -> None:
+    ref = torch.randn(100) * 1e-5
+    r = model_error_rule([torch.zeros_like(ref)], [ref], [ref.double()], **RULE)
+    assert not r.ok
+
+
+def test_non_finite_outputs_fail_v_model() -> None:
+    ref = torch.randn(10)
+    out = ref.clone()
+    out[0] = float("nan")
+    assert model_error_rule([out], [ref], [ref.double()], **RULE).rule == "structure"
+
+
+def test_without_float64_the_fp32_baseline_is_used() -> None:
+    ref = torch.randn(10)
+    assert model_error_rule([ref.clone()], [ref], None, **RULE).ok
+    assert not model_error_rule([ref + 0.1], [ref], None, **RULE).ok

@@ -1,0 +1,95 @@
+"""V_perf decision logic and the roofline, as pure functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from gates.perfstats import decide_category, rounds_sufficient, spread, timers_agree
+from gates.roofline import ceilings_for, roofline_check
+from kernelopt.contracts.verdicts import PerfCategory
+
+
+def test_spread_is_relative_range() -> None:
+    assert spread([1.0]) == 0.0
+    assert spread([1.0, 1.1, 0.9]) == pytest.approx(0.2)
+
+
+def test_rounds_continue_until_the_spread_is_known() -> None:
+    assert not rounds_sufficient([1.0], [2.0], min_rounds=2, spread_target=0.03)
+    assert rounds_sufficient([1.0, 1.01], [2.0, 2.02], min_rounds=2, spread_target=0.03)
+    assert not rounds_sufficient([1.0, 1.2], [2.0, 2.0], min_rounds=2, spread_target=0.03)
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "category"),
+    [
+        ([1.0, 1.0], [0.5, 0.5], PerfCategory.OPTIMIZED),
+        ([1.0, 1.0], [0.98, 0.98], PerfCategory.MATCHED),  # 1.02x < gamma
+        ([1.0, 1.0], [1.02, 1.02], PerfCategory.MATCHED),  # within 1/gamma
+        ([1.0, 1.0], [1.1, 1.1], PerfCategory.SLOWER),
+    ],
+)
+def test_categories(base: list[float], cand: list[float], category: PerfCategory) -> None:
+    assert decide_category(base, cand, gamma=1.03, noise_limit=0.1).category == category
+
+
+def test_a_win_inside_the_noise_is_not_optimized() -> None:
+    d = decide_category([1.0, 1.2], [0.95, 0.95], gamma=1.03, noise_limit=0.3)
+    assert d.speedup > 1.03 and d.category == PerfCategory.MATCHED
+
+
+def test_noise_beyond_the_limit_is_unstable() -> None:
+    assert not decide_category([1.0, 1.5], [1.0, 1.0], gamma=1.03, noise_limit=0.1).stable
+
+
+def test_side_stream_signature_disagrees() -> None:
+    # events on the current stream see only launch overhead; the device-wide host timer
+    # sees the real work
+    assert not timers_agree(0.01, 0.6, rel=0.5, abs_ms=0.05).agree
+    assert timers_agree(0.60, 0.62, rel=0.5, abs_ms=0.05).agree
+    assert timers_agree(0.005, 0.02, rel=0.5, abs_ms=0.05).agree  # Python overhead only
+    assert timers_agree(None, 1.0, rel=0.5, abs_ms=0.05).agree
+
+
+def _diag_check(candidate_ms: float) -> object:
+    n = 4096
+    h200 = ceilings_for("NVIDIA H200")
+    assert h200 is not None
+    return roofline_check(
+        ceilings=h200,
+        bytes_in=n * 4 + n * n * 4,
+        bytes_out=n * n * 4,
+        candidate_ms=candidate_ms,
+        baseline_ms=2.69,
+        flops=2 * n**3,
+        slack=0.5,
+    )
+
+
+def test_real_70x_algebraic_win_is_not_quarantined() -> None:
+    check = _diag_check(2.69 / 70)
+    assert not check.below_floor
+    assert check.beats_fp32_flops  # fewer FLOPs than the reference: an algebraic rewrite
+    assert check.max_plausible_speedup is not None and check.max_plausible_speedup > 70
+
+
+def test_impossible_1400x_is_quarantined() -> None:
+    check = _diag_check(2.69 / 1400)
+    assert check.below_floor and "implausible" in check.reason
+
+
+def test_floor_counts_bytes_at_measured_bandwidth() -> None:
+    h200 = ceilings_for("NVIDIA H200")
+    assert h200 is not None and h200.copy_bandwidth_gbs == 4300.0
+    check = roofline_check(
+        ceilings=h200,
+        bytes_in=4_300_000_000,
+        bytes_out=0,
+        candidate_ms=1.0,
+        baseline_ms=None,
+        flops=None,
+        slack=0.5,
+    )
+    assert check.floor_ms == pytest.approx(1.0)
+    assert ceilings_for("Some Unknown GPU") is None
+    assert ceilings_for("Some Unknown GPU", 1000.0) is not None
