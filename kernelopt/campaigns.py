@@ -12,6 +12,7 @@ from kernelopt.config import Settings
 from kernelopt.contracts import (
     CampaignInput,
     CampaignOptions,
+    Outcome,
     ProblemKind,
     ProblemSpec,
     names,
@@ -93,5 +94,6 @@ async def start_campaign(
         id=campaign_id,
         task_queue=options.cpu_queue,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        result_type=Outcome,
         **kwargs,
     )

@@ -281,10 +281,10 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.follow import follow, render
 
     client = await _client(settings)
-    handle = client.get_workflow_handle(args.id)
+    handle = client.get_workflow_handle(args.id, result_type=Outcome)
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.COMPLETED:
-        print_outcome(await handle.result(result_type=Outcome), args.json)
+        print_outcome(await handle.result(), args.json)
         return 0
     if desc.status != WorkflowExecutionStatus.RUNNING:
         console.print(f"campaign {args.id}: {desc.status.name.lower()}")
@@ -304,7 +304,7 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
     client = await _client(settings)
-    handle = client.get_workflow_handle(args.id)
+    handle = client.get_workflow_handle(args.id, result_type=Outcome)
     if args.command == "cancel":
         await handle.signal("stop", "cancelled by user")
         console.print(f"{args.id}: stopping; the compiler's baseline will be returned")
@@ -316,7 +316,7 @@ async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:
     client = await _client(settings)
-    handle = client.get_workflow_handle(args.id)
+    handle = client.get_workflow_handle(args.id, result_type=Outcome)
     progress = await handle.query("progress", result_type=CampaignProgress)
     current = progress.budgets.model_dump()
     changes = _budgets(args).model_dump(exclude_none=True)

@@ -102,7 +102,7 @@ async def follow(
 ) -> Outcome | None:
     """Show progress until the campaign ends; returns its outcome (None when detached)."""
     started = time.monotonic()
-    result_task = asyncio.create_task(handle.result(result_type=Outcome))
+    result_task = asyncio.create_task(handle.result())
     progress: CampaignProgress | None = None
     try:
         with Live(console=console, refresh_per_second=4, transient=False) as live:

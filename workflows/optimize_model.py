@@ -63,6 +63,11 @@ def search_attributes_for(campaign_id: str, problem: str) -> TypedSearchAttribut
     )
 
 
+def _overlaps(target, accepted: list[Replacement]) -> bool:
+    taken = {k for r in accepted for k in r.target.kernels}
+    return any(k in taken for k in target.kernels)
+
+
 class StopCampaign(Exception):
     """Raised inside the workflow when the user cancels: the baseline is returned."""
 
@@ -214,7 +219,9 @@ class OptimizeModel:
             state.results.append(result)
             state.used.add(result.usage, result.gpu_seconds)
             state.candidates_tried += result.candidates_tried
-            state.candidates_accepted += sum(1 for d in result.decisions if d.accepted)
+            state.candidates_accepted += sum(
+                1 for d in result.decisions if d.accepted and not d.retime
+            )
             self._progress.targets_done = len(state.results)
             self._sync_progress()
         self._progress.current_target = None
@@ -249,8 +256,8 @@ class OptimizeModel:
         for result in winners:
             await self._checkpoint()
             target = target_by_id.get(result.target_id)
-            if target is None:
-                continue
+            if target is None or _overlaps(target, accepted):
+                continue  # a fusion group and its own kernels cannot both be replaced
             trial = [*accepted, Replacement(target=target, source=result.best.source)]
             stitched = await self._gpu(
                 names.RESTITCH,

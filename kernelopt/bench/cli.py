@@ -55,8 +55,8 @@ async def bench_command(
         try:
             handle = await start_campaign(client, problem, options, campaign_id=campaign_id)
         except WorkflowAlreadyStartedError:
-            handle = client.get_workflow_handle(campaign_id)
-        return await handle.result(result_type=Outcome)
+            handle = client.get_workflow_handle(campaign_id, result_type=Outcome)
+        return await handle.result()
 
     run = await run_suite(suite_dir, results, one, console=console)
     summary = summarize(load_results(results), gamma=options.gamma)

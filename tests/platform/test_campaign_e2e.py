@@ -34,7 +34,7 @@ from tests.support.processes import WorkerProcess, start_workers
 from tests.support.temporal import make_settings, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
+PROBLEM = ROOT / "problems" / "level2" / "004_conv_affine_relu.py"
 
 
 def small_options(cpu_queue: str, gpu_queue: str) -> CampaignOptions:
@@ -50,7 +50,7 @@ def small_options(cpu_queue: str, gpu_queue: str) -> CampaignOptions:
 async def run_campaign(client: Client, settings: Settings, queues: tuple[str, str]) -> Outcome:
     problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
     handle = await start_campaign(client, problem, small_options(*queues))
-    return await handle.result(result_type=Outcome)
+    return await handle.result()
 
 
 async def wait_for_phase(handle, phase: CampaignPhase, timeout: float = 120) -> None:
@@ -134,7 +134,7 @@ async def test_sigkill_cpu_worker_mid_campaign(
         await asyncio.sleep(1.0)
         cpu.kill()
         cpu = WorkerProcess(temporal_settings, "cpu", cpu_q).wait_ready()
-        outcome = await asyncio.wait_for(handle.result(result_type=Outcome), 300)
+        outcome = await asyncio.wait_for(handle.result(), 300)
     finally:
         cpu.stop()
         gpu.stop()
@@ -159,8 +159,8 @@ async def test_server_restart_mid_campaign(tmp_path: Path, reference_outcome: Ou
         await asyncio.sleep(1.0)
         server.start()
         client = await connect(settings, start_embedded=False)
-        handle = client.get_workflow_handle(handle.id)
-        outcome = await asyncio.wait_for(handle.result(result_type=Outcome), 300)
+        handle = client.get_workflow_handle(handle.id, result_type=Outcome)
+        outcome = await asyncio.wait_for(handle.result(), 300)
         counts = await gate_calls_per_candidate(client, handle.id)
     finally:
         cpu.stop()

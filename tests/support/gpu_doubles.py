@@ -10,7 +10,8 @@ check that no two ran at once on one worker).
 
 Knobs (environment, read per call): KERNELOPT_DOUBLES_DELAY seconds per
 activity (default 0.2), KERNELOPT_DOUBLES_LOG a JSONL file path,
-KERNELOPT_DOUBLES_WRAPPER the wrapper fixture the "compile" double returns.
+KERNELOPT_DOUBLES_WRAPPER the wrapper the "compile" double returns (default: the
+problem's H200 fixture in tests/fixtures/wrappers).
 
 Fault-injection knobs (all off by default; used by tests/durability):
 KERNELOPT_DOUBLES_SLOW ``name=seconds,...`` overrides the delay of the named
@@ -63,7 +64,13 @@ from kernelopt.contracts import (
 from kernelopt.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_WRAPPER = ROOT / "tests" / "compile" / "data" / "synthetic_partition_wrapper.py"
+FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
+
+
+def fixture_wrapper(problem_path: str) -> Path:
+    """The wrapper captured on the H200 for this problem (problems/levelN/x.py -> levelN_x)."""
+    path = Path(problem_path)
+    return FIXTURES / f"{path.parent.name}_{path.stem}.py.txt"
 
 
 def _digest(text: str) -> int:
@@ -156,7 +163,8 @@ async def _work(name: str, key: str) -> None:
 async def compile_double(inp: CompileInput) -> CompileResult:
     await _work(names.COMPILE, inp.problem.name)
     store = open_store()
-    wrapper_path = Path(os.environ.get("KERNELOPT_DOUBLES_WRAPPER", DEFAULT_WRAPPER))
+    override = os.environ.get("KERNELOPT_DOUBLES_WRAPPER")
+    wrapper_path = Path(override) if override else fixture_wrapper(inp.problem.path)
     wrapper = store.put_text(wrapper_path.read_text(), "text/x-python", "wrapper.py")
     blob = store.put_bytes(b"captured-args-placeholder-for-tests", name="args.pt")
     return CompileResult(

@@ -18,25 +18,32 @@ ROOT = Path(__file__).resolve().parents[2]
 class WorkerProcess:
     def __init__(self, settings: Settings, kind: str, queue: str, **env: str) -> None:
         self.kind, self.queue = kind, queue
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.run_worker", kind, queue],
-            cwd=ROOT,
-            env={**env_for(settings), **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+        # Output goes to a file: a pipe nobody reads would block the worker once full.
+        logs = settings.home / "test-worker-logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.log_path = logs / f"{kind}-{queue}-{time.monotonic_ns()}.log"
+        with self.log_path.open("w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.support.run_worker", kind, queue],
+                cwd=ROOT,
+                env={**env_for(settings), **env},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
 
     def wait_ready(self, timeout: float = 60.0) -> WorkerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.strip() == "ready":
+            if "ready" in self.output().splitlines():
                 return self
-            if not line and self.proc.poll() is not None:
+            if self.proc.poll() is not None:
                 break
-        raise RuntimeError(f"{self.kind} worker did not start: {self.proc.stdout.read()[-2000:]}")
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.kind} worker did not start: {self.output()[-2000:]}")
 
     def kill(self) -> None:
         """SIGKILL: no graceful shutdown, exactly like a preempted machine."""
