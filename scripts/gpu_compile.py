@@ -1,19 +1,23 @@
 """All GPU work of the compile area in one device call (see docs/TEAM_NOTES.md, "GPU host").
 
-    source scripts/device_env.sh; python scripts/gpu_compile.py --out "$OUT"
+    source scripts/device_env.sh; python3 scripts/gpu_compile.py --out "$OUT" [--fixtures-first]
+
+Default (full capture, ~260 s on the H200 for the 12 core problems):
 
 1. Warm-up, in parallel: every core problem is compiled (max-autotune-no-cudagraphs
-   and default mode) in its own process, with few compile threads each, only to fill
-   Inductor's on-disk caches (FX graph cache, autotune results).  Max-autotune costs
-   30-50 s of mostly CPU work per GEMM/conv problem; run side by side, the set
-   compiles in roughly the time of its slowest member.  These cold compile times are
-   recorded, but no timing is measured here: parallel processes would disturb it.
-2. The GPU tests (tests/compile/test_gpu.py), one process, problems one after another:
-   compile through our capture code (Inductor caches warm, so fast) with eager /
-   compiled / default-mode timings measured on an otherwise idle GPU, then again from
-   our content-hash cache (cache hit), identity re-stitch bit-exactness, triage's f.
-   The captured wrappers and segmentations are written out as CPU-test fixtures.
+   and default mode) in its own process, only to fill Inductor's on-disk caches.
+   Max-autotune costs 30-70 s of mostly CPU work per GEMM/conv problem; side by side
+   the set compiles in about the time of its slowest member (transformer block, ~69 s).
+   No timing is measured here: parallel processes would disturb it.
+2. The GPU tests (tests/compile/test_gpu.py) in one process: compile through our
+   capture code with eager / compiled / default-mode timings on an otherwise idle GPU,
+   again from our content-hash cache (cache hit), identity re-stitch, triage.  The
+   captured wrappers and segmentations are written out as CPU-test fixtures.
 3. A short table; fixtures as one tarball (the device returns at most 8 files).
+
+``--fixtures-first`` (~70 s): no warm-up; problems with committed fixtures are tested
+from them (rehydrated, no compile) under pytest-xdist, and only core problems without
+a fixture are compiled, each in its own process.
 """
 
 from __future__ import annotations
