@@ -1,18 +1,21 @@
 """Finding or writing a standalone harness for the kernel state being profiled.
 
 A harness is a Python file with ``get_args()`` and ``call(args)`` (see
-``harness_runner``).  In order of preference:
+``harness_runner``).  Candidates, in order of preference (the profiler uses
+the first that actually runs):
 
-1. the caller's harness (``ProfileInput.harness``), e.g. from the compile step;
-2. ``kernelopt.compile.harness.write_harness(inp, store, directory)`` if the
-   compile package provides one (looked up lazily);
-3. the kernel source itself, when it already is one (Inductor's
+1. the caller's harness (``ProfileInput.harness``);
+2. "captured": the kernel on the exact arguments it saw inside the model,
+   through the compile package's ``KernelHarness`` (the baseline wrapper run
+   once with a probe on every launch; baseline configs pinned).  The root
+   state launches the captured kernel object itself; other states load their
+   source and launch it the same way (``<kernel>.run(*args, stream=...)``) or
+   through ``launch(*args)``;
+3. "self": the kernel source already is a harness (Inductor's
    ``benchmark_kernel=True`` modules define ``get_args`` and ``call``);
-4. a harness written here from the segment's launch record of the target's
-   kernel: tensors with the launch's shapes, strides and dtypes (random
-   values: the profile needs the work, not the numbers) and the launch's
-   scalars, calling ``<kernel>.run(*args, stream=...)`` for Inductor-form
-   sources or ``launch(*args)`` for launch-form ones.
+4. "built": from the segment's launch record of the target's kernel --
+   tensors with the recorded shapes, strides and dtypes (random values: a
+   profile needs the work, not the numbers) and the recorded scalars.
 """
 
 from __future__ import annotations
@@ -93,6 +96,60 @@ if __name__ == "__main__":
 '''
 
 
+CAPTURED_TEMPLATE = '''\
+"""Harness for {kernel} on the arguments it saw inside the model (kernelopt.compile.harness)."""
+
+import importlib.util
+from pathlib import Path
+
+from kernelopt.compile.harness import KernelHarness
+from kernelopt.contracts.compiled import CompileResult
+from kernelopt.store import open_store
+
+COMPILED = {compiled!r}
+SOURCE = {source!r}
+KERNEL = {kernel!r}
+IS_ROOT = {is_root!r}
+_STATE = {{}}
+
+
+def _module():
+    if "module" not in _STATE:
+        spec = importlib.util.spec_from_file_location("kernelopt_profiled_state", SOURCE)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _STATE["module"] = module
+    return _STATE["module"]
+
+
+def get_args():
+    compiled = CompileResult.model_validate_json(Path(COMPILED).read_text())
+    launch = KernelHarness(compiled, open_store()).kernel(KERNEL)
+    _STATE["launch"] = launch
+    return launch.fresh_args()
+
+
+def kernels():
+    launch = _STATE.get("launch")
+    if IS_ROOT:
+        return [launch.kernel] if launch is not None else []
+    module = _module()
+    return [getattr(module, KERNEL)] if hasattr(module, KERNEL) else []
+
+
+def call(args):
+    launch = _STATE["launch"]
+    if IS_ROOT:
+        launch.kernel.run(*args, **launch.kwargs)
+        return
+    module = _module()
+    if hasattr(module, KERNEL):
+        getattr(module, KERNEL).run(*args, **launch.kwargs)
+    else:
+        module.launch(*args)
+'''
+
+
 def is_self_harness(source: str) -> bool:
     """Does the source itself define get_args() and call(args) at module level?"""
     try:
@@ -127,33 +184,64 @@ def build_harness(kernel: str, source_path: Path, args: list[KernelArg]) -> str:
     return HARNESS_TEMPLATE.format(kernel=kernel, source=str(source_path), args=json.dumps(payload))
 
 
+def _compile_harness_available() -> bool:
+    try:
+        from kernelopt.compile.harness import KernelHarness  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def candidate_harnesses(
+    inp: ProfileInput, store: ArtifactStore, directory: Path
+) -> tuple[list[tuple[Path, str]], list[str]]:
+    """Every harness we could run, best first, and why the others are missing."""
+    directory.mkdir(parents=True, exist_ok=True)
+    found: list[tuple[Path, str]] = []
+    missing: list[str] = []
+    if inp.harness is not None:
+        found.append((store.materialize(inp.harness, directory, "harness_given.py"), "given"))
+    source = store.get_text(inp.source)
+    state_path = directory / "kernel_state.py"
+    state_path.write_text(source)
+    kernel = inp.target.kernels[0] if inp.target.kernels else ""
+    if not kernel:
+        missing.append("the target names no kernel")
+    elif not _compile_harness_available():
+        missing.append("kernelopt.compile.harness is not available")
+    else:
+        compiled_path = directory / "compiled.json"
+        compiled_path.write_text(inp.compiled.model_dump_json())
+        is_root = inp.target.source is not None and inp.target.source.sha256 == inp.source.sha256
+        path = directory / "harness_captured.py"
+        path.write_text(
+            CAPTURED_TEMPLATE.format(
+                kernel=kernel, compiled=str(compiled_path), source=str(state_path), is_root=is_root
+            )
+        )
+        found.append((path, "captured"))
+    if is_self_harness(source):
+        path = directory / "harness_self.py"
+        path.write_text(source)
+        found.append((path, "self"))
+    args = launch_args(inp.segment, inp.target)
+    unknown = [a.name for a in args if a.tensor is None and a.value is None]
+    if not args or not kernel:
+        missing.append("the segment records no launch arguments for this target")
+    elif unknown:
+        missing.append(f"the launch record lacks the layout of {', '.join(unknown)}")
+    else:
+        path = directory / "harness_built.py"
+        path.write_text(build_harness(kernel, state_path, args))
+        found.append((path, "built"))
+    return found, missing
+
+
 def resolve_harness(
     inp: ProfileInput, store: ArtifactStore, directory: Path
 ) -> tuple[Path | None, str]:
-    """A harness path and how it was found, or (None, why there is none)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    if inp.harness is not None:
-        return store.materialize(inp.harness, directory, "harness.py"), "given"
-    try:
-        from kernelopt.compile import harness as compile_harness  # type: ignore[attr-defined]
-    except ImportError:
-        compile_harness = None
-    writer = getattr(compile_harness, "write_harness", None) if compile_harness else None
-    if writer is not None:
-        return Path(writer(inp, store, directory)), "compile"
-    source = store.get_text(inp.source)
-    if is_self_harness(source):
-        path = directory / "harness.py"
-        path.write_text(source)
-        return path, "self"
-    args = launch_args(inp.segment, inp.target)
-    if not args or not inp.target.kernels:
-        return None, "no harness: the segment records no launch arguments for this target"
-    unknown = [a.name for a in args if a.tensor is None and a.value is None]
-    if unknown:
-        return None, f"no harness: the launch record lacks the layout of {', '.join(unknown)}"
-    kernel_path = directory / "kernel_state.py"
-    kernel_path.write_text(source)
-    path = directory / "harness.py"
-    path.write_text(build_harness(inp.target.kernels[0], kernel_path, args))
-    return path, "built"
+    """The preferred harness and how it was found, or (None, why there is none)."""
+    found, missing = candidate_harnesses(inp, store, directory)
+    if found:
+        return found[0]
+    return None, "no harness: " + "; ".join(missing)

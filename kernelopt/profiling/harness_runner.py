@@ -20,6 +20,7 @@ import importlib.util
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,20 @@ def run(path: Path, mode: str, reps: int) -> dict[str, Any]:
 
     module = load_harness(path)
     args = module.get_args()
+    cuda = torch.cuda.is_available()
+    if mode == "ncu" and not cuda:
+        raise RuntimeError("ncu mode needs a CUDA device")
     for _ in range(WARMUP_CALLS):
         module.call(args)
+    if not cuda:  # a CPU harness (tests, the Triton interpreter): wall-clock timing
+        return {
+            "mode": mode,
+            "timer": "wall",
+            **_wall_times(module, args, reps),
+            **compiled_stats(module),
+        }
     torch.cuda.synchronize()
-    result: dict[str, Any] = {"mode": mode}
+    result: dict[str, Any] = {"mode": mode, "timer": "cuda-events"}
     if mode == "ncu":
         torch.cuda.cudart().cudaProfilerStart()
         module.call(args)
@@ -85,6 +96,15 @@ def run(path: Path, mode: str, reps: int) -> dict[str, Any]:
         result["reps"] = reps
     result.update(compiled_stats(module))
     return result
+
+
+def _wall_times(module: Any, args: Any, reps: int) -> dict[str, Any]:
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        module.call(args)
+        samples.append((time.perf_counter() - start) * 1000.0)
+    return {"median_ms": statistics.median(samples), "min_ms": min(samples), "reps": reps}
 
 
 def main(argv: list[str] | None = None) -> int:

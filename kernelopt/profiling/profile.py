@@ -20,7 +20,7 @@ from kernelopt.checkpoint import report
 from kernelopt.contracts.search import KernelProfile, ProfileInput, ProfileResult
 from kernelopt.profiling.analyst import classify
 from kernelopt.profiling.distill import distill
-from kernelopt.profiling.harness import resolve_harness
+from kernelopt.profiling.harness import candidate_harnesses
 from kernelopt.profiling.harness_runner import RESULT_PREFIX
 from kernelopt.profiling.ncu import find_ncu, run_ncu
 from kernelopt.store import ArtifactStore
@@ -55,59 +55,83 @@ def profile_target(inp: ProfileInput, store: ArtifactStore) -> ProfileResult:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kernelopt-profile-") as tmp:
         workdir = Path(tmp)
-        harness, how = resolve_harness(inp, store, workdir / "harness")
-        if harness is None:
-            profile = KernelProfile(source="none", note=how)
-        else:
-            report({"step": "ncu", "harness": how})
-            profile = _profile(inp, store, harness, workdir)
+        found, missing = candidate_harnesses(inp, store, workdir / "harness")
+        profile = _profile(inp, store, found, missing, workdir)
     return ProfileResult(
         profile=profile, analysis=classify(profile), gpu_seconds=time.monotonic() - started
     )
 
 
+def _first_working(
+    found: list[tuple[Path, str]], notes: list[str]
+) -> tuple[Path, str, dict] | None:
+    """The first harness that runs (event timing doubles as the check), noting the failures."""
+    for path, how in found:
+        report({"step": "events", "harness": how})
+        timed = run_events(path)
+        if "error" not in timed:
+            return path, how, timed
+        notes.append(f"{how} harness: {timed['error']}")
+    return None
+
+
 def _profile(
-    inp: ProfileInput, store: ArtifactStore, harness: Path, workdir: Path
+    inp: ProfileInput,
+    store: ArtifactStore,
+    found: list[tuple[Path, str]],
+    missing: list[str],
+    workdir: Path,
 ) -> KernelProfile:
-    regex = inp.kernel_regex or (inp.target.kernels[0] if inp.target.kernels else "")
-    notes: list[str] = []
+    notes = [f"no {m}" if m.startswith("kernelopt") else m for m in missing] if not found else []
+    chosen = _first_working(found, notes)
+    if chosen is None:
+        return KernelProfile(source="none", note="; ".join(notes) or "no harness")
+    harness, how, timed = chosen
+    events = KernelProfile(
+        source="events",
+        duration_us=float(timed["median_ms"]) * 1000.0,
+        registers_per_thread=timed.get("registers"),
+        spills=timed.get("spills"),
+        note=f"{how} harness",
+    )
     ncu = find_ncu() if inp.use_ncu else None
     if not inp.use_ncu:
         notes.append("ncu disabled for this search")
     elif ncu is None:
         notes.append("ncu not found")
     else:
-        run = run_ncu(harness, workdir, regex, inp.timeout_s, ncu)
+        report({"step": "ncu", "harness": how})
+        run = run_ncu(harness, workdir, _kernel_regex(inp, store), inp.timeout_s, ncu)
         if run.ok and run.report is not None:
             d = distill(run.details_csv, run.details_text, run.raw_csv)
-            raw = store.put_file(run.report, media_type="application/x-ncu-rep")
-            store.put_text(run.details_text, "text/plain", f"{inp.state_id or 'state'}.ncu.txt")
             if d.sol_compute_pct is not None or d.duration_us is not None:
-                stats = run_events(harness, reps=10) if d.spills is None else {}
+                raw = store.put_file(run.report, media_type="application/x-ncu-rep")
                 return KernelProfile(
                     source="ncu",
                     duration_us=d.duration_us,
                     sol_compute_pct=d.sol_compute_pct,
                     sol_memory_pct=d.sol_memory_pct,
-                    registers_per_thread=d.registers_per_thread or stats.get("registers"),
-                    spills=d.spills if d.spills is not None else stats.get("spills"),
+                    registers_per_thread=d.registers_per_thread or events.registers_per_thread,
+                    spills=d.spills if d.spills is not None else events.spills,
                     achieved_occupancy_pct=d.achieved_occupancy_pct,
                     top_rules=d.top_rules(3),
                     raw_report=raw,
-                    note=f"ncu {run.seconds:.0f} s; kernel {d.kernel_name or regex}",
+                    note=f"{how} harness; ncu {run.seconds:.0f} s on {d.kernel_name or 'first kernel'}; "
+                    f"events median {events.duration_us:.2f} us",
                 )
-            notes.append("ncu report held no usable metrics")
+            notes.append("the ncu report held no usable metrics")
         else:
             notes.append(run.note)
-    report({"step": "events"})
-    timed = run_events(harness)
-    if "error" in timed:
-        notes.append(timed["error"])
-        return KernelProfile(source="none", note="; ".join(notes))
-    return KernelProfile(
-        source="events",
-        duration_us=float(timed["median_ms"]) * 1000.0,
-        registers_per_thread=timed.get("registers"),
-        spills=timed.get("spills"),
-        note="event timing only: " + "; ".join(notes),
+    return events.model_copy(
+        update={"note": f"event timing only ({how} harness): " + "; ".join(notes)}
     )
+
+
+def _kernel_regex(inp: ProfileInput, store: ArtifactStore) -> str:
+    """ncu's kernel filter: the target's kernel when the state defines it, else the first launch."""
+    if inp.kernel_regex:
+        return inp.kernel_regex
+    if not inp.target.kernels:
+        return ""
+    name = inp.target.kernels[0]
+    return name if f"def {name}(" in store.get_text(inp.source) else ""

@@ -55,18 +55,24 @@ def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeRes
         and kernel.heuristic != "fixed_config"
     ):
         picks.append((NO_EVICTION_LABEL, None))
-    if kernel.fixed is not None:
-        pool = neighbours(kernel, kernel.fixed)
-        origin = f"neighbours of {config_label(kernel.fixed)}"
-    else:
-        pool = config_space(kernel)
-        origin = f"{len(pool)}-point launch space"
-    pool = [c for c in pool if config_label(c) not in exclude]
     need = max(0, inp.count - len(picks))
+    baseline = baseline_config(inp, kernel.name) if kernel.fixed is None else None
     if kernel.fixed is not None:
-        chosen = pool[:need]
+        origin = f"neighbours of {config_label(kernel.fixed)}"
+        chosen = [c for c in neighbours(kernel, kernel.fixed) if config_label(c) not in exclude]
+        chosen = chosen[:need]
     else:
-        chosen = pick_diverse(ranked(kernel, pool), need, kernel.block_params)
+        space = [c for c in config_space(kernel) if config_label(c) not in exclude]
+        origin = f"{len(space)}-point launch space"
+        chosen = []
+        if baseline is not None:  # Inductor's own pick is the root itself: walk from it
+            exclude.add(config_label(baseline))
+            near = [c for c in neighbours(kernel, baseline) if config_label(c) not in exclude]
+            chosen = near[: (need + 1) // 2]
+            origin += f" around Inductor's {config_label(baseline)}"
+        taken = {config_label(c) for c in chosen} | exclude
+        rest = [c for c in space if config_label(c) not in taken]
+        chosen += pick_diverse(ranked(kernel, rest), need - len(chosen), kernel.block_params)
     picks.extend((config_label(c), c) for c in chosen)
     variants = []
     for label, config in picks[: inp.count]:
@@ -82,6 +88,20 @@ def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeRes
         )
     note = "" if len(variants) == inp.count else f"{origin} exhausted after exclusions"
     return BuiltinProposeResult(variants=variants, kernel_kind=base_heuristic(kernel), note=note)
+
+
+def baseline_config(inp: BuiltinProposeInput, kernel: str) -> dict[str, Any] | None:
+    """The launch config the baseline's autotuner chose for ``kernel`` (compile step's pin)."""
+    pin = inp.compiled.kernel_configs.get(kernel)
+    if not isinstance(pin, dict) or not isinstance(pin.get("kwargs"), dict):
+        return None
+    try:
+        config = {k: int(v) for k, v in pin["kwargs"].items()}
+        config["num_warps"] = int(pin["num_warps"])
+        config["num_stages"] = int(pin["num_stages"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return config
 
 
 def _slug(label: str) -> str:

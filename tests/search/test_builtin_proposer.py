@@ -189,7 +189,7 @@ def test_unsupported_sources_give_a_note_not_an_error(store):
 
 def _fixture_kernels() -> list[tuple[str, str]]:
     out = []
-    for path in sorted(FIXTURES.glob("*.py")) if FIXTURES.is_dir() else []:
+    for path in sorted(FIXTURES.glob("*.py.txt")) if FIXTURES.is_dir() else []:
         for name, source in kernels_in_wrapper(path.read_text()).items():
             out.append((f"{path.stem}:{name}", source))
     return out
@@ -252,3 +252,26 @@ def test_variants_load_into_inductors_launcher_with_exactly_their_config(
             variant.config["num_stages"],
         )
         assert autotuner.fn.arg_names == original.fn.arg_names
+
+
+def test_root_variants_walk_from_the_config_inductor_chose(store):
+    pin = {"kwargs": {"XBLOCK": 1024}, "num_warps": 4, "num_stages": 1}
+    inp = _inp(store, POINTWISE, count=5)
+    inp = inp.model_copy(
+        update={
+            "compiled": inp.compiled.model_copy(
+                update={"kernel_configs": {"triton_poi_fused_add_mul_relu_0": pin}}
+            )
+        }
+    )
+    result = propose(inp, store)
+    labels = [v.label for v in result.variants]
+    assert "XBLOCK=1024,num_warps=4,num_stages=1" not in labels  # that is the root itself
+    assert labels[0] == NO_EVICTION_LABEL
+    near = [v.config for v in result.variants[1:3]]
+    for config in near:  # half the picks step one coordinate away from Inductor's choice
+        moved = [
+            k for k in ("XBLOCK", "num_warps") if config[k] != {"XBLOCK": 1024, "num_warps": 4}[k]
+        ]
+        assert len(moved) == 1, config
+    assert len(set(labels)) == len(labels) == 5

@@ -23,7 +23,7 @@ from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.contracts.search import Bottleneck, KernelProfile, ProfileInput
 from kernelopt.profiling.analyst import classify
 from kernelopt.profiling.distill import distill, distill_raw_csv, parse_rules_text
-from kernelopt.profiling.harness import build_harness, is_self_harness, resolve_harness
+from kernelopt.profiling.harness import candidate_harnesses, is_self_harness
 from kernelopt.profiling.ncu import profile_command
 from kernelopt.profiling.profile import profile_target
 from kernelopt.store import open_store
@@ -302,19 +302,25 @@ def store(tmp_path):
     return open_store(tmp_path / "artifacts")
 
 
-def test_built_harness_carries_the_launch_record(store, tmp_path):
+def test_harness_candidates_best_first(store, tmp_path):
     inp = _profile_input(store, POINTWISE)
-    path, how = resolve_harness(inp, store, tmp_path / "h")
-    assert how == "built"
-    text = path.read_text()
-    assert is_self_harness(text)
+    found, missing = candidate_harnesses(inp, store, tmp_path / "h")
+    assert [how for _, how in found] == ["captured", "built"]
+    assert missing == []
+    captured = found[0][0].read_text()
+    assert "KernelHarness(compiled, open_store()).kernel(KERNEL)" in captured
+    assert f"KERNEL = {KERNEL!r}" in captured and "IS_ROOT = True" in captured
+    built = found[1][0].read_text()
+    assert is_self_harness(built) and is_self_harness(captured)
     namespace: dict = {}
-    exec(compile(text.split("def _module")[0], str(path), "exec"), namespace)  # header only
+    exec(compile(built.split("def _module")[0], "built", "exec"), namespace)  # header only
     assert [a["name"] for a in namespace["ARGS"]] == ["in_ptr0", "in_ptr1", "out_ptr0", "xnumel"]
     assert namespace["ARGS"][3]["value"] == 1048576
-    assert namespace["KERNEL"] == KERNEL
     assert Path(namespace["SOURCE"]).read_text() == POINTWISE
-    assert build_harness(KERNEL, Path("/k.py"), []) != text
+    # a non-root state is launched from its own source, not the captured kernel object
+    child = inp.model_copy(update={"source": store.put_text(POINTWISE + "\n# pinned\n")})
+    found, _ = candidate_harnesses(child, store, tmp_path / "h2")
+    assert "IS_ROOT = False" in found[0][0].read_text()
 
 
 def test_a_launch_record_without_layouts_builds_no_harness(store, tmp_path):
@@ -324,31 +330,29 @@ def test_a_launch_record_without_layouts_builds_no_harness(store, tmp_path):
     args = [launch.args[0].model_copy(update={"tensor": None}), *launch.args[1:]]
     blind = kernel.model_copy(update={"launches": [launch.model_copy(update={"args": args})]})
     inp = inp.model_copy(update={"segment": inp.segment.model_copy(update={"kernels": [blind]})})
-    path, why = resolve_harness(inp, store, tmp_path / "h")
-    assert path is None and "lacks the layout of in_ptr0" in why
+    found, missing = candidate_harnesses(inp, store, tmp_path / "h")
+    assert [how for _, how in found] == ["captured"]
+    assert missing == ["the launch record lacks the layout of in_ptr0"]
 
 
-def test_no_harness_and_no_launch_record_is_a_note(store):
-    inp = _profile_input(store, POINTWISE)
-    inp = inp.model_copy(update={"segment": inp.segment.model_copy(update={"kernels": []})})
-    result = profile_target(inp, store)
+def test_no_runnable_harness_is_a_note(store):
+    """On this CPU machine neither the captured nor the built harness can run (no CUDA)."""
+    result = profile_target(_profile_input(store, POINTWISE), store)
     assert result.profile.source == "none"
-    assert "no launch arguments" in result.profile.note
+    assert "captured harness: harness failed" in result.profile.note
+    assert "built harness: harness failed" in result.profile.note
     assert result.analysis.bottleneck == Bottleneck.UNKNOWN
 
 
-HARNESS_FAILS = (
-    "def get_args():\n    raise RuntimeError('needs a GPU')\n\ndef call(args):\n    pass\n"
-)
-HARNESS_TIMES = "import types, sys\ndef get_args():\n    return []\ndef call(args):\n    pass\n"
+HARNESS_CPU = "def get_args():\n    return [0]\n\ndef call(args):\n    args[0] += 1\n"
 
 
 def test_missing_ncu_falls_back_to_event_timing_with_a_note(store, monkeypatch, tmp_path):
     monkeypatch.setenv("KERNELOPT_NCU", str(tmp_path / "no-such-ncu"))
-    result = profile_target(_profile_input(store, POINTWISE, HARNESS_FAILS), store)
-    assert result.profile.source == "none"  # the harness could not run here either
-    assert "ncu not found" in result.profile.note
-    assert "needs a GPU" in result.profile.note
+    result = profile_target(_profile_input(store, POINTWISE, HARNESS_CPU), store)
+    assert result.profile.source == "events"
+    assert result.profile.duration_us is not None and result.profile.duration_us >= 0
+    assert result.profile.note == "event timing only (given harness): ncu not found"
     assert result.analysis.bottleneck == Bottleneck.UNKNOWN
     assert result.gpu_seconds > 0
 
@@ -371,9 +375,9 @@ def test_counter_permission_denied_is_a_note_not_a_failure(store, monkeypatch, t
         "print('==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters')\nsys.exit(1)\n",
     )
     monkeypatch.setenv("KERNELOPT_NCU", str(ncu))
-    result = profile_target(_profile_input(store, POINTWISE, HARNESS_FAILS), store)
+    result = profile_target(_profile_input(store, POINTWISE, HARNESS_CPU), store)
+    assert result.profile.source == "events"
     assert "no permission for GPU performance counters" in result.profile.note
-    assert result.profile.source == "none"
 
 
 def test_a_report_from_ncu_is_distilled_and_stored(store, monkeypatch, tmp_path):
@@ -388,16 +392,18 @@ def test_a_report_from_ncu_is_distilled_and_stored(store, monkeypatch, tmp_path)
         "    pathlib.Path(stem + '.ncu-rep').write_bytes(b'NCU-REPORT ' + ' '.join(args).encode())\n"
     )
     monkeypatch.setenv("KERNELOPT_NCU", str(_fake_ncu(tmp_path, body)))
-    result = profile_target(_profile_input(store, POINTWISE, HARNESS_FAILS), store)
+    result = profile_target(_profile_input(store, POINTWISE, HARNESS_CPU), store)
     p = result.profile
     assert p.source == "ncu"
     assert p.duration_us == pytest.approx(12.48)
     assert (p.sol_compute_pct, p.sol_memory_pct) == (18.02, 91.37)
     assert p.spills == 128  # from the raw page
     assert len(p.top_rules) == 3
+    assert "given harness" in p.note and "events median" in p.note
     assert result.analysis.bottleneck == Bottleneck.NEAR_OPTIMAL
     raw = store.get_bytes(p.raw_report)
     assert raw.startswith(b"NCU-REPORT") and b"--set full" in raw and b"--clock-control none" in raw
+    assert f"--kernel-name regex:{KERNEL}".encode() in raw  # the state defines the target kernel
 
 
 def test_harness_runner_rejects_a_module_without_the_protocol(tmp_path):
@@ -408,5 +414,5 @@ def test_harness_runner_rejects_a_module_without_the_protocol(tmp_path):
     with pytest.raises(AttributeError, match="no get_args"):
         load_harness(bad)
     good = tmp_path / "good.py"
-    good.write_text(HARNESS_TIMES)
-    assert load_harness(good).get_args() == []
+    good.write_text(HARNESS_CPU)
+    assert load_harness(good).get_args() == [0]
