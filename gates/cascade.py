@@ -175,9 +175,9 @@ def check_candidate(
     candidate = ModelSource(
         kind="candidate", problem_path=problem_path, candidate_path=candidate_path
     )
-    verdicts, _ = run_gates_1_to_3(
-        bundle, candidate, settings, _candidate_dir(workdir, candidate_path)
-    )
+    cand_dir = _candidate_dir(workdir, candidate_path)
+    verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, cand_dir)
+    shutil.rmtree(cand_dir / "outputs", ignore_errors=True)  # judged: free the disk
     result = bundle.result
     return _finish(
         CascadeResult(

@@ -96,6 +96,16 @@ def measure(
             (m.baseline if side == "baseline" else m.candidate).append(result)
             if side == "candidate" and (result.tampered_before or result.tampered_after):
                 return m  # rejected whatever the numbers say: stop spending GPU time
+            if (
+                side == "candidate"
+                and not timers_agree(
+                    result.event_ms,
+                    result.host_ms,
+                    rel=settings.timer_disagree_rel,
+                    abs_ms=settings.timer_disagree_abs_ms,
+                ).agree
+            ):
+                return m  # quarantined whatever else is measured
         if rounds_sufficient(
             [m.primary(x) for x in m.baseline],
             [m.primary(x) for x in m.candidate],

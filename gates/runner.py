@@ -234,8 +234,9 @@ def fast_launch(device: str) -> Iterator[bool]:
     Yields whether the zygote started; if it did not, jobs spawn fresh
     interpreters as usual (slower, same isolation).
     """
+    env = child_env(device, {"KERNELOPT_ZYGOTE_CUDA": "1"} if device.startswith("cuda") else None)
     try:
-        zygote = Zygote(child_env(device))
+        zygote = Zygote(env)
     except ZygoteError:
         yield False
         return

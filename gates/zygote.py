@@ -70,6 +70,30 @@ def _child(workdir: str) -> None:
         os._exit(70)
 
 
+def _forked_cuda_works() -> bool:
+    """On a CUDA zygote, prove once that a forked child can still use the GPU.
+
+    ``torch.cuda.is_initialized()`` misses a bare ``cuInit`` (e.g. a device
+    count taken during an import), after which forked children cannot use
+    CUDA at all; a test fork is the only reliable check.
+    """
+    if os.environ.get("KERNELOPT_ZYGOTE_CUDA") != "1":
+        return True
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            import torch
+
+            torch.zeros(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 def serve() -> None:
     """The zygote's loop: preload, announce readiness, fork on request, report exits."""
     import importlib
@@ -80,6 +104,12 @@ def serve() -> None:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     out = sys.stdout
+    import torch
+
+    if torch.cuda.is_initialized() or not _forked_cuda_works():
+        out.write("tainted\n")  # a fork would inherit a driver state it cannot use
+        out.flush()
+        return
     out.write("ready\n")
     out.flush()
     children: set[int] = set()
@@ -149,7 +179,8 @@ class Zygote:
             self.close()
             raise ZygoteError(f"zygote not ready within {start_timeout_s:g} s")
         if self._dead:
-            raise ZygoteError("zygote exited during start-up")
+            self.close()
+            raise ZygoteError("zygote exited during start-up (or CUDA was initialised in it)")
 
     def _read(self) -> None:
         assert_stdout = self._proc.stdout
@@ -159,6 +190,9 @@ class Zygote:
             parts = raw.decode(errors="replace").split()
             with self._cond:
                 if parts == ["ready"]:
+                    self._ready.set()
+                elif parts == ["tainted"]:
+                    self._dead = True
                     self._ready.set()
                 elif len(parts) == 3 and parts[0] == "started":
                     self._started[parts[1]] = int(parts[2])

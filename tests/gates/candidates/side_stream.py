@@ -28,7 +28,7 @@ class ModelNew(nn.Module):
         n = x.numel()
         with torch.cuda.stream(self.side):  # and no wait back on the caller's stream
             # Repeat the work so the hidden time is unmistakable.
-            for _ in range(20):
+            for _ in range(4):
                 _swish_bias[(triton.cdiv(n, 1024),)](
                     x, self.bias, y, n, x.shape[-1], self.scale, BLOCK=1024
                 )

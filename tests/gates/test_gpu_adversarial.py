@@ -1,0 +1,93 @@
+"""The adversarial set on the GPU (H200 host): every cheat class rejected or honestly timed.
+
+Runs the whole suite once (references and gates 1-3 in parallel, gate 4 one
+candidate at a time, full problem sizes) and checks each case.  When
+``KERNELOPT_GATES_OUT`` is set, the full results go there as JSON
+(``scripts/gpu_gates.py`` prints the table from it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gates.runner import fast_launch
+from kernelopt.contracts.verdicts import GateSettings, GateStatus
+from tests.gates.adversarial import SuiteResult, cases_for, format_table, run_suite
+
+pytestmark = pytest.mark.gpu
+GPU_CASES = cases_for("cuda")
+
+
+def gpu_settings() -> GateSettings:
+    bw = os.environ.get("KERNELOPT_GATES_COPY_BW")
+    return GateSettings(
+        device="cuda",
+        # max-autotune compiles take 30-50 s per GEMM problem; the script picks the mode
+        baseline_mode=os.environ.get("KERNELOPT_GATES_BASELINE_MODE", "max-autotune-no-cudagraphs"),
+        max_rounds=int(os.environ.get("KERNELOPT_GATES_MAX_ROUNDS", "4")),
+        static_timeout_s=180.0,
+        timing_timeout_s=240.0,
+        copy_bandwidth_gbs=float(bw) if bw else None,
+    )
+
+
+@pytest.fixture(scope="module")
+def gpu_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteResult]:
+    saved = os.environ.get("KERNELOPT_GATES_SMALL")
+    os.environ["KERNELOPT_GATES_SMALL"] = "0"  # full sizes, whatever CPU tests set
+    try:
+        with fast_launch("cuda") as zygote:
+            suite = run_suite(
+                gpu_settings(), tmp_path_factory.mktemp("gpu-suite"), GPU_CASES, parallel=6
+            )
+        suite.phases["zygote"] = float(zygote)
+    finally:
+        if saved is None:
+            os.environ.pop("KERNELOPT_GATES_SMALL", None)
+        else:
+            os.environ["KERNELOPT_GATES_SMALL"] = saved
+    out = os.environ.get("KERNELOPT_GATES_OUT")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "gates_gpu.json").write_text(
+            json.dumps(suite.to_json(), indent=1, default=str)
+        )
+        (Path(out) / "gates_gpu_table.txt").write_text(format_table(suite))
+    yield suite
+
+
+@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: c.candidate)
+def test_gpu_case_meets_expectation(gpu_suite: SuiteResult, case) -> None:
+    outcome = gpu_suite.by_candidate()[case.candidate]
+    assert outcome.as_expected, outcome.row()
+
+
+def test_at_least_five_honest_candidates_accepted(gpu_suite: SuiteResult) -> None:
+    accepted = [o for o in gpu_suite.outcomes if o.case.cheat == "honest" and o.result.accepted]
+    assert len(accepted) >= 5, [o.row() for o in gpu_suite.outcomes if o.case.cheat == "honest"]
+
+
+def test_structured_matmul_rewrite_is_a_real_50x(gpu_suite: SuiteResult) -> None:
+    r = gpu_suite.by_candidate()["diag_rowscale"].result
+    assert r.accepted and r.speedup is not None and r.speedup > 50
+    perf = r.verdicts[-1]
+    assert perf.status == GateStatus.PASS
+    assert perf.metrics["roofline"]["below_floor"] is False
+    assert perf.metrics["roofline"]["beats_fp32_flops"] is True
+
+
+def test_side_stream_is_quarantined_with_the_honest_time(gpu_suite: SuiteResult) -> None:
+    perf = gpu_suite.by_candidate()["side_stream"].result.verdicts[-1]
+    assert perf.status == GateStatus.QUARANTINE
+    cand = perf.metrics["candidate"]
+    assert cand["host_median_ms"] > 3 * cand["median_ms"]
+
+
+def test_illegal_memory_access_is_an_error_verdict(gpu_suite: SuiteResult) -> None:
+    v = gpu_suite.by_candidate()["illegal_access"].result.verdicts[0]
+    assert v.status == GateStatus.ERROR

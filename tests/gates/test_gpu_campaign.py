@@ -1,0 +1,149 @@
+"""Campaign path on the GPU: a real Inductor compile, a kernel target, gates 1-4 via the library.
+
+Multi-kernel mode: a Linear + GELU problem compiles to cuBLAS + one Triton
+kernel.  Re-stitching the kernel's own source passes every gate (matched);
+the same kernel with a +5e-4 bias passes gates 1-2 and is rejected by V_model.
+Skipped when the GPU script's deadline is near (device time is shared).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from gates.campaign import gate_candidate, gate_model
+from kernelopt.contracts import (
+    CandidateGateInput,
+    CompileInput,
+    ModelGateInput,
+    ProblemSpec,
+    Replacement,
+    RestitchInput,
+    SegmentInput,
+    TargetKind,
+)
+from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
+from kernelopt.store import open_store
+
+pytestmark = pytest.mark.gpu
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x):
+        return F.gelu(self.lin(x))
+
+
+def get_init_inputs():
+    return [1024]
+
+
+def get_inputs():
+    return [torch.randn(4096, 1024)]
+"""
+
+
+def _bias(source: str) -> str:
+    """Add +5e-4 to the value every ``tl.store`` writes (Inductor's store form)."""
+    biased, n = re.subn(r"tl\.store\(([^,]+), (tmp\d+),", r"tl.store(\1, \2 + 5e-4,", source)
+    assert n >= 1, "no store found to bias"
+    return biased
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory):
+    deadline = float(os.environ.get("KERNELOPT_GATES_DEADLINE", "0") or 0)
+    if deadline and deadline - time.time() < 100:
+        pytest.skip("not enough device time left for the campaign-path check")
+    from kernelopt.compile.capture import compile_problem
+    from kernelopt.compile.segment import segment
+
+    store = open_store(tmp_path_factory.mktemp("campaign-store"))
+    spec = ProblemSpec(name="linear_gelu", source=store.put_text(PROBLEM, name="linear_gelu.py"))
+    comp = compile_problem(
+        CompileInput(problem=spec, mode="default", measure_default_mode=False), store
+    )
+    seg = segment(SegmentInput(compiled=comp), store)
+    return store, comp, seg
+
+
+def test_identity_and_biased_kernel_through_all_gates(compiled) -> None:
+    store, comp, seg = compiled
+    kernels = [t for t in seg.targets if t.kind == TargetKind.KERNEL]
+    if not kernels:
+        pytest.skip(f"no kernel target in this compile ({seg.mode.value}: {seg.mode_reason})")
+    target = kernels[0]
+    kernel = next(k for k in seg.kernels if k.name == target.kernels[0])
+    original = store.get_text(kernel.source)
+    settings = GateSettings(device="cuda", max_rounds=2)
+    results = {}
+    for label, text in (("identity", original), ("biased", _bias(original))):
+        src = store.put_text(text, name=f"{label}.py")
+        results[label] = gate_candidate(
+            CandidateGateInput(
+                compiled=comp,
+                segment=seg,
+                target=target,
+                candidate_id=label,
+                source=src,
+                settings=settings,
+            ),
+            store,
+        )
+    assert results["identity"].passed, results["identity"].verdicts
+    assert results["identity"].kernel_ms and results["identity"].baseline_kernel_ms
+    from kernelopt.compile.restitch import build_restitched
+
+    def wrapper_for(label: str, text: str):
+        body, _ = build_restitched(
+            RestitchInput(
+                compiled=comp,
+                segment=seg,
+                run=False,
+                replacements=[Replacement(target=target, source=store.put_text(text, name=label))],
+            ),
+            store,
+        )
+        return store.put_text(body, name=f"{label}_wrapper.py")
+
+    same = gate_model(
+        ModelGateInput(compiled=comp, wrapper=wrapper_for("id", original), settings=settings), store
+    )
+    assert [v.gate for v in same.verdicts] == [GateName.MODEL, GateName.PERFORMANCE]
+    assert same.verdicts[0].passed
+    assert same.verdicts[1].status != GateStatus.ERROR  # identical wrappers: matched, or noise
+    biased = gate_model(
+        ModelGateInput(
+            compiled=comp, wrapper=wrapper_for("biased", _bias(original)), settings=settings
+        ),
+        store,
+    )
+    assert biased.verdict.gate == GateName.MODEL and biased.verdict.status == GateStatus.FAIL
+    Path(os.environ.get("KERNELOPT_GATES_OUT", "/tmp")).joinpath("gates_campaign.txt").write_text(
+        "\n".join(
+            f"{name}: passed={r.passed} verdicts={[(v.gate.value, v.status.value, v.reason[:120]) for v in r.verdicts]}"
+            f" kernel_ms={getattr(r, 'kernel_ms', None)} baseline_kernel_ms={getattr(r, 'baseline_kernel_ms', None)}"
+            for name, r in (
+                ("gate_candidate identity", results["identity"]),
+                ("gate_candidate biased", results["biased"]),
+            )
+        )
+        + "\n"
+        + "\n".join(
+            f"{name}: verdict={r.verdict.gate.value}/{r.verdict.status.value} {r.verdict.reason[:160]} speedup={r.speedup}"
+            for name, r in (("gate_model identity", same), ("gate_model biased", biased))
+        )
+        + "\n"
+    )
