@@ -1,0 +1,284 @@
+"""Shared pieces of the durability tests: worker processes, servers, campaigns, counting.
+
+Workers run as real OS processes (``tests.durability.worker_main``) whose
+output goes to a log file (never a pipe nobody reads), so a test can SIGKILL
+them, SIGSTOP them or let them run for minutes.  ``DevServer`` starts the same
+``temporal server start-dev`` as the product's embedded server, on a SQLite
+file, with optional dynamic-config overrides (e.g. a low continue-as-new
+suggestion threshold) and a real ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from kernelopt.campaigns import prepare_problem, start_campaign
+from kernelopt.config import Settings
+from kernelopt.contracts import (
+    Budgets,
+    CampaignOptions,
+    CampaignPhase,
+    CampaignProgress,
+    Outcome,
+    ProposerConfig,
+    ProposerKind,
+    SearchParams,
+)
+from kernelopt.store import open_store
+from kernelopt.temporal_server import SEARCH_ATTRIBUTES, temporal_binary
+from tests.support.temporal import env_for
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
+HEARTBEAT_S = "3"  # GPU heartbeat timeout of the test workers (production: 2 minutes)
+# three searchable targets (two kernels and a fusion group) with a built-in launch space
+WRAPPER = ROOT / "tests" / "compile" / "data" / "synthetic_partition_wrapper.py.txt"
+
+
+def queues() -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:8]
+    return f"cpu-{tag}", f"gpu-{tag}"
+
+
+class Worker:
+    """``python -m tests.durability.worker_main KIND QUEUE`` as a process group of its own."""
+
+    def __init__(self, settings: Settings, kind: str, queue: str, log_dir: Path, **env: str):
+        self.kind, self.queue = kind, queue
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"{kind}-{queue}-{uuid.uuid4().hex[:4]}.log"
+        self._log = self.log_path.open("w")
+        base = {
+            "KERNELOPT_TEST_HEARTBEAT_S": HEARTBEAT_S,
+            "KERNELOPT_DOUBLES_WRAPPER": str(WRAPPER),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.durability.worker_main", kind, queue],
+            cwd=ROOT,
+            env={**env_for(settings), **base, **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 60.0) -> Worker:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "ready\n" in self.output():
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.kind} worker did not start:\n{self.output()[-3000:]}")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL of the whole process group: a preempted machine, no goodbye."""
+        if self.alive:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGCONT)
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
+
+
+class DevServer:
+    """``temporal server start-dev`` on a SQLite file, with dynamic-config overrides."""
+
+    def __init__(self, settings: Settings, dynamic: dict[str, object] | None = None) -> None:
+        self.settings = settings
+        self.dynamic = dynamic or {}
+        self.db = settings.server_dir / "temporal.db"
+        self.log_path = settings.server_dir / "server.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, wait_s: float = 60.0) -> DevServer:
+        self.settings.server_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            str(temporal_binary()),
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(self.db),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.settings.server_port),
+            "--ui-port",
+            str(self.settings.ui_port),
+            "--namespace",
+            self.settings.namespace,
+            "--log-level",
+            "warn",
+            "--headless",
+        ]
+        for key, kind in SEARCH_ATTRIBUTES.items():
+            cmd += ["--search-attribute", f"{key}={kind}"]
+        for key, value in self.dynamic.items():
+            cmd += ["--dynamic-config-value", f"{key}={value}"]
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"dev server exited: {self.log_path.read_text()[-2000:]}")
+            if _port_open(self.settings.server_port):
+                return self
+            time.sleep(0.1)
+        raise RuntimeError("dev server did not open its port")
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+
+def _port_open(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(0.3)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def options(
+    cpu_queue: str,
+    gpu_queue: str,
+    iterations: int = 2,
+    plans: int = 2,
+    beam: int = 2,
+    budgets: Budgets | None = None,
+    **extra: object,
+) -> CampaignOptions:
+    return CampaignOptions(
+        search=SearchParams(iterations=iterations, plans=plans, retries=1, beam=beam),
+        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
+        cpu_queue=cpu_queue,
+        gpu_queue=gpu_queue,
+        search_library_dominated=True,
+        budgets=budgets or Budgets(),
+        **extra,
+    )
+
+
+async def submit(
+    client: Client, settings: Settings, opts: CampaignOptions, campaign_id: str | None = None
+) -> WorkflowHandle:
+    problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
+    return await start_campaign(client, problem, opts, campaign_id=campaign_id)
+
+
+async def progress(handle: WorkflowHandle) -> CampaignProgress:
+    return await handle.query("progress", result_type=CampaignProgress)
+
+
+async def wait_until(predicate, timeout: float = 60.0, every: float = 0.1, what: str = "") -> None:
+    """Poll an (async or plain) predicate until it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
+        await asyncio.sleep(every)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what or predicate}")
+
+
+async def wait_for_phase(handle: WorkflowHandle, phase: CampaignPhase, timeout: float = 60) -> None:
+    async def reached() -> bool:
+        return (await progress(handle)).phase == phase
+
+    await wait_until(reached, timeout, what=f"phase {phase.value}")
+
+
+async def gate_calls(client: Client, workflow_id: str) -> Counter:
+    """How often each candidate id was scheduled on gate_candidate, over every search run."""
+    from kernelopt.audit.runs import campaign_histories
+
+    counts: Counter = Counter()
+    for run, history in await campaign_histories(client, workflow_id):
+        if run.workflow_type != "SearchKernel":
+            continue
+        for event in history.events:
+            if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                continue
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name != "gate_candidate":
+                continue
+            (payload,) = attrs.input.payloads
+            data = pydantic_data_converter.payload_converter.from_payload(payload)
+            counts[data["candidate_id"]] += 1
+    return counts
+
+
+# --- soundness after a fault ------------------------------------------------------------------
+KNOWN_BAD_CHECKS = {"campaign accepted count"}  # OptimizeModel counts re-timings (see test_audit)
+
+
+def decisions_of(report) -> dict[str, tuple]:
+    """Per candidate: passed gates 1-2, deciding gate, final decision (comparable across runs)."""
+    return {c.id: (c.passed_gates_1_2, c.deciding_gate, c.final) for c in report.candidates}
+
+
+def comparable(outcome) -> tuple:
+    return (
+        outcome.category,
+        round(outcome.speedup, 6),
+        tuple(outcome.replaced),
+        outcome.candidates_tried,
+    )
+
+
+async def assert_sound(client: Client, settings: Settings, workflow_id: str, reference):
+    """The campaign ended like an undisturbed one: same decisions, nothing lost or doubled."""
+    from kernelopt.audit import load_report
+
+    outcome = await client.get_workflow_handle(workflow_id, result_type=Outcome).result()
+    report = await load_report(client, workflow_id, open_store(settings.artifacts_dir))
+    failed = [c for c in report.checks if not c.ok and c.name not in KNOWN_BAD_CHECKS]
+    assert not failed, f"audit checks failed: {failed}"
+    counts = await gate_calls(client, workflow_id)
+    assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"
+    assert comparable(report.outcome) == comparable(reference.outcome)
+    assert decisions_of(report) == decisions_of(reference), "decisions differ from the reference"
+    assert report.used.gpu_seconds >= sum(t.gpu_seconds for t in report.targets)
+    return outcome, report

@@ -1,0 +1,111 @@
+"""A worker process for the durability tests: ``python -m tests.durability.worker_main cpu|gpu QUEUE``.
+
+Like ``tests.support.run_worker`` (real workflows and CPU activities; GPU
+activity doubles), plus what these tests need:
+
+* the export workflow and its activities, registered when the shared
+  registries (``workflows.all_workflows``, ``activities.cpu_activities``) do
+  not list them yet;
+* ``KERNELOPT_TEST_HEARTBEAT_S``: shorter heartbeat timeouts on every GPU call
+  site, so a dead or stuck GPU worker is noticed in seconds instead of the
+  production two minutes (the mechanism is the same, only the number moves).
+  Changing a timeout does not change the commands a workflow issues, so
+  histories recorded this way replay under the production settings.
+
+A test can SIGKILL this process at any moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+import sys
+from datetime import timedelta
+
+GPU_CALL_SITES = ("COMPILE", "TRIAGE", "PROFILE", "GATE_CANDIDATE", "RESTITCH", "GATE_MODEL")
+
+
+def shorten_heartbeats(seconds: float) -> None:
+    from workflows import activity_options as opts
+
+    for name in GPU_CALL_SITES:
+        current = getattr(opts, name)
+        setattr(opts, name, dataclasses.replace(current, heartbeat=timedelta(seconds=seconds)))
+
+
+def workflow_runner():
+    """The production sandbox, plus the (pure-data) call options passed through.
+
+    Passing ``workflows.activity_options`` through makes the sandboxed
+    workflows see the shortened heartbeats set in this process.
+    """
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+    import worker
+
+    runner = worker.workflow_runner()
+    if not os.environ.get("KERNELOPT_TEST_HEARTBEAT_S"):
+        return runner
+    return SandboxedWorkflowRunner(
+        restrictions=runner.restrictions.with_passthrough_modules("workflows.activity_options")
+    )
+
+
+def cpu_worker(client, queue: str):
+    from temporalio.worker import Worker
+
+    import worker
+    from activities import cpu_activities
+    from activities.audit_activities import CPU_ACTIVITIES as audit_activities
+    from workflows.export_campaign import ExportCampaign
+
+    workflows = worker.workflows()
+    if ExportCampaign not in workflows:
+        workflows.append(ExportCampaign)
+    activities = cpu_activities()
+    registered = {getattr(a, "__temporal_activity_definition").name for a in activities}
+    activities += [
+        a
+        for a in audit_activities
+        if getattr(a, "__temporal_activity_definition").name not in registered
+    ]
+    return Worker(
+        client,
+        task_queue=queue,
+        workflows=workflows,
+        activities=activities,
+        workflow_runner=workflow_runner(),
+        max_concurrent_activities=16,
+        graceful_shutdown_timeout=worker.GRACEFUL_SHUTDOWN,
+    )
+
+
+async def main(kind: str, queue: str) -> None:
+    import worker
+    from kernelopt.client import connect
+    from kernelopt.config import Settings
+    from kernelopt.log import configure
+
+    heartbeat = os.environ.get("KERNELOPT_TEST_HEARTBEAT_S")
+    if heartbeat:
+        shorten_heartbeats(float(heartbeat))
+    configure(level="warning")
+    client = await connect(Settings.from_env(), start_embedded=False)
+    if kind == "cpu":
+        w = cpu_worker(client, queue)
+    else:
+        from tests.support.gpu_doubles import GPU_DOUBLES
+
+        w = worker.build_gpu_worker(client, queue, activities=GPU_DOUBLES)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with w:
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
