@@ -206,6 +206,10 @@ async def submit(
     return await start_campaign(client, problem, opts, campaign_id=campaign_id)
 
 
+async def outcome_of(client: Client, workflow_id: str) -> Outcome:
+    return await client.get_workflow_handle(workflow_id, result_type=Outcome).result()
+
+
 async def progress(handle: WorkflowHandle) -> CampaignProgress:
     return await handle.query("progress", result_type=CampaignProgress)
 

@@ -1,0 +1,189 @@
+"""Steering a running campaign: pause, resume, cancel, budgets, progress, search attributes.
+
+Through ``kernelopt pause|resume|cancel|budget|show|list`` (the real CLI entry
+point, pointed at the session's dev server by environment) and through the
+client where the CLI has no way to express the case (an invalid budget the
+update's validator must reject).  Real workers, GPU doubles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+from kernelopt.audit import load_report
+from kernelopt.cli import main as cli
+from kernelopt.config import Settings
+from kernelopt.contracts import Budgets, CampaignPhase, Outcome, OutcomeCategory
+from kernelopt.store import open_store
+from tests.durability.support import (
+    Worker,
+    options,
+    outcome_of,
+    progress,
+    queues,
+    submit,
+    wait_for_phase,
+    wait_until,
+)
+from tests.support.temporal import env_for
+
+
+@pytest.fixture(scope="module")
+def workers(temporal_settings: Settings, tmp_path_factory):
+    """One CPU and one GPU worker for every campaign of this module (GPU steps take 0.15 s)."""
+    logs = tmp_path_factory.mktemp("control-logs")
+    cpu_q, gpu_q = queues()
+    cpu = Worker(temporal_settings, "cpu", cpu_q, logs)
+    gpu = Worker(temporal_settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.15")
+    try:
+        cpu.wait_ready(), gpu.wait_ready()
+        yield cpu_q, gpu_q
+    finally:
+        cpu.stop()
+        gpu.stop()
+
+
+@pytest.fixture
+def cli_env(temporal_settings: Settings, monkeypatch: pytest.MonkeyPatch):
+    """The CLI reads its server from the environment, like a user's shell."""
+    env = env_for(temporal_settings)
+    for key in (
+        "KERNELOPT_HOME",
+        "KERNELOPT_SERVER_PORT",
+        "KERNELOPT_UI_PORT",
+        "KERNELOPT_NAMESPACE",
+    ):
+        monkeypatch.setenv(key, env[key])
+    monkeypatch.delenv("KERNELOPT_TEMPORAL_ADDRESS", raising=False)
+    monkeypatch.setenv("COLUMNS", "250")  # tables wide enough that ids are not folded
+
+
+async def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = await asyncio.to_thread(cli, list(argv))
+    return code, capsys.readouterr().out
+
+
+async def test_pause_holds_the_campaign_between_steps_and_resume_continues(
+    client: Client, temporal_settings: Settings, workers, cli_env, capsys
+) -> None:
+    handle = await submit(client, temporal_settings, options(*workers))
+    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    code, out = await run_cli(capsys, "pause", handle.id)
+    assert code == 0 and "paused" in out
+    # the running search finishes its step; then the campaign holds at the next boundary
+    await wait_until(
+        lambda: _message(handle, "paused"), 60, what="the campaign to hold at a checkpoint"
+    )
+    held = await progress(handle)
+    assert held.paused
+    await asyncio.sleep(2.0)
+    still = await progress(handle)
+    assert (still.targets_done, still.candidates_tried, still.phase) == (
+        held.targets_done,
+        held.candidates_tried,
+        held.phase,
+    ), "work went on while paused"
+    code, out = await run_cli(capsys, "show", handle.id, "--json")
+    assert code == 0 and json.loads(out)["paused"] is True
+
+    code, out = await run_cli(capsys, "resume", handle.id)
+    assert code == 0 and "resumed" in out
+    outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
+    assert outcome.category == OutcomeCategory.OPTIMIZED
+    report = await load_report(client, handle.id, open_store(temporal_settings.artifacts_dir))
+    signals = [e.name for e in report.controls if e.kind == "signal"]
+    assert signals == ["pause", "resume"]
+
+
+async def _message(handle, text: str) -> bool:
+    return (await progress(handle)).message == text
+
+
+async def test_cancel_returns_the_compilers_baseline(
+    client: Client, temporal_settings: Settings, workers, cli_env, capsys
+) -> None:
+    handle = await submit(client, temporal_settings, options(*workers))
+    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    code, out = await run_cli(capsys, "cancel", handle.id)
+    assert code == 0 and "baseline" in out
+    outcome: Outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
+    state = await handle.query("state")
+    assert outcome.speedup == 1.0 and outcome.replaced == []
+    assert outcome.reason == "cancelled by user"
+    assert outcome.category == OutcomeCategory.FALLBACK
+    # what is handed back is Inductor's own wrapper, untouched
+    assert outcome.wrapper is not None
+    assert outcome.wrapper.sha256 == state["compiled"]["wrapper"]["sha256"]
+    assert outcome.report is not None  # a cancelled campaign still leaves its report
+    report = await load_report(client, handle.id, open_store(temporal_settings.artifacts_dir))
+    assert [e.name for e in report.controls] == ["stop"]
+    assert all(c.final != "shipped" for c in report.candidates)
+    assert not report.model_trials  # cancelled before any model-level gate
+
+
+async def test_budget_updates_are_validated_and_take_effect(
+    client: Client, temporal_settings: Settings, workers, cli_env, capsys
+) -> None:
+    opts = options(*workers, budgets=Budgets(max_usd=5.0))
+    handle = await submit(client, temporal_settings, opts)
+    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+
+    # a negative budget is refused by the update's validator; nothing changes
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("set_budgets", Budgets(max_usd=5.0, max_tokens=-1))
+    assert (await progress(handle)).budgets == Budgets(max_usd=5.0)
+
+    # through the CLI: other budgets are kept, the new one is set
+    code, _ = await run_cli(capsys, "budget", handle.id, "--max-gpu-seconds", "0")
+    assert code == 0
+    current = (await progress(handle)).budgets
+    assert current == Budgets(max_usd=5.0, max_gpu_seconds=0.0)
+
+    # zero GPU-seconds left: no further target is searched, the campaign still finishes
+    outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
+    state = await handle.query("state")
+    assert state["stop_reason"] == "budget gpu_seconds exhausted"
+    assert len(state["results"]) < len((state["triage"] or {}).get("targets") or [1, 2])
+    report = await load_report(client, handle.id, open_store(temporal_settings.artifacts_dir))
+    updates = [e for e in report.controls if e.kind == "update"]
+    assert len(updates) == 1, "the rejected update must not be in history"
+    assert report.budgets == Budgets(max_usd=5.0, max_gpu_seconds=0.0)
+    assert report.budgets_initial == Budgets(max_usd=5.0)
+    assert outcome.used.gpu_seconds > 0.0
+
+
+async def test_progress_query_and_search_attributes(
+    client: Client, temporal_settings: Settings, workers, cli_env, capsys
+) -> None:
+    handle = await submit(client, temporal_settings, options(*workers))
+    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    p = await progress(handle)
+    assert p.campaign_id == handle.id and p.problem == "001_relu_chain"
+    assert p.proposer == "builtin" and p.targets_total >= 1
+    outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
+    assert outcome.category == OutcomeCategory.OPTIMIZED
+
+    async def listed(query: str) -> list[str]:
+        return [wf.id async for wf in client.list_workflows(query)]
+
+    queries = [
+        "KernelOptOutcome = 'optimized'",
+        f"KernelOptCampaign = '{handle.id}'",
+        "KernelOptProblem = '001_relu_chain' AND KernelOptPhase = 'done'",
+        "KernelOptBestSpeedup > 1.0",
+    ]
+    for query in queries:
+        await wait_until(
+            lambda q=query: _contains(listed(q), handle.id), 20, what=f"visibility of {query}"
+        )
+    code, out = await run_cli(capsys, "list", "--limit", "500")
+    assert code == 0 and handle.id in out
+
+
+async def _contains(ids, wanted: str) -> bool:
+    return wanted in await ids
