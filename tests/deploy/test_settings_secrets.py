@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
+import subprocess
+import sys
 import types
 import typing
 import uuid
@@ -55,8 +58,6 @@ def _raw_value(name: str, annotation: object, tmp: Path) -> str:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    import os
-
     for key in list(os.environ):
         if key.startswith("KERNELOPT_") or key == "OPENAI_BASE_URL":
             monkeypatch.delenv(key)
@@ -286,3 +287,46 @@ async def test_supervised_children_do_not_inherit_secrets(
     assert "KERNELOPT_HOME" in out.visible  # the probe works: ordinary settings pass
     assert "KERNELOPT_API_KEY" not in out.visible
     assert "OPENAI_API_KEY" not in out.visible
+
+
+_LOG_PROBE = """
+import logging, sys
+from kernelopt.log import configure
+configure(json=sys.argv[1] == "json", level="info", stream=sys.stdout)
+def call_llm():
+    key = sys.argv[2]  # a secret in a local variable, as in the LLM transport
+    raise RuntimeError("upstream returned 500")
+try:
+    call_llm()
+except RuntimeError:
+    # what Temporal's activity logger does when an activity fails
+    logging.getLogger("temporalio.activity").warning("Completing activity as failed", exc_info=True)
+"""
+
+
+def _log_failure(mode: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOG_PROBE, mode, LLM_KEY],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(ROOT),
+        env=python_env(dict(os.environ)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "upstream returned 500" in done.stdout  # the failure itself is logged
+    return done.stdout
+
+
+def test_json_logs_of_a_failed_activity_hold_no_secret() -> None:
+    assert LLM_KEY not in _log_failure("json")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="kernelopt/log.py's ConsoleRenderer uses structlog's rich traceback with "
+    "show_locals=True: a logged exception prints every frame's locals, e.g. the LLM key "
+    "in kernelopt/agents/transport.py. Fix in the deploy report; drop this marker then.",
+)
+def test_console_logs_of_a_failed_activity_hold_no_secret() -> None:
+    assert LLM_KEY not in _log_failure("console")
