@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import uuid
 from dataclasses import dataclass, field
 
@@ -65,13 +66,28 @@ class Hosts:
             detail = getattr(exc, "stderr", "") or str(exc)
             self.reason = f"network namespaces unavailable: {detail.strip()[:200]}"
             self._destroy()
-            self.namespaces, self.server_ip = [], "127.0.0.1"
+            self.server_ip = "127.0.0.1"
             return self
         self.mode = "netns"
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._destroy()
+
+    def reaches(self, index: int, ip: str, port: int) -> bool:
+        """Can a process in namespace ``index`` open a TCP connection to ip:port?"""
+        probe = f"import socket; socket.create_connection(({ip!r}, {port}), timeout=5).close()"
+        ns = self.namespace(index)
+        cmd = ["ip", "netns", "exec", ns, sys.executable, "-c", probe] if ns else None
+        if cmd is None:
+            return True
+        return subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
+
+    def degrade(self, reason: str) -> None:
+        """Fall back to plain processes on loopback (e.g. a firewall drops the bridge)."""
+        self._destroy()
+        self.namespaces, self.server_ip = [], "127.0.0.1"
+        self.mode, self.reason = "processes", reason
 
     def _create(self) -> None:
         used = _used_networks()
@@ -106,6 +122,7 @@ class Hosts:
         for ns in self.namespaces:  # deleting a namespace deletes its veth pair
             with contextlib.suppress(subprocess.SubprocessError, OSError):
                 _ip("netns", "del", ns)
+        self.namespaces = []
         if self._bridge:
             with contextlib.suppress(subprocess.SubprocessError, OSError):
                 _ip("link", "del", self._bridge)
