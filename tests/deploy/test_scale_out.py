@@ -58,14 +58,6 @@ HEARTBEAT_S = 3.0  # production: 2 minutes (workflows/activity_options.py)
 DELAY_S = "0.5"  # each GPU double works this long, heartbeating
 
 
-def _wrapper_fixture() -> Path:
-    data = ROOT / "tests" / "compile" / "data"
-    for name in ("synthetic_partition_wrapper.py", "synthetic_partition_wrapper.py.txt"):
-        if (data / name).is_file():
-            return data / name
-    raise FileNotFoundError(f"no synthetic wrapper fixture in {data}")
-
-
 def _free_port(ip: str) -> int:
     with socket.socket() as sock:
         sock.bind((ip, 0))
@@ -163,7 +155,6 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory):
                 KERNELOPT_TEMPORAL_ADDRESS=address,
                 KERNELOPT_NAMESPACE="kernelopt",
                 KERNELOPT_DOUBLES_DELAY=DELAY_S,
-                KERNELOPT_DOUBLES_WRAPPER=str(_wrapper_fixture()),
                 OPENAI_API_KEY=LLM_KEY,
             )
             logs = {name: base / f"gpu-{name}.jsonl" for name in ("a", "b")}
