@@ -36,8 +36,10 @@ with workflow.unsafe.imports_passed_through():
         SearchKernelInput,
         SearchKernelResult,
         SearchMode,
+        SearchTarget,
         SegmentInput,
         SegmentResult,
+        TargetKind,
         TriageInput,
         TriageResult,
         names,
@@ -176,8 +178,11 @@ class OptimizeModel:
     async def _search_targets(self, inp: CampaignInput) -> None:
         state = self._state
         targets = list(state.triage.targets or state.segment.targets)
+        if self._builtin_on_forward(targets) and workflow.patched("builtin-single-kernel-targets"):
+            targets = self._kernel_targets()
         if inp.options.max_targets is not None:
             targets = targets[: inp.options.max_targets]
+        state.targets = targets
         self._progress.targets_total = len(targets)
         done = {r.target_id for r in state.results}
         self._progress.targets_done = len(done)
@@ -245,9 +250,8 @@ class OptimizeModel:
 
         await self._enter(CampaignPhase.VERIFYING)
         winners.sort(key=lambda r: -(r.best_kernel_speedup or 0.0))
-        target_by_id = {t.id: t for t in state.segment.targets}
-        for t in state.triage.targets:
-            target_by_id[t.id] = t
+        target_by_id = {t.id: t for t in [*state.segment.targets, *state.triage.targets]}
+        target_by_id.update({t.id: t for t in state.targets})
         accepted: list[Replacement] = []
         best: ModelGateResult | None = None
         best_wrapper = None
@@ -377,6 +381,28 @@ class OptimizeModel:
         )
 
     # --- helpers ---------------------------------------------------------------------------
+    def _builtin_on_forward(self, targets: list) -> bool:
+        """The built-in proposer tunes Inductor kernels; it cannot write a whole forward."""
+        return not self._use_llm() and any(t.kind == TargetKind.FORWARD for t in targets)
+
+    def _kernel_targets(self) -> list[SearchTarget]:
+        """Each Triton kernel of the wrapper as its own target, largest share first."""
+        state = self._state
+        times = {k.name: k.ms for k in state.triage.per_kernel if not k.is_library}
+        total = state.triage.total_ms or 1.0
+        targets = [
+            SearchTarget(
+                id=k.name,
+                kind=TargetKind.KERNEL,
+                kernels=[k.name],
+                source=k.source,
+                share=times.get(k.name, 0.0) / total,
+            )
+            for k in state.segment.kernels
+        ]
+        targets.sort(key=lambda t: (-t.share, t.id))
+        return targets
+
     async def _continue_as_new(self, inp: CampaignInput) -> None:
         """Start a fresh history at a target boundary; everything needed is in the state."""
         await workflow.wait_condition(workflow.all_handlers_finished)

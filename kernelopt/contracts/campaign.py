@@ -7,7 +7,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from .base import ArtifactRef, Contract, Frozen
-from .compiled import CompileResult, SearchMode, SegmentResult, TriageResult
+from .compiled import CompileResult, SearchMode, SearchTarget, SegmentResult, TriageResult
 from .problem import ProblemSpec
 from .search import Decision, ProposerConfig, SearchKernelResult, SearchParams, Usage
 from .verdicts import GateVerdict
@@ -143,6 +143,7 @@ class CampaignState(Contract):
     compiled: CompileResult | None = None
     segment: SegmentResult | None = None
     triage: TriageResult | None = None
+    targets: list[SearchTarget] = Field(default_factory=list)  # what the search covers
     results: list[SearchKernelResult] = Field(default_factory=list)
     candidates_tried: int = 0
     candidates_accepted: int = 0

@@ -168,3 +168,25 @@ async def test_server_restart_mid_campaign(tmp_path: Path, reference_outcome: Ou
         server.stop()
     assert comparable(outcome) == comparable(reference_outcome)
     assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"
+
+
+async def test_builtin_proposer_tunes_the_kernel_of_a_single_kernel_problem(
+    client: Client, temporal_settings: Settings
+) -> None:
+    """Single-kernel mode makes the forward the target; the built-in proposer can only
+    tune Inductor kernels, so the campaign searches the wrapper's kernel instead."""
+    cpu_q, gpu_q = queues()
+    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
+    try:
+        problem = prepare_problem(
+            ROOT / "problems" / "level1" / "001_relu_chain.py",
+            open_store(temporal_settings.artifacts_dir),
+        )
+        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+        outcome = await asyncio.wait_for(handle.result(), 300)
+    finally:
+        cpu.stop()
+        gpu.stop()
+    assert outcome.mode is not None and outcome.mode.value == "single"
+    assert outcome.candidates_tried > 0
+    assert outcome.replaced and outcome.replaced[0].startswith("triton_")

@@ -56,7 +56,7 @@ from kernelopt.contracts import (
     ProfileResult,
     RestitchInput,
     RestitchResult,
-    SearchMode,
+    TargetKind,
     TriageInput,
     TriageResult,
     names,
@@ -253,8 +253,9 @@ async def restitch_double(inp: RestitchInput) -> RestitchResult:
     await _work(names.RESTITCH, ",".join(r.target.id for r in inp.replacements))
     store = open_store()
     base = store.get_text(inp.compiled.wrapper)
-    if inp.segment.mode == SearchMode.SINGLE and inp.replacements:
-        text = forward_wrapper(inp.compiled, store.get_text(inp.replacements[0].source))
+    forward = [r for r in inp.replacements if r.target.kind == TargetKind.FORWARD]
+    if forward:
+        text = forward_wrapper(inp.compiled, store.get_text(forward[0].source))
     else:
         pairs = [(r.target, store.get_text(r.source)) for r in inp.replacements]
         text, _ = restitch_source(base, inp.segment, pairs)
