@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -163,6 +164,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         tls_key=getattr(args, "tls_key", None),
         tls_ca=getattr(args, "tls_ca", None),
         log_json=getattr(args, "log_json", None),
+        log_level=getattr(args, "log_level", None),
     )
 
 
@@ -175,7 +177,12 @@ def run_from_args(args: argparse.Namespace) -> int:
         log.error(str(exc))
         sys.stderr.write(f"kernelopt worker: {exc}\n")
         return 2
-    return 0
+    # The SDK's native threads can abort interpreter finalisation after a clean
+    # shutdown (seen as SIGABRT in PyGILState_Release); leave without it.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

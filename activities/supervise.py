@@ -66,8 +66,12 @@ async def run_supervised(
         in_path = Path(tmp) / "input.json"
         out_path = Path(tmp) / "output.json"
         in_path.write_text(inp.model_dump_json())
-        child_env = {**os.environ, **(env or {})}
-        child_env.setdefault("KERNELOPT_HOME", str(Settings.from_env().home))
+        settings = Settings.from_env()
+        secrets = {"KERNELOPT_API_KEY", "OPENAI_API_KEY", settings.llm_api_key_env}
+        # GPU children run candidate code: they get no credential they were not handed.
+        child_env = {k: v for k, v in os.environ.items() if k not in secrets}
+        child_env.update(env or {})
+        child_env.setdefault("KERNELOPT_HOME", str(settings.home))
         if resume is not None:
             child_env[RESUME_ENV] = json.dumps(resume, default=str)
         proc = await asyncio.create_subprocess_exec(

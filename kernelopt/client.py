@@ -17,14 +17,17 @@ from kernelopt.errors import InfrastructureError
 from kernelopt.temporal_server import ensure_server
 
 
-def _tls(settings: Settings) -> TLSConfig | bool:
-    if not (settings.tls or settings.tls_cert or settings.tls_ca):
-        return False
-    return TLSConfig(
-        server_root_ca_cert=settings.tls_ca.read_bytes() if settings.tls_ca else None,
-        client_cert=settings.tls_cert.read_bytes() if settings.tls_cert else None,
-        client_private_key=settings.tls_key.read_bytes() if settings.tls_key else None,
-    )
+def _tls(settings: Settings) -> TLSConfig | bool | None:
+    """mTLS when files are given; otherwise the flag, or the SDK's default (TLS with an API key)."""
+    if settings.tls_cert or settings.tls_key or settings.tls_ca:
+        return TLSConfig(
+            server_root_ca_cert=settings.tls_ca.read_bytes() if settings.tls_ca else None,
+            client_cert=settings.tls_cert.read_bytes() if settings.tls_cert else None,
+            client_private_key=settings.tls_key.read_bytes() if settings.tls_key else None,
+        )
+    if settings.tls is None:
+        return None
+    return bool(settings.tls)
 
 
 async def connect(settings: Settings, *, start_embedded: bool = True, retries: int = 3) -> Client:

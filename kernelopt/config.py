@@ -28,7 +28,7 @@ class Settings(BaseModel):
     temporal_address: str | None = None  # None: the embedded dev server
     namespace: str = "kernelopt"
     retention_days: int = 365
-    tls: bool = False
+    tls: bool | None = None  # None: the SDK decides (on when an API key is given)
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_ca: Path | None = None

@@ -31,7 +31,13 @@ def configure(json: bool = False, level: str = "info", stream: Any = None) -> No
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if json
-        else structlog.dev.ConsoleRenderer(colors=stream.isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=stream.isatty(),
+            # frames' locals may hold secrets (API keys): never print them
+            exception_formatter=structlog.dev.RichTracebackFormatter(
+                show_locals=False, color_system="truecolor" if stream.isatty() else None
+            ),
+        )
     )
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
