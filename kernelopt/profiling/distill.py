@@ -56,7 +56,8 @@ class Rule:
 
     def render(self) -> str:
         est = f" (est. speedup {self.speedup_pct:.0f}%)" if self.speedup_pct is not None else ""
-        where = f"[{self.section or self.name}] " if (self.section or self.name) else ""
+        label = _words(self.section or self.name)
+        where = f"[{label}] " if label else ""
         text = " ".join(self.description.split())
         room = MAX_RULE_CHARS - len(where) - len(est)
         if len(text) > room:
@@ -76,12 +77,25 @@ class Distilled:
     rules: list[Rule] = field(default_factory=list)
 
     def top_rules(self, n: int = 3) -> list[str]:
-        actionable = [r for r in self.rules if r.kind in ("OPT", "WRN")]
+        actionable = [
+            r for r in self.rules if r.kind in ("OPT", "WRN") and not _is_profiler_note(r)
+        ]
         ranked = sorted(
             actionable,
             key=lambda r: (-(r.speedup_pct if r.speedup_pct is not None else -1.0), r.section),
         )
         return [r.render() for r in ranked[:n]]
+
+
+def _words(identifier: str) -> str:
+    """'ComputeWorkloadAnalysis' / 'MemoryWorkloadAnalysis_Chart' -> words, as the text page has them."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", identifier.replace("_", " "))
+    return " ".join(spaced.split())
+
+
+def _is_profiler_note(rule: Rule) -> bool:
+    """Findings about the profiling run itself (PM sampling interval), not about the kernel."""
+    return "pmsampling" in (rule.name + rule.section).replace(" ", "").lower()
 
 
 def number(text: str | None) -> float | None:

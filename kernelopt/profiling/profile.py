@@ -47,8 +47,9 @@ def run_events(harness: Path, reps: int = 50, timeout_s: float = EVENTS_TIMEOUT_
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_PREFIX):
             return json.loads(line[len(RESULT_PREFIX) :])
-    tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-    return {"error": f"harness failed (exit {proc.returncode}): {tail[:400]}"}
+    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else "no output"
+    return {"error": f"harness failed (exit {proc.returncode}): {last[:300]}"}
 
 
 def profile_target(inp: ProfileInput, store: ArtifactStore) -> ProfileResult:

@@ -206,6 +206,39 @@ def test_raw_page_fills_only_what_the_details_lack():
     assert both.duration_us == pytest.approx(12.48) and both.spills == 128
 
 
+def test_a_real_h200_report_distils_the_same_from_csv_and_text():
+    """ncu 2025.3.1 exports of an Inductor persistent softmax kernel, captured by gpu_search.py."""
+    details_csv = (DATA / "h200_ncu_details.csv").read_text()
+    details_text = (DATA / "h200_ncu_details.txt").read_text()
+    raw_csv = (DATA / "h200_ncu_raw.csv").read_text()
+    d = distill(details_csv, details_text, raw_csv)
+    assert d.kernel_name == "triton_per_fused__softmax_exp_prepare_softmax_online_sub_0"
+    assert d.duration_us == pytest.approx(9.408)
+    assert (d.sol_compute_pct, d.sol_memory_pct) == (28.40, 40.47)
+    assert d.registers_per_thread == 64
+    assert d.spills == 0  # "Local Memory Spilling Requests"
+    assert d.achieved_occupancy_pct == pytest.approx(34.03)
+    top = d.top_rules(3)
+    assert top[0].startswith("[Compute Workload Analysis] All compute pipelines are under-utilized")
+    assert top[0].endswith("(est. speedup 83%)")
+    assert [t.rsplit("est. speedup ", 1)[1] for t in top] == ["83%)", "59%)", "57%)"]
+    assert not any("Sampling interval" in t for t in d.top_rules(20))  # profiler notes dropped
+    # the text page carries the same findings as the CSV's rule rows
+    from_text = {(r.kind, r.speedup_pct) for r in parse_rules_text(details_text)}
+    assert from_text == {(r.kind, r.speedup_pct) for r in d.rules}
+    raw = distill_raw_csv(raw_csv)
+    assert raw.duration_us == pytest.approx(9.408)
+    assert (raw.sol_compute_pct, raw.registers_per_thread) == (pytest.approx(28.40, abs=0.01), 64)
+    assert (
+        classify(
+            KernelProfile(
+                source="ncu", sol_compute_pct=d.sol_compute_pct, sol_memory_pct=d.sol_memory_pct
+            )
+        ).bottleneck
+        == Bottleneck.UNDERUTILIZED
+    )
+
+
 @pytest.mark.parametrize(
     ("compute", "memory", "occupancy", "expected"),
     [
