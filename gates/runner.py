@@ -227,25 +227,107 @@ def _run_forked(zygote: Zygote, workdir: Path, timeout_s: float) -> tuple[int | 
 _ZYGOTES: dict[str, Zygote] = {}
 
 
+@dataclass
+class LaunchInfo:
+    """What ``fast_launch`` set up: truthy when jobs fork from a verified zygote."""
+
+    started: bool
+    note: str
+    seconds: float
+
+    def __bool__(self) -> bool:
+        return self.started
+
+
+_PROBE_PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0 + 1.0
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(1024, 256)]
+"""
+
+
+def _probe(device: str, timeout_s: float) -> ChildOutcome:
+    """One real job through the zygote: CUDA, an Inductor compile, Triton JIT, do_bench."""
+    import tempfile
+
+    import torch
+
+    from gates.protocol import ModelSource, TimingJob
+
+    tmp = Path(tempfile.mkdtemp(prefix="kernelopt-probe-"))
+    try:
+        problem = tmp / "probe_problem.py"
+        problem.write_text(_PROBE_PROBLEM)
+        torch.save([torch.randn(1024, 256)], tmp / "probe.pt")
+        job = TimingJob(
+            side="baseline",
+            model=ModelSource(
+                kind="compiled" if device.startswith("cuda") else "eager",
+                problem_path=str(problem),
+                compile_mode="default",
+            ),
+            device=device,
+            inputs_dir=str(tmp),
+            input_set="probe",
+            warmup_ms=1.0,
+            rep_ms=2.0,
+            host_batches=1,
+        )
+        return run_job(job, tmp / "job", timeout_s=timeout_s, device=device)
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 @contextlib.contextmanager
-def fast_launch(device: str) -> Iterator[bool]:
+def fast_launch(device: str, *, probe_timeout_s: float = 120.0) -> Iterator[LaunchInfo]:
     """Within this block, gate jobs on ``device`` fork from a preloaded zygote.
 
-    Yields whether the zygote started; if it did not, jobs spawn fresh
-    interpreters as usual (slower, same isolation).
+    The zygote must first run one real job (``_probe``); if it cannot start or
+    the probe fails, jobs spawn fresh interpreters as usual (slower, same
+    isolation) and the yielded ``LaunchInfo`` says why.
     """
-    env = child_env(device, {"KERNELOPT_ZYGOTE_CUDA": "1"} if device.startswith("cuda") else None)
+    started = time.monotonic()
+    extra = None
+    if device.startswith("cuda"):
+        # NVML-based device counts: an import that asks "is CUDA available?" must not
+        # cuInit the zygote (forked children could not use the GPU after that).
+        extra = {"KERNELOPT_ZYGOTE_CUDA": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    env = child_env(device, extra)
     try:
-        zygote = Zygote(env)
-    except ZygoteError:
-        yield False
+        zygote = Zygote(env, start_timeout_s=90.0)
+    except ZygoteError as exc:
+        yield LaunchInfo(False, f"zygote did not start: {exc}", time.monotonic() - started)
         return
     _ZYGOTES[device] = zygote
     try:
-        yield True
+        outcome = _probe(device, probe_timeout_s)
+        if not outcome.ok:
+            _ZYGOTES.pop(device, None)
+            zygote.close()
+            note = f"zygote probe failed ({outcome.describe()}); spawning fresh interpreters"
+            yield LaunchInfo(False, note, time.monotonic() - started)
+            return
+        yield LaunchInfo(
+            True, f"zygote ready, probe {outcome.wall_s:.1f} s", time.monotonic() - started
+        )
     finally:
-        _ZYGOTES.pop(device, None)
-        zygote.close()
+        if _ZYGOTES.get(device) is zygote:
+            _ZYGOTES.pop(device, None)
+            zygote.close()
 
 
 def _kill_group(pid: int) -> None:

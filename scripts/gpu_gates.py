@@ -2,7 +2,12 @@
 
 Usage on the GPU host (see docs/TEAM_NOTES.md):
 
-    source scripts/device_env.sh; python3 scripts/gpu_gates.py
+    source scripts/device_env.sh; GATES_BUDGET_S=420 python3 scripts/gpu_gates.py
+
+Optional: GATES_CASES=diag_rowscale,side_stream (a subset), GATES_CAMPAIGN=1 (also the
+campaign-path test), GATES_BASELINE_MODE (default: default; max-autotune costs 30-50 s per
+GEMM compile), GATES_MAX_ROUNDS (default 3). Progress streams live; rows are appended to
+$OUT/gates_gpu_rows.jsonl as they are decided, so a run cut short still reports.
 
 Measures the device-to-device copy bandwidth (the roofline's ceiling), runs
 ``pytest -m gpu`` on tests/gates (the adversarial suite, then the campaign
@@ -38,7 +43,7 @@ def main() -> int:
     started = time.time()
     out = Path(os.environ.get("OUT") or "/tmp/gates-out")
     out.mkdir(parents=True, exist_ok=True)
-    budget = float(os.environ.get("GATES_BUDGET_S", "300"))
+    budget = float(os.environ.get("GATES_BUDGET_S", "420"))
     import torch
     import triton
 
@@ -55,18 +60,17 @@ def main() -> int:
         KERNELOPT_GATES_MAX_ROUNDS=os.environ.get("GATES_MAX_ROUNDS", "3"),
         KERNELOPT_GATES_SUITE_DEADLINE=str(started + 0.75 * budget),
         KERNELOPT_GATES_DEADLINE=str(started + budget),
+        KERNELOPT_GATES_CASES=os.environ.get("GATES_CASES", ""),
     )
     if importlib.util.find_spec("pytest") is not None:
+        files = ["tests/gates/test_gpu_adversarial.py"]
+        if os.environ.get("GATES_CAMPAIGN") == "1":
+            files.append("tests/gates/test_gpu_campaign.py")
         cmd = [
-            sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-p", "no:cacheprovider",
-            "tests/gates/test_gpu_adversarial.py", "tests/gates/test_gpu_campaign.py",
+            sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-s", "-rfEs",
+            "-p", "no:cacheprovider", *files,
         ]  # fmt: skip
-        with open(out / "pytest.log", "w") as log:
-            rc = subprocess.run(
-                cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-            ).returncode
-        tail = (out / "pytest.log").read_text().splitlines()[-40:]
-        print("\n".join(tail))
+        rc = _stream(cmd, env, out / "pytest.log")
     else:
         print("pytest is not installed here: running the adversarial suite directly", flush=True)
         rc = _direct(env)
@@ -91,27 +95,50 @@ def main() -> int:
     return rc
 
 
+def _stream(cmd: list[str], env: dict[str, str], log_path: Path) -> int:
+    """Run ``cmd``, echoing its output live (a killed run still shows its progress)."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        assert_out = proc.stdout
+        if assert_out is not None:
+            for line in assert_out:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                log.write(line)
+                log.flush()
+        return proc.wait()
+
+
 def _direct(env: dict[str, str]) -> int:
     """The suite without pytest: same settings, same expectations, same files."""
-    import tempfile
-
     os.environ.update(env)
     os.environ["KERNELOPT_GATES_SMALL"] = "0"
     sys.path.insert(0, str(ROOT))
     from gates.runner import fast_launch
-    from tests.gates.adversarial import cases_for, format_table, run_suite
+    from tests.gates.adversarial import (
+        cases_for,
+        format_table,
+        run_suite,
+        scratch_dir,
+        select_cases,
+    )
     from tests.gates.test_gpu_adversarial import gpu_settings
 
     out = Path(env["KERNELOPT_GATES_OUT"])
-    with fast_launch("cuda") as zygote, tempfile.TemporaryDirectory() as tmp:
+    tmp = scratch_dir("kernelopt-gates-gpu-")
+    with fast_launch("cuda") as zygote:
+        print(f"[gates] {zygote.note} ({zygote.seconds:.1f} s)", flush=True)
         suite = run_suite(
             gpu_settings(),
-            Path(tmp),
-            cases_for("cuda"),
+            tmp,
+            select_cases(cases_for("cuda"), env.get("KERNELOPT_GATES_CASES")),
             parallel=6,
             deadline=float(env["KERNELOPT_GATES_SUITE_DEADLINE"]),
         )
-    suite.phases["zygote"] = float(zygote)
+    suite.phases["zygote"] = float(bool(zygote))
+    suite.phases["launch_setup_s"] = round(zygote.seconds, 2)
     (out / "gates_gpu.json").write_text(json.dumps(suite.to_json(), indent=1, default=str))
     (out / "gates_gpu_table.txt").write_text(format_table(suite))
     bad = [o.case.candidate for o in suite.outcomes if not o.as_expected]

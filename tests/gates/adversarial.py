@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -259,6 +260,41 @@ def warm_baseline(
     )
 
 
+def scratch_dir(prefix: str) -> Path:
+    """A scratch directory in RAM when there is room (gate children move GBs of tensors)."""
+    import shutil
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if shm.is_dir() and shutil.disk_usage(shm).free > 24 * 2**30:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=shm))
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def select_cases(cases: list[Case], names: str | None) -> list[Case]:
+    """``names``: comma-separated candidate names (empty: all)."""
+    if not names:
+        return cases
+    wanted = {n.strip() for n in names.split(",") if n.strip()}
+    return [c for c in cases if c.candidate in wanted]
+
+
+def _print(line: str) -> None:
+    print(f"[gates {time.strftime('%H:%M:%S')}] {line}", flush=True)
+
+
+def _not_run(case: Case, settings: GateSettings, why: str) -> CascadeResult:
+    return CascadeResult(
+        problem=str(PROBLEMS / f"{case.problem}.py"),
+        candidate=case.candidate,
+        verdicts=[],
+        accepted=False,
+        could_not_run=True,
+        reason=why,
+        settings=settings,
+    )
+
+
 def run_suite(
     settings: GateSettings,
     workdir: Path,
@@ -267,57 +303,77 @@ def run_suite(
     parallel: int = 4,
     perf: bool = True,
     deadline: float | None = None,
+    progress: Callable[[str], None] | None = _print,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> SuiteResult:
-    """Check every case: references and gates 1-3 in parallel, gate 4 serially."""
+    """Check every case: references and gates 1-3 in parallel, gate 4 serially.
+
+    ``deadline`` (epoch seconds) bounds every phase: work not started by then is
+    reported as not run instead of overrunning a shared device budget.
+    ``progress`` gets a line per finished step; ``on_row`` each final row.
+    """
+    say = progress or (lambda _line: None)
     cases = cases if cases is not None else cases_for(settings.device)
     on_gpu = settings.device.startswith("cuda")
+    late = (lambda: time.time() > deadline) if deadline is not None else (lambda: False)
     phases: dict[str, float] = {}
     t0 = time.monotonic()
     problems = sorted({c.problem for c in cases})
+
+    def reference(p: str) -> ReferenceBundle:
+        b = prepare_reference(PROBLEMS / f"{p}.py", settings, workdir / f"ref-{p}")
+        say(f"reference {p}: {b.outcome.describe()} in {b.outcome.wall_s:.1f} s")
+        return b
+
     with ThreadPoolExecutor(parallel) as pool:
-        bundles = dict(
-            zip(
-                problems,
-                pool.map(
-                    lambda p: prepare_reference(
-                        PROBLEMS / f"{p}.py", settings, workdir / f"ref-{p}"
-                    ),
-                    problems,
-                ),
-                strict=True,
-            )
-        )
+        bundles = dict(zip(problems, pool.map(reference, problems), strict=True))
     phases["references"] = time.monotonic() - t0
+    say(f"references done in {phases['references']:.1f} s")
     t1 = time.monotonic()
 
     def check(case: Case) -> CascadeResult:
+        if late():
+            return _not_run(case, settings, "not run: device-time deadline reached")
         path = candidate_path(case, workdir)
-        return check_candidate(bundles[case.problem], path, _settings_for(case, settings), workdir)
+        r = check_candidate(bundles[case.problem], path, _settings_for(case, settings), workdir)
+        gate = r.deciding_gate.value if r.deciding_gate else "-"
+        say(
+            f"checked {case.candidate}: gates 1-3 {'pass' if not r.deciding_gate else 'stop at ' + gate} ({r.wall_seconds:.1f} s)"
+        )
+        return r
+
+    def warm(p: str) -> None:
+        started = time.monotonic()
+        warm_baseline(PROBLEMS / f"{p}.py", bundles[p], settings, workdir)
+        say(f"baseline {p} compiled/warm in {time.monotonic() - started:.1f} s")
 
     timed_problems = sorted({c.problem for c in cases if on_gpu or c.perf_on_cpu}) if perf else []
     with ThreadPoolExecutor(parallel) as pool, ThreadPoolExecutor(3) as warmers:
-        warm = [
-            warmers.submit(warm_baseline, PROBLEMS / f"{p}.py", bundles[p], settings, workdir)
-            for p in timed_problems
-            if bundles[p].ok
-        ]
+        warming = [warmers.submit(warm, p) for p in timed_problems if bundles[p].ok]
         checked = list(pool.map(check, cases))
-        for w in warm:
+        for w in warming:
             w.result()
     phases["gates_1_to_3"] = time.monotonic() - t1
+    say(f"gates 1-3 done in {phases['gates_1_to_3']:.1f} s")
     t2 = time.monotonic()
     outcomes = []
     skipped: list[str] = []
     for case, result in zip(cases, checked, strict=True):
         wants_perf = perf and (on_gpu or case.perf_on_cpu)
         if wants_perf and result.verdicts and all(v.passed for v in result.verdicts):
-            if deadline is not None and time.time() > deadline:
+            if late():
                 skipped.append(case.candidate)  # device time is shared: report, do not overrun
             else:
                 result = time_candidate(result, bundles[case.problem], settings, workdir)
-        outcomes.append(CaseOutcome(case, result))
+                last = result.verdicts[-1]
+                say(f"timed {case.candidate}: {last.status.value}: {last.reason[:140]}")
+        outcome = CaseOutcome(case, result)
+        outcomes.append(outcome)
+        if on_row is not None:
+            on_row(outcome.row())
     if skipped:
         phases["timing_skipped_for"] = float(len(skipped))
+        say(f"timing skipped (deadline) for {skipped}")
     phases["gate_4"] = time.monotonic() - t2
     return SuiteResult(
         device=settings.device,

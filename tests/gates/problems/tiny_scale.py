@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 SMALL = os.environ.get("KERNELOPT_GATES_SMALL") == "1"
-B, D = (8, 64) if SMALL else (4096, 4096)
+B, D = (8, 64) if SMALL else (4096, 2048)
 
 
 class Model(nn.Module):
