@@ -37,6 +37,43 @@ from kernelopt.local_workers import ensure_local_workers, stop_local_workers  # 
 from kernelopt.store import open_store  # noqa: E402
 
 
+async def dump_histories(client, workflow_ids: list[str], out: Path) -> None:
+    """Each activity's duration (scheduled -> closed) per campaign, for the cost breakdown."""
+    from temporalio.api.enums.v1 import EventType
+
+    lines = []
+    for wf_id in workflow_ids:
+        history = await client.get_workflow_handle(wf_id).fetch_history()
+        ids = [wf_id] + [
+            e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
+        ]
+        for one in ids:
+            h = await client.get_workflow_handle(one).fetch_history()
+            (out / f"history-{one.replace('/', '_')}.json").write_text(h.to_json())
+            scheduled = {}
+            for e in h.events:
+                if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                    name = e.activity_task_scheduled_event_attributes.activity_type.name
+                    scheduled[e.event_id] = (name, e.event_time.ToDatetime())
+                elif e.event_type in (
+                    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+                    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+                ):
+                    attrs = (
+                        e.activity_task_completed_event_attributes
+                        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+                        else e.activity_task_failed_event_attributes
+                    )
+                    name, at = scheduled.get(attrs.scheduled_event_id, ("?", None))
+                    if at is not None:
+                        secs = (e.event_time.ToDatetime() - at).total_seconds()
+                        lines.append(f"{one:60} {name:16} {secs:7.1f} s")
+    (out / "activity_durations.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[-40:]), flush=True)
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("problems", nargs="+", type=Path)
@@ -100,6 +137,7 @@ async def main() -> int:
                 f"{outcome.used.gpu_seconds:.0f} GPU-s; {outcome.reason[:70]}",
             )
         )
+    await dump_histories(client, [h.id for h in handles], out)
     for name in ("cpu", "gpu0"):
         log = settings.home / "workers" / f"{name}.log"
         if log.is_file():

@@ -124,7 +124,9 @@ class SearchKernel:
         if self.tree is None:
             self.tree = SearchTree.with_root(inp.target.source.sha256)
             self.s.sources[ROOT_ID] = inp.target.source
-        if ROOT_ID not in self.s.profiles:
+        # The built-in proposer does not read profiles: spare the GPU the ncu run.
+        needs_profile = self.inp.use_llm or not workflow.patched("profile-root-llm-only")
+        if ROOT_ID not in self.s.profiles and needs_profile:
             await self._profile(self.tree.root)
         while self.s.iteration < inp.params.iterations and not self._exhausted():
             beam = BeamUCB(inp.params.beam, inp.params.ucb_c).select(self.tree)
