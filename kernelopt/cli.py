@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("problem", type=Path)
     ver.add_argument("--candidate", type=Path, required=True)
     ver.add_argument("--json", action="store_true")
+    ver.add_argument("--device", default="auto", help="auto, cuda, or cpu (gates 1-3 only)")
+    ver.add_argument("--baseline-mode", default=None, help="torch.compile mode of gate 4")
+    ver.add_argument("--no-perf", action="store_true", help="skip gate 4")
 
     sub.add_parser("list", help="campaigns").add_argument("--limit", type=int, default=50)
     for name, text in [
@@ -113,6 +116,9 @@ def _add_campaign_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gamma", type=float, default=1.03)
     p.add_argument("--max-targets", type=int, default=None)
     p.add_argument("--search-library-dominated", action="store_true")
+    p.add_argument(
+        "--share-memory", action="store_true", help="read/write experience across campaigns"
+    )
     p.add_argument("--gpu-queue", default=None)
     _add_budget_options(p)
 
@@ -125,16 +131,23 @@ def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOp
         for k in ("iterations", "plans", "retries", "beam")
         if getattr(args, k) is not None
     }
+    kind = ProposerKind(args.proposer)
+    base_url = args.llm_base_url or settings.llm_base_url
+    if kind == ProposerKind.AUTO:
+        # decided here, where the environment is known: an endpoint or a key means the LLM
+        has_key = bool(os.environ.get(settings.llm_api_key_env))
+        kind = ProposerKind.LLM if (base_url or has_key) else ProposerKind.BUILTIN
     proposer = ProposerConfig(
-        kind=ProposerKind(args.proposer),
-        base_url=args.llm_base_url or settings.llm_base_url,
+        kind=kind,
+        base_url=base_url,
         model=args.llm_model or settings.llm_model,
         api_key_env=settings.llm_api_key_env,
         temperature=settings.llm_temperature,
     )
-    if proposer.kind == ProposerKind.LLM and not proposer.base_url:
+    if proposer.kind == ProposerKind.LLM and not (proposer.base_url or has_key_or_url(settings)):
         raise KernelOptError(
-            "--proposer llm needs an endpoint: --llm-base-url or KERNELOPT_LLM_BASE_URL / OPENAI_BASE_URL"
+            "--proposer llm needs an endpoint or a key: --llm-base-url / KERNELOPT_LLM_BASE_URL / "
+            f"OPENAI_BASE_URL, or {settings.llm_api_key_env} for OpenAI itself"
         )
     return CampaignOptions(
         mode=SearchMode(args.mode),
@@ -143,10 +156,15 @@ def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOp
         budgets=_budgets(args),
         gamma=args.gamma,
         search_library_dominated=args.search_library_dominated,
+        share_memory=args.share_memory,
         cpu_queue=settings.cpu_queue,
         gpu_queue=args.gpu_queue or default_gpu_queue(settings),
         max_targets=args.max_targets,
     )
+
+
+def has_key_or_url(settings: Settings) -> bool:
+    return bool(settings.llm_base_url or os.environ.get(settings.llm_api_key_env))
 
 
 def _budgets(args: argparse.Namespace) -> Budgets:
@@ -209,9 +227,10 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
                 f"on queue '{options.gpu_queue}'"
             )
     handle = await start_campaign(client, problem, options, campaign_id=args.id)
-    proposer = "LLM " + options.proposer.model if options.proposer.base_url else "built-in (no LLM)"
-    if options.proposer.kind == ProposerKind.BUILTIN:
-        proposer = "built-in (no LLM)"
+    if options.proposer.kind == ProposerKind.LLM:
+        proposer = f"LLM {options.proposer.model} @ {options.proposer.base_url or 'api.openai.com'}"
+    else:
+        proposer = "built-in (no LLM endpoint configured: launch-configuration search)"
     err_console.print(f"campaign [bold]{handle.id}[/] submitted; proposer: {proposer}")
     if args.no_follow:
         console.print(handle.id)
@@ -335,7 +354,14 @@ def cmd_triage(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.cli_verify import verify_command
 
-    return verify_command(args.problem, args.candidate, args.json)
+    return verify_command(
+        args.problem,
+        args.candidate,
+        args.json,
+        device=args.device,
+        baseline_mode=args.baseline_mode,
+        run_perf=not args.no_perf,
+    )
 
 
 async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:

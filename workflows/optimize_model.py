@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from kernelopt.contracts import (
+        SEARCH_UPDATE_BUDGET,
         Budgets,
         CampaignInput,
         CampaignPhase,
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         ReportResult,
         RestitchInput,
         RestitchResult,
+        SearchBudgetUpdate,
         SearchKernelInput,
         SearchKernelResult,
         SearchMode,
@@ -82,6 +84,7 @@ class OptimizeModel:
         self._paused = False
         self._stop_requested = ""
         self._progress = CampaignProgress(campaign_id="", problem="")
+        self._child: workflow.ChildWorkflowHandle | None = None
 
     # --- queries, signals, updates --------------------------------------------------
     @workflow.query(name="progress")
@@ -110,6 +113,10 @@ class OptimizeModel:
     async def set_budgets(self, budgets: Budgets) -> Budgets:
         self._state.budgets = budgets
         self._progress.budgets = budgets
+        if self._child is not None:  # the running search gets its new allowance at once
+            await self._child.signal(
+                SEARCH_UPDATE_BUDGET, SearchBudgetUpdate(budget_left=self._budget_left())
+            )
         return budgets
 
     @set_budgets.validator
@@ -207,20 +214,29 @@ class OptimizeModel:
                 gpu_queue=inp.options.gpu_queue,
                 cpu_queue=inp.options.cpu_queue,
                 budget_left=self._budget_left(),
+                memory=state.memory,
+                share_memory=inp.options.share_memory,
             )
             try:
-                result = await workflow.execute_child_workflow(
+                self._child = await workflow.start_child_workflow(
                     names.SEARCH_KERNEL,
                     child_input,
                     id=f"{workflow.info().workflow_id}/search/{target.id}",
                     task_queue=inp.options.cpu_queue,
                     result_type=SearchKernelResult,
                 )
+                result = await self._child
             except ChildWorkflowError as exc:
                 workflow.logger.warning("search of %s failed: %s", target.id, exc.cause or exc)
                 result = SearchKernelResult(
                     target_id=target.id, stopped_reason=f"search failed: {exc.cause or exc}"
                 )
+            finally:
+                self._child = None
+            if result.memory is not None:
+                state.memory = result.memory
+            if result.proposer:
+                self._progress.proposer = result.proposer
             state.results.append(result)
             state.used.add(result.usage, result.gpu_seconds)
             state.candidates_tried += result.candidates_tried
@@ -360,14 +376,16 @@ class OptimizeModel:
         if "baseline_ms" not in fields:
             # the wrapper's own call time: what gate 4 compares against (no dynamo overhead)
             fields["baseline_ms"] = (
-                (getattr(compiled, "wrapper_ms", None) or compiled.compiled_ms) if compiled else None
+                (getattr(compiled, "wrapper_ms", None) or compiled.compiled_ms)
+                if compiled
+                else None
             )
         return Outcome(
             campaign_id=inp.campaign_id,
             problem=inp.problem.name,
             eager_ms=compiled.eager_ms if compiled else None,
             compile_mode=compiled.mode if compiled else inp.options.compile_mode,
-            proposer=self._proposer_label(),
+            proposer=self._progress.proposer or self._proposer_label(),
             mode=state.segment.mode if state.segment else None,
             mode_reason=state.segment.mode_reason if state.segment else "",
             triage=state.triage,

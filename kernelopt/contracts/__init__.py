@@ -4,7 +4,12 @@ Imports only pydantic and the standard library, so workflow code can use them
 inside the Temporal sandbox.
 """
 
-from .base import ArtifactRef, Contract, Frozen
+from . import names
+from .base import (
+    ArtifactRef,
+    Contract,
+    Frozen,
+)
 from .campaign import (
     Budgets,
     BudgetUse,
@@ -21,10 +26,12 @@ from .campaign import (
     ReportResult,
 )
 from .compiled import (
+    BASELINE_MODE,
     CompileInput,
     CompileResult,
     FusionGroup,
     KernelArg,
+    KernelLaunch,
     KernelTiming,
     LibraryCall,
     Replacement,
@@ -40,8 +47,14 @@ from .compiled import (
     TriageResult,
     TritonKernel,
 )
-from .problem import ProblemKind, ProblemSpec
+from .problem import (
+    ProblemKind,
+    ProblemSpec,
+)
 from .search import (
+    BUDGET_KEYS,
+    SEARCH_PROGRESS,
+    SEARCH_UPDATE_BUDGET,
     Analysis,
     Bottleneck,
     BuiltinProposeInput,
@@ -53,6 +66,7 @@ from .search import (
     ExecuteResult,
     Experience,
     KernelProfile,
+    LedgerEntry,
     Plan,
     PlanInput,
     PlanResult,
@@ -60,9 +74,12 @@ from .search import (
     ProfileResult,
     ProposerConfig,
     ProposerKind,
+    SearchBudgetUpdate,
     SearchKernelInput,
     SearchKernelResult,
     SearchParams,
+    SearchProgress,
+    SearchState,
     SummarizeInput,
     SummarizeResult,
     Usage,
@@ -70,7 +87,9 @@ from .search import (
 from .verdicts import (
     CandidateGateInput,
     CandidateGateResult,
+    CascadeResult,
     GateName,
+    GateSettings,
     GateStatus,
     GateVerdict,
     ModelGateInput,
@@ -79,6 +98,10 @@ from .verdicts import (
 )
 
 __all__ = [
+    "BASELINE_MODE",
+    "BUDGET_KEYS",
+    "SEARCH_PROGRESS",
+    "SEARCH_UPDATE_BUDGET",
     "Analysis",
     "ArtifactRef",
     "Bottleneck",
@@ -95,6 +118,7 @@ __all__ = [
     "Candidate",
     "CandidateGateInput",
     "CandidateGateResult",
+    "CascadeResult",
     "CompileInput",
     "CompileResult",
     "Contract",
@@ -107,11 +131,14 @@ __all__ = [
     "Frozen",
     "FusionGroup",
     "GateName",
+    "GateSettings",
     "GateStatus",
     "GateVerdict",
     "KernelArg",
+    "KernelLaunch",
     "KernelProfile",
     "KernelTiming",
+    "LedgerEntry",
     "LibraryCall",
     "ModelGateInput",
     "ModelGateResult",
@@ -132,10 +159,13 @@ __all__ = [
     "ReportResult",
     "RestitchInput",
     "RestitchResult",
+    "SearchBudgetUpdate",
     "SearchKernelInput",
     "SearchKernelResult",
     "SearchMode",
     "SearchParams",
+    "SearchProgress",
+    "SearchState",
     "SearchTarget",
     "SegmentInput",
     "SegmentResult",
@@ -147,4 +177,5 @@ __all__ = [
     "TriageResult",
     "TritonKernel",
     "Usage",
+    "names",
 ]

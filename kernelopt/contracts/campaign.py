@@ -58,6 +58,7 @@ class CampaignOptions(Frozen):
     cpu_queue: str = "kernelopt-cpu"
     gpu_queue: str = "kernelopt-gpu"
     max_targets: int | None = None
+    share_memory: bool = False  # opt-in: experience memory shared across campaigns
 
 
 class CampaignInput(Contract):
@@ -144,6 +145,7 @@ class CampaignState(Contract):
     segment: SegmentResult | None = None
     triage: TriageResult | None = None
     targets: list[SearchTarget] = Field(default_factory=list)  # what the search covers
+    memory: ArtifactRef | None = None  # experience memory, carried from search to search
     results: list[SearchKernelResult] = Field(default_factory=list)
     candidates_tried: int = 0
     candidates_accepted: int = 0
