@@ -1,0 +1,92 @@
+"""The command line as a user meets it: clear errors before any workflow, honest waiting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.temporal import env_for, make_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kernelopt(args: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "no such file"),
+        ("def broken(:\n", "syntax"),
+        (
+            "import torch\ndef get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n",
+            "Model",
+        ),
+        (
+            "import torch\nclass Model:\n    pass\ndef get_init_inputs():\n    return []\n",
+            "get_inputs",
+        ),
+    ],
+)
+def test_bad_problem_files_are_rejected_before_any_workflow(
+    tmp_path: Path, content: str | None, reason: str
+) -> None:
+    settings = make_settings(tmp_path / "home")
+    problem = tmp_path / "problem.py"
+    if content is not None:
+        problem.write_text(content)
+    done = kernelopt(["optimize", str(problem), "--no-follow"], env_for(settings))
+    assert done.returncode == 2
+    message = " ".join(done.stderr.split())
+    assert str(problem) in message and reason.lower() in message.lower(), message
+    # rejected before any server, worker or workflow was started
+    assert not (settings.server_dir / "server.pid").exists()
+
+
+def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "home")
+    env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelopt.cli", "optimize", "problems/level1/001_relu_chain.py"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(20)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        text = " ".join(err.split())
+        assert "waiting for a GPU worker" in text and "kernelopt worker --queue gpu" in text, text
+        assert "detached" in text
+        listing = kernelopt(["list"], env)
+        assert "running" in listing.stdout  # Ctrl-C did not cancel the campaign
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kernelopt(["server", "stop"], env)
+
+
+def test_gpu_worker_refuses_without_cuda(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "home")
+    env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": "", "PATH": os.defpath}
+    done = kernelopt(["worker", "--queue", "gpu"], env)
+    assert done.returncode == 2
+    assert "no CUDA GPU" in done.stderr
