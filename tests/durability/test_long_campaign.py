@@ -1,0 +1,160 @@
+"""A synthetic campaign of more than 1,000 candidates, driven through continue-as-new boundaries.
+
+Real workflows and CPU activities; the LLM is the scripted OpenAI-compatible
+server (real HTTP, real ``openai`` client, real parsing) answering every
+planner with ten distinct plans and every executor with a distinct kernel;
+the GPU activities are the doubles on two GPU worker processes.  The dev
+server suggests continue-as-new after 40 history events, so the campaign
+continues as new between targets and every SearchKernel after every
+iteration.  Afterwards: every candidate executed and gated exactly once,
+every iteration of every target present in the audit, the state carried
+across each boundary is a prefix-preserving extension of the one before,
+and token/dollar budgets equal what the LLM server billed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from kernelopt.audit import load_report
+from kernelopt.audit.collect import build_report
+from kernelopt.audit.history import iter_payloads, parse_run
+from kernelopt.audit.runs import campaign_histories
+from kernelopt.client import connect
+from kernelopt.contracts import (
+    Budgets,
+    CampaignOptions,
+    SearchKernelInput,
+    SearchParams,
+)
+from kernelopt.contracts.audit import EXPORT_CAMPAIGN, ExportCampaignInput, ExportIndexResult
+from kernelopt.contracts.search import SearchState
+from kernelopt.store import open_store
+from tests.durability import llm_script
+from tests.durability.support import DevServer, Worker, outcome_of, queues, submit
+from tests.support.temporal import make_settings
+from workflows.export_campaign import export_workflow_id
+
+ITERATIONS, PLANS, BEAM = 10, 10, 4  # 10 + 9 x 40 = 370 candidates per target, 3 targets
+CAN_AFTER_EVENTS = 40
+
+
+@pytest.mark.slow
+async def test_a_thousand_candidates_across_continue_as_new(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "home")
+    server = DevServer(
+        settings, {"limit.historyCount.suggestContinueAsNew": CAN_AFTER_EVENTS}
+    ).start()
+    cpu_q, gpu_q = queues()
+    logs = tmp_path / "logs"
+    workers = [
+        Worker(settings, "cpu", cpu_q, logs),
+        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0"),
+        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0"),
+    ]
+    try:
+        for w in workers:
+            w.wait_ready()
+        client = await connect(settings, start_embedded=False)
+        with llm_script.scripted_llm() as llm:
+            opts = CampaignOptions(
+                search=SearchParams(iterations=ITERATIONS, plans=PLANS, retries=0, beam=BEAM),
+                proposer=llm_script.proposer(llm),
+                budgets=Budgets(max_tokens=10_000_000, max_usd=100.0),
+                cpu_queue=cpu_q,
+                gpu_queue=gpu_q,
+                search_library_dominated=True,
+            )
+            started = time.monotonic()
+            handle = await submit(client, settings, opts)
+            outcome = await asyncio.wait_for(outcome_of(client, handle.id), 300)
+            took = time.monotonic() - started
+            requests = list(llm.requests)
+        store = open_store(settings.artifacts_dir)
+        runs = await campaign_histories(client, handle.id)
+        report = build_report(handle.id, runs, "live")
+        export = await client.start_workflow(
+            EXPORT_CAMPAIGN,
+            ExportCampaignInput(campaign_id=handle.id, workflow_id=handle.id, cpu_queue=cpu_q),
+            id=export_workflow_id(handle.id),
+            task_queue=cpu_q,
+            result_type=ExportIndexResult,
+        )
+        exported = await asyncio.wait_for(export.result(), 120)
+        archived = await load_report(None, handle.id, store)
+    finally:
+        for w in workers:
+            w.stop()
+        server.stop()
+
+    tried = outcome.candidates_tried
+    print(f"\n{tried} candidates in {took:.1f} s, {len(report.runs)} runs")
+    assert tried >= 1000
+
+    # every candidate was written once (one executor call each, retries=0) and gated once
+    executor_calls = [r for r in requests if "Write the complete replacement module" in r.text]
+    assert len(executor_calls) == tried
+    ids = [c.id for c in report.candidates]
+    assert len(ids) == len(set(ids)) == tried
+    assert report.ok, [c for c in report.checks if not c.ok]
+
+    # the boundaries really happened: the campaign and every search continued as new
+    types = Counter(r.workflow_type for r in report.runs)
+    assert types["OptimizeModel"] >= 2
+    per_search = Counter(r.workflow_id for r in report.runs if r.workflow_type == "SearchKernel")
+    assert len(per_search) == len(report.targets) == 3
+    assert min(per_search.values()) >= 3
+
+    # nothing lost at a boundary: every iteration of every target has its candidates
+    by_target: dict[str, set[int]] = defaultdict(set)
+    for c in report.candidates:
+        by_target[c.target_id].add(c.iteration)
+    assert all(its == set(range(ITERATIONS)) for its in by_target.values()), by_target
+
+    # the state carried across each boundary extends the one before it, never rewrites it
+    chains: dict[str, list] = defaultdict(list)
+    for run, history in runs:
+        if run.workflow_type == "SearchKernel":
+            chains[run.workflow_id].append(parse_run(history, run.run_id))
+    for chain in chains.values():
+        inputs = [SearchKernelInput.model_validate(p.input) for p in chain]
+        assert inputs[0].state is None
+        carried = [SearchState.model_validate(i.state) for i in inputs[1:]]
+        for state in carried:
+            assert state.budget_left == inputs[0].budget_left  # allowances are not re-derived
+            assert state.candidates_tried == sum(1 for d in state.decisions if not d.retime)
+            assert state.usage.total_tokens == sum(
+                e.prompt_tokens + e.completion_tokens for e in state.ledger
+            )
+        for before, after in itertools.pairwise(carried):
+            assert after.iteration == before.iteration + 1
+            assert after.decisions[: len(before.decisions)] == before.decisions
+            assert after.ledger[: len(before.ledger)] == before.ledger
+            assert len(after.decisions) > len(before.decisions)
+
+    # budgets: exactly what the LLM server billed, across every boundary
+    per_call = llm_script.PROMPT_TOKENS + llm_script.COMPLETION_TOKENS
+    assert outcome.used.tokens == per_call * len(requests)
+    usd = (
+        llm_script.PROMPT_TOKENS * llm_script.USD_PER_MTOK_IN
+        + llm_script.COMPLETION_TOKENS * llm_script.USD_PER_MTOK_OUT
+    ) / 1e6
+    assert outcome.used.usd == pytest.approx(usd * len(requests))
+    assert outcome.used.tokens < opts.budgets.max_tokens
+
+    # payloads stay under Temporal's 2 MiB limit even with every decision carried
+    biggest = max(
+        p.ByteSize() for _, history in runs for e in history.events for p in iter_payloads(e)
+    )
+    print(f"largest payload {biggest / 1e6:.2f} MB")
+    assert biggest < 2 * 1024 * 1024
+
+    # the audit trail survives export: the same audit from the artifact store alone
+    assert exported.runs == len(report.runs) and exported.missing == 0
+    assert archived.model_dump(exclude={"source"}) == report.model_dump(exclude={"source"})
