@@ -38,7 +38,8 @@ def kernelopt(args: list[str], env: dict[str, str], **kw) -> subprocess.Complete
             "Model",
         ),
         (
-            "import torch\nclass Model:\n    pass\ndef get_init_inputs():\n    return []\n",
+            "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x\ndef get_init_inputs():\n    return []\n",
             "get_inputs",
         ),
     ],
