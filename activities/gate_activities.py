@@ -9,6 +9,7 @@ rejected candidate is a *result*; only infrastructure faults raise.
 
 from __future__ import annotations
 
+import structlog
 from temporalio import activity
 
 from kernelopt.contracts import (
@@ -30,12 +31,13 @@ _MODEL_MARGIN_S = 900.0
 @activity.defn(name=names.GATE_CANDIDATE)
 async def gate_candidate(inp: CandidateGateInput) -> CandidateGateResult:
     """Gates 1-2 (static, multi-seed correctness) plus forward timings for ranking."""
-    return await run_supervised(
-        "gates.campaign:gate_candidate",
-        inp,
-        CandidateGateResult,
-        timeout_s=inp.timeout_s * 2 + _CANDIDATE_MARGIN_S,
-    )
+    with structlog.contextvars.bound_contextvars(candidate_id=inp.candidate_id):
+        return await run_supervised(
+            "gates.campaign:gate_candidate",
+            inp,
+            CandidateGateResult,
+            timeout_s=inp.timeout_s * 2 + _CANDIDATE_MARGIN_S,
+        )
 
 
 @activity.defn(name=names.GATE_MODEL)

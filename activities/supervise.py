@@ -57,6 +57,7 @@ async def run_supervised(
     cancelled.  Outside one (``kernelopt verify``), it simply runs the child.
     """
     in_activity = activity.in_activity()
+    log.info("child started", target=target)
     resume = None
     if in_activity:
         details = activity.info().heartbeat_details

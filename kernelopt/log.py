@@ -78,11 +78,23 @@ def _lift_temporal_extra(_: Any, __: str, event: dict[str, Any]) -> dict[str, An
             for field in ("workflow_id", "workflow_type", "activity_type", "attempt", "run_id"):
                 if field in info and field not in event:
                     event[field] = info[field]
+            event.update(ids_from_workflow_id(str(info.get("workflow_id", ""))))
     extra = getattr(record, "kernelopt", None)
     if isinstance(extra, dict):
         for key, value in extra.items():
             event.setdefault(key, value)
     return event
+
+
+def ids_from_workflow_id(workflow_id: str) -> dict[str, str]:
+    """Campaign workflows are named by campaign id, searches ``<campaign>/search/<target>``."""
+    if not workflow_id:
+        return {}
+    campaign, _, target = workflow_id.partition("/search/")
+    ids = {"campaign_id": campaign}
+    if target:
+        ids["target_id"] = target
+    return ids
 
 
 def get_logger(name: str | None = None, **bound: Any) -> structlog.stdlib.BoundLogger:
