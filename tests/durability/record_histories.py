@@ -1,0 +1,224 @@
+"""Record the replay corpus: ``python -m tests.durability.record_histories [--out DIR]``.
+
+Runs real campaigns -- real workflows and CPU activities, GPU activity
+doubles, the scripted OpenAI-compatible server for the LLM path -- against
+fresh dev servers, and writes every run's history (the campaign's runs,
+each SearchKernel's runs, the ExportCampaign run) as Temporal's JSON into
+``tests/histories/`` (gzipped, ``*.json.gz``; plain ``*.json`` from elsewhere,
+e.g. ``temporal workflow show --output json``, replays too) with an
+``INDEX.json`` that says what each file is.
+``tests/durability/test_replay.py`` replays them all in CI, so a workflow
+change that would break a running 66-hour campaign fails there first.
+
+Re-record only deliberately (a new workflow feature worth covering): the
+point of the corpus is that histories recorded by OLD code keep replaying.
+Scenarios: a built-in campaign that is optimized (and its export); one that
+is cancelled mid-search; one paused, resumed and given a new budget; an LLM
+campaign with retry-fix; and an LLM campaign that continues as new (the
+campaign between targets, every search between iterations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from temporalio.client import Client
+
+from kernelopt.audit.runs import campaign_histories
+from kernelopt.client import connect
+from kernelopt.contracts import Budgets, CampaignOptions, CampaignPhase, SearchParams
+from kernelopt.contracts.audit import EXPORT_CAMPAIGN, ExportCampaignInput, ExportIndexResult
+from tests.durability import llm_script
+from tests.durability.support import (
+    ROOT,
+    DevServer,
+    Worker,
+    options,
+    outcome_of,
+    progress,
+    queues,
+    submit,
+    wait_for_phase,
+    wait_until,
+)
+from tests.support.temporal import make_settings
+from workflows.export_campaign import export_workflow_id
+
+DEFAULT_OUT = ROOT / "tests" / "histories"
+
+Scenario = Callable[[Client, object, str, str], Awaitable[list[str]]]
+
+
+async def optimized(client, settings, cpu_q, gpu_q) -> list[str]:
+    handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-optimized")
+    await outcome_of(client, handle.id)
+    export = await client.start_workflow(
+        EXPORT_CAMPAIGN,
+        ExportCampaignInput(campaign_id=handle.id, workflow_id=handle.id, cpu_queue=cpu_q),
+        id=export_workflow_id(handle.id),
+        task_queue=cpu_q,
+        result_type=ExportIndexResult,
+    )
+    await export.result()
+    return [handle.id, export.id]
+
+
+async def cancelled(client, settings, cpu_q, gpu_q) -> list[str]:
+    handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-cancelled")
+    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    await handle.signal("stop", "cancelled by user")
+    await outcome_of(client, handle.id)
+    return [handle.id]
+
+
+async def steered(client, settings, cpu_q, gpu_q) -> list[str]:
+    opts = options(cpu_q, gpu_q, budgets=Budgets(max_usd=5.0))
+    handle = await submit(client, settings, opts, "rec-steered")
+    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    await handle.signal("pause")
+
+    async def held() -> bool:
+        return (await progress(handle)).message == "paused"
+
+    await wait_until(held, 60)
+    await handle.execute_update("set_budgets", Budgets(max_usd=5.0, max_gpu_seconds=3600.0))
+    await handle.signal("resume")
+    await outcome_of(client, handle.id)
+    return [handle.id]
+
+
+def _llm_options(llm, cpu_q, gpu_q, iterations: int, plans: int, retries: int) -> CampaignOptions:
+    return CampaignOptions(
+        search=SearchParams(iterations=iterations, plans=plans, retries=retries, beam=2),
+        proposer=llm_script.proposer(llm),
+        budgets=Budgets(max_tokens=1_000_000),
+        cpu_queue=cpu_q,
+        gpu_queue=gpu_q,
+        search_library_dominated=True,
+    )
+
+
+async def llm_retry_fix(client, settings, cpu_q, gpu_q) -> list[str]:
+    with llm_script.scripted_llm() as llm:
+        opts = _llm_options(llm, cpu_q, gpu_q, iterations=2, plans=2, retries=2)
+        handle = await submit(client, settings, opts, "rec-llm")
+        await outcome_of(client, handle.id)
+    return [handle.id]
+
+
+async def continued_as_new(client, settings, cpu_q, gpu_q) -> list[str]:
+    with llm_script.scripted_llm() as llm:
+        opts = _llm_options(llm, cpu_q, gpu_q, iterations=3, plans=2, retries=0)
+        handle = await submit(client, settings, opts, "rec-continue-as-new")
+        await outcome_of(client, handle.id)
+    return [handle.id]
+
+
+# (scenario, dynamic config of its server)
+SCENARIOS: list[tuple[str, Scenario, dict]] = [
+    ("optimized", optimized, {}),
+    ("cancelled", cancelled, {}),
+    ("steered", steered, {}),
+    ("llm", llm_retry_fix, {}),
+    ("continue_as_new", continued_as_new, {"limit.historyCount.suggestContinueAsNew": 40}),
+]
+
+
+async def record(out: Path, only: list[str] | None = None) -> list[dict]:
+    out.mkdir(parents=True, exist_ok=True)
+    index: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="kernelopt-record-") as tmp:
+        for name, scenario, dynamic in SCENARIOS:
+            if only and name not in only:
+                continue
+            settings = make_settings(Path(tmp) / name)
+            server = DevServer(settings, dynamic).start()
+            cpu_q, gpu_q = queues()
+            logs = Path(tmp) / name / "logs"
+            workers = [
+                Worker(settings, "cpu", cpu_q, logs),
+                Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.1"),
+            ]
+            try:
+                for w in workers:
+                    w.wait_ready()
+                client = await connect(settings, start_embedded=False)
+                ids = await asyncio.wait_for(scenario(client, settings, cpu_q, gpu_q), 300)
+                index += await _write(client, name, ids, out)
+            finally:
+                for w in workers:
+                    w.stop()
+                server.stop()
+    return index
+
+
+async def _write(client: Client, scenario: str, workflow_ids: list[str], out: Path) -> list[dict]:
+    rows = []
+    runs = []
+    for workflow_id in workflow_ids:
+        runs += await campaign_histories(client, workflow_id)
+    for n, (run, history) in enumerate(runs):
+        name = f"{scenario}.{n:02d}.{run.workflow_type}.json.gz"
+        # Temporal's history JSON, compact and gzipped (payloads are base64: ~8x smaller)
+        text = json.dumps(json.loads(history.to_json()), separators=(",", ":"))
+        (out / name).write_bytes(gzip.compress(text.encode(), mtime=0))
+        rows.append(
+            {
+                "file": name,
+                "scenario": scenario,
+                "workflow_id": run.workflow_id,
+                "run_id": run.run_id,
+                "workflow_type": run.workflow_type,
+                "status": run.status,
+                "events": len(history.events),
+            }
+        )
+    return rows
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--only", nargs="*", default=None, help="scenario names")
+    args = parser.parse_args(argv)
+    for old in [*args.out.glob("*.json"), *args.out.glob("*.json.gz")]:
+        if old.name != "INDEX.json" and (args.only is None or old.name.split(".")[0] in args.only):
+            old.unlink()
+    rows = asyncio.run(record(args.out, args.only))
+    index_path = args.out / "INDEX.json"
+    previous = []
+    if args.only and index_path.is_file():
+        previous = [
+            r
+            for r in json.loads(index_path.read_text())["histories"]
+            if r["scenario"] not in args.only
+        ]
+    index = {
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "how": "python -m tests.durability.record_histories",
+        "histories": previous + rows,
+    }
+    index_path.write_text(json.dumps(index, indent=1) + "\n")
+    sys.stdout.write(f"{len(rows)} histories written to {args.out}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
