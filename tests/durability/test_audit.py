@@ -219,6 +219,32 @@ async def test_cli_audit_table_json_and_self_contained_html(
         assert c.id in page
 
 
+async def test_a_campaign_that_starts_its_export_is_exported_after_it_closes(
+    client: Client, temporal_settings: Settings, workers, artifacts: ArtifactStore, tmp_path: Path
+) -> None:
+    """The integration the lead adds to OptimizeModel, run as a variant: export without anyone asking."""
+    _, gpu_q = workers
+    cpu_q, _ = queues()
+    cpu = Worker(temporal_settings, "cpu", cpu_q, tmp_path, KERNELOPT_TEST_CAMPAIGN_EXPORTS="1")
+    try:
+        cpu.wait_ready()
+        handle = await submit(client, temporal_settings, options(cpu_q, gpu_q))
+        await asyncio.wait_for(outcome_of(client, handle.id), 120)
+        export = client.get_workflow_handle(
+            export_workflow_id(handle.id), result_type=ExportIndexResult
+        )
+        result = await asyncio.wait_for(export.result(), 60)
+    finally:
+        cpu.stop()
+    parent = await client.get_workflow_handle(handle.id).describe()
+    assert parent.status.name == "COMPLETED"  # the export outlived its parent (ABANDON)
+    ref, index = find_export(artifacts, handle.id)
+    assert ref == result.index and index.status == "completed"
+    live = await load_report(client, handle.id, artifacts)
+    assert [r.run.run_id for r in index.runs] == [r.run_id for r in live.runs]
+    assert live.ok
+
+
 def _campaign_starts_its_export() -> bool:
     from workflows.optimize_model import OptimizeModel
 
