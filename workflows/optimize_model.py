@@ -114,9 +114,12 @@ class OptimizeModel:
         self._state.budgets = budgets
         self._progress.budgets = budgets
         if self._child is not None:  # the running search gets its new allowance at once
-            await self._child.signal(
-                SEARCH_UPDATE_BUDGET, SearchBudgetUpdate(budget_left=self._budget_left())
-            )
+            try:
+                await self._child.signal(
+                    SEARCH_UPDATE_BUDGET, SearchBudgetUpdate(budget_left=self._budget_left())
+                )
+            except ApplicationError as exc:  # it finished meanwhile: the next one reads state
+                workflow.logger.info("search ended before the budget signal: %s", exc)
         return budgets
 
     @set_budgets.validator

@@ -118,7 +118,7 @@ async def test_campaign_runs_end_to_end(reference_outcome: Outcome) -> None:
     assert outcome.speedup >= 1.03
     assert outcome.replaced, "the verified replacement is named"
     assert outcome.candidates_tried > 0
-    assert outcome.proposer == "builtin"
+    assert outcome.proposer.startswith("builtin")
     assert outcome.report is not None
 
 
