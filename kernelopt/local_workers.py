@@ -21,6 +21,7 @@ from pathlib import Path
 from kernelopt.config import Settings
 from kernelopt.gpu_info import gpu_names
 from kernelopt.log import get_logger
+from kernelopt.pidfile import process_alive, read_live_pid
 
 log = get_logger(__name__)
 
@@ -44,29 +45,12 @@ def _dir(settings: Settings) -> Path:
     return path
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(ChildProcessError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
-
-
 def running(settings: Settings) -> dict[str, int]:
     """name -> pid of the local workers that are alive."""
     out: dict[str, int] = {}
     for pid_file in _dir(settings).glob("*.pid"):
-        try:
-            pid = int(pid_file.read_text().strip())
-        except ValueError:
-            continue
-        if _alive(pid):
+        pid = read_live_pid(pid_file)
+        if pid is not None:
             out[pid_file.stem] = pid
         else:
             pid_file.unlink(missing_ok=True)
@@ -105,10 +89,10 @@ def stop_local_workers(settings: Settings, wait_s: float = 40.0) -> list[str]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and any(_alive(p) for p in alive.values()):
+    while time.monotonic() < deadline and any(process_alive(p) for p in alive.values()):
         time.sleep(0.2)
     for pid in alive.values():
-        if _alive(pid):
+        if process_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
     for name in alive:

@@ -24,6 +24,7 @@ from pathlib import Path
 from kernelopt.config import Settings
 from kernelopt.errors import ConfigError, InfrastructureError
 from kernelopt.log import get_logger
+from kernelopt.pidfile import process_alive, read_live_pid
 
 log = get_logger(__name__)
 
@@ -90,17 +91,7 @@ class EmbeddedServer:
 
     # --- status -----------------------------------------------------------------
     def _pid(self) -> int | None:
-        try:
-            pid = int(self.pid_path.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return pid
-        return pid
+        return read_live_pid(self.pid_path)
 
     def status(self) -> ServerStatus:
         pid = self._pid()
@@ -243,29 +234,14 @@ class EmbeddedServer:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and process_alive(pid):
             time.sleep(0.1)
-        if _alive(pid):
+        if process_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
         self.pid_path.unlink(missing_ok=True)
         log.info("temporal server stopped", pid=pid)
         return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # reap if it is our zombie child
-    with contextlib.suppress(ChildProcessError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
 
 
 def _port_open(port: int, host: str = "127.0.0.1") -> bool:
