@@ -113,7 +113,8 @@ class OptimizeModel:
     async def set_budgets(self, budgets: Budgets) -> Budgets:
         self._state.budgets = budgets
         self._progress.budgets = budgets
-        if self._child is not None:  # the running search gets its new allowance at once
+        if self._child is not None and workflow.patched("budget-signal-to-search"):
+            # the running search gets its new allowance at once
             try:
                 await self._child.signal(
                     SEARCH_UPDATE_BUDGET, SearchBudgetUpdate(budget_left=self._budget_left())
