@@ -2,7 +2,7 @@
 
 Real workflows and CPU activities; the LLM is the scripted OpenAI-compatible
 server (real HTTP, real ``openai`` client, real parsing) answering every
-planner with ten distinct plans and every executor with a distinct kernel;
+planner with twenty distinct plans and every executor with a distinct kernel;
 the GPU activities are the doubles on two GPU worker processes.  The dev
 server suggests continue-as-new after 40 history events, so the campaign
 continues as new between targets and every SearchKernel after every
@@ -41,7 +41,7 @@ from tests.durability.support import DevServer, Worker, outcome_of, queues, subm
 from tests.support.temporal import make_settings
 from workflows.export_campaign import export_workflow_id
 
-ITERATIONS, PLANS, BEAM = 10, 10, 4  # 10 + 9 x 40 = 370 candidates per target, 3 targets
+ITERATIONS, PLANS, BEAM = 5, 20, 4  # 20 + 4 x 80 = 340 candidates per target, 3 targets
 CAN_AFTER_EVENTS = 40
 
 
