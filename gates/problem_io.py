@@ -6,6 +6,9 @@ installed.  Semantics follow KernelBench: ``Model(*get_init_inputs())`` is the
 reference, ``get_inputs()`` draws one call's inputs; both sides are built under
 the same ``torch.manual_seed`` so freshly initialised weights agree, and a
 ``ModelNew`` with Model's parameter names gets Model's state dict outright.
+Standalone Triton / Helion kernel files load through the same loader
+(``kernelopt.kinds`` presents them as a parameterless ``Model`` wrapping
+their reference) and bring their own baseline.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class ProblemFile:
         self.get_inputs: Callable[[], Any] = loaded.get_inputs
         self.get_init_inputs: Callable[[], Any] = loaded.get_init_inputs
         self.get_holdout_inputs: Callable[[], Any] | None = loaded.get_holdout_inputs
+        # a standalone Triton / Helion problem (kernelopt.kinds): Model is its reference,
+        # the baseline is the file's own kernel (``baseline``), never torch.compile(Model)
+        self.kernel: Any = loaded.kernel
 
     def init_inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)
@@ -64,10 +70,22 @@ class ProblemFile:
 
     def build(self, cls: type, seed: int, device: str) -> torch.nn.Module:
         """Construct ``cls(*init_inputs)`` under ``seed`` (Model and ModelNew alike)."""
+        if self.kernel is not None and cls is self.Model:
+            from kernelopt.kinds.validate import check_runtime
+
+            check_runtime(self.kernel, device, seed)  # fits in memory, reference deterministic
         init = self.init_inputs(seed)
         torch.manual_seed(seed)
         model = cls(*init)
         return model.to(device)
+
+    def baseline(self, seed: int, device: str) -> torch.nn.Module | None:
+        """A kernel problem's baseline (its own launcher, Helion autotuned); None for modules."""
+        if self.kernel is None:
+            return None
+        from kernelopt.kinds.baseline import baseline_model
+
+        return baseline_model(self.kernel, device, seed)
 
     def inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)

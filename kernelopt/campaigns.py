@@ -36,11 +36,10 @@ def default_gpu_queue(settings: Settings) -> str:
 
 
 def detect_kind(source: str) -> ProblemKind:
-    if "@helion.kernel" in source or "import helion" in source:
-        return ProblemKind.HELION
-    if "class Model" not in source and "@triton.jit" in source:
-        return ProblemKind.TRITON
-    return ProblemKind.MODULE
+    """Module, standalone Triton or Helion problem, from decorators and classes (``ast``)."""
+    from kernelopt.kinds.detect import detect_kind as _detect
+
+    return _detect(source)
 
 
 def prepare_problem(
@@ -59,11 +58,10 @@ def prepare_problem(
         from kernelopt.problem import check_problem_file
 
         check_problem_file(path)
-    else:
-        try:
-            compile(source, str(path), "exec")
-        except SyntaxError as exc:
-            raise ProblemError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    else:  # hook: kernel problems -- names, signatures, helion installed (kernelopt.kinds)
+        from kernelopt.kinds.detect import check_kernel_source
+
+        check_kernel_source(source, str(path))
     ref = store.put_text(source, "text/x-python", path.name)
     return ProblemSpec(
         name=path.stem, kind=kind, source=ref, path=str(path.resolve()), seed=seed, level=level

@@ -3,7 +3,9 @@
 A problem file defines ``class Model(nn.Module)``, ``get_inputs()`` and
 ``get_init_inputs()``; ``Model(*get_init_inputs())(*get_inputs())`` is the
 reference computation.  ``get_holdout_inputs()`` (a list of input lists) is
-optional: shapes the search never sees, for the checker.
+optional: shapes the search never sees, for the checker.  Standalone Triton
+and Helion kernel files are recognised here too and handed to
+``kernelopt.kinds``, which presents them in this same shape.
 
 Two levels of checking, because they have different costs:
 
@@ -33,6 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
@@ -89,9 +92,19 @@ def check_problem_source(source: str, label: str = "<problem>") -> None:
 
 
 def check_problem_file(path: str | Path) -> None:
-    """Cheap validation for the CLI: exists, parses, defines Model/get_inputs/get_init_inputs."""
+    """Cheap validation for the CLI: exists, parses, defines Model/get_inputs/get_init_inputs.
+
+    Standalone Triton / Helion kernel files get their own text checks
+    (``kernelopt.kinds``): reference, launcher, input generators, signatures.
+    """
     path = Path(path)
-    check_problem_source(_read(path), str(path))
+    source = _read(path)
+    from kernelopt.kinds.detect import check_kernel_source, detect_kind
+
+    if detect_kind(source) != ProblemKind.MODULE:  # hook: kernel problems (kernelopt.kinds)
+        check_kernel_source(source, str(path))
+        return
+    check_problem_source(source, str(path))
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,10 @@ class LoadedProblem:
     get_inputs: Callable[[], Sequence[Any]]
     get_init_inputs: Callable[[], Sequence[Any]]
     get_holdout_inputs: Callable[[], Sequence[Sequence[Any]]] | None = None
+    # a standalone Triton / Helion problem adapted by kernelopt.kinds: its kind and its
+    # KernelProblem (Model is then the reference; the baseline is the file's own kernel)
+    kind: str = "module"
+    kernel: Any = None
 
     @property
     def source_sha256(self) -> str:
@@ -200,6 +217,12 @@ def load_problem(path_or_source: str | Path, name: str | None = None) -> LoadedP
         source = str(path_or_source)
         label = name or "<problem>"
         path = None
+    from kernelopt.kinds.detect import detect_kind
+
+    if detect_kind(source) != ProblemKind.MODULE:  # hook: kernel problems (kernelopt.kinds)
+        from kernelopt.kinds.problem import load_kernel_problem
+
+        return load_kernel_problem(path, source, label, name).as_loaded()
     check_problem_source(source, label)
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
     if path is None:

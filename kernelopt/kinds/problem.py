@@ -1,0 +1,239 @@
+"""A standalone Triton or Helion kernel problem, loaded and adapted to the KernelBench shape.
+
+``load_kernel_problem`` imports the file and checks what can be checked
+without running the kernel (names, callables, signatures, how many inputs
+``get_inputs()`` yields -- counted on the meta device, so nothing big is
+allocated).  ``KernelProblem.as_loaded()`` then presents it as the
+``LoadedProblem`` every other part of kernelopt already understands:
+
+* ``Model`` is ``ReferenceModel``: no parameters, ``forward(*inputs)`` is
+  ``reference(*inputs)`` -- the eager role (gates 2 and 3 compare against it,
+  in float32 with TF32 off and in float64);
+* ``get_init_inputs()`` is ``[]``; ``get_inputs`` / ``get_holdout_inputs`` are
+  the file's own;
+* ``kernel`` is this object: the compile step and the gates ask it for the
+  baseline (the file's own launcher, see ``kernelopt.kinds.baseline``) and for
+  the runtime checks (``kernelopt.kinds.validate``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kernelopt.contracts.problem import ProblemKind
+from kernelopt.errors import ProblemError
+from kernelopt.kinds.detect import Params, check_kernel_source, compare_params
+
+_TUNE_NAME = "TUNE"
+_EFFORT_NAME = "AUTOTUNE_EFFORT"
+
+
+@dataclass(frozen=True)
+class KernelProblem:
+    """An imported, structurally valid kernel problem (see the README for the file format)."""
+
+    kind: ProblemKind
+    name: str
+    path: str  # the user's file, or a label for source text
+    source: str
+    module: ModuleType
+    reference: Callable[..., Any]
+    get_inputs: Callable[[], Sequence[Any]]
+    get_holdout_inputs: Callable[[], Sequence[Sequence[Any]]] | None
+    kernels: tuple[str, ...]  # the @triton.jit / @helion.kernel functions, in file order
+    entry: str  # what ModelNew.forward calls: "launch", or the one Helion kernel
+    tunables: dict[str, int] = field(default_factory=dict)  # launch's keyword-only ints
+    tune_space: dict[str, list[int]] = field(default_factory=dict)  # optional TUNE
+    autotune_effort: str | None = None  # Helion: the file's AUTOTUNE_EFFORT, if any
+
+    @property
+    def source_sha256(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
+
+    @property
+    def launch(self) -> Callable[..., Any]:
+        """The baseline launcher as the file declares it (unpinned)."""
+        return getattr(self.module, self.entry)
+
+    def inputs(self, seed: int, device: str = "cpu") -> list[Any]:
+        """``get_inputs()`` drawn from ``seed`` on the CPU RNG, then moved to ``device``."""
+        import torch
+
+        torch.manual_seed(seed)
+        return [_to(x, device) for x in self.get_inputs()]
+
+    def holdout_inputs(self, seed: int, device: str = "cpu") -> list[list[Any]]:
+        import torch
+
+        if self.get_holdout_inputs is None:
+            return []
+        torch.manual_seed(seed)
+        return [[_to(x, device) for x in case] for case in self.get_holdout_inputs()]
+
+    def reference_model_class(self) -> type:
+        """``Model``: the reference as a parameterless module (one class per problem)."""
+        import torch
+
+        reference = self.reference
+
+        class ReferenceModel(torch.nn.Module):
+            """``reference(*inputs)`` as a KernelBench Model: the eager role."""
+
+            def forward(self, *inputs: Any) -> Any:
+                return reference(*inputs)
+
+        ReferenceModel.__qualname__ = ReferenceModel.__name__ = f"ReferenceModel_{self.name}"
+        return ReferenceModel
+
+    def as_loaded(self) -> Any:
+        """This problem as a ``kernelopt.problem.LoadedProblem`` (Model = reference)."""
+        from kernelopt.problem import LoadedProblem
+
+        return LoadedProblem(
+            name=self.name,
+            path=self.path,
+            source=self.source,
+            module=self.module,
+            model_class=self.reference_model_class(),
+            get_inputs=self.get_inputs,
+            get_init_inputs=_no_init_inputs,
+            get_holdout_inputs=self.get_holdout_inputs,
+            kind=self.kind.value,
+            kernel=self,
+        )
+
+
+def _no_init_inputs() -> list[Any]:
+    return []
+
+
+def _to(value: Any, device: str) -> Any:
+    import torch
+
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+def runtime_params(fn: Any) -> Params:
+    """``Params`` of a live callable (a Helion kernel is read through its ``fn``)."""
+    target = getattr(fn, "fn", fn) if not inspect.isfunction(fn) else fn
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return Params(varargs=True)
+    out = Params()
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            (out.required if p.default is p.empty else out.optional).append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            out.varargs = True
+        elif p.kind == p.KEYWORD_ONLY:
+            out.keyword_only[p.name] = None if p.default is p.empty else p.default
+    return out
+
+
+def load_kernel_problem(
+    path: Path | None, source: str, label: str, name: str | None = None
+) -> KernelProblem:
+    """Import a kernel problem (``path``, or ``source`` written to a file) and validate it."""
+    from kernelopt.kinds.modules import code_dir, import_path
+
+    info = check_kernel_source(source, label)
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    if path is None:
+        path = code_dir() / f"problem_{digest}.py"
+        if not path.is_file() or path.read_text(encoding="utf-8") != source:
+            path.write_text(source, encoding="utf-8")
+    module = import_path(path, f"kernelopt_problem_{digest}", label)
+    problem_name = name or Path(label).stem
+    kernels = tuple(info.helion_kernels if info.kind == ProblemKind.HELION else info.triton_kernels)
+    for kernel in kernels:
+        if getattr(module, kernel, None) is None:
+            raise ProblemError(label, f"kernel {kernel} is not defined after import")
+    entry = "launch" if "launch" in info.functions else kernels[0]
+    funcs: dict[str, Any] = {}
+    for fn_name in ("reference", "get_inputs", "get_holdout_inputs", entry):
+        fn = getattr(module, fn_name, None)
+        if fn is not None and not callable(fn):
+            raise ProblemError(label, f"{fn_name} is not callable")
+        funcs[fn_name] = fn
+    ours, theirs = runtime_params(funcs[entry]), runtime_params(funcs["reference"])
+    mismatch = compare_params(entry, ours, theirs)
+    if mismatch:
+        raise ProblemError(label, mismatch)
+    tunables = {
+        k: v for k, v in ours.keyword_only.items() if isinstance(v, int) and not isinstance(v, bool)
+    }
+    problem = KernelProblem(
+        kind=info.kind,
+        name=problem_name,
+        path=label,
+        source=source,
+        module=module,
+        reference=funcs["reference"],
+        get_inputs=funcs["get_inputs"],
+        get_holdout_inputs=funcs["get_holdout_inputs"],
+        kernels=kernels,
+        entry=entry,
+        tunables=tunables if info.kind == ProblemKind.TRITON else {},
+        tune_space=_tune_space(module, tunables, label),
+        autotune_effort=_effort(module, label) if info.kind == ProblemKind.HELION else None,
+    )
+    _check_input_counts(problem, ours, theirs)
+    return problem
+
+
+def _tune_space(module: ModuleType, tunables: dict[str, int], label: str) -> dict[str, list[int]]:
+    """The optional ``TUNE = {name: [values]}``: only launch's keyword-only ints may appear."""
+    space = getattr(module, _TUNE_NAME, None)
+    if space is None:
+        return {}
+    if not isinstance(space, dict):
+        raise ProblemError(label, f"{_TUNE_NAME} must be a dict of name -> list of ints")
+    out: dict[str, list[int]] = {}
+    for key, values in space.items():
+        if key not in tunables:
+            known = ", ".join(sorted(tunables)) or "none"
+            raise ProblemError(
+                label,
+                f"{_TUNE_NAME}[{key!r}] is not a keyword-only int parameter of launch() "
+                f"(those are: {known})",
+            )
+        if not isinstance(values, (list, tuple)) or not values:
+            raise ProblemError(label, f"{_TUNE_NAME}[{key!r}] must be a non-empty list of ints")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise ProblemError(label, f"{_TUNE_NAME}[{key!r}] must hold ints only")
+        out[key] = sorted(set(values))
+    return out
+
+
+def _effort(module: ModuleType, label: str) -> str | None:
+    value = getattr(module, _EFFORT_NAME, None)
+    if value is None:
+        return None
+    if value not in ("none", "quick", "full"):
+        raise ProblemError(
+            label, f"{_EFFORT_NAME} must be 'none', 'quick' or 'full', not {value!r}"
+        )
+    return str(value)
+
+
+def _check_input_counts(problem: KernelProblem, launch: Params, reference: Params) -> None:
+    """Every input list the generators yield must fit both signatures (counted on meta)."""
+    from kernelopt.kinds.validate import input_lists
+
+    for set_name, values in input_lists(problem, seed=0):
+        n = len(values)
+        for who, params in ((problem.entry, launch), ("reference", reference)):
+            if not params.accepts(n):
+                raise ProblemError(
+                    problem.path,
+                    f"{set_name} yields {n} input(s) but {who}{params.text()} takes "
+                    f"{len(params.required)}"
+                    + ("" if params.varargs else f" to {len(params.positional)}"),
+                )

@@ -1,0 +1,272 @@
+"""Runtime checks of a kernel problem: does it fit, is its reference reproducible, is it right.
+
+Each failure is a ``ProblemError`` with the file and the reason -- a bad
+problem must stop a campaign before any GPU-hour is spent on it, and never be
+retried:
+
+* **fits in GPU memory** -- the input generators run on the meta device
+  (shapes and dtypes, no storage), the reference runs there too when it can
+  (output shapes); twice the bytes of inputs plus outputs (gate 3 keeps a
+  float64 copy of both) must be below the device's free memory.  On the CPU
+  the check is skipped;
+* **inputs are reproducible** -- ``get_inputs()`` twice under one seed gives
+  the same values (every gate child regenerates them from the seed);
+* **reference is deterministic** -- two runs on the same inputs agree
+  bitwise: candidates are judged against one reference run, so a reference
+  using atomics or unseeded randomness would fail honest candidates at random;
+* **the baseline computes its reference** (compile step only) -- the file's
+  own kernel within gate 2's tolerance of the reference, or no candidate that
+  reproduces it could ever pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kernelopt.errors import ProblemError
+
+if TYPE_CHECKING:
+    from kernelopt.kinds.problem import KernelProblem
+
+GATE2_RTOL = 1e-3  # gate 2's defaults (GateSettings): the baseline must pass what candidates must
+GATE2_ATOL = 1e-3
+GATE2_SCALE = 2e-3
+FLOAT64_FACTOR = 2  # gate 3 holds float64 copies of inputs and outputs
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes one call needs, from shapes alone."""
+
+    set_name: str
+    input_bytes: int
+    output_bytes: int | None  # None: the reference could not run on the meta device
+    note: str = ""
+
+    @property
+    def need_bytes(self) -> int:
+        out = self.output_bytes if self.output_bytes is not None else self.input_bytes
+        return FLOAT64_FACTOR * (self.input_bytes + out)
+
+
+def leaves(value: Any) -> list[Any]:
+    from torch.utils._pytree import tree_leaves
+
+    return list(tree_leaves(value))
+
+
+def _nbytes(values: list[Any]) -> int:
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in leaves(values) if isinstance(v, torch.Tensor))
+
+
+def _as_list(value: Any, what: str, label: str) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise ProblemError(label, f"{what} must return a list, got {type(value).__name__}")
+    return list(value)
+
+
+def _call(fn: Any, what: str, label: str) -> Any:
+    try:
+        return fn()
+    except ProblemError:
+        raise
+    except Exception as exc:
+        raise ProblemError(label, f"{what} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _generate(problem: KernelProblem, seed: int, meta: bool) -> Iterator[tuple[str, list[Any]]]:
+    import torch
+
+    label = problem.path
+    with torch.device("meta") if meta else contextlib.nullcontext():
+        torch.manual_seed(seed)
+        main = _as_list(_call(problem.get_inputs, "get_inputs()", label), "get_inputs()", label)
+        if not any(isinstance(x, torch.Tensor) for x in main):
+            raise ProblemError(label, "get_inputs() returned no tensor")
+        yield "get_inputs()", main
+        if problem.get_holdout_inputs is None:
+            return
+        torch.manual_seed(seed)
+        what = "get_holdout_inputs()"
+        cases = _as_list(_call(problem.get_holdout_inputs, what, label), what, label)
+        for i, case in enumerate(cases):
+            yield f"get_holdout_inputs()[{i}]", _as_list(case, f"{what}[{i}]", label)
+
+
+def input_lists(problem: KernelProblem, seed: int = 0) -> list[tuple[str, list[Any]]]:
+    """Every input list the generators yield, on the meta device where they allow it."""
+    try:
+        return list(_generate(problem, seed, meta=True))
+    except Exception:  # a generator that needs real storage (.item(), numpy): run it for real
+        return list(_generate(problem, seed, meta=False))
+
+
+def estimate_memory(problem: KernelProblem, seed: int = 0) -> list[MemoryEstimate]:
+    """Bytes per input set from shapes (meta device); outputs from the reference where it runs."""
+    import torch
+
+    out = []
+    for set_name, values in input_lists(problem, seed):
+        in_bytes = _nbytes(values)
+        out_bytes, note = None, ""
+        meta = [
+            torch.empty_like(v, device="meta") if isinstance(v, torch.Tensor) else v for v in values
+        ]
+        try:
+            with torch.no_grad():
+                out_bytes = _nbytes(leaves(problem.reference(*meta)))
+        except Exception as exc:  # the reference needs real data: assume outputs ~ inputs
+            note = f"reference does not run on the meta device ({type(exc).__name__})"
+        out.append(MemoryEstimate(set_name, in_bytes, out_bytes, note))
+    return out
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def check_fits(problem: KernelProblem, device: str, seed: int = 0) -> list[MemoryEstimate]:
+    """``ProblemError`` when an input set cannot fit in the device's free memory (CUDA only)."""
+    if not device.startswith("cuda"):
+        return []
+    import torch
+
+    estimates = estimate_memory(problem, seed)
+    free, total = torch.cuda.mem_get_info(torch.device(device))
+    worst = max(estimates, key=lambda e: e.need_bytes)
+    if worst.need_bytes > free:
+        outputs = (
+            _gib(worst.output_bytes) if worst.output_bytes is not None else "unknown (~inputs)"
+        )
+        raise ProblemError(
+            problem.path,
+            f"inputs do not fit in GPU memory: {worst.set_name} holds {_gib(worst.input_bytes)} "
+            f"of inputs and {outputs} of outputs; verification needs about "
+            f"{_gib(worst.need_bytes)} ({FLOAT64_FACTOR}x inputs + outputs: gate 3 keeps float64 "
+            f"copies) but {torch.cuda.get_device_name(torch.device(device))} has "
+            f"{_gib(free)} free of {_gib(total)}",
+        )
+    return estimates
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """Bitwise equality that treats NaN == NaN."""
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        a, b = a.detach().cpu(), b.detach().cpu()
+        if a.is_floating_point() or a.is_complex():
+            return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+        return bool(torch.equal(a, b))
+    return bool(a == b)
+
+
+def _clone(values: list[Any]) -> list[Any]:
+    import torch
+
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _first_difference(first: list[Any], second: list[Any]) -> str:
+    import torch
+
+    if len(first) != len(second):
+        return f"{len(first)} outputs, then {len(second)}"
+    for i, (a, b) in enumerate(zip(first, second, strict=True)):
+        if same_values(a, b):
+            continue
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+            diff = (a.detach().double() - b.detach().double()).abs().nan_to_num(0.0)
+            count = int((diff > 0).sum())
+            return (
+                f"output {i}: max |diff| {float(diff.max()):.3g}, {count} of {a.numel()} "
+                "elements differ"
+            )
+        return f"output {i} differs in shape, dtype or value"
+    return "outputs differ"
+
+
+def check_inputs_reproducible(problem: KernelProblem, seed: int = 0) -> None:
+    """``get_inputs()`` twice under one seed must give the same values."""
+    first = problem.inputs(seed)
+    second = problem.inputs(seed)
+    if len(first) != len(second) or not all(
+        same_values(a, b) for a, b in zip(first, second, strict=True)
+    ):
+        raise ProblemError(
+            problem.path,
+            "get_inputs() is not reproducible: two calls under the same torch.manual_seed gave "
+            f"different values ({_first_difference(first, second)}); draw inputs from torch's "
+            "RNG (torch.randn, ...) so a seed fixes them",
+        )
+
+
+def run_reference(problem: KernelProblem, inputs: list[Any]) -> list[Any]:
+    import torch
+
+    try:
+        with torch.no_grad():
+            return leaves(problem.reference(*_clone(inputs)))
+    except Exception as exc:
+        raise ProblemError(problem.path, f"reference() raised {type(exc).__name__}: {exc}") from exc
+
+
+def check_reference_deterministic(
+    problem: KernelProblem, device: str, seed: int = 0, inputs: list[Any] | None = None
+) -> list[Any]:
+    """Run the reference twice on the same inputs; returns the first run's outputs."""
+    values = inputs if inputs is not None else problem.inputs(seed, device)
+    first = run_reference(problem, values)
+    second = run_reference(problem, values)
+    if len(first) != len(second) or not all(
+        same_values(a, b) for a, b in zip(first, second, strict=True)
+    ):
+        raise ProblemError(
+            problem.path,
+            "reference() is not deterministic: two runs on the same inputs differ "
+            f"({_first_difference(first, second)}). Candidates are compared with one reference "
+            "run, so it must be reproducible: avoid atomics and unseeded randomness in it",
+        )
+    return first
+
+
+def baseline_error(problem: KernelProblem, got: list[Any], want: list[Any]) -> str | None:
+    """Why the baseline's outputs fail gate 2's tolerance against the reference, or None."""
+    import torch
+
+    if len(got) != len(want):
+        return f"{problem.entry} returned {len(got)} output(s), reference {len(want)}"
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            if a != b:
+                return f"output {i}: {a!r} vs reference {b!r}"
+            continue
+        if a.shape != b.shape:
+            return f"output {i} has shape {list(a.shape)}, reference {list(b.shape)}"
+        if a.dtype != b.dtype:
+            return f"output {i} has dtype {a.dtype}, reference {b.dtype}"
+        x, y = a.detach().double().cpu(), b.detach().double().cpu()
+        if torch.allclose(x, y, rtol=GATE2_RTOL, atol=GATE2_ATOL, equal_nan=True):
+            continue
+        err = float((x - y).abs().nan_to_num(float("inf")).max())
+        scale = float(y.abs().nan_to_num(0.0).max()) or 1.0
+        if err / scale <= GATE2_SCALE:
+            continue
+        return (
+            f"output {i}: max |{problem.entry} - reference| = {err:.3g} (reference scale "
+            f"{scale:.3g}), beyond rtol = atol = {GATE2_RTOL:g} and the scale-aware {GATE2_SCALE:g}"
+        )
+    return None
+
+
+def check_runtime(problem: KernelProblem, device: str, seed: int = 0) -> None:
+    """The checks every reference run starts with: memory (CUDA) and a deterministic reference."""
+    check_fits(problem, device, seed)
+    check_reference_deterministic(problem, device, seed)
