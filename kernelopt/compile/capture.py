@@ -47,6 +47,7 @@ from kernelopt.compile.runtime import (
 from kernelopt.compile.timing import bench_ms, compare_outputs, require_cuda
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult, TensorSpec
+from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import DeterministicError
 from kernelopt.log import get_logger
 from kernelopt.problem import LoadedProblem, load_problem
@@ -246,10 +247,20 @@ def compile_on(
     device: str,
     bench: Callable[[Callable[[], Any]], float],
 ) -> CompileResult:
-    """``compile_problem`` on any device with any timer (CPU tests use ``device="cpu"``)."""
+    """``compile_problem`` on any device with any timer (CPU tests use ``device="cpu"``).
+
+    Standalone Triton / Helion problems have no Inductor graph: their compile
+    step is ``kernelopt.kinds.compile`` (the file's own kernel is the baseline).
+    """
     import torch
 
     source = store.get_text(inp.problem.source)
+    from kernelopt.kinds.detect import detect_kind
+
+    if detect_kind(source) != ProblemKind.MODULE:  # hook: Triton/Helion kernel problems
+        from kernelopt.kinds.compile import compile_kernel_problem
+
+        return compile_kernel_problem(inp, store, device, bench)
     ver = versions()
     key = cache.cache_key(
         hashlib.sha256(source.encode()).hexdigest(),
