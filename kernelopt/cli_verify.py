@@ -73,9 +73,20 @@ def render(result: CascadeResult) -> None:
     console.print(f"candidate: {result.candidate}")
     env = result.environment
     if env:
+        from kernelopt.kinds.detect import detect_kind
+
+        try:  # hook: a kernel problem's baseline is its own launcher (kernelopt.kinds)
+            kind = detect_kind(Path(result.problem).read_text(encoding="utf-8")).value
+        except OSError:
+            kind = "module"
+        baseline = (
+            f"torch.compile mode={result.settings.baseline_mode}"
+            if kind == "module"
+            else f"the {kind} problem's own kernel"
+        )
         console.print(
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
-            f"baseline: torch.compile mode={result.settings.baseline_mode}"
+            f"baseline: {baseline}"
         )
     table = Table(show_lines=False)
     for col in ("gate", "status", "numbers", "reason", "device s"):
@@ -147,9 +158,17 @@ def verify_command(
         update["baseline_mode"] = baseline_mode
     if device == "cpu" or not run_perf:
         update["run_perf"] = False
-    from gates.cascade import verify_candidate
+    import tempfile
 
-    result = verify_candidate(problem_path, candidate_path, base.model_copy(update=update))
+    from gates.cascade import verify_candidate
+    from kernelopt.kinds.candidates import forward_candidate_file
+
+    with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp:
+        # hook: a launch-only candidate (kernel problems) is checked in its ModelNew form
+        checked = forward_candidate_file(candidate_path, Path(tmp))
+        result = verify_candidate(problem_path, checked, base.model_copy(update=update))
+    if checked != Path(candidate_path):
+        result = result.model_copy(update={"candidate": str(Path(candidate_path).resolve())})
     if json_out:
         print(result.model_dump_json(indent=2))
     else:
