@@ -36,12 +36,12 @@ from temporalio.client import Client
 from kernelopt.audit.runs import campaign_histories
 from kernelopt.client import connect
 from kernelopt.contracts import Budgets, CampaignOptions, CampaignPhase, SearchParams
-from kernelopt.contracts.audit import EXPORT_CAMPAIGN, ExportCampaignInput, ExportIndexResult
 from tests.durability import llm_script
 from tests.durability.support import (
     ROOT,
     DevServer,
     Worker,
+    export_of,
     options,
     outcome_of,
     progress,
@@ -61,15 +61,8 @@ Scenario = Callable[[Client, object, str, str], Awaitable[list[str]]]
 async def optimized(client, settings, cpu_q, gpu_q) -> list[str]:
     handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-optimized")
     await outcome_of(client, handle.id)
-    export = await client.start_workflow(
-        EXPORT_CAMPAIGN,
-        ExportCampaignInput(campaign_id=handle.id, workflow_id=handle.id, cpu_queue=cpu_q),
-        id=export_workflow_id(handle.id),
-        task_queue=cpu_q,
-        result_type=ExportIndexResult,
-    )
-    await export.result()
-    return [handle.id, export.id]
+    await export_of(client, handle.id, cpu_q)
+    return [handle.id, export_workflow_id(handle.id)]
 
 
 async def cancelled(client, settings, cpu_q, gpu_q) -> list[str]:

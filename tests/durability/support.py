@@ -283,3 +283,31 @@ async def assert_sound(client: Client, settings: Settings, workflow_id: str, ref
     assert decisions_of(report) == decisions_of(reference), "decisions differ from the reference"
     assert report.used.gpu_seconds >= sum(t.gpu_seconds for t in report.targets)
     return outcome, report
+
+
+async def export_of(client: Client, workflow_id: str, cpu_queue: str):
+    """The ExportCampaign result of a closed campaign, starting the export unless the campaign did."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from kernelopt.contracts.audit import (
+        EXPORT_CAMPAIGN,
+        ExportCampaignInput,
+        ExportIndexResult,
+    )
+    from workflows.export_campaign import export_workflow_id
+
+    try:
+        handle = await client.start_workflow(
+            EXPORT_CAMPAIGN,
+            ExportCampaignInput(
+                campaign_id=workflow_id, workflow_id=workflow_id, cpu_queue=cpu_queue
+            ),
+            id=export_workflow_id(workflow_id),
+            task_queue=cpu_queue,
+            result_type=ExportIndexResult,
+        )
+    except WorkflowAlreadyStartedError:
+        handle = client.get_workflow_handle(
+            export_workflow_id(workflow_id), result_type=ExportIndexResult
+        )
+    return await handle.result()

@@ -27,11 +27,12 @@ from kernelopt.cli import main as cli
 from kernelopt.client import connect
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignPhase, GateName
-from kernelopt.contracts.audit import EXPORT_CAMPAIGN, ExportCampaignInput, ExportIndexResult
+from kernelopt.contracts.audit import ExportIndexResult
 from kernelopt.store import ArtifactStore, open_store
 from tests.durability.support import (
     DevServer,
     Worker,
+    export_of,
     options,
     outcome_of,
     queues,
@@ -120,14 +121,8 @@ async def test_export_then_audit_after_the_server_forgot_the_campaign(
     cpu_q, _ = workers
     handle = await submit(client, temporal_settings, options(*workers))
     await asyncio.wait_for(outcome_of(client, handle.id), 120)
-    export = await client.start_workflow(
-        EXPORT_CAMPAIGN,
-        ExportCampaignInput(campaign_id=handle.id, workflow_id=handle.id, cpu_queue=cpu_q),
-        id=export_workflow_id(handle.id),
-        task_queue=cpu_q,
-        result_type=ExportIndexResult,
-    )
-    result = await asyncio.wait_for(export.result(), 60)
+    # the campaign starts its own export as it closes (once integrated); else start one
+    result = await asyncio.wait_for(export_of(client, handle.id, cpu_q), 60)
     live = await load_report(client, handle.id, artifacts)
     assert result.runs == len(live.runs) == 1 + len(live.targets)
     assert result.missing == 0 and result.artifacts > len(live.candidates)

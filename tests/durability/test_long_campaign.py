@@ -33,13 +33,11 @@ from kernelopt.contracts import (
     SearchKernelInput,
     SearchParams,
 )
-from kernelopt.contracts.audit import EXPORT_CAMPAIGN, ExportCampaignInput, ExportIndexResult
 from kernelopt.contracts.search import SearchState
 from kernelopt.store import open_store
 from tests.durability import llm_script
-from tests.durability.support import DevServer, Worker, outcome_of, queues, submit
+from tests.durability.support import DevServer, Worker, export_of, outcome_of, queues, submit
 from tests.support.temporal import make_settings
-from workflows.export_campaign import export_workflow_id
 
 ITERATIONS, PLANS, BEAM = 5, 20, 4  # 20 + 4 x 80 = 340 candidates per target, 3 targets
 CAN_AFTER_EVENTS = 40
@@ -79,14 +77,7 @@ async def test_a_thousand_candidates_across_continue_as_new(tmp_path: Path) -> N
         store = open_store(settings.artifacts_dir)
         runs = await campaign_histories(client, handle.id)
         report = build_report(handle.id, runs, "live")
-        export = await client.start_workflow(
-            EXPORT_CAMPAIGN,
-            ExportCampaignInput(campaign_id=handle.id, workflow_id=handle.id, cpu_queue=cpu_q),
-            id=export_workflow_id(handle.id),
-            task_queue=cpu_q,
-            result_type=ExportIndexResult,
-        )
-        exported = await asyncio.wait_for(export.result(), 120)
+        exported = await asyncio.wait_for(export_of(client, handle.id, cpu_q), 120)
         archived = await load_report(None, handle.id, store)
     finally:
         for w in workers:
