@@ -5,7 +5,8 @@ from __future__ import annotations
 
 
 def all_workflows() -> list[type]:
+    from .export_campaign import ExportCampaign
     from .optimize_model import OptimizeModel
     from .search_kernel import SearchKernel
 
-    return [OptimizeModel, SearchKernel]
+    return [OptimizeModel, SearchKernel, ExportCampaign]

@@ -46,8 +46,10 @@ with workflow.unsafe.imports_passed_through():
         TriageResult,
         names,
     )
+    from kernelopt.contracts.audit import EXPORT_PATCH
 
     from . import activity_options as opts
+    from .export_campaign import start_export
 
 SA_CAMPAIGN = SearchAttributeKey.for_keyword("KernelOptCampaign")
 SA_PROBLEM = SearchAttributeKey.for_keyword("KernelOptProblem")
@@ -370,6 +372,9 @@ class OptimizeModel:
         self._progress.message = f"{outcome.category.value}: {outcome.reason}"
         self._upsert(SA_OUTCOME, outcome.category.value)
         self._upsert(SA_PHASE, CampaignPhase.DONE.value)
+        if workflow.patched(EXPORT_PATCH):
+            # audits must outlive the server's retention: export once this run has closed
+            await start_export(self._input.campaign_id, self._input.options.cpu_queue)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return outcome
 
