@@ -12,7 +12,9 @@ change that would break a running 66-hour campaign fails there first.
 
 Re-record only deliberately (a new workflow feature worth covering): the
 point of the corpus is that histories recorded by OLD code keep replaying.
-Scenarios: a built-in campaign that is optimized (and its export); one that
+Scenarios: a built-in campaign that is optimized (and its export, started by
+the test: recorded before campaigns exported themselves); one that exports
+itself as it closes; one that
 is cancelled mid-search; one paused, resumed and given a new budget; an LLM
 campaign with retry-fix; and an LLM campaign that continues as new (the
 campaign between targets, every search between iterations).
@@ -62,6 +64,16 @@ async def optimized(client, settings, cpu_q, gpu_q) -> list[str]:
     handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-optimized")
     await outcome_of(client, handle.id)
     await export_of(client, handle.id, cpu_q)
+    return [handle.id, export_workflow_id(handle.id)]
+
+
+async def exporting(client, settings, cpu_q, gpu_q) -> list[str]:
+    """A campaign that starts its own ExportCampaign as it closes (recorded after that landed)."""
+    handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-exporting")
+    await outcome_of(client, handle.id)
+    index = await export_of(client, handle.id, cpu_q)
+    if index.runs < 2:
+        raise RuntimeError("the export did not find the campaign's runs")
     return [handle.id, export_workflow_id(handle.id)]
 
 
@@ -119,6 +131,7 @@ async def continued_as_new(client, settings, cpu_q, gpu_q) -> list[str]:
 # (scenario, dynamic config of its server)
 SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("optimized", optimized, {}),
+    ("exporting", exporting, {}),
     ("cancelled", cancelled, {}),
     ("steered", steered, {}),
     ("llm", llm_retry_fix, {}),

@@ -111,6 +111,8 @@ def test_the_corpus_covers_what_campaigns_do() -> None:
         names.RESTITCH,
         names.WRITE_REPORT,
     } <= activities
+    started = {c.workflow_type for r in runs for c in r.children}
+    assert {names.SEARCH_KERNEL, EXPORT_CAMPAIGN} <= started  # a campaign that exports itself
     messages = {(m.kind, m.name) for r in runs for m in r.messages}
     assert {("signal", "pause"), ("signal", "resume"), ("signal", "stop")} <= messages
     assert ("update", "set_budgets") in messages
