@@ -100,11 +100,19 @@ class BaselineConfigs:
         )
 
 
+def plain_config(config: Any, kernel: str) -> dict[str, Any]:
+    """A Helion config as plain JSON data: it travels in source text, markers and caches."""
+    try:
+        return json.loads(json.dumps(dict(config)))
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(kernel, f"Helion config is not plain data: {exc}") from exc
+
+
 def _default_or_declared(kernel: Any, args: tuple) -> tuple[dict[str, Any], str]:
     if kernel.configs:
-        return dict(kernel.configs[0]), "declared config"
+        return plain_config(kernel.configs[0], kernel.name), "declared config"
     bound = kernel.bind(args)
-    return dict(bound.config_spec.default_config()), "Helion's default config"
+    return plain_config(bound.config_spec.default_config(), kernel.name), "Helion's default config"
 
 
 def _signature_of(args: tuple) -> list[Any]:
@@ -183,7 +191,7 @@ def autotune(kernel: Any, args: tuple, effort: str, seed: int) -> dict[str, Any]
     settings.autotune_effort = effort
     settings.autotune_random_seed = seed
     tuner = helion.Kernel(kernel.fn, configs=[], settings=settings)
-    return dict(tuner.autotune(list(args), force=True))
+    return plain_config(tuner.autotune(list(args), force=True), kernel.name)
 
 
 def baseline_configs(problem: KernelProblem, device: str, seed: int = 0) -> BaselineConfigs:

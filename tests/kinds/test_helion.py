@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.kinds.conftest import PROBLEMS, helion_or_skip
+from tests.kinds.conftest import PROBLEMS, compile_in_child, helion_or_skip
 
 PROBLEM = PROBLEMS / "helion_scale_add.py"
 
@@ -20,15 +20,12 @@ def _needs_helion() -> None:
 
 @pytest.fixture(scope="module")
 def compiled(kinds_env: Path):
-    from kernelopt.campaigns import prepare_problem
-    from kernelopt.compile.capture import compile_on
     from kernelopt.compile.segment import segment
-    from kernelopt.contracts import CompileInput, SegmentInput
+    from kernelopt.contracts import SegmentInput
     from kernelopt.store import open_store
 
+    result = compile_in_child(PROBLEM, kinds_env)
     store = open_store(kinds_env / "artifacts")
-    spec = prepare_problem(PROBLEM, store)
-    result = compile_on(CompileInput(problem=spec), store, "cpu", lambda fn: 1.0)
     return result, segment(SegmentInput(compiled=result), store), store
 
 
