@@ -179,6 +179,7 @@ def compile_kernel_problem(
             "is held to that tolerance, so fix the kernel or the reference first",
         )
 
+    numerics = validate.baseline_rho(problem, _clone(pristine), baseline_out)
     n = len(pristine)
     wrapper_ref = store.put_text(
         wrapper_text(problem, candidate_source, how, n, seed),
@@ -204,7 +205,7 @@ def compile_kernel_problem(
         arg_input_index=list(range(n)),
         arg_specs=[_spec(v) for v in pristine],
         num_outputs=len(baseline_out),
-        mode_reason=f"{problem.kind.value} kernel problem: the baseline is {how}",
+        mode_reason=f"{problem.kind.value} kernel problem: the baseline is {how}; {numerics}",
         python_version=ver["python"],
     )
 

@@ -270,3 +270,32 @@ def check_runtime(problem: KernelProblem, device: str, seed: int = 0) -> None:
     """The checks every reference run starts with: memory (CUDA) and a deterministic reference."""
     check_fits(problem, device, seed)
     check_reference_deterministic(problem, device, seed)
+
+
+def baseline_rho(problem: KernelProblem, inputs: list[Any], got: list[Any]) -> str:
+    """Gate 3's view of the baseline itself: ``rho = Linf(base - ref64) / Linf(ref32 - ref64)``.
+
+    Diagnostic text for the compile record, never a rejection: a baseline near
+    or above gate 3's limit (10) means candidates that reproduce its numerics
+    will be rejected too (TF32 dots, approximate functions).
+    """
+    import torch
+
+    doubles = [
+        v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs
+    ]
+    try:
+        ref32 = run_reference(problem, inputs)
+        ref64 = run_reference(problem, doubles)
+    except ProblemError as exc:
+        return f"float64 reference unavailable ({exc.reason[:80]})"
+    d_ref = d_opt = 0.0
+    for a, r, b in zip(ref32, ref64, got, strict=False):
+        if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in (a, r, b)):
+            continue
+        r = r.detach().double()
+        d_ref = max(d_ref, float((a.detach().double() - r).abs().nan_to_num(0.0).max()))
+        d_opt = max(d_opt, float((b.detach().double() - r).abs().nan_to_num(0.0).max()))
+    if d_ref < 1e-8:
+        return f"baseline error vs float64 {d_opt:.3g} (reference exact)"
+    return f"baseline rho vs float64 = {d_opt / d_ref:.3g} (gate 3 accepts <= 10)"

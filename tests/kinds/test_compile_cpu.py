@@ -49,6 +49,7 @@ def test_the_baseline_is_the_files_own_launcher(compiled) -> None:
     assert first.problem.kind == ProblemKind.TRITON
     assert first.mode == "triton-launcher"
     assert "launch() with its defaults" in first.mode_reason and "BLOCK=64" in first.mode_reason
+    assert "baseline rho vs float64 = 1 " in first.mode_reason  # same fp32 ops as the reference
     assert first.arg_roles == ["input", "input"] and first.arg_input_index == [0, 1]
     assert [s.shape for s in first.arg_specs] == [[8, 48], [48]]
     assert first.num_outputs == 1 and first.wrapper_matches_compiled is True
