@@ -10,6 +10,7 @@ call's output returned again -- and says so.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,10 @@ def load_candidate_outputs(out_dir: Path, names: list[str]) -> dict[str, list[An
     for name in names:
         path = set_path(str(out_dir), name)
         if path.is_file():
-            outs[name] = load_values(path)
+            try:
+                outs[name] = load_values(path)
+            except (EOFError, OSError, RuntimeError, pickle.UnpicklingError):
+                continue  # a child that died mid-write left a truncated file: no output
     return outs
 
 

@@ -250,6 +250,8 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
     table.add_row("outcome", f"[bold]{outcome.category.value}[/]")
     table.add_row("speedup vs torch.compile", f"{outcome.speedup:.3f}x ({outcome.compile_mode})")
     table.add_row("reason", outcome.reason)
+    if outcome.stop_reason:
+        table.add_row("stopped early", outcome.stop_reason)
     if outcome.baseline_ms is not None:
         table.add_row("baseline", f"{outcome.baseline_ms:.4f} ms")
     if outcome.optimized_ms is not None:
@@ -334,13 +336,21 @@ async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:
+    from temporalio.client import WorkflowUpdateFailedError
+
     client = await _client(settings)
     handle = client.get_workflow_handle(args.id, result_type=Outcome)
     progress = await handle.query("progress", result_type=CampaignProgress)
     current = progress.budgets.model_dump()
     changes = _budgets(args).model_dump(exclude_none=True)
     current.update(changes)
-    result = await handle.execute_update("set_budgets", Budgets(**current), result_type=Budgets)
+    try:
+        result = await handle.execute_update(
+            "set_budgets", Budgets(**current), result_type=Budgets
+        )
+    except WorkflowUpdateFailedError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise KernelOptError(f"budget change refused: {cause}") from exc
     console.print(f"{args.id}: budgets now {result.model_dump()}")
     return 0
 

@@ -66,6 +66,18 @@ def waiting_hint(queue: str, gpu_queue: str) -> str:
     )
 
 
+async def _stalled_retry(client: Client, workflow_id: str) -> str | None:
+    """A retried activity that no worker has picked up yet, described; None otherwise."""
+    from kernelopt.audit.waiting import pending_work
+
+    try:
+        pending = await pending_work(client, workflow_id)
+    except RPCError:
+        return None
+    stalled = [p for p in pending if p.waiting_for_worker and p.attempt > 1]
+    return stalled[0].describe() if stalled else None
+
+
 def render(progress: CampaignProgress, hint: str | None, elapsed: float) -> Group:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -126,6 +138,9 @@ async def follow(
                         queue = gpu_queue  # a child search may be waiting on it
                     if queue and not await has_pollers(client, queue):
                         hint = waiting_hint(queue, gpu_queue)
+                    retry = await _stalled_retry(client, handle.id)
+                    if retry:  # a worker died mid-activity: say so before pollers notice
+                        hint = f"{hint}\n{retry}" if hint else retry
                     live.update(render(progress, hint, time.monotonic() - started))
                 await asyncio.wait({result_task}, timeout=poll_s)
         return await result_task

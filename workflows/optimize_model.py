@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         Outcome,
         OutcomeCategory,
         PerfCategory,
+        ProblemKind,
         ProposerKind,
         Replacement,
         ReportInput,
@@ -404,12 +405,25 @@ class OptimizeModel:
             torch_version=compiled.torch_version if compiled else "",
             triton_version=compiled.triton_version if compiled else "",
             gpu_name=compiled.gpu_name if compiled else "",
+            stop_reason=self._stop_reason(),
             **fields,
         )
+
+    def _stop_reason(self) -> str:
+        if self._state.stop_reason:
+            return self._state.stop_reason
+        budget_stops = [
+            f"{r.target_id}: {r.stopped_reason}"
+            for r in self._state.results
+            if r.stopped_reason.startswith("budget")
+        ]
+        return "; ".join(budget_stops)
 
     # --- helpers ---------------------------------------------------------------------------
     def _builtin_on_forward(self, targets: list) -> bool:
         """The built-in proposer tunes Inductor kernels; it cannot write a whole forward."""
+        if self._input.problem.kind != ProblemKind.MODULE:
+            return False  # a kernel problem's forward is its launcher: kinds' own variants
         return not self._use_llm() and any(t.kind == TargetKind.FORWARD for t in targets)
 
     def _kernel_targets(self) -> list[SearchTarget]:

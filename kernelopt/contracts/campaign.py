@@ -132,6 +132,7 @@ class Outcome(Frozen):
     torch_version: str = ""
     triton_version: str = ""
     gpu_name: str = ""
+    stop_reason: str = ""  # why the search ended early (a budget, a cancel), if it did
 
 
 class CampaignState(Contract):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelopt.contracts.problem import ProblemKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult, BuiltinVariant
 from kernelopt.proposer.inductor_source import (
     KernelSourceError,
@@ -36,6 +37,11 @@ NO_EVICTION_LABEL = "no-eviction-hints"
 
 
 def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeResult:
+    if inp.compiled.problem.kind != ProblemKind.MODULE:
+        # standalone Triton / Helion problems: their launcher's own configuration space
+        from kernelopt.kinds.builtin import propose as propose_kernel_problem
+
+        return propose_kernel_problem(inp, store)
     source = store.get_text(inp.state_source)
     try:
         kernel = parse_kernel(source)
