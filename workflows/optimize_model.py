@@ -99,18 +99,30 @@ class OptimizeModel:
         return self._state
 
     @workflow.signal(name="pause")
-    def pause(self) -> None:
+    async def pause(self) -> None:
         self._paused = True
         self._progress.paused = True
+        await self._tell_search("pause")
 
     @workflow.signal(name="resume")
-    def resume(self) -> None:
+    async def resume(self) -> None:
         self._paused = False
         self._progress.paused = False
+        await self._tell_search("resume")
 
     @workflow.signal(name="stop")
-    def stop(self, reason: str = "cancelled by user") -> None:
+    async def stop(self, reason: str = "cancelled by user") -> None:
         self._stop_requested = reason or "cancelled by user"
+        await self._tell_search("stop", self._stop_requested)
+
+    async def _tell_search(self, signal: str, *args: str) -> None:
+        """Pause, resume and cancel reach a running search at once, not after it ends."""
+        if self._child is None or not workflow.patched("steer-running-search"):
+            return
+        try:
+            await self._child.signal(signal, *args)
+        except ApplicationError as exc:  # it finished meanwhile
+            workflow.logger.info("search ended before the %s signal: %s", signal, exc)
 
     @workflow.update(name="set_budgets")
     async def set_budgets(self, budgets: Budgets) -> Budgets:

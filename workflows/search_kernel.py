@@ -106,6 +106,7 @@ class SearchKernel:
             self.s = SearchState(budget_left=dict(inp.budget_left), memory=inp.memory)
         self.tree = SearchTree.from_dict(self.s.tree) if self.s.tree else None
         self.step = "starting"
+        self.paused = False
         self.notes: list[str] = []  # the built-in proposer's notes of the current round
         self.run_started = workflow.now()
         p = inp.proposer
@@ -129,6 +130,10 @@ class SearchKernel:
         if ROOT_ID not in self.s.profiles and needs_profile:
             await self._profile(self.tree.root)
         while self.s.iteration < inp.params.iterations and not self._exhausted():
+            if self.paused:  # the campaign was paused: hold at this iteration boundary
+                self.step = "paused"
+                await workflow.wait_condition(lambda: not self.paused or self._exhausted())
+                continue
             beam = BeamUCB(inp.params.beam, inp.params.ucb_c).select(self.tree)
             self.step = f"iteration {self.s.iteration}: proposing for {len(beam)} states"
             if inp.use_llm:
@@ -158,6 +163,20 @@ class SearchKernel:
             self._spend(), self.s.budget_left
         ):
             self.s.stopped_reason = ""  # more budget: the loop goes on at its next check
+
+    @workflow.signal(name="stop")
+    def stop(self, reason: str = "cancelled by user") -> None:
+        """The campaign was cancelled: wind down before the next activity, keep what we have."""
+        if not self.s.stopped_reason:
+            self.s.stopped_reason = f"stopped: {reason}"
+
+    @workflow.signal(name="pause")
+    def pause(self) -> None:
+        self.paused = True
+
+    @workflow.signal(name="resume")
+    def resume(self) -> None:
+        self.paused = False
 
     @workflow.query(name=SEARCH_PROGRESS)
     def progress(self) -> SearchProgress:
