@@ -44,6 +44,7 @@ class Settings(BaseModel):
     llm_temperature: float = 0.7
     log_json: bool = False
     log_level: str = "info"
+    helion_effort: str = "quick"  # autotuning effort of a Helion problem's baseline
 
     @property
     def embedded(self) -> bool:
@@ -85,6 +86,7 @@ class Settings(BaseModel):
             "LLM_TEMPERATURE": "llm_temperature",
             "LOG_JSON": "log_json",
             "LOG_LEVEL": "log_level",
+            "HELION_EFFORT": "helion_effort",
         }
         for env_name, field in mapping.items():
             value = _env(env_name)

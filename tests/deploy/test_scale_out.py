@@ -218,12 +218,14 @@ def comparable(outcome: Outcome) -> tuple:
 
 
 async def child_ids(client: Client, workflow_id: str) -> list[str]:
+    """The campaign's searches (not its history export, which is a child too)."""
     history = await client.get_workflow_handle(workflow_id).fetch_history()
-    return [
+    ids = [
         e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
     ]
+    return [i for i in ids if "/search/" in i]
 
 
 async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
