@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from temporalio.service import RPCError
 
 from kernelopt.config import Settings
 from kernelopt.contracts import (
@@ -420,6 +421,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(ASYNC[args.command](args, settings))
     except KernelOptError as exc:
         err_console.print(f"[red]kernelopt {args.command}:[/] {exc}", highlight=False, soft_wrap=True)
+        return 2
+    except RPCError as exc:
+        err_console.print(
+            f"[red]kernelopt {args.command}:[/] Temporal said: {exc.message}",
+            highlight=False,
+            soft_wrap=True,
+        )
         return 2
     except KeyboardInterrupt:
         return 130

@@ -144,6 +144,14 @@ async def follow(
                     live.update(render(progress, hint, time.monotonic() - started))
                 await asyncio.wait({result_task}, timeout=poll_s)
         return await result_task
+    except RPCError as exc:
+        result_task.cancel()
+        console.print(
+            f"[yellow]lost contact with Temporal[/] ({exc.message}); campaign {handle.id} "
+            f"is kept by the server: `kernelopt show {handle.id}` once it is reachable",
+            soft_wrap=True,
+        )
+        return None
     except (KeyboardInterrupt, asyncio.CancelledError):
         result_task.cancel()
         console.print(
