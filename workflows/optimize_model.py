@@ -206,6 +206,9 @@ class OptimizeModel:
         targets = list(state.triage.targets or state.segment.targets)
         if self._builtin_on_forward(targets) and workflow.patched("builtin-single-kernel-targets"):
             targets = self._kernel_targets()
+        if not self._use_llm() and workflow.patched("builtin-skips-fusion-groups"):
+            # fusing kernels takes new code; the built-in proposer only re-tunes one kernel
+            targets = [t for t in targets if t.kind != TargetKind.FUSION_GROUP]
         if inp.options.max_targets is not None:
             targets = targets[: inp.options.max_targets]
         state.targets = targets

@@ -190,3 +190,42 @@ async def test_builtin_proposer_tunes_the_kernel_of_a_single_kernel_problem(
     assert outcome.mode is not None and outcome.mode.value == "single"
     assert outcome.candidates_tried > 0
     assert outcome.replaced and outcome.replaced[0].startswith("triton_")
+
+
+async def test_cancel_reaches_a_running_search_at_once(
+    client: Client, temporal_settings: Settings
+) -> None:
+    """A long search is told to stop when the campaign is cancelled; the baseline returns."""
+    cpu_q, gpu_q = queues()
+    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_DELAY="0.3")
+    try:
+        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
+        options = small_options(cpu_q, gpu_q).model_copy(
+            update={"search": SearchParams(iterations=200, plans=2, retries=1, beam=2)}
+        )
+        handle = await start_campaign(client, problem, options)
+        await wait_for_phase(handle, CampaignPhase.SEARCHING)
+        await asyncio.sleep(2.0)
+        await handle.signal("stop", "cancelled by user")
+        outcome = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        cpu.stop()
+        gpu.stop()
+    assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
+    assert "cancelled by user" in outcome.reason
+    searches = [
+        await client.get_workflow_handle(i).result() for i in await search_ids(client, handle.id)
+    ]
+    stopped = [s for s in searches if s["stopped_reason"].startswith("stopped")]
+    assert stopped, [s["stopped_reason"] for s in searches]
+    assert all(s["iterations_done"] < 200 for s in stopped)
+
+
+async def search_ids(client: Client, workflow_id: str) -> list[str]:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    ids = [
+        e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
+    ]
+    return [i for i in ids if "/search/" in i]
