@@ -102,12 +102,15 @@ class OptimizeModel:
     async def pause(self) -> None:
         self._paused = True
         self._progress.paused = True
+        self._progress.message = "paused"
         await self._tell_search("pause")
 
     @workflow.signal(name="resume")
     async def resume(self) -> None:
         self._paused = False
         self._progress.paused = False
+        if self._progress.message == "paused":
+            self._progress.message = ""
         await self._tell_search("resume")
 
     @workflow.signal(name="stop")

@@ -246,7 +246,8 @@ def _controls(parsed: list[ParsedRun]) -> list[ControlEvent]:
             workflow_id=p.workflow_id,
         )
         for p in parsed
-        for m in p.messages
+        if p.workflow_type == names.OPTIMIZE_MODEL  # the user's own actions; searches
+        for m in p.messages  # only receive copies the campaign forwards to them
     ]
     return sorted(events, key=lambda e: e.at)
 

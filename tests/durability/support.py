@@ -110,6 +110,20 @@ class Worker:
         self._log.close()
 
 
+@contextlib.contextmanager
+def worker_pair(settings: Settings, logs: Path, gpu_delay: str):
+    """A CPU worker and a GPU-doubles worker on fresh queues; yields (cpu_q, gpu_q)."""
+    cpu_q, gpu_q = queues()
+    cpu = Worker(settings, "cpu", cpu_q, logs)
+    gpu = Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY=gpu_delay)
+    try:
+        cpu.wait_ready(), gpu.wait_ready()
+        yield cpu_q, gpu_q
+    finally:
+        cpu.stop()
+        gpu.stop()
+
+
 class DevServer:
     """``temporal server start-dev`` on a SQLite file, with dynamic-config overrides."""
 

@@ -39,6 +39,7 @@ from tests.durability.support import (
     submit,
     wait_for_phase,
     wait_until,
+    worker_pair,
 )
 from tests.support.temporal import env_for, make_settings
 from workflows.export_campaign import export_workflow_id
@@ -46,16 +47,8 @@ from workflows.export_campaign import export_workflow_id
 
 @pytest.fixture(scope="module")
 def workers(temporal_settings: Settings, tmp_path_factory):
-    logs = tmp_path_factory.mktemp("audit-logs")
-    cpu_q, gpu_q = queues()
-    cpu = Worker(temporal_settings, "cpu", cpu_q, logs)
-    gpu = Worker(temporal_settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.02")
-    try:
-        cpu.wait_ready(), gpu.wait_ready()
-        yield cpu_q, gpu_q
-    finally:
-        cpu.stop()
-        gpu.stop()
+    with worker_pair(temporal_settings, tmp_path_factory.mktemp("audit-logs"), "0.02") as qs:
+        yield qs
 
 
 @pytest.fixture(scope="module")

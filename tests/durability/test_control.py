@@ -20,14 +20,13 @@ from kernelopt.config import Settings
 from kernelopt.contracts import Budgets, CampaignPhase, Outcome, OutcomeCategory
 from kernelopt.store import open_store
 from tests.durability.support import (
-    Worker,
     options,
     outcome_of,
     progress,
-    queues,
     submit,
     wait_for_phase,
     wait_until,
+    worker_pair,
 )
 from tests.support.temporal import env_for
 
@@ -35,16 +34,8 @@ from tests.support.temporal import env_for
 @pytest.fixture(scope="module")
 def workers(temporal_settings: Settings, tmp_path_factory):
     """One CPU and one GPU worker for every campaign of this module (GPU steps take 0.15 s)."""
-    logs = tmp_path_factory.mktemp("control-logs")
-    cpu_q, gpu_q = queues()
-    cpu = Worker(temporal_settings, "cpu", cpu_q, logs)
-    gpu = Worker(temporal_settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.15")
-    try:
-        cpu.wait_ready(), gpu.wait_ready()
-        yield cpu_q, gpu_q
-    finally:
-        cpu.stop()
-        gpu.stop()
+    with worker_pair(temporal_settings, tmp_path_factory.mktemp("control-logs"), "0.15") as qs:
+        yield qs
 
 
 @pytest.fixture
