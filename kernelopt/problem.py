@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ from typing import Any
 
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
+from kernelopt.pyfile import exec_file
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 OPTIONAL_FUNCTIONS = ("get_holdout_inputs",)
@@ -186,17 +185,10 @@ def _problem_dir() -> Path:
 
 
 def _import_file(path: Path, module_name: str, label: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ProblemError(label, "cannot create an import spec")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        return exec_file(path, module_name)
     except Exception as exc:
-        sys.modules.pop(module_name, None)
         raise ProblemError(label, f"importing failed: {type(exc).__name__}: {exc}") from exc
-    return module
 
 
 def _looks_like_path(value: str) -> bool:

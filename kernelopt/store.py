@@ -22,6 +22,21 @@ from kernelopt.contracts.base import ArtifactRef
 M = TypeVar("M", bound=BaseModel)
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a synced temp file and rename: readers see all of it or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 class ArtifactError(RuntimeError):
     """An artifact is missing or does not match its hash."""
 
@@ -56,19 +71,8 @@ class LocalBackend:
 
     def write(self, sha256: str, data: bytes) -> None:
         path = self._path(sha256)
-        if path.is_file():
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if not path.is_file():
+            write_atomic(path, data)
 
 
 class ArtifactStore:

@@ -11,9 +11,7 @@ atomically and last, so a pointer always names a complete export.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
@@ -22,7 +20,7 @@ from temporalio.client import WorkflowHistory
 
 from kernelopt.contracts import ArtifactRef
 from kernelopt.contracts.audit import ExportIndex, ExportIndexInput, ExportIndexResult, WorkflowRun
-from kernelopt.store import ArtifactStore
+from kernelopt.store import ArtifactStore, write_atomic
 
 from .history import iter_payloads
 
@@ -42,18 +40,6 @@ def pointer_path(store: ArtifactStore, campaign_id: str) -> Path:
     return _refs_dir(store) / f"{quote(campaign_id, safe='')}.json"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _refs_in(value: object, found: dict[str, ArtifactRef]) -> None:
@@ -99,7 +85,7 @@ def write_index(store: ArtifactStore, inp: ExportIndexInput) -> ExportIndexResul
         missing=missing,
     )
     ref = store.put_json(index, name=f"{inp.campaign_id}.export.json")
-    _write_atomic(pointer_path(store, inp.campaign_id), ref.model_dump_json())
+    write_atomic(pointer_path(store, inp.campaign_id), ref.model_dump_json().encode())
     return ExportIndexResult(
         index=ref, runs=len(inp.exported), artifacts=len(present), missing=len(missing)
     )

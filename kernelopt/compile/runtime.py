@@ -14,9 +14,7 @@ so loading the same text twice compiles nothing twice.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import io
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
+from kernelopt.pyfile import exec_file
 from kernelopt.store import ArtifactStore
 
 _MODULES: dict[str, ModuleType] = {}
@@ -58,15 +57,9 @@ def _load_module(source: str, name: str, kind: str) -> ModuleType:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(source, encoding="utf-8")
         tmp.replace(path)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise WrapperLoadError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        module = exec_file(path, module_name)
     except Exception as exc:
-        sys.modules.pop(module_name, None)
         raise WrapperLoadError(
             f"loading {kind} module {name} failed: {type(exc).__name__}: {exc}"
         ) from exc

@@ -21,6 +21,7 @@ import ast
 import importlib.util
 from dataclasses import dataclass, field
 
+from kernelopt.compile.wrapper_parse import dotted
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 
@@ -71,15 +72,6 @@ class SourceInfo:
     assigned: set[str]
 
 
-def _dotted(node: ast.AST) -> str:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
@@ -101,7 +93,7 @@ def _decorator_names(func: ast.FunctionDef, aliases: dict[str, str]) -> list[str
     names = []
     for deco in func.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
-        name = _dotted(target)
+        name = dotted(target)
         if not name:
             continue
         head, _, rest = name.partition(".")

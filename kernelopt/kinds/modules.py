@@ -9,13 +9,12 @@ the same text is imported once per process.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
 
 from kernelopt.errors import ProblemError
+from kernelopt.pyfile import exec_file
 
 _LOADED: dict[str, ModuleType] = {}
 
@@ -36,15 +35,9 @@ def import_path(path: Path, module_name: str, label: str) -> ModuleType:
     """Import ``path`` as ``module_name``; any failure is a ``ProblemError`` naming ``label``."""
     if module_name in _LOADED:
         return _LOADED[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ProblemError(label, "cannot create an import spec")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        module = exec_file(path, module_name)
     except Exception as exc:
-        sys.modules.pop(module_name, None)
         raise ProblemError(label, f"importing failed: {type(exc).__name__}: {exc}") from exc
     _LOADED[module_name] = module
     return module
