@@ -404,7 +404,7 @@ class OptimizeModel:
         if "baseline_ms" not in fields:
             # the wrapper's own call time: what gate 4 compares against (no dynamo overhead)
             fields["baseline_ms"] = (
-                (getattr(compiled, "wrapper_ms", None) or compiled.compiled_ms)
+                (compiled.wrapper_ms or compiled.compiled_ms)
                 if compiled
                 else None
             )
@@ -481,7 +481,7 @@ class OptimizeModel:
         ):
             return (
                 f"library-dominated: f = {triage.library_fraction:.3f}"
-                f" ({getattr(triage, 'verdict_reason', '') or 'Amdahl ceiling below gamma'});"
+                f" ({triage.verdict_reason or 'Amdahl ceiling below gamma'});"
                 " search skipped (--search-library-dominated to search anyway)"
             )
         return None
