@@ -111,6 +111,16 @@ def resolve_gpu(gpu: int | None) -> tuple[int, str]:
     return index, names[index]
 
 
+def _shared_zygote(settings: Settings, index: int) -> Any:
+    """The zygote every gate job of this worker forks from (None: they spawn)."""
+    if not settings.zygote:
+        log.info("gate jobs spawn fresh interpreters (KERNELOPT_ZYGOTE=0)")
+        return None
+    from gates.zygote_service import start_for_worker
+
+    return start_for_worker("cuda", f"gpu{index}")
+
+
 async def run_worker(
     queue: str,
     gpu: int | None = None,
@@ -121,11 +131,13 @@ async def run_worker(
     from kernelopt.client import connect
 
     settings = settings or Settings.from_env()
+    zygote = None
     if queue == "gpu":
         index, name = resolve_gpu(gpu)
         task_queue = task_queue or settings.gpu_queue or gpu_queue_for(name)
         client = await connect(settings)
         worker = build_gpu_worker(client, task_queue)
+        zygote = await asyncio.to_thread(_shared_zygote, settings, index)
         log.info("gpu worker ready", gpu=index, model=name, task_queue=task_queue)
     else:
         task_queue = task_queue or settings.cpu_queue
@@ -137,9 +149,13 @@ async def run_worker(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        await stop.wait()
-        log.info("shutting down: cancelling running activities", task_queue=task_queue)
+    try:
+        async with worker:
+            await stop.wait()
+            log.info("shutting down: cancelling running activities", task_queue=task_queue)
+    finally:
+        if zygote is not None:
+            zygote.close()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -28,6 +28,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from gates.zygote import Zygote, ZygoteError
+from gates.zygote_service import (
+    DEVICE_ENV,
+    SOCKET_ENV,
+    ServiceError,
+    run_via_service,
+)
+from kernelopt.log import get_logger
+
+_LOG = get_logger(__name__)
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,6 +101,9 @@ class ChildOutcome:
 
 def child_env(device: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    # Gate jobs (candidate code among them) have no business with the worker's zygote.
+    env.pop("KERNELOPT_ZYGOTE_SOCKET", None)
+    env.pop("KERNELOPT_ZYGOTE_DEVICE", None)
     path = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = str(_REPO_ROOT) + (os.pathsep + path if path else "")
     env["PYTHONUNBUFFERED"] = "1"
@@ -112,8 +124,14 @@ def run_job(
     timeout_s: float,
     device: str,
     env: dict[str, str] | None = None,
+    via: Zygote | None = None,
 ) -> ChildOutcome:
-    """Run ``job`` in a fresh child process and wait for it (at most ``timeout_s``)."""
+    """Run ``job`` in a fresh child process and wait for it (at most ``timeout_s``).
+
+    The child forks from ``via`` if given, else from this process's zygote
+    (``fast_launch``), else from the worker's shared zygote (``gates.zygote_service``),
+    else it is a freshly spawned interpreter.  A custom ``env`` always spawns.
+    """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     for stale in ("result.json", "progress.jsonl"):
@@ -121,11 +139,7 @@ def run_job(
     (workdir / "job.json").write_text(job.model_dump_json())
     log_path = workdir / "child.log"
     started = time.monotonic()
-    zygote = _ZYGOTES.get(device) if env is None else None
-    if zygote is not None and zygote.alive:
-        returncode, timed_out = _run_forked(zygote, workdir, timeout_s)
-    else:
-        returncode, timed_out = _run_spawned(workdir, log_path, timeout_s, child_env(device, env))
+    returncode, timed_out = _launch(workdir, log_path, timeout_s, device, env, via)
     wall = time.monotonic() - started
     progress = _read_progress(workdir / "progress.jsonl")
     phases = [str(p.get("phase", "")) for p in progress]
@@ -184,6 +198,26 @@ def run_job(
         progress=progress,
         workdir=str(workdir),
     )
+
+
+def _launch(
+    workdir: Path,
+    log_path: Path,
+    timeout_s: float,
+    device: str,
+    env: dict[str, str] | None,
+    via: Zygote | None,
+) -> tuple[int | None, bool]:
+    zygote = via or (_ZYGOTES.get(device) if env is None else None)
+    if zygote is not None and zygote.alive:
+        return _run_forked(zygote, workdir, timeout_s)
+    service = os.environ.get(SOCKET_ENV)
+    if env is None and service and os.environ.get(DEVICE_ENV) == device:
+        try:
+            return run_via_service(service, workdir, timeout_s)
+        except ServiceError as exc:
+            _LOG.warning("shared zygote failed; spawning", reason=str(exc))
+    return _run_spawned(workdir, log_path, timeout_s, child_env(device, env))
 
 
 def _run_spawned(
@@ -258,8 +292,8 @@ def get_inputs():
 """
 
 
-def _probe(device: str, timeout_s: float) -> ChildOutcome:
-    """One real job through the zygote: CUDA, an Inductor compile, Triton JIT, do_bench."""
+def probe_zygote(zygote: Zygote, device: str, timeout_s: float = 120.0) -> ChildOutcome:
+    """One real job through ``zygote``: CUDA, an Inductor compile, Triton JIT, do_bench."""
     import tempfile
 
     import torch
@@ -285,42 +319,45 @@ def _probe(device: str, timeout_s: float) -> ChildOutcome:
             rep_ms=2.0,
             host_batches=1,
         )
-        return run_job(job, tmp / "job", timeout_s=timeout_s, device=device)
+        return run_job(job, tmp / "job", timeout_s=timeout_s, device=device, via=zygote)
     finally:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def fast_launch(device: str, *, probe_timeout_s: float = 120.0) -> Iterator[LaunchInfo]:
-    """Within this block, gate jobs on ``device`` fork from a preloaded zygote.
-
-    The zygote must first run one real job (``_probe``); if it cannot start or
-    the probe fails, jobs spawn fresh interpreters as usual (slower, same
-    isolation) and the yielded ``LaunchInfo`` says why.
-    """
-    started = time.monotonic()
+def zygote_env(device: str) -> dict[str, str]:
+    """The environment a zygote for ``device`` starts with."""
     extra = None
     if device.startswith("cuda"):
         # NVML-based device counts: an import that asks "is CUDA available?" must not
         # cuInit the zygote (forked children could not use the GPU after that).
         extra = {"KERNELOPT_ZYGOTE_CUDA": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
-    env = child_env(device, extra)
+    return child_env(device, extra)
+
+
+@contextlib.contextmanager
+def fast_launch(device: str, *, probe_timeout_s: float = 120.0) -> Iterator[LaunchInfo]:
+    """Within this block, gate jobs on ``device`` fork from a preloaded zygote.
+
+    The zygote must first run one real job (``probe_zygote``); if it cannot start or
+    the probe fails, jobs spawn fresh interpreters as usual (slower, same
+    isolation) and the yielded ``LaunchInfo`` says why.
+    """
+    started = time.monotonic()
     try:
-        zygote = Zygote(env, start_timeout_s=90.0)
+        zygote = Zygote(zygote_env(device), start_timeout_s=90.0)
     except ZygoteError as exc:
         yield LaunchInfo(False, f"zygote did not start: {exc}", time.monotonic() - started)
         return
-    _ZYGOTES[device] = zygote
     try:
-        outcome = _probe(device, probe_timeout_s)
+        outcome = probe_zygote(zygote, device, probe_timeout_s)
         if not outcome.ok:
-            _ZYGOTES.pop(device, None)
             zygote.close()
             note = f"zygote probe failed ({outcome.describe()}); spawning fresh interpreters"
             yield LaunchInfo(False, note, time.monotonic() - started)
             return
+        _ZYGOTES[device] = zygote
         yield LaunchInfo(
             True, f"zygote ready, probe {outcome.wall_s:.1f} s", time.monotonic() - started
         )

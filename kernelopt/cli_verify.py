@@ -158,12 +158,16 @@ def verify_command(
         update["baseline_mode"] = baseline_mode
     if device == "cpu" or not run_perf:
         update["run_perf"] = False
+    import contextlib
     import tempfile
 
     from gates.cascade import verify_candidate
+    from gates.runner import fast_launch
     from kernelopt.kinds.candidates import forward_candidate_file
 
-    with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp:
+    # On a GPU every gate child forks from one preloaded zygote (~10 s saved per child).
+    launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp, launcher:
         # hook: a launch-only candidate (kernel problems) is checked in its ModelNew form
         checked = forward_candidate_file(candidate_path, Path(tmp))
         result = verify_candidate(problem_path, checked, base.model_copy(update=update))

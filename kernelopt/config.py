@@ -45,6 +45,7 @@ class Settings(BaseModel):
     log_json: bool = False
     log_level: str = "info"
     helion_effort: str = "quick"  # autotuning effort of a Helion problem's baseline
+    zygote: bool = True  # GPU workers fork gate jobs from one preloaded process
 
     @property
     def embedded(self) -> bool:
@@ -87,6 +88,7 @@ class Settings(BaseModel):
             "LOG_JSON": "log_json",
             "LOG_LEVEL": "log_level",
             "HELION_EFFORT": "helion_effort",
+            "ZYGOTE": "zygote",
         }
         for env_name, field in mapping.items():
             value = _env(env_name)

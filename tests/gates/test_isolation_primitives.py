@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from gates.poison import PoisonAllocations, poison_
 from gates.protocol import CandidateJob, InputSet, ModelSource
-from gates.runner import fast_launch, run_job
+from gates.runner import child_env, fast_launch, run_job
 from gates.timers import TimerKit
+from gates.zygote_service import DEVICE_ENV, SOCKET_ENV, ZygoteService
 
 
 def test_poison_mode_fills_every_empty_allocation() -> None:
@@ -103,3 +107,58 @@ def test_runner_zygote_children(tmp_path: Path, gates_env: Path) -> None:
     with fast_launch("cpu") as started:
         assert started
         _check(_outcomes(tmp_path))
+
+
+def _shared_zygote(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> ZygoteService:
+    service = ZygoteService("cpu", str(tmp / "z.sock"))
+    service.start()
+    monkeypatch.setenv(SOCKET_ENV, service.path)
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    return service
+
+
+def test_runner_children_fork_from_the_workers_shared_zygote(
+    tmp_path: Path, gates_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = _shared_zygote(monkeypatch, tmp_path)
+    try:
+        probed = service.jobs
+        _check(_outcomes(tmp_path))
+        assert service.jobs == probed + 4
+        assert not any(k.startswith("KERNELOPT_ZYGOTE") for k in child_env("cpu"))
+    finally:
+        service.close()
+    assert not Path(service.path).exists()
+
+
+def test_shared_zygote_kills_the_job_of_a_client_that_left(
+    tmp_path: Path, gates_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = _shared_zygote(monkeypatch, tmp_path)
+    try:
+        torch.save([torch.randn(8, 64)], tmp_path / "seed0.pt")
+        workdir = tmp_path / "hang"
+        workdir.mkdir()
+        (workdir / "job.json").write_text(_job(tmp_path, "hang.py").model_dump_json())
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(service.path)
+            sock.sendall((json.dumps({"workdir": str(workdir), "timeout_s": 600}) + "\n").encode())
+            deadline = time.monotonic() + 60
+            while not (workdir / "progress.jsonl").exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while service.abandoned == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert service.abandoned == 1
+    finally:
+        service.close()
+
+
+def test_runner_spawns_when_the_shared_zygote_is_gone(
+    tmp_path: Path, gates_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SOCKET_ENV, str(tmp_path / "nobody.sock"))
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    torch.save([torch.randn(8, 64)], tmp_path / "seed0.pt")
+    out = run_job(_job(tmp_path, "swish_fused.py"), tmp_path / "j", timeout_s=60, device="cpu")
+    assert out.ok and out.phase == "done"

@@ -1,0 +1,218 @@
+"""One zygote per GPU worker, shared by every gate activity it runs.
+
+A fresh interpreter costs ~10 s on our H200 host (torch import, Inductor
+import, CUDA context); a gate_candidate starts four of them (reference,
+candidate, two timings).  Measured on the H200 (scripts/gpu_gate_cost.py,
+level2 gemm+bias+relu): 48-52 s per gate_candidate with spawned children,
+7.5-8.1 s with children forked from a preloaded zygote.
+
+The activity bodies run in supervised children (activities/supervise.py), so
+an in-process zygote would die with each activity.  Instead the worker
+process owns one ``Zygote`` and serves it on a Unix socket; gate runners in
+any descendant find it through ``KERNELOPT_ZYGOTE_SOCKET`` and fall back to
+spawning when it is missing or broken (slower, same isolation).  Each forked
+child is still a fresh process for everything that matters (own CUDA
+context, allocator, module state), exactly as with ``fast_launch``.
+
+Protocol: one JSON line per connection, ``{"workdir", "timeout_s"}``; the
+answer is ``{"returncode", "timed_out"}`` or ``{"error"}``.  If the client
+goes away first (its activity was cancelled), the job is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import socketserver
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gates.zygote import Zygote, ZygoteError
+from kernelopt.log import get_logger
+
+log = get_logger(__name__)
+
+SOCKET_ENV = "KERNELOPT_ZYGOTE_SOCKET"
+DEVICE_ENV = "KERNELOPT_ZYGOTE_DEVICE"
+# A job's answer may come this long after its own timeout (kill + reap).
+_ANSWER_GRACE_S = 60.0
+
+
+class ServiceError(RuntimeError):
+    """The shared zygote could not run a job (the caller spawns instead)."""
+
+
+def run_via_service(path: str, workdir: Path, timeout_s: float) -> tuple[int | None, bool]:
+    """Ask the worker's zygote to run one gate job; (returncode, timed_out)."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10.0)
+            sock.connect(path)
+            request = {"workdir": str(workdir), "timeout_s": timeout_s}
+            sock.sendall((json.dumps(request) + "\n").encode())
+            sock.settimeout(timeout_s + _ANSWER_GRACE_S)
+            answer = sock.makefile("rb").readline()
+    except OSError as exc:
+        raise ServiceError(f"zygote service at {path} unreachable: {exc}") from exc
+    if not answer:
+        raise ServiceError("zygote service closed the connection without an answer")
+    reply = json.loads(answer)
+    if "error" in reply:
+        raise ServiceError(str(reply["error"]))
+    return reply.get("returncode"), bool(reply.get("timed_out"))
+
+
+@dataclass
+class _Job:
+    workdir: str
+    timeout_s: float
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        try:
+            raw = json.loads(self.rfile.readline() or b"{}")
+            job = _Job(workdir=str(raw["workdir"]), timeout_s=float(raw["timeout_s"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            self._answer({"error": f"bad request: {exc}"})
+            return
+        try:
+            code, timed_out = self.server.service.run(job, self.connection)
+        except ZygoteError as exc:
+            self._answer({"error": str(exc)})
+            return
+        self._answer({"returncode": code, "timed_out": timed_out})
+
+    def _answer(self, payload: dict) -> None:
+        with contextlib.suppress(OSError):
+            self.wfile.write((json.dumps(payload) + "\n").encode())
+            self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    service: ZygoteService
+
+
+class ZygoteService:
+    """The worker's zygote and the socket it is served on."""
+
+    def __init__(self, device: str, path: str) -> None:
+        self.device = device
+        self.path = path
+        self._zygote: Zygote | None = None
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.jobs = 0
+        self.abandoned = 0
+
+    def start(self, *, probe: bool = True) -> str:
+        """Start the zygote (and prove it with one real job), then serve; a note on how."""
+        from gates.runner import probe_zygote, zygote_env
+
+        started = time.monotonic()
+        self._zygote = Zygote(zygote_env(self.device), start_timeout_s=120.0)
+        note = "zygote ready"
+        if probe:
+            outcome = probe_zygote(self._zygote, self.device)
+            if not outcome.ok:
+                self.close()
+                raise ZygoteError(f"zygote probe failed: {outcome.describe()}")
+            note = f"zygote ready, probe {outcome.wall_s:.1f} s"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        self._server = _Server(self.path, _Handler)
+        self._server.service = self
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return f"{note} ({time.monotonic() - started:.1f} s)"
+
+    def _live_zygote(self) -> Zygote:
+        with self._lock:
+            if self._zygote is None or not self._zygote.alive:
+                from gates.runner import zygote_env
+
+                if self._zygote is not None:
+                    log.warning("zygote died; starting a new one", device=self.device)
+                    self._zygote.close()
+                self._zygote = Zygote(zygote_env(self.device), start_timeout_s=120.0)
+            return self._zygote
+
+    def run(self, job: _Job, client: socket.socket) -> tuple[int | None, bool]:
+        """Fork the job, wait for it, kill it on timeout or when the client leaves."""
+        zygote = self._live_zygote()
+        pid = zygote.spawn(Path(job.workdir))
+        self.jobs += 1
+        deadline = time.monotonic() + job.timeout_s
+        code: int | None = None
+        timed_out = False
+        while True:
+            code = zygote.wait(pid, 0.5)
+            if code is not None:
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+            if _client_gone(client):
+                log.info("gate client left; killing its job", pid=pid)
+                self.abandoned += 1
+                break
+        if code is None:
+            zygote.kill(pid)
+            code = zygote.wait(pid, 30.0)
+        zygote.kill(pid)  # the job's process group: anything it spawned
+        return code, timed_out
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
+
+
+def _client_gone(client: socket.socket) -> bool:
+    readable, _, _ = select.select([client], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return client.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
+def default_socket_path(tag: str) -> str:
+    """Short enough for AF_UNIX (108 bytes) wherever KERNELOPT_HOME lives."""
+    return str(Path(tempfile.gettempdir()) / f"kernelopt-zygote-{tag}-{os.getpid()}.sock")
+
+
+def start_for_worker(device: str, tag: str) -> ZygoteService | None:
+    """Start the shared zygote and export its socket to this process's future children.
+
+    Returns None (and logs why) when it cannot start: gate jobs then spawn
+    fresh interpreters, which is slower but equally isolated.
+    """
+    service = ZygoteService(device, default_socket_path(tag))
+    try:
+        note = service.start()
+    except (ZygoteError, OSError) as exc:
+        log.warning("gate jobs will spawn fresh interpreters", reason=str(exc))
+        return None
+    # Set after the zygote started: its forked jobs must not see the socket.
+    os.environ[SOCKET_ENV] = service.path
+    os.environ[DEVICE_ENV] = device
+    log.info("gate jobs fork from the worker's zygote", note=note, socket=service.path)
+    return service

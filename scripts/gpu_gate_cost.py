@@ -1,0 +1,139 @@
+"""Where the time of one ``gate_candidate`` goes, on the GPU host (one device call).
+
+    source scripts/device_env.sh; python3 scripts/gpu_gate_cost.py   # writes $OUT/gate_cost.json
+
+For committed H200 fixtures (rehydrated, no compile) one identity candidate (the
+target's own kernel source) goes through ``gates.campaign.gate_candidate`` a few
+times: cold, warm, and -- when ``--zygote`` is given -- with jobs forked from a
+preloaded zygote.  Every gate child is recorded (job kind, wall seconds, the
+seconds between its progress marks), so the table says which process costs what.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
+CALLS: list[dict] = []
+
+
+def _record_children() -> None:
+    """Wrap ``run_job`` wherever the gates imported it, to time every child."""
+    import gates.cascade
+    import gates.perf
+    import gates.reference
+    import gates.runner
+
+    original = gates.runner.run_job
+
+    def timed(job, workdir, **kwargs):
+        start = time.time()
+        outcome = original(job, workdir, **kwargs)
+        marks = outcome.progress
+        steps = [("to_first_mark", round(float(marks[0]["t"]) - start, 2))] if marks else []
+        for a, b in itertools.pairwise(marks):
+            steps.append((a.get("phase"), round(float(b["t"]) - float(a["t"]), 2)))
+        CALLS.append(
+            {
+                "job": getattr(job, "job", type(job).__name__),
+                "side": getattr(job, "side", ""),
+                "wall_s": round(outcome.wall_s, 2),
+                "status": outcome.status,
+                "steps": steps,
+            }
+        )
+        return outcome
+
+    for module in (gates.runner, gates.perf, gates.cascade, gates.reference):
+        module.run_job = timed
+
+
+def _inputs(fixture: str, problem: Path, store):
+    from kernelopt.compile.rehydrate import rehydrate
+    from kernelopt.compile.segment import segment
+    from kernelopt.contracts.compiled import CompileResult, SegmentInput, TargetKind
+
+    recorded = CompileResult.model_validate_json((FIXTURES / f"{fixture}.compile.json").read_text())
+    wrapper = (FIXTURES / f"{fixture}.py.txt").read_text()
+    compiled = rehydrate(recorded, problem.read_text(), wrapper, store)
+    seg = segment(SegmentInput(compiled=compiled), store)
+    target = next(t for t in seg.targets if t.kind == TargetKind.KERNEL)
+    return compiled, seg, target
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fixture", action="append", default=[])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--zygote", action="store_true")
+    args = parser.parse_args()
+    fixtures = args.fixture or ["level1_001_relu_chain", "level2_005_conv_gelu_global_mean"]
+    out = Path(os.environ.get("OUT") or ROOT / ".gpu_gate_cost")
+    out.mkdir(parents=True, exist_ok=True)
+
+    from gates.campaign import gate_candidate
+    from gates.runner import fast_launch
+    from kernelopt.contracts.verdicts import CandidateGateInput
+    from kernelopt.store import open_store
+
+    _record_children()
+    store = open_store(Path(os.environ.get("KERNELOPT_HOME", "/tmp/kernelopt-home")) / "store")
+    rows = []
+    modes = ["spawn"] + (["zygote"] if args.zygote else [])
+    for mode in modes:
+        ctx = fast_launch("cuda") if mode == "zygote" else None
+        launch = ctx.__enter__() if ctx else None
+        try:
+            for fixture in fixtures:
+                level, number, *rest = fixture.split("_")
+                problem = ROOT / "problems" / level / f"{number}_{'_'.join(rest)}.py"
+                compiled, seg, target = _inputs(fixture, problem, store)
+                for i in range(args.repeat):
+                    CALLS.clear()
+                    t0 = time.monotonic()
+                    result = gate_candidate(
+                        CandidateGateInput(
+                            compiled=compiled,
+                            segment=seg,
+                            target=target,
+                            candidate_id=f"cost-{mode}-{i}",
+                            source=target.source,
+                            timeout_s=180,
+                        ),
+                        store,
+                    )
+                    row = {
+                        "mode": mode,
+                        "launch": str(getattr(launch, "note", "")),
+                        "fixture": fixture,
+                        "run": i,
+                        "total_s": round(time.monotonic() - t0, 2),
+                        "passed": result.passed,
+                        "kernel_ms": result.kernel_ms,
+                        "baseline_kernel_ms": result.baseline_kernel_ms,
+                        "children": list(CALLS),
+                    }
+                    rows.append(row)
+                    (out / "gate_cost.json").write_text(json.dumps(rows, indent=1, default=str))
+                    kids = " ".join(f"{c['job']}{c['side'][:1]}={c['wall_s']}" for c in CALLS)
+                    sys.stdout.write(
+                        f"{mode:6} {fixture:36} run{i} total={row['total_s']:6.1f}s "
+                        f"passed={result.passed} {kids}\n"
+                    )
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
