@@ -8,7 +8,8 @@ Rules (SPEC.md sections 5-6):
 
 * each side's time is the median over rounds of the per-round medians (each
   round a fresh process); the *spread* of a side is (max - min) / median of
-  its round medians -- "known" once both sides are below ``spread_target``;
+  its round medians (one outlier round set aside once there are four) --
+  "known" once both sides are below ``spread_target``;
 * ``speedup = baseline_ms / candidate_ms``;
 * **optimized** iff speedup >= gamma and the win also exceeds the measured
   noise; **matched** iff speedup >= 1 / gamma (within the gamma band, so it
@@ -42,6 +43,21 @@ def spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / mid
 
 
+def round_spread(values: Sequence[float]) -> float:
+    """Spread of fresh-process round medians, ignoring one outlier once there are four.
+
+    On the H200 a launch-bound forward (~20 us) can time one fresh process far
+    off the others (clocks ramping after an idle gap); a single such round must
+    not make an otherwise tight measurement "unknown" forever.  One round, and
+    only with at least three left, is set aside.
+    """
+    if len(values) < 4:
+        return spread(values)
+    mid = median(values)
+    outlier = max(range(len(values)), key=lambda i: abs(values[i] - mid))
+    return spread([v for i, v in enumerate(values) if i != outlier])
+
+
 def iqr_rel(values: Sequence[float]) -> float:
     """Inter-quartile range relative to the median: the within-process jitter."""
     if len(values) < 4:
@@ -61,7 +77,10 @@ def rounds_sufficient(
     """True once each side has ``min_rounds`` fresh-process medians that agree."""
     if len(baseline_rounds) < min_rounds or len(candidate_rounds) < min_rounds:
         return False
-    return spread(baseline_rounds) <= spread_target and spread(candidate_rounds) <= spread_target
+    return (
+        round_spread(baseline_rounds) <= spread_target
+        and round_spread(candidate_rounds) <= spread_target
+    )
 
 
 @dataclass(frozen=True)
@@ -92,8 +111,8 @@ def decide_category(
     """Categorise a measured pair of sides (see module docstring)."""
     base = median(baseline_rounds)
     cand = median(candidate_rounds)
-    b_sp = spread(baseline_rounds)
-    c_sp = spread(candidate_rounds)
+    b_sp = round_spread(baseline_rounds)
+    c_sp = round_spread(candidate_rounds)
     noise = max(b_sp, c_sp)
     speedup = base / cand if cand > 0 else float("inf")
     stable = noise <= noise_limit

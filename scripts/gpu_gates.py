@@ -6,7 +6,7 @@ Usage on the GPU host (see docs/TEAM_NOTES.md):
 
 Optional: GATES_CASES=diag_rowscale,side_stream (a subset), GATES_CAMPAIGN=1 (also the
 campaign-path test), GATES_BASELINE_MODE (default: default; max-autotune costs 30-50 s per
-GEMM compile), GATES_MAX_ROUNDS (default 3). Progress streams live; rows are appended to
+GEMM compile), GATES_MAX_ROUNDS (default 6). Progress streams live; rows are appended to
 $OUT/gates_gpu_rows.jsonl as they are decided, so a run cut short still reports.
 
 Measures the device-to-device copy bandwidth (the roofline's ceiling), runs
@@ -57,7 +57,7 @@ def main() -> int:
         KERNELOPT_GATES_OUT=str(out),
         KERNELOPT_GATES_COPY_BW=f"{bw:.0f}",
         KERNELOPT_GATES_BASELINE_MODE=mode,
-        KERNELOPT_GATES_MAX_ROUNDS=os.environ.get("GATES_MAX_ROUNDS", "3"),
+        KERNELOPT_GATES_MAX_ROUNDS=os.environ.get("GATES_MAX_ROUNDS", "6"),
         KERNELOPT_GATES_SUITE_DEADLINE=str(started + 0.75 * budget),
         KERNELOPT_GATES_DEADLINE=str(started + budget),
         KERNELOPT_GATES_CASES=os.environ.get("GATES_CASES", ""),

@@ -68,7 +68,7 @@ class GateSettings(Frozen):
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
     min_rounds: int = 2  # fresh-process timing rounds per side (order alternates)
-    max_rounds: int = 4
+    max_rounds: int = 6  # with four or more, one outlier round is set aside
     spread_target: float = 0.03  # stop adding rounds once both sides agree this well
     noise_limit: float = 0.10  # beyond this after max_rounds the timing is quarantined
     timer_disagree_rel: float = 0.5  # host timer above events by this fraction ...

@@ -37,7 +37,7 @@ def gpu_settings() -> GateSettings:
         device="cuda",
         # max-autotune compiles take 30-50 s per GEMM problem; the script picks the mode
         baseline_mode=os.environ.get("KERNELOPT_GATES_BASELINE_MODE", "max-autotune-no-cudagraphs"),
-        max_rounds=int(os.environ.get("KERNELOPT_GATES_MAX_ROUNDS", "4")),
+        max_rounds=int(os.environ.get("KERNELOPT_GATES_MAX_ROUNDS", "6")),
         static_timeout_s=180.0,
         timing_timeout_s=240.0,
         copy_bandwidth_gbs=float(bw) if bw else None,
@@ -121,7 +121,8 @@ def test_side_stream_is_quarantined_with_the_honest_time(gpu_suite: SuiteResult)
     perf = _need(gpu_suite, "side_stream").verdicts[-1]
     assert perf.status == GateStatus.QUARANTINE
     cand = perf.metrics["candidate"]
-    assert cand["host_median_ms"] > 3 * cand["median_ms"]
+    # the device-synchronised host timer sees the side-stream work the events miss
+    assert cand["host_median_ms"] > 1.5 * cand["median_ms"]
 
 
 def test_illegal_memory_access_is_an_error_verdict(gpu_suite: SuiteResult) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gates.perfstats import decide_category, rounds_sufficient, spread, timers_agree
+from gates.perfstats import (
+    decide_category,
+    round_spread,
+    rounds_sufficient,
+    spread,
+    timers_agree,
+)
 from gates.roofline import ceilings_for, roofline_check
 from kernelopt.contracts.verdicts import PerfCategory
 
@@ -12,6 +18,15 @@ from kernelopt.contracts.verdicts import PerfCategory
 def test_spread_is_relative_range() -> None:
     assert spread([1.0]) == 0.0
     assert spread([1.0, 1.1, 0.9]) == pytest.approx(0.2)
+
+
+def test_one_outlier_round_is_set_aside_only_from_four_rounds() -> None:
+    cold_first = [0.0300, 0.0207, 0.0208, 0.0206]
+    assert round_spread(cold_first) == pytest.approx((0.0208 - 0.0206) / 0.0207)
+    assert round_spread(cold_first[:3]) == spread(cold_first[:3]) > 0.4
+    # two bad rounds in four are not noise to discard: still unknown
+    assert round_spread([0.030, 0.031, 0.0207, 0.0206]) > 0.4
+    assert rounds_sufficient(cold_first, cold_first, min_rounds=2, spread_target=0.03)
 
 
 def test_rounds_continue_until_the_spread_is_known() -> None:
