@@ -346,9 +346,7 @@ async def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:
     changes = _budgets(args).model_dump(exclude_none=True)
     current.update(changes)
     try:
-        result = await handle.execute_update(
-            "set_budgets", Budgets(**current), result_type=Budgets
-        )
+        result = await handle.execute_update("set_budgets", Budgets(**current), result_type=Budgets)
     except WorkflowUpdateFailedError as exc:
         cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
         raise KernelOptError(f"budget change refused: {cause}") from exc
@@ -420,7 +418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return SYNC[args.command](args, settings)
         return asyncio.run(ASYNC[args.command](args, settings))
     except KernelOptError as exc:
-        err_console.print(f"[red]kernelopt {args.command}:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[red]kernelopt {args.command}:[/] {exc}", highlight=False, soft_wrap=True
+        )
         return 2
     except RPCError as exc:
         err_console.print(

@@ -33,7 +33,9 @@ GPU_PHASES = {
 
 async def has_pollers(client: Client, task_queue: str, activity: bool = True) -> bool:
     kind = (
-        TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY if activity else TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+        TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
+        if activity
+        else TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
     )
     try:
         resp = await client.workflow_service.describe_task_queue(

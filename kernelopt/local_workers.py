@@ -35,7 +35,9 @@ class LocalWorker:
 def planned_workers(gpus: list[str] | None = None) -> list[LocalWorker]:
     gpus = gpu_names() if gpus is None else gpus
     workers = [LocalWorker("cpu", ["--queue", "cpu"])]
-    workers += [LocalWorker(f"gpu{i}", ["--queue", "gpu", "--gpu", str(i)]) for i in range(len(gpus))]
+    workers += [
+        LocalWorker(f"gpu{i}", ["--queue", "gpu", "--gpu", str(i)]) for i in range(len(gpus))
+    ]
     return workers
 
 

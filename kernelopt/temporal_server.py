@@ -164,7 +164,9 @@ class EmbeddedServer:
             time.sleep(0.2)
         else:
             self.stop()
-            raise ServerError(f"Temporal dev server did not answer within {wait_s:.0f} s; see {self.log_path}")
+            raise ServerError(
+                f"Temporal dev server did not answer within {wait_s:.0f} s; see {self.log_path}"
+            )
         self._set_retention()
         log.info("temporal server started", address=self.settings.address, pid=proc.pid)
         return self.status()

@@ -40,8 +40,6 @@ def pointer_path(store: ArtifactStore, campaign_id: str) -> Path:
     return _refs_dir(store) / f"{quote(campaign_id, safe='')}.json"
 
 
-
-
 def _refs_in(value: object, found: dict[str, ArtifactRef]) -> None:
     """Every ArtifactRef-shaped dict inside a decoded payload."""
     if isinstance(value, dict):

@@ -72,8 +72,6 @@ class SourceInfo:
     assigned: set[str]
 
 
-
-
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> the qualified name it stands for (``import triton as t`` -> t: triton)."""
     out: dict[str, str] = {}
