@@ -282,11 +282,18 @@ class OptimizeModel:
                 OutcomeCategory.FALLBACK if compiled_any else OutcomeCategory.SYNTHESIS_FAILURE
             )
             tried = sum(r.candidates_tried for r in state.results)
-            reason = (
-                f"{tried} candidates tried, none passed gates 1-2"
-                if compiled_any
-                else f"{tried} candidates tried, none compiled and ran"
+            passed = sum(
+                1 for r in state.results for d in r.decisions if d.accepted and not d.retime
             )
+            if passed:
+                reason = (
+                    f"{tried} candidates tried, {passed} passed gates 1-2 but none was faster "
+                    "than the baseline"
+                )
+            elif compiled_any:
+                reason = f"{tried} candidates tried, none passed gates 1-2"
+            else:
+                reason = f"{tried} candidates tried, none compiled and ran"
             return await self._finish_with_baseline(inp, reason, category=category)
 
         await self._enter(CampaignPhase.VERIFYING)
@@ -404,9 +411,7 @@ class OptimizeModel:
         if "baseline_ms" not in fields:
             # the wrapper's own call time: what gate 4 compares against (no dynamo overhead)
             fields["baseline_ms"] = (
-                (compiled.wrapper_ms or compiled.compiled_ms)
-                if compiled
-                else None
+                (compiled.wrapper_ms or compiled.compiled_ms) if compiled else None
             )
         return Outcome(
             campaign_id=inp.campaign_id,
