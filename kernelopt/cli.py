@@ -116,6 +116,14 @@ def _add_campaign_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam", type=int, default=None, help="B (default 4)")
     p.add_argument("--gamma", type=float, default=1.03)
     p.add_argument("--max-targets", type=int, default=None)
+    p.add_argument(
+        "--gpu-heartbeat",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds without a GPU heartbeat before a GPU activity moves to another worker "
+        "(default 120; lower on preemptible machines)",
+    )
     p.add_argument("--search-library-dominated", action="store_true")
     p.add_argument(
         "--share-memory", action="store_true", help="read/write experience across campaigns"
@@ -161,6 +169,7 @@ def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOp
         cpu_queue=settings.cpu_queue,
         gpu_queue=args.gpu_queue or default_gpu_queue(settings),
         max_targets=args.max_targets,
+        gpu_heartbeat_s=args.gpu_heartbeat,
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -37,11 +38,53 @@ from kernelopt.local_workers import ensure_local_workers, stop_local_workers  # 
 from kernelopt.store import open_store  # noqa: E402
 
 
-async def dump_histories(client, workflow_ids: list[str], out: Path) -> None:
-    """Each activity's duration (scheduled -> closed) per campaign, for the cost breakdown."""
+async def kill_gpu_worker(settings: Settings, not_before: float, fault: dict) -> None:
+    """SIGKILL the GPU worker's process group mid-activity, then start a new worker."""
+    import signal
+
+    from kernelopt.local_workers import running
+
+    while time.monotonic() < not_before:
+        await asyncio.sleep(1.0)
+    log = settings.home / "workers" / "gpu0.log"
+    for _ in range(120):  # wait for a GPU activity to be under way
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        if "gate_candidate" in text[-400:] and "child started" in text[-400:]:
+            break
+        await asyncio.sleep(0.5)
+    pid = running(settings).get("gpu0")
+    if pid is None:
+        fault["error"] = "no gpu0 worker to kill"
+        return
+    tail = log.read_text(errors="replace")[-600:] if log.is_file() else ""
+    os.killpg(pid, signal.SIGKILL)
+    fault.update(killed_pid=pid, at_s=round(time.monotonic() - not_before, 1), log_tail=tail)
+    print(f"fault test: SIGKILLed GPU worker {pid}", flush=True)
+    await asyncio.sleep(3.0)
+    fault["restarted"] = ensure_local_workers(settings)
+    print(f"fault test: workers now {fault['restarted']}", flush=True)
+
+
+def _candidate_of(event) -> str:
+    """The candidate id in a gate_candidate activity's input payload ('' if none)."""
+    attrs = event.activity_task_scheduled_event_attributes
+    for payload in attrs.input.payloads:
+        with contextlib.suppress(ValueError, AttributeError):
+            return str(json.loads(payload.data).get("candidate_id", ""))
+    return ""
+
+
+async def dump_histories(client, workflow_ids: list[str], out: Path) -> dict[str, int]:
+    """Each activity's duration (scheduled -> closed) per campaign, for the cost breakdown.
+
+    Returns how many times each candidate's gate_candidate activity completed: a
+    candidate gated to completion twice would be counted twice.
+    """
     from temporalio.api.enums.v1 import EventType
 
     lines = []
+    completions: dict[str, int] = {}
+    candidate_by_event: dict[int, str] = {}
     for wf_id in workflow_ids:
         history = await client.get_workflow_handle(wf_id).fetch_history()
         ids = [wf_id] + [
@@ -57,6 +100,8 @@ async def dump_histories(client, workflow_ids: list[str], out: Path) -> None:
                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                     name = e.activity_task_scheduled_event_attributes.activity_type.name
                     scheduled[e.event_id] = (name, e.event_time.ToDatetime())
+                    if name == "gate_candidate":
+                        candidate_by_event[e.event_id] = f"{one}/{_candidate_of(e)}"
                 elif e.event_type in (
                     EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
                     EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
@@ -67,11 +112,15 @@ async def dump_histories(client, workflow_ids: list[str], out: Path) -> None:
                         else e.activity_task_failed_event_attributes
                     )
                     name, at = scheduled.get(attrs.scheduled_event_id, ("?", None))
+                    key = candidate_by_event.get(attrs.scheduled_event_id)
+                    if key and e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                        completions[key] = completions.get(key, 0) + 1
                     if at is not None:
                         secs = (e.event_time.ToDatetime() - at).total_seconds()
                         lines.append(f"{one:60} {name:16} {secs:7.1f} s")
     (out / "activity_durations.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-40:]), flush=True)
+    return completions
 
 
 async def main() -> int:
@@ -81,6 +130,13 @@ async def main() -> int:
     parser.add_argument("--iterations", type=int, default=1)
     parser.add_argument("--plans", type=int, default=3)
     parser.add_argument("--max-targets", type=int, default=2)
+    parser.add_argument(
+        "--kill-gpu-worker-at",
+        type=float,
+        default=None,
+        help="SIGKILL the GPU worker once a GPU activity runs after this many seconds, then "
+        "start a new one (the fault test of issue 6 on real hardware)",
+    )
     args = parser.parse_args()
     out = Path(os.environ.get("OUT", "/tmp/gpu-e2e-out"))
     out.mkdir(parents=True, exist_ok=True)
@@ -96,6 +152,8 @@ async def main() -> int:
         gpu_queue=default_gpu_queue(settings),
         cpu_queue=settings.cpu_queue,
         max_targets=args.max_targets,
+        # a killed GPU worker's activity is retried this soon (production default: 120 s)
+        gpu_heartbeat_s=15.0 if args.kill_gpu_worker_at is not None else None,
     )
     handles = []
     for path in args.problems:
@@ -110,8 +168,13 @@ async def main() -> int:
             results[handle.id] = exc
 
     waiters = [asyncio.create_task(wait(h)) for h in handles]
+    fault: dict[str, object] = {}
+    if args.kill_gpu_worker_at is not None:
+        waiters.append(
+            asyncio.create_task(kill_gpu_worker(settings, started + args.kill_gpu_worker_at, fault))
+        )
     remaining = args.deadline - (time.monotonic() - started)
-    await asyncio.wait(waiters, timeout=max(5.0, remaining))
+    await asyncio.wait(waiters[: len(handles)], timeout=max(5.0, remaining))
     rows = []
     for handle in handles:
         outcome = results.get(handle.id)
@@ -137,7 +200,13 @@ async def main() -> int:
                 f"{outcome.used.gpu_seconds:.0f} GPU-s; {outcome.reason[:70]}",
             )
         )
-    await dump_histories(client, [h.id for h in handles], out)
+    gated = await dump_histories(client, [h.id for h in handles], out)
+    if fault:
+        twice = sorted(c for c, n in gated.items() if n > 1)
+        fault["gate_candidate_completions"] = sum(gated.values())
+        fault["candidates_gated_twice"] = twice
+        (out / "fault.json").write_text(json.dumps(fault, indent=2, default=str))
+        print(f"fault test: {json.dumps(fault, default=str)}", flush=True)
     for name in ("cpu", "gpu0"):
         log = settings.home / "workers" / f"{name}.log"
         if log.is_file():

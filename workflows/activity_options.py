@@ -43,6 +43,21 @@ class CallOptions:
             ),
         )
 
+    def with_heartbeat(self, seconds: float | None) -> CallOptions:
+        """This call site with the campaign's GPU heartbeat timeout (None: ours).
+
+        A shorter timeout notices a dead GPU worker sooner (preemptible fleets);
+        timeouts are not part of the commands a workflow issues, so histories
+        replay whatever the number.
+        """
+        if seconds is None or self.heartbeat is None:
+            return self
+        return CallOptions(
+            start_to_close=self.start_to_close,
+            heartbeat=timedelta(seconds=seconds),
+            attempts=self.attempts,
+        )
+
     def kwargs(self) -> dict:
         out: dict = {"start_to_close_timeout": self.start_to_close, "retry_policy": self.retry}
         if self.heartbeat is not None:

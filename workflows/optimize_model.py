@@ -238,6 +238,7 @@ class OptimizeModel:
                 use_llm=self._use_llm(),
                 gpu_queue=inp.options.gpu_queue,
                 cpu_queue=inp.options.cpu_queue,
+                gpu_heartbeat_s=inp.options.gpu_heartbeat_s,
                 budget_left=self._budget_left(),
                 memory=state.memory,
                 share_memory=inp.options.share_memory,
@@ -570,6 +571,7 @@ class OptimizeModel:
         workflow.upsert_search_attributes([key.value_set(value)])
 
     async def _gpu(self, name: str, arg, result_type, options: opts.CallOptions):
+        options = options.with_heartbeat(self._input.options.gpu_heartbeat_s)
         return await self._call(name, arg, result_type, options, self._input.options.gpu_queue)
 
     async def _cpu(self, name: str, arg, result_type, options: opts.CallOptions):

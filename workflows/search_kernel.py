@@ -233,7 +233,7 @@ class SearchKernel:
                 inp,
                 result_type=ProfileResult,
                 task_queue=self.inp.gpu_queue,
-                **opts.PROFILE.kwargs(),
+                **opts.PROFILE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
             )
         except ActivityError as exc:  # diagnostics never fail a search
             note = f"profile failed: {_cause(exc)}"[:400]
@@ -489,7 +489,7 @@ class SearchKernel:
                 inp,
                 result_type=CandidateGateResult,
                 task_queue=self.inp.gpu_queue,
-                **opts.GATE_CANDIDATE.kwargs(),
+                **opts.GATE_CANDIDATE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
             )
         except ActivityError as exc:
             self.s.gpu_seconds += (workflow.now() - started).total_seconds()

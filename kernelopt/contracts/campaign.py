@@ -53,6 +53,8 @@ class CampaignOptions(Frozen):
     proposer: ProposerConfig = ProposerConfig()
     budgets: Budgets = Budgets()
     gamma: float = 1.03
+    # GPU activities' heartbeat timeout: how soon a dead GPU worker is noticed (None: 120 s)
+    gpu_heartbeat_s: float | None = Field(default=None, ge=5)
     search_library_dominated: bool = False
     compile_mode: str = "max-autotune-no-cudagraphs"
     cpu_queue: str = "kernelopt-cpu"

@@ -305,6 +305,7 @@ class SearchKernelInput(Contract):
     use_llm: bool = False
     gpu_queue: str
     cpu_queue: str
+    gpu_heartbeat_s: float | None = None  # the campaign's GPU heartbeat timeout
     budget_left: dict[str, float | None] = Field(default_factory=dict)
     state: dict[str, Any] | None = None  # carried across continue-as-new
     memory: ArtifactRef | None = None  # campaign experience memory so far

@@ -2,6 +2,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from kernelopt.contracts import (
@@ -54,3 +55,21 @@ def test_budget_use_reports_the_first_exceeded_budget() -> None:
 def test_gpu_queue_is_named_by_model() -> None:
     assert names.gpu_queue_for("NVIDIA H200") == "kernelopt-gpu-nvidia-h200"
     assert names.gpu_queue_for("NVIDIA A100-SXM4-80GB") == "kernelopt-gpu-nvidia-a100-sxm4-80gb"
+
+
+def test_a_campaign_can_shorten_the_gpu_heartbeat_timeout() -> None:
+    from datetime import timedelta
+
+    import pydantic
+
+    from kernelopt.contracts import CampaignOptions
+    from workflows import activity_options as opts
+
+    shorter = opts.GATE_CANDIDATE.with_heartbeat(15)
+    assert shorter.kwargs()["heartbeat_timeout"] == timedelta(seconds=15)
+    assert shorter.start_to_close == opts.GATE_CANDIDATE.start_to_close
+    assert shorter.retry.maximum_attempts == opts.GATE_CANDIDATE.retry.maximum_attempts
+    assert opts.GATE_CANDIDATE.with_heartbeat(None) is opts.GATE_CANDIDATE
+    assert "heartbeat_timeout" not in opts.SEGMENT.with_heartbeat(15).kwargs()
+    with pytest.raises(pydantic.ValidationError):
+        CampaignOptions(gpu_queue="g", cpu_queue="c", gpu_heartbeat_s=1)
