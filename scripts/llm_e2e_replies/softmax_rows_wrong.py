@@ -1,0 +1,31 @@
+"""softmax_rows, plan "wrong", first attempt: forgets to divide by the row sum."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_unnormalised_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=-float("inf"))
+    row_max = tl.max(x, axis=0)
+    e = tl.exp(x - row_max)
+    tl.store(out_ptr + row * row_stride + cols, e, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n_cols = x.shape[-1]
+        n_rows = x.numel() // n_cols
+        block = triton.next_power_of_2(n_cols)
+        softmax_unnormalised_kernel[(n_rows,)](x, out, n_cols, n_cols, BLOCK=block, num_warps=4)
+        return out
