@@ -18,9 +18,10 @@ fetch() {  # fetch DIR SPEC...
         --platform manylinux2014_x86_64 -d "$dir" "$@"
 }
 fetch .whl pydantic pydantic-core annotated-types typing-inspection typing-extensions \
-    structlog openai jiter distro sniffio httpx2 httpcore2 truststore idna \
+    structlog openai jiter distro sniffio httpx2 httpcore2 h11 anyio truststore idna \
     temporalio 'nexus-rpc==1.4.0' types-protobuf
-fetch .whl-helion helion packaging rich markdown-it-py mdurl pygments
+# helion 1.5 imports torch names that torch 2.11 (the GPU host's) does not have
+fetch .whl-helion 'helion==1.4.0' packaging rich markdown-it-py mdurl pygments
 mkdir -p .device
 if [ ! -f .device/temporal.xz ]; then
     bin=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/temporal

@@ -216,7 +216,8 @@ async def main() -> int:
     for row in rows:
         print(f"{row[0]:44} {row[1]:12} {row[2]:8} {row[3]:8} {row[4]:8} {row[5]}")
     print(f"wall {time.monotonic() - started:.0f} s", flush=True)
-    stop_local_workers(settings, wait_s=5)
+    if os.environ.get("KERNELOPT_E2E_KEEP_WORKERS") != "1":  # another script shares them
+        stop_local_workers(settings, wait_s=5)
     return 0
 
 
