@@ -115,7 +115,10 @@ async def run_supervised(
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(reader, 5)
-        return _collect(target, proc.returncode, out_path, state, result_type)
+        result = _collect(target, proc.returncode, out_path, state, result_type)
+        if "device_seconds" in type(result).model_fields:
+            result = result.model_copy(update={"device_seconds": time.monotonic() - started})
+        return result
 
 
 async def _read_progress(proc: asyncio.subprocess.Process, state: dict[str, object]) -> None:

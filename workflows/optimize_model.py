@@ -580,10 +580,16 @@ class OptimizeModel:
     async def _call(self, name, arg, result_type, options, queue):
         self._progress.waiting_on = queue
         started = workflow.now()
+        charged = False
         try:
-            return await workflow.execute_activity(
+            result = await workflow.execute_activity(
                 name, arg, task_queue=queue, result_type=result_type, **options.kwargs()
             )
+            held = getattr(result, "device_seconds", None)
+            if held is not None and queue == self._input.options.gpu_queue:
+                self._state.used.gpu_seconds += held  # run time, not time queued
+                charged = True
+            return result
         except ActivityError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.non_retryable:
@@ -593,7 +599,7 @@ class OptimizeModel:
             raise
         finally:
             self._progress.waiting_on = None
-            if queue == self._input.options.gpu_queue:
+            if queue == self._input.options.gpu_queue and not charged:
                 self._state.used.gpu_seconds += (workflow.now() - started).total_seconds()
             self._sync_progress()
 

@@ -495,7 +495,10 @@ class SearchKernel:
             self.s.gpu_seconds += (workflow.now() - started).total_seconds()
             return None, f"gate_candidate failed: {_cause(exc)}"[:500]
         measured = sum(v.gpu_seconds for v in result.verdicts)
-        self.s.gpu_seconds += measured or (workflow.now() - started).total_seconds()
+        held = result.device_seconds  # the activity's own run time (None: older history)
+        self.s.gpu_seconds += measured or (
+            held if held is not None else (workflow.now() - started).total_seconds()
+        )
         return result, ""
 
     def _decide(

@@ -8,6 +8,7 @@ from . import names
 from .base import (
     ArtifactRef,
     Contract,
+    DeviceTimed,
     Frozen,
 )
 from .campaign import (
@@ -123,6 +124,7 @@ __all__ = [
     "CompileResult",
     "Contract",
     "Decision",
+    "DeviceTimed",
     "ExecuteInput",
     "ExecuteResult",
     "Experience",

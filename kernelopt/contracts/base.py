@@ -23,6 +23,18 @@ class Frozen(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
 
+class DeviceTimed(Frozen):
+    """A GPU activity's result: how long the activity itself held its GPU worker.
+
+    Set by the activity wrapper after the child returns (never by code the
+    candidate runs in), so GPU-second budgets charge run time, not the time a
+    task waited in the queue behind other campaigns.  None in histories
+    recorded before the field existed: the workflow then charges wall time.
+    """
+
+    device_seconds: float | None = None
+
+
 class ArtifactRef(Frozen):
     """A claim check: large things live in the artifact store, Temporal carries this."""
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import ArtifactRef, Frozen
+from .base import ArtifactRef, DeviceTimed, Frozen
 from .problem import ProblemSpec
 
 
@@ -34,7 +34,7 @@ class CompileInput(Frozen):
     use_cache: bool = True  # False: recompile even when the content hash is cached
 
 
-class CompileResult(Frozen):
+class CompileResult(DeviceTimed):
     """Everything later steps need, by reference; cached by ``cache_key``."""
 
     problem: ProblemSpec
@@ -170,7 +170,7 @@ class TriageInput(Frozen):
     standalone: bool = True  # also time each Triton kernel alone on its captured args
 
 
-class TriageResult(Frozen):
+class TriageResult(DeviceTimed):
     total_ms: float
     library_ms: float
     triton_ms: float
@@ -199,7 +199,7 @@ class RestitchInput(Frozen):
     run: bool = True  # load the re-stitched wrapper and run it on the captured args
 
 
-class RestitchResult(Frozen):
+class RestitchResult(DeviceTimed):
     wrapper: ArtifactRef  # the re-stitched wrapper module
     output: ArtifactRef | None = None  # its outputs on the captured args
     bit_exact: bool | None = None  # vs. the baseline output (identity re-stitch check)

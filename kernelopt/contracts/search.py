@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import ArtifactRef, Contract, Frozen
+from .base import ArtifactRef, Contract, DeviceTimed, Frozen
 from .compiled import CompileResult, SearchTarget, SegmentResult
 from .verdicts import GateVerdict
 
@@ -106,7 +106,7 @@ class Analysis(Frozen):
     advice: str = ""
 
 
-class ProfileResult(Frozen):
+class ProfileResult(DeviceTimed):
     profile: KernelProfile
     analysis: Analysis
     gpu_seconds: float = 0.0

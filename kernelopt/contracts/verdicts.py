@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import ArtifactRef, Frozen
+from .base import ArtifactRef, DeviceTimed, Frozen
 from .compiled import CompileResult, SearchTarget, SegmentResult
 
 
@@ -99,7 +99,7 @@ class CandidateGateInput(Frozen):
     settings: GateSettings = GateSettings()  # seeds/rtol/atol/timeout_s above take precedence
 
 
-class CandidateGateResult(Frozen):
+class CandidateGateResult(DeviceTimed):
     candidate_id: str
     verdicts: list[GateVerdict]
     kernel_ms: float | None = None  # per-target time of the candidate (not the model)
@@ -126,7 +126,7 @@ class ModelGateInput(Frozen):
     settings: GateSettings = GateSettings()  # gamma/tolerance/rho_max above take precedence
 
 
-class ModelGateResult(Frozen):
+class ModelGateResult(DeviceTimed):
     verdict: GateVerdict  # the deciding verdict (V_perf when V_model passed)
     category: PerfCategory | None = None
     speedup: float | None = None
