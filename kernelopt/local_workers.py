@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.gpu_info import gpu_names
 from kernelopt.log import get_logger
@@ -59,17 +60,36 @@ def running(settings: Settings) -> dict[str, int]:
     return out
 
 
+def _command(worker: LocalWorker) -> list[str]:
+    return [sys.executable, "-m", "worker", *worker.args]
+
+
 def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> dict[str, int]:
-    """Start the planned workers that are not already running; idempotent."""
+    """Start the planned workers that are not already running; idempotent.
+
+    A worker started from other code than is installed now (``git pull``,
+    an upgrade) is stopped gracefully and started again: its running
+    activities are cancelled and retried by the new one.
+    """
     alive = running(settings)
     directory = _dir(settings)
     env = {**os.environ, "KERNELOPT_HOME": str(settings.home)}
+    code = code_fingerprint()
+    stale = {
+        name: pid
+        for name, pid in alive.items()
+        if _read(directory / f"{name}.code") not in (code, None)
+    }
+    if stale:
+        log.info("restarting local workers: the code changed", workers=sorted(stale))
+        _stop(settings, stale, wait_s=40.0)
+        alive = {k: v for k, v in alive.items() if k not in stale}
     for worker in planned_workers(gpus):
         if worker.name in alive:
             continue
         log_file = (directory / f"{worker.name}.log").open("ab")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "worker", *worker.args],
+            _command(worker),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -79,14 +99,25 @@ def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> d
         )
         log_file.close()
         (directory / f"{worker.name}.pid").write_text(str(proc.pid))
+        (directory / f"{worker.name}.code").write_text(code)
         alive[worker.name] = proc.pid
         log.info("local worker started", worker=worker.name, pid=proc.pid)
     return alive
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
 def stop_local_workers(settings: Settings, wait_s: float = 40.0) -> list[str]:
     """SIGTERM every local worker (graceful shutdown), SIGKILL stragglers."""
-    alive = running(settings)
+    return _stop(settings, running(settings), wait_s)
+
+
+def _stop(settings: Settings, alive: dict[str, int], wait_s: float) -> list[str]:
     for pid in alive.values():
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
@@ -99,4 +130,5 @@ def stop_local_workers(settings: Settings, wait_s: float = 40.0) -> list[str]:
                 os.killpg(pid, signal.SIGKILL)
     for name in alive:
         (_dir(settings) / f"{name}.pid").unlink(missing_ok=True)
+        (_dir(settings) / f"{name}.code").unlink(missing_ok=True)
     return sorted(alive)
