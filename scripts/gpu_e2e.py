@@ -93,6 +93,7 @@ async def dump_histories(client, workflow_ids: list[str], out: Path) -> dict[str
             if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
         ]
         for one in ids:
+            candidate_by_event.clear()  # event ids restart in every history
             h = await client.get_workflow_handle(one).fetch_history()
             (out / f"history-{one.replace('/', '_')}.json").write_text(h.to_json())
             scheduled = {}
