@@ -38,7 +38,7 @@ def documented_variables() -> set[str]:
     return names
 
 
-def _raw_value(name: str, annotation: object, tmp: Path) -> str:
+def _raw_value(name: str, annotation: object, tmp: Path, default: object = None) -> str:
     """A valid, non-default raw environment value for a Settings field."""
     args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else ()
     kinds = set(args) or {annotation}
@@ -47,7 +47,7 @@ def _raw_value(name: str, annotation: object, tmp: Path) -> str:
     if Path in kinds:
         return str(tmp / name)
     if bool in kinds:
-        return "true"
+        return "false" if default is True else "true"
     if int in kinds:
         return "4242"
     if float in kinds:
@@ -86,7 +86,8 @@ def test_settings_from_env_reads_every_documented_variable(
     for var in sorted(documented_variables()):
         field = var.removeprefix("KERNELOPT_").lower()
         assert field in Settings.model_fields, f"{var} is documented but Settings has no {field}"
-        raw = _raw_value(field, Settings.model_fields[field].annotation, tmp_path)
+        info = Settings.model_fields[field]
+        raw = _raw_value(field, info.annotation, tmp_path, info.default)
         clean_env.setenv(var, raw)
         expected[field] = getattr(Settings.model_validate({field: raw}), field)
     settings = Settings.from_env()
