@@ -6,7 +6,14 @@ import asyncio
 
 from temporalio import activity
 
-from kernelopt.contracts import ExportInput, ExportResult, ReportInput, ReportResult, names
+from kernelopt.contracts import (
+    ExportInput,
+    ExportResult,
+    ReportInput,
+    ReportResult,
+    SearchLogPage,
+    names,
+)
 from kernelopt.report import render_markdown
 from kernelopt.store import open_store
 
@@ -14,7 +21,12 @@ from kernelopt.store import open_store
 @activity.defn(name=names.WRITE_REPORT)
 async def write_report(inp: ReportInput) -> ReportResult:
     store = open_store()
-    text = render_markdown(inp.outcome, inp.decisions)
+    archived = [
+        d
+        for ref in inp.log_pages
+        for d in (await asyncio.to_thread(store.get_model, ref, SearchLogPage)).decisions
+    ]
+    text = render_markdown(inp.outcome, [*archived, *inp.decisions])
     report = await asyncio.to_thread(
         store.put_text, text, "text/markdown", f"{inp.outcome.campaign_id}.md"
     )

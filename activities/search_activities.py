@@ -21,7 +21,7 @@ from activities.supervise import run_supervised
 from kernelopt.agents import roles
 from kernelopt.agents.transport import ChatTransport
 from kernelopt.config import Settings
-from kernelopt.contracts import names
+from kernelopt.contracts import ArtifactRef, names
 from kernelopt.contracts.search import (
     BuiltinProposeInput,
     BuiltinProposeResult,
@@ -32,6 +32,7 @@ from kernelopt.contracts.search import (
     ProfileInput,
     ProfileResult,
     ProposerConfig,
+    SearchLogPage,
     SummarizeInput,
     SummarizeResult,
 )
@@ -110,5 +111,12 @@ async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
         return await asyncio.to_thread(builtin.propose, inp, open_store())
 
 
-CPU_ACTIVITIES = [plan, execute, retry_fix, summarize, propose_builtin]
+@activity.defn(name=names.ARCHIVE_SEARCH_LOG)
+async def archive_search_log(page: SearchLogPage) -> ArtifactRef:
+    """Store one page of a search's decisions and ledger; the search then forgets them."""
+    name = f"{page.campaign_id}.{page.target_id}.log.json"
+    return await asyncio.to_thread(open_store().put_json, page, name)
+
+
+CPU_ACTIVITIES = [plan, execute, retry_fix, summarize, propose_builtin, archive_search_log]
 GPU_ACTIVITIES = [profile]

@@ -266,8 +266,10 @@ class OptimizeModel:
             state.results.append(result)
             state.used.add(result.usage, result.gpu_seconds)
             state.candidates_tried += result.candidates_tried
-            state.candidates_accepted += sum(
-                1 for d in result.decisions if d.accepted and not d.retime
+            state.candidates_accepted += (
+                result.candidates_accepted  # archived pages included
+                if result.candidates_accepted is not None
+                else sum(1 for d in result.decisions if d.accepted and not d.retime)
             )
             self._progress.targets_done = len(state.results)
             self._sync_progress()
@@ -283,9 +285,7 @@ class OptimizeModel:
                 OutcomeCategory.FALLBACK if compiled_any else OutcomeCategory.SYNTHESIS_FAILURE
             )
             tried = sum(r.candidates_tried for r in state.results)
-            passed = sum(
-                1 for r in state.results for d in r.decisions if d.accepted and not d.retime
-            )
+            passed = state.candidates_accepted
             if passed:
                 reason = (
                     f"{tried} candidates tried, {passed} passed gates 1-2 but none was faster "
@@ -383,10 +383,11 @@ class OptimizeModel:
     async def _report(self, outcome: Outcome) -> Outcome:
         await self._enter(CampaignPhase.REPORTING, allow_stop=False)
         decisions = [d for r in self._state.results for d in r.decisions]
+        pages = [p for r in self._state.results for p in r.log_pages]
         try:
             report = await workflow.execute_activity(
                 names.WRITE_REPORT,
-                ReportInput(outcome=outcome, decisions=decisions),
+                ReportInput(outcome=outcome, decisions=decisions, log_pages=pages),
                 task_queue=self._input.options.cpu_queue,
                 result_type=ReportResult,
                 **opts.REPORT.kwargs(),

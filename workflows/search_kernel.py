@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         SearchBudgetUpdate,
         SearchKernelInput,
         SearchKernelResult,
+        SearchLogPage,
         SearchProgress,
         SearchState,
         SummarizeInput,
@@ -78,6 +79,11 @@ with workflow.unsafe.imports_passed_through():
 
 BUILTIN_LABEL = "builtin (no LLM): launch-configuration search over Inductor's kernel"
 STORED_FEEDBACK_CHARS = 600  # decisions keep a trimmed copy; the gate's log has the rest
+# Decisions (~1.3 KB) and ledger entries (~0.5 KB) move to the artifact store in pages of
+# about this many items: the carried state and the result stay far below Temporal's 2 MB
+# payload limit however long the search runs.
+ARCHIVE_PAGE_ITEMS = 100
+ARCHIVE_PATCH = "archive-search-log"
 
 
 def _cause(exc: BaseException) -> str:
@@ -145,6 +151,7 @@ class SearchKernel:
                 break  # an interrupted iteration is not counted (nor summarised)
             await self._summarize(decisions)
             self.s.iteration += 1
+            await self._archive_if_long()
             if (
                 workflow.info().is_continue_as_new_suggested()
                 and self.s.iteration < inp.params.iterations
@@ -187,7 +194,7 @@ class SearchKernel:
             iteration=self.s.iteration,
             iterations=self.inp.params.iterations,
             candidates_tried=self.s.candidates_tried,
-            candidates_accepted=sum(1 for d in self.s.decisions if d.accepted and not d.retime),
+            candidates_accepted=self._accepted(),
             best_kernel_speedup=best.speedup if best else None,
             usage=self.s.usage,
             gpu_seconds=self.s.gpu_seconds,
@@ -529,6 +536,34 @@ class SearchKernel:
         self.s.decisions.append(decision)
         return decision
 
+    def _accepted(self) -> int:
+        carried = sum(1 for d in self.s.decisions if d.accepted and not d.retime)
+        return self.s.archived_accepted + carried
+
+    async def _archive_if_long(self) -> None:
+        """At an iteration boundary: page decisions and ledger out once there are many."""
+        if len(self.s.decisions) + len(self.s.ledger) < ARCHIVE_PAGE_ITEMS:
+            return
+        if not workflow.patched(ARCHIVE_PATCH):
+            return  # a history from before paging: replay it as it ran
+        page = SearchLogPage(
+            campaign_id=self.inp.campaign_id,
+            target_id=self.inp.target.id,
+            decisions=self.s.decisions,
+            ledger=self.s.ledger,
+        )
+        ref = await workflow.execute_activity(
+            names.ARCHIVE_SEARCH_LOG,
+            page,
+            result_type=ArtifactRef,
+            task_queue=self.inp.cpu_queue,
+            **opts.REPORT.kwargs(),
+        )
+        self.s.archived_accepted += sum(1 for d in self.s.decisions if d.accepted and not d.retime)
+        self.s.log_pages.append(ref)
+        self.s.decisions = []
+        self.s.ledger = []
+
     # --- re-timing ------------------------------------------------------------------------
     async def _retime_winners(self) -> list[Decision]:
         """Winners are timed again before they may seed a round (SPEC.md section 9)."""
@@ -657,6 +692,8 @@ class SearchKernel:
             memory=self.s.memory,
             ledger=self.s.ledger,
             iterations_done=self.s.iteration,
+            log_pages=self.s.log_pages,
+            candidates_accepted=self._accepted(),
         )
 
 

@@ -33,7 +33,7 @@ from kernelopt.contracts import (
     names,
 )
 from kernelopt.contracts.audit import WorkflowRun
-from kernelopt.contracts.search import LedgerEntry, SearchState
+from kernelopt.contracts.search import LedgerEntry, SearchLogPage, SearchState
 
 from .history import ParsedRun, parse_run
 from .model import (
@@ -83,29 +83,44 @@ class _Target:
         latest_input = _model(SearchKernelInput, last.input)
         if latest_input is not None and latest_input.state:
             self.state = _model(SearchState, latest_input.state)
+        self.archived = self._archived(runs)
         self.provisional: list[Decision] = []
         if self.result is None:
             self.provisional = self._provisional(last)
         self.provisional_ids = {d.candidate.id for d in self.provisional}
 
+    @staticmethod
+    def _archived(runs: list[ParsedRun]) -> list[SearchLogPage]:
+        """Pages the search moved out of its state: their whole text is the activity's input."""
+        pages = []
+        for run in runs:
+            for call in run.activities_named(names.ARCHIVE_SEARCH_LOG):
+                page = _model(SearchLogPage, call.input)
+                if page is not None:
+                    pages.append(page)
+        return pages
+
     @property
     def decisions(self) -> list[Decision]:
+        archived = [d for page in self.archived for d in page.decisions]
         if self.result is not None:
-            return list(self.result.decisions)
+            return archived + list(self.result.decisions)
         carried = list(self.state.decisions) if self.state else []
-        return carried + self.provisional
+        return archived + carried + self.provisional
 
     @property
     def ledger(self) -> list[LedgerEntry]:
+        archived = [e for page in self.archived for e in page.ledger]
         if self.result is not None:
-            return list(self.result.ledger)
-        return list(self.state.ledger) if self.state else []
+            return archived + list(self.result.ledger)
+        return archived + (list(self.state.ledger) if self.state else [])
 
     def _provisional(self, run: ParsedRun) -> list[Decision]:
         """Decisions of a running search's current run, rebuilt from its gate activities."""
         from kernelopt.contracts import Candidate
 
         known = {d.candidate.id for d in (self.state.decisions if self.state else [])}
+        known |= {d.candidate.id for page in self.archived for d in page.decisions}
         out = []
         for call in run.activities_named(names.GATE_CANDIDATE):
             result = _model(CandidateGateResult, call.result)
@@ -498,7 +513,7 @@ def _checks(
     for t in targets:
         if t.result is None:
             continue
-        n = len([d for d in t.result.decisions if not d.retime])
+        n = len([d for d in t.decisions if not d.retime])  # archived pages included
         if n != t.result.candidates_tried:
             checks.append(
                 AuditCheck(

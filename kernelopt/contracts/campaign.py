@@ -161,6 +161,7 @@ class CampaignState(Contract):
 class ReportInput(Frozen):
     outcome: Outcome
     decisions: list[Decision] = Field(default_factory=list)
+    log_pages: list[ArtifactRef] = Field(default_factory=list)  # archived decisions, first
 
 
 class ReportResult(Frozen):

@@ -28,6 +28,7 @@ SUMMARIZE = "summarize"
 PROPOSE_BUILTIN = "propose_builtin"
 WRITE_REPORT = "write_report"
 EXPORT_HISTORY = "export_history"
+ARCHIVE_SEARCH_LOG = "archive_search_log"  # decisions + ledger out of a search's carried state
 
 GPU_ACTIVITIES = (COMPILE, TRIAGE, PROFILE, GATE_CANDIDATE, RESTITCH, GATE_MODEL)
 CPU_ACTIVITIES = (
@@ -39,6 +40,7 @@ CPU_ACTIVITIES = (
     PROPOSE_BUILTIN,
     WRITE_REPORT,
     EXPORT_HISTORY,
+    ARCHIVE_SEARCH_LOG,
 )
 
 CPU_QUEUE = "kernelopt-cpu"

@@ -315,6 +315,19 @@ class SearchKernelInput(Contract):
     profile_children: bool = True  # profile every beam state before planning on it (LLM mode)
 
 
+class SearchLogPage(Frozen):
+    """Decisions and ledger entries moved out of a search's carried state, in order.
+
+    Passed whole to ``archive_search_log`` (so the history keeps them for the
+    audit) and stored as one artifact (so the report finds them).
+    """
+
+    campaign_id: str
+    target_id: str
+    decisions: list[Decision] = Field(default_factory=list)
+    ledger: list[LedgerEntry] = Field(default_factory=list)
+
+
 class SearchKernelResult(Frozen):
     target_id: str
     best: Candidate | None = None
@@ -333,6 +346,9 @@ class SearchKernelResult(Frozen):
     memory: ArtifactRef | None = None  # the updated campaign memory
     ledger: list[LedgerEntry] = Field(default_factory=list)
     iterations_done: int = 0
+    # earlier decisions and ledger entries, archived (``decisions``/``ledger`` hold the rest)
+    log_pages: list[ArtifactRef] = Field(default_factory=list)
+    candidates_accepted: int | None = None  # None in results from before the archive
 
 
 class SearchState(Contract):
@@ -347,6 +363,8 @@ class SearchState(Contract):
     directions: list[str] = Field(default_factory=list)  # every plan direction, in order
     decisions: list[Decision] = Field(default_factory=list)
     ledger: list[LedgerEntry] = Field(default_factory=list)
+    log_pages: list[ArtifactRef] = Field(default_factory=list)  # what was archived, in order
+    archived_accepted: int = 0  # accepted (non-retime) decisions among the archived
     experience: list[Experience] = Field(default_factory=list)
     usage: Usage = Usage()
     gpu_seconds: float = 0.0

@@ -8,7 +8,8 @@ server suggests continue-as-new after 40 history events, so the campaign
 continues as new between targets and every SearchKernel after every
 iteration.  Afterwards: every candidate executed and gated exactly once,
 every iteration of every target present in the audit, the state carried
-across each boundary is a prefix-preserving extension of the one before,
+across each boundary (with the decisions and ledger pages it moved to the
+store) is a prefix-preserving extension of the one before and stays bounded,
 and token/dollar budgets equal what the LLM server billed.
 """
 
@@ -31,13 +32,16 @@ from kernelopt.contracts import (
     Budgets,
     CampaignOptions,
     SearchKernelInput,
+    SearchLogPage,
     SearchParams,
+    names,
 )
 from kernelopt.contracts.search import SearchState
 from kernelopt.store import open_store
 from tests.durability import llm_script
 from tests.durability.support import DevServer, Worker, export_of, outcome_of, queues, submit
 from tests.support.temporal import make_settings
+from workflows.search_kernel import ARCHIVE_PAGE_ITEMS
 
 ITERATIONS, PLANS, BEAM = 5, 20, 4  # 20 + 4 x 80 = 340 candidates per target, 3 targets
 CAN_AFTER_EVENTS = 40
@@ -113,21 +117,39 @@ async def test_a_thousand_candidates_across_continue_as_new(tmp_path: Path) -> N
     for run, history in runs:
         if run.workflow_type == "SearchKernel":
             chains[run.workflow_id].append(parse_run(history, run.run_id))
+    # (decisions and ledger entries paged out to the store count as carried: the archive
+    # activity's input holds them whole)
+    largest_state = 0
     for chain in chains.values():
         inputs = [SearchKernelInput.model_validate(p.input) for p in chain]
         assert inputs[0].state is None
         carried = [SearchState.model_validate(i.state) for i in inputs[1:]]
-        for state in carried:
+        seen = []
+        for k, state in enumerate(carried):
+            pages = [
+                SearchLogPage.model_validate(call.input)
+                for run in chain[: k + 1]
+                for call in run.activities_named(names.ARCHIVE_SEARCH_LOG)
+            ]
+            assert len(pages) == len(state.log_pages)
+            decisions = [d for p in pages for d in p.decisions] + state.decisions
+            ledger = [e for p in pages for e in p.ledger] + state.ledger
             assert state.budget_left == inputs[0].budget_left  # allowances are not re-derived
-            assert state.candidates_tried == sum(1 for d in state.decisions if not d.retime)
+            assert state.candidates_tried == sum(1 for d in decisions if not d.retime)
             assert state.usage.total_tokens == sum(
-                e.prompt_tokens + e.completion_tokens for e in state.ledger
+                e.prompt_tokens + e.completion_tokens for e in ledger
             )
-        for before, after in itertools.pairwise(carried):
-            assert after.iteration == before.iteration + 1
-            assert after.decisions[: len(before.decisions)] == before.decisions
-            assert after.ledger[: len(before.ledger)] == before.ledger
-            assert len(after.decisions) > len(before.decisions)
+            # what crosses the boundary is bounded: the rest is paged out to the store
+            assert len(state.decisions) + len(state.ledger) < ARCHIVE_PAGE_ITEMS
+            largest_state = max(largest_state, len(inputs[k + 1].model_dump_json()))
+            seen.append((state.iteration, decisions, ledger))
+        for (it0, dec0, led0), (it1, dec1, led1) in itertools.pairwise(seen):
+            assert it1 == it0 + 1
+            assert dec1[: len(dec0)] == dec0
+            assert led1[: len(led0)] == led0
+            assert len(dec1) > len(dec0)
+        assert SearchState.model_validate(inputs[-1].state).log_pages  # paging happened
+    print(f"largest carried search state: {largest_state / 1024:.0f} KiB")
 
     # budgets: exactly what the LLM server billed, across every boundary
     per_call = llm_script.PROMPT_TOKENS + llm_script.COMPLETION_TOKENS
