@@ -803,43 +803,10 @@ def llm_report(server: ScriptedOpenAI, names: dict[int, str], out: Path) -> dict
 
 
 async def dump_histories(client: Any, workflow_ids: list[str], out: Path) -> None:
-    """Every workflow's history (campaign + children) and each activity's duration."""
-    from temporalio.api.enums.v1 import EventType
+    """The same history dump and activity-duration table as scripts/gpu_e2e.py."""
+    from scripts.gpu_e2e import dump_histories as dump
 
-    lines = []
-    for wf_id in workflow_ids:
-        try:
-            history = await client.get_workflow_handle(wf_id).fetch_history()
-        except Exception as exc:  # keep the others
-            lines.append(f"{wf_id}: no history ({type(exc).__name__})")
-            continue
-        children = [
-            e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
-        ]
-        for one in [wf_id, *children]:
-            h = history if one == wf_id else await client.get_workflow_handle(one).fetch_history()
-            (out / f"history-{one.replace('/', '_')}.json").write_text(h.to_json())
-            scheduled = {}
-            for e in h.events:
-                if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                    name = e.activity_task_scheduled_event_attributes.activity_type.name
-                    scheduled[e.event_id] = (name, e.event_time.ToDatetime())
-                elif e.event_type in (
-                    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-                    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-                ):
-                    attrs = (
-                        e.activity_task_completed_event_attributes
-                        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-                        else e.activity_task_failed_event_attributes
-                    )
-                    name, at = scheduled.get(attrs.scheduled_event_id, ("?", None))
-                    if at is not None:
-                        secs = (e.event_time.ToDatetime() - at).total_seconds()
-                        lines.append(f"{one:56} {name:16} {secs:7.1f} s")
-    (out / "activity_durations.txt").write_text("\n".join(lines) + "\n")
+    await dump(client, workflow_ids, out)
 
 
 async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript], out: Path) -> None:
