@@ -157,6 +157,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 input_set=bundle.input_sets[0].name,
                 settings=timing_settings,
                 workdir=ws.dir / "timing",
+                tampered_inputs=bundle.tampered_inputs,
             )
             v4, _, _ = perf_verdict(
                 m,
@@ -168,7 +169,8 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 baseline_ms = v4.metrics["baseline"]["median_ms"]
                 kernel_ms = v4.metrics["candidate"]["median_ms"]
             # Only a suspicious or broken measurement rejects here; "slower" is ranking data.
-            if v4.status in (GateStatus.ERROR, GateStatus.QUARANTINE) or v4.metrics.get("tampered"):
+            suspicious = v4.metrics.get("tampered") or v4.metrics.get("inputs_tampered")
+            if v4.status in (GateStatus.ERROR, GateStatus.QUARANTINE) or suspicious:
                 verdicts.append(v4)
         return CandidateGateResult(
             candidate_id=inp.candidate_id,
@@ -221,6 +223,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
             input_set=first,
             settings=settings,
             workdir=ws.dir / "timing",
+            tampered_inputs=bundle.tampered_inputs,
         )
         v_perf, category, speedup = perf_verdict(
             m, settings=settings, gamma=inp.gamma, roofline=roofline_inputs(bundle, first)

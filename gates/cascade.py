@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from gates.correctness import correctness_verdict
+from gates.feedback import TAMPERED_INPUTS_FEEDBACK
 from gates.model_gate import model_verdict_from_sets
 from gates.perf import RooflineInputs, measure, perf_verdict
 from gates.protocol import CandidateJob, ModelSource
@@ -30,6 +31,7 @@ from kernelopt.contracts.verdicts import (
     CascadeResult,
     GateName,
     GateSettings,
+    GateStatus,
     GateVerdict,
 )
 
@@ -61,6 +63,8 @@ def run_gates_1_to_3(
     workdir: Path,
 ) -> tuple[list[GateVerdict], ChildOutcome]:
     """Gates 1-3 from one candidate child; stops at the first gate that does not pass."""
+    if bundle.corrupted:
+        raise RuntimeError("the reference inputs were overwritten beyond repair: prepare a new one")
     out_dir = workdir / "outputs"
     out_dir.mkdir(parents=True, exist_ok=True)
     ref_sets = bundle.result.sets if bundle.result else []
@@ -79,6 +83,19 @@ def run_gates_1_to_3(
     on_gpu = settings.device.startswith("cuda")
     s1, s2 = split_seconds(outcome) if on_gpu else (0.0, 0.0)
     verdicts = [static_verdict(outcome, timeout_s=settings.static_timeout_s, seconds=s1)]
+    tampered = bundle.tampered_inputs()
+    if tampered:
+        verdicts.append(
+            GateVerdict(
+                gate=GateName.CORRECTNESS,
+                status=GateStatus.FAIL,
+                reason=f"candidate rewrote the shared input files {tampered} (restored)",
+                metrics={"inputs_tampered": tampered},
+                feedback=TAMPERED_INPUTS_FEEDBACK,
+                gpu_seconds=s2,
+            )
+        )
+        return verdicts, outcome
     if not verdicts[-1].passed:
         return verdicts, outcome
     v2, outs = correctness_verdict(bundle, outcome, out_dir, settings, seconds=s2)
@@ -215,6 +232,7 @@ def time_candidate(
         input_set=first,
         settings=settings,
         workdir=_candidate_dir(workdir, checked.candidate) / "timing",
+        tampered_inputs=bundle.tampered_inputs,
     )
     v4, category, speedup = perf_verdict(
         m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)

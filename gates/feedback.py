@@ -21,6 +21,12 @@ _PHASE_WORDS = {
 }
 
 
+TAMPERED_INPUTS_FEEDBACK = (
+    "Your module wrote to the input files the checker shares between processes. Kernels "
+    "read their arguments and write only their outputs; never touch files on disk."
+)
+
+
 def traceback_tail(text: str, lines: int = 25) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])

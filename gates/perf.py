@@ -15,11 +15,12 @@ known) or ``max_rounds`` is reached.  Then, in order:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gates.feedback import crash_feedback
+from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
 from gates.perfstats import decide_category, iqr_rel, median, rounds_sufficient, timers_agree
 from gates.protocol import ModelSource, TimingJob, TimingResult
 from gates.roofline import ceilings_for, roofline_check
@@ -40,6 +41,7 @@ class PerfMeasurement:
     order: list[str] = field(default_factory=list)
     failure: tuple[str, ChildOutcome] | None = None  # (side, outcome) of a failed child
     seconds: float = 0.0
+    inputs_tampered: list[str] = field(default_factory=list)  # files a candidate child changed
 
     @staticmethod
     def primary(r: TimingResult) -> float:
@@ -63,8 +65,14 @@ def measure(
     input_set: str,
     settings: GateSettings,
     workdir: Path,
+    tampered_inputs: Callable[[], list[str]] | None = None,
 ) -> PerfMeasurement:
-    """Alternate fresh-process timings until the spread is known (or max_rounds)."""
+    """Alternate fresh-process timings until the spread is known (or max_rounds).
+
+    ``tampered_inputs`` (the reference bundle's check) runs after every candidate
+    child: a candidate that rewrote the shared input files is stopped there,
+    before the baseline is timed on what it left behind.
+    """
     m = PerfMeasurement()
     for r in range(settings.max_rounds):
         order = [("baseline", baseline), ("candidate", candidate)]
@@ -89,6 +97,10 @@ def measure(
             )
             m.seconds += outcome.wall_s
             m.order.append(side)
+            if side == "candidate" and tampered_inputs is not None:
+                m.inputs_tampered = tampered_inputs()
+                if m.inputs_tampered:
+                    return m
             if not outcome.ok or outcome.result is None:
                 m.failure = (side, outcome)
                 return m
@@ -176,6 +188,18 @@ def perf_verdict(
             gpu_seconds=m.seconds if settings.device.startswith("cuda") else 0.0,
         )
 
+    if m.inputs_tampered:
+        metrics["inputs_tampered"] = m.inputs_tampered
+        return (
+            verdict(
+                GateStatus.FAIL,
+                f"candidate rewrote the shared input files {m.inputs_tampered} while being timed "
+                "(restored before anything else ran)",
+                TAMPERED_INPUTS_FEEDBACK,
+            ),
+            None,
+            None,
+        )
     if m.failure is not None:
         side, outcome = m.failure
         metrics["failed_side"] = side

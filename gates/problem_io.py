@@ -175,4 +175,18 @@ def save_values(path: Path, values: list[Any]) -> None:
 
 
 def load_values(path: Path) -> list[Any]:
-    return list(torch.load(path, weights_only=False))
+    """Tensors and plain containers only: these files pass through candidate processes.
+
+    A candidate can write (or overwrite) any file its process can reach; with
+    full unpickling, a crafted ``.pt`` would run code in the checker or in the
+    baseline's timing process.
+    """
+    return list(torch.load(path, weights_only=True))
+
+
+def digest_dir(directory: Path) -> dict[str, str]:
+    """sha256 of every ``.pt`` file in ``directory``, by file name."""
+    out = {}
+    for path in sorted(Path(directory).glob("*.pt")):
+        out[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gates.problem_io import load_values, set_path
+from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import InputSet, ReferenceJob, ReferenceResult
 from gates.runner import ChildOutcome, run_job
 from kernelopt.contracts.verdicts import GateSettings
@@ -33,6 +33,35 @@ class ReferenceBundle:
     result: ReferenceResult | None = None
     refs: dict[str, list[Any]] = field(default_factory=dict)
     refs64: dict[str, list[Any]] | None = None
+    input_digests: dict[str, str] = field(default_factory=dict)
+    pristine_dir: Path | None = None
+    corrupted: bool = False  # inputs and their pristine copy both changed: unusable
+
+    def tampered_inputs(self) -> list[str]:
+        """Input files changed since the reference wrote them (restored before returning).
+
+        Every child reads the same input files, and a candidate process can write
+        to them: changed inputs would feed the next candidate or the baseline's
+        timing run something else.  The caller rejects the candidate that ran last.
+        """
+        if not self.input_digests:
+            return []
+        now = digest_dir(self.inputs_dir)
+        changed = sorted(
+            name
+            for name in set(now) | set(self.input_digests)
+            if now.get(name) != self.input_digests.get(name)
+        )
+        if not changed:
+            return []
+        if self.pristine_dir is None or digest_dir(self.pristine_dir) != self.input_digests:
+            self.corrupted = True  # nothing trustworthy to restore from
+            return changed
+        for name in changed:
+            (self.inputs_dir / name).unlink(missing_ok=True)
+            if (self.pristine_dir / name).is_file():
+                shutil.copy2(self.pristine_dir / name, self.inputs_dir / name)
+        return changed
 
     @property
     def ok(self) -> bool:
@@ -110,4 +139,7 @@ def prepare_reference(
             for s in result.input_sets
         }
     shutil.rmtree(refs_dir, ignore_errors=True)
+    bundle.input_digests = digest_dir(inputs_dir)
+    bundle.pristine_dir = workdir / "inputs.pristine"
+    shutil.copytree(inputs_dir, bundle.pristine_dir, dirs_exist_ok=True)
     return bundle

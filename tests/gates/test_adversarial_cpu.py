@@ -122,3 +122,56 @@ def test_reference_outputs_are_not_left_on_disk(tmp_path: Path, cpu_launcher: bo
     assert bundle.ok and bundle.refs
     leftovers = [p for p in tmp_path.rglob("*.pt") if "refs" in p.parts]
     assert leftovers == []
+
+
+def test_rewritten_input_files_reject_the_candidate_and_are_restored(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    """Inputs on disk are shared by every later process: a candidate must not change them."""
+    from gates.cascade import run_gates_1_to_3
+    from gates.problem_io import digest_dir, load_values
+    from gates.protocol import ModelSource
+    from gates.reference import prepare_reference
+    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+
+    settings = GateSettings(device="cpu", run_model_gate=False)
+    problem = PROBLEMS / "swish_bias.py"
+    bundle = prepare_reference(problem, settings, tmp_path / "reference")
+    assert bundle.ok
+    before = digest_dir(bundle.inputs_dir)
+
+    def check(name: str):
+        source = ModelSource(
+            kind="candidate", problem_path=str(problem), candidate_path=str(CANDIDATES / name)
+        )
+        verdicts, _ = run_gates_1_to_3(bundle, source, settings, tmp_path / name)
+        return verdicts
+
+    tampered = check("tamper_inputs.py")
+    assert [v.gate.value for v in tampered] == ["static", "correctness"]
+    assert tampered[-1].status == GateStatus.FAIL
+    assert tampered[-1].metrics["inputs_tampered"]
+    assert "input files" in tampered[-1].reason
+    assert digest_dir(bundle.inputs_dir) == before  # restored for whoever runs next
+    assert any(load_values(p)[0].abs().sum() > 0 for p in bundle.inputs_dir.glob("seed*.pt"))
+    # the next candidate sees the real inputs again
+    assert all(v.passed for v in check("swish_fused.py"))
+
+
+def test_candidate_files_are_never_fully_unpickled(tmp_path: Path) -> None:
+    """A crafted output file must not run code in the checker when it is read back."""
+    import pickle
+
+    from gates.problem_io import load_values
+
+    marker = tmp_path / "owned"
+
+    class Exploit:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    path = tmp_path / "seed0.pt"
+    path.write_bytes(pickle.dumps([Exploit()]))
+    with pytest.raises(pickle.UnpicklingError):
+        load_values(path)
+    assert not marker.exists()
