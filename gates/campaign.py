@@ -146,6 +146,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
         bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
         if not bundle.ok:
             raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
+        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
         verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
         kernel_ms = baseline_ms = None
         if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
@@ -211,6 +212,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
         bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
         if not bundle.ok:
             raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
+        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
         early, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
         v_model = _as_model_verdict(early)
         if not v_model.passed:

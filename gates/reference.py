@@ -36,16 +36,31 @@ class ReferenceBundle:
     input_digests: dict[str, str] = field(default_factory=dict)
     pristine_dir: Path | None = None
     corrupted: bool = False  # inputs and their pristine copy both changed: unusable
+    guarded: dict[str, bytes] = field(default_factory=dict)  # small files, kept in memory
+
+    def guard(self, *paths: str | Path) -> None:
+        """Also watch these files (the problem copy, wrapper descriptions) for rewrites."""
+        for path in paths:
+            if path and Path(path).is_file():
+                self.guarded[str(path)] = Path(path).read_bytes()
 
     def tampered_inputs(self) -> list[str]:
-        """Input files changed since the reference wrote them (restored before returning).
+        """Files changed since the reference wrote them (restored before returning).
 
-        Every child reads the same input files, and a candidate process can write
-        to them: changed inputs would feed the next candidate or the baseline's
-        timing run something else.  The caller rejects the candidate that ran last.
+        Every child reads the same input files and the same problem copy, and a
+        candidate process can write to them: changed inputs would feed the next
+        candidate or the baseline's timing run something else (a problem file
+        with a sleep in it makes any candidate look fast).  The caller rejects
+        the candidate that ran last.
         """
+        rewritten = []
+        for path, content in self.guarded.items():
+            current = Path(path).read_bytes() if Path(path).is_file() else None
+            if current != content:
+                Path(path).write_bytes(content)
+                rewritten.append(Path(path).name)
         if not self.input_digests:
-            return []
+            return rewritten
         now = digest_dir(self.inputs_dir)
         changed = sorted(
             name
@@ -53,15 +68,15 @@ class ReferenceBundle:
             if now.get(name) != self.input_digests.get(name)
         )
         if not changed:
-            return []
+            return rewritten
         if self.pristine_dir is None or digest_dir(self.pristine_dir) != self.input_digests:
             self.corrupted = True  # nothing trustworthy to restore from
-            return changed
+            return rewritten + changed
         for name in changed:
             (self.inputs_dir / name).unlink(missing_ok=True)
             if (self.pristine_dir / name).is_file():
                 shutil.copy2(self.pristine_dir / name, self.inputs_dir / name)
-        return changed
+        return rewritten + changed
 
     @property
     def ok(self) -> bool:
@@ -140,6 +155,7 @@ def prepare_reference(
         }
     shutil.rmtree(refs_dir, ignore_errors=True)
     bundle.input_digests = digest_dir(inputs_dir)
+    bundle.guard(problem_path)
     bundle.pristine_dir = workdir / "inputs.pristine"
     shutil.copytree(inputs_dir, bundle.pristine_dir, dirs_exist_ok=True)
     return bundle

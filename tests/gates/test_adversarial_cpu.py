@@ -175,3 +175,37 @@ def test_candidate_files_are_never_fully_unpickled(tmp_path: Path) -> None:
     with pytest.raises(pickle.UnpicklingError):
         load_values(path)
     assert not marker.exists()
+
+
+def test_a_rewritten_problem_file_is_caught_and_restored(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    """The baseline's timing child imports the problem file: a sleep there would fake a win."""
+    import shutil
+
+    from gates.cascade import run_gates_1_to_3
+    from gates.protocol import ModelSource
+    from gates.reference import prepare_reference
+    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+
+    problem = tmp_path / "swish_bias.py"
+    shutil.copy(PROBLEMS / "swish_bias.py", problem)
+    original = problem.read_bytes()
+    cheat = tmp_path / "slow_baseline.py"
+    cheat.write_text(
+        (CANDIDATES / "swish_fused.py").read_text()
+        + "\n\nfrom pathlib import Path as _P\n"
+        + f"_p = _P({str(problem)!r})\n"
+        + "_p.write_text(_p.read_text() + '\\nimport time\\ntime.sleep(0.01)\\n')\n"
+    )
+    settings = GateSettings(device="cpu", run_model_gate=False)
+    bundle = prepare_reference(problem, settings, tmp_path / "reference")
+    verdicts, _ = run_gates_1_to_3(
+        bundle,
+        ModelSource(kind="candidate", problem_path=str(problem), candidate_path=str(cheat)),
+        settings,
+        tmp_path / "cheat",
+    )
+    assert verdicts[-1].status == GateStatus.FAIL
+    assert verdicts[-1].metrics["inputs_tampered"] == ["swish_bias.py"]
+    assert problem.read_bytes() == original
