@@ -90,10 +90,10 @@ def test_inputs_must_be_reproducible_under_a_seed(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
         "clock_inputs",
-        "import time\n\n\n"
+        "import itertools\n\n_calls = itertools.count()\n\n\n"
         "def launch(x):\n    return x\n\n\n"
         "def reference(x):\n    return x\n\n\n"
-        "def get_inputs():\n    return [torch.randn(4) + time.perf_counter_ns()]\n",
+        "def get_inputs():\n    return [torch.randn(4) + next(_calls)]\n",
     )
     with pytest.raises(ProblemError, match="get_inputs\\(\\) is not reproducible"):
         validate.check_inputs_reproducible(load_problem(path).kernel)
