@@ -119,6 +119,9 @@ def serve() -> None:
         out.write("tainted\n")  # a fork would inherit a driver state it cannot use
         out.flush()
         return
+    from gates.reaper import become_subreaper, reap_orphans
+
+    become_subreaper()  # a job's escaped daemons become ours, and are killed
     out.write("ready\n")
     out.flush()
     children: set[int] = set()
@@ -148,7 +151,10 @@ def serve() -> None:
                 break
             if pid == 0:
                 break
+            if pid not in children:
+                continue  # an adopted orphan that died by itself
             children.discard(pid)
+            reap_orphans(keep=children)  # before anyone hears the job ended
             out.write(f"exited {pid} {os.waitstatus_to_exitcode(status)}\n")
             out.flush()
     for pid in children:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -162,3 +163,31 @@ def test_runner_spawns_when_the_shared_zygote_is_gone(
     torch.save([torch.randn(8, 64)], tmp_path / "seed0.pt")
     out = run_job(_job(tmp_path, "swish_fused.py"), tmp_path / "j", timeout_s=60, device="cpu")
     assert out.ok and out.phase == "done"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.is_file() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+def test_a_daemon_left_behind_by_a_job_is_killed_with_it(tmp_path: Path, gates_env: Path) -> None:
+    """A setsid'd grandchild escapes the job's process group, not the zygote's sweep."""
+    torch.save([torch.randn(8, 64)], tmp_path / "seed0.pt")
+    with fast_launch("cpu") as started:
+        assert started
+        out = run_job(
+            _job(tmp_path, "daemon_escape.py"), tmp_path / "d", timeout_s=60, device="cpu"
+        )
+        assert out.ok
+        pid = int((tmp_path / "d" / "daemon.pid").read_text())
+        deadline = time.monotonic() + 10
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(pid)
+        beats = (tmp_path / "d" / "daemon.beat").stat().st_size
+        time.sleep(0.3)
+        assert (tmp_path / "d" / "daemon.beat").stat().st_size == beats
