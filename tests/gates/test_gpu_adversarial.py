@@ -121,8 +121,10 @@ def test_side_stream_is_quarantined_with_the_honest_time(gpu_suite: SuiteResult)
     perf = _need(gpu_suite, "side_stream").verdicts[-1]
     assert perf.status == GateStatus.QUARANTINE
     cand = perf.metrics["candidate"]
-    # the device-synchronised host timer sees the side-stream work the events miss
-    assert cand["host_median_ms"] > 1.5 * cand["median_ms"]
+    # the device-synchronised host timer sees side-stream work the events miss (H200,
+    # 2026-11-29: 0.122 vs 0.092 ms -- below the disagreement threshold; the spread
+    # across fresh processes, 75-208 %, is what quarantined it)
+    assert cand["host_median_ms"] > cand["median_ms"]
 
 
 def test_illegal_memory_access_is_an_error_verdict(gpu_suite: SuiteResult) -> None:
