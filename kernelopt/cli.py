@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--id", default=None, help="campaign id (default: name + random suffix)")
     opt.add_argument("--seed", type=int, default=0)
     opt.add_argument("--no-follow", action="store_true", help="submit and return")
+    opt.add_argument(
+        "--skip-llm-check",
+        action="store_true",
+        help="submit without first asking the LLM endpoint whether it answers",
+    )
     opt.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
     tri = sub.add_parser("triage", help="library fraction and Amdahl ceiling of a problem")
@@ -225,6 +230,14 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
 
     problem = prepare_problem(args.file, open_store(settings.artifacts_dir), seed=args.seed)
     options = campaign_options(args, settings)
+    if options.proposer.kind == ProposerKind.LLM and not args.skip_llm_check:
+        from kernelopt.agents.preflight import llm_endpoint_problem
+
+        problem_text = await llm_endpoint_problem(options.proposer)
+        if problem_text:
+            raise KernelOptError(
+                f"LLM endpoint check failed: {problem_text} (--skip-llm-check submits anyway)"
+            )
     client = await _client(settings)
     if settings.embedded:
         from kernelopt.local_workers import ensure_local_workers
