@@ -8,6 +8,7 @@ hung.  Ctrl-C detaches: the campaign keeps running on the workers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from rich.console import Console, Group
@@ -107,6 +108,39 @@ def render(progress: CampaignProgress, hint: str | None, elapsed: float) -> Grou
     return Group(*parts)
 
 
+def status_line(progress: CampaignProgress | None, hint: str | None) -> str:
+    """The progress as one plain line (logs, pipes, ``nohup``: no live display there)."""
+    if progress is None:
+        text = "starting"
+    else:
+        p = progress
+        best = f"{p.best_speedup:.3f}x" if p.best_speedup else "-"
+        text = (
+            f"{p.phase.value}{' (paused)' if p.paused else ''}; "
+            f"targets {p.targets_done}/{p.targets_total}"
+            + (f" (now {p.current_target})" if p.current_target else "")
+            + f"; candidates {p.candidates_tried} tried, {p.candidates_accepted} accepted"
+            + f"; best {best}"
+        )
+    return f"{text}; {hint}" if hint else text
+
+
+class _PlainProgress:
+    """Prints a line when the progress changes, and at least every ``every_s`` seconds."""
+
+    def __init__(self, console: Console, started: float, every_s: float = 60.0) -> None:
+        self.console, self.started, self.every_s = console, started, every_s
+        self.last = ""
+        self.last_at = 0.0
+
+    def update(self, line: str) -> None:
+        now = time.monotonic()
+        if line == self.last and now - self.last_at < self.every_s:
+            return
+        self.console.print(f"[{now - self.started:6.0f} s] {line}", soft_wrap=True, markup=False)
+        self.last, self.last_at = line, now
+
+
 async def follow(
     client: Client,
     handle: WorkflowHandle,
@@ -118,8 +152,14 @@ async def follow(
     started = time.monotonic()
     result_task = asyncio.create_task(handle.result())
     progress: CampaignProgress | None = None
+    plain = None if console.is_terminal else _PlainProgress(console, started)
+    live_display = (
+        Live(console=console, refresh_per_second=4, transient=False)
+        if plain is None
+        else contextlib.nullcontext()
+    )
     try:
-        with Live(console=console, refresh_per_second=4, transient=False) as live:
+        with live_display as live:
             while not result_task.done():
                 hint = None
                 try:
@@ -133,7 +173,10 @@ async def follow(
                     cpu_q = desc.task_queue
                     if not await has_pollers(client, cpu_q, activity=False):
                         hint = waiting_hint(cpu_q, gpu_queue)
-                    live.update(Text(hint or "starting..."))
+                    if plain is not None:
+                        plain.update(status_line(None, hint))
+                    else:
+                        live.update(Text(hint or "starting..."))
                 else:
                     queue = progress.waiting_on
                     if queue is None and progress.phase in GPU_PHASES:
@@ -143,7 +186,10 @@ async def follow(
                     retry = await _stalled_retry(client, handle.id)
                     if retry:  # a worker died mid-activity: say so before pollers notice
                         hint = f"{hint}\n{retry}" if hint else retry
-                    live.update(render(progress, hint, time.monotonic() - started))
+                    if plain is not None:
+                        plain.update(status_line(progress, hint))
+                    else:
+                        live.update(render(progress, hint, time.monotonic() - started))
                 await asyncio.wait({result_task}, timeout=poll_s)
         return await result_task
     except RPCError as exc:
