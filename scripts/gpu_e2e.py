@@ -132,6 +132,11 @@ async def main() -> int:
     parser.add_argument("--plans", type=int, default=3)
     parser.add_argument("--max-targets", type=int, default=2)
     parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="submit the next campaign only when the previous one ended",
+    )
+    parser.add_argument(
         "--kill-gpu-worker-at",
         type=float,
         default=None,
@@ -157,9 +162,6 @@ async def main() -> int:
         gpu_heartbeat_s=15.0 if args.kill_gpu_worker_at is not None else None,
     )
     handles = []
-    for path in args.problems:
-        problem = prepare_problem(path, store, level=None)
-        handles.append(await start_campaign(client, problem, options))
     results: dict[str, object] = {}
 
     async def wait(handle) -> None:
@@ -168,14 +170,27 @@ async def main() -> int:
         except Exception as exc:  # record, keep the others
             results[handle.id] = exc
 
-    waiters = [asyncio.create_task(wait(h)) for h in handles]
     fault: dict[str, object] = {}
+    killer = None  # held: an unreferenced task may be collected before it runs
     if args.kill_gpu_worker_at is not None:
-        waiters.append(
-            asyncio.create_task(kill_gpu_worker(settings, started + args.kill_gpu_worker_at, fault))
+        killer = asyncio.create_task(
+            kill_gpu_worker(settings, started + args.kill_gpu_worker_at, fault)
         )
+    waiters = []
+    for path in args.problems:
+        problem = prepare_problem(path, store, level=None)
+        handle = await start_campaign(client, problem, options)
+        handles.append(handle)
+        waiters.append(asyncio.create_task(wait(handle)))
+        if args.sequential:  # one GPU worker: finish campaigns one by one, not all late
+            left = args.deadline - (time.monotonic() - started)
+            await asyncio.wait(waiters[-1:], timeout=max(5.0, left))
+            if time.monotonic() - started > args.deadline:
+                break
     remaining = args.deadline - (time.monotonic() - started)
-    await asyncio.wait(waiters[: len(handles)], timeout=max(5.0, remaining))
+    await asyncio.wait(waiters, timeout=max(5.0, remaining))
+    if killer is not None and not killer.done():
+        killer.cancel()
     rows = []
     for handle in handles:
         outcome = results.get(handle.id)
