@@ -248,7 +248,9 @@ class SearchKernel:
                 profile=KernelProfile(source="none", note=note),
                 analysis=Analysis(bottleneck=Bottleneck.UNKNOWN, reasoning=note),
             )
-        self.s.gpu_seconds += result.gpu_seconds
+        # what the activity wrapper measured, else (older histories) the profiler's own clock
+        held = result.device_seconds
+        self.s.gpu_seconds += held if held is not None else result.gpu_seconds
         self.s.profiles[node.id] = result
         return result
 

@@ -53,8 +53,9 @@ class CampaignOptions(Frozen):
     proposer: ProposerConfig = ProposerConfig()
     budgets: Budgets = Budgets()
     gamma: float = 1.03
-    # GPU activities' heartbeat timeout: how soon a dead GPU worker is noticed (None: 120 s)
-    gpu_heartbeat_s: float | None = Field(default=None, ge=5)
+    # GPU activities' heartbeat timeout: how soon a dead GPU worker is noticed (None: 120 s).
+    # At least twice the 5 s at which supervised GPU children heartbeat, or live work times out.
+    gpu_heartbeat_s: float | None = Field(default=None, ge=10)
     search_library_dominated: bool = False
     compile_mode: str = "max-autotune-no-cudagraphs"
     cpu_queue: str = "kernelopt-cpu"

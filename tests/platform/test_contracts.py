@@ -71,5 +71,7 @@ def test_a_campaign_can_shorten_the_gpu_heartbeat_timeout() -> None:
     assert shorter.retry.maximum_attempts == opts.GATE_CANDIDATE.retry.maximum_attempts
     assert opts.GATE_CANDIDATE.with_heartbeat(None) is opts.GATE_CANDIDATE
     assert "heartbeat_timeout" not in opts.SEGMENT.with_heartbeat(15).kwargs()
-    with pytest.raises(pydantic.ValidationError):
-        CampaignOptions(gpu_queue="g", cpu_queue="c", gpu_heartbeat_s=1)
+    for too_short in (1, 8):  # GPU children heartbeat every 5 s: below 10 s live work dies
+        with pytest.raises(pydantic.ValidationError):
+            CampaignOptions(gpu_queue="g", cpu_queue="c", gpu_heartbeat_s=too_short)
+    assert CampaignOptions(gpu_queue="g", cpu_queue="c", gpu_heartbeat_s=10).gpu_heartbeat_s == 10
