@@ -174,7 +174,8 @@ def _clone(values: list[Any]) -> list[Any]:
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def _first_difference(first: list[Any], second: list[Any]) -> str:
+def _first_difference(first: list[Any], second: list[Any]) -> str | None:
+    """Where two runs' values first differ, in words; None when they are the same."""
     import torch
 
     if len(first) != len(second):
@@ -190,20 +191,17 @@ def _first_difference(first: list[Any], second: list[Any]) -> str:
                 "elements differ"
             )
         return f"output {i} differs in shape, dtype or value"
-    return "outputs differ"
+    return None
 
 
 def check_inputs_reproducible(problem: KernelProblem, seed: int = 0) -> None:
     """``get_inputs()`` twice under one seed must give the same values."""
-    first = problem.inputs(seed)
-    second = problem.inputs(seed)
-    if len(first) != len(second) or not all(
-        same_values(a, b) for a, b in zip(first, second, strict=True)
-    ):
+    difference = _first_difference(problem.inputs(seed), problem.inputs(seed))
+    if difference is not None:
         raise ProblemError(
             problem.path,
             "get_inputs() is not reproducible: two calls under the same torch.manual_seed gave "
-            f"different values ({_first_difference(first, second)}); draw inputs from torch's "
+            f"different values ({difference}); draw inputs from torch's "
             "RNG (torch.randn, ...) so a seed fixes them",
         )
 
@@ -224,14 +222,12 @@ def check_reference_deterministic(
     """Run the reference twice on the same inputs; returns the first run's outputs."""
     values = inputs if inputs is not None else problem.inputs(seed, device)
     first = run_reference(problem, values)
-    second = run_reference(problem, values)
-    if len(first) != len(second) or not all(
-        same_values(a, b) for a, b in zip(first, second, strict=True)
-    ):
+    difference = _first_difference(first, run_reference(problem, values))
+    if difference is not None:
         raise ProblemError(
             problem.path,
             "reference() is not deterministic: two runs on the same inputs differ "
-            f"({_first_difference(first, second)}). Candidates are compared with one reference "
+            f"({difference}). Candidates are compared with one reference "
             "run, so it must be reproducible: avoid atomics and unseeded randomness in it",
         )
     return first
