@@ -51,6 +51,7 @@ from kernelopt.store import open_store
 from kernelopt.temporal_server import SEARCH_ATTRIBUTES, temporal_binary
 from tests.deploy.hosts import Hosts
 from tests.deploy.procs import ROOT, WorkerProc, python_env, spawn
+from tests.support.temporal import search_ids
 
 PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 LLM_KEY = "sk-" + "5ca1e0u7" * 4  # set in every worker: must never reach history
@@ -217,20 +218,9 @@ def comparable(outcome: Outcome) -> tuple:
     )
 
 
-async def child_ids(client: Client, workflow_id: str) -> list[str]:
-    """The campaign's searches (not its history export, which is a child too)."""
-    history = await client.get_workflow_handle(workflow_id).fetch_history()
-    ids = [
-        e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
-    ]
-    return [i for i in ids if "/search/" in i]
-
-
 async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
     counts: Counter = Counter()
-    for child in await child_ids(client, workflow_id):
+    for child in await search_ids(client, workflow_id):
         async for event in client.get_workflow_handle(child).fetch_history_events():
             if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                 continue
@@ -245,7 +235,7 @@ async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
 async def history_bytes(client: Client, workflow_id: str) -> bytes:
     """The campaign's and its children's histories as raw protobuf: payloads are plain there."""
     chunks = []
-    for wid in [workflow_id, *await child_ids(client, workflow_id)]:
+    for wid in [workflow_id, *await search_ids(client, workflow_id)]:
         history = await client.get_workflow_handle(wid).fetch_history()
         chunks += [event.SerializeToString() for event in history.events]
     return b"".join(chunks)
@@ -328,7 +318,7 @@ async def freeze_mid_activity(cluster: Cluster, handle, victim: str, timeout: fl
     proc = cluster.gpus[victim]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ids = await child_ids(cluster.client, handle.id)  # SearchKernel children only
+        ids = await search_ids(cluster.client, handle.id)  # SearchKernel children only
         if await pending_on(cluster.client, ids, cluster.identities[victim]):
             os.kill(proc.pid, signal.SIGSTOP)
             await asyncio.sleep(0.5)  # any completion already on the wire lands first
@@ -378,7 +368,7 @@ async def test_sigkill_gpu_worker_mid_activity_loses_nothing(cluster: Cluster) -
         started.last_failure.timeout_failure_info.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
     )
     # nothing lost, nothing done twice: each target searched once, each candidate gated once
-    children = await child_ids(cluster.client, handle.id)
+    children = await search_ids(cluster.client, handle.id)
     targets = [c.rsplit("/search/", 1)[1] for c in children]
     assert targets and len(targets) == len(set(targets))
     assert set(outcome.replaced) <= set(targets)

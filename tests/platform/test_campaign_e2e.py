@@ -31,7 +31,7 @@ from kernelopt.contracts import (
 )
 from kernelopt.store import open_store
 from tests.support.processes import WorkerProcess, start_workers
-from tests.support.temporal import make_settings, start_server
+from tests.support.temporal import make_settings, search_ids, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "level2" / "004_conv_affine_relu.py"
@@ -219,13 +219,3 @@ async def test_cancel_reaches_a_running_search_at_once(
     stopped = [s for s in searches if s["stopped_reason"].startswith("stopped")]
     assert stopped, [s["stopped_reason"] for s in searches]
     assert all(s["iterations_done"] < 200 for s in stopped)
-
-
-async def search_ids(client: Client, workflow_id: str) -> list[str]:
-    history = await client.get_workflow_handle(workflow_id).fetch_history()
-    ids = [
-        e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
-    ]
-    return [i for i in ids if "/search/" in i]

@@ -45,3 +45,16 @@ def start_server(settings: Settings) -> EmbeddedServer:
     server = EmbeddedServer(settings)
     server.start()
     return server
+
+
+async def search_ids(client, workflow_id: str) -> list[str]:
+    """A campaign's SearchKernel children (not its history export, which is a child too)."""
+    from temporalio.api.enums.v1 import EventType
+
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    ids = [
+        e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
+    ]
+    return [i for i in ids if "/search/" in i]
