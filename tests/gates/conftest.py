@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,15 +14,10 @@ from gates.runner import fast_launch
 def gates_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Children inherit this environment: small problem sizes (CPU), a scratch home."""
     home = tmp_path_factory.mktemp("gates-home")
-    saved = {k: os.environ.get(k) for k in ("KERNELOPT_GATES_SMALL", "KERNELOPT_HOME")}
-    os.environ["KERNELOPT_GATES_SMALL"] = "1"
-    os.environ["KERNELOPT_HOME"] = str(home)
-    yield home
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env:  # restored when the session ends
+        env.setenv("KERNELOPT_GATES_SMALL", "1")
+        env.setenv("KERNELOPT_HOME", str(home))
+        yield home
 
 
 @pytest.fixture(scope="session")

@@ -26,17 +26,11 @@ ROOT = HERE.parents[1]
 @pytest.fixture(scope="module", autouse=True)
 def kinds_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("kinds-home")
-    keys = ("KERNELOPT_HOME", "TRITON_INTERPRET", "KERNELOPT_GATES_SMALL")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update(
-        {"KERNELOPT_HOME": str(home), "TRITON_INTERPRET": "1", "KERNELOPT_GATES_SMALL": "1"}
-    )
-    yield home
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env:  # restored when the module is done
+        env.setenv("KERNELOPT_HOME", str(home))
+        env.setenv("TRITON_INTERPRET", "1")
+        env.setenv("KERNELOPT_GATES_SMALL", "1")
+        yield home
 
 
 def helion_or_skip() -> None:
