@@ -7,6 +7,13 @@ Starts the embedded Temporal server and the local workers exactly as
 campaign per problem with the built-in proposer and a small search, waits for
 the outcomes (or the deadline), and prints a table.  Outcomes, reports and the
 workers' logs go to $OUT.  Used to produce the numbers quoted in issue notes.
+
+A device call lasts at most ten minutes, a small campaign two to three on the one
+GPU worker.  ``--resume`` continues in the next call on the same (warm) machine:
+the submitted campaign ids live in ``$KERNELOPT_HOME/gpu-e2e-campaigns.json``;
+a server or worker that died with the previous call is started again on the
+same SQLite file (a server-restart fault test in itself), campaigns already
+submitted are awaited instead of submitted again, the rest are submitted.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from kernelopt.config import Settings  # noqa: E402
 from kernelopt.contracts import (  # noqa: E402
     CampaignOptions,
     CampaignProgress,
+    Outcome,
     ProposerConfig,
     ProposerKind,
     SearchParams,
@@ -137,6 +145,17 @@ async def main() -> int:
         help="submit the next campaign only when the previous one ended",
     )
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="await the campaigns an earlier call submitted (ids in $KERNELOPT_HOME), "
+        "submit the rest",
+    )
+    parser.add_argument(
+        "--keep-workers",
+        action="store_true",
+        help="leave server and workers running at the end (a --resume call follows)",
+    )
+    parser.add_argument(
         "--kill-gpu-worker-at",
         type=float,
         default=None,
@@ -152,6 +171,11 @@ async def main() -> int:
     workers = ensure_local_workers(settings)
     print(f"server up, workers {workers}", flush=True)
     store = open_store(settings.artifacts_dir)
+    state_file = settings.home / "gpu-e2e-campaigns.json"
+    submitted: dict[str, str] = {}
+    if args.resume and state_file.is_file():
+        submitted = json.loads(state_file.read_text())
+        print(f"resuming {len(submitted)} submitted campaign(s): {submitted}", flush=True)
     options = CampaignOptions(
         search=SearchParams(iterations=args.iterations, plans=args.plans, beam=2, retries=1),
         proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
@@ -178,8 +202,13 @@ async def main() -> int:
         )
     waiters = []
     for path in args.problems:
-        problem = prepare_problem(path, store, level=None)
-        handle = await start_campaign(client, problem, options)
+        if str(path) in submitted:
+            handle = client.get_workflow_handle(submitted[str(path)], result_type=Outcome)
+        else:
+            problem = prepare_problem(path, store, level=None)
+            handle = await start_campaign(client, problem, options)
+            submitted[str(path)] = handle.id
+            state_file.write_text(json.dumps(submitted, indent=2))
         handles.append(handle)
         waiters.append(asyncio.create_task(wait(handle)))
         if args.sequential:  # one GPU worker: finish campaigns one by one, not all late
@@ -217,12 +246,11 @@ async def main() -> int:
             )
         )
     gated = await dump_histories(client, [h.id for h in handles], out)
-    if fault:
-        twice = sorted(c for c, n in gated.items() if n > 1)
-        fault["gate_candidate_completions"] = sum(gated.values())
-        fault["candidates_gated_twice"] = twice
-        (out / "fault.json").write_text(json.dumps(fault, indent=2, default=str))
-        print(f"fault test: {json.dumps(fault, default=str)}", flush=True)
+    # after any fault (this call's kill, or the previous call's end): nothing gated twice
+    fault["gate_candidate_completions"] = sum(gated.values())
+    fault["candidates_gated_twice"] = sorted(c for c, n in gated.items() if n > 1)
+    (out / "fault.json").write_text(json.dumps(fault, indent=2, default=str))
+    print(f"fault test: {json.dumps(fault, default=str)}", flush=True)
     for name in ("cpu", "gpu0"):
         log = settings.home / "workers" / f"{name}.log"
         if log.is_file():
@@ -232,7 +260,8 @@ async def main() -> int:
     for row in rows:
         print(f"{row[0]:44} {row[1]:12} {row[2]:8} {row[3]:8} {row[4]:8} {row[5]}")
     print(f"wall {time.monotonic() - started:.0f} s", flush=True)
-    if os.environ.get("KERNELOPT_E2E_KEEP_WORKERS") != "1":  # another script shares them
+    keep = args.keep_workers or os.environ.get("KERNELOPT_E2E_KEEP_WORKERS") == "1"
+    if not keep:  # another script (or the next --resume call) shares them
         stop_local_workers(settings, wait_s=5)
     return 0
 

@@ -84,6 +84,11 @@ STORED_FEEDBACK_CHARS = 600  # decisions keep a trimmed copy; the gate's log has
 # payload limit however long the search runs.
 ARCHIVE_PAGE_ITEMS = 100
 ARCHIVE_PATCH = "archive-search-log"
+# A gate_candidate activity holds the GPU for all of its run time (reference, per-kernel
+# timing, imports), not only the gate children's wall time its verdicts report: on the
+# H200 the verdicts summed to ~17 s of the ~107 s four gate activities ran.  Budgets
+# charge the wrapper-measured run time once this marker is in the history.
+CHARGE_HELD_PATCH = "charge-gate-run-time"
 
 
 def _cause(exc: BaseException) -> str:
@@ -503,8 +508,11 @@ class SearchKernel:
         except ActivityError as exc:
             self.s.gpu_seconds += (workflow.now() - started).total_seconds()
             return None, f"gate_candidate failed: {_cause(exc)}"[:500]
-        measured = sum(v.gpu_seconds for v in result.verdicts)
         held = result.device_seconds  # the activity's own run time (None: older history)
+        if held is not None and workflow.patched(CHARGE_HELD_PATCH):
+            self.s.gpu_seconds += held
+            return result, ""
+        measured = sum(v.gpu_seconds for v in result.verdicts)
         self.s.gpu_seconds += measured or (
             held if held is not None else (workflow.now() - started).total_seconds()
         )

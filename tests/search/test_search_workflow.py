@@ -500,3 +500,30 @@ async def test_builtin_search_on_a_source_it_cannot_tune_stops_with_the_reason(e
     assert "not an Inductor kernel source" in result.stopped_reason
     assert result.candidates_tried == 0 and result.best is None
     assert gpu.gated == []
+
+
+async def test_gates_charge_the_activity_run_time_not_only_the_verdicts(env, store):
+    """The whole gate_candidate run holds the GPU; its verdicts report only their children."""
+
+    class HeldGpu(Gpu):
+        def activities(self):
+            @activity.defn(name=names.GATE_CANDIDATE)
+            async def gate_candidate(inp: CandidateGateInput) -> CandidateGateResult:
+                self.gated.append(inp.candidate_id)
+                result = verdicts_for(inp, open_store().get_text(inp.source))
+                return result.model_copy(update={"device_seconds": 7.0})
+
+            return [gate_candidate, *super().activities()[1:]]
+
+    gpu = HeldGpu()
+    inp = search_input(
+        store,
+        f"held-{uuid.uuid4().hex[:6]}",
+        params=SearchParams(iterations=1, plans=2, beam=1),
+        use_llm=False,
+        proposer=ProposerConfig(base_url="http://127.0.0.1:9/v1"),
+    )
+    result, _ = await run_search(env, inp, gpu)
+    assert len(gpu.gated) >= 2
+    # 7 s per gate activity; the verdicts' own 0.5 s each would undercount 14x
+    assert result.gpu_seconds == pytest.approx(7.0 * len(gpu.gated))
