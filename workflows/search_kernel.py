@@ -89,6 +89,11 @@ ARCHIVE_PATCH = "archive-search-log"
 # H200 the verdicts summed to ~17 s of the ~107 s four gate activities ran.  Budgets
 # charge the wrapper-measured run time once this marker is in the history.
 CHARGE_HELD_PATCH = "charge-gate-run-time"
+# The tree (and each node's candidate, source and profile) is carried too: past
+# 2 x TREE_KEEP states it is pruned to the states the next beams can come from.
+TREE_KEEP = 64
+PRUNE_PATCH = "prune-search-tree"
+DIRECTIONS_KEPT = 64  # plan directions carried (the meltdown detector reads the last few)
 
 
 def _cause(exc: BaseException) -> str:
@@ -157,6 +162,7 @@ class SearchKernel:
             await self._summarize(decisions)
             self.s.iteration += 1
             await self._archive_if_long()
+            self._prune_if_large()
             if (
                 workflow.info().is_continue_as_new_suggested()
                 and self.s.iteration < inp.params.iterations
@@ -573,6 +579,19 @@ class SearchKernel:
         self.s.log_pages.append(ref)
         self.s.decisions = []
         self.s.ledger = []
+
+    def _prune_if_large(self) -> None:
+        """At an iteration boundary: keep the carried tree bounded (``SearchTree.prune``)."""
+        if len(self.tree.nodes) - 1 <= 2 * TREE_KEEP:
+            return
+        if not workflow.patched(PRUNE_PATCH):
+            return  # a history from before pruning: replay it as it ran
+        for node_id in self.tree.prune(TREE_KEEP, self.inp.params.ucb_c):
+            self.s.candidates.pop(node_id, None)
+            self.s.sources.pop(node_id, None)
+            self.s.profiles.pop(node_id, None)
+        keep = max(DIRECTIONS_KEPT, self.inp.params.meltdown_window)
+        self.s.directions = self.s.directions[-keep:]
 
     # --- re-timing ------------------------------------------------------------------------
     async def _retime_winners(self) -> list[Decision]:

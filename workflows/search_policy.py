@@ -67,6 +67,8 @@ class SearchTree:
 
     nodes: dict[str, Node] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)  # insertion order: deterministic ties
+    # source digests of pruned nodes (16 hex digits each): a pruned kernel is still a duplicate
+    pruned_sources: list[str] = field(default_factory=list)
 
     @classmethod
     def with_root(cls, source_sha: str, kernel_ms: float | None = None) -> SearchTree:
@@ -107,7 +109,40 @@ class SearchTree:
         return chain
 
     def has_source(self, source_sha: str) -> bool:
+        if source_sha[:16] in self.pruned_sources:
+            return True
         return any(n.source_sha == source_sha and not n.dropped for n in self.nodes.values())
+
+    def prune(self, keep: int, c: float = UCB_C) -> list[str]:
+        """Forget all but the states that can still matter; returns the removed ids.
+
+        A long search adds a node per verified candidate, and the tree rides in
+        the workflow's carried state, so it must not grow without bound.  Kept:
+        the root, the ``keep`` best eligible states by speedup and the ``keep``
+        best by UCB score (the next beams come from these), and every ancestor
+        of a kept state.  Removed nodes' visits and rewards already sit in their
+        ancestors, so the kept states' UCB scores do not change; candidates that
+        were never re-timed, dropped states and losing leaves go.  Their source
+        digests stay for duplicate detection; their decisions are in the log.
+        """
+        if len(self.nodes) - 1 <= keep:
+            return []
+        position = {node_id: i for i, node_id in enumerate(self.order)}
+        eligible = [n for n in self.eligible() if n.id != ROOT_ID]
+        by_speed = sorted(eligible, key=lambda n: (-(n.speedup or 0.0), position[n.id]))
+        by_ucb = sorted(eligible, key=lambda n: (-self.ucb(n.id, c), position[n.id]))
+        kept: set[str] = set()
+        for node in [self.root, *by_speed[:keep], *by_ucb[:keep]]:
+            kept.update(a.id for a in self.ancestors(node.id))
+        removed = [i for i in self.order if i not in kept]
+        for node_id in removed:
+            node = self.nodes.pop(node_id)
+            digest = node.source_sha[:16]
+            # a dropped state's source may be proposed again (has_source ignores it too)
+            if not node.dropped and digest not in self.pruned_sources:
+                self.pruned_sources.append(digest)
+        self.order = [i for i in self.order if i in kept]
+        return removed
 
     def record_rejection(self, parent_id: str) -> None:
         """A candidate of ``parent_id`` failed: one more visit, no value, for it and its ancestors."""
@@ -219,11 +254,17 @@ class SearchTree:
         return min(winners, key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": list(self.order), "nodes": [asdict(self.nodes[i]) for i in self.order]}
+        out: dict[str, Any] = {
+            "order": list(self.order),
+            "nodes": [asdict(self.nodes[i]) for i in self.order],
+        }
+        if self.pruned_sources:  # absent until a prune: older carried states stay the same
+            out["pruned_sources"] = list(self.pruned_sources)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchTree:
-        tree = cls()
+        tree = cls(pruned_sources=list(data.get("pruned_sources", [])))
         for raw in data.get("nodes", []):
             tree._insert(Node(**raw))
         return tree

@@ -41,7 +41,7 @@ from kernelopt.store import open_store
 from tests.durability import llm_script
 from tests.durability.support import DevServer, Worker, export_of, outcome_of, queues, submit
 from tests.support.temporal import make_settings
-from workflows.search_kernel import ARCHIVE_PAGE_ITEMS
+from workflows.search_kernel import ARCHIVE_PAGE_ITEMS, TREE_KEEP
 
 ITERATIONS, PLANS, BEAM = 5, 20, 4  # 20 + 4 x 80 = 340 candidates per target, 3 targets
 CAN_AFTER_EVENTS = 40
@@ -119,7 +119,8 @@ async def test_a_thousand_candidates_across_continue_as_new(tmp_path: Path) -> N
             chains[run.workflow_id].append(parse_run(history, run.run_id))
     # (decisions and ledger entries paged out to the store count as carried: the archive
     # activity's input holds them whole)
-    largest_state = 0
+    largest_state = largest_tree = 0
+    pruned = False
     for chain in chains.values():
         inputs = [SearchKernelInput.model_validate(p.input) for p in chain]
         assert inputs[0].state is None
@@ -141,6 +142,12 @@ async def test_a_thousand_candidates_across_continue_as_new(tmp_path: Path) -> N
             )
             # what crosses the boundary is bounded: the rest is paged out to the store
             assert len(state.decisions) + len(state.ledger) < ARCHIVE_PAGE_ITEMS
+            # and so is the tree: pruned past 2 x TREE_KEEP states, with what rides along
+            tree_ids = {n["id"] for n in state.tree["nodes"]}
+            assert len(tree_ids) - 1 <= 2 * TREE_KEEP * ITERATIONS
+            assert set(state.candidates) <= tree_ids and set(state.sources) <= tree_ids
+            largest_tree = max(largest_tree, len(tree_ids))
+            pruned = pruned or bool(state.tree.get("pruned_sources"))
             largest_state = max(largest_state, len(inputs[k + 1].model_dump_json()))
             seen.append((state.iteration, decisions, ledger))
         for (it0, dec0, led0), (it1, dec1, led1) in itertools.pairwise(seen):
@@ -149,7 +156,8 @@ async def test_a_thousand_candidates_across_continue_as_new(tmp_path: Path) -> N
             assert led1[: len(led0)] == led0
             assert len(dec1) > len(dec0)
         assert SearchState.model_validate(inputs[-1].state).log_pages  # paging happened
-    print(f"largest carried search state: {largest_state / 1024:.0f} KiB")
+    print(f"largest carried search state: {largest_state / 1024:.0f} KiB, tree {largest_tree}")
+    assert pruned  # 340 candidates per target: the tree was pruned at some boundary
 
     # budgets: exactly what the LLM server billed, across every boundary
     per_call = llm_script.PROMPT_TOKENS + llm_script.COMPLETION_TOKENS

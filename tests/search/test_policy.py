@@ -182,3 +182,64 @@ def test_retry_fix_only_for_fixable_gates_and_up_to_k():
     assert not should_retry_fix("performance", 0, 4)
     assert not should_retry_fix("infrastructure", 0, 4)
     assert not should_retry_fix("static", 0, 0)
+
+
+def _grown_tree(states: int) -> SearchTree:
+    """A chain-and-fan tree: each re-timed state i has speedup 1 + i/100 and a losing sibling."""
+    tree = SearchTree.with_root("r" * 64)
+    parent = ROOT_ID
+    for i in range(states):
+        node_id, loser = f"s{i}", f"l{i}"
+        tree.add_child(parent, node_id, f"{i:016x}" + "a" * 48, i, 1.0, 1.0 + i / 100)
+        tree.apply_retime(node_id, 1.0, 1.0 + i / 100, ok=True)
+        tree.add_child(parent, loser, f"{i:016x}" + "b" * 48, i, 2.0, 1.0)  # never re-timed
+        if i % 3 == 0:
+            parent = node_id  # deepen every third state: ancestors must survive
+    return tree
+
+
+def test_prune_keeps_the_best_and_most_promising_states_with_their_ancestors():
+    tree = _grown_tree(60)
+    beam_before = [n.id for n in BeamUCB(width=4).select(tree)]
+    ucb_before = {n.id: tree.ucb(n.id) for n in tree.eligible()}
+    best_before = tree.best().id
+    removed = tree.prune(keep=8)
+    assert removed and ROOT_ID not in removed
+    assert set(removed).isdisjoint(tree.nodes)
+    assert tree.order == [i for i in tree.order if i in tree.nodes]
+    # every kept state's chain to the root is intact
+    for node in tree.nodes.values():
+        assert tree.ancestors(node.id)[-1].id == ROOT_ID
+    # the next beam and the winner are unchanged; kept states' UCB scores are unchanged
+    assert [n.id for n in BeamUCB(width=4).select(tree)] == beam_before
+    assert tree.best().id == best_before
+    for node_id in tree.nodes:
+        if node_id in ucb_before:
+            assert tree.ucb(node_id) == pytest.approx(ucb_before[node_id])
+    # the losers (never re-timed) are gone, but their kernels still count as seen
+    assert not any(i.startswith("l") for i in tree.nodes)
+    assert tree.has_source(f"{5:016x}" + "b" * 48)
+    assert not tree.has_source(f"{999:016x}" + "b" * 48)
+    # bounded: at most 2 x keep chosen states plus their ancestors, far below the 121 grown
+    assert len(tree.nodes) < 121 // 2
+
+
+def test_prune_is_a_no_op_for_small_trees_and_survives_a_round_trip():
+    tree = _grown_tree(3)
+    assert tree.prune(keep=8) == []
+    big = _grown_tree(40)
+    big.prune(keep=4)
+    again = SearchTree.from_dict(big.to_dict())
+    assert again.to_dict() == big.to_dict()
+    assert again.pruned_sources == big.pruned_sources and again.pruned_sources
+    assert "pruned_sources" not in tree.to_dict()  # unpruned trees serialise as before
+
+
+def test_prune_forgets_dropped_states_without_marking_their_source_seen():
+    tree = SearchTree.with_root("r" * 64)
+    for i in range(10):
+        tree.add_child(ROOT_ID, f"s{i}", f"{i:016x}" + "a" * 48, 0, 1.0, 1.5)
+        tree.apply_retime(f"s{i}", 1.0, 1.5, ok=i != 7)  # s7 fails its re-timing
+    tree.prune(keep=2)
+    assert "s7" not in tree.nodes
+    assert not tree.has_source(f"{7:016x}" + "a" * 48)  # may be proposed and tried again
