@@ -87,8 +87,10 @@ from tests.support.scripted_openai import Reply, ScriptedOpenAI  # noqa: E402
 
 REPLIES = ROOT / "scripts" / "llm_e2e_replies"
 DEFAULT_PROBLEMS = [
-    ROOT / "problems" / "level1" / "001_relu_chain.py",
     ROOT / "problems" / "level1" / "009_softmax_rows.py",
+    ROOT / "problems" / "level1" / "023_diag_matmul.py",
+    ROOT / "problems" / "level1" / "018_l2_normalize.py",
+    ROOT / "problems" / "level1" / "001_relu_chain.py",
 ]
 MODEL = "scripted-model"
 NO_KEY_ENV = "KERNELOPT_SCRIPTED_LLM_NO_KEY"  # deliberately unset: local servers take any key
@@ -99,8 +101,13 @@ SUMMARIZER_MATCH = "Outcomes, one line per candidate"
 FALLBACK_TEXT = "SCRIPT MISS: no scripted reply matches this request."
 
 # shrunken sizes for the CPU check (the Triton interpreter runs one program at a time)
-SMALL_SIZES = {"relu_chain": (64, 256), "softmax_rows": (16, 512)}
-_SIZES_LINE = re.compile(r"^ROWS, COLS = \d+, \d+$", re.MULTILINE)
+SMALL_SIZES = {
+    "relu_chain": (64, 256),
+    "softmax_rows": (16, 512),
+    "l2_normalize": (16, 256),
+    "diag_matmul": (64, 96),
+}
+_SIZES_LINE = re.compile(r"^(?P<names>[A-Z]+, [A-Z]+) = \d+, \d+$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -158,6 +165,10 @@ RETRY_MARKERS = {
     ("relu_chain", "wrong"): "relu_chain_norelu_kernel",
     ("softmax_rows", "compile-fail"): "fancy_exp",
     ("softmax_rows", "wrong"): "softmax_unnormalised_kernel",
+    ("l2_normalize", "compile-fail"): "fancy_rownorm",
+    ("l2_normalize", "wrong"): "l2_normalize_nosqrt_kernel",
+    ("diag_matmul", "compile-fail"): "fancy_scale",
+    ("diag_matmul", "wrong"): "diag_rowadd_kernel",
 }
 
 
@@ -448,9 +459,9 @@ def _check_source(errors: list[str], what: str, result: Any, module: str, store:
 def small_copy(p: ProblemScript, directory: Path) -> Path:
     """The problem with shrunken sizes, under ``directory/<level dir>/`` (same file name)."""
     rows, cols = SMALL_SIZES[p.tag]
-    text, count = _SIZES_LINE.subn(f"ROWS, COLS = {rows}, {cols}", p.source)
+    text, count = _SIZES_LINE.subn(lambda m: f"{m['names']} = {rows}, {cols}", p.source)
     if count != 1:
-        raise SystemExit(f"{p.path}: no single 'ROWS, COLS = ...' line to shrink")
+        raise SystemExit(f"{p.path}: no single 'NAME, NAME = <int>, <int>' line to shrink")
     out = directory / p.path.parent.name / p.path.name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

@@ -1,0 +1,45 @@
+"""The scripted-LLM GPU run's script is checked on every CI run, so a device call never
+starts on replies that would not parse or route (``scripts/gpu_llm_e2e.py --check-only``:
+static routing checks, then one search iteration per problem through the real agent code
+and the real ``openai`` client over HTTP)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_scripted_problem_routes_and_parses(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gpu_llm_e2e.py"), "--check-only"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OUT": str(tmp_path)},
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "every rule used as planned" in run.stdout
+    assert (tmp_path / "preflight.json").is_file()
+
+
+def test_a_reply_marker_shared_by_two_modules_is_caught() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_llm_e2e as script
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    problems = [script.ProblemScript.load(p) for p in script.DEFAULT_PROBLEMS]
+    assert len(problems) >= 4 and script.check_script(problems) == []
+    markers = dict(script.RETRY_MARKERS)
+    try:  # a marker that also occurs in another module would route two requests to one reply
+        script.RETRY_MARKERS[("l2_normalize", "wrong")] = "tl.program_id"
+        errors = script.check_script(problems)
+    finally:
+        script.RETRY_MARKERS.clear()
+        script.RETRY_MARKERS.update(markers)
+    assert any("l2_normalize/wrong" in e for e in errors)
