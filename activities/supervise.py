@@ -59,10 +59,13 @@ async def run_supervised(
     in_activity = activity.in_activity()
     log.info("child started", target=target)
     resume = None
+    held_before = 0.0  # run time of earlier attempts (a killed worker's), from their heartbeats
     if in_activity:
         details = activity.info().heartbeat_details
         if details:
             resume = details[0]
+        if len(details) > 1 and isinstance(details[1], int | float):
+            held_before = float(details[1])
     with tempfile.TemporaryDirectory(prefix="kernelopt-child-") as tmp:
         in_path = Path(tmp) / "input.json"
         out_path = Path(tmp) / "output.json"
@@ -88,9 +91,13 @@ async def run_supervised(
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        state: dict[str, object] = {"detail": resume, "tail": []}
-        reader = asyncio.create_task(_read_progress(proc, state))
         started = time.monotonic()
+
+        def held() -> float:
+            return held_before + time.monotonic() - started
+
+        state: dict[str, object] = {"detail": resume, "tail": [], "held": held}
+        reader = asyncio.create_task(_read_progress(proc, state))
         try:
             while True:
                 try:
@@ -99,7 +106,7 @@ async def run_supervised(
                 except TimeoutError:
                     pass
                 if in_activity:
-                    activity.heartbeat(state["detail"])
+                    activity.heartbeat(state["detail"], held())
                 if timeout_s is not None and time.monotonic() - started > timeout_s:
                     _kill_group(proc.pid)
                     await proc.wait()
@@ -117,7 +124,9 @@ async def run_supervised(
                 await asyncio.wait_for(reader, 5)
         result = _collect(target, proc.returncode, out_path, state, result_type)
         if "device_seconds" in type(result).model_fields:
-            result = result.model_copy(update={"device_seconds": time.monotonic() - started})
+            # every attempt held the GPU: a retry after a killed worker charges both (the lost
+            # one up to its last heartbeat, so at most one heartbeat interval is missed)
+            result = result.model_copy(update={"device_seconds": held()})
         return result
 
 
@@ -132,7 +141,7 @@ async def _read_progress(proc: asyncio.subprocess.Process, state: dict[str, obje
             with contextlib.suppress(json.JSONDecodeError):
                 state["detail"] = json.loads(line[len(PROGRESS_PREFIX) :])
                 if activity.in_activity():
-                    activity.heartbeat(state["detail"])
+                    activity.heartbeat(state["detail"], state["held"]())  # type: ignore[operator]
             continue
         tail.append(line)
         del tail[:-60]

@@ -35,6 +35,14 @@ CPU under the Triton interpreter, on shrunken copies of the problems).
 ``scripts/llm_e2e_replies/cpu_rehearsal.py`` runs this whole script on the CPU
 with a stand-in GPU worker (real gates 1-2 under the interpreter, doubles for the rest).
 
+A device call lasts at most ten minutes and an LLM campaign about five on the one GPU
+worker, so four problems take two calls on the same warm machine: the first with
+``--keep-workers`` (server, workers and unfinished campaigns stay; the campaign ids and
+the scripted server's port go to ``$KERNELOPT_HOME/gpu-llm-e2e.json``), the next with
+``--resume`` (the scripted server comes back on the same port, campaigns already
+submitted are awaited, the rest submitted; an LLM call that fell into the gap is
+retried by Temporal).
+
 Campaigns run one after another (``--parallel`` submits them together): the
 GPU worker runs one activity at a time anyway, and in sequence the first
 campaign finishes before the deadline even when the second cannot.  Written
@@ -568,7 +576,9 @@ def campaign_options(settings: Any, base_url: str, beam: int) -> CampaignOptions
     )
 
 
-async def start(run: Run, client: Any, store: Any, options: CampaignOptions, t0: float) -> None:
+async def start_campaign_of(
+    run: Run, client: Any, store: Any, options: CampaignOptions, t0: float
+) -> None:
     from kernelopt.campaigns import prepare_problem, start_campaign
 
     problem = prepare_problem(run.problem.path, store, level=None)
@@ -834,9 +844,15 @@ async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript],
     )
     os.environ["no_proxy"] = os.environ["NO_PROXY"]
     os.environ.pop(NO_KEY_ENV, None)
-    rules, names = build_rules(problems)
-    server = ScriptedOpenAI(rules).start()
     settings = Settings.from_env()
+    state_file = settings.home / "gpu-llm-e2e.json"
+    state: dict[str, Any] = {"port": 0, "campaigns": {}}
+    if args.resume and state_file.is_file():
+        state = json.loads(state_file.read_text())
+        print(f"resuming: {state}", flush=True)
+    rules, names = build_rules(problems)
+    server = ScriptedOpenAI(rules, port=state["port"]).start()
+    state["port"] = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
     runs = [Run(problem=p) for p in problems]
     try:
         client = await connect(settings)
@@ -848,16 +864,33 @@ async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript],
         store = open_store(settings.artifacts_dir)
         options = campaign_options(settings, server.base_url, args.beam)
         (out / "options.json").write_text(options.model_dump_json(indent=2))
+        settings.home.mkdir(parents=True, exist_ok=True)
+        for run in runs:  # submitted by an earlier call (--resume): await, do not resubmit
+            known = state["campaigns"].get(run.problem.tag)
+            if known:
+                run.handle = client.get_workflow_handle(known, result_type=Outcome)
+                run.started_s = 0.0
+
+        async def start(run: Run) -> None:
+            if run.handle is None:
+                await start_campaign_of(run, client, store, options, t0)
+                state["campaigns"][run.problem.tag] = run.handle.id
+                state_file.write_text(json.dumps(state, indent=2))
+
         if args.parallel:
             for run in runs:
-                await start(run, client, store, options, t0)
+                await start(run)
             await asyncio.gather(*(wait(run, stop_at, t0) for run in runs))
         else:
             for run in runs:
-                if run is not runs[0] and stop_at - time.monotonic() < MIN_START_S:
+                if (
+                    run.handle is None
+                    and run is not runs[0]
+                    and stop_at - time.monotonic() < MIN_START_S
+                ):
                     run.error = "not started: too little time left before the deadline"
                     continue
-                await start(run, client, store, options, t0)
+                await start(run)
                 await wait(run, stop_at, t0)
         if time.monotonic() >= stop_at:
             print(
@@ -869,6 +902,8 @@ async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript],
             except Exception as exc:  # keep the others
                 run.progress += f"; collecting failed: {type(exc).__name__}: {exc}"[:200]
         for run in runs:
+            if args.keep_workers:
+                break  # unfinished campaigns go on; the next call resumes them
             if run.handle is not None and run.outcome is None and not run.error:
                 # or the workers of a later run on this machine would pick its work up again
                 try:
@@ -891,7 +926,8 @@ async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript],
         )
     finally:
         server.stop()
-        if os.environ.get("KERNELOPT_E2E_KEEP_WORKERS") != "1":  # another script shares them
+        keep = args.keep_workers or os.environ.get("KERNELOPT_E2E_KEEP_WORKERS") == "1"
+        if not keep:  # another script (or the next --resume call) shares them
             stop_local_workers(settings, wait_s=5)
         print(f"done; wall {time.monotonic() - t0:.0f} s", flush=True)
 
@@ -934,6 +970,16 @@ def main() -> int:
     parser.add_argument("--beam", type=int, default=1, help="winners re-timed (beam width)")
     parser.add_argument("--parallel", action="store_true", help="submit all campaigns at once")
     parser.add_argument("--check-only", action="store_true", help="pre-flight only, no campaigns")
+    parser.add_argument(
+        "--keep-workers",
+        action="store_true",
+        help="leave server, workers and unfinished campaigns running (a --resume call follows)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="await the campaigns an earlier --keep-workers call submitted; submit the rest",
+    )
     parser.add_argument(
         "--cpu-check",
         action="store_true",

@@ -95,7 +95,7 @@ def _e2e_module():
     return module
 
 
-def rehearse(deadline: float, extra: list[str]) -> int:
+def rehearse(deadline: float, extra: list[str], split_at: float | None = None) -> int:
     from kernelopt.campaigns import default_gpu_queue
     from kernelopt.config import Settings
     from kernelopt.temporal_server import EmbeddedServer
@@ -133,9 +133,20 @@ def rehearse(deadline: float, extra: list[str]) -> int:
             return 1
         print(f"GPU stand-in on {queue} (pid {stand_in.pid}); OUT={os.environ['OUT']}", flush=True)
         started = time.monotonic()
-        cmd = [sys.executable, str(ROOT / "scripts/gpu_llm_e2e.py"), "--deadline", str(deadline)]
-        rc = subprocess.call([*cmd, "--problems", *copies, *extra], cwd=ROOT)
-        print(f"gpu_llm_e2e.py exited {rc} after {time.monotonic() - started:.0f} s")
+        script = [sys.executable, str(ROOT / "scripts/gpu_llm_e2e.py"), "--problems", *copies]
+        if split_at is None:
+            calls = [["--deadline", str(deadline)]]
+        else:  # two device calls: stop mid-campaign, then resume on the same server
+            calls = [
+                ["--deadline", str(split_at), "--keep-workers"],
+                ["--deadline", str(deadline - split_at), "--resume"],
+            ]
+        rc = 0
+        for call in calls:
+            rc = subprocess.call([*script, *call, *extra], cwd=ROOT)
+            print(
+                f"gpu_llm_e2e.py {' '.join(call)} exited {rc} after {time.monotonic() - started:.0f} s"
+            )
         return rc
     finally:
         stand_in.send_signal(signal.SIGTERM)
@@ -149,12 +160,18 @@ def rehearse(deadline: float, extra: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deadline", type=float, default=480.0)
+    parser.add_argument(
+        "--split-at",
+        type=float,
+        default=None,
+        help="rehearse two device calls: --keep-workers until S seconds, then --resume",
+    )
     parser.add_argument("--gpu-stand-in", metavar="QUEUE", help=argparse.SUPPRESS)
     args, extra = parser.parse_known_args()
     if args.gpu_stand_in:
         asyncio.run(gpu_stand_in(args.gpu_stand_in))
         return 0
-    return rehearse(args.deadline, extra)
+    return rehearse(args.deadline, extra, args.split_at)
 
 
 if __name__ == "__main__":

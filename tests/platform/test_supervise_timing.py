@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
+from temporalio import activity
+from temporalio.testing import ActivityEnvironment
 
 from activities.supervise import run_supervised
 from tests.platform.timed_probe import NapIn, NapOut
@@ -21,3 +24,29 @@ async def test_the_wrapper_sets_device_seconds_over_the_childs_claim(
     )
     assert out.napped == 0.6
     assert out.device_seconds is not None and out.device_seconds >= 0.6
+
+
+async def test_a_retry_charges_the_lost_attempts_run_time_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPU worker killed 40 s into an activity: the retry's charge includes those 40 s."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    env = ActivityEnvironment()
+    beats: list[tuple] = []
+    env.on_heartbeat = lambda *details: beats.append(details)
+    env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[{"step": "x"}, 40.0])
+
+    @activity.defn(name="nap")
+    async def nap_activity() -> NapOut:
+        return await run_supervised(
+            "tests.platform.timed_probe:nap",
+            NapIn(seconds=0.6),
+            NapOut,
+            heartbeat_every=0.2,
+            env={"PYTHONPATH": str(ROOT)},
+        )
+
+    out = await env.run(nap_activity)
+    assert out.device_seconds is not None and 40.6 <= out.device_seconds < 60.0
+    # heartbeats carry the checkpoint detail and the run time so far, earlier attempts included
+    assert beats and all(b[0] == {"step": "x"} and b[1] >= 40.0 for b in beats)

@@ -59,6 +59,7 @@ class ScriptedOpenAI:
 
     script: list[Reply] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
+    port: int = 0  # 0: any free port; a fixed one lets a restarted script serve the same URL
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -68,7 +69,7 @@ class ScriptedOpenAI:
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> ScriptedOpenAI:
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
