@@ -159,6 +159,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 settings=timing_settings,
                 workdir=ws.dir / "timing",
                 tampered_inputs=bundle.tampered_inputs,
+                before_candidate=bundle.before_candidate,
             )
             v4, _, _ = perf_verdict(
                 m,
@@ -226,6 +227,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
             settings=settings,
             workdir=ws.dir / "timing",
             tampered_inputs=bundle.tampered_inputs,
+            before_candidate=bundle.before_candidate,
         )
         v_perf, category, speedup = perf_verdict(
             m, settings=settings, gamma=inp.gamma, roofline=roofline_inputs(bundle, first)

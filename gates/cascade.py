@@ -77,6 +77,7 @@ def run_gates_1_to_3(
         out_dir=str(out_dir),
         output_nbytes=[_leaf_nbytes(s.output_shapes, s.output_dtypes) for s in ref_sets],
     )
+    bundle.before_candidate()
     outcome = run_job(
         job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
     )
@@ -89,7 +90,7 @@ def run_gates_1_to_3(
             GateVerdict(
                 gate=GateName.CORRECTNESS,
                 status=GateStatus.FAIL,
-                reason=f"candidate rewrote the shared input files {tampered} (restored)",
+                reason=f"candidate rewrote shared files {tampered} (restored)",
                 metrics={"inputs_tampered": tampered},
                 feedback=TAMPERED_INPUTS_FEEDBACK,
                 gpu_seconds=s2,
@@ -233,6 +234,7 @@ def time_candidate(
         settings=settings,
         workdir=_candidate_dir(workdir, checked.candidate) / "timing",
         tampered_inputs=bundle.tampered_inputs,
+        before_candidate=bundle.before_candidate,
     )
     v4, category, speedup = perf_verdict(
         m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)

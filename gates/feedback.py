@@ -22,8 +22,9 @@ _PHASE_WORDS = {
 
 
 TAMPERED_INPUTS_FEEDBACK = (
-    "Your module wrote to the input files the checker shares between processes. Kernels "
-    "read their arguments and write only their outputs; never touch files on disk."
+    "Your module wrote to files the checker shares between processes (its input files or "
+    "the Triton/Inductor compiler caches). Kernels read their arguments and write only "
+    "their outputs; never touch files on disk."
 )
 
 

@@ -66,12 +66,14 @@ def measure(
     settings: GateSettings,
     workdir: Path,
     tampered_inputs: Callable[[], list[str]] | None = None,
+    before_candidate: Callable[[], None] | None = None,
 ) -> PerfMeasurement:
     """Alternate fresh-process timings until the spread is known (or max_rounds).
 
     ``tampered_inputs`` (the reference bundle's check) runs after every candidate
-    child: a candidate that rewrote the shared input files is stopped there,
-    before the baseline is timed on what it left behind.
+    child, ``before_candidate`` before it: a candidate that rewrote the shared
+    input files or compiler caches is stopped there, before the baseline is
+    timed on what it left behind.
     """
     m = PerfMeasurement()
     for r in range(settings.max_rounds):
@@ -89,6 +91,8 @@ def measure(
                 warmup_ms=settings.warmup_ms,
                 rep_ms=settings.rep_ms,
             )
+            if side == "candidate" and before_candidate is not None:
+                before_candidate()
             outcome = run_job(
                 job,
                 workdir / f"round{r}-{side}",
@@ -193,7 +197,7 @@ def perf_verdict(
         return (
             verdict(
                 GateStatus.FAIL,
-                f"candidate rewrote the shared input files {m.inputs_tampered} while being timed "
+                f"candidate rewrote shared files {m.inputs_tampered} while being timed "
                 "(restored before anything else ran)",
                 TAMPERED_INPUTS_FEEDBACK,
             ),

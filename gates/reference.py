@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gates.cache_guard import CacheGuard
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import InputSet, ReferenceJob, ReferenceResult
 from gates.runner import ChildOutcome, run_job
@@ -37,6 +38,11 @@ class ReferenceBundle:
     pristine_dir: Path | None = None
     corrupted: bool = False  # inputs and their pristine copy both changed: unusable
     guarded: dict[str, bytes] = field(default_factory=dict)  # small files, kept in memory
+    caches: CacheGuard = field(default_factory=CacheGuard)  # armed around candidate processes
+
+    def before_candidate(self) -> None:
+        """Open the compiler-cache watch window of the candidate process about to start."""
+        self.caches.arm()
 
     def guard(self, *paths: str | Path) -> None:
         """Also watch these files (the problem copy, wrapper descriptions) for rewrites."""
@@ -50,10 +56,11 @@ class ReferenceBundle:
         Every child reads the same input files and the same problem copy, and a
         candidate process can write to them: changed inputs would feed the next
         candidate or the baseline's timing run something else (a problem file
-        with a sleep in it makes any candidate look fast).  The caller rejects
-        the candidate that ran last.
+        with a sleep in it makes any candidate look fast).  Compiler-cache
+        files changed since ``before_candidate()`` count too (deleted, so they
+        regenerate).  The caller rejects the candidate that ran last.
         """
-        rewritten = []
+        rewritten = [self.caches.describe(path) for path in self.caches.check()]
         for path, content in self.guarded.items():
             current = Path(path).read_bytes() if Path(path).is_file() else None
             if current != content:

@@ -151,7 +151,7 @@ def test_rewritten_input_files_reject_the_candidate_and_are_restored(
     assert [v.gate.value for v in tampered] == ["static", "correctness"]
     assert tampered[-1].status == GateStatus.FAIL
     assert tampered[-1].metrics["inputs_tampered"]
-    assert "input files" in tampered[-1].reason
+    assert "shared files" in tampered[-1].reason
     assert digest_dir(bundle.inputs_dir) == before  # restored for whoever runs next
     assert any(load_values(p)[0].abs().sum() > 0 for p in bundle.inputs_dir.glob("seed*.pt"))
     # the next candidate sees the real inputs again
@@ -209,3 +209,57 @@ def test_a_rewritten_problem_file_is_caught_and_restored(
     assert verdicts[-1].status == GateStatus.FAIL
     assert verdicts[-1].metrics["inputs_tampered"] == ["swish_bias.py"]
     assert problem.read_bytes() == original
+
+
+def test_a_rewritten_compiler_cache_file_rejects_the_candidate_and_is_dropped(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    """A baseline loads its kernels from the compiler caches: a candidate must not touch them.
+
+    The cheat rewrites a cached file with its own bytes (nothing but the change time moves),
+    the stealthiest form of poisoning; a file it adds (its own compile) is fine.
+    """
+    from gates.cache_guard import CacheGuard
+    from gates.cascade import run_gates_1_to_3
+    from gates.protocol import ModelSource
+    from gates.reference import prepare_reference
+    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+
+    cache = tmp_path / "triton-cache"
+    (cache / "ab12").mkdir(parents=True)
+    victim = cache / "ab12" / "baseline_kernel.cubin"
+    victim.write_bytes(b"\x7fELF baseline kernel")
+    settings = GateSettings(device="cpu", run_model_gate=False)
+    problem = PROBLEMS / "swish_bias.py"
+    bundle = prepare_reference(problem, settings, tmp_path / "reference")
+    assert bundle.ok
+    bundle.caches = CacheGuard([cache])
+
+    def check(name: str, text: str):
+        path = tmp_path / name
+        path.write_text(text)
+        source = ModelSource(kind="candidate", problem_path=str(problem), candidate_path=str(path))
+        verdicts, _ = run_gates_1_to_3(bundle, source, settings, tmp_path / path.stem)
+        return verdicts
+
+    honest = (CANDIDATES / "swish_fused.py").read_text()
+    adds = honest + (
+        f"\nfrom pathlib import Path as _P\n_P({str(cache)!r}, 'cd34').mkdir(exist_ok=True)\n"
+        f"_P({str(cache)!r}, 'cd34', 'own.cubin').write_bytes(b'mine')\n"
+    )
+    assert all(v.passed for v in check("adds_own.py", adds))
+    poison = honest + (
+        f"\nfrom pathlib import Path as _P\n_v = _P({str(victim)!r})\n"
+        "_v.write_bytes(_v.read_bytes())\n"
+    )
+    verdicts = check("cache_poison.py", poison)
+    assert [v.gate.value for v in verdicts] == ["static", "correctness"]
+    assert verdicts[-1].status == GateStatus.FAIL
+    assert verdicts[-1].metrics["inputs_tampered"] == [
+        "compiler cache triton-cache/ab12/baseline_kernel.cubin"
+    ]
+    assert "compiler caches" in verdicts[-1].feedback
+    assert not victim.exists()  # dropped: the cache compiles it again from source
+    assert (cache / "cd34" / "own.cubin").exists()  # what candidates compile stays
+    # the next candidate is judged on its own: nothing is left armed
+    assert all(v.passed for v in check("honest_again.py", honest))

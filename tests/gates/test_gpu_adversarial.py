@@ -130,3 +130,34 @@ def test_side_stream_is_quarantined_with_the_honest_time(gpu_suite: SuiteResult)
 def test_illegal_memory_access_is_an_error_verdict(gpu_suite: SuiteResult) -> None:
     v = _need(gpu_suite, "illegal_access").verdicts[0]
     assert v.status == GateStatus.ERROR
+
+
+def test_rewriting_triton_cache_binaries_rejects_the_candidate(tmp_path: Path) -> None:
+    """Run alone (not in the parallel suite): one cache window per candidate process.
+
+    The honest kernel compiles first, so the cache holds a real cubin; the cheat then
+    writes cached binaries back with their own bytes, which only the change time shows.
+    """
+    from gates.cascade import run_gates_1_to_3
+    from gates.protocol import ModelSource
+    from gates.reference import prepare_reference
+    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+
+    settings = gpu_settings().model_copy(update={"run_model_gate": False})
+    problem = PROBLEMS / "swish_bias.py"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KERNELOPT_GATES_SMALL", "0")
+        bundle = prepare_reference(problem, settings, tmp_path / "reference")
+        assert bundle.ok
+
+        def check(name: str):
+            source = ModelSource(
+                kind="candidate", problem_path=str(problem), candidate_path=str(CANDIDATES / name)
+            )
+            verdicts, _ = run_gates_1_to_3(bundle, source, settings, tmp_path / name)
+            return verdicts
+
+        assert all(v.passed for v in check("swish_fused.py"))
+        verdicts = check("cache_poison.py")
+    assert verdicts[-1].status == GateStatus.FAIL, [v.reason for v in verdicts]
+    assert any("compiler cache" in f for f in verdicts[-1].metrics["inputs_tampered"])
