@@ -97,7 +97,7 @@ REPLIES = ROOT / "scripts" / "llm_e2e_replies"
 DEFAULT_PROBLEMS = [
     ROOT / "problems" / "level1" / "009_softmax_rows.py",
     ROOT / "problems" / "level1" / "023_diag_matmul.py",
-    ROOT / "problems" / "level1" / "018_l2_normalize.py",
+    ROOT / "problems" / "level1" / "011_layernorm.py",
     ROOT / "problems" / "level1" / "001_relu_chain.py",
 ]
 MODEL = "scripted-model"
@@ -112,10 +112,10 @@ FALLBACK_TEXT = "SCRIPT MISS: no scripted reply matches this request."
 SMALL_SIZES = {
     "relu_chain": (64, 256),
     "softmax_rows": (16, 512),
-    "l2_normalize": (16, 256),
+    "layernorm": (2, 8, 256),
     "diag_matmul": (64, 96),
 }
-_SIZES_LINE = re.compile(r"^(?P<names>[A-Z]+, [A-Z]+) = \d+, \d+$", re.MULTILINE)
+_SIZES_LINE = re.compile(r"^(?P<names>[A-Z]+(?:, [A-Z]+)+) = \d+(?:, \d+)+$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,8 @@ RETRY_MARKERS = {
     ("relu_chain", "wrong"): "relu_chain_norelu_kernel",
     ("softmax_rows", "compile-fail"): "fancy_exp",
     ("softmax_rows", "wrong"): "softmax_unnormalised_kernel",
-    ("l2_normalize", "compile-fail"): "fancy_rownorm",
-    ("l2_normalize", "wrong"): "l2_normalize_nosqrt_kernel",
+    ("layernorm", "compile-fail"): "fancy_rsqrt",
+    ("layernorm", "wrong"): "layernorm_nobias_kernel",
     ("diag_matmul", "compile-fail"): "fancy_scale",
     ("diag_matmul", "wrong"): "diag_rowadd_kernel",
 }
@@ -466,8 +466,8 @@ def _check_source(errors: list[str], what: str, result: Any, module: str, store:
 # --- CPU check: every module through gates 1-3 under the Triton interpreter -------------------
 def small_copy(p: ProblemScript, directory: Path) -> Path:
     """The problem with shrunken sizes, under ``directory/<level dir>/`` (same file name)."""
-    rows, cols = SMALL_SIZES[p.tag]
-    text, count = _SIZES_LINE.subn(lambda m: f"{m['names']} = {rows}, {cols}", p.source)
+    sizes = ", ".join(str(n) for n in SMALL_SIZES[p.tag])
+    text, count = _SIZES_LINE.subn(lambda m: f"{m['names']} = {sizes}", p.source)
     if count != 1:
         raise SystemExit(f"{p.path}: no single 'NAME, NAME = <int>, <int>' line to shrink")
     out = directory / p.path.parent.name / p.path.name

@@ -37,9 +37,9 @@ def test_a_reply_marker_shared_by_two_modules_is_caught() -> None:
     assert len(problems) >= 4 and script.check_script(problems) == []
     markers = dict(script.RETRY_MARKERS)
     try:  # a marker that also occurs in another module would route two requests to one reply
-        script.RETRY_MARKERS[("l2_normalize", "wrong")] = "tl.program_id"
+        script.RETRY_MARKERS[("layernorm", "wrong")] = "tl.program_id"
         errors = script.check_script(problems)
     finally:
         script.RETRY_MARKERS.clear()
         script.RETRY_MARKERS.update(markers)
-    assert any("l2_normalize/wrong" in e for e in errors)
+    assert any("layernorm/wrong" in e for e in errors)
