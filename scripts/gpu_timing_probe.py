@@ -12,7 +12,10 @@ in fresh spawned processes, and prints for each process:
 * ``do_bench`` with L2 flushing (what gate 4 uses): median, min, IQR;
 * ``do_bench`` ten times back to back in the same process (drift within a process);
 * the same forward replayed from a CUDA graph (no launch overhead at all);
-* a host timer over 200 back-to-back calls between two device syncs.
+* a host timer over 200 back-to-back calls between two device syncs;
+* per-call events with no L2 flush, with do_bench's zeroing flush (which leaves
+  the L2 full of dirty lines the timed kernel must write back) and with a
+  read-only flush.
 
 If the graph replay is steady while ``do_bench`` is not, launch overhead
 leaks into the events; if the clocks differ between slow and fast processes,
@@ -48,6 +51,21 @@ def clocks() -> str:
         return f"nvidia-smi: {exc}"
 
 
+def _event_median(model, x, flush, reps: int = 400) -> float:
+    """Median of per-call CUDA-event times with ``flush`` before each call."""
+    import torch
+
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        flush()
+        starts[i].record()
+        model(x)
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
+
+
 def child(forward: str) -> dict:
     """One fresh process: build one forward, time it every way, report numbers."""
     sys.path.insert(0, str(ROOT))
@@ -76,15 +94,26 @@ def child(forward: str) -> dict:
             triton.testing.do_bench(lambda: model(x), warmup=25, rep=100, return_mode="all")
             for _ in range(10)
         ]
-        graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            model(x)  # warm on the capture stream
-        torch.cuda.current_stream().wait_stream(stream)
-        with torch.cuda.graph(graph):
-            model(x)
-        replay = triton.testing.do_bench(graph.replay, warmup=25, rep=100, return_mode="median")
+        flush = torch.empty(int(256e6 // 4), dtype=torch.int32, device="cuda")
+        flushes = {
+            "none": lambda: None,
+            "zero": flush.zero_,  # what do_bench does: leaves L2 full of dirty lines
+            "read": lambda: flush.sum(),  # leaves L2 full of clean lines
+        }
+        by_flush = {name: _event_median(model, x, f) for name, f in flushes.items()}
+        try:
+            graph = torch.cuda.CUDAGraph()
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                model(x)  # warm on the capture stream
+            torch.cuda.current_stream().wait_stream(stream)
+            with torch.cuda.graph(graph):
+                model(x)
+            replay = triton.testing.do_bench(graph.replay, warmup=25, rep=100, return_mode="median")
+        except RuntimeError as exc:  # a forward that cannot be captured: the rest still counts
+            print(f"graph capture failed: {exc}", file=sys.stderr)
+            replay = float("nan")
         import time
 
         torch.cuda.synchronize()
@@ -105,6 +134,7 @@ def child(forward: str) -> dict:
         "bench_samples": len(first),
         "bench_medians_in_process": [round(statistics.median(b), 5) for b in bench],
         "graph_replay_ms": replay,
+        "flush_medians_ms": by_flush,
         "host_ms": host_ms,
     }
 
@@ -140,6 +170,8 @@ def main() -> int:
                 f"(min {row['bench_min_ms'] * 1e3:6.1f}, iqr {row['bench_iqr_rel']:.1%}) "
                 f"in-process {[round(m * 1e3, 1) for m in row['bench_medians_in_process']]} "
                 f"graph {row['graph_replay_ms'] * 1e3:6.1f} us  host {row['host_ms'] * 1e3:6.1f} us  "
+                f"flush none/zero/read "
+                f"{'/'.join(f'{v * 1e3:.1f}' for v in row['flush_medians_ms'].values())} us  "
                 f"clocks {row['clocks_before']} -> {row['clocks_after']}",
                 flush=True,
             )
