@@ -9,8 +9,7 @@ a production worker's.
 ``--heartbeat-s S`` (cpu only) shortens the heartbeat timeout the workflows
 give GPU activities (2 minutes in production, ``workflows/activity_options.py``)
 so a test sees a killed worker's activity handed over in seconds instead of
-minutes: the options are replaced in this process and that module is passed
-through the workflow sandbox (which would otherwise re-import the original).
+minutes (``tests/support/short_heartbeats.py``).
 """
 
 from __future__ import annotations
@@ -21,35 +20,8 @@ import os
 import signal
 import socket
 import sys
-from datetime import timedelta
 
-
-def shorten_gpu_heartbeats(seconds: float) -> None:
-    """Give GPU activities a short heartbeat timeout in the workflows this process runs."""
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-
-    import worker
-    from workflows import activity_options as opts
-
-    for name in ("COMPILE", "TRIAGE", "PROFILE", "GATE_CANDIDATE", "RESTITCH", "GATE_MODEL"):
-        current = getattr(opts, name)
-        patched = opts.CallOptions(
-            start_to_close=current.start_to_close,
-            heartbeat=timedelta(seconds=seconds),
-            attempts=current.attempts,
-        )
-        setattr(opts, name, patched)
-    product_runner = worker.workflow_runner
-
-    def runner() -> SandboxedWorkflowRunner:
-        # the sandbox re-imports workflow modules; pass this one through so the
-        # workflows see the patched options (timeouts only: no effect on replay)
-        base = product_runner()
-        return SandboxedWorkflowRunner(
-            restrictions=base.restrictions.with_passthrough_modules("workflows.activity_options")
-        )
-
-    worker.workflow_runner = runner
+from tests.support.short_heartbeats import sandbox_seeing_the_patch, shorten_gpu_heartbeats
 
 
 async def main(kind: str, queue: str, heartbeat_s: float | None) -> None:
@@ -61,6 +33,8 @@ async def main(kind: str, queue: str, heartbeat_s: float | None) -> None:
     configure(level="warning")
     if heartbeat_s is not None:
         shorten_gpu_heartbeats(heartbeat_s)
+        product = worker.workflow_runner
+        worker.workflow_runner = lambda: sandbox_seeing_the_patch(product())
     client = await connect(Settings.from_env(), start_embedded=False)
     if kind == "cpu":
         w = worker.build_cpu_worker(client, queue)

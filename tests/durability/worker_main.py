@@ -20,39 +20,20 @@ A test can SIGKILL this process at any moment.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import signal
 import sys
-from datetime import timedelta
 
-GPU_CALL_SITES = ("COMPILE", "TRIAGE", "PROFILE", "GATE_CANDIDATE", "RESTITCH", "GATE_MODEL")
-
-
-def shorten_heartbeats(seconds: float) -> None:
-    from workflows import activity_options as opts
-
-    for name in GPU_CALL_SITES:
-        current = getattr(opts, name)
-        setattr(opts, name, dataclasses.replace(current, heartbeat=timedelta(seconds=seconds)))
+from tests.support.short_heartbeats import sandbox_seeing_the_patch, shorten_gpu_heartbeats
 
 
 def workflow_runner():
-    """The production sandbox, plus the (pure-data) call options passed through.
-
-    Passing ``workflows.activity_options`` through makes the sandboxed
-    workflows see the shortened heartbeats set in this process.
-    """
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-
+    """The production sandbox, or one that sees shortened heartbeats when they are set."""
     import worker
 
-    runner = worker.workflow_runner()
     if not os.environ.get("KERNELOPT_TEST_HEARTBEAT_S"):
-        return runner
-    return SandboxedWorkflowRunner(
-        restrictions=runner.restrictions.with_passthrough_modules("workflows.activity_options")
-    )
+        return worker.workflow_runner()
+    return sandbox_seeing_the_patch(worker.workflow_runner())
 
 
 def cpu_worker(client, queue: str):
@@ -98,7 +79,7 @@ async def main(kind: str, queue: str) -> None:
 
     heartbeat = os.environ.get("KERNELOPT_TEST_HEARTBEAT_S")
     if heartbeat:
-        shorten_heartbeats(float(heartbeat))
+        shorten_gpu_heartbeats(float(heartbeat))
     configure(level="warning")
     client = await connect(Settings.from_env(), start_embedded=False)
     if kind == "cpu":
