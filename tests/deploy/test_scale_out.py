@@ -163,7 +163,7 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory):
                 "cpu",
                 [
                     "-m",
-                    "tests.deploy.scale_worker",
+                    "tests.support.run_worker",
                     "cpu",
                     cpu_queue,
                     "--heartbeat-s",
@@ -179,7 +179,7 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory):
                 env = {**common, "KERNELOPT_DOUBLES_LOG": str(logs[name])}
                 gpus[name] = spawn(
                     f"gpu-{name}",
-                    ["-m", "tests.deploy.scale_worker", "gpu", gpu_queue],
+                    ["-m", "tests.support.run_worker", "gpu", gpu_queue],
                     env,
                     base,
                     hosts.namespace(i),
@@ -187,8 +187,8 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory):
                 procs.append(gpus[name])
             identities = {}
             for name, proc in [("cpu", cpu), *gpus.items()]:
-                proc.wait_for("ready identity=", timeout=120)
-                identities[name] = proc.text().split("ready identity=")[1].split()[0]
+                proc.wait_for("ready", timeout=120)
+                identities[name] = proc.text().split("identity=")[1].split()[0]
             client = await connect(settings, start_embedded=False)
             print(f"scale-out hosts: {hosts.mode} {hosts.reason}".rstrip())
             yield Cluster(
