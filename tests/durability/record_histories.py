@@ -16,8 +16,9 @@ Scenarios: a built-in campaign that is optimized (and its export, started by
 the test: recorded before campaigns exported themselves); one that exports
 itself as it closes; one that
 is cancelled mid-search; one paused, resumed and given a new budget; an LLM
-campaign with retry-fix; and an LLM campaign that continues as new (the
-campaign between targets, every search between iterations).
+campaign with retry-fix; an LLM campaign that continues as new (the
+campaign between targets, every search between iterations); and an LLM
+campaign whose gates charge their reported run time.
 """
 
 from __future__ import annotations
@@ -128,6 +129,16 @@ async def continued_as_new(client, settings, cpu_q, gpu_q) -> list[str]:
     return [handle.id]
 
 
+async def charged(client, settings, cpu_q, gpu_q) -> list[str]:
+    """An LLM campaign whose gate activities report their run time (``device_seconds``):
+    recorded after budgets began charging it (patch ``charge-gate-run-time``)."""
+    with llm_script.scripted_llm() as llm:
+        opts = _llm_options(llm, cpu_q, gpu_q, iterations=2, plans=2, retries=1)
+        handle = await submit(client, settings, opts, "rec-charged")
+        await outcome_of(client, handle.id)
+    return [handle.id]
+
+
 # (scenario, dynamic config of its server)
 SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("optimized", optimized, {}),
@@ -136,6 +147,7 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("steered", steered, {}),
     ("llm", llm_retry_fix, {}),
     ("continue_as_new", continued_as_new, {"limit.historyCount.suggestContinueAsNew": 40}),
+    ("charged", charged, {}),
 ]
 
 
@@ -207,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         if old.name != "INDEX.json" and (args.only is None or old.name.split(".")[0] in args.only):
             old.unlink()
     rows = asyncio.run(record(args.out, args.only))
+    stamp = {"recorded_at": datetime.now(UTC).isoformat(timespec="seconds"), "commit": _commit()}
+    rows = [{**row, **stamp} for row in rows]  # with --only, older rows keep their own
     index_path = args.out / "INDEX.json"
     previous = []
     if args.only and index_path.is_file():

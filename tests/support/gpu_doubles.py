@@ -209,7 +209,17 @@ async def profile_double(inp: ProfileInput) -> ProfileResult:
 
 @activity.defn(name=names.GATE_CANDIDATE)
 async def gate_candidate_double(inp: CandidateGateInput) -> CandidateGateResult:
-    """Deterministic verdicts: a third of candidates fail correctness; times from the hash."""
+    """Deterministic verdicts: a third of candidates fail correctness; times from the hash.
+
+    Like the real activity (``run_supervised``), the result carries the run time it held
+    the GPU for (``device_seconds``), which the workflows charge to the GPU budget.
+    """
+    started = time.monotonic()
+    result = await _gate_candidate_verdicts(inp)
+    return result.model_copy(update={"device_seconds": time.monotonic() - started})
+
+
+async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResult:
     await _work(names.GATE_CANDIDATE, inp.candidate_id)
     source = open_store().get_text(inp.source)
     h = _digest(source)
