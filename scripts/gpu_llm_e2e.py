@@ -919,7 +919,7 @@ async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript],
             log = settings.home / "workers" / f"{name}.log"
             if log.is_file():
                 shutil.copy(log, out / f"worker-{name}.log")
-        summary = print_summary(runs, llm, t0)
+        summary = print_summary(runs, llm, t0, resumed=bool(args.resume))
         (out / "summary.txt").write_text(summary)
         (out / "decisions.json").write_text(
             json.dumps({r.handle.id: r.rows for r in runs if r.handle is not None}, indent=2)
@@ -932,7 +932,7 @@ async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript],
         print(f"done; wall {time.monotonic() - t0:.0f} s", flush=True)
 
 
-def print_summary(runs: list[Run], llm: dict, t0: float) -> str:
+def print_summary(runs: list[Run], llm: dict, t0: float, resumed: bool = False) -> str:
     parts = []
     for run in runs:
         title = run.handle.id if run.handle is not None else run.problem.tag
@@ -947,6 +947,7 @@ def print_summary(runs: list[Run], llm: dict, t0: float) -> str:
         f"\n== scripted LLM: {llm['requests']} requests; unused replies: "
         f"{llm['unused'] or 'none'}; catch-all hits: {llm['fallback_hits']}; "
         f"unmatched (HTTP 500): {llm['no_rule_500s']}"
+        + (" (this call's server only: an earlier call served the rest)" if resumed else "")
     )
     parts.append(
         "   per rule: " + ", ".join(f"{k}={v}" for k, v in sorted(llm["per_rule"].items()))
