@@ -46,8 +46,30 @@ from kernelopt.local_workers import ensure_local_workers, stop_local_workers  # 
 from kernelopt.store import open_store  # noqa: E402
 
 
-async def kill_gpu_worker(settings: Settings, not_before: float, fault: dict) -> None:
-    """SIGKILL the GPU worker's process group mid-activity, then start a new worker."""
+def _tree(root: int) -> list[int]:
+    """``root`` and every descendant (from /proc): supervised children have own sessions."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+async def kill_gpu_worker(
+    settings: Settings, not_before: float, fault: dict, freeze: bool = False
+) -> None:
+    """SIGKILL the GPU worker's process group mid-activity, then start a new worker.
+
+    ``freeze``: SIGSTOP the worker and every descendant instead -- a stuck worker that
+    stops heartbeating without dying; its activity must move to the new worker once the
+    heartbeat timeout passes.  The frozen processes are killed at the end of the run.
+    """
     import signal
 
     from kernelopt.local_workers import running
@@ -65,9 +87,23 @@ async def kill_gpu_worker(settings: Settings, not_before: float, fault: dict) ->
         fault["error"] = "no gpu0 worker to kill"
         return
     tail = log.read_text(errors="replace")[-600:] if log.is_file() else ""
-    os.killpg(pid, signal.SIGKILL)
-    fault.update(killed_pid=pid, at_s=round(time.monotonic() - not_before, 1), log_tail=tail)
-    print(f"fault test: SIGKILLed GPU worker {pid}", flush=True)
+    if freeze:
+        frozen = _tree(pid)
+        for one in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(one, signal.SIGSTOP)
+        (settings.home / "workers" / "gpu0.pid").unlink(missing_ok=True)  # so a new one starts
+        fault.update(frozen_pids=frozen)
+    else:
+        os.killpg(pid, signal.SIGKILL)
+    what = "SIGSTOPped (frozen)" if freeze else "SIGKILLed"
+    fault.update(
+        fault="freeze" if freeze else "kill",
+        killed_pid=pid,
+        at_s=round(time.monotonic() - not_before, 1),
+        log_tail=tail,
+    )
+    print(f"fault test: {what} GPU worker {pid}", flush=True)
     await asyncio.sleep(3.0)
     fault["restarted"] = ensure_local_workers(settings)
     print(f"fault test: workers now {fault['restarted']}", flush=True)
@@ -156,6 +192,11 @@ async def main() -> int:
         help="leave server and workers running at the end (a --resume call follows)",
     )
     parser.add_argument(
+        "--freeze",
+        action="store_true",
+        help="with --kill-gpu-worker-at: SIGSTOP the worker tree instead (a stuck worker)",
+    )
+    parser.add_argument(
         "--kill-gpu-worker-at",
         type=float,
         default=None,
@@ -198,7 +239,7 @@ async def main() -> int:
     killer = None  # held: an unreferenced task may be collected before it runs
     if args.kill_gpu_worker_at is not None:
         killer = asyncio.create_task(
-            kill_gpu_worker(settings, started + args.kill_gpu_worker_at, fault)
+            kill_gpu_worker(settings, started + args.kill_gpu_worker_at, fault, args.freeze)
         )
     waiters = []
     for path in args.problems:
@@ -246,6 +287,9 @@ async def main() -> int:
             )
         )
     gated = await dump_histories(client, [h.id for h in handles], out)
+    for one in fault.get("frozen_pids", []):  # the stuck worker never comes back
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(one, 9)
     # after any fault (this call's kill, or the previous call's end): nothing gated twice
     fault["gate_candidate_completions"] = sum(gated.values())
     fault["candidates_gated_twice"] = sorted(c for c, n in gated.items() if n > 1)
