@@ -42,6 +42,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -299,6 +300,17 @@ async def section_campaign(paths: list[Path], rec: Recorder, iterations: int, pl
             reason=outcome.reason[:300],
             gpu_s=round(outcome.used.gpu_seconds, 1),
         )
+    # where the time went: activity durations from the histories, and the workers' logs
+    from scripts.gpu_e2e import dump_histories
+
+    try:
+        await dump_histories(client, [h.id for h in handles], rec.out)
+    except Exception as exc:  # extras: the rows above are the result
+        rec.row("campaign", history_dump_failed=str(exc)[:300])
+    for name in ("cpu", "gpu0"):
+        log = settings.home / "workers" / f"{name}.log"
+        if log.is_file():
+            shutil.copy(log, rec.out / f"worker-{name}.log")
     stop_local_workers(settings, wait_s=5)
 
 
