@@ -40,12 +40,21 @@ def compiler_cache_dirs() -> list[Path]:
     return [Path(triton_dir), Path(inductor_dir)]
 
 
+def _bookkeeping(name: str) -> bool:
+    """Lock files (reopened with O_TRUNC on every acquire, which moves their change time)
+    and writers' temporary directories (``tmp.pid_*``): nothing a kernel is loaded from."""
+    return name.endswith(".lock") or name.startswith("tmp.")
+
+
 def snapshot(dirs: list[Path]) -> dict[str, Stat]:
-    """Every regular file below ``dirs`` with its inode, size and change time."""
+    """Every cached file below ``dirs`` with its inode, size and change time."""
     out: dict[str, Stat] = {}
     for top in dirs:
-        for root, _subdirs, files in os.walk(top):
+        for root, subdirs, files in os.walk(top):
+            subdirs[:] = [d for d in subdirs if not _bookkeeping(d)]
             for name in files:
+                if _bookkeeping(name):
+                    continue
                 path = os.path.join(root, name)
                 try:
                     st = os.lstat(path)

@@ -1,0 +1,62 @@
+"""The compiler-cache watch window: what counts as a change, what is bookkeeping."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from gates.cache_guard import CacheGuard, compiler_cache_dirs
+
+
+def _cache(tmp_path: Path) -> Path:
+    root = tmp_path / "cache"
+    (root / "ab").mkdir(parents=True)
+    (root / "ab" / "k.cubin").write_bytes(b"binary")
+    (root / "ab" / "k.json").write_text("{}")
+    (root / "locks").mkdir()
+    (root / "locks" / "x.lock").write_text("")
+    # file times tick coarsely (a jiffy); cache files are always older than that
+    time.sleep(0.05)
+    return root
+
+
+def test_rewrites_replacements_and_removals_are_caught_new_files_are_not(tmp_path: Path) -> None:
+    root = _cache(tmp_path)
+    guard = CacheGuard([root])
+    guard.arm()
+    (root / "ab" / "k.cubin").write_bytes(b"binary")  # same bytes: only the change time moves
+    replacement = root / "ab" / "new.json"
+    replacement.write_text("{}")
+    os.replace(replacement, root / "ab" / "k.json")  # a new inode under the old name
+    (root / "cd").mkdir()
+    (root / "cd" / "own.cubin").write_bytes(b"mine")  # a candidate's own compile
+    touched = guard.check()
+    assert touched == [str(root / "ab" / "k.cubin"), str(root / "ab" / "k.json")]
+    assert not (root / "ab" / "k.cubin").exists()  # dropped: regenerated from source
+    assert (root / "cd" / "own.cubin").exists()
+    assert guard.describe(touched[0]) == "compiler cache cache/ab/k.cubin"
+    assert guard.check() == []  # the window closed with the check
+
+
+def test_lock_files_and_writers_temp_dirs_are_bookkeeping(tmp_path: Path) -> None:
+    root = _cache(tmp_path)
+    (root / "tmp.pid_1_x").mkdir()
+    (root / "tmp.pid_1_x" / "k.cubin").write_bytes(b"half written")
+    guard = CacheGuard([root])
+    guard.arm()
+    with open(root / "locks" / "x.lock", "w"):  # filelock reopens with O_TRUNC
+        pass
+    (root / "tmp.pid_1_x" / "k.cubin").unlink()  # a writer's rename moved it on
+    assert guard.check() == []
+
+
+def test_cache_dirs_follow_the_environment(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "t"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "i"))
+    assert compiler_cache_dirs() == [tmp_path / "t", tmp_path / "i"]
+    monkeypatch.delenv("TRITON_CACHE_DIR")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    triton_dir, inductor_dir = compiler_cache_dirs()
+    assert triton_dir == Path.home() / ".triton" / "cache"
+    assert inductor_dir.name.startswith("torchinductor_")
