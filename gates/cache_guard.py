@@ -6,24 +6,30 @@ runs included -- loads compiled kernels from.  A candidate that overwrote the
 cached binary or source of a baseline kernel with a slow one would make the
 baseline slow and itself look fast.
 
-Each candidate process runs inside a window: ``arm()`` records the inode,
+Each candidate process runs inside a window.  ``arm()`` records the inode,
 size and change time (``st_ctime_ns``, which a process cannot set back) of
-every cache file, ``check()`` names each one that was rewritten, replaced or
-removed in between and deletes what is left of it, so the caches regenerate
-it from source instead of serving what the candidate left.  New files are
-allowed: compiling its own kernels is what a candidate does.  Planting a file
-under a key the baseline has not compiled yet is not detected (gates/README).
+every cache file, and a content digest of each file it has not seen in that
+state before.  ``check()`` looks again: a file whose state moved is hashed, and
+if its content differs it was poisoned -- it is named and deleted, so the
+cache regenerates it from source instead of serving what the candidate left.
+A file rewritten with the same bytes (two processes compiling the same kernel
+at once) is not a change; neither is a removed file (it regenerates) nor a new
+one (compiling its own kernels is what a candidate does).  Files above
+``HASH_LIMIT`` are judged by their state alone.  Planting a file under a key
+the baseline has not compiled yet is not detected (gates/README).
 """
 
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import re
 import tempfile
 from pathlib import Path
 
 Stat = tuple[int, int, int]  # inode, size, ctime_ns
+HASH_LIMIT = 16 * 2**20  # cubins and kernel sources are KBs; bigger files: state only
 
 
 def compiler_cache_dirs() -> list[Path]:
@@ -64,9 +70,15 @@ def snapshot(dirs: list[Path]) -> dict[str, Stat]:
     return out
 
 
-def changed(before: dict[str, Stat], after: dict[str, Stat]) -> list[str]:
-    """Files of ``before`` that were rewritten, replaced or removed (new files are fine)."""
-    return sorted(path for path, stat in before.items() if after.get(path) != stat)
+def content_digest(path: str, size: int) -> str | None:
+    """BLAKE2b of the file, "" above ``HASH_LIMIT`` (state only), None if it is gone."""
+    if size > HASH_LIMIT:
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+    except OSError:
+        return None
 
 
 class CacheGuard:
@@ -75,19 +87,36 @@ class CacheGuard:
     def __init__(self, dirs: list[Path] | None = None) -> None:
         self.dirs = dirs if dirs is not None else compiler_cache_dirs()
         self._before: dict[str, Stat] | None = None
+        self._known: dict[str, tuple[Stat, str | None]] = {}  # path -> (state, digest then)
 
     def arm(self) -> None:
         self._before = snapshot(self.dirs)
+        for path, stat in self._before.items():
+            known = self._known.get(path)
+            if known is None or known[0] != stat:
+                self._known[path] = (stat, content_digest(path, stat[1]))
 
     def check(self) -> list[str]:
-        """Cache files the process changed (deleted now: they regenerate); [] if not armed."""
+        """Cache files whose content the process changed (deleted now); [] if not armed."""
         if self._before is None:
             return []
-        touched = changed(self._before, snapshot(self.dirs))
+        after = snapshot(self.dirs)
+        touched = []
+        for path, stat in self._before.items():
+            now = after.get(path)
+            if now is None or now == stat:
+                continue  # removed (regenerates) or untouched
+            was = self._known.get(path, (stat, None))[1]
+            digest = content_digest(path, now[1])
+            if was is None or digest is None or digest == "" or digest != was:
+                touched.append(path)
+            else:
+                self._known[path] = (now, digest)  # same bytes written again: benign
         self._before = None
         for path in touched:
             Path(path).unlink(missing_ok=True)
-        return touched
+            self._known.pop(path, None)
+        return sorted(touched)
 
     def describe(self, path: str) -> str:
         """A cache file's name relative to its cache directory, for verdicts."""

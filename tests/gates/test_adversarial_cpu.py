@@ -216,8 +216,8 @@ def test_a_rewritten_compiler_cache_file_rejects_the_candidate_and_is_dropped(
 ) -> None:
     """A baseline loads its kernels from the compiler caches: a candidate must not touch them.
 
-    The cheat rewrites a cached file with its own bytes (nothing but the change time moves),
-    the stealthiest form of poisoning; a file it adds (its own compile) is fine.
+    The cheat appends one byte to a cached binary in place (inode and name unchanged); a
+    file it adds (its own compile) is fine.
     """
     from gates.cache_guard import CacheGuard
     from gates.cascade import run_gates_1_to_3
@@ -250,7 +250,7 @@ def test_a_rewritten_compiler_cache_file_rejects_the_candidate_and_is_dropped(
     assert all(v.passed for v in check("adds_own.py", adds))
     poison = honest + (
         f"\nfrom pathlib import Path as _P\n_v = _P({str(victim)!r})\n"
-        "_v.write_bytes(_v.read_bytes())\n"
+        "_v.write_bytes(_v.read_bytes() + b'\\0')\n"
     )
     verdicts = check("cache_poison.py", poison)
     assert [v.gate.value for v in verdicts] == ["static", "correctness"]

@@ -21,22 +21,35 @@ def _cache(tmp_path: Path) -> Path:
     return root
 
 
-def test_rewrites_replacements_and_removals_are_caught_new_files_are_not(tmp_path: Path) -> None:
+def test_changed_content_is_caught_same_bytes_removals_and_new_files_are_not(
+    tmp_path: Path,
+) -> None:
     root = _cache(tmp_path)
+    (root / "ab" / "same.py").write_text("kernel source")
+    (root / "ab" / "gone.cubin").write_bytes(b"old")
+    time.sleep(0.05)
     guard = CacheGuard([root])
     guard.arm()
-    (root / "ab" / "k.cubin").write_bytes(b"binary")  # same bytes: only the change time moves
+    with open(root / "ab" / "k.cubin", "ab") as handle:  # one byte appended in place
+        handle.write(b"\0")
     replacement = root / "ab" / "new.json"
-    replacement.write_text("{}")
-    os.replace(replacement, root / "ab" / "k.json")  # a new inode under the old name
+    replacement.write_text('{"slow": true}')
+    os.replace(replacement, root / "ab" / "k.json")  # other content under the old name
+    twin = root / "ab" / "twin.py"
+    twin.write_text("kernel source")
+    os.replace(twin, root / "ab" / "same.py")  # a concurrent compile of the same kernel
+    (root / "ab" / "gone.cubin").unlink()  # regenerates: harmless
     (root / "cd").mkdir()
     (root / "cd" / "own.cubin").write_bytes(b"mine")  # a candidate's own compile
     touched = guard.check()
     assert touched == [str(root / "ab" / "k.cubin"), str(root / "ab" / "k.json")]
     assert not (root / "ab" / "k.cubin").exists()  # dropped: regenerated from source
-    assert (root / "cd" / "own.cubin").exists()
+    assert (root / "ab" / "same.py").exists() and (root / "cd" / "own.cubin").exists()
     assert guard.describe(touched[0]) == "compiler cache cache/ab/k.cubin"
     assert guard.check() == []  # the window closed with the check
+    guard.arm()  # the next window starts from what is there now
+    (root / "ab" / "same.py").write_text("poisoned source")
+    assert guard.check() == [str(root / "ab" / "same.py")]
 
 
 def test_lock_files_and_writers_temp_dirs_are_bookkeeping(tmp_path: Path) -> None:

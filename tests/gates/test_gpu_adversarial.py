@@ -136,7 +136,7 @@ def test_rewriting_triton_cache_binaries_rejects_the_candidate(tmp_path: Path) -
     """Run alone (not in the parallel suite): one cache window per candidate process.
 
     The honest kernel compiles first, so the cache holds a real cubin; the cheat then
-    writes cached binaries back with their own bytes, which only the change time shows.
+    appends a byte to cached binaries in place.
     """
     from gates.cascade import run_gates_1_to_3
     from gates.protocol import ModelSource

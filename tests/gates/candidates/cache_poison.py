@@ -2,8 +2,8 @@
 
 Every later process (the baseline's timing runs) loads its kernels from that
 cache: a slow binary planted there would make the baseline slow and this
-candidate look fast.  This one writes each cached binary back with its own
-bytes -- harmless, and the hardest form to see: only the change time moves.
+candidate look fast.  This one appends a zero byte to each cached binary in
+place (inode and name unchanged; the ELF loader ignores trailing bytes).
 """
 
 import os
@@ -13,7 +13,8 @@ from pathlib import Path
 def _rewrite_cache() -> None:
     cache = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
     for path in list(cache.rglob("*.cubin"))[:50]:
-        path.write_bytes(path.read_bytes())
+        with open(path, "ab") as handle:
+            handle.write(b"\0")
 
 
 _rewrite_cache()
