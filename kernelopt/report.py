@@ -9,6 +9,12 @@ def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{suffix}"
 
 
+def _decision(d: Decision) -> str:
+    if d.retime:
+        return "re-timed" if d.accepted else "dropped at re-timing"
+    return "passed" if d.accepted else "rejected"
+
+
 def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
     """A self-contained Markdown report of one campaign."""
     o = outcome
@@ -26,7 +32,7 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
         f"| proposer | {o.proposer or '-'} |",
         f"| search mode | {o.mode.value if o.mode else '-'} ({o.mode_reason or 'n/a'}) |",
         f"| replaced | {', '.join(o.replaced) or 'nothing (baseline returned)'} |",
-        f"| candidates tried / accepted | {o.candidates_tried} / {o.candidates_accepted} |",
+        f"| candidates tried / passed gates 1-2 | {o.candidates_tried} / {o.candidates_accepted} |",
         f"| tokens / USD / GPU-s / wall-s | {o.used.tokens} / {o.used.usd:.4f} / "
         f"{o.used.gpu_seconds:.1f} / {o.used.wall_seconds:.1f} |",
         f"| GPU, torch, triton | {o.gpu_name or '-'}, {o.torch_version or '-'}, "
@@ -62,6 +68,10 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
     lines += [
         "## Decisions",
         "",
+        "*passed*: correct on every seed and shape (gates 1-2), so it may seed the search; "
+        "only a re-timed winner faster than the baseline goes on to the model-level gates, "
+        "and only what passes those is returned.",
+        "",
         "| candidate | target | parent | proposer | plan | attempt | decision | gate | kernel ms | reason |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -70,7 +80,7 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
         plan = c.plan.direction if c.plan else "-"
         lines.append(
             f"| {c.id} | {c.target_id} | {c.parent_id or 'root'} | {c.proposer} | {plan} | "
-            f"{c.attempt} | {'accept' if d.accepted else 'reject'} | {d.deciding_gate or '-'} | "
+            f"{c.attempt} | {_decision(d)} | {d.deciding_gate or '-'} | "
             f"{_fmt(d.kernel_ms, '.4f')} | {d.reason.replace('|', '/')} |"
         )
     if not decisions:

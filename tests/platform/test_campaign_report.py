@@ -1,0 +1,50 @@
+"""The campaign report says what each decision meant, not just accept/reject."""
+
+from __future__ import annotations
+
+from kernelopt.contracts import Decision, Outcome, OutcomeCategory
+from kernelopt.contracts.search import Candidate
+from kernelopt.report import render_markdown
+
+
+def _decision(cid: str, accepted: bool, retime: bool = False, gate: str = "") -> Decision:
+    cand = Candidate(id=cid, target_id="forward", parent_id=None, iteration=0, source=None)
+    return Decision(
+        candidate=cand, accepted=accepted, retime=retime, deciding_gate=gate, reason="r"
+    )
+
+
+def test_slow_candidates_read_as_passed_not_accepted_into_the_model() -> None:
+    outcome = Outcome(
+        campaign_id="c",
+        problem="p",
+        category=OutcomeCategory.FALLBACK,
+        speedup=1.0,
+        reason="none faster",
+        baseline_ms=0.068,
+        candidates_tried=3,
+        candidates_accepted=2,
+    )
+    md = render_markdown(
+        outcome,
+        [
+            _decision("a", True),
+            _decision("b", False, gate="correctness"),
+            _decision("a", True, retime=True),
+            _decision("c", False, retime=True, gate="retime"),
+        ],
+    )
+    rows = [
+        line
+        for line in md.splitlines()
+        if line.startswith("| a |") or line.startswith("| b |") or line.startswith("| c |")
+    ]
+    assert [r.split(" | ")[6] for r in rows] == [
+        "passed",
+        "rejected",
+        "re-timed",
+        "dropped at re-timing",
+    ]
+    assert "| candidates tried / passed gates 1-2 | 3 / 2 |" in md
+    assert "| replaced | nothing (baseline returned) |" in md
+    assert "| returned model | 0.0680 ms |" in md
