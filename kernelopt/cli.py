@@ -32,6 +32,19 @@ err_console = Console(stderr=True)
 
 
 # --- argument parsing ------------------------------------------------------------------------
+
+
+def _at_least_one(text: str) -> int:
+    """argparse type: a whole number >= 1 (a clear usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelopt",
@@ -99,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run a suite (KernelBench layout) and report")
     bench.add_argument("suite", type=Path)
     bench.add_argument("--results", type=Path, default=None)
+    bench.add_argument(
+        "--concurrency",
+        type=_at_least_one,
+        default=None,
+        help="campaigns in flight at once (default: one per local GPU worker, else 1; "
+        "on a cluster: the number of GPU workers)",
+    )
     _add_campaign_options(bench)
     return parser
 
@@ -407,7 +427,9 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
 
     options = campaign_options(args, settings)
     client = await _client(settings)
-    return await bench_command(client, settings, args.suite, args.results, options)
+    return await bench_command(
+        client, settings, args.suite, args.results, options, concurrency=args.concurrency
+    )
 
 
 ASYNC = {

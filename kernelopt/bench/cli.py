@@ -37,17 +37,25 @@ async def bench_command(
     results_dir: Path | None,
     options: CampaignOptions,
     console: Console | None = None,
+    concurrency: int | None = None,
 ) -> int:
+    """Run the suite; ``concurrency`` campaigns at a time (None: one per local GPU worker).
+
+    Every GPU worker runs one activity at a time, so more campaigns in flight than
+    GPU workers only queue; fewer leave GPUs idle.
+    """
     from kernelopt.store import open_store
 
     console = console or Console(stderr=True)
     suite_dir = Path(suite_dir)
     results = Path(results_dir or suite_dir / "results")
     store = open_store(settings.artifacts_dir)
+    gpu_workers = 1
     if settings.embedded:
         from kernelopt.local_workers import ensure_local_workers
 
-        ensure_local_workers(settings)
+        gpu_workers = max(1, sum(1 for name in ensure_local_workers(settings) if name != "cpu"))
+    concurrency = concurrency or gpu_workers
 
     async def one(path: Path, level: int | None) -> Outcome:
         problem = prepare_problem(path, store, level=level)
@@ -58,7 +66,8 @@ async def bench_command(
             handle = client.get_workflow_handle(campaign_id, result_type=Outcome)
         return await handle.result()
 
-    run = await run_suite(suite_dir, results, one, console=console)
+    console.print(f"{concurrency} campaign(s) at a time")
+    run = await run_suite(suite_dir, results, one, console=console, concurrency=concurrency)
     summary = summarize(load_results(results), gamma=options.gamma)
     files = write_report(summary, results)
     console.print(

@@ -1,0 +1,89 @@
+"""`kernelopt bench` end to end: real server and workflows, GPU doubles on two GPU workers.
+
+Three problems at two campaigns at a time; every outcome lands in the results
+folder with the report, and a second run skips them all (resumable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+from pathlib import Path
+
+from rich.console import Console
+
+from kernelopt.bench.cli import bench_command
+from kernelopt.bench.results import load_results
+from kernelopt.client import connect
+from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
+from tests.durability.support import PROBLEM, DevServer, Worker, queues
+from tests.support.temporal import make_settings
+
+
+async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "home")
+    server = DevServer(settings).start()
+    cpu_q, gpu_q = queues()
+    logs = tmp_path / "logs"
+    workers = [
+        Worker(settings, "cpu", cpu_q, logs),
+        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.05"),
+        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.05"),
+    ]
+    suite = tmp_path / "suite"
+    (suite / "level1").mkdir(parents=True)
+    for name in ("001_alpha.py", "002_beta.py", "003_gamma.py"):
+        shutil.copy(PROBLEM, suite / "level1" / name)
+    results = tmp_path / "results"
+    # a cluster-style address: bench must not start local workers of its own
+    remote = settings.model_copy(update={"temporal_address": settings.address})
+    options = CampaignOptions(
+        search=SearchParams(iterations=1, plans=1, beam=1),
+        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
+        cpu_queue=cpu_q,
+        gpu_queue=gpu_q,
+    )
+    try:
+        for w in workers:
+            w.wait_ready()
+        client = await connect(remote, start_embedded=False)
+        first, second = io.StringIO(), io.StringIO()
+        rc = await asyncio.wait_for(
+            bench_command(
+                client,
+                remote,
+                suite,
+                results,
+                options,
+                console=Console(file=first, width=200),
+                concurrency=2,
+            ),
+            240,
+        )
+        rc_again = await asyncio.wait_for(
+            bench_command(
+                client, remote, suite, results, options, console=Console(file=second, width=200)
+            ),
+            60,
+        )
+    finally:
+        for w in workers:
+            w.stop()
+        server.stop()
+
+    assert rc == 0, first.getvalue()
+    assert "2 campaign(s) at a time" in first.getvalue()
+    assert "3 run, 0 already done, 0 failed" in first.getvalue()
+    finished = load_results(results)
+    assert sorted((r.level, r.name) for r in finished) == [
+        (1, "001_alpha"),
+        (1, "002_beta"),
+        (1, "003_gamma"),
+    ]
+    assert all(r.outcome.candidates_tried >= 1 for r in finished)
+    assert any(results.glob("*.md")) and any(results.glob("*.html"))
+    # resumable: the second run finds every outcome and starts nothing
+    assert rc_again == 0, second.getvalue()
+    assert "0 run, 3 already done, 0 failed" in second.getvalue()
+    assert "1 campaign(s) at a time" in second.getvalue()  # not embedded: no local GPU count
