@@ -118,16 +118,29 @@ def _candidate_of(event) -> str:
     return ""
 
 
-async def dump_histories(client, workflow_ids: list[str], out: Path) -> dict[str, int]:
+def _device_seconds(attrs) -> float:
+    """The run time a completed GPU activity reported (``device_seconds``), else 0."""
+    for payload in attrs.result.payloads:
+        with contextlib.suppress(ValueError, AttributeError, TypeError):
+            value = json.loads(payload.data).get("device_seconds")
+            return float(value) if value is not None else 0.0
+    return 0.0
+
+
+async def dump_histories(
+    client, workflow_ids: list[str], out: Path
+) -> tuple[dict[str, int], dict[str, float]]:
     """Each activity's duration (scheduled -> closed) per campaign, for the cost breakdown.
 
-    Returns how many times each candidate's gate_candidate activity completed: a
-    candidate gated to completion twice would be counted twice.
+    Returns how many times each candidate's gate_candidate activity completed (a
+    candidate gated to completion twice would be counted twice), and per campaign
+    the run time its GPU activities reported -- what its GPU-second budget must show.
     """
     from temporalio.api.enums.v1 import EventType
 
     lines = []
     completions: dict[str, int] = {}
+    held: dict[str, float] = {}
     candidate_by_event: dict[int, str] = {}
     for wf_id in workflow_ids:
         history = await client.get_workflow_handle(wf_id).fetch_history()
@@ -158,14 +171,18 @@ async def dump_histories(client, workflow_ids: list[str], out: Path) -> dict[str
                     )
                     name, at = scheduled.get(attrs.scheduled_event_id, ("?", None))
                     key = candidate_by_event.get(attrs.scheduled_event_id)
-                    if key and e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-                        completions[key] = completions.get(key, 0) + 1
+                    ran = 0.0
+                    if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                        if key:
+                            completions[key] = completions.get(key, 0) + 1
+                        ran = _device_seconds(attrs)
+                        held[wf_id] = held.get(wf_id, 0.0) + ran
                     if at is not None:
                         secs = (e.event_time.ToDatetime() - at).total_seconds()
-                        lines.append(f"{one:60} {name:16} {secs:7.1f} s")
+                        lines.append(f"{one:60} {name:16} {secs:7.1f} s  (ran {ran:6.1f} s)")
     (out / "activity_durations.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-40:]), flush=True)
-    return completions
+    return completions, held
 
 
 async def main() -> int:
@@ -286,7 +303,15 @@ async def main() -> int:
                 f"{outcome.used.gpu_seconds:.0f} GPU-s; {outcome.reason[:70]}",
             )
         )
-    gated = await dump_histories(client, [h.id for h in handles], out)
+    gated, held = await dump_histories(client, [h.id for h in handles], out)
+    for handle in handles:  # the budget must charge what the GPU activities reported
+        outcome = results.get(handle.id)
+        if isinstance(outcome, Outcome):
+            print(
+                f"{handle.id}: GPU-s charged {outcome.used.gpu_seconds:.1f}, "
+                f"GPU activities reported {held.get(handle.id, 0.0):.1f}",
+                flush=True,
+            )
     for one in fault.get("frozen_pids", []):  # the stuck worker never comes back
         with contextlib.suppress(ProcessLookupError):
             os.kill(one, 9)
