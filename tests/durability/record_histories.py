@@ -18,7 +18,8 @@ itself as it closes; one that
 is cancelled mid-search; one paused, resumed and given a new budget; an LLM
 campaign with retry-fix; an LLM campaign that continues as new (the
 campaign between targets, every search between iterations); and an LLM
-campaign whose gates charge their reported run time.
+campaign whose gates charge their reported run time; and one long search
+whose tree is pruned.
 """
 
 from __future__ import annotations
@@ -139,6 +140,17 @@ async def charged(client, settings, cpu_q, gpu_q) -> list[str]:
     return [handle.id]
 
 
+async def pruned(client, settings, cpu_q, gpu_q) -> list[str]:
+    """One long search (20 + 5 x 40 candidates) whose tree outgrows 2 x TREE_KEEP states:
+    recorded after the tree began to be pruned (patch ``prune-search-tree``)."""
+    with llm_script.scripted_llm() as llm:
+        opts = _llm_options(llm, cpu_q, gpu_q, iterations=6, plans=20, retries=0)
+        opts = opts.model_copy(update={"max_targets": 1})
+        handle = await submit(client, settings, opts, "rec-pruned")
+        await outcome_of(client, handle.id)
+    return [handle.id]
+
+
 # (scenario, dynamic config of its server)
 SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("optimized", optimized, {}),
@@ -148,6 +160,7 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("llm", llm_retry_fix, {}),
     ("continue_as_new", continued_as_new, {"limit.historyCount.suggestContinueAsNew": 40}),
     ("charged", charged, {}),
+    ("pruned", pruned, {}),
 ]
 
 
