@@ -90,19 +90,21 @@ class CacheGuard:
         self._known: dict[str, tuple[Stat, str | None]] = {}  # path -> (state, digest then)
 
     def arm(self) -> None:
-        self._before = snapshot(self.dirs)
-        for path, stat in self._before.items():
+        before = snapshot(self.dirs)
+        for path, stat in before.items():
             known = self._known.get(path)
             if known is None or known[0] != stat:
                 self._known[path] = (stat, content_digest(path, stat[1]))
+        self._before = before
 
     def check(self) -> list[str]:
         """Cache files whose content the process changed (deleted now); [] if not armed."""
-        if self._before is None:
+        before, self._before = self._before, None  # one check per window, thread-safe
+        if before is None:
             return []
         after = snapshot(self.dirs)
         touched = []
-        for path, stat in self._before.items():
+        for path, stat in before.items():
             now = after.get(path)
             if now is None or now == stat:
                 continue  # removed (regenerates) or untouched
@@ -112,7 +114,6 @@ class CacheGuard:
                 touched.append(path)
             else:
                 self._known[path] = (now, digest)  # same bytes written again: benign
-        self._before = None
         for path in touched:
             Path(path).unlink(missing_ok=True)
             self._known.pop(path, None)
