@@ -18,6 +18,7 @@ from kernelopt.contracts import (
     names,
 )
 from kernelopt.contracts.names import gpu_queue_for
+from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.errors import ProblemError
 from kernelopt.gpu_info import gpu_names
 from kernelopt.store import ArtifactStore
@@ -83,6 +84,8 @@ async def start_campaign(
     from workflows.optimize_model import search_attributes_for
 
     campaign_id = campaign_id or new_campaign_id(problem)
+    if options.gates is None:  # pinned now: later default changes leave this campaign alone
+        options = options.model_copy(update={"gates": GateSettings()})
     kwargs = {}
     if search_attributes:
         kwargs["search_attributes"] = search_attributes_for(campaign_id, problem.name)

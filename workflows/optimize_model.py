@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         names,
     )
     from kernelopt.contracts.audit import EXPORT_PATCH
+    from kernelopt.contracts.verdicts import pinned_gates
 
     from . import activity_options as opts
     from .export_campaign import start_export
@@ -239,6 +240,7 @@ class OptimizeModel:
                 gpu_queue=inp.options.gpu_queue,
                 cpu_queue=inp.options.cpu_queue,
                 gpu_heartbeat_s=inp.options.gpu_heartbeat_s,
+                gates=inp.options.gates,
                 budget_left=self._budget_left(),
                 memory=state.memory,
                 share_memory=inp.options.share_memory,
@@ -321,7 +323,10 @@ class OptimizeModel:
             gate = await self._gpu(
                 names.GATE_MODEL,
                 ModelGateInput(
-                    compiled=state.compiled, wrapper=stitched.wrapper, gamma=inp.options.gamma
+                    compiled=state.compiled,
+                    wrapper=stitched.wrapper,
+                    gamma=inp.options.gamma,
+                    **pinned_gates(inp.options.gates),
                 ),
                 ModelGateResult,
                 opts.GATE_MODEL,

@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         CandidateGateResult,
         GateName,
         GateVerdict,
+        pinned_gates,
     )
 
     from . import activity_options as opts
@@ -501,6 +502,7 @@ class SearchKernel:
             source=cand.source,
             seeds=list(self.inp.params.seeds),
             timeout_s=self.inp.gate_timeout_s,
+            **pinned_gates(self.inp.gates),
         )
         started = workflow.now()
         try:

@@ -10,7 +10,7 @@ from .base import ArtifactRef, Contract, Frozen
 from .compiled import CompileResult, SearchMode, SearchTarget, SegmentResult, TriageResult
 from .problem import ProblemSpec
 from .search import Decision, ProposerConfig, SearchKernelResult, SearchParams, Usage
-from .verdicts import GateVerdict
+from .verdicts import GateSettings, GateVerdict
 
 
 class Budgets(Contract):
@@ -62,6 +62,10 @@ class CampaignOptions(Frozen):
     gpu_queue: str = "kernelopt-gpu"
     max_targets: int | None = None
     share_memory: bool = False  # opt-in: experience memory shared across campaigns
+    # Gate settings pinned when the campaign is submitted (``start_campaign`` fills them):
+    # a campaign keeps the settings it started with when a later release changes the
+    # defaults.  None (campaigns from before pinning): each gate takes today's defaults.
+    gates: GateSettings | None = None
 
 
 class CampaignInput(Contract):

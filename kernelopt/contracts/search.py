@@ -9,7 +9,7 @@ from pydantic import Field
 
 from .base import ArtifactRef, Contract, DeviceTimed, Frozen
 from .compiled import CompileResult, SearchTarget, SegmentResult
-from .verdicts import GateVerdict
+from .verdicts import GateSettings, GateVerdict
 
 
 class SearchParams(Frozen):
@@ -306,6 +306,7 @@ class SearchKernelInput(Contract):
     gpu_queue: str
     cpu_queue: str
     gpu_heartbeat_s: float | None = None  # the campaign's GPU heartbeat timeout
+    gates: GateSettings | None = None  # the campaign's pinned gate settings (None: defaults)
     budget_left: dict[str, float | None] = Field(default_factory=dict)
     state: dict[str, Any] | None = None  # carried across continue-as-new
     memory: ArtifactRef | None = None  # campaign experience memory so far

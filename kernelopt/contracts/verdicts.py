@@ -83,6 +83,15 @@ class GateSettings(Frozen):
     run_perf: bool = True
 
 
+def pinned_gates(settings: GateSettings | None) -> dict[str, GateSettings]:
+    """Keyword for a gate activity's input: the campaign's pinned settings, else none.
+
+    Without it the input's default -- today's ``GateSettings()`` -- would apply, and a
+    release that changes a default would change the gates of campaigns already running.
+    """
+    return {"settings": settings} if settings is not None else {}
+
+
 class CandidateGateInput(Frozen):
     """Gates 1-2 for one candidate of one search target."""
 

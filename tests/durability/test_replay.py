@@ -176,3 +176,47 @@ def test_history_file_is_well_formed(path: Path) -> None:
     assert history.events[-1].HasField(
         "workflow_execution_completed_event_attributes"
     ) or history.events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
+
+
+# Gate defaults changed since these histories were recorded, before campaigns pinned their
+# gate settings at submission (CampaignOptions.gates): such campaigns take today's defaults
+# for their remaining gates.  Every drift is listed here, with when and why.
+LEGACY_GATE_DRIFT = {
+    # 2026-11-29: up to six timing rounds, one outlier set aside from four (gates/perfstats)
+    ".settings.max_rounds: recorded '4', replay '6'",
+}
+
+
+def _gates_pinned(history: WorkflowHistory) -> bool:
+    started = history.events[0].workflow_execution_started_event_attributes
+    payload = pydantic_data_converter.payload_converter.from_payload(started.input.payloads[0])
+    options = payload.get("options", payload)  # OptimizeModel: options; SearchKernel: itself
+    return bool(options.get("gates"))
+
+
+async def test_every_history_schedules_the_same_activity_inputs_on_replay() -> None:
+    """Beyond command kinds: each replayed activity gets the input it was recorded with."""
+    from tests.durability.input_replay import input_mismatches
+
+    problems = {}
+    for path in history_files():
+        history = load(path)
+        found = await input_mismatches(production_workflows(), history)
+        if not _gates_pinned(history):
+            found = [f for f in found if not any(f.endswith(d) for d in LEGACY_GATE_DRIFT)]
+        if found:
+            problems[path.name] = found[:3]
+    assert not problems, problems
+    assert any(_gates_pinned(load(p)) for p in history_files())  # pinned runs: no drift at all
+
+
+async def test_same_activities_with_other_inputs_replay_cleanly_but_fail_the_input_check() -> None:
+    """The gap this closes: Temporal's replayer accepts the change, the input check does not."""
+    from tests.durability.input_replay import input_mismatches
+
+    histories = [h for h in corpus(names.OPTIMIZE_MODEL) if not _continued(h)]
+    others = [w for w in production_workflows() if _name(w) != names.OPTIMIZE_MODEL]
+    changed = [variants.CompileModeChanged, *others]
+    assert not await replay(changed, histories)  # no NondeterminismError
+    found = await input_mismatches(changed, histories[0])
+    assert any("compile" in p and ".mode" in p for p in found), found

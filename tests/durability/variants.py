@@ -121,3 +121,13 @@ class OptimizeModelWithExport(OptimizeModel):
         if workflow.patched(EXPORT_PATCH):
             await start_export(self._input.campaign_id, self._input.options.cpu_queue)
         return outcome
+
+
+@workflow.defn(name=names.OPTIMIZE_MODEL)
+class CompileModeChanged(OptimizeModel):
+    """The same activities in the same order, but compile asked for another mode."""
+
+    @workflow.run
+    async def run(self, inp: CampaignInput) -> Outcome:
+        options = inp.options.model_copy(update={"compile_mode": "reduce-overhead"})
+        return await super().run(inp.model_copy(update={"options": options}))
