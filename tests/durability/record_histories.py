@@ -114,41 +114,53 @@ def _llm_options(llm, cpu_q, gpu_q, iterations: int, plans: int, retries: int) -
     )
 
 
-async def llm_retry_fix(client, settings, cpu_q, gpu_q) -> list[str]:
+async def _llm_campaign(
+    client, settings, cpu_q: str, gpu_q: str, workflow_id: str, **search: int
+) -> list[str]:
+    """One campaign with the scripted LLM; ``search``: iterations, plans, retries, max_targets."""
+    max_targets = search.pop("max_targets", None)
     with llm_script.scripted_llm() as llm:
-        opts = _llm_options(llm, cpu_q, gpu_q, iterations=2, plans=2, retries=2)
-        handle = await submit(client, settings, opts, "rec-llm")
+        opts = _llm_options(llm, cpu_q, gpu_q, **search)
+        opts = opts.model_copy(update={"max_targets": max_targets})
+        handle = await submit(client, settings, opts, workflow_id)
         await outcome_of(client, handle.id)
     return [handle.id]
+
+
+async def llm_retry_fix(client, settings, cpu_q, gpu_q) -> list[str]:
+    return await _llm_campaign(
+        client, settings, cpu_q, gpu_q, "rec-llm", iterations=2, plans=2, retries=2
+    )
 
 
 async def continued_as_new(client, settings, cpu_q, gpu_q) -> list[str]:
-    with llm_script.scripted_llm() as llm:
-        opts = _llm_options(llm, cpu_q, gpu_q, iterations=3, plans=2, retries=0)
-        handle = await submit(client, settings, opts, "rec-continue-as-new")
-        await outcome_of(client, handle.id)
-    return [handle.id]
+    return await _llm_campaign(
+        client, settings, cpu_q, gpu_q, "rec-continue-as-new", iterations=3, plans=2, retries=0
+    )
 
 
 async def charged(client, settings, cpu_q, gpu_q) -> list[str]:
     """An LLM campaign whose gate activities report their run time (``device_seconds``):
     recorded after budgets began charging it (patch ``charge-gate-run-time``)."""
-    with llm_script.scripted_llm() as llm:
-        opts = _llm_options(llm, cpu_q, gpu_q, iterations=2, plans=2, retries=1)
-        handle = await submit(client, settings, opts, "rec-charged")
-        await outcome_of(client, handle.id)
-    return [handle.id]
+    return await _llm_campaign(
+        client, settings, cpu_q, gpu_q, "rec-charged", iterations=2, plans=2, retries=1
+    )
 
 
 async def pruned(client, settings, cpu_q, gpu_q) -> list[str]:
     """One long search (20 + 5 x 40 candidates) whose tree outgrows 2 x TREE_KEEP states:
     recorded after the tree began to be pruned (patch ``prune-search-tree``)."""
-    with llm_script.scripted_llm() as llm:
-        opts = _llm_options(llm, cpu_q, gpu_q, iterations=6, plans=20, retries=0)
-        opts = opts.model_copy(update={"max_targets": 1})
-        handle = await submit(client, settings, opts, "rec-pruned")
-        await outcome_of(client, handle.id)
-    return [handle.id]
+    return await _llm_campaign(
+        client,
+        settings,
+        cpu_q,
+        gpu_q,
+        "rec-pruned",
+        iterations=6,
+        plans=20,
+        retries=0,
+        max_targets=1,
+    )
 
 
 # (scenario, dynamic config of its server)
