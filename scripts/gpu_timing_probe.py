@@ -17,6 +17,9 @@ in fresh spawned processes, and prints for each process:
   the L2 full of dirty lines the timed kernel must write back) and with a
   read-only flush.
 
+Then the same two forwards through gate 4's own TimingJobs (forked from a
+zygote, like the gates do), ``--processes`` times each.
+
 If the graph replay is steady while ``do_bench`` is not, launch overhead
 leaks into the events; if the clocks differ between slow and fast processes,
 it is clock ramping; if one process is steady in itself but far from the
@@ -139,16 +142,93 @@ def child(forward: str) -> dict:
     }
 
 
+def product_path(processes: int, out: Path, device: str = "cuda") -> list[dict]:
+    """The same two forwards through gate 4's own machinery: TimingJobs from the zygote.
+
+    If the spread shows here but not in the plain processes above, its cause is in
+    our harness (fork from the zygote, busy warm-up, input loading), not in the GPU.
+    """
+    sys.path.insert(0, str(ROOT))
+    os.environ["KERNELOPT_GATES_SMALL"] = "0"
+    from gates.protocol import ModelSource, TimingJob, TimingResult
+    from gates.reference import prepare_reference
+    from gates.runner import fast_launch, run_job
+    from kernelopt.contracts.verdicts import GateSettings
+
+    problem = str(ROOT / "tests/gates/problems/swish_bias.py")
+    sides = {
+        "baseline": ModelSource(kind="compiled", problem_path=problem, compile_mode="default"),
+        "candidate": ModelSource(
+            kind="candidate",
+            problem_path=problem,
+            candidate_path=str(ROOT / "tests/gates/candidates/swish_fused.py"),
+        ),
+    }
+    rows = []
+    with fast_launch(device) as zygote:
+        print(f"product path: {zygote.note}", flush=True)
+        bundle = prepare_reference(problem, GateSettings(device=device), out / "reference")
+        for i in range(processes):
+            for side in ("baseline", "candidate") if i % 2 == 0 else ("candidate", "baseline"):
+                job = TimingJob(
+                    side=side,
+                    model=sides[side],
+                    device=device,
+                    inputs_dir=str(bundle.inputs_dir),
+                    input_set=bundle.input_sets[0].name,
+                )
+                outcome = run_job(job, out / f"job{i}-{side}", timeout_s=240, device=device)
+                if not outcome.ok or outcome.result is None:
+                    print(f"{side} job {i} failed: {outcome.describe()}", flush=True)
+                    continue
+                result = TimingResult.model_validate(outcome.result)
+                ms = result.event_ms
+                if ms is None:  # cpu: no CUDA events, the per-call host samples
+                    ms = statistics.median(result.event_samples)
+                row = {
+                    "process": i,
+                    "side": side,
+                    "event_ms": ms,
+                    "host_ms": result.host_ms,
+                    "warm_s": result.warm_seconds,
+                }
+                rows.append(row)
+                print(
+                    f"product {i} {side:9} event {ms * 1e3:7.1f} us  "
+                    f"host {result.host_ms * 1e3:7.1f} us  warm {result.warm_seconds:.1f} s",
+                    flush=True,
+                )
+    for side in sides:
+        values = [r["event_ms"] for r in rows if r["side"] == side]
+        if len(values) > 1:
+            mid = statistics.median(values)
+            print(
+                f"product {side:9} median {mid * 1e3:7.1f} us, spread across processes "
+                f"{(max(values) - min(values)) / mid:.1%}",
+                flush=True,
+            )
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=6)
     parser.add_argument("--child", choices=FORWARDS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--product-only-on",
+        choices=["cuda", "cpu"],
+        help="only the gate-4 TimingJob part (cpu: a smoke run of the script itself)",
+    )
     args = parser.parse_args()
     if args.child:
         print("RESULT " + json.dumps(child(args.child)), flush=True)
         return 0
     out = Path(os.environ.get("OUT", "/tmp/timing-probe-out"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.product_only_on:
+        product = product_path(args.processes, out, args.product_only_on)
+        (out / "timing_probe.json").write_text(json.dumps({"product": product}, indent=2))
+        return 0
     rows = []
     for i in range(args.processes):
         for forward in FORWARDS if i % 2 == 0 else tuple(reversed(FORWARDS)):
@@ -175,7 +255,10 @@ def main() -> int:
                 f"clocks {row['clocks_before']} -> {row['clocks_after']}",
                 flush=True,
             )
-    (out / "timing_probe.json").write_text(json.dumps(rows, indent=2))
+    product = product_path(args.processes, out)
+    (out / "timing_probe.json").write_text(
+        json.dumps({"plain": rows, "product": product}, indent=2)
+    )
     for forward in FORWARDS:
         mine = [r for r in rows if r["forward"] == forward]
         if len(mine) < 2:
