@@ -307,7 +307,8 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
         )
     table.add_row("proposer", outcome.proposer)
     table.add_row(
-        "candidates", f"{outcome.candidates_tried} tried, {outcome.candidates_accepted} accepted"
+        "candidates",
+        f"{outcome.candidates_tried} tried, {outcome.candidates_accepted} passed gates 1-2",
     )
     if outcome.report is not None:
         table.add_row("report", f"artifact {outcome.report.sha256[:16]} ({outcome.report.name})")

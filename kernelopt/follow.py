@@ -95,7 +95,9 @@ def render(progress: CampaignProgress, hint: str | None, elapsed: float) -> Grou
         f"{p.targets_done}/{p.targets_total}"
         + (f"  now: {p.current_target}" if p.current_target else ""),
     )
-    table.add_row("candidates", f"{p.candidates_tried} tried, {p.candidates_accepted} accepted")
+    table.add_row(
+        "candidates", f"{p.candidates_tried} tried, {p.candidates_accepted} passed gates 1-2"
+    )
     table.add_row("best speedup", f"{p.best_speedup:.3f}x" if p.best_speedup else "-")
     budget = f"{p.used.tokens} tokens, ${p.used.usd:.3f}, {p.used.gpu_seconds:.0f} GPU-s"
     table.add_row("budget used", budget)
@@ -119,7 +121,7 @@ def status_line(progress: CampaignProgress | None, hint: str | None) -> str:
             f"{p.phase.value}{' (paused)' if p.paused else ''}; "
             f"targets {p.targets_done}/{p.targets_total}"
             + (f" (now {p.current_target})" if p.current_target else "")
-            + f"; candidates {p.candidates_tried} tried, {p.candidates_accepted} accepted"
+            + f"; candidates {p.candidates_tried} tried, {p.candidates_accepted} passed gates 1-2"
             + f"; best {best}"
         )
     return f"{text}; {hint}" if hint else text

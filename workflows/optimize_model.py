@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         names,
     )
     from kernelopt.contracts.audit import EXPORT_PATCH
+    from kernelopt.contracts.search import passed_gates_1_2
     from kernelopt.contracts.verdicts import pinned_gates
 
     from . import activity_options as opts
@@ -271,7 +272,7 @@ class OptimizeModel:
             state.candidates_accepted += (
                 result.candidates_accepted  # archived pages included
                 if result.candidates_accepted is not None
-                else sum(1 for d in result.decisions if d.accepted and not d.retime)
+                else passed_gates_1_2(result.decisions)
             )
             self._progress.targets_done = len(state.results)
             self._sync_progress()

@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         SummarizeInput,
         SummarizeResult,
         Usage,
+        passed_gates_1_2,
     )
     from kernelopt.contracts.verdicts import (
         CandidateGateInput,
@@ -555,8 +556,7 @@ class SearchKernel:
         return decision
 
     def _accepted(self) -> int:
-        carried = sum(1 for d in self.s.decisions if d.accepted and not d.retime)
-        return self.s.archived_accepted + carried
+        return self.s.archived_accepted + passed_gates_1_2(self.s.decisions)
 
     async def _archive_if_long(self) -> None:
         """At an iteration boundary: page decisions and ledger out once there are many."""
@@ -577,7 +577,7 @@ class SearchKernel:
             task_queue=self.inp.cpu_queue,
             **opts.REPORT.kwargs(),
         )
-        self.s.archived_accepted += sum(1 for d in self.s.decisions if d.accepted and not d.retime)
+        self.s.archived_accepted += passed_gates_1_2(self.s.decisions)
         self.s.log_pages.append(ref)
         self.s.decisions = []
         self.s.ledger = []

@@ -250,6 +250,11 @@ class Decision(Frozen):
     speedup: float | None = None  # baseline_kernel_ms / kernel_ms
 
 
+def passed_gates_1_2(decisions: list[Decision]) -> int:
+    """Candidates that passed gates 1-2 (a winner's re-timing is not another candidate)."""
+    return sum(1 for d in decisions if d.accepted and not d.retime)
+
+
 class LedgerEntry(Frozen):
     """One LLM call: who asked, what it cost, where prompt and reply are."""
 
