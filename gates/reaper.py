@@ -30,7 +30,8 @@ def become_subreaper() -> bool:
     return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def _children_of(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
+    """Live children of ``pid`` (from /proc)."""
     out = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -46,7 +47,7 @@ def reap_orphans(keep: Iterable[int] = ()) -> list[int]:
     keep = set(keep)
     killed: list[int] = []
     for _ in range(8):  # a killed daemon's own children are adopted next: sweep again
-        strays = [p for p in _children_of(os.getpid()) if p not in keep and p not in killed]
+        strays = [p for p in children_of(os.getpid()) if p not in keep and p not in killed]
         if not strays:
             break
         for pid in strays:

@@ -47,17 +47,14 @@ from kernelopt.store import open_store  # noqa: E402
 
 
 def _tree(root: int) -> list[int]:
-    """``root`` and every descendant (from /proc): supervised children have own sessions."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    """``root`` and every descendant: supervised children run in sessions of their own."""
+    from gates.reaper import children_of
+
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
         out.append(pid)
-        todo.extend(children.get(pid, []))
+        todo.extend(children_of(pid))
     return out
 
 
