@@ -228,6 +228,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
             workdir=ws.dir / "timing",
             tampered_inputs=bundle.tampered_inputs,
             before_candidate=bundle.before_candidate,
+            gamma=inp.gamma,
         )
         v_perf, category, speedup = perf_verdict(
             m, settings=settings, gamma=inp.gamma, roofline=roofline_inputs(bundle, first)

@@ -9,7 +9,8 @@ known) or ``max_rounds`` is reached.  Then, in order:
 1. the candidate replaced a timer             -> FAIL (reported, honest numbers kept)
 2. CUDA events and the host timer disagree   -> QUARANTINE (work off the timed stream)
 3. faster than the data-movement roofline    -> QUARANTINE (re-time before trusting)
-4. spread still above ``noise_limit``        -> QUARANTINE (timing not trustworthy)
+4. spread still above ``noise_limit`` and    -> QUARANTINE (timing not trustworthy)
+   large enough to flip the category
 5. category: optimized / matched -> PASS, slower -> FAIL (fallback to the baseline)
 """
 
@@ -67,13 +68,15 @@ def measure(
     workdir: Path,
     tampered_inputs: Callable[[], list[str]] | None = None,
     before_candidate: Callable[[], None] | None = None,
+    gamma: float | None = None,
 ) -> PerfMeasurement:
     """Alternate fresh-process timings until the spread is known (or max_rounds).
 
     ``tampered_inputs`` (the reference bundle's check) runs after every candidate
     child, ``before_candidate`` before it: a candidate that rewrote the shared
     input files or compiler caches is stopped there, before the baseline is
-    timed on what it left behind.
+    timed on what it left behind.  ``gamma`` (default: the settings') lets the
+    rounds stop as soon as their extremes agree on the category.
     """
     m = PerfMeasurement()
     for r in range(settings.max_rounds):
@@ -127,6 +130,7 @@ def measure(
             [m.primary(x) for x in m.candidate],
             min_rounds=settings.min_rounds,
             spread_target=settings.spread_target,
+            gamma=settings.gamma if gamma is None else gamma,
         ):
             break
     return m

@@ -13,7 +13,13 @@ Rules (SPEC.md sections 5-6):
 * ``speedup = baseline_ms / candidate_ms``;
 * **optimized** iff speedup >= gamma and the win also exceeds the measured
   noise; **matched** iff speedup >= 1 / gamma (within the gamma band, so it
-  may replace the baseline); otherwise **slower** (fallback to the baseline).
+  may replace the baseline); otherwise **slower** (fallback to the baseline);
+* the decision is **decisive** when the extreme rounds agree on it: the
+  slowest candidate round against the fastest baseline round and the other way
+  round give the same category.  Noise above the limit only quarantines a
+  decision it could flip -- a 50x rewrite of a ~2.7 ms GEMM into a ~40 us
+  launch-bound kernel carries 20%+ round spread on the H200, and that spread
+  cannot make it slower than the baseline.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ def spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / mid
 
 
-def round_spread(values: Sequence[float]) -> float:
-    """Spread of fresh-process round medians, ignoring one outlier once there are four.
+def trimmed(values: Sequence[float]) -> list[float]:
+    """Round medians without the one farthest from the median, once there are four.
 
     On the H200 a launch-bound forward (~20 us) can time one fresh process far
     off the others (clocks ramping after an idle gap); a single such round must
@@ -52,10 +58,44 @@ def round_spread(values: Sequence[float]) -> float:
     only with at least three left, is set aside.
     """
     if len(values) < 4:
-        return spread(values)
+        return list(values)
     mid = median(values)
     outlier = max(range(len(values)), key=lambda i: abs(values[i] - mid))
-    return spread([v for i, v in enumerate(values) if i != outlier])
+    return [v for i, v in enumerate(values) if i != outlier]
+
+
+def round_spread(values: Sequence[float]) -> float:
+    """Spread of fresh-process round medians, ignoring one outlier once there are four."""
+    return spread(trimmed(values))
+
+
+def category_of(speedup: float, noise: float, gamma: float) -> PerfCategory:
+    """The category rule of the module docstring for one speedup and noise level."""
+    if speedup >= gamma and speedup >= 1.0 + noise:
+        return PerfCategory.OPTIMIZED
+    if speedup >= 1.0 / gamma:
+        return PerfCategory.MATCHED
+    return PerfCategory.SLOWER
+
+
+def decisive_category(
+    baseline_rounds: Sequence[float], candidate_rounds: Sequence[float], *, gamma: float
+) -> PerfCategory | None:
+    """The median's category if both extremes of the rounds fall in it too, else None.
+
+    Pessimistic: fastest baseline round over slowest candidate round; optimistic:
+    the reverse (both over the rounds ``round_spread`` keeps).  If even these
+    land in the median's category, more rounds or less noise cannot change it.
+    """
+    base, cand = trimmed(baseline_rounds), trimmed(candidate_rounds)
+    if not base or not cand or min(cand) <= 0 or median(candidate_rounds) <= 0:
+        return None
+    noise = max(spread(base), spread(cand))
+    category = category_of(median(baseline_rounds) / median(candidate_rounds), noise, gamma)
+    for extreme in (min(base) / max(cand), max(base) / min(cand)):
+        if category_of(extreme, 0.0, gamma) != category:
+            return None
+    return category
 
 
 def iqr_rel(values: Sequence[float]) -> float:
@@ -73,10 +113,17 @@ def rounds_sufficient(
     *,
     min_rounds: int,
     spread_target: float,
+    gamma: float | None = None,
 ) -> bool:
-    """True once each side has ``min_rounds`` fresh-process medians that agree."""
+    """True once each side has ``min_rounds`` fresh-process medians that agree.
+
+    With ``gamma``, also once the rounds already decide the category whatever
+    their spread: more rounds of a 50x win cannot change it, only cost GPU time.
+    """
     if len(baseline_rounds) < min_rounds or len(candidate_rounds) < min_rounds:
         return False
+    if gamma is not None and decisive_category(baseline_rounds, candidate_rounds, gamma=gamma):
+        return True
     return (
         round_spread(baseline_rounds) <= spread_target
         and round_spread(candidate_rounds) <= spread_target
@@ -92,8 +139,9 @@ class PerfDecision:
     baseline_spread: float
     candidate_spread: float
     noise: float  # the larger of the two spreads
-    stable: bool  # noise within the noise limit
+    stable: bool  # noise within the noise limit, or too small to flip the category
     reason: str
+    decisive: bool = False  # the extreme rounds agree on the category
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -115,17 +163,24 @@ def decide_category(
     c_sp = round_spread(candidate_rounds)
     noise = max(b_sp, c_sp)
     speedup = base / cand if cand > 0 else float("inf")
-    stable = noise <= noise_limit
-    if speedup >= gamma and speedup >= 1.0 + noise:
-        category = PerfCategory.OPTIMIZED
+    decided = decisive_category(baseline_rounds, candidate_rounds, gamma=gamma)
+    stable = noise <= noise_limit or decided is not None
+    category = category_of(speedup, noise, gamma)
+    if category == PerfCategory.OPTIMIZED:
         reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {noise:.1%})"
-    elif speedup >= 1.0 / gamma:
-        category = PerfCategory.MATCHED
+    elif category == PerfCategory.MATCHED:
         reason = f"{speedup:.3g}x: within the gamma band of the baseline (noise {noise:.1%})"
     else:
-        category = PerfCategory.SLOWER
         reason = f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
-    return PerfDecision(category, speedup, base, cand, b_sp, c_sp, noise, stable, reason)
+    if decided is not None and noise > noise_limit:
+        base_kept, cand_kept = trimmed(baseline_rounds), trimmed(candidate_rounds)
+        reason += (
+            f"; noise above the {noise_limit:.0%} limit cannot change it: every round pair "
+            f"gives {min(base_kept) / max(cand_kept):.3g}x to {max(base_kept) / min(cand_kept):.3g}x"
+        )
+    return PerfDecision(
+        category, speedup, base, cand, b_sp, c_sp, noise, stable, reason, decided is not None
+    )
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import pytest
 
 from gates.perfstats import (
     decide_category,
+    decisive_category,
     round_spread,
     rounds_sufficient,
     spread,
@@ -54,7 +55,48 @@ def test_a_win_inside_the_noise_is_not_optimized() -> None:
 
 
 def test_noise_beyond_the_limit_is_unstable() -> None:
-    assert not decide_category([1.0, 1.5], [1.0, 1.0], gamma=1.03, noise_limit=0.1).stable
+    d = decide_category([1.0, 1.5], [1.0, 1.0], gamma=1.03, noise_limit=0.1)
+    assert not d.stable and not d.decisive
+
+
+# Measured on the H200 (2026-11-29, diag_matmul campaign): Inductor's GEMM ~2.69 ms,
+# the row-scale rewrite ~0.04-0.05 ms with 24% spread over six fresh-process rounds.
+DIAG_BASE = [2.690, 2.688, 2.693, 2.689, 2.691, 2.690]
+DIAG_CAND = [0.0450, 0.0520, 0.0430, 0.0510, 0.0535, 0.0440]
+
+
+def test_noise_that_cannot_flip_a_huge_win_does_not_quarantine_it() -> None:
+    d = decide_category(DIAG_BASE, DIAG_CAND, gamma=1.03, noise_limit=0.1)
+    assert d.noise > 0.1  # really noisy ...
+    assert d.decisive and d.stable  # ... but no round comes near the baseline
+    assert d.category == PerfCategory.OPTIMIZED
+    assert "cannot change it" in d.reason
+
+
+def test_noise_that_could_flip_the_decision_still_quarantines() -> None:
+    # a 1.1x median win whose rounds reach below the gamma band: undecided
+    d = decide_category([1.0, 1.0, 1.0], [0.8, 0.91, 1.02], gamma=1.03, noise_limit=0.1)
+    assert d.speedup > 1.03 and not d.decisive and not d.stable
+
+
+def test_a_decisively_slower_candidate_is_slower_whatever_the_noise() -> None:
+    d = decide_category([1.0, 1.0, 1.0], [2.0, 2.5, 3.0], gamma=1.03, noise_limit=0.1)
+    assert d.decisive and d.stable and d.category == PerfCategory.SLOWER
+
+
+def test_the_outlier_round_is_set_aside_for_the_extremes_too() -> None:
+    # one cold round as slow as the baseline must not undo a clear win from four rounds
+    base, cand = [1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.52, 1.0]
+    assert decisive_category(base, cand, gamma=1.03) == PerfCategory.OPTIMIZED
+    assert decisive_category(base[:3], cand[:3], gamma=1.03) == PerfCategory.OPTIMIZED
+    assert decisive_category([1.0, 1.0], [0.5, 1.0], gamma=1.03) is None
+
+
+def test_rounds_stop_early_once_the_extremes_decide() -> None:
+    two_b, two_c = DIAG_BASE[:2], DIAG_CAND[:2]
+    assert not rounds_sufficient(two_b, two_c, min_rounds=2, spread_target=0.03)
+    assert rounds_sufficient(two_b, two_c, min_rounds=2, spread_target=0.03, gamma=1.03)
+    assert not rounds_sufficient(two_b[:1], two_c[:1], min_rounds=2, spread_target=0.03, gamma=1.03)
 
 
 def test_side_stream_signature_disagrees() -> None:
