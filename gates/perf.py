@@ -148,6 +148,7 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
                 "host_samples": r.host_samples,
                 "host_calls_per_batch": r.host_calls_per_batch,
                 "warm_seconds": round(r.warm_seconds, 3),
+                "settle_ms": [round(x, 5) for x in r.settle_ms],
                 "tampered_before": r.tampered_before,
                 "tampered_after": r.tampered_after,
                 "event_samples": [round(x, 6) for x in r.event_samples[:100]],

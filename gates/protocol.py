@@ -125,4 +125,5 @@ class TimingResult(Frozen):
     tampered_before: list[str] = Field(default_factory=list)  # replaced after candidate import
     tampered_after: list[str] = Field(default_factory=list)  # replaced during the timed calls
     warm_seconds: float = 0.0  # build + compile + warm-up, excluded from timing
+    settle_ms: list[float] = Field(default_factory=list)  # short timings until steady, untimed
     device_name: str = ""
