@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gates.runner import fast_launch
-from kernelopt.contracts.verdicts import GateSettings, GateStatus
+from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
 from tests.gates.adversarial import (
     SuiteResult,
     cases_for,
@@ -117,14 +117,22 @@ def test_structured_matmul_rewrite_is_a_real_50x(gpu_suite: SuiteResult) -> None
     assert perf.metrics["roofline"]["beats_fp32_flops"] is True
 
 
-def test_side_stream_is_quarantined_with_the_honest_time(gpu_suite: SuiteResult) -> None:
-    perf = _need(gpu_suite, "side_stream").verdicts[-1]
-    assert perf.status == GateStatus.QUARANTINE
+def test_side_stream_is_not_credited_with_a_speedup(gpu_suite: SuiteResult) -> None:
+    r = _need(gpu_suite, "side_stream")
+    perf = r.verdicts[-1]
+    assert not r.accepted and perf.gate == GateName.PERFORMANCE
     cand = perf.metrics["candidate"]
-    # the device-synchronised host timer sees side-stream work the events miss (H200,
-    # 2026-11-29: 0.122 vs 0.092 ms -- below the disagreement threshold; the spread
-    # across fresh processes, 75-208 %, is what quarantined it)
+    # the device-synchronised host timer sees side-stream work the events miss
     assert cand["host_median_ms"] > cand["median_ms"]
+    if perf.status == GateStatus.FAIL:
+        # H200, 2026-11-29 (settled timing): events 0.113 ms, host 0.139 ms against the
+        # baseline's 0.037 ms -- every round pair says slower (0.19x-0.48x), so gate 4 now
+        # rejects it outright instead of quarantining it over the rounds' spread
+        assert perf.metrics["decision"]["category"] == "slower"
+    else:
+        # before: 0.122 (host) vs 0.092 ms (events), below the disagreement threshold;
+        # the spread across fresh processes, 75-208 %, quarantined it
+        assert perf.status == GateStatus.QUARANTINE
 
 
 def test_illegal_memory_access_is_an_error_verdict(gpu_suite: SuiteResult) -> None:
