@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.cascade import roofline_inputs, run_gates_1_to_3
-from gates.perf import measure, perf_verdict
+from gates.perf import dispatch_overhead, measure, perf_verdict
 from gates.protocol import ModelSource
 from gates.reference import prepare_reference
 from kernelopt.contracts.compiled import CompileResult, Replacement, RestitchInput, TargetKind
@@ -160,6 +160,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 workdir=ws.dir / "timing",
                 tampered_inputs=bundle.tampered_inputs,
                 before_candidate=bundle.before_candidate,
+                graph_replay=True,
             )
             v4, _, _ = perf_verdict(
                 m,
@@ -170,10 +171,14 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
             if m.baseline and m.candidate:
                 baseline_ms = v4.metrics["baseline"]["median_ms"]
                 kernel_ms = v4.metrics["candidate"]["median_ms"]
-            # Only a suspicious or broken measurement rejects here; "slower" is ranking data.
+            # A suspicious or broken measurement rejects here, and so does a faster kernel
+            # in a slower forward (dispatch overhead); otherwise "slower" is ranking data.
             suspicious = v4.metrics.get("tampered") or v4.metrics.get("inputs_tampered")
+            dispatch = dispatch_overhead(v4, settings.gamma)
             if v4.status in (GateStatus.ERROR, GateStatus.QUARANTINE) or suspicious:
                 verdicts.append(v4)
+            elif dispatch is not None:
+                verdicts.append(dispatch)
         return CandidateGateResult(
             candidate_id=inp.candidate_id,
             verdicts=verdicts,

@@ -69,6 +69,7 @@ def measure(
     tampered_inputs: Callable[[], list[str]] | None = None,
     before_candidate: Callable[[], None] | None = None,
     gamma: float | None = None,
+    graph_replay: bool = False,
 ) -> PerfMeasurement:
     """Alternate fresh-process timings until the spread is known (or max_rounds).
 
@@ -76,7 +77,8 @@ def measure(
     child, ``before_candidate`` before it: a candidate that rewrote the shared
     input files or compiler caches is stopped there, before the baseline is
     timed on what it left behind.  ``gamma`` (default: the settings') lets the
-    rounds stop as soon as their extremes agree on the category.
+    rounds stop as soon as their extremes agree on the category; ``graph_replay``
+    also times each side's kernels alone (``dispatch_overhead``).
     """
     m = PerfMeasurement()
     for r in range(settings.max_rounds):
@@ -93,6 +95,7 @@ def measure(
                 input_set=input_set,
                 warmup_ms=settings.warmup_ms,
                 rep_ms=settings.rep_ms,
+                graph_replay=graph_replay,
             )
             if side == "candidate" and before_candidate is not None:
                 before_candidate()
@@ -160,6 +163,58 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
     }
 
 
+def _graph_metrics(m: PerfMeasurement) -> dict[str, Any]:
+    """Each side's CUDA-graph replay time (its kernels alone), when both were captured."""
+    base = [r.graph_ms for r in m.baseline if r.graph_ms is not None]
+    cand = [r.graph_ms for r in m.candidate if r.graph_ms is not None]
+    notes = sorted({r.graph_note for r in m.baseline + m.candidate if r.graph_note})
+    if not base or not cand:
+        return {"notes": notes} if notes else {}
+    b, c = median(base), median(cand)
+    return {"baseline_ms": b, "candidate_ms": c, "speedup": b / c if c > 0 else None}
+
+
+def dispatch_overhead(v4: GateVerdict, gamma: float) -> GateVerdict | None:
+    """FAIL a candidate whose kernels beat the baseline's but whose forward is slower.
+
+    SPEC.md section 5: every gate-4 rejection in the paper was a kernel really
+    faster per kernel (by ncu) that made the model slower -- a standalone
+    kernel's launch and Python dispatch cost more than it saved.  Such a
+    candidate is not a step toward a faster model however good its kernel is,
+    and the writer needs to hear why; a candidate slower in both is left to
+    the search as ranking data.
+    """
+    graphs = v4.metrics.get("graph_replay") or {}
+    decision = v4.metrics.get("decision") or {}
+    kernel_speedup = graphs.get("speedup")
+    if v4.status != GateStatus.FAIL or decision.get("category") != PerfCategory.SLOWER.value:
+        return None
+    if kernel_speedup is None or kernel_speedup < gamma:
+        return None
+    forward = decision["speedup"]
+    reason = (
+        f"faster per kernel, slower in the model: its kernels replay {kernel_speedup:.3g}x "
+        f"faster from a CUDA graph ({graphs['candidate_ms']:.4g} vs {graphs['baseline_ms']:.4g} "
+        f"ms) but the dispatched forward is {forward:.3g}x ({decision['candidate_ms']:.4g} vs "
+        f"{decision['baseline_ms']:.4g} ms): launch and Python overhead eat the win"
+    )
+    return GateVerdict(
+        gate=GateName.PERFORMANCE,
+        status=GateStatus.FAIL,
+        reason=reason,
+        metrics=v4.metrics,
+        thresholds=v4.thresholds,
+        feedback=(
+            f"Your kernels are {kernel_speedup:.3g}x faster than the compiled baseline's, but the "
+            f"whole forward is {forward:.3g}x as fast: the work around the launch (Python in "
+            "forward(), extra launches, host-side loops, allocations or copies per call) costs "
+            "more than the kernels save. Keep the kernel; make forward() a single launch with "
+            "its grid and arguments computed cheaply."
+        ),
+        gpu_seconds=v4.gpu_seconds,
+    )
+
+
 def perf_verdict(
     m: PerfMeasurement,
     *,
@@ -185,6 +240,9 @@ def perf_verdict(
         "baseline": _side_metrics(m.baseline),
         "candidate": _side_metrics(m.candidate),
     }
+    graphs = _graph_metrics(m)
+    if graphs:
+        metrics["graph_replay"] = graphs
 
     def verdict(status: GateStatus, reason: str, feedback: str = "") -> GateVerdict:
         return GateVerdict(

@@ -113,6 +113,7 @@ class TimingJob(Frozen):
     rep_ms: float = 100.0
     host_batch_ms: float = 20.0  # each host-timer batch lasts about this long
     host_batches: int = 3
+    graph_replay: bool = False  # also time the forward replayed from a CUDA graph
 
 
 class TimingResult(Frozen):
@@ -126,4 +127,9 @@ class TimingResult(Frozen):
     tampered_after: list[str] = Field(default_factory=list)  # replaced during the timed calls
     warm_seconds: float = 0.0  # build + compile + warm-up, excluded from timing
     settle_ms: list[float] = Field(default_factory=list)  # short timings until steady, untimed
+    # the forward's kernels alone: one CUDA-graph replay, no Python dispatch or launch cost
+    # (None: not asked for, or the forward cannot be captured).  Only ever used against
+    # the candidate -- a capture-aware cheat can shrink it, and that only rejects itself.
+    graph_ms: float | None = None
+    graph_note: str = ""
     device_name: str = ""
