@@ -72,6 +72,17 @@ def search_attributes_for(campaign_id: str, problem: str) -> TypedSearchAttribut
     )
 
 
+FALLBACK_REASON_PATCH = "fallback-names-model-gate"
+
+
+def _not_kept(target_id: str, gate: ModelGateResult) -> str:
+    """One trial the greedy re-stitch did not keep, with the model gate's own reason."""
+    v = gate.verdict
+    if v.passed:
+        return f"{target_id}: passed at {gate.speedup or 0.0:.3f}x, not faster than the baseline"
+    return f"{target_id}: {v.gate.value} {v.status.value}: {v.reason[:200]}"
+
+
 def _overlaps(target, accepted: list[Replacement]) -> bool:
     taken = {k for r in accepted for k in r.target.kernels}
     return any(k in taken for k in target.kernels)
@@ -308,6 +319,7 @@ class OptimizeModel:
         best: ModelGateResult | None = None
         best_wrapper = None
         verdicts = []
+        why_not: list[str] = []  # per trial that was not kept, in the user's words
         # Greedy: keep a replacement only if the whole model stays correct and gets faster.
         for result in winners:
             await self._checkpoint()
@@ -340,11 +352,20 @@ class OptimizeModel:
                 best_wrapper = stitched.wrapper
                 state.best_speedup = gate.speedup
                 self._sync_progress()
+            else:
+                why_not.append(_not_kept(result.target_id, gate))
 
         if best is None:
+            reason = (
+                "every re-stitched model failed V_model or V_perf; the compiler's baseline stands"
+            )
+            if workflow.patched(FALLBACK_REASON_PATCH):
+                reason = (
+                    f"no re-stitched model was kept ({'; '.join(why_not)}); the baseline stands"
+                )
             return await self._finish_with_baseline(
                 inp,
-                "every re-stitched model failed V_model or V_perf; the compiler's baseline stands",
+                reason,
                 category=OutcomeCategory.FALLBACK,
                 model_verdicts=verdicts,
             )

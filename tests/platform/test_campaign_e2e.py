@@ -192,6 +192,27 @@ async def test_builtin_proposer_tunes_the_kernel_of_a_single_kernel_problem(
     assert outcome.replaced and outcome.replaced[0].startswith("triton_")
 
 
+async def test_a_fallback_after_the_model_gates_says_which_gate_and_why(
+    client: Client, temporal_settings: Settings
+) -> None:
+    """H200 2026-11-29: a 51x winner was quarantined at V_perf and the outcome only said
+    "failed V_model or V_perf"; it now names the gate, its status and its reason."""
+    cpu_q, gpu_q = queues()
+    cpu, gpu = start_workers(
+        temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_MODEL_GATE="quarantine"
+    )
+    try:
+        outcome = await asyncio.wait_for(
+            run_campaign(client, temporal_settings, (cpu_q, gpu_q)), 180
+        )
+    finally:
+        cpu.stop()
+        gpu.stop()
+    assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
+    assert "performance quarantine: timing not stable: spread 24.1%" in outcome.reason
+    assert outcome.model_verdicts and outcome.model_verdicts[0].status.value == "quarantine"
+
+
 async def test_cancel_reaches_a_running_search_at_once(
     client: Client, temporal_settings: Settings
 ) -> None:

@@ -275,8 +275,16 @@ async def restitch_double(inp: RestitchInput) -> RestitchResult:
 
 @activity.defn(name=names.GATE_MODEL)
 async def gate_model_double(inp: ModelGateInput) -> ModelGateResult:
+    """Passes at 1.04-1.13x; KERNELOPT_DOUBLES_MODEL_GATE=quarantine: V_perf never settles."""
     await _work(names.GATE_MODEL, inp.wrapper.sha256[:12])
     speedup = 1.04 + (_digest(inp.wrapper.sha256) % 10) / 100
+    if os.environ.get("KERNELOPT_DOUBLES_MODEL_GATE") == "quarantine":
+        noisy = GateVerdict(
+            gate=GateName.PERFORMANCE,
+            status=GateStatus.QUARANTINE,
+            reason=f"timing not stable: spread 24.1% after 6 rounds (limit 10%); {speedup:.3g}x",
+        )
+        return ModelGateResult(verdict=noisy, category=PerfCategory.MATCHED, speedup=speedup)
     verdict = GateVerdict(
         gate=GateName.PERFORMANCE,
         status=GateStatus.PASS,
