@@ -73,6 +73,8 @@ def search_attributes_for(campaign_id: str, problem: str) -> TypedSearchAttribut
 
 
 FALLBACK_REASON_PATCH = "fallback-names-model-gate"
+# A target's best winner that fails the model gates is followed by its runners-up.
+RUNNERS_UP_PATCH = "model-gates-try-runners-up"
 
 
 def _not_kept(target_id: str, gate: ModelGateResult) -> str:
@@ -321,39 +323,46 @@ class OptimizeModel:
         verdicts = []
         why_not: list[str] = []  # per trial that was not kept, in the user's words
         # Greedy: keep a replacement only if the whole model stays correct and gets faster.
+        second_chances = workflow.patched(RUNNERS_UP_PATCH)
         for result in winners:
             await self._checkpoint()
             target = target_by_id.get(result.target_id)
             if target is None or _overlaps(target, accepted):
                 continue  # a fusion group and its own kernels cannot both be replaced
-            trial = [*accepted, Replacement(target=target, source=result.best.source)]
-            stitched = await self._gpu(
-                names.RESTITCH,
-                RestitchInput(compiled=state.compiled, segment=state.segment, replacements=trial),
-                RestitchResult,
-                opts.RESTITCH,
-            )
-            gate = await self._gpu(
-                names.GATE_MODEL,
-                ModelGateInput(
-                    compiled=state.compiled,
-                    wrapper=stitched.wrapper,
-                    gamma=inp.options.gamma,
-                    **pinned_gates(inp.options.gates),
-                ),
-                ModelGateResult,
-                opts.GATE_MODEL,
-            )
-            verdicts.append(gate.verdict)
-            better = best is None or (gate.speedup or 0.0) > (best.speedup or 0.0)
-            if gate.verdict.passed and (gate.speedup or 0.0) >= 1.0 and better:
-                accepted = trial
-                best = gate
-                best_wrapper = stitched.wrapper
-                state.best_speedup = gate.speedup
-                self._sync_progress()
-            else:
-                why_not.append(_not_kept(result.target_id, gate))
+            choices = [result.best, *(result.runners_up if second_chances else [])]
+            for n, choice in enumerate(choices):
+                if n:
+                    await self._checkpoint()
+                trial = [*accepted, Replacement(target=target, source=choice.source)]
+                stitched = await self._gpu(
+                    names.RESTITCH,
+                    RestitchInput(
+                        compiled=state.compiled, segment=state.segment, replacements=trial
+                    ),
+                    RestitchResult,
+                    opts.RESTITCH,
+                )
+                gate = await self._gpu(
+                    names.GATE_MODEL,
+                    ModelGateInput(
+                        compiled=state.compiled,
+                        wrapper=stitched.wrapper,
+                        gamma=inp.options.gamma,
+                        **pinned_gates(inp.options.gates),
+                    ),
+                    ModelGateResult,
+                    opts.GATE_MODEL,
+                )
+                verdicts.append(gate.verdict)
+                better = best is None or (gate.speedup or 0.0) > (best.speedup or 0.0)
+                if gate.verdict.passed and (gate.speedup or 0.0) >= 1.0 and better:
+                    accepted = trial
+                    best = gate
+                    best_wrapper = stitched.wrapper
+                    state.best_speedup = gate.speedup
+                    self._sync_progress()
+                    break  # this target is settled; its runners-up are not needed
+                why_not.append(_not_kept(f"{result.target_id} ({choice.id})", gate))
 
         if best is None:
             reason = (

@@ -96,6 +96,9 @@ CHARGE_HELD_PATCH = "charge-gate-run-time"
 TREE_KEEP = 64
 PRUNE_PATCH = "prune-search-tree"
 DIRECTIONS_KEPT = 64  # plan directions carried (the meltdown detector reads the last few)
+# The result also names the next winners after the best, for the model gates' second chances.
+RUNNERS_UP = 2
+RUNNERS_UP_PATCH = "search-runners-up"
 
 
 def _cause(exc: BaseException) -> str:
@@ -705,6 +708,10 @@ class SearchKernel:
 
     def _result(self) -> SearchKernelResult:
         best = self.tree.best() if self.tree else None
+        runners_up: list[Node] = []
+        if self.tree and workflow.patched(RUNNERS_UP_PATCH):
+            ranked = self.tree.ranked_winners(1 + RUNNERS_UP)[1:]
+            runners_up = [n for n in ranked if n.id in self.s.candidates]
         return SearchKernelResult(
             target_id=self.inp.target.id,
             best=self.s.candidates.get(best.id) if best else None,
@@ -725,6 +732,8 @@ class SearchKernel:
             iterations_done=self.s.iteration,
             log_pages=self.s.log_pages,
             candidates_accepted=self._accepted(),
+            runners_up=[self.s.candidates[n.id] for n in runners_up],
+            runner_up_speedups=[n.speedup or 0.0 for n in runners_up],
         )
 
 

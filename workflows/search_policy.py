@@ -244,14 +244,22 @@ class SearchTree:
 
     def best(self) -> Node | None:
         """The re-timed, verified state with the highest speedup, if it beats the root."""
+        ranked = self.ranked_winners(1)
+        return ranked[0] if ranked else None
+
+    def ranked_winners(self, count: int) -> list[Node]:
+        """Up to ``count`` re-timed, verified states faster than the root, best first.
+
+        The ones after the first are the model gates' second chances: a winner
+        that fails V_model or V_perf on the whole model need not end the target.
+        """
         winners = [
             n
             for n in self.eligible()
             if n.id != ROOT_ID and n.speedup is not None and n.speedup > 1.0
         ]
-        if not winners:
-            return None
-        return min(winners, key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
+        winners.sort(key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
+        return winners[:count]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -213,6 +213,30 @@ async def test_a_fallback_after_the_model_gates_says_which_gate_and_why(
     assert outcome.model_verdicts and outcome.model_verdicts[0].status.value == "quarantine"
 
 
+async def test_a_winner_failing_the_model_gates_gives_way_to_the_runner_up(
+    client: Client, temporal_settings: Settings, tmp_path: Path
+) -> None:
+    cpu_q, gpu_q = queues()
+    marker = tmp_path / "model-gate-failed-once"
+    cpu, gpu = start_workers(
+        temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_MODEL_GATE=f"fail-once:{marker}"
+    )
+    try:
+        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
+        options = small_options(cpu_q, gpu_q).model_copy(update={"max_targets": 1})
+        handle = await start_campaign(client, problem, options)
+        outcome = await asyncio.wait_for(handle.result(), 180)
+    finally:
+        cpu.stop()
+        gpu.stop()
+    assert marker.exists()
+    # one target: the second model-gate verdict can only be its runner-up's
+    statuses = [v.status.value for v in outcome.model_verdicts]
+    assert statuses == ["fail", "pass"], outcome.model_verdicts
+    assert outcome.category in (OutcomeCategory.OPTIMIZED, OutcomeCategory.MATCHED)
+    assert len(outcome.replaced) == 1 and outcome.speedup > 1.0
+
+
 async def test_cancel_reaches_a_running_search_at_once(
     client: Client, temporal_settings: Settings
 ) -> None:

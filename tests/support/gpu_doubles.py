@@ -275,10 +275,27 @@ async def restitch_double(inp: RestitchInput) -> RestitchResult:
 
 @activity.defn(name=names.GATE_MODEL)
 async def gate_model_double(inp: ModelGateInput) -> ModelGateResult:
-    """Passes at 1.04-1.13x; KERNELOPT_DOUBLES_MODEL_GATE=quarantine: V_perf never settles."""
+    """Passes at 1.04-1.13x.
+
+    KERNELOPT_DOUBLES_MODEL_GATE=quarantine: V_perf never settles; ``fail-once:MARKER``:
+    the first re-stitched model fails V_model (rho 133, like the biased kernel on the H200).
+    """
     await _work(names.GATE_MODEL, inp.wrapper.sha256[:12])
     speedup = 1.04 + (_digest(inp.wrapper.sha256) % 10) / 100
-    if os.environ.get("KERNELOPT_DOUBLES_MODEL_GATE") == "quarantine":
+    mode = os.environ.get("KERNELOPT_DOUBLES_MODEL_GATE", "")
+    if mode.startswith("fail-once:"):
+        try:
+            os.close(os.open(mode.split(":", 1)[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            pass  # an earlier model already failed: this one passes
+        else:
+            wrong = GateVerdict(
+                gate=GateName.MODEL,
+                status=GateStatus.FAIL,
+                reason="rho 133 > 10 (d_opt 1.6e-4, d_ref 1.2e-6)",
+            )
+            return ModelGateResult(verdict=wrong)
+    if mode == "quarantine":
         noisy = GateVerdict(
             gate=GateName.PERFORMANCE,
             status=GateStatus.QUARANTINE,
