@@ -18,8 +18,9 @@ itself as it closes; one that
 is cancelled mid-search; one paused, resumed and given a new budget; an LLM
 campaign with retry-fix; an LLM campaign that continues as new (the
 campaign between targets, every search between iterations); and an LLM
-campaign whose gates charge their reported run time; and one long search
-whose tree is pruned.
+campaign whose gates charge their reported run time; one long search
+whose tree is pruned; and one whose best winner fails the model gates and
+whose runner-up is verified instead.
 """
 
 from __future__ import annotations
@@ -163,6 +164,25 @@ async def pruned(client, settings, cpu_q, gpu_q) -> list[str]:
     )
 
 
+async def second_chance(client, settings, cpu_q, gpu_q) -> list[str]:
+    """One target whose best winner fails V_model (the GPU worker's double fails the first
+    re-stitched model), so its runner-up is verified instead: recorded after the patches
+    ``search-runners-up`` and ``model-gates-try-runners-up``."""
+    opts = options(cpu_q, gpu_q).model_copy(update={"max_targets": 1})
+    handle = await submit(client, settings, opts, "rec-second-chance")
+    outcome = await outcome_of(client, handle.id)
+    if [v.status.value for v in outcome.model_verdicts] != ["fail", "pass"]:
+        raise RuntimeError(f"no second chance was recorded: {outcome.model_verdicts}")
+    return [handle.id]
+
+
+def _gpu_worker_env(scenario: str, scratch: Path) -> dict[str, str]:
+    """What a scenario's GPU worker doubles do differently (most: nothing)."""
+    if scenario == "second_chance":
+        return {"KERNELOPT_DOUBLES_MODEL_GATE": f"fail-once:{scratch / 'model-gate-failed'}"}
+    return {}
+
+
 # (scenario, dynamic config of its server)
 SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("optimized", optimized, {}),
@@ -173,6 +193,7 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("continue_as_new", continued_as_new, {"limit.historyCount.suggestContinueAsNew": 40}),
     ("charged", charged, {}),
     ("pruned", pruned, {}),
+    ("second_chance", second_chance, {}),
 ]
 
 
@@ -187,9 +208,10 @@ async def record(out: Path, only: list[str] | None = None) -> list[dict]:
             server = DevServer(settings, dynamic).start()
             cpu_q, gpu_q = queues()
             logs = Path(tmp) / name / "logs"
+            gpu_env = _gpu_worker_env(name, Path(tmp) / name)
             workers = [
                 Worker(settings, "cpu", cpu_q, logs),
-                Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.1"),
+                Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.1", **gpu_env),
             ]
             try:
                 for w in workers:
