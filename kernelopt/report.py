@@ -62,8 +62,21 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
             "",
         ]
     if o.model_verdicts:
-        lines += ["## Model-level gates", "", "| gate | status | reason |", "|---|---|---|"]
-        lines += [f"| {v.gate.value} | {v.status.value} | {v.reason} |" for v in o.model_verdicts]
+        trials = o.model_trials if len(o.model_trials) == len(o.model_verdicts) else None
+        lines += [
+            "## Model-level gates",
+            "",
+            "A target's best winner goes first; if the whole model rejects it, its runners-up "
+            "follow.",
+            "",
+            "| candidate | gate | status | reason |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {trials[i] if trials else '-'} | {v.gate.value} | {v.status.value} | "
+            f"{v.reason.replace('|', '/')} |"
+            for i, v in enumerate(o.model_verdicts)
+        ]
         lines.append("")
     lines += [
         "## Decisions",

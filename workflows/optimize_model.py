@@ -322,6 +322,7 @@ class OptimizeModel:
         best_wrapper = None
         verdicts = []
         why_not: list[str] = []  # per trial that was not kept, in the user's words
+        trials: list[str] = []  # which candidate each model verdict judged
         # Greedy: keep a replacement only if the whole model stays correct and gets faster.
         second_chances = workflow.patched(RUNNERS_UP_PATCH)
         for result in winners:
@@ -354,6 +355,8 @@ class OptimizeModel:
                     opts.GATE_MODEL,
                 )
                 verdicts.append(gate.verdict)
+                if second_chances:
+                    trials.append(choice.id)
                 better = best is None or (gate.speedup or 0.0) > (best.speedup or 0.0)
                 if gate.verdict.passed and (gate.speedup or 0.0) >= 1.0 and better:
                     accepted = trial
@@ -377,6 +380,7 @@ class OptimizeModel:
                 reason,
                 category=OutcomeCategory.FALLBACK,
                 model_verdicts=verdicts,
+                model_trials=trials,
             )
         category = (
             OutcomeCategory.OPTIMIZED
@@ -393,6 +397,7 @@ class OptimizeModel:
             wrapper=best_wrapper,
             replaced=[r.target.id for r in accepted],
             model_verdicts=verdicts,
+            model_trials=trials,
         )
         return await self._report(outcome)
 
@@ -403,6 +408,7 @@ class OptimizeModel:
         reason: str,
         category: OutcomeCategory = OutcomeCategory.FALLBACK,
         model_verdicts: list | None = None,
+        model_trials: list[str] | None = None,
     ) -> Outcome:
         outcome = self._outcome(
             inp,
@@ -413,6 +419,7 @@ class OptimizeModel:
             wrapper=self._state.compiled.wrapper if self._state.compiled else None,
             replaced=[],
             model_verdicts=model_verdicts or [],
+            model_trials=model_trials or [],
         )
         return await self._report(outcome)
 

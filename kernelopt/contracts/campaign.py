@@ -132,6 +132,9 @@ class Outcome(Frozen):
     wrapper: ArtifactRef | None = None  # the model we hand back (baseline or re-stitched)
     replaced: list[str] = Field(default_factory=list)
     model_verdicts: list[GateVerdict] = Field(default_factory=list)
+    # the candidate each model verdict judged (with the ones kept before it); empty in
+    # outcomes from before a target's runners-up could be tried
+    model_trials: list[str] = Field(default_factory=list)
     report: ArtifactRef | None = None
     used: BudgetUse = BudgetUse()
     candidates_tried: int = 0

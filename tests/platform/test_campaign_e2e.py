@@ -235,6 +235,9 @@ async def test_a_winner_failing_the_model_gates_gives_way_to_the_runner_up(
     assert statuses == ["fail", "pass"], outcome.model_verdicts
     assert outcome.category in (OutcomeCategory.OPTIMIZED, OutcomeCategory.MATCHED)
     assert len(outcome.replaced) == 1 and outcome.speedup > 1.0
+    first, second = outcome.model_trials  # two different candidates of the one target
+    assert first != second and first.startswith(outcome.replaced[0])
+    assert second.startswith(outcome.replaced[0])
 
 
 async def test_cancel_reaches_a_running_search_at_once(

@@ -48,3 +48,26 @@ def test_slow_candidates_read_as_passed_not_accepted_into_the_model() -> None:
     assert "| candidates tried / passed gates 1-2 | 3 / 2 |" in md
     assert "| replaced | nothing (baseline returned) |" in md
     assert "| returned model | 0.0680 ms |" in md
+
+
+def test_model_gate_rows_name_the_candidate_they_judged() -> None:
+    from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
+
+    outcome = Outcome(
+        campaign_id="c",
+        problem="p",
+        category=OutcomeCategory.OPTIMIZED,
+        speedup=1.4,
+        reason="1 replacement(s) verified on the whole model",
+        model_verdicts=[
+            GateVerdict(gate=GateName.MODEL, status=GateStatus.FAIL, reason="rho 133 > 10"),
+            GateVerdict(gate=GateName.PERFORMANCE, status=GateStatus.PASS, reason="1.4x | ok"),
+        ],
+        model_trials=["forward:i0-s0-p0-a0", "forward:i0-s0-p2-a1"],
+    )
+    md = render_markdown(outcome, [])
+    assert "| forward:i0-s0-p0-a0 | model | fail | rho 133 > 10 |" in md
+    assert "| forward:i0-s0-p2-a1 | performance | pass | 1.4x / ok |" in md
+    # outcomes from before model_trials existed still render, without the ids
+    older = render_markdown(outcome.model_copy(update={"model_trials": []}), [])
+    assert "| - | model | fail | rho 133 > 10 |" in older
