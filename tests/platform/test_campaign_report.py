@@ -14,10 +14,12 @@ def _decision(cid: str, accepted: bool, retime: bool = False, gate: str = "") ->
     )
 
 
+def _outcome(**fields) -> Outcome:
+    return Outcome(campaign_id="c", problem="p", **fields)
+
+
 def test_slow_candidates_read_as_passed_not_accepted_into_the_model() -> None:
-    outcome = Outcome(
-        campaign_id="c",
-        problem="p",
+    outcome = _outcome(
         category=OutcomeCategory.FALLBACK,
         speedup=1.0,
         reason="none faster",
@@ -53,9 +55,7 @@ def test_slow_candidates_read_as_passed_not_accepted_into_the_model() -> None:
 def test_model_gate_rows_name_the_candidate_they_judged() -> None:
     from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 
-    outcome = Outcome(
-        campaign_id="c",
-        problem="p",
+    outcome = _outcome(
         category=OutcomeCategory.OPTIMIZED,
         speedup=1.4,
         reason="1 replacement(s) verified on the whole model",
