@@ -77,12 +77,12 @@ FALLBACK_REASON_PATCH = "fallback-names-model-gate"
 RUNNERS_UP_PATCH = "model-gates-try-runners-up"
 
 
-def _not_kept(target_id: str, gate: ModelGateResult) -> str:
+def _not_kept(candidate_id: str, gate: ModelGateResult) -> str:
     """One trial the greedy re-stitch did not keep, with the model gate's own reason."""
     v = gate.verdict
     if v.passed:
-        return f"{target_id}: passed at {gate.speedup or 0.0:.3f}x, not faster than the baseline"
-    return f"{target_id}: {v.gate.value} {v.status.value}: {v.reason[:200]}"
+        return f"{candidate_id}: passed at {gate.speedup or 0.0:.3f}x, not faster than the baseline"
+    return f"{candidate_id}: {v.gate.value} {v.status.value}: {v.reason[:200]}"
 
 
 def _overlaps(target, accepted: list[Replacement]) -> bool:
@@ -365,7 +365,7 @@ class OptimizeModel:
                     state.best_speedup = gate.speedup
                     self._sync_progress()
                     break  # this target is settled; its runners-up are not needed
-                why_not.append(_not_kept(f"{result.target_id} ({choice.id})", gate))
+                why_not.append(_not_kept(choice.id, gate))
 
         if best is None:
             reason = (

@@ -733,7 +733,6 @@ class SearchKernel:
             log_pages=self.s.log_pages,
             candidates_accepted=self._accepted(),
             runners_up=[self.s.candidates[n.id] for n in runners_up],
-            runner_up_speedups=[n.speedup or 0.0 for n in runners_up],
         )
 
 

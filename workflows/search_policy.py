@@ -258,7 +258,8 @@ class SearchTree:
             for n in self.eligible()
             if n.id != ROOT_ID and n.speedup is not None and n.speedup > 1.0
         ]
-        winners.sort(key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
+        position = {node_id: i for i, node_id in enumerate(self.order)}
+        winners.sort(key=lambda n: (-(n.speedup or 0.0), position[n.id]))
         return winners[:count]
 
     def to_dict(self) -> dict[str, Any]:

@@ -355,10 +355,9 @@ class SearchKernelResult(Frozen):
     # earlier decisions and ledger entries, archived (``decisions``/``ledger`` hold the rest)
     log_pages: list[ArtifactRef] = Field(default_factory=list)
     candidates_accepted: int | None = None  # None in results from before the archive
-    # the next re-timed winners after ``best``, best first, with their per-kernel speedups:
-    # tried on the whole model when ``best`` fails the model gates
+    # the next re-timed winners after ``best``, best first: tried on the whole model when
+    # ``best`` fails the model gates
     runners_up: list[Candidate] = Field(default_factory=list)
-    runner_up_speedups: list[float] = Field(default_factory=list)
 
 
 class SearchState(Contract):
