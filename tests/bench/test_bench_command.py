@@ -17,20 +17,12 @@ from kernelopt.bench.cli import bench_command
 from kernelopt.bench.results import load_results
 from kernelopt.client import connect
 from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
-from tests.durability.support import PROBLEM, DevServer, Worker, queues
+from tests.durability.support import PROBLEM, DevServer, double_workers
 from tests.support.temporal import make_settings
 
 
 async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
-    server = DevServer(settings).start()
-    cpu_q, gpu_q = queues()
-    logs = tmp_path / "logs"
-    workers = [
-        Worker(settings, "cpu", cpu_q, logs),
-        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.05"),
-        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.05"),
-    ]
     suite = tmp_path / "suite"
     (suite / "level1").mkdir(parents=True)
     for name in ("001_alpha.py", "002_beta.py", "003_gamma.py"):
@@ -38,38 +30,41 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
     results = tmp_path / "results"
     # a cluster-style address: bench must not start local workers of its own
     remote = settings.model_copy(update={"temporal_address": settings.address})
-    options = CampaignOptions(
-        search=SearchParams(iterations=1, plans=1, beam=1),
-        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
-        cpu_queue=cpu_q,
-        gpu_queue=gpu_q,
-    )
+    server = DevServer(settings).start()
     try:
-        for w in workers:
-            w.wait_ready()
-        client = await connect(remote, start_embedded=False)
-        first, second = io.StringIO(), io.StringIO()
-        rc = await asyncio.wait_for(
-            bench_command(
-                client,
-                remote,
-                suite,
-                results,
-                options,
-                console=Console(file=first, width=200),
-                concurrency=2,
-            ),
-            240,
-        )
-        rc_again = await asyncio.wait_for(
-            bench_command(
-                client, remote, suite, results, options, console=Console(file=second, width=200)
-            ),
-            60,
-        )
+        with double_workers(settings, tmp_path / "logs", "0.05", gpus=2) as (cpu_q, gpu_q):
+            options = CampaignOptions(
+                search=SearchParams(iterations=1, plans=1, beam=1),
+                proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
+                cpu_queue=cpu_q,
+                gpu_queue=gpu_q,
+            )
+            client = await connect(remote, start_embedded=False)
+            first, second = io.StringIO(), io.StringIO()
+            rc = await asyncio.wait_for(
+                bench_command(
+                    client,
+                    remote,
+                    suite,
+                    results,
+                    options,
+                    console=Console(file=first, width=200),
+                    concurrency=2,
+                ),
+                240,
+            )
+            rc_again = await asyncio.wait_for(
+                bench_command(
+                    client,
+                    remote,
+                    suite,
+                    results,
+                    options,
+                    console=Console(file=second, width=200),
+                ),
+                60,
+            )
     finally:
-        for w in workers:
-            w.stop()
         server.stop()
 
     assert rc == 0, first.getvalue()

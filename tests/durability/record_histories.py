@@ -45,12 +45,11 @@ from tests.durability import llm_script
 from tests.durability.support import (
     ROOT,
     DevServer,
-    Worker,
+    double_workers,
     export_of,
     options,
     outcome_of,
     progress,
-    queues,
     submit,
     wait_for_phase,
     wait_until,
@@ -206,22 +205,14 @@ async def record(out: Path, only: list[str] | None = None) -> list[dict]:
                 continue
             settings = make_settings(Path(tmp) / name)
             server = DevServer(settings, dynamic).start()
-            cpu_q, gpu_q = queues()
             logs = Path(tmp) / name / "logs"
             gpu_env = _gpu_worker_env(name, Path(tmp) / name)
-            workers = [
-                Worker(settings, "cpu", cpu_q, logs),
-                Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0.1", **gpu_env),
-            ]
             try:
-                for w in workers:
-                    w.wait_ready()
-                client = await connect(settings, start_embedded=False)
-                ids = await asyncio.wait_for(scenario(client, settings, cpu_q, gpu_q), 300)
-                index += await _write(client, name, ids, out)
+                with double_workers(settings, logs, "0.1", **gpu_env) as (cpu_q, gpu_q):
+                    client = await connect(settings, start_embedded=False)
+                    ids = await asyncio.wait_for(scenario(client, settings, cpu_q, gpu_q), 300)
+                    index += await _write(client, name, ids, out)
             finally:
-                for w in workers:
-                    w.stop()
                 server.stop()
     return index
 

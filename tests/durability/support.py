@@ -111,17 +111,24 @@ class Worker:
 
 
 @contextlib.contextmanager
-def worker_pair(settings: Settings, logs: Path, gpu_delay: str):
-    """A CPU worker and a GPU-doubles worker on fresh queues; yields (cpu_q, gpu_q)."""
+def double_workers(settings: Settings, logs: Path, gpu_delay: str, gpus: int = 1, **gpu_env: str):
+    """A CPU worker and ``gpus`` GPU-doubles workers on fresh queues; yields (cpu_q, gpu_q).
+
+    ``gpu_env``: what the doubles do differently (``KERNELOPT_DOUBLES_*``).
+    """
     cpu_q, gpu_q = queues()
-    cpu = Worker(settings, "cpu", cpu_q, logs)
-    gpu = Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY=gpu_delay)
+    workers = [Worker(settings, "cpu", cpu_q, logs)]
+    workers += [
+        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY=gpu_delay, **gpu_env)
+        for _ in range(gpus)
+    ]
     try:
-        cpu.wait_ready(), gpu.wait_ready()
+        for w in workers:
+            w.wait_ready()
         yield cpu_q, gpu_q
     finally:
-        cpu.stop()
-        gpu.stop()
+        for w in workers:
+            w.stop()
 
 
 class DevServer:

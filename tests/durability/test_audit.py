@@ -32,6 +32,7 @@ from kernelopt.store import ArtifactStore, open_store
 from tests.durability.support import (
     DevServer,
     Worker,
+    double_workers,
     export_of,
     options,
     outcome_of,
@@ -39,7 +40,6 @@ from tests.durability.support import (
     submit,
     wait_for_phase,
     wait_until,
-    worker_pair,
 )
 from tests.support.temporal import env_for, make_settings
 from workflows.export_campaign import export_workflow_id
@@ -47,7 +47,7 @@ from workflows.export_campaign import export_workflow_id
 
 @pytest.fixture(scope="module")
 def workers(temporal_settings: Settings, tmp_path_factory):
-    with worker_pair(temporal_settings, tmp_path_factory.mktemp("audit-logs"), "0.02") as qs:
+    with double_workers(temporal_settings, tmp_path_factory.mktemp("audit-logs"), "0.02") as qs:
         yield qs
 
 

@@ -20,13 +20,13 @@ from kernelopt.config import Settings
 from kernelopt.contracts import Budgets, CampaignPhase, Outcome, OutcomeCategory
 from kernelopt.store import open_store
 from tests.durability.support import (
+    double_workers,
     options,
     outcome_of,
     progress,
     submit,
     wait_for_phase,
     wait_until,
-    worker_pair,
 )
 from tests.support.temporal import env_for
 
@@ -34,7 +34,7 @@ from tests.support.temporal import env_for
 @pytest.fixture(scope="module")
 def workers(temporal_settings: Settings, tmp_path_factory):
     """One CPU and one GPU worker for every campaign of this module (GPU steps take 0.15 s)."""
-    with worker_pair(temporal_settings, tmp_path_factory.mktemp("control-logs"), "0.15") as qs:
+    with double_workers(temporal_settings, tmp_path_factory.mktemp("control-logs"), "0.15") as qs:
         yield qs
 
 

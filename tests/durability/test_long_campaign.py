@@ -39,7 +39,7 @@ from kernelopt.contracts import (
 from kernelopt.contracts.search import SearchState
 from kernelopt.store import open_store
 from tests.durability import llm_script
-from tests.durability.support import DevServer, Worker, export_of, outcome_of, queues, submit
+from tests.durability.support import DevServer, double_workers, export_of, outcome_of, submit
 from tests.support.temporal import make_settings
 from workflows.search_kernel import ARCHIVE_PAGE_ITEMS, TREE_KEEP
 
@@ -53,39 +53,29 @@ async def test_a_thousand_candidates_across_continue_as_new(tmp_path: Path) -> N
     server = DevServer(
         settings, {"limit.historyCount.suggestContinueAsNew": CAN_AFTER_EVENTS}
     ).start()
-    cpu_q, gpu_q = queues()
-    logs = tmp_path / "logs"
-    workers = [
-        Worker(settings, "cpu", cpu_q, logs),
-        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0"),
-        Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0"),
-    ]
     try:
-        for w in workers:
-            w.wait_ready()
-        client = await connect(settings, start_embedded=False)
-        with llm_script.scripted_llm() as llm:
-            opts = CampaignOptions(
-                search=SearchParams(iterations=ITERATIONS, plans=PLANS, retries=0, beam=BEAM),
-                proposer=llm_script.proposer(llm),
-                budgets=Budgets(max_tokens=10_000_000, max_usd=100.0),
-                cpu_queue=cpu_q,
-                gpu_queue=gpu_q,
-                search_library_dominated=True,
-            )
-            started = time.monotonic()
-            handle = await submit(client, settings, opts)
-            outcome = await asyncio.wait_for(outcome_of(client, handle.id), 300)
-            took = time.monotonic() - started
-            requests = list(llm.requests)
-        store = open_store(settings.artifacts_dir)
-        runs = await campaign_histories(client, handle.id)
-        report = build_report(handle.id, runs, "live")
-        exported = await asyncio.wait_for(export_of(client, handle.id, cpu_q), 120)
-        archived = await load_report(None, handle.id, store)
+        with double_workers(settings, tmp_path / "logs", "0", gpus=2) as (cpu_q, gpu_q):
+            client = await connect(settings, start_embedded=False)
+            with llm_script.scripted_llm() as llm:
+                opts = CampaignOptions(
+                    search=SearchParams(iterations=ITERATIONS, plans=PLANS, retries=0, beam=BEAM),
+                    proposer=llm_script.proposer(llm),
+                    budgets=Budgets(max_tokens=10_000_000, max_usd=100.0),
+                    cpu_queue=cpu_q,
+                    gpu_queue=gpu_q,
+                    search_library_dominated=True,
+                )
+                started = time.monotonic()
+                handle = await submit(client, settings, opts)
+                outcome = await asyncio.wait_for(outcome_of(client, handle.id), 300)
+                took = time.monotonic() - started
+                requests = list(llm.requests)
+            store = open_store(settings.artifacts_dir)
+            runs = await campaign_histories(client, handle.id)
+            report = build_report(handle.id, runs, "live")
+            exported = await asyncio.wait_for(export_of(client, handle.id, cpu_q), 120)
+            archived = await load_report(None, handle.id, store)
     finally:
-        for w in workers:
-            w.stop()
         server.stop()
 
     tried = outcome.candidates_tried
