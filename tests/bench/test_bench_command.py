@@ -41,29 +41,14 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
             )
             client = await connect(remote, start_embedded=False)
             first, second = io.StringIO(), io.StringIO()
-            rc = await asyncio.wait_for(
-                bench_command(
-                    client,
-                    remote,
-                    suite,
-                    results,
-                    options,
-                    console=Console(file=first, width=200),
-                    concurrency=2,
-                ),
-                240,
-            )
-            rc_again = await asyncio.wait_for(
-                bench_command(
-                    client,
-                    remote,
-                    suite,
-                    results,
-                    options,
-                    console=Console(file=second, width=200),
-                ),
-                60,
-            )
+
+            async def bench(log: io.StringIO, timeout: float, **kw: int) -> int:
+                console = Console(file=log, width=200)
+                run = bench_command(client, remote, suite, results, options, console=console, **kw)
+                return await asyncio.wait_for(run, timeout)
+
+            rc = await bench(first, 240, concurrency=2)
+            rc_again = await bench(second, 60)
     finally:
         server.stop()
 
