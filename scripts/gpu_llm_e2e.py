@@ -841,18 +841,12 @@ def llm_report(server: ScriptedOpenAI, names: dict[int, str], out: Path) -> dict
     return report
 
 
-async def dump_histories(client: Any, workflow_ids: list[str], out: Path) -> None:
-    """The same history dump and activity-duration table as scripts/gpu_e2e.py."""
-    from scripts.gpu_e2e import dump_histories as dump
-
-    await dump(client, workflow_ids, out)
-
-
 async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript], out: Path) -> None:
     from kernelopt.client import connect
     from kernelopt.config import Settings
     from kernelopt.local_workers import ensure_local_workers, stop_local_workers
     from kernelopt.store import open_store
+    from scripts.gpu_e2e import dump_histories  # the same dump and activity-duration table
 
     t0 = args.t0
     stop_at = t0 + args.deadline - POST_S
