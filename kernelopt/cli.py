@@ -26,6 +26,7 @@ from kernelopt.contracts import (
 )
 from kernelopt.errors import KernelOptError
 from kernelopt.log import configure
+from kernelopt.report import baseline_name, ceiling_text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -291,7 +292,7 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
         return
     table = Table(title=f"campaign {outcome.campaign_id}", show_header=False)
     table.add_row("outcome", f"[bold]{outcome.category.value}[/]")
-    table.add_row("speedup vs torch.compile", f"{outcome.speedup:.3f}x ({outcome.compile_mode})")
+    table.add_row("speedup", f"{outcome.speedup:.3f}x over {baseline_name(outcome, quote='')}")
     table.add_row("reason", outcome.reason)
     if outcome.stop_reason:
         table.add_row("stopped early", outcome.stop_reason)
@@ -303,7 +304,7 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
         t = outcome.triage
         table.add_row(
             "library fraction f",
-            f"{t.library_fraction:.3f} (ceiling {t.ceilings.get('inf', 0):.3f}x)",
+            f"{t.library_fraction:.3f} (ceiling {ceiling_text(t.ceilings.get('inf'))})",
         )
     table.add_row("proposer", outcome.proposer)
     table.add_row(

@@ -2,11 +2,64 @@
 
 from __future__ import annotations
 
+from kernelopt.compile.triage import CEILING_CAP
 from kernelopt.contracts import Decision, Outcome
+from kernelopt.contracts.compiled import SearchMode
+from kernelopt.contracts.problem import ProblemKind
 
 
 def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
+def baseline_name(o: Outcome, quote: str = "`") -> str:
+    """What the speedup is measured against: torch.compile, or the file's own kernel."""
+    mode = f"({quote}{o.compile_mode}{quote})"
+    if o.kind == ProblemKind.MODULE:
+        return f"torch.compile {mode}"
+    return f"the file's own {o.kind.value.capitalize()} kernel {mode}"
+
+
+def ceiling_text(value: float | None) -> str:
+    """A model ceiling; the cap that stands for 'no bound' (f = 0, S = inf) reads as such."""
+    if value is None:
+        return "-"
+    return "unbounded" if value >= CEILING_CAP else f"{value:.3f}x"
+
+
+def triage_lines(o: Outcome) -> list[str]:
+    """Amdahl's ceiling, and in single-kernel mode why the measured f does not bound it."""
+    t = o.triage
+    if t is None:
+        return []
+    measured = f"{t.library_fraction:.3f} ({t.library_ms:.4f} of {t.total_ms:.4f} ms)"
+    if o.mode == SearchMode.SINGLE:
+        head = (
+            "Single-kernel mode: the whole forward is the target and nothing stays frozen, so "
+            f"the ceiling uses f = 0. Time outside Inductor's Triton kernels, for the record: "
+            f"{measured}. Verdict: {t.verdict}."
+        )
+    else:
+        head = f"Library fraction f = {measured}. Verdict: {t.verdict}."
+    need = (
+        f"{t.required_speedup:.2f}x"
+        if t.required_speedup is not None
+        else "impossible (f >= 1/gamma)"
+    )
+    return [
+        "## Triage (Amdahl on the frozen dispatch graph)",
+        "",
+        head,
+        "",
+        "| Triton speedup S | 2 | 5 | 10 | inf |",
+        "|---|---|---|---|---|",
+        "| model ceiling | "
+        + " | ".join(ceiling_text(t.ceilings.get(k)) for k in ("2", "5", "10", "inf"))
+        + " |",
+        "",
+        f"Triton speedup needed for gamma: {need}",
+        "",
+    ]
 
 
 def _decision(d: Decision) -> str:
@@ -21,13 +74,13 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
     lines = [
         f"# kernelopt campaign `{o.campaign_id}`: {o.problem}",
         "",
-        f"**Outcome: {o.category.value}** -- speedup {o.speedup:.3f}x over torch.compile "
-        f"(`{o.compile_mode}`). {o.reason}",
+        f"**Outcome: {o.category.value}** -- speedup {o.speedup:.3f}x over {baseline_name(o)}. "
+        f"{o.reason}",
         "",
         "| | value |",
         "|---|---|",
         f"| eager | {_fmt(o.eager_ms, '.4f', ' ms')} |",
-        f"| compiled baseline | {_fmt(o.baseline_ms, '.4f', ' ms')} |",
+        f"| baseline | {_fmt(o.baseline_ms, '.4f', ' ms')} ({(o.baseline_note or o.compile_mode).replace('|', '/')}) |",
         f"| returned model | {_fmt(o.optimized_ms or o.baseline_ms, '.4f', ' ms')} |",
         f"| proposer | {o.proposer or '-'} |",
         f"| search mode | {o.mode.value if o.mode else '-'} ({o.mode_reason or 'n/a'}) |",
@@ -39,28 +92,7 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
         f"{o.triton_version or '-'} |",
         "",
     ]
-    if o.triage is not None:
-        t = o.triage
-        lines += [
-            "## Triage (Amdahl on the frozen dispatch graph)",
-            "",
-            f"Library fraction f = {t.library_fraction:.3f} "
-            f"({t.library_ms:.4f} of {t.total_ms:.4f} ms). Verdict: {t.verdict}.",
-            "",
-            "| Triton speedup S | 2 | 5 | 10 | inf |",
-            "|---|---|---|---|---|",
-            "| model ceiling | "
-            + " | ".join(_fmt(t.ceilings.get(k), ".3f", "x") for k in ("2", "5", "10", "inf"))
-            + " |",
-            "",
-            "Triton speedup needed for gamma: "
-            + (
-                f"{t.required_speedup:.2f}x"
-                if t.required_speedup is not None
-                else "impossible (f >= 1/gamma)"
-            ),
-            "",
-        ]
+    lines += triage_lines(o)
     if o.model_verdicts:
         trials = o.model_trials if len(o.model_trials) == len(o.model_verdicts) else None
         lines += [

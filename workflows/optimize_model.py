@@ -463,6 +463,8 @@ class OptimizeModel:
             problem=inp.problem.name,
             eager_ms=compiled.eager_ms if compiled else None,
             compile_mode=compiled.mode if compiled else inp.options.compile_mode,
+            baseline_note=compiled.mode_reason if compiled else "",
+            kind=compiled.problem.kind if compiled else inp.problem.kind,
             proposer=self._progress.proposer or self._proposer_label(),
             mode=state.segment.mode if state.segment else None,
             mode_reason=state.segment.mode_reason if state.segment else "",

@@ -23,6 +23,7 @@ from pydantic import ConfigDict, Field
 
 from kernelopt.contracts import Outcome, OutcomeCategory
 from kernelopt.contracts.base import Frozen
+from kernelopt.contracts.compiled import SearchMode
 
 from .results import ProblemResult
 
@@ -116,8 +117,9 @@ class ProblemRow(Frozen):
     category: OutcomeCategory
     speedup: float  # effective: 1.0 unless solved
     measured_speedup: float  # as the outcome recorded it
-    library_fraction: float | None = None
-    ceiling: float | None = None  # Amdahl ceiling at S = inf
+    library_fraction: float | None = None  # measured
+    single_kernel: bool = False  # the whole forward was the target: f is not frozen
+    ceiling: float | None = None  # Amdahl ceiling at S = inf (f = 0 in single-kernel mode)
     ceiling_10: float | None = None  # at S = 10
     required_speedup: float | None = None  # Triton speedup needed to reach gamma
     baseline_ms: float | None = None
@@ -181,6 +183,9 @@ def level_label(level: int | None) -> str:
 def problem_row(result: ProblemResult, gamma: float = GAMMA) -> ProblemRow:
     o = result.outcome
     f = o.triage.library_fraction if o.triage is not None else None
+    # single-kernel mode replaces the library call too: nothing is frozen, no ceiling applies
+    single = o.mode == SearchMode.SINGLE
+    frozen = None if f is None else 0.0 if single else f
     return ProblemRow(
         level=result.level,
         name=result.name,
@@ -188,9 +193,10 @@ def problem_row(result: ProblemResult, gamma: float = GAMMA) -> ProblemRow:
         speedup=effective_speedup(o),
         measured_speedup=o.speedup,
         library_fraction=f,
-        ceiling=amdahl_ceiling(f) if f is not None else None,
-        ceiling_10=amdahl_ceiling(f, 10.0) if f is not None else None,
-        required_speedup=required_speedup(f, gamma) if f is not None else None,
+        single_kernel=single,
+        ceiling=amdahl_ceiling(frozen) if frozen is not None else None,
+        ceiling_10=amdahl_ceiling(frozen, 10.0) if frozen is not None else None,
+        required_speedup=required_speedup(frozen, gamma) if frozen is not None else None,
         baseline_ms=o.baseline_ms,
         optimized_ms=o.optimized_ms,
         gpu_seconds=o.used.gpu_seconds,

@@ -67,16 +67,18 @@ def speedup_vs_library_fraction(summary: BenchSummary) -> bytes:
         label = "S = inf" if math.isinf(s) else f"S = {s:g}"
         ax.plot(f, np.minimum(ceiling, top), style, color="#495057", lw=1, label=f"Amdahl {label}")
     for category, color in COLORS.items():
-        pts = [r for r in rows if r.category.value == category]
-        if pts:
-            ax.scatter(
-                [r.library_fraction for r in pts],
-                [r.speedup for r in pts],
-                s=18,
-                color=color,
-                label=category,
-                zorder=3,
-            )
+        for single, marker in ((False, "o"), (True, "x")):
+            pts = [r for r in rows if r.category.value == category and r.single_kernel == single]
+            if pts:
+                ax.scatter(
+                    [r.library_fraction for r in pts],
+                    [r.speedup for r in pts],
+                    s=18,
+                    color=color,
+                    marker=marker,
+                    label=f"{category} (single-kernel: not frozen)" if single else category,
+                    zorder=3,
+                )
     ax.axhline(summary.gamma, color="#e8590c", lw=0.8, label=f"gamma = {summary.gamma:g}")
     ax.set_yscale("log")
     ax.set_ylim(0.5, top)

@@ -35,6 +35,7 @@ from kernelopt.contracts.compiled import (
     TensorSpec,
     TritonKernel,
 )
+from kernelopt.contracts.problem import ProblemKind
 from kernelopt.log import get_logger
 from kernelopt.store import ArtifactStore
 
@@ -203,6 +204,15 @@ def build_segment(
         for run in runs
     ]
     mode, reason, forced = select_mode(parsed, requested)
+    kind = compiled.problem.kind if compiled is not None else ProblemKind.MODULE
+    if kind != ProblemKind.MODULE:
+        mode, forced = SearchMode.SINGLE, False
+        reason = (
+            f"{kind.value} kernel problem: the launcher is the one target, its inputs and "
+            "outputs the contract, the file's own kernel the baseline"
+        )
+        if requested == SearchMode.MULTI:
+            reason += " (multi-kernel mode was asked for: it has no Inductor kernels to apply to)"
     targets: list[SearchTarget] = []
     if mode == SearchMode.SINGLE:
         source = compiled.problem.source if compiled is not None else None

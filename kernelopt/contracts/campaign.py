@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .base import ArtifactRef, Contract, Frozen
 from .compiled import CompileResult, SearchMode, SearchTarget, SegmentResult, TriageResult
-from .problem import ProblemSpec
+from .problem import ProblemKind, ProblemSpec
 from .search import Decision, ProposerConfig, SearchKernelResult, SearchParams, Usage
 from .verdicts import GateSettings, GateVerdict
 
@@ -125,6 +125,9 @@ class Outcome(Frozen):
     optimized_ms: float | None = None
     eager_ms: float | None = None
     compile_mode: str = ""
+    # what the baseline is and how it was chosen (a kernel problem's Helion autotuning budget)
+    baseline_note: str = ""
+    kind: ProblemKind = ProblemKind.MODULE
     proposer: str = ""
     mode: SearchMode | None = None
     mode_reason: str = ""

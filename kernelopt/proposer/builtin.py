@@ -32,7 +32,6 @@ from kernelopt.proposer.variants import (
 from kernelopt.store import ArtifactStore
 
 PROPOSER_NAME = "builtin"
-PROPOSER_DESCRIPTION = "builtin (no LLM): launch-configuration search over Inductor's kernel"
 NO_EVICTION_LABEL = "no-eviction-hints"
 
 

@@ -188,6 +188,27 @@ def test_problem_rows_carry_f_and_ceilings() -> None:
     assert rows["b"].speedup == 1.0 and rows["a"].gpu_seconds == 10
 
 
+def test_single_kernel_problems_keep_their_f_but_have_no_ceiling() -> None:
+    from kernelopt.contracts.compiled import SearchMode
+
+    # diag(a) @ B: f = 0.994 measured, yet the whole forward was replaced (69x on the H200)
+    single = outcome("diag", "optimized", 69.7, f=0.994).model_copy(
+        update={"mode": SearchMode.SINGLE}
+    )
+    multi = outcome("gemm_epilogue", "fallback", 1.0, f=0.994)
+    rows = {
+        r.name: r
+        for r in summarize(
+            [ProblemResult(level=1, name=o.problem, outcome=o) for o in (single, multi)]
+        ).problems
+    }
+    assert rows["diag"].single_kernel and rows["diag"].library_fraction == 0.994
+    assert math.isinf(rows["diag"].ceiling)
+    assert rows["diag"].required_speedup == pytest.approx(1.03)
+    assert not rows["gemm_epilogue"].single_kernel
+    assert rows["gemm_epilogue"].ceiling == pytest.approx(1 / 0.994)
+
+
 def test_mixed_baseline_modes_are_flagged() -> None:
     results = [
         ProblemResult(

@@ -73,6 +73,9 @@ def test_segmentation_gives_one_forward_target(compiled) -> None:
     (target,) = seg.targets
     assert target.kind == TargetKind.FORWARD and target.source == first.problem.source
     assert [a.tensor.shape for a in target.signature] == [[8, 48], [48]]
+    assert seg.mode_reason.startswith("triton kernel problem: the launcher is the one target")
+    forced = segment(SegmentInput(compiled=first, mode=SearchMode.MULTI), store)
+    assert forced.mode == SearchMode.SINGLE and "no Inductor kernels" in forced.mode_reason
 
 
 def test_baseline_wrapper_runs_like_the_model_and_restitches(compiled) -> None:

@@ -71,3 +71,33 @@ def test_model_gate_rows_name_the_candidate_they_judged() -> None:
     # outcomes from before model_trials existed still render, without the ids
     older = render_markdown(outcome.model_copy(update={"model_trials": []}), [])
     assert "| - | model | fail | rho 133 > 10 |" in older
+
+
+def test_a_kernel_problem_reads_against_its_own_kernel_and_an_unbounded_ceiling() -> None:
+    from kernelopt.compile.triage import summarize
+    from kernelopt.contracts.compiled import KernelTiming, SearchMode
+    from kernelopt.contracts.problem import ProblemKind
+
+    # the file's kernel is not an Inductor kernel, so triage counts it outside Triton (f = 1)
+    triage = summarize(
+        [KernelTiming(name="rms_norm_kernel", ms=0.064, is_library=True)], [], SearchMode.SINGLE
+    )
+    outcome = _outcome(
+        category=OutcomeCategory.FALLBACK,
+        speedup=1.0,
+        reason="none faster",
+        baseline_ms=0.0686,
+        compile_mode="helion-autotuned:quick",
+        baseline_note="helion kernel problem: autotuned at effort quick (budget 120 s)",
+        kind=ProblemKind.HELION,
+        mode=SearchMode.SINGLE,
+        triage=triage,
+    )
+    md = render_markdown(outcome, [])
+    assert "over the file's own Helion kernel (`helion-autotuned:quick`)" in md
+    assert "torch.compile" not in md
+    assert "| baseline | 0.0686 ms (helion kernel problem: autotuned at effort quick" in md
+    assert "the ceiling uses f = 0" in md and "Library fraction" not in md
+    assert "| model ceiling | 2.000x | 5.000x | 10.000x | unbounded |" in md
+    module = render_markdown(outcome.model_copy(update={"kind": ProblemKind.MODULE}), [])
+    assert "over torch.compile (`helion-autotuned:quick`)" in module
