@@ -99,6 +99,8 @@ DIRECTIONS_KEPT = 64  # plan directions carried (the meltdown detector reads the
 # The result also names the next winners after the best, for the model gates' second chances.
 RUNNERS_UP = 2
 RUNNERS_UP_PATCH = "search-runners-up"
+# After the last round only candidates faster than the root are re-timed (no beam follows).
+RETIME_LAST_PATCH = "retime-last-round-winners-only"
 
 
 def _cause(exc: BaseException) -> str:
@@ -602,7 +604,10 @@ class SearchKernel:
     async def _retime_winners(self) -> list[Decision]:
         """Winners are timed again before they may seed a round (SPEC.md section 9)."""
         decisions = []
-        for node in self.tree.winners_to_retime(self.s.iteration, self.inp.params.beam):
+        last = self.s.iteration + 1 >= self.inp.params.iterations
+        if last and not workflow.patched(RETIME_LAST_PATCH):
+            last = False
+        for node in self.tree.winners_to_retime(self.s.iteration, self.inp.params.beam, last):
             if self._exhausted():
                 break
             cand = self.s.candidates[node.id]

@@ -20,7 +20,8 @@ campaign with retry-fix; an LLM campaign that continues as new (the
 campaign between targets, every search between iterations); and an LLM
 campaign whose gates charge their reported run time; one long search
 whose tree is pruned; and one whose best winner fails the model gates and
-whose runner-up is verified instead.
+whose runner-up is verified instead; a built-in campaign whose last round re-times only
+the candidates that can still win.
 """
 
 from __future__ import annotations
@@ -175,6 +176,15 @@ async def second_chance(client, settings, cpu_q, gpu_q) -> list[str]:
     return [handle.id]
 
 
+async def last_round(client, settings, cpu_q, gpu_q) -> list[str]:
+    """A built-in campaign whose last round re-times only candidates faster than the root:
+    recorded after the patch ``retime-last-round-winners-only``."""
+    opts = options(cpu_q, gpu_q, iterations=2, plans=4, beam=4)
+    handle = await submit(client, settings, opts, "rec-last-round")
+    await outcome_of(client, handle.id)
+    return [handle.id]
+
+
 def _gpu_worker_env(scenario: str, scratch: Path) -> dict[str, str]:
     """What a scenario's GPU worker doubles do differently (most: nothing)."""
     if scenario == "second_chance":
@@ -193,6 +203,7 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("charged", charged, {}),
     ("pruned", pruned, {}),
     ("second_chance", second_chance, {}),
+    ("last_round", last_round, {}),
 ]
 
 

@@ -115,6 +115,17 @@ def test_winners_to_retime_are_this_iterations_best_first_at_most_beam_width():
     assert [n.id for n in tree.winners_to_retime(1, 3)] == ["c", "a", "d"]
 
 
+def test_after_the_last_round_only_possible_winners_are_retimed():
+    tree = SearchTree.with_root("r" * 64)
+    for name, speed in (("a", 1.1), ("b", 0.8), ("c", 1.0), ("d", 1.4)):
+        tree.add_child(ROOT_ID, name, name * 64, 0, 1.0, speed)
+    assert [n.id for n in tree.winners_to_retime(0, 4)] == ["d", "a", "c", "b"]
+    assert [n.id for n in tree.winners_to_retime(0, 4, last=True)] == ["d", "a"]
+    # what is skipped could not have won: the kept speedup is the minimum of both timings
+    tree.apply_retime("c", 1.0, 0.5, ok=True)  # a lucky second run (2x) still keeps 1.0x
+    assert tree.best() is None
+
+
 def test_best_needs_a_retimed_state_faster_than_the_root():
     tree = SearchTree.with_root("r" * 64)
     assert tree.best() is None
