@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,19 @@ from kernelopt.log import get_logger
 from kernelopt.store import ArtifactStore, LocalBackend
 
 log = get_logger(__name__)
+
+
+class StageClock:
+    """Seconds per stage of one activity, so a slow gate run says where its time went."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, stage: str) -> None:
+        now = time.monotonic()
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._last, 3)
+        self._last = now
 
 
 class _Workspace:
@@ -136,6 +150,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
             "run_model_gate": False,
         }
     )
+    stages = StageClock()
     ws = _Workspace(inp.compiled, store)
     try:
         candidate, early = _candidate_source(ws, inp, store)
@@ -143,11 +158,14 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
             return CandidateGateResult(
                 candidate_id=inp.candidate_id, verdicts=[early] if early else []
             )
+        stages.lap("setup")
         bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
         if not bundle.ok:
             raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
         bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
+        stages.lap("reference")
         verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
+        stages.lap("gates_1_2")
         kernel_ms = baseline_ms = None
         if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
             timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
@@ -179,11 +197,14 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 verdicts.append(v4)
             elif dispatch is not None:
                 verdicts.append(dispatch)
+            stages.lap("timing")
+        log.info("candidate gated", candidate_id=inp.candidate_id, **stages.seconds)
         return CandidateGateResult(
             candidate_id=inp.candidate_id,
             verdicts=verdicts,
             kernel_ms=kernel_ms,
             baseline_kernel_ms=baseline_ms,
+            stage_seconds=stages.seconds,
         )
     finally:
         ws.close()

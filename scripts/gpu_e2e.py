@@ -115,13 +115,17 @@ def _candidate_of(event) -> str:
     return ""
 
 
-def _device_seconds(attrs) -> float:
-    """The run time a completed GPU activity reported (``device_seconds``), else 0."""
+def _device_seconds(attrs) -> tuple[float, str]:
+    """The run time a completed GPU activity reported (``device_seconds``, else 0), and
+    where a gate run's time went (its ``stage_seconds``, '' if none)."""
     for payload in attrs.result.payloads:
         with contextlib.suppress(ValueError, AttributeError, TypeError):
-            value = json.loads(payload.data).get("device_seconds")
-            return float(value) if value is not None else 0.0
-    return 0.0
+            result = json.loads(payload.data)
+            value = result.get("device_seconds")
+            stages = result.get("stage_seconds") or {}
+            split = ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
+            return (float(value) if value is not None else 0.0), split
+    return 0.0, ""
 
 
 async def dump_histories(
@@ -168,15 +172,16 @@ async def dump_histories(
                     )
                     name, at = scheduled.get(attrs.scheduled_event_id, ("?", None))
                     key = candidate_by_event.get(attrs.scheduled_event_id)
-                    ran = 0.0
+                    ran, split = 0.0, ""
                     if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
                         if key:
                             completions[key] = completions.get(key, 0) + 1
-                        ran = _device_seconds(attrs)
+                        ran, split = _device_seconds(attrs)
                         held[wf_id] = held.get(wf_id, 0.0) + ran
                     if at is not None:
                         secs = (e.event_time.ToDatetime() - at).total_seconds()
-                        lines.append(f"{one:60} {name:16} {secs:7.1f} s  (ran {ran:6.1f} s)")
+                        split = f": {split}" if split else ""
+                        lines.append(f"{one:60} {name:16} {secs:7.1f} s  (ran {ran:6.1f} s{split})")
     (out / "activity_durations.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-40:]), flush=True)
     return completions, held

@@ -113,6 +113,8 @@ class CandidateGateResult(DeviceTimed):
     verdicts: list[GateVerdict]
     kernel_ms: float | None = None  # per-target time of the candidate (not the model)
     baseline_kernel_ms: float | None = None
+    # where the activity's time went (reference, gates 1-2, timing): seconds, for tuning
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
