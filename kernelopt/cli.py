@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="campaigns in flight at once (default: one per local GPU worker, else 1; "
         "on a cluster: the number of GPU workers)",
     )
+    bench.add_argument(
+        "--report-only",
+        action="store_true",
+        help="write the report from the results finished so far and stop (no server needed)",
+    )
     _add_campaign_options(bench)
     return parser
 
@@ -425,9 +430,14 @@ async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from kernelopt.bench.cli import bench_command
+    from kernelopt.bench.cli import bench_command, write_bench_report
 
     options = campaign_options(args, settings)
+    if args.report_only:
+        results = args.results or args.suite / "results"
+        files = write_bench_report(args.suite, results, options.gamma)
+        console.print(f"report: {files.markdown} and {files.html}")
+        return 0
     client = await _client(settings)
     return await bench_command(
         client, settings, args.suite, args.results, options, concurrency=args.concurrency

@@ -165,6 +165,8 @@ class BenchSummary(Frozen):
     triton_versions: list[str] = Field(default_factory=list)
     gamma: float = GAMMA
     generated_at: str = ""
+    suite_problems: int | None = None  # how many the suite has (None: not known)
+    search_settings: list[str] = Field(default_factory=list)  # every setting the runs used
 
     @property
     def baseline_mode(self) -> str:
@@ -235,7 +237,11 @@ def _distinct(values: Iterable[str]) -> list[str]:
 
 
 def summarize(
-    results: Sequence[ProblemResult], gamma: float = GAMMA, now: datetime | None = None
+    results: Sequence[ProblemResult],
+    gamma: float = GAMMA,
+    now: datetime | None = None,
+    suite_problems: int | None = None,
+    search_settings: Sequence[str] = (),
 ) -> BenchSummary:
     """Per-level and overall aggregates plus the per-problem table."""
     ordered = sorted(results, key=lambda r: (r.level if r.level is not None else -1, r.name))
@@ -253,4 +259,6 @@ def summarize(
         triton_versions=_distinct(o.triton_version for o in outcomes),
         gamma=gamma,
         generated_at=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        suite_problems=suite_problems,
+        search_settings=list(dict.fromkeys(search_settings)),
     )

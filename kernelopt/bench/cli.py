@@ -9,6 +9,7 @@ runner.
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -18,16 +19,43 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignOptions, Outcome
+from kernelopt.contracts.search import ProposerKind
 
 from .aggregate import summarize
-from .report import write_report
-from .results import load_results
+from .report import ReportFiles, write_report
+from .results import BenchRun, load_results, load_runs, record_run
 from .runner import run_suite
+from .suite import discover_suite
 
 
 def bench_campaign_id(suite_dir: Path, path: Path, level: int | None) -> str:
     digest = hashlib.sha256(str(Path(suite_dir).resolve()).encode()).hexdigest()[:8]
     return f"bench-{digest}-l{level if level is not None else 0}-{path.stem}"[:120]
+
+
+def search_settings(options: CampaignOptions) -> str:
+    """The settings a reader needs to compare suite numbers, in one line."""
+    p, s = options.proposer, options.search
+    llm = p.kind == ProposerKind.LLM or (p.kind == ProposerKind.AUTO and bool(p.base_url))
+    proposer = f"LLM {p.model} @ {p.base_url or 'default endpoint'}" if llm else "builtin (no LLM)"
+    targets = options.max_targets if options.max_targets is not None else "all"
+    return (
+        f"proposer {proposer}; {s.iterations} iteration(s), {s.plans} plan(s), beam {s.beam}, "
+        f"{s.retries} retries; max targets {targets}; library-dominated searched: "
+        f"{'yes' if options.search_library_dominated else 'no'}; gamma {options.gamma:g}; "
+        f"compile mode {options.compile_mode}"
+    )
+
+
+def write_bench_report(suite_dir: Path, results: Path, gamma: float) -> ReportFiles:
+    """The report of whatever has finished, stating how much of the suite that is."""
+    summary = summarize(
+        load_results(results),
+        gamma=gamma,
+        suite_problems=len(discover_suite(suite_dir, strict=False)),
+        search_settings=[r.search for r in load_runs(results)],
+    )
+    return write_report(summary, results)
 
 
 async def bench_command(
@@ -67,9 +95,16 @@ async def bench_command(
         return await handle.result()
 
     console.print(f"{concurrency} campaign(s) at a time")
+    record_run(
+        results,
+        BenchRun(
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            suite_problems=len(discover_suite(suite_dir)),
+            search=search_settings(options),
+        ),
+    )
     run = await run_suite(suite_dir, results, one, console=console, concurrency=concurrency)
-    summary = summarize(load_results(results), gamma=options.gamma)
-    files = write_report(summary, results)
+    files = write_bench_report(suite_dir, results, options.gamma)
     console.print(
         f"{len(run.ran)} run, {len(run.skipped)} already done, {len(run.errors)} failed; "
         f"report: {files.markdown} and {files.html}"

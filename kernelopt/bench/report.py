@@ -48,7 +48,16 @@ def _num(value: float | None, spec: str = ".3f") -> str:
 
 def header_lines(summary: BenchSummary) -> list[tuple[str, str]]:
     """The facts every table depends on, stated once at the top."""
+    facts: list[tuple[str, str]] = []
+    if summary.suite_problems is not None:
+        done, total = summary.overall.problems, summary.suite_problems
+        partial = "" if done >= total else " (PARTIAL: the rest have not run yet)"
+        facts.append(("problems finished", f"{done} of {total}{partial}"))
+    search = summary.search_settings
+    if search:
+        facts.append(("search", search[0] if len(search) == 1 else "MIXED: " + "; ".join(search)))
     return [
+        *facts,
         ("baseline", f"torch.compile, mode `{summary.baseline_mode}`"),
         ("GPU", ", ".join(summary.gpu_names) or "unknown"),
         ("torch", ", ".join(summary.torch_versions) or "unknown"),

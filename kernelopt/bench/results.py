@@ -83,3 +83,39 @@ def load_results(results_dir: str | Path) -> list[ProblemResult]:
         if outcome is not None:
             results.append(ProblemResult(level=level, name=path.stem, outcome=outcome))
     return results
+
+
+RUNS_FILE = "runs.jsonl"
+
+
+class BenchRun(Frozen):
+    """One ``kernelopt bench`` invocation on a results directory: what it was asked to do.
+
+    Kept line by line in ``runs.jsonl`` beside the outcomes, so a report built
+    from results gathered over several sessions states every search setting
+    that produced them (and flags a mix).
+    """
+
+    started_at: str
+    suite_problems: int
+    search: str
+
+
+def record_run(results_dir: str | Path, run: BenchRun) -> None:
+    path = Path(results_dir) / RUNS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(run.model_dump_json() + "\n")
+
+
+def load_runs(results_dir: str | Path) -> list[BenchRun]:
+    path = Path(results_dir) / RUNS_FILE
+    if not path.is_file():
+        return []
+    runs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            runs.append(BenchRun.model_validate_json(line))
+        except ValidationError as exc:
+            log.warning("bench.unreadable_run", path=str(path), error=str(exc)[:200])
+    return runs

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from kernelopt.bench.cli import bench_command
-from kernelopt.bench.results import load_results
+from kernelopt.bench.results import load_results, load_runs
 from kernelopt.client import connect
 from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
 from tests.durability.support import PROBLEM, DevServer, double_workers
@@ -67,3 +67,41 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
     assert rc_again == 0, second.getvalue()
     assert "0 run, 3 already done, 0 failed" in second.getvalue()
     assert "1 campaign(s) at a time" in second.getvalue()  # not embedded: no local GPU count
+    # both invocations are on record, and the report states their settings once
+    runs = load_runs(results)
+    assert len(runs) == 2 and runs[0].suite_problems == 3
+    report = (results / "report.md").read_text()
+    assert "- **problems finished**: 3 of 3\n" in report
+    assert "- **search**: proposer builtin (no LLM); 1 iteration(s), 1 plan(s), beam 1" in report
+
+
+def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> None:
+    from kernelopt.bench.cli import search_settings
+    from kernelopt.bench.results import BenchRun, record_run, save_outcome
+    from kernelopt.bench.suite import discover_suite
+    from kernelopt.cli import main
+    from tests.bench.helpers import outcome
+
+    suite = tmp_path / "suite"
+    (suite / "level1").mkdir(parents=True)
+    for name in ("001_alpha.py", "002_beta.py", "003_gamma.py"):
+        shutil.copy(PROBLEM, suite / "level1" / name)
+    results = tmp_path / "results"
+    first = discover_suite(suite)[0]
+    save_outcome(results, first, outcome(first.name, "optimized", 1.5, f=0.0))
+    builtin = CampaignOptions(search=SearchParams(iterations=1, plans=2))
+    llm = builtin.model_copy(
+        update={"proposer": ProposerConfig(kind=ProposerKind.LLM, base_url="http://h/v1")}
+    )
+    for opts in (builtin, builtin, llm):
+        record_run(
+            results, BenchRun(started_at="t", suite_problems=3, search=search_settings(opts))
+        )
+    # no server address is reachable here: --report-only must not need one
+    rc = main(["bench", str(suite), "--results", str(results), "--report-only"])
+    assert rc == 0
+    report = (results / "report.md").read_text()
+    assert "- **problems finished**: 1 of 3 (PARTIAL: the rest have not run yet)" in report
+    assert "- **search**: MIXED: proposer builtin (no LLM); 1 iteration(s), 2 plan(s)" in report
+    assert "; proposer LLM gpt-4o @ http://h/v1; 1 iteration(s)" in report
+    assert "| 1 | 001_alpha | optimized | 1.500x |" in report
