@@ -19,6 +19,7 @@ from kernelopt.log import get_logger
 
 from .aggregate import BELOW_BUCKETS, BUCKETS, CATEGORIES, FAST_P, BenchSummary
 from .plots import FIGURES
+from .results import SUMMARY_SUFFIX
 
 log = get_logger(__name__)
 
@@ -252,7 +253,7 @@ def write_report(summary: BenchSummary, out_dir: str | Path, stem: str = "report
     )
     page = out / f"{stem}.html"
     page.write_text(render_html(summary, figures))
-    js = out / f"{stem}.summary.json"
+    js = out / f"{stem}{SUMMARY_SUFFIX}"
     js.write_text(summary.model_dump_json(indent=2))
     log.info(
         "bench.report_written", markdown=str(md), html=str(page), problems=summary.overall.problems

@@ -26,6 +26,7 @@ from .suite import SuiteEntry
 log = get_logger(__name__)
 
 _LEVEL_DIR = re.compile(r"^level(\d+)$")
+SUMMARY_SUFFIX = ".summary.json"  # what ``report.write_report`` writes next to the outcomes
 
 
 class ProblemResult(Frozen):
@@ -71,8 +72,8 @@ def load_results(results_dir: str | Path) -> list[ProblemResult]:
     root = Path(results_dir)
     results: list[ProblemResult] = []
     for path in sorted(root.rglob("*.json")):
-        if path.name.startswith("."):
-            continue
+        if path.name.startswith(".") or path.name.endswith(SUMMARY_SUFFIX):
+            continue  # hidden temp files, and the report's own summary beside the outcomes
         rel = path.relative_to(root)
         level: int | None = None
         if len(rel.parts) == 2 and (m := _LEVEL_DIR.match(rel.parts[0])):

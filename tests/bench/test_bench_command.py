@@ -105,3 +105,6 @@ def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> N
     assert "- **search**: MIXED: proposer builtin (no LLM); 1 iteration(s), 2 plan(s)" in report
     assert "; proposer LLM gpt-4o @ http://h/v1; 1 iteration(s)" in report
     assert "| 1 | 001_alpha | optimized | 1.500x |" in report
+    # the report's own summary JSON, now beside the outcomes, is not read back as a problem
+    assert (results / "report.summary.json").is_file()
+    assert [r.name for r in load_results(results)] == ["001_alpha"]
