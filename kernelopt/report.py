@@ -99,7 +99,8 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
             "## Model-level gates",
             "",
             "A target's best winner goes first; if the whole model rejects it, its runners-up "
-            "follow.",
+            "follow. Each row is the gate that decided: a `performance` row means the "
+            "re-stitched model already passed `model` (gate 3, float64 end to end).",
             "",
             "| candidate | gate | status | reason |",
             "|---|---|---|---|",
