@@ -49,7 +49,11 @@ log = get_logger(__name__)
 
 
 class StageClock:
-    """Seconds per stage of one activity, so a slow gate run says where its time went."""
+    """Seconds per stage of one activity, so a slow gate run says where its time went.
+
+    A stage's time minus its children's wall time (``*_child`` entries) is the
+    parent's own share: workspace files, input hashing, guards.
+    """
 
     def __init__(self) -> None:
         self._last = time.monotonic()
@@ -164,6 +168,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
             raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
         bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
         stages.lap("reference")
+        stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
         verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
         stages.lap("gates_1_2")
         kernel_ms = baseline_ms = None
@@ -198,6 +203,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
             elif dispatch is not None:
                 verdicts.append(dispatch)
             stages.lap("timing")
+            stages.seconds["timing_children"] = round(m.seconds, 3)
         log.info("candidate gated", candidate_id=inp.candidate_id, **stages.seconds)
         return CandidateGateResult(
             candidate_id=inp.candidate_id,

@@ -74,7 +74,8 @@ def test_forward_candidate_passes_gates_1_and_2(store: ArtifactStore, cpu_launch
     seeds = result.verdicts[1].thresholds["seeds"]
     assert {"seed0", "seed1", "seed2"} <= set(seeds) and "holdout0" in seeds
     # no per-kernel timing on the CPU: the stages that ran say where the time went
-    assert list(result.stage_seconds) == ["setup", "reference", "gates_1_2"]
+    assert list(result.stage_seconds) == ["setup", "reference", "reference_child", "gates_1_2"]
+    assert result.stage_seconds["reference_child"] <= result.stage_seconds["reference"]
     assert all(s >= 0 for s in result.stage_seconds.values())
 
 
