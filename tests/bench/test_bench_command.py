@@ -17,6 +17,7 @@ from kernelopt.bench.cli import bench_command
 from kernelopt.bench.results import load_results, load_runs
 from kernelopt.client import connect
 from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
+from scripts.bench_costs import export_costs
 from tests.durability.support import PROBLEM, DevServer, double_workers
 from tests.support.temporal import make_settings
 
@@ -49,6 +50,7 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
 
             rc = await bench(first, 240, concurrency=2)
             rc_again = await bench(second, 60)
+            found = await export_costs(client, results, tmp_path / "costs")
     finally:
         server.stop()
 
@@ -67,6 +69,11 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
     assert rc_again == 0, second.getvalue()
     assert "0 run, 3 already done, 0 failed" in second.getvalue()
     assert "1 campaign(s) at a time" in second.getvalue()  # not embedded: no local GPU count
+    # the cost table the device runs read: every problem's activities, gate stages included
+    assert found == 3
+    table = (tmp_path / "costs" / "activity_durations.txt").read_text()
+    assert table.count("gate_candidate") >= 3 and "compile" in table
+    assert not (tmp_path / "costs" / "histories").exists()
     # both invocations are on record, and the report states their settings once
     runs = load_runs(results)
     assert len(runs) == 2 and runs[0].suite_problems == 3
