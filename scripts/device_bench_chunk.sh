@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One chunk of the suite run on the GPU host (issue 7), for chained device calls:
+#   bash scripts/device_bench_chunk.sh SECONDS [SUITE] [RESULTS]
+# carry [".whl", ".device"]. Runs `kernelopt bench` for at most SECONDS (one campaign per
+# local GPU worker at a time), then puts the results folder, the bench log and the cost
+# table of every campaign this server finished (scripts/bench_costs.py) into
+# $OUT/results.tgz. A chunk cut by the time limit leaves the server and workers running:
+# the next call within ~30 s re-attaches to the campaigns in flight (deterministic ids),
+# finished problems travel with the (tracked) results folder and are skipped.
+# Here, afterwards: bash scripts/device_bench_unpack.sh FILES_AT/results.tgz
+set -uo pipefail
+seconds=${1:?usage: device_bench_chunk.sh SECONDS [SUITE] [RESULTS]}
+suite=${2:-problems}
+results=${3:-docs/results/h200}
+source scripts/device_env.sh
+export KERNELOPT_HOME=${KERNELOPT_HOME:-/tmp/ko-bench}
+export KERNELOPT_SERVER_PORT=${KERNELOPT_SERVER_PORT:-7843} KERNELOPT_UI_PORT=${KERNELOPT_UI_PORT:-8843}
+nvidia-smi -L
+timeout "$seconds" python3 -m kernelopt.cli bench "$suite" --results "$results" \
+    --proposer builtin --iterations 1 --plans 2 > /tmp/bench.log 2>&1
+echo "bench exit $? (124: cut by the time limit)"
+python3 scripts/bench_costs.py "$results" /tmp/costs || echo "no cost table"
+ls "$results"/level*/ 2>/dev/null | grep -c '\.json$' | sed 's/^/outcomes: /'
+tail -n 5 /tmp/costs/activity_durations.txt 2>/dev/null
+tar czf "$OUT/results.tgz" "$results" /tmp/bench.log /tmp/costs 2>/dev/null
