@@ -167,6 +167,7 @@ class BenchSummary(Frozen):
     generated_at: str = ""
     suite_problems: int | None = None  # how many the suite has (None: not known)
     search_settings: list[str] = Field(default_factory=list)  # every setting the runs used
+    failed: dict[str, str] = Field(default_factory=dict)  # problem key -> its last error
 
     @property
     def baseline_mode(self) -> str:
@@ -242,6 +243,7 @@ def summarize(
     now: datetime | None = None,
     suite_problems: int | None = None,
     search_settings: Sequence[str] = (),
+    failed: dict[str, str] | None = None,
 ) -> BenchSummary:
     """Per-level and overall aggregates plus the per-problem table."""
     ordered = sorted(results, key=lambda r: (r.level if r.level is not None else -1, r.name))
@@ -261,4 +263,5 @@ def summarize(
         generated_at=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         suite_problems=suite_problems,
         search_settings=list(dict.fromkeys(search_settings)),
+        failed=dict(failed or {}),
     )

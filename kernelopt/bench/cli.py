@@ -23,7 +23,7 @@ from kernelopt.contracts.search import ProposerKind
 
 from .aggregate import summarize
 from .report import ReportFiles, write_report
-from .results import BenchRun, load_results, load_runs, record_run
+from .results import BenchRun, load_errors, load_results, load_runs, record_run
 from .runner import run_suite
 from .suite import discover_suite
 
@@ -54,6 +54,7 @@ def write_bench_report(suite_dir: Path, results: Path, gamma: float) -> ReportFi
         gamma=gamma,
         suite_problems=len(discover_suite(suite_dir, strict=False)),
         search_settings=[r.search for r in load_runs(results)],
+        failed=load_errors(results),
     )
     return write_report(summary, results)
 

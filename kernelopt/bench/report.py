@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from kernelopt.contracts.base import Frozen
@@ -54,6 +55,10 @@ def header_lines(summary: BenchSummary) -> list[tuple[str, str]]:
         done, total = summary.overall.problems, summary.suite_problems
         partial = "" if done >= total else " (PARTIAL: the rest have not run yet)"
         facts.append(("problems finished", f"{done} of {total}{partial}"))
+    if summary.failed:
+        facts.append(
+            ("problems failed", f"{len(summary.failed)} on their last attempt (listed at the end)")
+        )
     search = summary.search_settings
     if search:
         facts.append(("search", search[0] if len(search) == 1 else "MIXED: " + "; ".join(search)))
@@ -148,6 +153,12 @@ def problem_table(summary: BenchSummary) -> Table:
     return head, rows
 
 
+def failed_table(summary: BenchSummary) -> Table:
+    """Problems whose campaign raised instead of ending with an outcome: not in any count."""
+    rows = [[key, error.replace("\n", " ")[:300]] for key, error in summary.failed.items()]
+    return ["problem", "error of its last attempt"], rows
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -183,6 +194,13 @@ SECTIONS = (
     ("Speedup distribution (problems per bucket)", bucket_table),
     ("Per problem", problem_table),
 )
+FAILED_TITLE = "Problems that failed (in no count above; re-running the bench retries them)"
+
+
+def _sections(summary: BenchSummary) -> list[tuple[str, Callable[[BenchSummary], Table]]]:
+    return [*SECTIONS, *([(FAILED_TITLE, failed_table)] if summary.failed else [])]
+
+
 FIGURE_TITLES = {
     "outcomes_per_level": "Outcomes per level",
     "speedup_histogram": "Speedup histogram",
@@ -195,7 +213,7 @@ def render_markdown(summary: BenchSummary, figure_files: dict[str, str] | None =
     lines = ["# kernelopt benchmark report", ""]
     lines += [f"- **{k}**: {v}" for k, v in header_lines(summary)]
     lines += ["", NOTE, ""]
-    for title, build in SECTIONS:
+    for title, build in _sections(summary):
         lines += [f"## {title}", "", *_md_table(build(summary)), ""]
         if build is level_table and figure_files:
             for name, rel in figure_files.items():
@@ -226,7 +244,7 @@ def render_html(summary: BenchSummary, figures: dict[str, bytes] | None = None) 
         "<h1>kernelopt benchmark report</h1>",
         f"<ul>{facts}</ul><p>{html.escape(NOTE)}</p>",
     ]
-    for title, build in SECTIONS:
+    for title, build in _sections(summary):
         parts.append(f"<h2>{html.escape(title)}</h2>{_html_table(build(summary))}")
         if build is level_table:
             for name, png in figures.items():

@@ -120,3 +120,32 @@ def load_runs(results_dir: str | Path) -> list[BenchRun]:
         except ValidationError as exc:
             log.warning("bench.unreadable_run", path=str(path), error=str(exc)[:200])
     return runs
+
+
+ERRORS_DIR = "errors"  # RESULTS/errors/<key>.txt: a problem whose last attempt failed
+
+
+def error_path(results_dir: str | Path, key: str) -> Path:
+    return Path(results_dir) / ERRORS_DIR / f"{key}.txt"
+
+
+def record_error(results_dir: str | Path, key: str, error: str) -> None:
+    """Keep why a problem failed, so the report can name it (a later success clears it)."""
+    path = error_path(results_dir, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(error, encoding="utf-8")
+
+
+def clear_error(results_dir: str | Path, key: str) -> None:
+    error_path(results_dir, key).unlink(missing_ok=True)
+
+
+def load_errors(results_dir: str | Path) -> dict[str, str]:
+    """key -> error text of every problem whose last attempt failed."""
+    root = Path(results_dir) / ERRORS_DIR
+    if not root.is_dir():
+        return {}
+    return {
+        path.relative_to(root).with_suffix("").as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(root.rglob("*.txt"))
+    }

@@ -34,7 +34,14 @@ from rich.progress import (
 from kernelopt.contracts import Outcome
 from kernelopt.log import get_logger
 
-from .results import ProblemResult, read_outcome, result_path, save_outcome
+from .results import (
+    ProblemResult,
+    clear_error,
+    read_outcome,
+    record_error,
+    result_path,
+    save_outcome,
+)
 from .suite import SuiteEntry, discover_suite
 
 log = get_logger(__name__)
@@ -127,9 +134,11 @@ async def run_suite(
                 raise
             except Exception as exc:  # one failed campaign must not end a 250-problem run
                 run.errors[entry.key] = f"{type(exc).__name__}: {exc}"
+                record_error(results_root, entry.key, run.errors[entry.key])
                 log.error("bench.problem_error", problem=entry.key, error=run.errors[entry.key])
             else:
                 save_outcome(results_root, entry, outcome)
+                clear_error(results_root, entry.key)
                 done[entry.key] = ProblemResult(level=entry.level, name=entry.name, outcome=outcome)
                 run.ran.append(entry.key)
                 log.info(

@@ -84,7 +84,7 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
 
 def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> None:
     from kernelopt.bench.cli import search_settings
-    from kernelopt.bench.results import BenchRun, record_run, save_outcome
+    from kernelopt.bench.results import BenchRun, record_error, record_run, save_outcome
     from kernelopt.bench.suite import discover_suite
     from kernelopt.cli import main
     from tests.bench.helpers import outcome
@@ -100,6 +100,7 @@ def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> N
     llm = builtin.model_copy(
         update={"proposer": ProposerConfig(kind=ProposerKind.LLM, base_url="http://h/v1")}
     )
+    record_error(results, "level1/003_gamma", "ProblemError: does not fit in GPU memory")
     for opts in (builtin, builtin, llm):
         record_run(
             results, BenchRun(started_at="t", suite_problems=3, search=search_settings(opts))
@@ -112,6 +113,9 @@ def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> N
     assert "- **search**: MIXED: proposer builtin (no LLM); 1 iteration(s), 2 plan(s)" in report
     assert "; proposer LLM gpt-4o @ http://h/v1; 1 iteration(s)" in report
     assert "| 1 | 001_alpha | optimized | 1.500x |" in report
+    assert "- **problems failed**: 1 on their last attempt (listed at the end)" in report
+    assert "| level1/003_gamma | ProblemError: does not fit in GPU memory |" in report
+    assert "ProblemError: does not fit in GPU memory" in (results / "report.html").read_text()
     # the report's own summary JSON, now beside the outcomes, is not read back as a problem
     assert (results / "report.summary.json").is_file()
     assert [r.name for r in load_results(results)] == ["001_alpha"]

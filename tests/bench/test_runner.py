@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kernelopt.bench.results import load_results
+from kernelopt.bench.results import load_errors, load_results
 from kernelopt.bench.runner import run_suite
 from kernelopt.contracts import Outcome, OutcomeCategory
 
@@ -54,12 +54,17 @@ async def test_writes_outcomes_and_resumes(tmp_path: Path) -> None:
     assert not (results / "level1" / "2_b.json").exists()  # failures are not faked as outcomes
     stored = Outcome.model_validate_json((results / "level2" / "1_c.json").read_text())
     assert stored.speedup == 3.5
+    # the failure is kept for the report (named there, in no count), not only logged
+    assert set(load_errors(results)) == {"level1/2_b"}
+    assert "worker lost" in load_errors(results)["level1/2_b"]
+    assert len(load_results(results)) == 2  # the error record is not read as an outcome
 
     second = FakeCampaigns()
     run2 = await run_suite(suite, results, second, progress=False)
     assert second.calls == [("2_b", 1)]  # only the unfinished problem runs again
     assert sorted(run2.skipped) == ["level1/1_a", "level2/1_c"]
     assert run2.complete
+    assert load_errors(results) == {}  # its success cleared the record
     assert [(r.level, r.name) for r in run2.results] == [(1, "1_a"), (1, "2_b"), (2, "1_c")]
 
     third = FakeCampaigns()
