@@ -198,7 +198,10 @@ FAILED_TITLE = "Problems that failed (in no count above; re-running the bench re
 
 
 def _sections(summary: BenchSummary) -> list[tuple[str, Callable[[BenchSummary], Table]]]:
-    return [*SECTIONS, *([(FAILED_TITLE, failed_table)] if summary.failed else [])]
+    """Every table's title names the baseline its speedups are over."""
+    baseline = f" -- speedups over torch.compile `{summary.baseline_mode}`"
+    sections = [(title + baseline, build) for title, build in SECTIONS]
+    return [*sections, *([(FAILED_TITLE, failed_table)] if summary.failed else [])]
 
 
 FIGURE_TITLES = {
@@ -245,7 +248,7 @@ def render_html(summary: BenchSummary, figures: dict[str, bytes] | None = None) 
         f"<ul>{facts}</ul><p>{html.escape(NOTE)}</p>",
     ]
     for title, build in _sections(summary):
-        parts.append(f"<h2>{html.escape(title)}</h2>{_html_table(build(summary))}")
+        parts.append(f"<h2>{html.escape(title.replace('`', ''))}</h2>{_html_table(build(summary))}")
         if build is level_table:
             for name, png in figures.items():
                 data = base64.b64encode(png).decode("ascii")

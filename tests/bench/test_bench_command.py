@@ -114,6 +114,8 @@ def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> N
     assert "; proposer LLM gpt-4o @ http://h/v1; 1 iteration(s)" in report
     assert "| 1 | 001_alpha | optimized | 1.500x |" in report
     assert "- **problems failed**: 1 on their last attempt (listed at the end)" in report
+    # every table says what its speedups are over
+    assert report.count("-- speedups over torch.compile `max-autotune-no-cudagraphs`") == 3
     assert "| level1/003_gamma | ProblemError: does not fit in GPU memory |" in report
     assert "ProblemError: does not fit in GPU memory" in (results / "report.html").read_text()
     # the report's own summary JSON, now beside the outcomes, is not read back as a problem
