@@ -61,6 +61,11 @@ class Node:
         return self.value_sum / self.visits if self.visits else 0.0
 
 
+def beats_root(node: Node) -> bool:
+    """Faster than the root by its (kept) measurement: the only states that can win."""
+    return node.speedup is not None and node.speedup > 1.0
+
+
 @dataclass
 class SearchTree:
     """A rooted tree of kernel states with UCB bookkeeping."""
@@ -242,7 +247,7 @@ class SearchTree:
             if self.nodes[i].iteration == iteration
             and not self.nodes[i].retimed
             and self.nodes[i].speedup is not None
-            and (not last or (self.nodes[i].speedup or 0.0) > 1.0)
+            and (not last or beats_root(self.nodes[i]))
         ]
         fresh.sort(key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
         return fresh[:width]
@@ -258,11 +263,7 @@ class SearchTree:
         The ones after the first are the model gates' second chances: a winner
         that fails V_model or V_perf on the whole model need not end the target.
         """
-        winners = [
-            n
-            for n in self.eligible()
-            if n.id != ROOT_ID and n.speedup is not None and n.speedup > 1.0
-        ]
+        winners = [n for n in self.eligible() if n.id != ROOT_ID and beats_root(n)]
         position = {node_id: i for i, node_id in enumerate(self.order)}
         winners.sort(key=lambda n: (-(n.speedup or 0.0), position[n.id]))
         return winners[:count]

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 
 from pydantic import ConfigDict, Field
 
+from kernelopt.compile.triage import frozen_fraction
 from kernelopt.contracts import Outcome, OutcomeCategory
 from kernelopt.contracts.base import Frozen
 from kernelopt.contracts.compiled import SearchMode
@@ -188,7 +189,7 @@ def problem_row(result: ProblemResult, gamma: float = GAMMA) -> ProblemRow:
     f = o.triage.library_fraction if o.triage is not None else None
     # single-kernel mode replaces the library call too: nothing is frozen, no ceiling applies
     single = o.mode == SearchMode.SINGLE
-    frozen = None if f is None else 0.0 if single else f
+    frozen = None if f is None else frozen_fraction(f, o.mode)
     return ProblemRow(
         level=result.level,
         name=result.name,

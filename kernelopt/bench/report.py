@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kernelopt.contracts.base import Frozen
 from kernelopt.log import get_logger
+from kernelopt.report import ceiling_text
 
 from .aggregate import BELOW_BUCKETS, BUCKETS, CATEGORIES, FAST_P, BenchSummary
 from .plots import FIGURES
@@ -141,8 +142,8 @@ def problem_table(summary: BenchSummary) -> Table:
                 r.category.value,
                 _x(r.speedup, 3),
                 _num(r.library_fraction) + ("*" if r.single_kernel else ""),
-                _x(r.ceiling_10, 3),
-                _x(r.ceiling, 3),
+                ceiling_text(r.ceiling_10),
+                ceiling_text(r.ceiling),
                 needed,
                 _num(r.baseline_ms, ".4f"),
                 f"{r.gpu_seconds:.0f}",

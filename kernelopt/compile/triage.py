@@ -51,6 +51,11 @@ def ceilings(f: float) -> dict[str, float]:
     return {key: ceiling(f, s) for key, s in SPEEDUPS}
 
 
+def frozen_fraction(f: float, mode: SearchMode | None) -> float:
+    """The library fraction Amdahl's ceiling must use: single-kernel mode freezes nothing."""
+    return 0.0 if mode == SearchMode.SINGLE else f
+
+
 def required_speedup(f: float, gamma: float) -> float | None:
     """Triton speedup needed for a model speedup of gamma; None if impossible (f >= 1/gamma)."""
     denom = 1.0 / gamma - f
@@ -105,7 +110,7 @@ def summarize(
     triton_ms = sum(k.ms for k in per_kernel if not k.is_library)
     total = library_ms + triton_ms
     f = library_ms / total if total > 0 else 0.0
-    effective_f = 0.0 if mode == SearchMode.SINGLE else f
+    effective_f = frozen_fraction(f, mode)
     label, reason, need = verdict(f, gamma, max_required, mode)
     by_name = {k.name: k.ms for k in per_kernel if not k.is_library}
     ranked = []
