@@ -430,12 +430,14 @@ async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from kernelopt.bench.cli import bench_command, write_bench_report
+    from kernelopt.bench.cli import bench_command, results_dir_for, write_bench_report
+    from kernelopt.bench.suite import discover_suite
 
     options = campaign_options(args, settings)
     if args.report_only:
-        results = args.results or args.suite / "results"
-        files = write_bench_report(args.suite, results, options.gamma)
+        problems = len(discover_suite(args.suite, strict=False))
+        results = results_dir_for(args.suite, args.results)
+        files = write_bench_report(results, problems, options.gamma)
         console.print(f"report: {files.markdown} and {files.html}")
         return 0
     client = await _client(settings)

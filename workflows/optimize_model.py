@@ -74,7 +74,7 @@ def search_attributes_for(campaign_id: str, problem: str) -> TypedSearchAttribut
 
 FALLBACK_REASON_PATCH = "fallback-names-model-gate"
 # A target's best winner that fails the model gates is followed by its runners-up.
-RUNNERS_UP_PATCH = "model-gates-try-runners-up"
+MODEL_RUNNERS_UP_PATCH = "model-gates-try-runners-up"
 
 
 def _not_kept(candidate_id: str, gate: ModelGateResult) -> str:
@@ -324,7 +324,7 @@ class OptimizeModel:
         why_not: list[str] = []  # per trial that was not kept, in the user's words
         trials: list[str] = []  # which candidate each model verdict judged
         # Greedy: keep a replacement only if the whole model stays correct and gets faster.
-        second_chances = workflow.patched(RUNNERS_UP_PATCH)
+        second_chances = workflow.patched(MODEL_RUNNERS_UP_PATCH)
         for result in winners:
             await self._checkpoint()
             target = target_by_id.get(result.target_id)

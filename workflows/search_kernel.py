@@ -604,9 +604,10 @@ class SearchKernel:
     async def _retime_winners(self) -> list[Decision]:
         """Winners are timed again before they may seed a round (SPEC.md section 9)."""
         decisions = []
-        last = self.s.iteration + 1 >= self.inp.params.iterations
-        if last and not workflow.patched(RETIME_LAST_PATCH):
-            last = False
+        # patched() only in the last round: histories of earlier rounds carry no marker
+        last = self.s.iteration + 1 >= self.inp.params.iterations and workflow.patched(
+            RETIME_LAST_PATCH
+        )
         for node in self.tree.winners_to_retime(self.s.iteration, self.inp.params.beam, last):
             if self._exhausted():
                 break

@@ -47,12 +47,17 @@ def search_settings(options: CampaignOptions) -> str:
     )
 
 
-def write_bench_report(suite_dir: Path, results: Path, gamma: float) -> ReportFiles:
+def results_dir_for(suite_dir: Path, results_dir: Path | None) -> Path:
+    """Where a suite's outcomes live: ``--results``, else ``SUITE/results``."""
+    return Path(results_dir or Path(suite_dir) / "results")
+
+
+def write_bench_report(results: Path, suite_problems: int, gamma: float) -> ReportFiles:
     """The report of whatever has finished, stating how much of the suite that is."""
     summary = summarize(
         load_results(results),
         gamma=gamma,
-        suite_problems=len(discover_suite(suite_dir, strict=False)),
+        suite_problems=suite_problems,
         search_settings=[r.search for r in load_runs(results)],
         failed=load_errors(results),
     )
@@ -77,7 +82,7 @@ async def bench_command(
 
     console = console or Console(stderr=True)
     suite_dir = Path(suite_dir)
-    results = Path(results_dir or suite_dir / "results")
+    results = results_dir_for(suite_dir, results_dir)
     store = open_store(settings.artifacts_dir)
     gpu_workers = 1
     if settings.embedded:
@@ -96,16 +101,17 @@ async def bench_command(
         return await handle.result()
 
     console.print(f"{concurrency} campaign(s) at a time")
+    problems = len(discover_suite(suite_dir))  # a broken problem file stops it here
     record_run(
         results,
         BenchRun(
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            suite_problems=len(discover_suite(suite_dir)),
+            suite_problems=problems,
             search=search_settings(options),
         ),
     )
     run = await run_suite(suite_dir, results, one, console=console, concurrency=concurrency)
-    files = write_bench_report(suite_dir, results, options.gamma)
+    files = write_bench_report(results, problems, options.gamma)
     console.print(
         f"{len(run.ran)} run, {len(run.skipped)} already done, {len(run.errors)} failed; "
         f"report: {files.markdown} and {files.html}"
