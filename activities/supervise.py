@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV
+from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV, SPAWNED_AT_ENV
 from kernelopt.config import Settings
 from kernelopt.log import get_logger
 
@@ -78,6 +78,7 @@ async def run_supervised(
         child_env.setdefault("KERNELOPT_HOME", str(settings.home))
         if resume is not None:
             child_env[RESUME_ENV] = json.dumps(resume, default=str)
+        child_env[SPAWNED_AT_ENV] = repr(time.time())
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

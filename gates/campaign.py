@@ -169,8 +169,10 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
         bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
         stages.lap("reference")
         stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
-        verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
+        stages.seconds.update(bundle.outcome.phase_seconds("ref"))
+        verdicts, child = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
         stages.lap("gates_1_2")
+        stages.seconds.update(child.phase_seconds("cand"))
         kernel_ms = baseline_ms = None
         if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
             timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
@@ -204,6 +206,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 verdicts.append(dispatch)
             stages.lap("timing")
             stages.seconds["timing_children"] = round(m.seconds, 3)
+            stages.seconds.update(m.phase_seconds)
         log.info("candidate gated", candidate_id=inp.candidate_id, **stages.seconds)
         return CandidateGateResult(
             candidate_id=inp.candidate_id,

@@ -42,6 +42,7 @@ class PerfMeasurement:
     order: list[str] = field(default_factory=list)
     failure: tuple[str, ChildOutcome] | None = None  # (side, outcome) of a failed child
     seconds: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # summed over the children
     inputs_tampered: list[str] = field(default_factory=list)  # files a candidate child changed
 
     @staticmethod
@@ -106,6 +107,8 @@ def measure(
                 device=settings.device,
             )
             m.seconds += outcome.wall_s
+            for key, value in outcome.phase_seconds(side).items():
+                m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)
             m.order.append(side)
             if side == "candidate" and tampered_inputs is not None:
                 m.inputs_tampered = tampered_inputs()

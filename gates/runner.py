@@ -14,6 +14,7 @@ interpreter (``TRITON_INTERPRET=1``), which is how CI tests the gates.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -87,6 +88,23 @@ class ChildOutcome:
         """The traceback (or log tail) as text fit for a verdict."""
         text = self.traceback or self.log_tail or self.message
         return text[-limit:]
+
+    def phase_seconds(self, prefix: str) -> dict[str, float]:
+        """Seconds per progress phase, keyed ``prefix.phase``, so a slow gate says which step.
+
+        ``prefix.outside`` is the wall time outside the marks: process start-up
+        (fork or interpreter, imports) before the first, exit after the last.
+        A phase that recurs (one per input set) is summed.
+        """
+        marks = [(str(p.get("phase", "")), float(p.get("t", 0.0))) for p in self.progress]
+        if not marks:
+            return {f"{prefix}.outside": round(self.wall_s, 3)}
+        seconds: dict[str, float] = {}
+        for (phase, start), (_, end) in itertools.pairwise(marks):
+            seconds[phase] = seconds.get(phase, 0.0) + end - start
+        span = marks[-1][1] - marks[0][1]
+        seconds["outside"] = max(0.0, self.wall_s - span)
+        return {f"{prefix}.{k}": round(v, 3) for k, v in seconds.items()}
 
     def summary(self) -> dict[str, Any]:
         return {

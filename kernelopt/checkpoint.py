@@ -16,6 +16,7 @@ from typing import Any
 
 PROGRESS_PREFIX = "KERNELOPT_PROGRESS "
 RESUME_ENV = "KERNELOPT_RESUME"
+SPAWNED_AT_ENV = "KERNELOPT_SPAWNED_AT"  # time.time() when the supervisor spawned the child
 
 
 def report(detail: dict[str, Any]) -> None:

@@ -22,4 +22,9 @@ echo "bench exit $? (124: cut by the time limit)"
 python3 scripts/bench_costs.py "$results" /tmp/costs || echo "no cost table"
 ls "$results"/level*/ 2>/dev/null | grep -c '\.json$' | sed 's/^/outcomes: /'
 tail -n 5 /tmp/costs/activity_durations.txt 2>/dev/null
+# how the GPU workers launched gate jobs (zygote or spawn), and their logs for reading here
+grep -h -o -i -E '(zygote|spawn).{0,60}' "$KERNELOPT_HOME"/workers/*.log 2>/dev/null \
+    | sed 's/[0-9]\+/N/g' | sort | uniq -c | sort -rn | head -n 12
+mkdir -p /tmp/costs/workers
+for f in "$KERNELOPT_HOME"/workers/*.log; do [ -f "$f" ] && tail -n 3000 "$f" > "/tmp/costs/workers/$(basename "$f")"; done
 tar czf "$OUT/results.tgz" "$results" /tmp/bench.log /tmp/costs 2>/dev/null

@@ -10,7 +10,7 @@ from temporalio import activity
 from temporalio.testing import ActivityEnvironment
 
 from activities.supervise import run_supervised
-from tests.platform.timed_probe import NapIn, NapOut
+from tests.platform.timed_probe import NapIn, NapOut, StagedOut
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,3 +50,20 @@ async def test_a_retry_charges_the_lost_attempts_run_time_too(
     assert out.device_seconds is not None and 40.6 <= out.device_seconds < 60.0
     # heartbeats carry the checkpoint detail and the run time so far, earlier attempts included
     assert beats and all(b[0] == {"step": "x"} and b[1] >= 40.0 for b in beats)
+
+
+async def test_a_staged_result_gets_the_childs_own_start_up_in_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow gate says how much of it was the supervised process starting, not the gates."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    out = await run_supervised(
+        "tests.platform.timed_probe:staged",
+        NapIn(seconds=0.2),
+        StagedOut,
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    assert list(out.stage_seconds) == ["process_start", "import_target", "work"]
+    # an interpreter start with our imports is never free, and never minutes here
+    assert 0 < out.stage_seconds["process_start"] < 120
+    assert out.stage_seconds["import_target"] >= 0

@@ -19,3 +19,12 @@ class NapOut(DeviceTimed):
 def nap(inp: NapIn, store: ArtifactStore) -> NapOut:
     time.sleep(inp.seconds)
     return NapOut(napped=inp.seconds, device_seconds=0.0)
+
+
+class StagedOut(Frozen):
+    stage_seconds: dict[str, float]
+
+
+def staged(inp: NapIn, store: ArtifactStore) -> StagedOut:
+    time.sleep(inp.seconds)
+    return StagedOut(stage_seconds={"work": inp.seconds})
