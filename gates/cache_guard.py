@@ -26,6 +26,8 @@ import hashlib
 import os
 import re
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 Stat = tuple[int, int, int]  # inode, size, ctime_ns
@@ -81,24 +83,67 @@ def content_digest(path: str, size: int) -> str | None:
         return None
 
 
-class CacheGuard:
-    """One watch window per candidate process: ``arm()`` before it, ``check()`` after it."""
+def local_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
+    """Hash each file here (no worker service, or it failed)."""
+    return [content_digest(path, stat[1]) for path, stat in items]
 
-    def __init__(self, dirs: list[Path] | None = None) -> None:
+
+def worker_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
+    """Digests from the GPU worker's memo (``gates.zygote_service``), else hashed here.
+
+    A suite run's caches fill with autotuning kernels, and every gate process
+    would hash them all again (mid-suite on the H200, gate_candidate spent
+    5-6 s of its own outside its children).  The worker process hashes each
+    file state once and remembers it.
+    """
+    from gates.zygote_service import SOCKET_ENV, ServiceError, request_digests
+
+    path = os.environ.get(SOCKET_ENV)
+    if path and items:
+        try:
+            return request_digests(path, items)
+        except ServiceError:
+            pass
+    return local_digests(items)
+
+
+class CacheGuard:
+    """One watch window per candidate process: ``arm()`` before it, ``check()`` after it.
+
+    ``digests`` supplies the content digests ``arm()`` records (default: the
+    worker's memo, which hashes files itself and answers no one's claims);
+    ``check()`` hashes what changed in the window itself.
+    """
+
+    def __init__(
+        self,
+        dirs: list[Path] | None = None,
+        digests: Callable[[list[tuple[str, Stat]]], list[str | None]] | None = None,
+    ) -> None:
         self.dirs = dirs if dirs is not None else compiler_cache_dirs()
+        self.digests = digests or worker_digests
+        self.seconds = 0.0  # spent arming and checking, for the gate's stage timings
         self._before: dict[str, Stat] | None = None
         self._known: dict[str, tuple[Stat, str | None]] = {}  # path -> (state, digest then)
 
     def arm(self) -> None:
+        started = time.monotonic()
         before = snapshot(self.dirs)
-        for path, stat in before.items():
-            known = self._known.get(path)
-            if known is None or known[0] != stat:
-                self._known[path] = (stat, content_digest(path, stat[1]))
+        new = [(p, st) for p, st in before.items() if self._known.get(p, (None,))[0] != st]
+        for (path, stat), digest in zip(new, self.digests(new), strict=True):
+            self._known[path] = (stat, digest)
         self._before = before
+        self.seconds += time.monotonic() - started
 
     def check(self) -> list[str]:
         """Cache files whose content the process changed (deleted now); [] if not armed."""
+        started = time.monotonic()
+        try:
+            return self._check()
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def _check(self) -> list[str]:
         before, self._before = self._before, None  # one check per window, thread-safe
         if before is None:
             return []

@@ -207,6 +207,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
             stages.lap("timing")
             stages.seconds["timing_children"] = round(m.seconds, 3)
             stages.seconds.update(m.phase_seconds)
+        stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
         log.info("candidate gated", candidate_id=inp.candidate_id, **stages.seconds)
         return CandidateGateResult(
             candidate_id=inp.candidate_id,

@@ -16,7 +16,9 @@ context, allocator, module state), exactly as with ``fast_launch``.
 
 Protocol: one JSON line per connection, ``{"workdir", "timeout_s"}``; the
 answer is ``{"returncode", "timed_out"}`` or ``{"error"}``.  If the client
-goes away first (its activity was cancelled), the job is killed.
+goes away first (its activity was cancelled), the job is killed.  A
+``{"digests": [[path, inode, size, ctime_ns], ...]}`` request is answered from
+the worker's ``DigestMemo`` (the compiler-cache guard's content digests).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ SOCKET_ENV = "KERNELOPT_ZYGOTE_SOCKET"
 DEVICE_ENV = "KERNELOPT_ZYGOTE_DEVICE"
 # A job's answer may come this long after its own timeout (kill + reap).
 _ANSWER_GRACE_S = 60.0
+# Hashing a whole cold cache (tens of thousands of files) takes seconds, not minutes.
+_DIGEST_TIMEOUT_S = 300.0
 
 
 class ServiceError(RuntimeError):
@@ -68,6 +72,68 @@ def run_via_service(path: str, workdir: Path, timeout_s: float) -> tuple[int | N
     return reply.get("returncode"), bool(reply.get("timed_out"))
 
 
+def request_digests(path: str, items: list[tuple[str, tuple[int, int, int]]]) -> list[str | None]:
+    """Content digests of cache files in the given states, from the worker's memo."""
+    request = {"digests": [[p, *state] for p, state in items]}
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(_DIGEST_TIMEOUT_S)
+            sock.connect(path)
+            sock.sendall((json.dumps(request) + "\n").encode())
+            answer = sock.makefile("rb").readline()
+    except OSError as exc:
+        raise ServiceError(f"zygote service at {path} unreachable: {exc}") from exc
+    try:
+        digests = json.loads(answer)["digests"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ServiceError(f"bad digest answer: {exc}") from exc
+    if not isinstance(digests, list) or len(digests) != len(items):
+        raise ServiceError("digest answer does not match the request")
+    return digests
+
+
+class DigestMemo:
+    """Content digests of cache-file states, hashed once per worker.
+
+    Lives in the worker process, which runs no candidate code, and only ever
+    hashes files itself: a client can ask, never tell.  A state is
+    (inode, size, change time); a file changed within ``SETTLE_S`` of hashing
+    is not remembered, because change times tick coarsely and a second write
+    in the same tick would keep the state but not the bytes.
+    """
+
+    SETTLE_S = 2.0
+    LIMIT = 1_000_000  # states remembered before starting over (~200 MB)
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, int, int, int], str | None] = {}
+        self._lock = threading.Lock()
+        self.hashed = 0
+
+    def digest(self, path: str, state: tuple[int, int, int]) -> str | None:
+        """The digest of ``path`` if it is still in ``state``, else None (caller: unknown)."""
+        from gates.cache_guard import content_digest
+
+        key = (path, *state)
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]
+        digest = content_digest(path, state[1])
+        self.hashed += 1
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if (st.st_ino, st.st_size, st.st_ctime_ns) != tuple(state):
+            return None  # changed while we read it: not the state asked about
+        if time.time_ns() - st.st_ctime_ns > self.SETTLE_S * 1e9:
+            with self._lock:
+                if len(self._memo) >= self.LIMIT:
+                    self._memo.clear()
+                self._memo[key] = digest
+        return digest
+
+
 @dataclass
 class _Job:
     workdir: str
@@ -80,8 +146,13 @@ class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         try:
             raw = json.loads(self.rfile.readline() or b"{}")
+            if "digests" in raw:
+                memo = self.server.service.digests
+                items = [(str(i[0]), (int(i[1]), int(i[2]), int(i[3]))) for i in raw["digests"]]
+                self._answer({"digests": [memo.digest(p, st) for p, st in items]})
+                return
             job = _Job(workdir=str(raw["workdir"]), timeout_s=float(raw["timeout_s"]))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
             self._answer({"error": f"bad request: {exc}"})
             return
         try:
@@ -114,6 +185,7 @@ class ZygoteService:
         self._thread: threading.Thread | None = None
         self.jobs = 0
         self.abandoned = 0
+        self.digests = DigestMemo()
 
     def start(self, *, probe: bool = True) -> str:
         """Start the zygote (and prove it with one real job), then serve; a note on how."""

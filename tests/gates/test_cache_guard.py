@@ -6,7 +6,10 @@ import os
 import time
 from pathlib import Path
 
-from gates.cache_guard import CacheGuard, compiler_cache_dirs
+import pytest
+
+from gates.cache_guard import CacheGuard, compiler_cache_dirs, content_digest, snapshot
+from gates.zygote_service import SOCKET_ENV, DigestMemo, ZygoteService
 
 
 def _cache(tmp_path: Path) -> Path:
@@ -73,3 +76,53 @@ def test_cache_dirs_follow_the_environment(monkeypatch, tmp_path: Path) -> None:
     triton_dir, inductor_dir = compiler_cache_dirs()
     assert triton_dir == Path.home() / ".triton" / "cache"
     assert inductor_dir.name.startswith("torchinductor_")
+
+
+def test_the_worker_memo_hashes_a_file_state_once_and_never_trusts_a_stale_one(
+    tmp_path: Path,
+) -> None:
+    root = _cache(tmp_path)
+    cubin = str(root / "ab" / "k.cubin")
+    memo = DigestMemo()
+    memo.SETTLE_S = 0.0  # our files are milliseconds old; real cache files are not
+    state = snapshot([root])[cubin]
+    first = memo.digest(cubin, state)
+    assert first == content_digest(cubin, state[1]) and memo.hashed == 1
+    assert memo.digest(cubin, state) == first and memo.hashed == 1  # remembered
+    (root / "ab" / "k.cubin").write_bytes(b"BINARY")  # same size, new change time
+    assert memo.digest(cubin, state) == first  # what the file held in that state
+    # a state it never hashed and the file has left: unknown, not the new bytes' digest
+    assert DigestMemo().digest(cubin, state) is None
+    fresh = DigestMemo()  # default settle time: a file changed just now is not remembered
+    new_state = snapshot([root])[cubin]
+    assert fresh.digest(cubin, new_state) == content_digest(cubin, 6)
+    fresh.digest(cubin, new_state)
+    assert fresh.hashed == 2
+
+
+def test_guards_in_separate_processes_share_the_workers_digests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each gate process arms its own guard; the worker hashes the caches once for all."""
+    root = _cache(tmp_path)
+    service = ZygoteService("cpu", str(tmp_path / "z.sock"))
+    service.start(probe=False)
+    service.digests.SETTLE_S = 0.0
+    monkeypatch.setenv(SOCKET_ENV, service.path)
+    try:
+        first = CacheGuard([root])
+        first.arm()
+        assert first.check() == [] and service.digests.hashed == 2
+        second = CacheGuard([root])  # the next gate_candidate: a new process, a new guard
+        second.arm()
+        assert service.digests.hashed == 2  # served from the memo
+        (root / "ab" / "k.json").write_text('{"slow": 1}')  # poisoned inside the window
+        assert second.check() == [str(root / "ab" / "k.json")]
+        assert second.seconds > 0
+    finally:
+        service.close()
+    # without the worker (its socket gone) a guard hashes by itself
+    third = CacheGuard([root])
+    third.arm()
+    (root / "ab" / "k.cubin").write_bytes(b"poison")
+    assert third.check() == [str(root / "ab" / "k.cubin")]

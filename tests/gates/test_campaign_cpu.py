@@ -76,7 +76,7 @@ def test_forward_candidate_passes_gates_1_and_2(store: ArtifactStore, cpu_launch
     # no per-kernel timing on the CPU: the stages that ran say where the time went
     stages = result.stage_seconds
     main = [k for k in stages if "." not in k]
-    assert main == ["setup", "reference", "reference_child", "gates_1_2"]
+    assert main == ["setup", "reference", "reference_child", "gates_1_2", "cache_guard"]
     assert stages["reference_child"] <= stages["reference"]
     assert all(s >= 0 for s in stages.values())
     # each child's wall time splits into its progress phases plus the time outside them

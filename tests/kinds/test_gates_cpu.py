@@ -100,7 +100,8 @@ def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launc
     assert result.passed, [v.reason for v in result.verdicts]
     assert result.kernel_ms is not None and result.baseline_kernel_ms is not None
     stages = result.stage_seconds
-    assert [k for k in stages if "." not in k][-2:] == ["timing", "timing_children"]
+    main = [k for k in stages if "." not in k]
+    assert main[-3:] == ["timing", "timing_children", "cache_guard"]
     assert 0 < stages["timing_children"] <= stages["timing"]
     timing_phases = sum(
         v for k, v in stages.items() if k.split(".")[0] in ("baseline", "candidate")
