@@ -309,8 +309,10 @@ class OptimizeModel:
                 )
             elif compiled_any:
                 reason = f"{tried} candidates tried, none passed gates 1-2"
-            else:
+            elif tried:
                 reason = f"{tried} candidates tried, none compiled and ran"
+            else:
+                reason = self._nothing_tried_reason()
             return await self._finish_with_baseline(inp, reason, category=category)
 
         await self._enter(CampaignPhase.VERIFYING)
@@ -488,6 +490,17 @@ class OptimizeModel:
             if r.stopped_reason.startswith("budget")
         ]
         return "; ".join(budget_stops)
+
+    def _nothing_tried_reason(self) -> str:
+        """Why no candidate came to exist, in the searches' own words."""
+        state = self._state
+        if not state.targets and not self._use_llm():
+            return (
+                "no candidate: the built-in proposer re-tunes the compiled forward's Triton "
+                "kernels and it has none (library calls only); an LLM proposer can write one"
+            )
+        why = list(dict.fromkeys(f"{r.target_id}: {r.stopped_reason}" for r in state.results))
+        return "no candidate: " + ("; ".join(why) if why else "no target was searched")
 
     # --- helpers ---------------------------------------------------------------------------
     def _builtin_on_forward(self, targets: list) -> bool:

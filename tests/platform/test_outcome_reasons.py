@@ -1,0 +1,43 @@
+"""A problem that ends without a single candidate says why, in the user's words."""
+
+from __future__ import annotations
+
+from kernelopt.contracts import (
+    ArtifactRef,
+    CampaignInput,
+    CampaignOptions,
+    ProblemSpec,
+)
+from kernelopt.contracts.compiled import SearchTarget, TargetKind
+from kernelopt.contracts.search import ProposerConfig, ProposerKind, SearchKernelResult
+from workflows.optimize_model import OptimizeModel
+
+
+def _campaign(kind: ProposerKind) -> OptimizeModel:
+    wf = OptimizeModel()
+    wf._input = CampaignInput(
+        campaign_id="c1",
+        problem=ProblemSpec(name="gemm", source=ArtifactRef(sha256="0" * 64, size=3, name="p.py")),
+        options=CampaignOptions(proposer=ProposerConfig(kind=kind, base_url="http://x/v1")),
+    )
+    return wf
+
+
+def test_a_library_only_forward_names_the_builtin_proposers_limit() -> None:
+    """An H200 gemm compiles to one cuBLAS call: nothing for launch-configuration search."""
+    reason = _campaign(ProposerKind.BUILTIN)._nothing_tried_reason()
+    assert "library calls only" in reason and "LLM proposer" in reason
+
+
+def test_searches_that_proposed_nothing_give_their_own_stop_reasons() -> None:
+    wf = _campaign(ProposerKind.BUILTIN)
+    scan = "triton_spl_fused_cumsum_0"
+    wf._state.targets = [SearchTarget(id=scan, kind=TargetKind.KERNEL, kernels=[scan])]
+    stop = "built-in proposer has nothing left to try: split_scan kernels have no launch space"
+    wf._state.results = [SearchKernelResult(target_id=scan, stopped_reason=stop)]
+    assert wf._nothing_tried_reason() == f"no candidate: {scan}: {stop}"
+
+
+def test_an_llm_campaign_with_no_target_does_not_blame_the_builtin_proposer() -> None:
+    reason = _campaign(ProposerKind.LLM)._nothing_tried_reason()
+    assert reason == "no candidate: no target was searched"
