@@ -7,55 +7,54 @@ Exceptions become text here, so nothing unpicklable crosses the boundary.
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import json
+import os
+import sys
 import time
+import traceback
+import typing
+from pathlib import Path
+from typing import Any
 
-_STARTED = time.time()
-
-import importlib  # noqa: E402
-import inspect  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
-import traceback  # noqa: E402
-import typing  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-from kernelopt.checkpoint import SPAWNED_AT_ENV  # noqa: E402
-from kernelopt.errors import DeterministicError  # noqa: E402
-from kernelopt.store import open_store  # noqa: E402
+from kernelopt.checkpoint import SPAWNED_AT_ENV
+from kernelopt.errors import DeterministicError
+from kernelopt.store import open_store
 
 
-def _startup_stages(result: Any, imported_at: float) -> Any:
+def _startup_stages(result: Any, started: float, imported: float) -> Any:
     """Add this process's own start-up to a result that reports stages (``stage_seconds``).
 
-    ``process_start``: from the supervisor's spawn to this module running
-    (interpreter, site, our imports); ``import_target``: importing the
-    activity's module.  Without them a gate run's stages miss its biggest fixed cost.
+    ``process_start``: from the supervisor's spawn to ``main`` running
+    (interpreter, site, this module's light imports); ``import_target``:
+    importing the activity's module (torch, for the gates).  Without them a
+    gate run's stages would miss a fixed cost of seconds.
     """
     stages = getattr(result, "stage_seconds", None)
     spawned = os.environ.get(SPAWNED_AT_ENV)
     if not isinstance(stages, dict) or not spawned:
         return result
     extra = {
-        "process_start": round(_STARTED - float(spawned), 3),
-        "import_target": round(imported_at - _STARTED, 3),
+        "process_start": round(started - float(spawned), 3),
+        "import_target": round(imported - started, 3),
     }
     return result.model_copy(update={"stage_seconds": {**extra, **stages}})
 
 
 def main(argv: list[str]) -> int:
+    started = time.time()
     target, in_path, out_path = argv
     out = Path(out_path)
     try:
         module_name, _, func_name = target.partition(":")
         func = getattr(importlib.import_module(module_name), func_name)
-        imported_at = time.time()
+        imported = time.time()
         params = list(inspect.signature(func).parameters.values())
         hints = typing.get_type_hints(func)
         input_type = hints[params[0].name]
         inp = input_type.model_validate_json(Path(in_path).read_text())
-        result = _startup_stages(func(inp, open_store()), imported_at)
+        result = _startup_stages(func(inp, open_store()), started, imported)
         out.write_text(json.dumps({"ok": True, "result": result.model_dump(mode="json")}))
         return 0
     except BaseException as exc:
