@@ -46,6 +46,17 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """argparse type: a number of seconds >= 0 (a clear usage error otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 seconds, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelopt",
@@ -119,6 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="campaigns in flight at once (default: one per local GPU worker, else 1; "
         "on a cluster: the number of GPU workers)",
+    )
+    bench.add_argument(
+        "--start-within",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="start no new campaign after SECONDS; the running ones finish, the rest wait "
+        "for the next run (a GPU lease that ends at a known time)",
     )
     bench.add_argument(
         "--report-only",
@@ -442,7 +461,13 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     client = await _client(settings)
     return await bench_command(
-        client, settings, args.suite, args.results, options, concurrency=args.concurrency
+        client,
+        settings,
+        args.suite,
+        args.results,
+        options,
+        concurrency=args.concurrency,
+        start_within=args.start_within,
     )
 
 

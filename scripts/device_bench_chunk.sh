@@ -8,6 +8,8 @@
 # the next call within ~30 s re-attaches to the campaigns in flight (deterministic ids),
 # finished problems travel with the (tracked) results folder and are skipped.
 # Here, afterwards: bash scripts/device_bench_unpack.sh FILES_AT/results.tgz
+# The session's last chunk: START_WITHIN=300 (no campaign starts after 300 s, so the ones
+# running can finish before the lease ends instead of being lost with the machine).
 set -uo pipefail
 seconds=${1:?usage: device_bench_chunk.sh SECONDS [SUITE] [RESULTS]}
 suite=${2:-problems}
@@ -17,6 +19,7 @@ export KERNELOPT_HOME=${KERNELOPT_HOME:-/tmp/ko-bench}
 export KERNELOPT_SERVER_PORT=${KERNELOPT_SERVER_PORT:-7843} KERNELOPT_UI_PORT=${KERNELOPT_UI_PORT:-8843}
 nvidia-smi -L
 timeout "$seconds" python3 -m kernelopt.cli bench "$suite" --results "$results" \
+    ${START_WITHIN:+--start-within "$START_WITHIN"} \
     --proposer builtin --iterations 1 --plans 2 > /tmp/bench.log 2>&1
 echo "bench exit $? (124: cut by the time limit)"
 python3 scripts/bench_costs.py "$results" /tmp/costs || echo "no cost table"

@@ -72,11 +72,12 @@ async def bench_command(
     options: CampaignOptions,
     console: Console | None = None,
     concurrency: int | None = None,
+    start_within: float | None = None,
 ) -> int:
     """Run the suite; ``concurrency`` campaigns at a time (None: one per local GPU worker).
 
     Every GPU worker runs one activity at a time, so more campaigns in flight than
-    GPU workers only queue; fewer leave GPUs idle.
+    GPU workers only queue; fewer leave GPUs idle.  ``start_within``: see ``run_suite``.
     """
     from kernelopt.store import open_store
 
@@ -110,10 +111,18 @@ async def bench_command(
             search=search_settings(options),
         ),
     )
-    run = await run_suite(suite_dir, results, one, console=console, concurrency=concurrency)
+    run = await run_suite(
+        suite_dir,
+        results,
+        one,
+        console=console,
+        concurrency=concurrency,
+        start_within=start_within,
+    )
     files = write_bench_report(results, problems, options.gamma)
+    later = f", {len(run.deferred)} left for a later run (--start-within)" if run.deferred else ""
     console.print(
-        f"{len(run.ran)} run, {len(run.skipped)} already done, {len(run.errors)} failed; "
+        f"{len(run.ran)} run, {len(run.skipped)} already done, {len(run.errors)} failed{later}; "
         f"report: {files.markdown} and {files.html}"
     )
     for key, error in run.errors.items():

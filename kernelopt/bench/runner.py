@@ -17,6 +17,7 @@ pass a double.  The runner only owns the bench bookkeeping:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,7 @@ class SuiteRun:
     skipped: list[str] = field(default_factory=list)  # finished in an earlier run
     ran: list[str] = field(default_factory=list)  # finished in this run
     errors: dict[str, str] = field(default_factory=dict)  # key -> error, retried next run
+    deferred: list[str] = field(default_factory=list)  # not started: past ``start_within``
 
     @property
     def complete(self) -> bool:
@@ -85,6 +87,7 @@ async def run_suite(
     concurrency: int = 1,
     levels: set[int] | None = None,
     console: Console | None = None,
+    start_within: float | None = None,
 ) -> SuiteRun:
     """Run every unfinished problem of ``suite_dir``; write outcomes under ``results_dir``.
 
@@ -92,9 +95,15 @@ async def run_suite(
     pass a live ``Progress`` to add the bench task to it.  ``concurrency``
     campaigns are in flight at once (GPU work is serialised by the worker's
     task queue anyway; more in flight overlaps the CPU/LLM parts).
+    ``start_within``: seconds after which no new campaign starts -- the ones
+    running finish, the rest wait for the next run -- so a GPU lease that ends
+    at a known time is not spent on campaigns it cannot finish.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    if start_within is not None and start_within < 0:
+        raise ValueError(f"start_within must be >= 0 seconds, got {start_within}")
+    deadline = None if start_within is None else time.monotonic() + start_within
     entries = discover_suite(suite_dir, levels=levels)
     results_root = Path(results_dir)
     results_root.mkdir(parents=True, exist_ok=True)
@@ -125,6 +134,9 @@ async def run_suite(
 
     async def one(entry: SuiteEntry) -> None:
         async with semaphore:
+            if deadline is not None and time.monotonic() > deadline:
+                run.deferred.append(entry.key)
+                return
             if bar is not None and task is not None:
                 bar.update(task, status=f"running {entry.key}")
             log.info("bench.problem_start", problem=entry.key)
@@ -163,5 +175,6 @@ async def run_suite(
         ran=len(run.ran),
         skipped=len(run.skipped),
         errors=len(run.errors),
+        deferred=len(run.deferred),
     )
     return run

@@ -6,6 +6,7 @@ import asyncio
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from kernelopt.bench.results import load_errors, load_results
@@ -112,3 +113,32 @@ async def test_progress_display(tmp_path: Path) -> None:
     )
     text = buf.getvalue()
     assert "bench" in text and "3/3" in text
+
+
+async def test_no_campaign_starts_after_the_start_window(tmp_path: Path) -> None:
+    """A lease that ends soon: running campaigns finish, unstarted ones wait for next time."""
+    suite = write_suite(tmp_path / "suite", {"": [f"p{i}" for i in range(5)]})
+    results = tmp_path / "r"
+    fake = FakeCampaigns(delay=0.3)
+    run = await run_suite(suite, results, fake, progress=False, concurrency=2, start_within=0.1)
+    assert sorted(run.ran) == ["p0", "p1"] and run.deferred == ["p2", "p3", "p4"]
+    assert run.complete  # deferred is not failed: nothing goes to errors/
+    assert not load_errors(results) and len(load_results(results)) == 2
+    again = await run_suite(suite, results, FakeCampaigns(), progress=False)
+    assert sorted(again.ran) == ["p2", "p3", "p4"] and not again.deferred
+
+
+async def test_a_negative_start_window_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="start_within"):
+        await run_suite(_suite(tmp_path), tmp_path / "r", FakeCampaigns(), start_within=-1)
+
+
+def test_the_cli_takes_a_start_window_in_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelopt.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "problems", "--start-within", "300"])
+    assert args.start_within == 300.0
+    for bad in ("-5", "soon", "nan"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["bench", "problems", "--start-within", bad])
+        assert "--start-within" in capsys.readouterr().err
