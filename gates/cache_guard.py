@@ -21,10 +21,12 @@ the baseline has not compiled yet is not detected (gates/README).
 
 from __future__ import annotations
 
+import errno
 import getpass
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -73,14 +75,29 @@ def snapshot(dirs: list[Path]) -> dict[str, Stat]:
 
 
 def content_digest(path: str, size: int) -> str | None:
-    """BLAKE2b of the file, "" above ``HASH_LIMIT`` (state only), None if it is gone."""
+    """BLAKE2b of the file, "" above ``HASH_LIMIT`` (state only), None if it is gone.
+
+    Opened without following a link and without blocking: a candidate can
+    leave a FIFO (a plain read would hang the next gate) or a symlink to a
+    file of its own (judged by where it points) in the cache.
+    """
     if size > HASH_LIMIT:
         return ""
     try:
-        with open(path, "rb") as handle:
-            return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
-    except OSError:
-        return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            return None
+        try:
+            return f"symlink:{os.readlink(path)}"
+        except OSError:
+            return None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            return f"special:{stat.S_IFMT(mode):o}"
+        # bounded: a file may grow while we read it
+        return hashlib.blake2b(handle.read(HASH_LIMIT + 1), digest_size=16).hexdigest()
 
 
 def local_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
@@ -130,8 +147,8 @@ class CacheGuard:
         started = time.monotonic()
         before = snapshot(self.dirs)
         new = [(p, st) for p, st in before.items() if self._known.get(p, (None,))[0] != st]
-        for (path, stat), digest in zip(new, self.digests(new), strict=True):
-            self._known[path] = (stat, digest)
+        for (path, state), digest in zip(new, self.digests(new), strict=True):
+            self._known[path] = (state, digest)
         self._before = before
         self.seconds += time.monotonic() - started
 
@@ -149,11 +166,11 @@ class CacheGuard:
             return []
         after = snapshot(self.dirs)
         touched = []
-        for path, stat in before.items():
+        for path, state in before.items():
             now = after.get(path)
-            if now is None or now == stat:
+            if now is None or now == state:
                 continue  # removed (regenerates) or untouched
-            was = self._known.get(path, (stat, None))[1]
+            was = self._known.get(path, (state, None))[1]
             digest = content_digest(path, now[1])
             if was is None or digest is None or digest == "" or digest != was:
                 touched.append(path)

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from gates.cache_guard import CacheGuard, compiler_cache_dirs, content_digest, snapshot
+from gates.cache_guard import (
+    CacheGuard,
+    compiler_cache_dirs,
+    content_digest,
+    local_digests,
+    snapshot,
+)
 from gates.zygote_service import SOCKET_ENV, DigestMemo, ZygoteService
 
 
@@ -83,7 +89,7 @@ def test_the_worker_memo_hashes_a_file_state_once_and_never_trusts_a_stale_one(
 ) -> None:
     root = _cache(tmp_path)
     cubin = str(root / "ab" / "k.cubin")
-    memo = DigestMemo()
+    memo = DigestMemo([root])
     memo.SETTLE_S = 0.0  # our files are milliseconds old; real cache files are not
     state = snapshot([root])[cubin]
     first = memo.digest(cubin, state)
@@ -92,8 +98,8 @@ def test_the_worker_memo_hashes_a_file_state_once_and_never_trusts_a_stale_one(
     (root / "ab" / "k.cubin").write_bytes(b"BINARY")  # same size, new change time
     assert memo.digest(cubin, state) == first  # what the file held in that state
     # a state it never hashed and the file has left: unknown, not the new bytes' digest
-    assert DigestMemo().digest(cubin, state) is None
-    fresh = DigestMemo()  # default settle time: a file changed just now is not remembered
+    assert DigestMemo([root]).digest(cubin, state) is None
+    fresh = DigestMemo([root])  # default settle time: a file changed just now is not remembered
     new_state = snapshot([root])[cubin]
     assert fresh.digest(cubin, new_state) == content_digest(cubin, 6)
     fresh.digest(cubin, new_state)
@@ -107,6 +113,7 @@ def test_guards_in_separate_processes_share_the_workers_digests(
     root = _cache(tmp_path)
     service = ZygoteService("cpu", str(tmp_path / "z.sock"))
     service.start(probe=False)
+    service.digests = DigestMemo([root])
     service.digests.SETTLE_S = 0.0
     monkeypatch.setenv(SOCKET_ENV, service.path)
     try:
@@ -126,3 +133,38 @@ def test_guards_in_separate_processes_share_the_workers_digests(
     third.arm()
     (root / "ab" / "k.cubin").write_bytes(b"poison")
     assert third.check() == [str(root / "ab" / "k.cubin")]
+
+
+def test_the_worker_memo_hashes_only_regular_files_under_the_caches(tmp_path: Path) -> None:
+    """Any process of the user can reach the socket: it must not read or vouch for others."""
+    root = _cache(tmp_path)
+    memo = DigestMemo([root])
+    memo.SETTLE_S = 0.0
+    secret = tmp_path / "elsewhere.txt"
+    secret.write_text("not a cache file")
+    outside = snapshot([tmp_path])[str(secret)]
+    assert memo.digest(str(secret), outside) is None
+    sneaky = str(root / ".." / "elsewhere.txt")  # under the cache only by its spelling
+    assert memo.digest(sneaky, outside) is None
+    zero = os.lstat("/dev/zero")
+    assert memo.digest("/dev/zero", (zero.st_ino, 0, zero.st_ctime_ns)) is None
+    os.mkfifo(root / "ab" / "pipe.cubin")  # a read would block the worker's thread
+    for odd in (root / "ab" / "pipe.cubin", root / "ab"):
+        st = os.lstat(odd)
+        assert memo.digest(str(odd), (st.st_ino, st.st_size, st.st_ctime_ns)) is None
+    assert memo.hashed == 0
+
+
+def test_a_fifo_or_symlink_left_in_the_cache_neither_hangs_nor_hides_a_swap(
+    tmp_path: Path,
+) -> None:
+    root = _cache(tmp_path)
+    os.mkfifo(root / "ab" / "trap.cubin")  # a blocking read here would hang every later gate
+    own = tmp_path / "own.cubin"
+    own.write_bytes(b"binary")  # the same bytes as the cached kernel, for now
+    guard = CacheGuard([root], digests=local_digests)
+    guard.arm()  # returns: the FIFO is judged by its type, not read
+    (root / "ab" / "k.cubin").unlink()
+    (root / "ab" / "k.cubin").symlink_to(own)  # the baseline would load the candidate's file
+    assert guard.check() == [str(root / "ab" / "k.cubin")]
+    assert not (root / "ab" / "k.cubin").is_symlink()
