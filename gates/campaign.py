@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,26 +42,10 @@ from kernelopt.contracts.verdicts import (
 )
 from kernelopt.errors import DeterministicError
 from kernelopt.log import get_logger
+from kernelopt.stages import StageClock
 from kernelopt.store import ArtifactStore, LocalBackend
 
 log = get_logger(__name__)
-
-
-class StageClock:
-    """Seconds per stage of one activity, so a slow gate run says where its time went.
-
-    A stage's time minus its children's wall time (``*_child`` entries) is the
-    parent's own share: workspace files, input hashing, guards.
-    """
-
-    def __init__(self) -> None:
-        self._last = time.monotonic()
-        self.seconds: dict[str, float] = {}
-
-    def lap(self, stage: str) -> None:
-        now = time.monotonic()
-        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._last, 3)
-        self._last = now
 
 
 class _Workspace:

@@ -161,7 +161,9 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         run_call,
     )
     from kernelopt.compile.timing import bench_ms, profile_kernels, require_cuda
+    from kernelopt.stages import StageClock
 
+    stages = StageClock()
     require_cuda()
     compiled = inp.compiled
     module = load_wrapper_module(
@@ -169,6 +171,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     )
     pin_configs(module, dict(compiled.kernel_configs))
     args = load_tensors(store, compiled.args, "cuda")
+    stages.lap("load")
 
     def fn() -> object:
         return run_call(module, args)
@@ -184,7 +187,9 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         profile = {name: (ms, count) for name, (ms, count, _) in timed.items()}
         library_names = {name for name, (_, _, is_lib) in timed.items() if is_lib}
         method = EVENT_METHOD
+    stages.lap("profile")
     wall = bench_ms(fn)
+    stages.lap("wall")
     standalone: dict[str, float] = {}
     if inp.standalone and triton_names:
         report({"step": "standalone"})
@@ -192,6 +197,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         for name in sorted(triton_names):
             if name in harness.launches:
                 standalone[name] = harness.time_ms(name)
+        stages.lap("standalone")
     per_kernel = [
         KernelTiming(
             name=name,
@@ -221,5 +227,6 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         f=round(result.library_fraction, 4),
         verdict=result.verdict,
         total_ms=round(result.total_ms, 4),
+        **stages.seconds,
     )
-    return result
+    return result.model_copy(update={"stage_seconds": stages.seconds})
