@@ -118,9 +118,15 @@ def worker_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
     path = os.environ.get(SOCKET_ENV)
     if path and items:
         try:
-            return request_digests(path, items)
+            served = request_digests(path, items)
         except ServiceError:
-            pass
+            return local_digests(items)
+        # None: the worker would not vouch (the file moved on since our snapshot, or lies
+        # outside its caches); hash those here, exactly as without the worker
+        return [
+            digest if digest is not None else content_digest(p, state[1])
+            for (p, state), digest in zip(items, served, strict=True)
+        ]
     return local_digests(items)
 
 

@@ -126,13 +126,24 @@ def test_guards_in_separate_processes_share_the_workers_digests(
         (root / "ab" / "k.json").write_text('{"slow": 1}')  # poisoned inside the window
         assert second.check() == [str(root / "ab" / "k.json")]
         assert second.seconds > 0
+        # a cache the worker does not vouch for is hashed here: a concurrent compile
+        # writing the same bytes again stays benign, as without the worker
+        extra = tmp_path / "inductor"
+        extra.mkdir()
+        (extra / "graph.py").write_text("compiled graph")
+        third = CacheGuard([root, extra])
+        third.arm()
+        twin = extra / "twin.py"
+        twin.write_text("compiled graph")
+        os.replace(twin, extra / "graph.py")
+        assert third.check() == []
     finally:
         service.close()
     # without the worker (its socket gone) a guard hashes by itself
-    third = CacheGuard([root])
-    third.arm()
+    alone = CacheGuard([root])
+    alone.arm()
     (root / "ab" / "k.cubin").write_bytes(b"poison")
-    assert third.check() == [str(root / "ab" / "k.cubin")]
+    assert alone.check() == [str(root / "ab" / "k.cubin")]
 
 
 def test_the_worker_memo_hashes_only_regular_files_under_the_caches(tmp_path: Path) -> None:
