@@ -66,6 +66,11 @@ def beats_root(node: Node) -> bool:
     return node.speedup is not None and node.speedup > 1.0
 
 
+def fastest_first(nodes: list[Node]) -> list[Node]:
+    """By measured speedup, best first; ``nodes`` in insertion order break ties (stable sort)."""
+    return sorted(nodes, key=lambda n: -(n.speedup or 0.0))
+
+
 @dataclass
 class SearchTree:
     """A rooted tree of kernel states with UCB bookkeeping."""
@@ -249,8 +254,7 @@ class SearchTree:
             and self.nodes[i].speedup is not None
             and (not last or beats_root(self.nodes[i]))
         ]
-        fresh.sort(key=lambda n: (-(n.speedup or 0.0), self.order.index(n.id)))
-        return fresh[:width]
+        return fastest_first(fresh)[:width]
 
     def best(self) -> Node | None:
         """The re-timed, verified state with the highest speedup, if it beats the root."""
@@ -264,9 +268,7 @@ class SearchTree:
         that fails V_model or V_perf on the whole model need not end the target.
         """
         winners = [n for n in self.eligible() if n.id != ROOT_ID and beats_root(n)]
-        position = {node_id: i for i, node_id in enumerate(self.order)}
-        winners.sort(key=lambda n: (-(n.speedup or 0.0), position[n.id]))
-        return winners[:count]
+        return fastest_first(winners)[:count]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
