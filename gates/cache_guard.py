@@ -102,7 +102,7 @@ def content_digest(path: str, size: int) -> str | None:
 
 def local_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
     """Hash each file here (no worker service, or it failed)."""
-    return [content_digest(path, stat[1]) for path, stat in items]
+    return [content_digest(path, state[1]) for path, state in items]
 
 
 def worker_digests(items: list[tuple[str, Stat]]) -> list[str | None]:

@@ -5,14 +5,13 @@
 For committed H200 fixtures (rehydrated, no compile) one identity candidate (the
 target's own kernel source) goes through ``gates.campaign.gate_candidate`` a few
 times: cold, warm, and -- when ``--zygote`` is given -- with jobs forked from a
-preloaded zygote.  Every gate child is recorded (job kind, wall seconds, the
-seconds between its progress marks), so the table says which process costs what.
+preloaded zygote.  Each run keeps the result's ``stage_seconds`` (every gate
+child's progress phases included), so the table says which process costs what.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -23,38 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
-CALLS: list[dict] = []
-
-
-def _record_children() -> None:
-    """Wrap ``run_job`` wherever the gates imported it, to time every child."""
-    import gates.cascade
-    import gates.perf
-    import gates.reference
-    import gates.runner
-
-    original = gates.runner.run_job
-
-    def timed(job, workdir, **kwargs):
-        start = time.time()
-        outcome = original(job, workdir, **kwargs)
-        marks = outcome.progress
-        steps = [("to_first_mark", round(float(marks[0]["t"]) - start, 2))] if marks else []
-        for a, b in itertools.pairwise(marks):
-            steps.append((a.get("phase"), round(float(b["t"]) - float(a["t"]), 2)))
-        CALLS.append(
-            {
-                "job": getattr(job, "job", type(job).__name__),
-                "side": getattr(job, "side", ""),
-                "wall_s": round(outcome.wall_s, 2),
-                "status": outcome.status,
-                "steps": steps,
-            }
-        )
-        return outcome
-
-    for module in (gates.runner, gates.perf, gates.cascade, gates.reference):
-        module.run_job = timed
 
 
 def _inputs(fixture: str, problem: Path, store):
@@ -85,7 +52,6 @@ def main() -> int:
     from kernelopt.contracts.verdicts import CandidateGateInput
     from kernelopt.store import open_store
 
-    _record_children()
     store = open_store(Path(os.environ.get("KERNELOPT_HOME", "/tmp/kernelopt-home")) / "store")
     rows = []
     modes = ["spawn"] + (["zygote"] if args.zygote else [])
@@ -98,7 +64,6 @@ def main() -> int:
                 problem = ROOT / "problems" / level / f"{number}_{'_'.join(rest)}.py"
                 compiled, seg, target = _inputs(fixture, problem, store)
                 for i in range(args.repeat):
-                    CALLS.clear()
                     t0 = time.monotonic()
                     result = gate_candidate(
                         CandidateGateInput(
@@ -120,11 +85,12 @@ def main() -> int:
                         "passed": result.passed,
                         "kernel_ms": result.kernel_ms,
                         "baseline_kernel_ms": result.baseline_kernel_ms,
-                        "children": list(CALLS),
+                        "stages": result.stage_seconds,
                     }
                     rows.append(row)
                     (out / "gate_cost.json").write_text(json.dumps(rows, indent=1, default=str))
-                    kids = " ".join(f"{c['job']}{c['side'][:1]}={c['wall_s']}" for c in CALLS)
+                    main = {k: v for k, v in result.stage_seconds.items() if "." not in k}
+                    kids = " ".join(f"{k}={v:.1f}" for k, v in main.items())
                     sys.stdout.write(
                         f"{mode:6} {fixture:36} run{i} total={row['total_s']:6.1f}s "
                         f"passed={result.passed} {kids}\n"
