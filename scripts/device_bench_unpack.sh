@@ -11,7 +11,12 @@ results=${2:-docs/results/h200}
 scratch=$(mktemp -d)
 tar xzf "$bundle" -C "$scratch"
 mkdir -p "$results"
+# runs.jsonl: keep our lines and add the device's new ones (a chunk's copy starts from the
+# tree it was given, so unpacking only a later chunk would drop an earlier chunk's line)
+runs=$(mktemp)
+cat "$results/runs.jsonl" "$scratch/$results/runs.jsonl" 2>/dev/null | awk '!seen[$0]++' > "$runs"
 cp -r "$scratch/$results/." "$results/"
+cp "$runs" "$results/runs.jsonl" && rm -f "$runs"
 rm -rf /tmp/bench-costs && mkdir -p /tmp/bench-costs
 cp -r "$scratch/tmp/." /tmp/bench-costs/ 2>/dev/null || true
 rm -rf "$scratch"
