@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -26,6 +27,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from kernelopt.compiler_caches import isolate_compiler_caches
 from kernelopt.config import Settings
 from kernelopt.contracts.names import gpu_queue_for
 from kernelopt.errors import KernelOptError, NoGpuError
@@ -111,6 +113,16 @@ def resolve_gpu(gpu: int | None) -> tuple[int, str]:
     return index, names[index]
 
 
+def prepare_gpu_worker(settings: Settings, gpu: int | None) -> tuple[int, str]:
+    """Pin the GPU and give this worker its own compiler caches (before any job starts)."""
+    index, name = resolve_gpu(gpu)
+    triton_dir, inductor_dir = isolate_compiler_caches(
+        settings.compiler_caches_dir, socket.gethostname(), os.environ["CUDA_VISIBLE_DEVICES"]
+    )
+    log.info("compiler caches of this worker", triton=str(triton_dir), inductor=str(inductor_dir))
+    return index, name
+
+
 def _shared_zygote(settings: Settings, index: int) -> Any:
     """The zygote every gate job of this worker forks from (None: they spawn)."""
     if not settings.zygote:
@@ -133,7 +145,7 @@ async def run_worker(
     settings = settings or Settings.from_env()
     zygote = None
     if queue == "gpu":
-        index, name = resolve_gpu(gpu)
+        index, name = prepare_gpu_worker(settings, gpu)
         task_queue = task_queue or settings.gpu_queue or gpu_queue_for(name)
         client = await connect(settings)
         worker = build_gpu_worker(client, task_queue)

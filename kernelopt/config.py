@@ -46,6 +46,7 @@ class Settings(BaseModel):
     log_level: str = "info"
     helion_effort: str = "quick"  # autotuning effort of a Helion problem's baseline
     zygote: bool = True  # GPU workers fork gate jobs from one preloaded process
+    compiler_caches: Path | None = None  # None: $KERNELOPT_HOME/compiler-caches
 
     @property
     def embedded(self) -> bool:
@@ -62,6 +63,11 @@ class Settings(BaseModel):
     @property
     def server_dir(self) -> Path:
         return self.home / "server"
+
+    @property
+    def compiler_caches_dir(self) -> Path:
+        """Where each GPU worker keeps its own Triton and Inductor caches."""
+        return self.compiler_caches or self.home / "compiler-caches"
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -89,6 +95,7 @@ class Settings(BaseModel):
             "LOG_LEVEL": "log_level",
             "HELION_EFFORT": "helion_effort",
             "ZYGOTE": "zygote",
+            "COMPILER_CACHES": "compiler_caches",
         }
         for env_name, field in mapping.items():
             value = _env(env_name)
