@@ -97,12 +97,15 @@ async def run_supervised(
         def held() -> float:
             return held_before + time.monotonic() - started
 
+        exited = time.time()  # set again when the child exits
         state: dict[str, object] = {"detail": resume, "tail": [], "held": held}
         reader = asyncio.create_task(_read_progress(proc, state))
+        gone = asyncio.create_task(_exit_of(proc))
         try:
             while True:
                 try:
-                    await asyncio.wait_for(asyncio.shield(proc.wait()), heartbeat_every)
+                    await asyncio.wait_for(asyncio.shield(gone), heartbeat_every)
+                    exited = time.time()
                     break
                 except TimeoutError:
                     pass
@@ -121,9 +124,17 @@ async def run_supervised(
                 await asyncio.wait_for(proc.wait(), 10)
             raise
         finally:
+            gone.cancel()
+            # what the child's process group left running (Inductor's compile workers, a
+            # daemon) dies with it; it would also hold stderr open and stall the reader
+            _kill_group(proc.pid)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(reader, 5)
-        result = _collect(target, proc.returncode, out_path, state, result_type)
+        result = _exit_stage(
+            _collect(target, proc.returncode, out_path, state, result_type), out_path, exited
+        )
         if "device_seconds" in type(result).model_fields:
             # every attempt held the GPU: a retry after a killed worker charges both (the lost
             # one up to its last heartbeat, so at most one heartbeat interval is missed)
@@ -146,6 +157,25 @@ async def _read_progress(proc: asyncio.subprocess.Process, state: dict[str, obje
             continue
         tail.append(line)
         del tail[:-60]
+
+
+async def _exit_of(proc: asyncio.subprocess.Process) -> None:
+    """The child's own exit.  ``proc.wait()`` also waits until every process holding the
+    child's stderr has closed it, and Inductor's compile workers outlive their parent by
+    seconds: activities on the H200 ran ~10 s past all their stages."""
+    while proc.returncode is None:
+        await asyncio.sleep(0.05)
+
+
+def _exit_stage(result: M, out_path: Path, exited: float) -> M:
+    """Add ``process_exit`` (result written to process gone) to a result that reports stages."""
+    stages = getattr(result, "stage_seconds", None)
+    if not isinstance(stages, dict):
+        return result
+    seconds = max(0.0, exited - out_path.stat().st_mtime)
+    return result.model_copy(
+        update={"stage_seconds": {**stages, "process_exit": round(seconds, 3)}}
+    )
 
 
 def _kill_group(pid: int) -> None:

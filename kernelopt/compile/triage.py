@@ -152,6 +152,9 @@ EVENT_METHOD = (
 
 def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     """Activity entry point: per-kernel GPU time of the baseline wrapper, f, ceiling, verdict."""
+    from kernelopt.stages import StageClock
+
+    stages = StageClock()
     from kernelopt.checkpoint import report
     from kernelopt.compile.harness import KernelHarness, event_times
     from kernelopt.compile.runtime import (
@@ -161,9 +164,8 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         run_call,
     )
     from kernelopt.compile.timing import bench_ms, profile_kernels, require_cuda
-    from kernelopt.stages import StageClock
 
-    stages = StageClock()
+    stages.lap("imports")  # torch and Inductor: outside the process's import_target
     require_cuda()
     compiled = inp.compiled
     module = load_wrapper_module(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from temporalio import activity
 from temporalio.testing import ActivityEnvironment
 
 from activities.supervise import run_supervised
-from tests.platform.timed_probe import NapIn, NapOut, StagedOut
+from tests.platform.timed_probe import LeftoverIn, LeftoverOut, NapIn, NapOut, StagedOut
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,7 +65,28 @@ async def test_a_staged_result_gets_the_childs_own_start_up_in_front(
         StagedOut,
         env={"PYTHONPATH": str(ROOT)},
     )
-    assert list(out.stage_seconds) == ["process_start", "import_target", "work"]
+    assert list(out.stage_seconds) == ["process_start", "import_target", "work", "process_exit"]
     # an interpreter start with our imports is never free, and never minutes here
     assert 0 < out.stage_seconds["process_start"] < 120
     assert out.stage_seconds["import_target"] >= 0
+
+
+async def test_a_finished_child_skips_teardown_and_leaves_nothing_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the result is written the child leaves at once (on the H200, triage ran ~10 s
+    past its stages), and what its process group started does not outlive it."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    marker = tmp_path / "teardown"
+    out = await run_supervised(
+        "tests.platform.timed_probe:leaves_a_daemon",
+        LeftoverIn(marker=str(marker)),
+        LeftoverOut,
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    assert not marker.exists()  # interpreter teardown (atexit) was skipped
+    assert out.stage_seconds["process_exit"] >= 0
+    with pytest.raises(ProcessLookupError):
+        for _ in range(200):  # SIGKILL is asynchronous; the zombie is reaped by init
+            os.kill(out.daemon_pid, 0)
+            await asyncio.sleep(0.05)

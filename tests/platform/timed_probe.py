@@ -28,3 +28,25 @@ class StagedOut(Frozen):
 def staged(inp: NapIn, store: ArtifactStore) -> StagedOut:
     time.sleep(inp.seconds)
     return StagedOut(stage_seconds={"work": inp.seconds})
+
+
+class LeftoverIn(Frozen):
+    marker: str  # a file an atexit hook would write
+
+
+class LeftoverOut(Frozen):
+    daemon_pid: int
+    stage_seconds: dict[str, float]
+
+
+def leaves_a_daemon(inp: LeftoverIn, store: ArtifactStore) -> LeftoverOut:
+    """Like a process whose Inductor compile pool is still up: a helper holding stderr
+    open, and teardown work registered for interpreter exit."""
+    import atexit
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    atexit.register(lambda: Path(inp.marker).write_text("teardown ran"))
+    return LeftoverOut(daemon_pid=daemon.pid, stage_seconds={"work": 0.0})
