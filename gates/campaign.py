@@ -153,8 +153,12 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
         stages.lap("reference")
         stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
         stages.seconds.update(bundle.outcome.phase_seconds("ref"))
-        verdicts, child = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
+        parts = StageClock()
+        verdicts, child = run_gates_1_to_3(
+            bundle, candidate, settings, ws.dir / "candidate", stages=parts
+        )
         stages.lap("gates_1_2")
+        stages.seconds.update({f"g12.{k}": v for k, v in parts.seconds.items()})
         stages.seconds.update(child.phase_seconds("cand"))
         kernel_ms = baseline_ms = None
         if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
