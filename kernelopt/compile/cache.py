@@ -62,7 +62,7 @@ def lookup(key: str, store: ArtifactStore) -> CompileResult | None:
     refs = [result.wrapper, result.args, result.inputs, result.init_inputs, result.reference_output]
     if not all(store.exists(r) for r in refs if r is not None):
         return None
-    return result.model_copy(update={"cache_hit": True})
+    return result.model_copy(update={"cache_hit": True, "stage_seconds": {}})
 
 
 def save(result: CompileResult) -> Path:

@@ -252,6 +252,9 @@ def compile_on(
     Standalone Triton / Helion problems have no Inductor graph: their compile
     step is ``kernelopt.kinds.compile`` (the file's own kernel is the baseline).
     """
+    from kernelopt.stages import StageClock
+
+    stages = StageClock()
     import torch
 
     source = store.get_text(inp.problem.source)
@@ -276,14 +279,17 @@ def compile_on(
         if hit is not None:
             log.info("compile cache hit", problem=inp.problem.name, key=key[:12])
             return hit
+    stages.lap("imports")
     problem = load_problem(source, name=inp.problem.name)
     seed = inp.problem.seed
     model = problem.make_model(seed, device)
     init_inputs = problem.make_init_inputs(seed)
     inputs = problem.make_inputs(seed, device)
     pristine_inputs = [clone_exact(x) for x in inputs]
+    stages.lap("problem")
     report({"step": "compile", "mode": inp.mode})
     cap = capture(model, inputs, inp.mode)
+    stages.lap("capture")
     parsed = parse_wrapper(cap.source)
     if parsed.num_args is not None and parsed.num_args != len(cap.args):
         raise CaptureError(
@@ -295,6 +301,7 @@ def compile_on(
     args_ref = save_tensors(store, cap.args, f"{name}_args.pt")
     inputs_ref = save_tensors(store, pristine_inputs, f"{name}_inputs.pt")
     init_ref = save_tensors(store, init_inputs, f"{name}_init_inputs.pt")
+    stages.lap("save")
 
     report({"step": "reference"})
     module = load_wrapper_module(cap.source, f"{name}_baseline")
@@ -302,6 +309,7 @@ def compile_on(
     kernel_configs = chosen_configs(module, list(parsed.kernels))
     matches, max_diff = compare_outputs(reference, cap.output)
     reference_ref = save_tensors(store, reference, f"{name}_reference_out.pt")
+    stages.lap("reference")
 
     report({"step": "timing"})
     bench_args = [clone_exact(a) for a in cap.args]
@@ -309,6 +317,7 @@ def compile_on(
         eager_ms = bench(lambda: model(*inputs))
         compiled_ms = bench(lambda: cap.compiled(*inputs))
         wrapper_ms = bench(lambda: run_call(module, bench_args))
+    stages.lap("timing")
     default_ms, default_ref = None, None
     if inp.measure_default_mode:
         report({"step": "default_mode"})
@@ -318,6 +327,7 @@ def compile_on(
         default_ref = store.put_text(
             dcap.source, media_type="text/x-python", name=f"{name}_wrapper_default.py"
         )
+        stages.lap("default_mode")
     result = CompileResult(
         problem=inp.problem,
         cache_key=key,
@@ -347,6 +357,7 @@ def compile_on(
         kernel_configs=kernel_configs,
         default_mode_wrapper=default_ref,
         python_version=ver["python"],
+        stage_seconds=stages.seconds,
     )
     cache.save(result)
     log.info(

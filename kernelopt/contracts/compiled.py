@@ -73,6 +73,9 @@ class CompileResult(DeviceTimed):
     # first run ({"kwargs": {...}, "num_warps": n, "num_stages": n}); re-loaded wrappers are
     # pinned to these so the baseline's bits do not depend on autotuning noise
     kernel_configs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # seconds per step of the compile that made this result (empty on a cache hit): the
+    # compile is a campaign's longest single activity (25-50 s on the H200)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
 
 
 class KernelArg(Frozen):

@@ -78,6 +78,16 @@ def test_second_compile_is_a_cache_hit(cpu_compiled) -> None:
     assert not first.cache_hit and second.cache_hit
     assert second.cache_key == first.cache_key
     assert second.wrapper == first.wrapper and second.args == first.args
+    # the compile says where its time went; a hit did none of that work
+    assert list(first.stage_seconds) == [
+        "imports",
+        "problem",
+        "capture",
+        "save",
+        "reference",
+        "timing",
+    ]
+    assert second.stage_seconds == {}
 
 
 def test_captured_args_are_the_real_weights(cpu_compiled) -> None:
