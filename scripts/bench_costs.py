@@ -5,8 +5,8 @@
 Run on the machine whose server ran ``kernelopt bench`` (same ``KERNELOPT_HOME`` and
 ports).  Reads each outcome's campaign id from ``RESULTS_DIR`` and writes the same
 histories and ``activity_durations.txt`` table as ``gpu_e2e.py`` into ``OUT_DIR``:
-each GPU activity's run time and, where it reports them (``gate_candidate``, ``triage``),
-its ``stage_seconds``.
+each GPU activity's run time and, where it reports them (``compile``, ``triage``,
+``gate_candidate``), its ``stage_seconds``.
 Histories are large; keep them off $OUT unless asked for (``--histories``).
 """
 
