@@ -27,6 +27,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities import spare_child
 from kernelopt.compiler_caches import isolate_compiler_caches
 from kernelopt.config import Settings
 from kernelopt.contracts.names import gpu_queue_for
@@ -150,6 +151,7 @@ async def run_worker(
         client = await connect(settings)
         worker = build_gpu_worker(client, task_queue)
         zygote = await asyncio.to_thread(_shared_zygote, settings, index)
+        spare_child.enable()
         log.info("gpu worker ready", gpu=index, model=name, task_queue=task_queue)
     else:
         task_queue = task_queue or settings.cpu_queue
@@ -166,6 +168,7 @@ async def run_worker(
             await stop.wait()
             log.info("shutting down: cancelling running activities", task_queue=task_queue)
     finally:
+        spare_child.disable()
         if zygote is not None:
             zygote.close()
 

@@ -1,4 +1,8 @@
-"""Entry point of a supervised child: ``python -m activities.child module:fn in.json out.json``.
+"""Entry point of a supervised child: ``python -m activities.child``, its job on stdin.
+
+The job is one JSON line (target ``module:fn``, input and output paths, the
+job's own environment); a spare child (``activities.spare_child``) imports
+``$KERNELOPT_CHILD_PRELOAD`` before reading it.
 
 Loads the input model named by the function's first annotation, runs the
 function with the configured artifact store, and writes ``{"ok": ...}`` JSON.
@@ -72,8 +76,25 @@ def main(argv: list[str]) -> int:
         return 1
 
 
+def serve() -> int:
+    """Import what the supervisor named ahead, then run the job it hands over."""
+    import contextlib
+
+    from activities.spare_child import PRELOAD_ENV
+
+    for name in filter(None, os.environ.get(PRELOAD_ENV, "").split(",")):
+        with contextlib.suppress(Exception):  # the job's own import reports any failure
+            importlib.import_module(name)
+    line = sys.stdin.readline()
+    if not line:
+        return 0  # the worker went away before it had a job for us
+    job = json.loads(line)
+    os.environ.update(job["env"])
+    return main([job["target"], job["in"], job["out"]])
+
+
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
+    code = serve()
     sys.stdout.flush()
     sys.stderr.flush()
     # The result is on disk: skip interpreter teardown.  Inductor's compile-worker

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import os
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,19 +23,13 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import spare_child
 from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV, SPAWNED_AT_ENV
 from kernelopt.config import Settings
 from kernelopt.log import get_logger
 
 M = TypeVar("M", bound=BaseModel)
 log = get_logger(__name__)
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 async def run_supervised(
@@ -76,22 +68,10 @@ async def run_supervised(
         child_env = {k: v for k, v in os.environ.items() if k not in secrets}
         child_env.update(env or {})
         child_env.setdefault("KERNELOPT_HOME", str(settings.home))
+        job_env = {SPAWNED_AT_ENV: repr(time.time())}
         if resume is not None:
-            child_env[RESUME_ENV] = json.dumps(resume, default=str)
-        child_env[SPAWNED_AT_ENV] = repr(time.time())
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "activities.child",
-            target,
-            str(in_path),
-            str(out_path),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            env=child_env,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
+            job_env[RESUME_ENV] = json.dumps(resume, default=str)
+        proc = await spare_child.take(child_env)
         started = time.monotonic()
 
         def held() -> float:
@@ -102,6 +82,8 @@ async def run_supervised(
         reader = asyncio.create_task(_read_progress(proc, state))
         gone = asyncio.create_task(_exit_of(proc))
         try:
+            await _hand_job(proc, target, in_path, out_path, job_env)
+            await spare_child.replenish(child_env, target)
             while True:
                 try:
                     await asyncio.wait_for(asyncio.shield(gone), heartbeat_every)
@@ -157,6 +139,23 @@ async def _read_progress(proc: asyncio.subprocess.Process, state: dict[str, obje
             continue
         tail.append(line)
         del tail[:-60]
+
+
+async def _hand_job(
+    proc: asyncio.subprocess.Process,
+    target: str,
+    in_path: Path,
+    out_path: Path,
+    env: dict[str, str],
+) -> None:
+    """The child's one job, through its stdin (a child that died meanwhile leaves no
+    output, which ``_collect`` reports)."""
+    job = {"target": target, "in": str(in_path), "out": str(out_path), "env": env}
+    assert proc.stdin is not None
+    with contextlib.suppress(ConnectionError):
+        proc.stdin.write((json.dumps(job) + "\n").encode())
+        await proc.stdin.drain()
+    proc.stdin.close()
 
 
 async def _exit_of(proc: asyncio.subprocess.Process) -> None:

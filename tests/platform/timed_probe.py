@@ -50,3 +50,20 @@ def leaves_a_daemon(inp: LeftoverIn, store: ArtifactStore) -> LeftoverOut:
     daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     atexit.register(lambda: Path(inp.marker).write_text("teardown ran"))
     return LeftoverOut(daemon_pid=daemon.pid, stage_seconds={"work": 0.0})
+
+
+class WhoOut(Frozen):
+    pid: int
+    preloaded: str  # what the process imported before its job arrived
+    resume: dict | None
+
+
+def whoami(inp: NapIn, store: ArtifactStore) -> WhoOut:
+    import os
+
+    from activities.spare_child import PRELOAD_ENV
+    from kernelopt.checkpoint import resume_detail
+
+    return WhoOut(
+        pid=os.getpid(), preloaded=os.environ.get(PRELOAD_ENV, ""), resume=resume_detail()
+    )

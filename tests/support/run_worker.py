@@ -37,9 +37,11 @@ async def main(kind: str, queue: str, heartbeat_s: float | None = None) -> None:
     if kind == "cpu":
         w = worker.build_cpu_worker(client, queue)
     else:
+        from activities import spare_child
         from tests.support.gpu_doubles import GPU_DOUBLES
 
         w = worker.build_gpu_worker(client, queue, activities=GPU_DOUBLES)
+        spare_child.enable()  # as a product GPU worker does: its next child starts ahead
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with w:

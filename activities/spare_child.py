@@ -1,0 +1,113 @@
+"""The next supervised child, started while the current activity still runs.
+
+Every gate activity's child spent 3-5 s importing torch and the gate code
+before its first useful step (H200, ``import_target`` over 81 gate runs of
+the seventh session).  A GPU worker runs one activity at a time, so the
+worker starts the next activity's process as soon as the current one has its
+own: it imports in the background and then waits on its stdin for a job.
+It is the same fresh, isolated process as before -- its own session, killed
+with the worker, one job and gone -- started earlier.  Only a GPU worker
+keeps a spare (``enable()``); elsewhere each child starts when asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from dataclasses import dataclass
+
+from kernelopt.log import get_logger
+
+PRELOAD_ENV = "KERNELOPT_CHILD_PRELOAD"  # modules a spare imports before its job arrives
+_PR_SET_PDEATHSIG = 1
+log = get_logger(__name__)
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class _Spare:
+    proc: asyncio.subprocess.Process
+    loop: asyncio.AbstractEventLoop
+    env: dict[str, str]
+
+
+_enabled = False
+_spare: _Spare | None = None
+
+
+def enable() -> None:
+    """Keep one child started ahead (a GPU worker, which runs one activity at a time)."""
+    global _enabled
+    _enabled = True
+
+
+def disable() -> None:
+    """No more spares; the one waiting is killed."""
+    global _enabled, _spare
+    _enabled = False
+    spare, _spare = _spare, None
+    if spare is not None:
+        _kill(spare.proc.pid)
+
+
+def preload_for(target: str) -> str:
+    """What a spare imports ahead: torch, and the module of the activity just started
+    (a campaign mostly runs the same kind of activity again)."""
+    return f"torch,{target.partition(':')[0]}"
+
+
+async def spawn(env: dict[str, str], preload: str = "") -> asyncio.subprocess.Process:
+    """A child that imports ``preload`` and then runs the job its stdin brings."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "activities.child",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**env, PRELOAD_ENV: preload},
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
+
+
+async def take(env: dict[str, str]) -> asyncio.subprocess.Process:
+    """A started child with exactly ``env``: the spare if it matches and lives, else new."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None:
+        usable = (
+            spare.loop is asyncio.get_running_loop()
+            and spare.env == env
+            and spare.proc.returncode is None
+        )
+        if usable:
+            return spare.proc
+        _kill(spare.proc.pid)  # started for other settings (or another event loop)
+    return await spawn(env)
+
+
+async def replenish(env: dict[str, str], target: str) -> None:
+    """Start the next activity's child now, if this worker keeps spares."""
+    global _spare
+    if not _enabled or _spare is not None:
+        return
+    try:
+        proc = await spawn(env, preload_for(target))
+    except OSError as exc:  # only a head start is lost: the next child starts when asked
+        log.warning("could not start the next child ahead", error=str(exc))
+        return
+    _spare = _Spare(proc, asyncio.get_running_loop(), dict(env))
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
