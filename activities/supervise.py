@@ -4,7 +4,9 @@ A CUDA fault, an illegal memory access or a hang must never take a worker
 down, so GPU activities do their work in a child: its own process group
 (killed as a whole on cancellation or timeout), killed with its parent
 (PR_SET_PDEATHSIG), heartbeating through the parent while it runs, and with
-failures turned into text before they cross the process boundary.
+failures turned into text before they cross the process boundary.  The
+child learns its job through its stdin, so a GPU worker can start it before
+the job exists (``activities.spare_child``).
 """
 
 from __future__ import annotations
