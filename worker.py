@@ -151,7 +151,8 @@ async def run_worker(
         client = await connect(settings)
         worker = build_gpu_worker(client, task_queue)
         zygote = await asyncio.to_thread(_shared_zygote, settings, index)
-        spare_child.enable()
+        if settings.spare_child:
+            spare_child.enable()
         log.info("gpu worker ready", gpu=index, model=name, task_queue=task_queue)
     else:
         task_queue = task_queue or settings.cpu_queue

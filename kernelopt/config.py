@@ -46,6 +46,7 @@ class Settings(BaseModel):
     log_level: str = "info"
     helion_effort: str = "quick"  # autotuning effort of a Helion problem's baseline
     zygote: bool = True  # GPU workers fork gate jobs from one preloaded process
+    spare_child: bool = True  # GPU workers start each activity's process ahead of its job
     compiler_caches: Path | None = None  # None: $KERNELOPT_HOME/compiler-caches
 
     @property
@@ -95,6 +96,7 @@ class Settings(BaseModel):
             "LOG_LEVEL": "log_level",
             "HELION_EFFORT": "helion_effort",
             "ZYGOTE": "zygote",
+            "SPARE_CHILD": "spare_child",
             "COMPILER_CACHES": "compiler_caches",
         }
         for env_name, field in mapping.items():

@@ -86,3 +86,11 @@ async def test_disabling_kills_the_waiting_spare(spares) -> None:
     pid = spare_child._spare.proc.pid
     spare_child.disable()
     assert await _gone(pid)
+
+
+def test_spares_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelopt.config import Settings
+
+    assert Settings().spare_child
+    monkeypatch.setenv("KERNELOPT_SPARE_CHILD", "0")
+    assert not Settings.from_env().spare_child
