@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from gates.cascade import roofline_inputs, run_gates_1_to_3
-from gates.perf import dispatch_overhead, measure, perf_verdict
+from gates.perf import PerfMeasurement, dispatch_overhead, measure, perf_verdict
 from gates.protocol import ModelSource
-from gates.reference import prepare_reference
+from gates.reference import ReferenceBundle, prepare_reference
+from gates.runner import ChildOutcome
 from kernelopt.contracts.compiled import CompileResult, Replacement, RestitchInput, TargetKind
 from kernelopt.contracts.verdicts import (
     CandidateGateInput,
@@ -150,16 +151,12 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
         if not bundle.ok:
             raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
         bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
-        stages.lap("reference")
-        stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
-        stages.seconds.update(bundle.outcome.phase_seconds("ref"))
+        _reference_stages(stages, bundle)
         parts = StageClock()
         verdicts, child = run_gates_1_to_3(
             bundle, candidate, settings, ws.dir / "candidate", stages=parts
         )
-        stages.lap("gates_1_2")
-        stages.seconds.update({f"g12.{k}": v for k, v in parts.seconds.items()})
-        stages.seconds.update(child.phase_seconds("cand"))
+        _gate_stages(stages, "gates_1_2", parts, child)
         kernel_ms = baseline_ms = None
         if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
             timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
@@ -191,9 +188,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 verdicts.append(v4)
             elif dispatch is not None:
                 verdicts.append(dispatch)
-            stages.lap("timing")
-            stages.seconds["timing_children"] = round(m.seconds, 3)
-            stages.seconds.update(m.phase_seconds)
+            _timing_stages(stages, m)
         stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
         log.info("candidate gated", candidate_id=inp.candidate_id, **stages.seconds)
         return CandidateGateResult(
@@ -205,6 +200,25 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
         )
     finally:
         ws.close()
+
+
+def _reference_stages(stages: StageClock, bundle: ReferenceBundle) -> None:
+    stages.lap("reference")
+    stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
+    stages.seconds.update(bundle.outcome.phase_seconds("ref"))
+
+
+def _gate_stages(stages: StageClock, name: str, parts: StageClock, child: ChildOutcome) -> None:
+    """The candidate child's gates: their lap, the parent's parts, the child's phases."""
+    stages.lap(name)
+    stages.seconds.update({f"g12.{k}": v for k, v in parts.seconds.items()})
+    stages.seconds.update(child.phase_seconds("cand"))
+
+
+def _timing_stages(stages: StageClock, m: PerfMeasurement) -> None:
+    stages.lap("timing")
+    stages.seconds["timing_children"] = round(m.seconds, 3)
+    stages.seconds.update(m.phase_seconds)
 
 
 def _model_settings(inp: ModelGateInput) -> GateSettings:
@@ -224,6 +238,7 @@ def _model_settings(inp: ModelGateInput) -> GateSettings:
 def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
     """Gates 3-4 on a re-stitched model: V_model end to end, then V_perf vs the baseline wrapper."""
     settings = _model_settings(inp)
+    stages = StageClock()
     ws = _Workspace(inp.compiled, store)
     try:
         if inp.source_kind == "forward":
@@ -237,10 +252,17 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
         if not bundle.ok:
             raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
         bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
-        early, _ = run_gates_1_to_3(bundle, candidate, settings, ws.dir / "candidate")
+        _reference_stages(stages, bundle)
+        parts = StageClock()
+        early, child = run_gates_1_to_3(
+            bundle, candidate, settings, ws.dir / "candidate", stages=parts
+        )
+        _gate_stages(stages, "gates_1_3", parts, child)
         v_model = _as_model_verdict(early)
         if not v_model.passed:
-            return ModelGateResult(verdict=v_model, verdicts=[v_model])
+            return ModelGateResult(
+                verdict=v_model, verdicts=[v_model], stage_seconds=stages.seconds
+            )
         first = bundle.input_sets[0].name
         m = measure(
             ws.wrapper_source(None),
@@ -256,6 +278,8 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
         v_perf, category, speedup = perf_verdict(
             m, settings=settings, gamma=inp.gamma, roofline=roofline_inputs(bundle, first)
         )
+        _timing_stages(stages, m)
+        stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
         if v_perf.metrics.get("infrastructure"):
             raise RuntimeError(v_perf.reason)  # retryable: the baseline itself did not time
         base = v_perf.metrics["baseline"]["median_ms"] if m.baseline else None
@@ -267,6 +291,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
             baseline_ms=base,
             candidate_ms=cand,
             verdicts=[v_model, v_perf],
+            stage_seconds=stages.seconds,
         )
     finally:
         ws.close()

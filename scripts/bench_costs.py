@@ -6,7 +6,7 @@ Run on the machine whose server ran ``kernelopt bench`` (same ``KERNELOPT_HOME``
 ports).  Reads each outcome's campaign id from ``RESULTS_DIR`` and writes the same
 histories and ``activity_durations.txt`` table as ``gpu_e2e.py`` into ``OUT_DIR``:
 each GPU activity's run time and, where it reports them (``compile``, ``triage``,
-``gate_candidate``), its ``stage_seconds``.
+``gate_candidate``, ``gate_model``), its ``stage_seconds``.
 Histories are large; keep them off $OUT unless asked for (``--histories``).
 """
 

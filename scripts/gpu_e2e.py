@@ -117,7 +117,7 @@ def _candidate_of(event) -> str:
 
 def _device_seconds(attrs) -> tuple[float, str]:
     """The run time a completed GPU activity reported (``device_seconds``, else 0), and
-    where its time went (its ``stage_seconds``: compile, triage, gate_candidate; '' if none)."""
+    where its time went (its ``stage_seconds``: compile, triage, both gates; '' if none)."""
     for payload in attrs.result.payloads:
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             result = json.loads(payload.data)

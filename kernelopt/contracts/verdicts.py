@@ -144,6 +144,7 @@ class ModelGateResult(DeviceTimed):
     baseline_ms: float | None = None
     candidate_ms: float | None = None
     verdicts: list[GateVerdict] = Field(default_factory=list)  # V_model then V_perf
+    stage_seconds: dict[str, float] = Field(default_factory=dict)  # as CandidateGateResult's
 
     @property
     def passed(self) -> bool:

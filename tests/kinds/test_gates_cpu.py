@@ -122,6 +122,17 @@ def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launc
     assert [v.gate for v in model.verdicts] == [GateName.MODEL, GateName.PERFORMANCE]
     assert model.verdicts[0].passed
     assert model.baseline_ms is not None and model.candidate_ms is not None
+    # the model gate says where its time went, as the candidate gate does
+    main = [k for k in model.stage_seconds if "." not in k]
+    assert main == [
+        "reference",
+        "reference_child",
+        "gates_1_3",
+        "timing",
+        "timing_children",
+        "cache_guard",
+    ]
+    assert "g12.child" in model.stage_seconds and "cand.outside" in model.stage_seconds
 
 
 def test_gate_4_times_the_files_own_launcher_as_the_baseline(launcher: bool) -> None:
