@@ -276,18 +276,25 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
     replaced = [r.target.id for r in inp.replacements]
     if not inp.run:
         return RestitchResult(wrapper=ref, replaced=replaced, forms=forms)
+    from kernelopt.stages import StageClock
+
+    stages = StageClock()
     from kernelopt.compile.runtime import load_tensors, save_tensors, wrapper_call
     from kernelopt.compile.timing import compare_outputs, require_cuda
 
+    stages.lap("imports")
     require_cuda()
     call = wrapper_call(inp.compiled, store, ref)
     args = load_tensors(store, inp.compiled.args, "cuda")
+    stages.lap("load")
     outputs = call(args)
+    stages.lap("run")
     out_ref = save_tensors(store, outputs, f"{inp.compiled.problem.name}_restitched_out.pt")
     bit_exact, max_diff = None, None
     if inp.compiled.reference_output is not None:
         baseline = load_tensors(store, inp.compiled.reference_output, "cuda")
         bit_exact, max_diff = compare_outputs(outputs, baseline)
+    stages.lap("compare")
     log.info(
         "restitched", problem=inp.compiled.problem.name, replaced=replaced, bit_exact=bit_exact
     )
@@ -298,4 +305,5 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
         replaced=replaced,
         max_abs_diff=max_diff,
         forms=forms,
+        stage_seconds=stages.seconds,
     )

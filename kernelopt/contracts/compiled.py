@@ -212,3 +212,4 @@ class RestitchResult(DeviceTimed):
     max_abs_diff: float | None = None  # vs. the baseline output
     # target id -> "inductor" | "launch" | "forward"
     forms: dict[str, str] = Field(default_factory=dict)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)  # of a run (``run=True``)
