@@ -211,7 +211,7 @@ def _reference_stages(stages: StageClock, bundle: ReferenceBundle) -> None:
 def _gate_stages(stages: StageClock, name: str, parts: StageClock, child: ChildOutcome) -> None:
     """The candidate child's gates: their lap, the parent's parts, the child's phases."""
     stages.lap(name)
-    stages.seconds.update({f"g12.{k}": v for k, v in parts.seconds.items()})
+    stages.seconds.update({f"{name}.{k}": v for k, v in parts.seconds.items()})
     stages.seconds.update(child.phase_seconds("cand"))
 
 

@@ -132,7 +132,7 @@ def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launc
         "timing_children",
         "cache_guard",
     ]
-    assert "g12.child" in model.stage_seconds and "cand.outside" in model.stage_seconds
+    assert "gates_1_3.child" in model.stage_seconds and "cand.outside" in model.stage_seconds
 
 
 def test_gate_4_times_the_files_own_launcher_as_the_baseline(launcher: bool) -> None:
