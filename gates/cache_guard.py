@@ -56,6 +56,11 @@ def _bookkeeping(name: str) -> bool:
     return name.endswith(".lock") or name.startswith("tmp.")
 
 
+def file_state(st: os.stat_result) -> Stat:
+    """What a file's "state" is to the guard and the worker's memo alike."""
+    return (st.st_ino, st.st_size, st.st_ctime_ns)
+
+
 def snapshot(dirs: list[Path]) -> dict[str, Stat]:
     """Every cached file below ``dirs`` with its inode, size and change time."""
     out: dict[str, Stat] = {}
@@ -70,7 +75,7 @@ def snapshot(dirs: list[Path]) -> dict[str, Stat]:
                     st = os.lstat(path)
                 except OSError:
                     continue  # removed while we walked: not ours to judge
-                out[path] = (st.st_ino, st.st_size, st.st_ctime_ns)
+                out[path] = file_state(st)
     return out
 
 

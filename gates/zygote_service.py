@@ -118,11 +118,13 @@ class DigestMemo:
         self.hashed = 0
 
     def _in_state(self, path: str, state: tuple[int, int, int]) -> bool:
+        from gates.cache_guard import file_state
+
         try:
             st = os.lstat(path)
         except OSError:
             return False
-        return stat.S_ISREG(st.st_mode) and (st.st_ino, st.st_size, st.st_ctime_ns) == state
+        return stat.S_ISREG(st.st_mode) and file_state(st) == state
 
     def digest(self, path: str, state: tuple[int, int, int]) -> str | None:
         """The digest of ``path`` in ``state``; None if it is not there in that state."""
