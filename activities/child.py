@@ -24,6 +24,7 @@ from typing import Any
 
 from kernelopt.checkpoint import SPAWNED_AT_ENV
 from kernelopt.errors import DeterministicError
+from kernelopt.stages import add_stages
 from kernelopt.store import open_store
 
 
@@ -35,15 +36,14 @@ def _startup_stages(result: Any, started: float, imported: float) -> Any:
     importing the activity's module (torch, for the gates).  Without them a
     gate run's stages would miss a fixed cost of seconds.
     """
-    stages = getattr(result, "stage_seconds", None)
     spawned = os.environ.get(SPAWNED_AT_ENV)
-    if not isinstance(stages, dict) or not spawned:
+    if not spawned:
         return result
     extra = {
         "process_start": round(started - float(spawned), 3),
         "import_target": round(imported - started, 3),
     }
-    return result.model_copy(update={"stage_seconds": {**extra, **stages}})
+    return add_stages(result, extra, first=True)
 
 
 def main(argv: list[str]) -> int:

@@ -29,6 +29,7 @@ from activities import spare_child
 from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV, SPAWNED_AT_ENV
 from kernelopt.config import Settings
 from kernelopt.log import get_logger
+from kernelopt.stages import add_stages
 
 M = TypeVar("M", bound=BaseModel)
 log = get_logger(__name__)
@@ -169,14 +170,9 @@ async def _exit_of(proc: asyncio.subprocess.Process) -> None:
 
 
 def _exit_stage(result: M, out_path: Path, exited: float) -> M:
-    """Add ``process_exit`` (result written to process gone) to a result that reports stages."""
-    stages = getattr(result, "stage_seconds", None)
-    if not isinstance(stages, dict):
-        return result
+    """Add ``process_exit``: from the result being written to the process being gone."""
     seconds = max(0.0, exited - out_path.stat().st_mtime)
-    return result.model_copy(
-        update={"stage_seconds": {**stages, "process_exit": round(seconds, 3)}}
-    )
+    return add_stages(result, {"process_exit": round(seconds, 3)})
 
 
 def _kill_group(pid: int) -> None:

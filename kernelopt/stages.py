@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from typing import TypeVar
+
+R = TypeVar("R")
 
 
 class StageClock:
@@ -20,3 +23,13 @@ class StageClock:
         now = time.monotonic()
         self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._last, 3)
         self._last = now
+
+
+def add_stages(result: R, extra: dict[str, float], *, first: bool = False) -> R:
+    """``result`` with ``extra`` among its ``stage_seconds`` (in front if ``first``), when it
+    reports stages at all; the supervised process adds its start-up and exit this way."""
+    stages = getattr(result, "stage_seconds", None)
+    if not isinstance(stages, dict):
+        return result
+    merged = {**extra, **stages} if first else {**stages, **extra}
+    return result.model_copy(update={"stage_seconds": merged})  # type: ignore[attr-defined]
