@@ -14,22 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import signal
 import sys
 from dataclasses import dataclass
 
 from kernelopt.log import get_logger
+from kernelopt.pidfile import die_with_parent
 
 PRELOAD_ENV = "KERNELOPT_CHILD_PRELOAD"  # modules a spare imports before its job arrives
-_PR_SET_PDEATHSIG = 1
 log = get_logger(__name__)
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @dataclass
@@ -75,7 +69,7 @@ async def spawn(env: dict[str, str], preload: str = "") -> asyncio.subprocess.Pr
         stderr=asyncio.subprocess.PIPE,
         env={**env, PRELOAD_ENV: preload},
         start_new_session=True,
-        preexec_fn=_die_with_parent,
+        preexec_fn=die_with_parent,
     )
 
 

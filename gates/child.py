@@ -9,17 +9,15 @@ which phase it died in.  Exceptions become text here; nothing else crosses.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
-import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 
-_PR_SET_PDEATHSIG = 1
+from kernelopt.pidfile import die_with_parent
+
 _progress_path: Path | None = None
 _phase = "start"
 
@@ -41,14 +39,9 @@ def current_phase() -> str:
     return _phase
 
 
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def main(argv: list[str]) -> int:
     global _progress_path
-    _die_with_parent()
+    die_with_parent()
     workdir = Path(argv[0])
     _progress_path = workdir / "progress.jsonl"
     out = workdir / "result.json"
