@@ -260,6 +260,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
         _gate_stages(stages, "gates_1_3", parts, child)
         v_model = _as_model_verdict(early)
         if not v_model.passed:
+            stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
             return ModelGateResult(
                 verdict=v_model, verdicts=[v_model], stage_seconds=stages.seconds
             )

@@ -88,7 +88,9 @@ async def test_disabling_kills_the_waiting_spare(spares) -> None:
     assert await _gone(pid)
 
 
-def test_spares_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_spare_child_setting_defaults_on_and_reads_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from kernelopt.config import Settings
 
     assert Settings().spare_child
