@@ -159,13 +159,6 @@ def same_values(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def disable_tf32() -> None:
-    """The reference is fp32: no TF32 anywhere (cuBLAS or cuDNN), on every side we time."""
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-
-
 def set_path(directory: str, name: str) -> Path:
     return Path(directory) / f"{name}.pt"
 

@@ -19,7 +19,6 @@ from gates.child import mark
 from gates.jobs.build import build_callable
 from gates.poison import PoisonAllocations, poison_cached_blocks
 from gates.problem_io import (
-    disable_tf32,
     flatten_output,
     load_values,
     same_values,
@@ -28,6 +27,7 @@ from gates.problem_io import (
     to_device,
 )
 from gates.protocol import CallRecord, CandidateJob, CandidateResult
+from kernelopt.precision import strict_fp32
 
 JOB_TYPE = CandidateJob
 
@@ -40,7 +40,7 @@ def _sync(device: str) -> None:
 
 
 def run(job: CandidateJob) -> CandidateResult:
-    disable_tf32()
+    strict_fp32()
     poison = PoisonAllocations() if job.poison else None
     with torch.no_grad():
         if poison is not None:

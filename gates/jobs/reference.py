@@ -17,7 +17,6 @@ from gates.child import mark
 from gates.jobs.build import weights_path
 from gates.problem_io import (
     ProblemFile,
-    disable_tf32,
     dtype_of,
     flatten_output,
     load_values,
@@ -30,6 +29,7 @@ from gates.problem_io import (
     to_double,
 )
 from gates.protocol import InputSet, ReferenceJob, ReferenceResult, SetInfo
+from kernelopt.precision import strict_fp32
 
 JOB_TYPE = ReferenceJob
 
@@ -47,7 +47,7 @@ def _sync(device: str) -> None:
 
 
 def run(job: ReferenceJob) -> ReferenceResult:
-    disable_tf32()
+    strict_fp32()
     mark("import_problem")
     problem = ProblemFile(job.problem_path)
     holdout_available = len(problem.holdout_inputs(0)) if problem.get_holdout_inputs else 0

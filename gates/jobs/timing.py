@@ -17,9 +17,10 @@ import torch
 from gates.child import mark
 from gates.jobs.build import build_callable
 from gates.perfstats import median, spread
-from gates.problem_io import disable_tf32, load_values, set_path, to_device
+from gates.problem_io import load_values, set_path, to_device
 from gates.protocol import TimingJob, TimingResult
 from gates.timers import TimerKit  # created in run() before the candidate is imported
+from kernelopt.precision import strict_fp32
 
 JOB_TYPE = TimingJob
 
@@ -79,7 +80,7 @@ def graph_replay_ms(
 def run(job: TimingJob) -> TimingResult:
     cuda = job.device.startswith("cuda")
     kit = TimerKit(job.device)
-    disable_tf32()
+    strict_fp32()
     t_start = kit.now_ns()
     with torch.no_grad():
         fn, _info = build_callable(

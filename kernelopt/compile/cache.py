@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kernelopt.contracts.compiled import CompileResult
+from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
 
 CAPTURE_VERSION = 1
@@ -41,6 +42,7 @@ def cache_key(
         "triton": triton_version,
         "gpu": gpu_name,
         "default_mode": measure_default_mode,
+        "numerics": POLICY,  # a baseline autotuned under another policy is another baseline
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

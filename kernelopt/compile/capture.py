@@ -257,6 +257,9 @@ def compile_on(
     stages = StageClock()
     import torch
 
+    from kernelopt.precision import strict_fp32
+
+    strict_fp32()  # before any compile: autotuning must choose for the numerics the gates run
     source = store.get_text(inp.problem.source)
     from kernelopt.kinds.detect import detect_kind
 

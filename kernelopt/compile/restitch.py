@@ -281,9 +281,11 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
     stages = StageClock()
     from kernelopt.compile.runtime import load_tensors, save_tensors, wrapper_call
     from kernelopt.compile.timing import compare_outputs, require_cuda
+    from kernelopt.precision import strict_fp32
 
     stages.lap("imports")
     require_cuda()
+    strict_fp32()
     call = wrapper_call(inp.compiled, store, ref)
     args = load_tensors(store, inp.compiled.args, "cuda")
     stages.lap("load")

@@ -164,9 +164,11 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         run_call,
     )
     from kernelopt.compile.timing import bench_ms, profile_kernels, require_cuda
+    from kernelopt.precision import strict_fp32
 
     stages.lap("imports")  # torch and Inductor: outside the process's import_target
     require_cuda()
+    strict_fp32()  # profile the program the gates time
     compiled = inp.compiled
     module = load_wrapper_module(
         store.get_text(compiled.wrapper), f"{compiled.problem.name}_baseline"

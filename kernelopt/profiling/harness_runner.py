@@ -61,6 +61,9 @@ def compiled_stats(module: Any) -> dict[str, int]:
 def run(path: Path, mode: str, reps: int) -> dict[str, Any]:
     import torch
 
+    from kernelopt.precision import strict_fp32
+
+    strict_fp32()  # before the harness is imported: Inductor reads the flags at import
     module = load_harness(path)
     args = module.get_args()
     cuda = torch.cuda.is_available()

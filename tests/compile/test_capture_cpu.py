@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from kernelopt.contracts.compiled import CompileInput, CompileResult, SearchMode, SegmentInput
 from kernelopt.contracts.problem import ProblemSpec
+from kernelopt.precision import tf32_enabled
 from kernelopt.store import ArtifactStore, open_store
 from tests.compile.helpers import DATA
 
@@ -33,18 +35,24 @@ def cpu_compiled(home: Path) -> tuple[CompileResult, CompileResult, ArtifactStor
         mp.setenv("KERNELOPT_HOME", str(home))
         store = open_store(home / "artifacts")
         spec = ProblemSpec(name="tiny", source=store.put_text(SOURCE))
-        timer_calls: list[int] = []
+        timer_calls: list[bool] = []  # whether TF32 was on during each timing
 
         def timer(fn) -> float:
             fn()
-            timer_calls.append(1)
+            timer_calls.append(tf32_enabled())
             return 1.0
 
         # the default-mode reference compile is skipped here: it doubles CPU compile time
         inp = CompileInput(problem=spec, measure_default_mode=False)
-        first = compile_on(inp, store, "cpu", timer)
-        second = compile_on(inp, store, "cpu", timer)
-        assert len(timer_calls) == 3  # eager, compiled, wrapper: first call only
+        saved = torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
+        torch.backends.cudnn.allow_tf32 = True  # PyTorch's default: compile must turn it off
+        try:
+            first = compile_on(inp, store, "cpu", timer)
+            second = compile_on(inp, store, "cpu", timer)
+        finally:
+            torch.backends.cudnn.allow_tf32 = saved[0]
+            torch.set_float32_matmul_precision(saved[1])
+        assert timer_calls == [False] * 3  # eager, compiled, wrapper (first call only), no TF32
         assert first.default_mode_ms is None
         return first, second, store
 

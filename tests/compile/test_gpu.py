@@ -205,6 +205,36 @@ def test_identity_restitch_and_triage(rel: str, gpu_store) -> None:
         assert tri.library_fraction == 1.0
 
 
+def test_triage_profiles_the_numerics_the_gates_time(gpu_store) -> None:
+    """cuDNN runs a convolution without TF32 in triage, as in gate 4, whatever the defaults.
+
+    Before kernelopt.precision, triage profiled level2/004's convolution as a TF32
+    kernel (0.05 ms of a 0.09 ms forward) while gate 4 timed 0.455 ms in float32.
+    """
+    import torch
+
+    from kernelopt.compile.segment import segment
+    from kernelopt.compile.triage import triage
+    from kernelopt.contracts.compiled import SegmentInput, TriageInput
+
+    _before_deadline()
+    torch.backends.cudnn.allow_tf32 = True  # PyTorch's default: triage must override it
+    compiled = _compiled("level2/004_conv_affine_relu.py", gpu_store)
+    seg = segment(SegmentInput(compiled=compiled), gpu_store)
+    tri = triage(TriageInput(compiled=compiled, segment=seg), gpu_store)
+    library = [k.name for k in tri.per_kernel if k.is_library and "emset" not in k.name]
+    _record(
+        compiled.problem.name,
+        "triage_fp32",
+        library=library,
+        total_ms=tri.total_ms,
+        wall_ms=tri.wall_ms,
+        f=tri.library_fraction,
+    )
+    assert library, "the convolution's library kernel was not profiled"
+    assert not [n for n in library if "tf32" in n.lower()], library
+
+
 @pytest.mark.parametrize("rel", CORE[:4])
 def test_wrapper_forward_reproduces_reference(rel: str, gpu_store) -> None:
     from kernelopt.compile.runtime import load_tensors, wrapper_forward
