@@ -477,6 +477,7 @@ class OptimizeModel:
             torch_version=compiled.torch_version if compiled else "",
             triton_version=compiled.triton_version if compiled else "",
             gpu_name=compiled.gpu_name if compiled else "",
+            numerics=compiled.numerics if compiled else "",
             stop_reason=self._stop_reason(),
             **fields,
         )

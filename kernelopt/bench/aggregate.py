@@ -164,6 +164,7 @@ class BenchSummary(Frozen):
     gpu_names: list[str] = Field(default_factory=list)
     torch_versions: list[str] = Field(default_factory=list)
     triton_versions: list[str] = Field(default_factory=list)
+    numerics: list[str] = Field(default_factory=list)  # "not recorded" for older outcomes
     gamma: float = GAMMA
     generated_at: str = ""
     suite_problems: int | None = None  # how many the suite has (None: not known)
@@ -234,6 +235,9 @@ def summarize_level(label: str, outcomes: Sequence[Outcome]) -> LevelSummary:
     )
 
 
+NUMERICS_NOT_RECORDED = "not recorded (outcomes from before the policy was recorded)"
+
+
 def _distinct(values: Iterable[str]) -> list[str]:
     return sorted({v for v in values if v})
 
@@ -260,6 +264,7 @@ def summarize(
         gpu_names=_distinct(o.gpu_name for o in outcomes),
         torch_versions=_distinct(o.torch_version for o in outcomes),
         triton_versions=_distinct(o.triton_version for o in outcomes),
+        numerics=_distinct(o.numerics or NUMERICS_NOT_RECORDED for o in outcomes),
         gamma=gamma,
         generated_at=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         suite_problems=suite_problems,

@@ -69,6 +69,7 @@ def header_lines(summary: BenchSummary) -> list[tuple[str, str]]:
         ("GPU", ", ".join(summary.gpu_names) or "unknown"),
         ("torch", ", ".join(summary.torch_versions) or "unknown"),
         ("triton", ", ".join(summary.triton_versions) or "unknown"),
+        ("numerics", "; ".join(summary.numerics) or "unknown"),
         ("perf gate gamma", f"{summary.gamma:g}"),
         ("date", summary.generated_at),
     ]

@@ -50,6 +50,7 @@ from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileRes
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import DeterministicError
 from kernelopt.log import get_logger
+from kernelopt.precision import POLICY, strict_fp32
 from kernelopt.problem import LoadedProblem, load_problem
 from kernelopt.store import ArtifactStore
 
@@ -257,8 +258,6 @@ def compile_on(
     stages = StageClock()
     import torch
 
-    from kernelopt.precision import strict_fp32
-
     strict_fp32()  # before any compile: autotuning must choose for the numerics the gates run
     source = store.get_text(inp.problem.source)
     from kernelopt.kinds.detect import detect_kind
@@ -339,6 +338,7 @@ def compile_on(
         torch_version=ver["torch"],
         triton_version=ver["triton"],
         gpu_name=ver["gpu"],
+        numerics=POLICY,
         wrapper=wrapper_ref,
         args=args_ref,
         inputs=inputs_ref,

@@ -145,6 +145,7 @@ class Outcome(Frozen):
     torch_version: str = ""
     triton_version: str = ""
     gpu_name: str = ""
+    numerics: str = ""  # the compile's kernelopt.precision.POLICY ("": not recorded then)
     stop_reason: str = ""  # why the search ended early (a budget, a cancel), if it did
 
 

@@ -44,6 +44,7 @@ class CompileResult(DeviceTimed):
     torch_version: str
     triton_version: str
     gpu_name: str
+    numerics: str = ""  # kernelopt.precision.POLICY when compiled ("": not recorded then)
     wrapper: ArtifactRef  # Inductor's generated wrapper module source
     args: ArtifactRef  # the exact flat argument list the compiled graph is called with
     inputs: ArtifactRef  # module inputs drawn from the seed (torch.save)

@@ -37,6 +37,7 @@ from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.kinds.problem import KernelProblem, load_kernel_problem
 from kernelopt.log import get_logger
+from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
@@ -193,6 +194,7 @@ def compile_kernel_problem(
         torch_version=ver["torch"],
         triton_version=ver["triton"],
         gpu_name=ver["gpu"],
+        numerics=POLICY,
         wrapper=wrapper_ref,
         args=save_tensors(store, pristine, f"{name}_args.pt"),
         inputs=save_tensors(store, pristine, f"{name}_inputs.pt"),

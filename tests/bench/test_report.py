@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from kernelopt.bench.aggregate import summarize
-from kernelopt.bench.report import render_html, render_markdown, write_report
+from kernelopt.bench.report import header_lines, render_html, render_markdown, write_report
 from kernelopt.bench.results import ProblemResult
 
 from .helpers import outcome
@@ -89,3 +89,19 @@ def test_empty_summary_renders(tmp_path: Path) -> None:
     files = write_report(summarize([]), tmp_path)
     assert "kernelopt benchmark report" in files.html.read_text()
     assert "**baseline**: torch.compile, mode `unknown`" in files.markdown.read_text()
+
+
+def test_header_names_the_numerics_policy_and_older_outcomes_without_it() -> None:
+    """Outcomes say which numerics their baseline was compiled and profiled under."""
+    from kernelopt.bench.aggregate import NUMERICS_NOT_RECORDED
+    from kernelopt.precision import POLICY
+
+    recorded = outcome("a", "matched").model_copy(update={"numerics": POLICY})
+    results = [
+        ProblemResult(level=1, name="001_a", outcome=recorded),
+        ProblemResult(level=1, name="002_b", outcome=outcome("b", "fallback")),
+    ]
+    header = dict(header_lines(summarize(results)))
+    assert POLICY in header["numerics"] and NUMERICS_NOT_RECORDED in header["numerics"]
+    only_new = dict(header_lines(summarize(results[:1])))
+    assert only_new["numerics"] == POLICY

@@ -15,7 +15,7 @@ import torch
 
 from kernelopt.contracts.compiled import CompileInput, CompileResult, SearchMode, SegmentInput
 from kernelopt.contracts.problem import ProblemSpec
-from kernelopt.precision import tf32_enabled
+from kernelopt.precision import POLICY, tf32_enabled
 from kernelopt.store import ArtifactStore, open_store
 from tests.compile.helpers import DATA
 
@@ -78,6 +78,7 @@ def test_flat_args_are_recorded_with_roles(cpu_compiled) -> None:
     assert spec.shape == [16, 16] and spec.dtype == "float32"
     assert first.wrapper_matches_compiled is True
     assert first.num_outputs == 1
+    assert first.numerics == POLICY
     assert "cudagraphs" in first.mode_reason and first.mode == "max-autotune-no-cudagraphs"
 
 

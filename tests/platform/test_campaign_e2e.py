@@ -120,6 +120,7 @@ async def test_campaign_runs_end_to_end(reference_outcome: Outcome) -> None:
     assert outcome.candidates_tried > 0
     assert outcome.proposer.startswith("builtin")
     assert outcome.report is not None
+    assert outcome.numerics == "test-numerics"  # the compile's numerics reach the outcome
 
 
 async def test_sigkill_cpu_worker_mid_campaign(

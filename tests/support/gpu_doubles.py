@@ -174,6 +174,7 @@ async def compile_double(inp: CompileInput) -> CompileResult:
         torch_version="test",
         triton_version="test",
         gpu_name="test-gpu",
+        numerics="test-numerics",
         wrapper=wrapper,
         args=blob,
         inputs=blob,
