@@ -133,3 +133,8 @@ class TimingResult(Frozen):
     graph_ms: float | None = None
     graph_note: str = ""
     device_name: str = ""
+    # placement (gates.placement): the CPU at the start of settling, after the event
+    # samples and after the host batches, their NUMA nodes, and the GPU's node
+    cpus: list[int | None] = Field(default_factory=list)
+    cpu_nodes: list[int | None] = Field(default_factory=list)
+    gpu_node: int | None = None

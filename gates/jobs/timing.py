@@ -17,6 +17,7 @@ import torch
 from gates.child import mark
 from gates.jobs.build import build_callable
 from gates.perfstats import median, spread
+from gates.placement import cpu_node, current_cpu, gpu_node, pci_address
 from gates.problem_io import load_values, set_path, to_device
 from gates.protocol import TimingJob, TimingResult
 from gates.timers import TimerKit  # created in run() before the candidate is imported
@@ -105,13 +106,16 @@ def run(job: TimingJob) -> TimingResult:
             fn(*inputs)
 
         mark("settle")
+        cpus = [current_cpu()]
         settled = settle(kit, call) if cuda else []
         mark("time_events")
         samples = kit.event_samples(call, job.warmup_ms, job.rep_ms)
         event_ms = median(samples)
+        cpus.append(current_cpu())
         mark("time_host")
         calls = kit.calls_for(event_ms, job.host_batch_ms)
         host = [kit.host_batch_ms(call, calls) for _ in range(job.host_batches)]
+        cpus.append(current_cpu())
         tampered_after = kit.tampered()
         kit.restore()
         graph_ms, graph_note = (None, "")
@@ -132,4 +136,7 @@ def run(job: TimingJob) -> TimingResult:
         graph_ms=graph_ms,
         graph_note=graph_note,
         device_name=torch.cuda.get_device_name() if cuda else "cpu",
+        cpus=cpus,
+        cpu_nodes=[cpu_node(c) for c in cpus],
+        gpu_node=gpu_node(pci_address(torch.cuda.get_device_properties())) if cuda else None,
     )

@@ -263,3 +263,16 @@ def test_a_rewritten_compiler_cache_file_rejects_the_candidate_and_is_dropped(
     assert (cache / "cd34" / "own.cubin").exists()  # what candidates compile stays
     # the next candidate is judged on its own: nothing is left armed
     assert all(v.passed for v in check("honest_again.py", honest))
+
+
+def test_timing_rounds_record_where_they_ran(suite: SuiteResult) -> None:
+    """Each round names its CPUs (start of settling, after events, after host batches)."""
+    import os
+
+    perf = suite.by_candidate()["timer_patch"].result.verdicts[-1]  # the CPU set's timed one
+    rounds = perf.metrics["baseline"]["rounds"] + perf.metrics["candidate"]["rounds"]
+    assert rounds
+    for r in rounds:
+        assert len(r["cpus"]) == len(r["cpu_nodes"]) == 3
+        if os.path.exists("/proc/self/stat"):
+            assert all(isinstance(c, int) and c >= 0 for c in r["cpus"]), r["cpus"]
