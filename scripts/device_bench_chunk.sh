@@ -10,6 +10,7 @@
 # Here, afterwards: bash scripts/device_bench_unpack.sh FILES_AT/results.tgz
 # The session's last chunk: START_WITHIN=330 with SECONDS=585 (no campaign starts after
 # 330 s, so the ones running can finish before the lease ends instead of being lost).
+# GPU_TESTS="PYTEST ARGS" runs those GPU tests before the bench (see below).
 set -uo pipefail
 seconds=${1:?usage: device_bench_chunk.sh SECONDS [SUITE] [RESULTS]}
 suite=${2:-problems}
@@ -18,6 +19,12 @@ source scripts/device_env.sh
 export KERNELOPT_HOME=${KERNELOPT_HOME:-/tmp/ko-bench}
 export KERNELOPT_SERVER_PORT=${KERNELOPT_SERVER_PORT:-7843} KERNELOPT_UI_PORT=${KERNELOPT_UI_PORT:-8843}
 nvidia-smi -L
+# GPU tests to run first (a change's device check), e.g. GPU_TESTS="tests/compile/test_gpu.py
+# -k numerics": their time comes on top of SECONDS, so shorten SECONDS to match
+if [ -n "${GPU_TESTS:-}" ]; then
+    # shellcheck disable=SC2086
+    python3 -m pytest -q -m gpu -p no:cacheprovider $GPU_TESTS 2>&1 | tail -n 15
+fi
 timeout "$seconds" python3 -m kernelopt.cli bench "$suite" --results "$results" \
     ${START_WITHIN:+--start-within "$START_WITHIN"} \
     --proposer builtin --iterations 1 --plans 2 > /tmp/bench.log 2>&1
