@@ -8,8 +8,8 @@
 # the next call within ~30 s re-attaches to the campaigns in flight (deterministic ids),
 # finished problems travel with the (tracked) results folder and are skipped.
 # Here, afterwards: bash scripts/device_bench_unpack.sh FILES_AT/results.tgz
-# The session's last chunk: START_WITHIN=330 with SECONDS=585 (no campaign starts after
-# 330 s, so the ones running can finish before the lease ends instead of being lost).
+# The session's last chunk: START_WITHIN=230 with SECONDS=585 (no campaign starts after
+# 230 s, so the ones running -- 250-450 s each -- can finish before the lease ends).
 # GPU_TESTS="PYTEST ARGS" runs those GPU tests before the bench (see below).
 set -uo pipefail
 seconds=${1:?usage: device_bench_chunk.sh SECONDS [SUITE] [RESULTS]}
