@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from gates.correctness import correctness_verdict
+from gates.correctness import correctness_verdict, load_candidate_outputs
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK
 from gates.model_gate import model_verdict_from_sets
 from gates.perf import RooflineInputs, measure, perf_verdict
@@ -110,7 +110,9 @@ def run_gates_1_to_3(
         return verdicts, outcome
     if not verdicts[-1].passed:
         return verdicts, outcome
-    v2, outs = correctness_verdict(bundle, outcome, out_dir, settings, seconds=s2)
+    outs = load_candidate_outputs(out_dir, [s.name for s in bundle.input_sets])
+    clock.lap("load_outputs")
+    v2 = correctness_verdict(bundle, outcome, outs, settings, seconds=s2)
     clock.lap("compare")
     verdicts.append(v2)
     if not v2.passed or not settings.run_model_gate:
@@ -133,6 +135,7 @@ def run_gates_1_to_3(
             fp64_error=bundle.result.fp64_error if bundle.result else "",
         )
     )
+    clock.lap("model")
     return verdicts, outcome
 
 

@@ -97,14 +97,12 @@ def _group(problems: list[tuple[str, str]]) -> list[str]:
 def correctness_verdict(
     bundle: ReferenceBundle,
     outcome: ChildOutcome,
-    out_dir: Path,
+    outs: dict[str, list[Any]],
     settings: GateSettings,
     *,
     seconds: float,
-) -> tuple[GateVerdict, dict[str, list[Any]]]:
-    """Gate 2 verdict plus the candidate's outputs (for V_model)."""
-    names = [s.name for s in bundle.input_sets]
-    outs = load_candidate_outputs(out_dir, names)
+) -> GateVerdict:
+    """Gate 2 verdict on the candidate's outputs (``load_candidate_outputs``)."""
     thresholds = {
         "rtol": settings.rtol,
         "atol": settings.atol,
@@ -198,7 +196,7 @@ def correctness_verdict(
             feedback=fb,
             gpu_seconds=seconds,
         )
-        return verdict, outs
+        return verdict
     if grouped:
         feedback = "Your candidate produced wrong results:\n" + bullet_list(grouped)
         if result and result.weights == "seed" and result.weights_note:
@@ -215,7 +213,7 @@ def correctness_verdict(
             feedback=feedback,
             gpu_seconds=seconds,
         )
-        return verdict, outs
+        return verdict
     verdict = GateVerdict(
         gate=GateName.CORRECTNESS,
         status=GateStatus.PASS,
@@ -227,4 +225,4 @@ def correctness_verdict(
         thresholds=thresholds,
         gpu_seconds=seconds,
     )
-    return verdict, outs
+    return verdict

@@ -125,30 +125,23 @@ def compare_tensor(
             max_abs_err=float((out.double() - ref.double()).abs().max()) if mismatched else 0.0,
             worst_index=worst,
         )
-    o = out.double()
-    r = ref.double()
-    ref_finite = torch.isfinite(r)
-    out_nan = torch.isnan(o)
-    unwritten = int((out_nan & ref_finite).sum())
-    nonfinite = int((~torch.isfinite(o) & ~out_nan & ref_finite).sum())
-    # Non-finite reference values must be reproduced exactly (same NaN / same inf).
-    special_bad = int((~ref_finite & ~((o == r) | (torch.isnan(o) & torch.isnan(r)))).sum())
-    both = ref_finite & torch.isfinite(o)
-    err = torch.where(both, (o - r).abs(), torch.zeros_like(r))
-    r_fin = torch.where(ref_finite, r, torch.zeros_like(r))
-    ref_max = float(r_fin.abs().max())
-    ref_rms = float(r_fin.pow(2).mean().sqrt())
-    max_err = float(err.max())
+    st = _float_stats(out, ref, rtol=rtol, atol=atol)
+    unwritten, nonfinite, special_bad, mismatched = (
+        st.unwritten,
+        st.nonfinite,
+        st.special_bad,
+        st.mismatched,
+    )
+    ref_max, max_err = st.ref_max, st.max_err
+    ref_rms = math.sqrt(st.ref_sq / ref.numel())
     scale = max(ref_max, _TINY)
     scale_err = max_err / scale if ref_max > 0 else (0.0 if max_err == 0 else float("inf"))
-    l2_ref = float(r_fin.norm())
-    rel_l2 = float(err.norm()) / l2_ref if l2_ref > 0 else (0.0 if max_err == 0 else float("inf"))
-    bad = ~both | (err > atol + rtol * r.abs())
-    bad = bad & ref_finite  # non-finite reference positions were judged above
-    mismatched = int(bad.sum())
-    worst = _first_index(err == max_err) if max_err > 0 else []
-    worst_value = float(o[tuple(worst)]) if worst else None
-    worst_ref = float(r[tuple(worst)]) if worst else None
+    l2_ref = math.sqrt(st.ref_sq)
+    l2_err = math.sqrt(st.err_sq)
+    rel_l2 = l2_err / l2_ref if l2_ref > 0 else (0.0 if max_err == 0 else float("inf"))
+    worst = _unravel(st.worst_flat, list(ref.shape)) if max_err > 0 else []
+    worst_value = float(out.reshape(-1)[st.worst_flat]) if worst else None
+    worst_ref = float(ref.reshape(-1)[st.worst_flat]) if worst else None
     if unwritten:
         problem = f"{unwritten} of {ref.numel()} elements never written (still NaN poison)"
     elif nonfinite:
@@ -180,6 +173,65 @@ def compare_tensor(
         worst_value=worst_value,
         worst_ref=worst_ref,
     )
+
+
+# elements per chunk of the float comparison: its float64 temporaries (8 MiB each) are
+# reused from the allocator instead of being faulted in afresh for every operation
+# over the whole output -- 4-6x faster on a 7.4M-element output (2026-11-30, CPU)
+_CHUNK = 1 << 20
+
+
+@dataclass
+class _FloatStats:
+    """Sums, counts and maxima of one float comparison, accumulated chunk by chunk."""
+
+    unwritten: int = 0
+    nonfinite: int = 0
+    special_bad: int = 0
+    mismatched: int = 0
+    ref_max: float = 0.0
+    max_err: float = 0.0
+    worst_flat: int = 0  # first flat index holding max_err
+    ref_sq: float = 0.0  # sum of squared finite reference values
+    err_sq: float = 0.0  # sum of squared errors where both sides are finite
+
+
+def _float_stats(out: torch.Tensor, ref: torch.Tensor, *, rtol: float, atol: float) -> _FloatStats:
+    """Compare in float64 over flat chunks; every rule is elementwise or a reduction."""
+    st = _FloatStats()
+    o_flat, r_flat = out.reshape(-1), ref.reshape(-1)
+    for start in range(0, r_flat.numel(), _CHUNK):
+        o = o_flat[start : start + _CHUNK].double()
+        r = r_flat[start : start + _CHUNK].double()
+        ref_finite = torch.isfinite(r)
+        out_nan = torch.isnan(o)
+        st.unwritten += int((out_nan & ref_finite).sum())
+        st.nonfinite += int((~torch.isfinite(o) & ~out_nan & ref_finite).sum())
+        # non-finite reference values must be reproduced exactly (same NaN / same inf)
+        same = (o == r) | (out_nan & torch.isnan(r))
+        st.special_bad += int((~ref_finite & ~same).sum())
+        both = ref_finite & torch.isfinite(o)
+        err = torch.where(both, (o - r).abs(), torch.zeros_like(r))
+        r_fin = torch.where(ref_finite, r, torch.zeros_like(r))
+        st.ref_max = max(st.ref_max, float(r_fin.abs().max()))
+        st.ref_sq += float(r_fin.square().sum())
+        st.err_sq += float(err.square().sum())
+        bad = (~both | (err > atol + rtol * r.abs())) & ref_finite  # non-finite refs: above
+        st.mismatched += int(bad.sum())
+        chunk_max = float(err.max())
+        if chunk_max > st.max_err:  # strictly: an earlier chunk keeps a tie
+            st.max_err = chunk_max
+            st.worst_flat = start + int((err == chunk_max).nonzero()[0, 0])
+    return st
+
+
+def _unravel(flat: int, shape: list[int]) -> list[int]:
+    """The multi-index of a row-major flat index ([] for a 0-d tensor)."""
+    index: list[int] = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return index[::-1]
 
 
 def _first_index(mask: torch.Tensor) -> list[int]:

@@ -87,7 +87,13 @@ def test_forward_candidate_passes_gates_1_and_2(store: ArtifactStore, cpu_launch
     assert "cand.static_ok" in stages and 0 < cand <= stages["gates_1_2"]
     # the parent's own parts of gates 1-2 add up to it, the child among them
     parts = {k: v for k, v in stages.items() if k.startswith("gates_1_2.")}
-    assert [k.split(".")[1] for k in parts] == ["arm", "child", "shared_files", "compare"]
+    assert [k.split(".")[1] for k in parts] == [
+        "arm",
+        "child",
+        "shared_files",
+        "load_outputs",
+        "compare",
+    ]
     assert abs(sum(parts.values()) - stages["gates_1_2"]) < 0.05
     assert parts["gates_1_2.child"] >= cand - stages["cand.outside"]
 

@@ -152,3 +152,59 @@ def test_without_float64_the_fp32_baseline_is_used() -> None:
     ref = torch.randn(10)
     assert model_error_rule([ref.clone()], [ref], None, **RULE).ok
     assert not model_error_rule([ref + 0.1], [ref], None, **RULE).ok
+
+
+def _whole_tensor(out: torch.Tensor, ref: torch.Tensor, rtol: float, atol: float) -> dict:
+    """The rules of compare_tensor written over the whole tensor at once (the oracle)."""
+    o, r = out.double(), ref.double()
+    ref_finite, out_nan = torch.isfinite(r), torch.isnan(o)
+    both = ref_finite & torch.isfinite(o)
+    err = torch.where(both, (o - r).abs(), torch.zeros_like(r))
+    r_fin = torch.where(ref_finite, r, torch.zeros_like(r))
+    max_err = float(err.max())
+    hits = (err == max_err).nonzero()
+    return {
+        "unwritten": int((out_nan & ref_finite).sum()),
+        "nonfinite": int((~torch.isfinite(o) & ~out_nan & ref_finite).sum()),
+        "mismatched": int(((~both | (err > atol + rtol * r.abs())) & ref_finite).sum()),
+        "max_abs_err": max_err,
+        "ref_max_abs": float(r_fin.abs().max()),
+        "ref_rms": float(r_fin.pow(2).mean().sqrt()),
+        "rel_l2_err": float(err.norm()) / float(r_fin.norm()),
+        "worst_index": [int(v) for v in hits[0]] if max_err > 0 else [],
+    }
+
+
+def test_chunked_comparison_matches_the_whole_tensor_rules(monkeypatch) -> None:
+    """Chunk boundaries change nothing: counts and maxima exactly, sums to rounding."""
+    import gates.numerics as numerics
+
+    monkeypatch.setattr(numerics, "_CHUNK", 1000)  # many chunks, boundaries mid-row
+    gen = torch.Generator().manual_seed(7)
+    ref = torch.randn(7, 13, 31, generator=gen)
+    out = ref + 1e-3 * torch.randn(ref.shape, generator=gen)
+    out[0, 0, :5] = float("nan")  # unwritten poison in the first chunk
+    out[3, 2, 7] = float("inf")  # non-finite where the reference is finite
+    ref[5, 1, 1] = float("nan")  # reference NaN, not reproduced
+    ref[6, 12, 30], out[6, 12, 30] = 1.0, 1.5  # the worst error, in the last chunk
+    ref[2, 0, 0], out[2, 0, 0] = 1.0, 0.5  # the same error earlier: the first is the worst
+    got = compare_tensor(0, out, ref, rtol=1e-3, atol=1e-3, scale_tol=1e-3)
+    want = _whole_tensor(out, ref, 1e-3, 1e-3)
+    for key in ("unwritten", "nonfinite", "mismatched", "max_abs_err", "ref_max_abs"):
+        assert getattr(got, key) == want[key], key
+    assert got.worst_index == want["worst_index"] == [2, 0, 0]
+    assert got.worst_value == float(out[2, 0, 0]) and got.worst_ref == float(ref[2, 0, 0])
+    for key in ("ref_rms", "rel_l2_err"):
+        assert abs(getattr(got, key) - want[key]) <= 1e-12 * want[key], key
+    assert not got.ok and got.unwritten == 5
+
+
+def test_chunked_comparison_of_a_transposed_output_and_a_scalar() -> None:
+    """Flat order is the logical row-major order, whatever the strides; 0-d works."""
+    ref = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    out = ref.t().contiguous().t().clone()  # same values, column-major strides
+    out[1, 2] += 0.25
+    got = compare_tensor(0, out, ref, rtol=1e-3, atol=1e-3, scale_tol=1e-3)
+    assert got.worst_index == [1, 2] and got.mismatched == 1
+    scalar = compare_tensor(0, torch.tensor(2.0), torch.tensor(1.0), rtol=0, atol=0, scale_tol=0)
+    assert not scalar.ok and scalar.max_abs_err == 1.0 and scalar.worst_index == []
