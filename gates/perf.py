@@ -301,11 +301,13 @@ def perf_verdict(
         return (
             verdict(
                 GateStatus.FAIL,
-                f"candidate replaced timing functions: {', '.join(tampered)} "
-                f"(restored; honest host time {host:.4g} ms)",
-                "Your module replaced timing or synchronisation functions "
-                f"({', '.join(tampered)}). Kernels must not touch timers, events or "
-                "synchronisation; the measurement is done with the originals regardless.",
+                "candidate replaced timing functions or changed global backend settings: "
+                f"{', '.join(tampered)} (restored; honest host time {host:.4g} ms)",
+                "Your module replaced timing or synchronisation functions, or changed "
+                f"global torch backend settings ({', '.join(tampered)}). Kernels must not "
+                "touch timers, events, synchronisation or switches such as TF32 and "
+                "cudnn.benchmark, which change the library calls around your kernel; the "
+                "measurement is done with the originals regardless.",
             ),
             None,
             None,

@@ -8,9 +8,11 @@ The timing child imports this module first.  ``TimerKit()`` then
   change what these references call;
 * snapshots every attribute a timer cheat would replace (do_bench, the
   ``torch.cuda.Event`` class and its methods, the synchronise functions, the
-  time functions, Triton's active driver), so ``tampered()`` names anything
-  the candidate swapped and ``restore()`` puts the originals back before
-  timing: the numbers are honest and the tampering is still reported.
+  time functions, Triton's active driver), and the values of the backend
+  switches that make library calls faster (TF32, cuDNN's benchmark mode), so
+  ``tampered()`` names anything the candidate swapped and ``restore()`` puts
+  the originals back before timing: the numbers are honest and the tampering
+  is still reported.
 
 The host timer runs a batch of calls between two device-wide synchronisations,
 so work on any stream is inside the window; it cross-checks ``do_bench``'s
@@ -27,6 +29,48 @@ from typing import Any
 import torch
 
 _perf_counter_ns = time.perf_counter_ns
+
+
+def _backend_settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
+    """(label, read, write) of the global switches that change library calls' speed.
+
+    A candidate that turns TF32 or cuDNN's autotuner on at import makes the frozen
+    cuBLAS/cuDNN calls of the whole forward faster (or less precise), and its own
+    kernel would be credited.  These are values, not objects, so they are compared
+    by value.
+    """
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+
+    def attr(owner: Any, name: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+        return (lambda: getattr(owner, name)), (lambda v: setattr(owner, name, v))
+
+    return [  # the precision first: restoring it resets the per-backend switches too
+        (
+            "torch.float32_matmul_precision",
+            torch.get_float32_matmul_precision,
+            torch.set_float32_matmul_precision,
+        ),
+        ("torch.backends.cuda.matmul.allow_tf32", *attr(matmul, "allow_tf32")),
+        (
+            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+            *attr(matmul, "allow_fp16_reduced_precision_reduction"),
+        ),
+        (
+            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+            *attr(matmul, "allow_bf16_reduced_precision_reduction"),
+        ),
+        ("torch.backends.cudnn.allow_tf32", *attr(cudnn, "allow_tf32")),
+        ("torch.backends.cudnn.benchmark", *attr(cudnn, "benchmark")),
+        ("torch.backends.cudnn.enabled", *attr(cudnn, "enabled")),
+    ]
+
+
+def _differs(read: Callable[[], Any], value: Any) -> bool:
+    """A switch that no longer reads back (torch refuses mixed precision APIs) has changed."""
+    try:
+        return read() != value
+    except Exception:  # any error of torch's getter means a state we did not leave
+        return True
 
 
 def _watched() -> list[tuple[str, Any, str]]:
@@ -79,6 +123,9 @@ class TimerKit:
             (label, owner, attr, owner.__dict__.get(attr, getattr(owner, attr, None)))
             for label, owner, attr in _watched()
         ]
+        self._settings = [
+            (label, read, write, read()) for label, read, write in _backend_settings()
+        ]
         self._sync: Callable[[], None] = (
             torch._C._cuda_synchronize if self.cuda else (lambda: None)  # type: ignore[attr-defined]
         )
@@ -95,6 +142,7 @@ class TimerKit:
             current = owner.__dict__.get(attr, getattr(owner, attr, None))
             if current is not original:
                 out.append(label)
+        out += [label for label, read, _w, value in self._settings if _differs(read, value)]
         return out
 
     def restore(self) -> None:
@@ -102,6 +150,8 @@ class TimerKit:
             current = owner.__dict__.get(attr, getattr(owner, attr, None))
             if current is not original and original is not None:
                 setattr(owner, attr, original)
+        for _label, _read, write, value in self._settings:
+            write(value)  # unconditionally, in order: reading a mixed state can raise
 
     def sync(self) -> None:
         self._sync()

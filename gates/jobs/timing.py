@@ -80,8 +80,8 @@ def graph_replay_ms(
 
 def run(job: TimingJob) -> TimingResult:
     cuda = job.device.startswith("cuda")
+    strict_fp32()  # before the kit: it snapshots these switches as the honest state
     kit = TimerKit(job.device)
-    strict_fp32()
     t_start = kit.now_ns()
     with torch.no_grad():
         fn, _info = build_callable(

@@ -85,6 +85,14 @@ CASES: tuple[Case, ...] = (
         ("performance",),
         perf_on_cpu=True,
     ),
+    Case(
+        "backend_flags",
+        "swish_bias",
+        "TF32 / cudnn.benchmark switched on at import",
+        "reject",
+        ("performance",),
+        perf_on_cpu=True,
+    ),
     # --- broken candidates: a verdict, never a crash of ours ----------------------------
     Case("syntax_error", "swish_bias", "syntax error", "reject", ("static",)),
     Case("raises", "swish_bias", "exception at first call", "reject", ("static",)),

@@ -276,3 +276,16 @@ def test_timing_rounds_record_where_they_ran(suite: SuiteResult) -> None:
         assert len(r["cpus"]) == len(r["cpu_nodes"]) == 3
         if os.path.exists("/proc/self/stat"):
             assert all(isinstance(c, int) and c >= 0 for c in r["cpus"]), r["cpus"]
+
+
+def test_backend_switches_are_named_and_restored(suite: SuiteResult) -> None:
+    perf = suite.by_candidate()["backend_flags"].result.verdicts[-1]
+    assert perf.status == GateStatus.FAIL, perf.reason
+    for switch in (
+        "torch.backends.cuda.matmul.allow_tf32",
+        "torch.backends.cudnn.allow_tf32",
+        "torch.backends.cudnn.benchmark",
+        "torch.float32_matmul_precision",
+    ):
+        assert switch in perf.metrics["tampered"], switch
+    assert "changed global backend settings" in perf.reason
