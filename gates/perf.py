@@ -294,7 +294,14 @@ def perf_verdict(
             None,
             None,
         )
-    tampered = sorted({t for r in m.candidate for t in r.tampered_before + r.tampered_after})
+    # a change the baseline's processes show too is the harness's (torch, Inductor), not
+    # the candidate's: the baseline never imports candidate code
+    harness = {t for r in m.baseline for t in r.tampered_before + r.tampered_after}
+    if harness:
+        metrics["changed_by_baseline"] = sorted(harness)
+    tampered = sorted(
+        {t for r in m.candidate for t in r.tampered_before + r.tampered_after} - harness
+    )
     if tampered:
         host = median([r.host_ms for r in m.candidate])
         metrics["tampered"] = tampered

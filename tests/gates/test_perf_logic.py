@@ -150,3 +150,33 @@ def test_floor_counts_bytes_at_measured_bandwidth() -> None:
     assert check.floor_ms == pytest.approx(1.0)
     assert ceilings_for("Some Unknown GPU") is None
     assert ceilings_for("Some Unknown GPU", 1000.0) is not None
+
+
+def _round(side: str, ms: float, changed: list[str]) -> object:
+    from gates.protocol import TimingResult
+
+    return TimingResult(
+        side=side, event_ms=None, event_samples=[ms] * 5, host_ms=ms, tampered_before=changed
+    )
+
+
+def test_only_changes_the_baseline_does_not_show_are_the_candidates() -> None:
+    """A switch torch itself flips shows on both sides; the candidate is not failed for it."""
+    from gates.perf import PerfMeasurement, perf_verdict
+    from kernelopt.contracts.verdicts import GateSettings, GateStatus
+
+    settings = GateSettings(device="cpu", min_rounds=1, max_rounds=1)
+    harness = "torch.backends.cudnn.benchmark"
+    both = PerfMeasurement(
+        baseline=[_round("baseline", 2.0, [harness])],
+        candidate=[_round("candidate", 1.0, [harness])],
+    )
+    v, _, _ = perf_verdict(both, settings=settings, gamma=1.03, roofline=None)
+    assert v.status == GateStatus.PASS and v.metrics["changed_by_baseline"] == [harness]
+    cheat = "torch.backends.cuda.matmul.allow_tf32"
+    own = PerfMeasurement(
+        baseline=[_round("baseline", 2.0, [harness])],
+        candidate=[_round("candidate", 1.0, [harness, cheat])],
+    )
+    v, _, _ = perf_verdict(own, settings=settings, gamma=1.03, roofline=None)
+    assert v.status == GateStatus.FAIL and v.metrics["tampered"] == [cheat]
