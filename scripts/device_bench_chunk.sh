@@ -19,11 +19,12 @@ source scripts/device_env.sh
 export KERNELOPT_HOME=${KERNELOPT_HOME:-/tmp/ko-bench}
 export KERNELOPT_SERVER_PORT=${KERNELOPT_SERVER_PORT:-7843} KERNELOPT_UI_PORT=${KERNELOPT_UI_PORT:-8843}
 nvidia-smi -L
-# GPU tests to run first (a change's device check), e.g. GPU_TESTS="tests/compile/test_gpu.py
-# -k numerics": their time comes on top of SECONDS, so shorten SECONDS to match
+# GPU tests to run first (a change's device check): GPU_TESTS="FILES" and, optionally,
+# GPU_TESTS_K="pytest -k expression". Their time comes on top of SECONDS: shorten SECONDS.
 if [ -n "${GPU_TESTS:-}" ]; then
     # shellcheck disable=SC2086
-    python3 -m pytest -q -m gpu -p no:cacheprovider $GPU_TESTS 2>&1 | tail -n 15
+    python3 -m pytest -q -m gpu -p no:cacheprovider $GPU_TESTS ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} \
+        2>&1 | tail -n 25
 fi
 timeout "$seconds" python3 -m kernelopt.cli bench "$suite" --results "$results" \
     ${START_WITHIN:+--start-within "$START_WITHIN"} \
