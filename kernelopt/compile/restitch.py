@@ -279,13 +279,19 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
     from kernelopt.stages import StageClock
 
     stages = StageClock()
-    from kernelopt.compile.runtime import load_tensors, save_tensors, wrapper_call
+    from kernelopt.compile.runtime import (
+        compile_in_process,
+        load_tensors,
+        save_tensors,
+        wrapper_call,
+    )
     from kernelopt.compile.timing import compare_outputs, require_cuda
     from kernelopt.precision import strict_fp32
 
     stages.lap("imports")
     require_cuda()
     strict_fp32()
+    compile_in_process()
     call = wrapper_call(inp.compiled, store, ref)
     args = load_tensors(store, inp.compiled.args, "cuda")
     stages.lap("load")

@@ -67,6 +67,20 @@ def _load_module(source: str, name: str, kind: str) -> ModuleType:
     return module
 
 
+def compile_in_process() -> None:
+    """Load a compiled wrapper's kernels in this process, without Inductor's worker pool.
+
+    The kernels are in the compiler caches already (compile put them there), so a
+    pool only costs a sidecar and its workers importing torch beside us -- and it
+    would outlive a killed child.  Gate children do the same through
+    ``TORCHINDUCTOR_COMPILE_THREADS=1`` (``gates.runner.child_env``); triage and
+    re-stitch children are started before their job is known, so they set it here.
+    """
+    from torch._inductor import config
+
+    config.compile_threads = 1
+
+
 def load_wrapper_module(source: str, name: str) -> ModuleType:
     """Import an Inductor wrapper's text as a module (its kernels compile on import)."""
     return _load_module(source, name, "wrapper")

@@ -158,6 +158,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     from kernelopt.checkpoint import report
     from kernelopt.compile.harness import KernelHarness, event_times
     from kernelopt.compile.runtime import (
+        compile_in_process,
         load_tensors,
         load_wrapper_module,
         pin_configs,
@@ -169,6 +170,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     stages.lap("imports")  # torch and Inductor: outside the process's import_target
     require_cuda()
     strict_fp32()  # profile the program the gates time
+    compile_in_process()
     compiled = inp.compiled
     module = load_wrapper_module(
         store.get_text(compiled.wrapper), f"{compiled.problem.name}_baseline"

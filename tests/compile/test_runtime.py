@@ -88,3 +88,15 @@ def test_tensors_round_trip_with_strides(tmp_path: Path) -> None:
     back = load_tensors(store, ref)
     assert torch.equal(back[0], t) and back[0].stride() == t.stride()
     assert back[1:] == [7, [1, 2]]
+
+
+def test_compile_in_process_turns_off_inductors_worker_pool(monkeypatch) -> None:
+    """Triage and re-stitch load cached kernels in-process: no pool beside them."""
+    from torch._inductor import async_compile, config
+
+    from kernelopt.compile.runtime import compile_in_process
+
+    monkeypatch.setattr(config, "compile_threads", 8)
+    compile_in_process()
+    assert async_compile.get_compile_threads() == 1
+    assert async_compile.AsyncCompile.use_process_pool() is False
