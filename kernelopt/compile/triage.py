@@ -182,8 +182,9 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     def fn() -> object:
         return run_call(module, args)
 
-    # the wall time first: after torch.profiler has run, launches can be slower (on the
-    # H200 a launch-bound RNN cell read 0.61 ms here after profiling, 0.41 ms in gate 4)
+    # the wall time before the profiler touches the process: measured after it, a
+    # launch-bound RNN cell read 0.61 ms here against 0.41 ms in gate 4 (H200; whether
+    # the profiler's leftover state is the cause is to be seen on the next GPU run)
     wall = bench_ms(fn)
     stages.lap("wall")
     report({"step": "profile"})
