@@ -31,38 +31,57 @@ import torch
 _perf_counter_ns = time.perf_counter_ns
 
 
+# (label, getter, setter) in torch._C, the precision first: restoring it resets the
+# per-backend switches too.  Read and written through torch._C functions captured when
+# the kit is made, so a candidate that patches the Python properties cannot hide a change.
+_SWITCHES = [
+    (
+        "torch.float32_matmul_precision",
+        "_get_float32_matmul_precision",
+        "_set_float32_matmul_precision",
+    ),
+    ("torch.backends.cuda.matmul.allow_tf32", "_get_cublas_allow_tf32", "_set_cublas_allow_tf32"),
+    (
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+        "_get_cublas_allow_fp16_reduced_precision_reduction",
+        "_set_cublas_allow_fp16_reduced_precision_reduction",
+    ),
+    (
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+        "_get_cublas_allow_bf16_reduced_precision_reduction",
+        "_set_cublas_allow_bf16_reduced_precision_reduction",
+    ),
+    (
+        "torch.backends.cuda.matmul.allow_fp16_accumulation",
+        "_get_cublas_allow_fp16_accumulation",
+        "_set_cublas_allow_fp16_accumulation",
+    ),
+    ("torch.backends.cudnn.allow_tf32", "_get_cudnn_allow_tf32", "_set_cudnn_allow_tf32"),
+    ("torch.backends.cudnn.benchmark", "_get_cudnn_benchmark", "_set_cudnn_benchmark"),
+    ("torch.backends.cudnn.enabled", "_get_cudnn_enabled", "_set_cudnn_enabled"),
+]
+
+
 def _backend_settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
     """(label, read, write) of the global switches that change library calls' speed.
 
     A candidate that turns TF32 or cuDNN's autotuner on at import makes the frozen
     cuBLAS/cuDNN calls of the whole forward faster (or less precise), and its own
     kernel would be credited.  These are values, not objects, so they are compared
-    by value.
+    by value.  Switches this torch does not have are skipped.
     """
-    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    out = []
+    for label, get_name, set_name in _SWITCHES:
+        getter, setter = getattr(torch._C, get_name, None), getattr(torch._C, set_name, None)
+        if getter is None or setter is None:
+            continue
 
-    def attr(owner: Any, name: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
-        return (lambda: getattr(owner, name)), (lambda v: setattr(owner, name, v))
+        def write(value: Any, setter: Callable[..., None] = setter) -> None:
+            # some getters return a tuple (reduced precision, split-k) the setter takes apart
+            setter(*value) if isinstance(value, tuple) else setter(value)
 
-    return [  # the precision first: restoring it resets the per-backend switches too
-        (
-            "torch.float32_matmul_precision",
-            torch.get_float32_matmul_precision,
-            torch.set_float32_matmul_precision,
-        ),
-        ("torch.backends.cuda.matmul.allow_tf32", *attr(matmul, "allow_tf32")),
-        (
-            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
-            *attr(matmul, "allow_fp16_reduced_precision_reduction"),
-        ),
-        (
-            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
-            *attr(matmul, "allow_bf16_reduced_precision_reduction"),
-        ),
-        ("torch.backends.cudnn.allow_tf32", *attr(cudnn, "allow_tf32")),
-        ("torch.backends.cudnn.benchmark", *attr(cudnn, "benchmark")),
-        ("torch.backends.cudnn.enabled", *attr(cudnn, "enabled")),
-    ]
+        out.append((label, getter, write))
+    return out
 
 
 def _differs(read: Callable[[], Any], value: Any) -> bool:

@@ -57,6 +57,31 @@ def test_timer_kit_detects_and_restores_patches() -> None:
         time.perf_counter = original  # type: ignore[assignment]
 
 
+def test_timer_kit_sees_backend_switches_set_behind_the_python_properties() -> None:
+    """Set through torch._C directly, or mixing the new and legacy precision APIs."""
+    from kernelopt.precision import strict_fp32
+
+    before = TimerKit("cpu")  # this process's switches, put back at the end
+    strict_fp32()
+    kit = TimerKit("cpu")
+    try:
+        torch._C._set_cudnn_benchmark(True)
+        torch.backends.cudnn.conv.fp32_precision = "tf32"  # new API: legacy getter now raises
+        torch.set_float32_matmul_precision("medium")
+        changed = kit.tampered()
+        for label in (
+            "torch.backends.cudnn.benchmark",
+            "torch.backends.cudnn.allow_tf32",
+            "torch.float32_matmul_precision",
+        ):
+            assert label in changed, (label, changed)
+        kit.restore()
+        assert kit.tampered() == []
+        assert torch._C._get_cudnn_benchmark() is False
+    finally:
+        before.restore()
+
+
 def test_host_timer_measures_real_work() -> None:
     kit = TimerKit("cpu")
     ms = kit.host_batch_ms(lambda: time.sleep(0.002), calls=5)
