@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gates.cache_guard import file_state
 from gates.zygote import Zygote, ZygoteError
 from kernelopt.log import get_logger
 
@@ -118,8 +119,6 @@ class DigestMemo:
         self.hashed = 0
 
     def _in_state(self, path: str, state: tuple[int, int, int]) -> bool:
-        from gates.cache_guard import file_state
-
         try:
             st = os.lstat(path)
         except OSError:
