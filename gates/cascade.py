@@ -22,6 +22,7 @@ import torch
 from gates.correctness import correctness_verdict, load_candidate_outputs
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK
 from gates.model_gate import model_verdict_from_sets
+from gates.numerics import comparison_threads
 from gates.perf import RooflineInputs, measure, perf_verdict
 from gates.protocol import CandidateJob, ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
@@ -112,7 +113,8 @@ def run_gates_1_to_3(
         return verdicts, outcome
     outs = load_candidate_outputs(out_dir, [s.name for s in bundle.input_sets])
     clock.lap("load_outputs")
-    v2 = correctness_verdict(bundle, outcome, outs, settings, seconds=s2)
+    with comparison_threads():
+        v2 = correctness_verdict(bundle, outcome, outs, settings, seconds=s2)
     clock.lap("compare")
     verdicts.append(v2)
     if not v2.passed or not settings.run_model_gate:
@@ -126,15 +128,16 @@ def run_gates_1_to_3(
         )
         for s in bundle.input_sets
     ]
-    verdicts.append(
-        model_verdict_from_sets(
-            sets,
-            tolerance=settings.model_tolerance,
-            rho_max=settings.rho_max,
-            settings=settings,
-            fp64_error=bundle.result.fp64_error if bundle.result else "",
+    with comparison_threads():
+        verdicts.append(
+            model_verdict_from_sets(
+                sets,
+                tolerance=settings.model_tolerance,
+                rho_max=settings.rho_max,
+                settings=settings,
+                fp64_error=bundle.result.fp64_error if bundle.result else "",
+            )
         )
-    )
     clock.lap("model")
     return verdicts, outcome
 

@@ -17,12 +17,35 @@ directly).  Two rules beyond plain ``allclose``:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 
 _TINY = 1e-30
+
+
+@contextmanager
+def comparison_threads(limit: int = 1) -> Iterator[None]:
+    """Compare on at most ``limit`` intra-op threads, torch's own count restored after.
+
+    The comparisons are ~20 elementwise ops per 1M-element chunk, each ending at
+    an OpenMP barrier.  With torch's default of one thread per CPU, two gate
+    processes comparing at once (two GPU workers on one host) spin against each
+    other at every barrier: on the H200 host, level3/004's two workers compared
+    12.8M-element outputs at the same moment and took 31-33 s each, against
+    0.2-3 s alone (2026-11-30); two such processes on a 2-CPU machine here took
+    22.7 s with 2 threads each and 1.3 s with one.  One thread never waits on a
+    barrier and is at most ~1.5x slower than two on an idle machine.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, min(limit, before)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

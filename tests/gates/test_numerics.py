@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from gates.numerics import compare_outputs, compare_tensor, model_error_rule
+from gates.numerics import compare_outputs, compare_tensor, comparison_threads, model_error_rule
 
 TOL = {"rtol": 1e-3, "atol": 1e-3, "scale_tol": 2e-3}
 
@@ -208,3 +208,19 @@ def test_chunked_comparison_of_a_transposed_output_and_a_scalar() -> None:
     assert got.worst_index == [1, 2] and got.mismatched == 1
     scalar = compare_tensor(0, torch.tensor(2.0), torch.tensor(1.0), rtol=0, atol=0, scale_tol=0)
     assert not scalar.ok and scalar.max_abs_err == 1.0 and scalar.worst_index == []
+
+
+def test_comparison_threads_limits_and_restores_torch_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with comparison_threads():
+            assert torch.get_num_threads() == 1
+            ok = compare_tensor(0, torch.ones(5), torch.ones(5), rtol=0, atol=0, scale_tol=0)
+        assert ok.ok
+        assert torch.get_num_threads() == 2
+        with pytest.raises(ValueError), comparison_threads():
+            raise ValueError("a failing comparison still restores the count")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
