@@ -285,12 +285,14 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
         save_tensors,
         wrapper_call,
     )
-    from kernelopt.compile.timing import compare_outputs, require_cuda
+    from kernelopt.compile.timing import compare_outputs, init_cuda, require_cuda
     from kernelopt.precision import strict_fp32
 
     stages.lap("imports")
     require_cuda()
     strict_fp32()
+    init_cuda()
+    stages.lap("cuda_init")
     compile_in_process()
     call = wrapper_call(inp.compiled, store, ref)
     args = load_tensors(store, inp.compiled.args, "cuda")

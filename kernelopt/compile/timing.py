@@ -26,6 +26,19 @@ def require_cuda() -> None:
         raise NoGpuError("this step needs a CUDA GPU and none is visible")
 
 
+def init_cuda() -> None:
+    """Create the CUDA context now, so a step's stage clock tells it apart from loading.
+
+    Triage's and re-stitch's ``load`` stage took 7-8 s on the H200 (2026-11-30)
+    where a gate child builds the same wrapper in 1-2 s; whether the context or
+    the kernels cost it decides what to fix.
+    """
+    import torch
+
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+
+
 def bench_ms(fn: Callable[[], Any], warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> float:
     """Median wall time of ``fn`` in ms (triton.testing.do_bench, L2 flushed between reps)."""
     from triton.testing import do_bench

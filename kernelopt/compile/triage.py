@@ -164,12 +164,14 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         pin_configs,
         run_call,
     )
-    from kernelopt.compile.timing import bench_ms, profile_kernels, require_cuda
+    from kernelopt.compile.timing import bench_ms, init_cuda, profile_kernels, require_cuda
     from kernelopt.precision import strict_fp32
 
     stages.lap("imports")  # torch and Inductor: outside the process's import_target
     require_cuda()
     strict_fp32()  # profile the program the gates time
+    init_cuda()
+    stages.lap("cuda_init")
     compile_in_process()
     compiled = inp.compiled
     module = load_wrapper_module(

@@ -164,7 +164,7 @@ def test_identity_restitch_and_triage(rel: str, gpu_store) -> None:
     result = restitch(
         RestitchInput(compiled=compiled, segment=multi, replacements=replacements), gpu_store
     )
-    assert list(result.stage_seconds) == ["imports", "load", "run", "compare"]
+    assert list(result.stage_seconds) == ["imports", "cuda_init", "load", "run", "compare"]
     seg = segment(SegmentInput(compiled=compiled), gpu_store)
     tri = triage(TriageInput(compiled=compiled, segment=seg), gpu_store)
     name = compiled.problem.name
