@@ -23,16 +23,20 @@ nvidia-smi -L
 # GPU_TESTS_K="pytest -k expression". Their time comes on top of SECONDS: shorten SECONDS.
 if [ -n "${GPU_TESTS:-}" ]; then
     # shellcheck disable=SC2086
-    python3 -m pytest -q -m gpu -p no:cacheprovider $GPU_TESTS ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} \
-        2>&1 | tail -n 25
+    # the whole log also goes to $OUT: the bench's cost table pushes this tail out of the
+    # device call's 12,000-character output
+    python3 -m pytest -q -rA -m gpu -p no:cacheprovider $GPU_TESTS ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} \
+        > "$OUT/gpu_tests.log" 2>&1
+    tail -n 25 "$OUT/gpu_tests.log"
 fi
 timeout "$seconds" python3 -m kernelopt.cli bench "$suite" --results "$results" \
     ${START_WITHIN:+--start-within "$START_WITHIN"} \
     --proposer builtin --iterations 1 --plans 2 > /tmp/bench.log 2>&1
 echo "bench exit $? (124: cut by the time limit)"
-python3 scripts/bench_costs.py "$results" /tmp/costs || echo "no cost table"
+# the table itself travels in results.tgz; printed whole, it fills the output tail
+python3 scripts/bench_costs.py "$results" /tmp/costs | tail -n 1 || echo "no cost table"
 ls "$results"/level*/ 2>/dev/null | grep -c '\.json$' | sed 's/^/outcomes: /'
-tail -n 5 /tmp/costs/activity_durations.txt 2>/dev/null
+tail -n 5 /tmp/costs/activity_durations.txt 2>/dev/null | cut -c1-160
 # how the GPU workers launched gate jobs (zygote or spawn), and their logs for reading here
 grep -h -o -i -E '(zygote|spawn).{0,60}' "$KERNELOPT_HOME"/workers/*.log 2>/dev/null \
     | sed 's/[0-9]\+/N/g' | sort | uniq -c | sort -rn | head -n 12
