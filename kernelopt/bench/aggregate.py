@@ -16,6 +16,7 @@ Conventions (spec section 6), applied here and nowhere else:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
@@ -239,7 +240,16 @@ NUMERICS_NOT_RECORDED = "not recorded (outcomes from before the policy was recor
 
 
 def _distinct(values: Iterable[str]) -> list[str]:
-    return sorted({v for v in values if v})
+    """Each value once; with more than one, each says how many problems it covers.
+
+    A suite that straddles a version or policy change must show how much of the
+    table each side is, not only that both exist.
+    """
+    counts = Counter(v for v in values if v)
+    if len(counts) < 2:
+        return sorted(counts)
+    total = sum(counts.values())
+    return [f"{counts[v]} of {total} problems: {v}" for v in sorted(counts)]
 
 
 def summarize(

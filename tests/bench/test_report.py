@@ -102,6 +102,7 @@ def test_header_names_the_numerics_policy_and_older_outcomes_without_it() -> Non
         ProblemResult(level=1, name="002_b", outcome=outcome("b", "fallback")),
     ]
     header = dict(header_lines(summarize(results)))
-    assert POLICY in header["numerics"] and NUMERICS_NOT_RECORDED in header["numerics"]
+    assert f"1 of 2 problems: {POLICY}" in header["numerics"]
+    assert f"1 of 2 problems: {NUMERICS_NOT_RECORDED}" in header["numerics"]
     only_new = dict(header_lines(summarize(results[:1])))
     assert only_new["numerics"] == POLICY
