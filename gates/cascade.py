@@ -129,15 +129,14 @@ def run_gates_1_to_3(
         for s in bundle.input_sets
     ]
     with comparison_threads():
-        verdicts.append(
-            model_verdict_from_sets(
-                sets,
-                tolerance=settings.model_tolerance,
-                rho_max=settings.rho_max,
-                settings=settings,
-                fp64_error=bundle.result.fp64_error if bundle.result else "",
-            )
+        v3 = model_verdict_from_sets(
+            sets,
+            tolerance=settings.model_tolerance,
+            rho_max=settings.rho_max,
+            settings=settings,
+            fp64_error=bundle.result.fp64_error if bundle.result else "",
         )
+    verdicts.append(v3)
     clock.lap("model")
     return verdicts, outcome
 

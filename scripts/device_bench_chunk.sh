@@ -22,9 +22,9 @@ nvidia-smi -L
 # GPU tests to run first (a change's device check): GPU_TESTS="FILES" and, optionally,
 # GPU_TESTS_K="pytest -k expression". Their time comes on top of SECONDS: shorten SECONDS.
 if [ -n "${GPU_TESTS:-}" ]; then
-    # shellcheck disable=SC2086
     # the whole log also goes to $OUT: the bench's cost table pushes this tail out of the
     # device call's 12,000-character output
+    # shellcheck disable=SC2086
     python3 -m pytest -q -rA -m gpu -p no:cacheprovider $GPU_TESTS ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} \
         > "$OUT/gpu_tests.log" 2>&1
     tail -n 25 "$OUT/gpu_tests.log"
