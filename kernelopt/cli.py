@@ -57,6 +57,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _campaign_id(text: str) -> str:
+    """An empty id (a shell variable that was never set) would reach Temporal as "WorkflowId is not set"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty campaign id: `kernelopt list` shows the ids")
+    return text.strip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelopt",
@@ -110,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("audit", "every candidate, its gates and the decision"),
     ]:
         p = sub.add_parser(name, help=text)
-        p.add_argument("id")
+        p.add_argument("id", type=_campaign_id)
         if name == "show":
             p.add_argument("--follow", action="store_true")
             p.add_argument("--json", action="store_true")
@@ -118,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true")
             p.add_argument("--html", type=Path, default=None)
     bud = sub.add_parser("budget", help="change a running campaign's budgets")
-    bud.add_argument("id")
+    bud.add_argument("id", type=_campaign_id)
     _add_budget_options(bud)
 
     bench = sub.add_parser("bench", help="run a suite (KernelBench layout) and report")

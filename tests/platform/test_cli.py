@@ -59,6 +59,16 @@ def test_bad_problem_files_are_rejected_before_any_workflow(
     assert not (settings.server_dir / "server.pid").exists()
 
 
+@pytest.mark.parametrize("command", ["cancel", "show", "audit", "budget"])
+def test_empty_campaign_id_is_refused_before_any_server(tmp_path: Path, command: str) -> None:
+    """`kernelopt cancel "$ID"` with an unset variable: say so, start nothing."""
+    settings = make_settings(tmp_path / "home")
+    done = kernelopt([command, " "], env_for(settings))
+    assert done.returncode == 2
+    assert "empty campaign id" in done.stderr and "kernelopt list" in done.stderr
+    assert not (settings.server_dir / "server.pid").exists()
+
+
 def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
