@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from kernelopt.config import Settings
 from kernelopt.contracts import (
@@ -513,8 +513,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except RPCError as exc:
+        hint = (
+            " (`kernelopt list` shows the campaigns on this server)"
+            if exc.status == RPCStatusCode.NOT_FOUND
+            else ""
+        )
         err_console.print(
-            f"[red]kernelopt {args.command}:[/] Temporal said: {exc.message}",
+            f"[red]kernelopt {args.command}:[/] Temporal said: {exc.message}{hint}",
             highlight=False,
             soft_wrap=True,
         )

@@ -69,6 +69,20 @@ def test_empty_campaign_id_is_refused_before_any_server(tmp_path: Path, command:
     assert not (settings.server_dir / "server.pid").exists()
 
 
+def test_unknown_campaign_id_points_to_the_listing(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "home")
+    env = env_for(settings)
+    try:
+        assert kernelopt(["server", "start"], env).returncode == 0
+        done = kernelopt(["cancel", "no-such-campaign"], env)
+        assert done.returncode == 2
+        text = " ".join(done.stderr.split())
+        assert "not found" in text and "no-such-campaign" in text, text
+        assert "`kernelopt list` shows the campaigns" in text, text
+    finally:
+        kernelopt(["server", "stop"], env)
+
+
 def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
