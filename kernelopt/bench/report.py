@@ -149,15 +149,33 @@ def problem_table(summary: BenchSummary) -> Table:
                 _num(r.baseline_ms, ".4f"),
                 f"{r.gpu_seconds:.0f}",
                 f"{r.tokens:,}",
-                r.reason.replace("\n", " ")[:160],
+                clip(r.reason, REASON_CHARS),
             ]
         )
     return head, rows
 
 
+REASON_CHARS = 160  # per-problem reasons in the tables; the outcome JSON has them whole
+
+
+def clip(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters, cut between words and marked as cut.
+
+    A reason cut mid-word reads as a different reason ("passed at 1.0" of "1.003x").
+    """
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 4]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ;,:(") + " ..."
+
+
 def failed_table(summary: BenchSummary) -> Table:
     """Problems whose campaign raised instead of ending with an outcome: not in any count."""
-    rows = [[key, error.replace("\n", " ")[:300]] for key, error in summary.failed.items()]
+    rows = [[key, clip(error, 300)] for key, error in summary.failed.items()]
     return ["problem", "error of its last attempt"], rows
 
 
@@ -188,7 +206,9 @@ NOTE = (
     "f is the fraction of baseline time spent in vendor library calls; the Amdahl ceiling "
     "1/(f + (1-f)/S) bounds any result that leaves those calls untouched. Problems marked "
     "* ran in single-kernel mode: the whole forward, library call included, was the target, "
-    "so nothing was frozen and no ceiling applies (f is shown as measured)."
+    "so nothing was frozen and no ceiling applies (f is shown as measured). A reason "
+    f"longer than {REASON_CHARS} characters ends in '...'; the problem's outcome file "
+    "(levelN/NAME.json) has it whole."
 )
 
 SECTIONS = (

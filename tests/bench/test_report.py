@@ -106,3 +106,15 @@ def test_header_names_the_numerics_policy_and_older_outcomes_without_it() -> Non
     assert f"1 of 2 problems: {NUMERICS_NOT_RECORDED}" in header["numerics"]
     only_new = dict(header_lines(summarize(results[:1])))
     assert only_new["numerics"] == POLICY
+
+
+def test_long_reasons_are_cut_between_words_and_marked() -> None:
+    from kernelopt.bench.report import clip
+
+    reason = "no re-stitched model was kept (k0:i0-s0-v0: passed at 1.003x, not faster than the baseline)"
+    assert clip(reason, 200) == reason
+    assert clip("a\nb  c", 20) == "a b c"
+    cut = clip(reason, 60)
+    assert len(cut) <= 60 and cut.endswith(" ...")
+    assert reason.startswith(cut.removesuffix(" ..."))
+    assert cut.removesuffix(" ...").split()[-1] in reason.split()  # whole words only
