@@ -52,10 +52,21 @@ def disable() -> None:
         _kill(spare.proc.pid)
 
 
+# What an Inductor wrapper imports at its top (2.0 s after torch on the CPU here,
+# 2026-11-30): triage and re-stitch load one and counted it in their 7-8 s ``load``
+# stage on the H200.  Importing it into every spare costs nothing on the critical path.
+WRAPPER_RUNTIME = (
+    "torch._inductor.select_algorithm",
+    "torch._inductor.async_compile",
+    "torch._inductor.runtime.triton_heuristics",
+)
+
+
 def preload_for(target: str) -> str:
-    """What a spare imports ahead: torch, and the module of the activity just started
-    (a campaign mostly runs the same kind of activity again)."""
-    return f"torch,{target.partition(':')[0]}"
+    """What a spare imports ahead: torch, the runtime of Inductor's wrappers, and the
+    module of the activity just started (a campaign mostly runs the same kind of
+    activity again)."""
+    return ",".join(["torch", *WRAPPER_RUNTIME, target.partition(":")[0]])
 
 
 async def spawn(env: dict[str, str], preload: str = "") -> asyncio.subprocess.Process:

@@ -56,14 +56,19 @@ class WhoOut(Frozen):
     pid: int
     preloaded: str  # what the process imported before its job arrived
     resume: dict | None
+    wrapper_runtime: bool = False  # Inductor's wrapper runtime already imported
 
 
 def whoami(inp: NapIn, store: ArtifactStore) -> WhoOut:
     import os
+    import sys
 
     from activities.spare_child import PRELOAD_ENV
     from kernelopt.checkpoint import resume_detail
 
     return WhoOut(
-        pid=os.getpid(), preloaded=os.environ.get(PRELOAD_ENV, ""), resume=resume_detail()
+        pid=os.getpid(),
+        preloaded=os.environ.get(PRELOAD_ENV, ""),
+        resume=resume_detail(),
+        wrapper_runtime="torch._inductor.async_compile" in sys.modules,
     )
