@@ -183,7 +183,7 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _md_table(table: Table) -> list[str]:
+def md_table(table: Table) -> list[str]:
     head, rows = table
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
@@ -239,7 +239,7 @@ def render_markdown(summary: BenchSummary, figure_files: dict[str, str] | None =
     lines += [f"- **{k}**: {v}" for k, v in header_lines(summary)]
     lines += ["", NOTE, ""]
     for title, build in _sections(summary):
-        lines += [f"## {title}", "", *_md_table(build(summary)), ""]
+        lines += [f"## {title}", "", *md_table(build(summary)), ""]
         if build is level_table and figure_files:
             for name, rel in figure_files.items():
                 lines += [f"![{FIGURE_TITLES.get(name, name)}]({rel})", ""]
