@@ -348,25 +348,32 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    from workflows.optimize_model import SA_BEST, SA_OUTCOME, SA_PHASE
+
     client = await _client(settings)
-    table = Table("campaign", "status", "start", "phase", "outcome", "best")
-    count = 0
+    rows: list[list[str]] = []
     async for wf in client.list_workflows(f"WorkflowType = '{'OptimizeModel'}'"):
         sa = wf.typed_search_attributes
-        from workflows.optimize_model import SA_BEST, SA_OUTCOME, SA_PHASE
-
         best = sa.get(SA_BEST)
-        table.add_row(
-            wf.id,
-            wf.status.name.lower() if wf.status else "-",
-            wf.start_time.strftime("%Y-%m-%d %H:%M"),
-            sa.get(SA_PHASE) or "-",
-            sa.get(SA_OUTCOME) or "-",
-            f"{best:.3f}x" if best else "-",
+        rows.append(
+            [
+                wf.id,
+                wf.status.name.lower() if wf.status else "-",
+                wf.start_time.strftime("%Y-%m-%d %H:%M"),
+                sa.get(SA_PHASE) or "-",
+                sa.get(SA_OUTCOME) or "-",
+                f"{best:.3f}x" if best else "-",
+            ]
         )
-        count += 1
-        if count >= args.limit:
+        if len(rows) >= args.limit:
             break
+    # the id is what a user copies into show/cancel/audit: never cut it, squeeze the rest
+    table = Table(show_lines=False)
+    table.add_column("campaign", no_wrap=True, min_width=max((len(r[0]) for r in rows), default=8))
+    for name in ("status", "start", "phase", "outcome", "best"):
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -101,8 +102,11 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         text = " ".join(err.split())
         assert "waiting for a GPU worker" in text and "kernelopt worker --queue gpu" in text, text
         assert "detached" in text
-        listing = kernelopt(["list"], env)
+        listing = kernelopt(["list"], {**env, "COLUMNS": "80"})
         assert "running" in listing.stdout  # Ctrl-C did not cancel the campaign
+        campaign = re.search(r"campaign (\S+) submitted", text)
+        assert campaign, text
+        assert campaign.group(1) in listing.stdout  # whole, to copy into show/cancel
     finally:
         if proc.poll() is None:
             proc.kill()
