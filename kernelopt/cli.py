@@ -11,12 +11,14 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from kernelopt.config import Settings
 from kernelopt.contracts import (
     Budgets,
     CampaignOptions,
+    CampaignPhase,
     CampaignProgress,
     Outcome,
     ProposerConfig,
@@ -406,12 +408,24 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def _what_cancel_returns(handle) -> str:
+    """A campaign stopped before its compile step finished has no baseline to return."""
+    try:
+        progress = await handle.query("progress", result_type=CampaignProgress)
+    except (RPCError, WorkflowQueryFailedError):
+        return "the compiler's baseline will be returned (if it was built)"
+    if progress.phase in (CampaignPhase.QUEUED, CampaignPhase.COMPILING):
+        return "it had not finished compiling, so it ends without a baseline"
+    return "the compiler's baseline will be returned"
+
+
 async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
     client = await _client(settings)
     handle = client.get_workflow_handle(args.id, result_type=Outcome)
     if args.command == "cancel":
+        returns = await _what_cancel_returns(handle)  # before the stop moves it on
         await handle.signal("stop", "cancelled by user")
-        console.print(f"{args.id}: stopping; the compiler's baseline will be returned")
+        console.print(f"{args.id}: stopping; {returns}")
     else:
         await handle.signal(args.command)
         console.print(f"{args.id}: {args.command}d")
@@ -520,11 +534,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except RPCError as exc:
-        hint = (
-            " (`kernelopt list` shows the campaigns on this server)"
-            if exc.status == RPCStatusCode.NOT_FOUND
-            else ""
-        )
+        hint = ""
+        if exc.status == RPCStatusCode.NOT_FOUND:  # also what a signal to a finished one gets
+            hint = (
+                " (`kernelopt show ID` shows its outcome)"
+                if "completed" in exc.message
+                else " (`kernelopt list` shows the campaigns on this server)"
+            )
         err_console.print(
             f"[red]kernelopt {args.command}:[/] Temporal said: {exc.message}{hint}",
             highlight=False,

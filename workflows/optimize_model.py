@@ -9,6 +9,9 @@ model-level gates leaves the baseline in place.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
@@ -75,6 +78,9 @@ def search_attributes_for(campaign_id: str, problem: str) -> TypedSearchAttribut
 FALLBACK_REASON_PATCH = "fallback-names-model-gate"
 # A target's best winner that fails the model gates is followed by its runners-up.
 MODEL_RUNNERS_UP_PATCH = "model-gates-try-runners-up"
+# A stop signal gives up the compile step instead of waiting for it to end.
+STOP_DURING_COMPILE_PATCH = "stop-gives-up-compile"
+NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
 def _not_kept(candidate_id: str, gate: ModelGateResult) -> str:
@@ -182,18 +188,16 @@ class OptimizeModel:
         try:
             return await self._run_steps(inp)
         except StopCampaign:
-            return await self._finish_with_baseline(inp, self._stop_requested or "cancelled")
+            reason = self._stop_requested or "cancelled"
+            if self._state.compiled is None:
+                reason += NO_BASELINE
+            return await self._finish_with_baseline(inp, reason)
 
     async def _run_steps(self, inp: CampaignInput) -> Outcome:
         state = self._state
         if state.compiled is None:
             await self._enter(CampaignPhase.COMPILING)
-            state.compiled = await self._gpu(
-                names.COMPILE,
-                CompileInput(problem=inp.problem, mode=inp.options.compile_mode),
-                CompileResult,
-                opts.COMPILE,
-            )
+            state.compiled = await self._compile(inp)
         if state.segment is None:
             await self._enter(CampaignPhase.SEGMENTING)
             state.segment = await self._cpu(
@@ -629,6 +633,31 @@ class OptimizeModel:
         if workflow.info().typed_search_attributes.get(SA_CAMPAIGN) is None:
             return
         workflow.upsert_search_attributes([key.value_set(value)])
+
+    async def _compile(self, inp: CampaignInput) -> CompileResult:
+        """The compile step, given up at once when a stop arrives.
+
+        Every other step ends before a stop is honoured, so the outcome can
+        carry what it produced; compile has nothing to keep and may wait hours
+        in the queue for a GPU worker, and a user who cancels then expects the
+        campaign to end, not to wait for a worker to join.
+        """
+        step = self._gpu(
+            names.COMPILE,
+            CompileInput(problem=inp.problem, mode=inp.options.compile_mode),
+            CompileResult,
+            opts.COMPILE,
+        )
+        if not workflow.patched(STOP_DURING_COMPILE_PATCH):
+            return await step
+        task = asyncio.ensure_future(step)
+        await workflow.wait_condition(lambda: task.done() or bool(self._stop_requested))
+        if task.done():
+            return task.result()
+        task.cancel()  # cancels the activity, queued or running
+        with contextlib.suppress(asyncio.CancelledError, ActivityError):
+            await task
+        raise StopCampaign()
 
     async def _gpu(self, name: str, arg, result_type, options: opts.CallOptions):
         options = options.with_heartbeat(self._input.options.gpu_heartbeat_s)

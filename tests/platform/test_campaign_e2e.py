@@ -268,3 +268,26 @@ async def test_cancel_reaches_a_running_search_at_once(
     stopped = [s for s in searches if s["stopped_reason"].startswith("stopped")]
     assert stopped, [s["stopped_reason"] for s in searches]
     assert all(s["iterations_done"] < 200 for s in stopped)
+
+
+async def test_cancel_while_compile_waits_for_a_gpu_worker_ends_the_campaign(
+    client: Client, temporal_settings: Settings
+) -> None:
+    """No GPU worker ever joins: a stop must not wait for one; there is no baseline to return."""
+    cpu_q, gpu_q = queues()
+    cpu = WorkerProcess(temporal_settings, "cpu", cpu_q).wait_ready()
+    try:
+        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
+        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+        await wait_for_phase(handle, CampaignPhase.COMPILING)
+        await asyncio.sleep(1.0)
+        await handle.signal("stop", "cancelled by user")
+        outcome = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        cpu.stop()
+    assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
+    assert outcome.reason.startswith("cancelled by user") and "no baseline" in outcome.reason
+    assert outcome.wrapper is None
+    history = await handle.fetch_history()
+    kinds = {e.event_type for e in history.events}
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED in kinds

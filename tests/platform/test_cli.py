@@ -107,6 +107,15 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         campaign = re.search(r"campaign (\S+) submitted", text)
         assert campaign, text
         assert campaign.group(1) in listing.stdout  # whole, to copy into show/cancel
+        # cancelled while compile waits for a GPU worker: it ends now, with no baseline
+        cancel = kernelopt(["cancel", campaign.group(1)], env)
+        assert "without a baseline" in " ".join(cancel.stdout.split()), cancel.stdout
+        for _ in range(60):
+            again = kernelopt(["cancel", campaign.group(1)], env)
+            if again.returncode:
+                break
+            time.sleep(1.0)
+        assert "already completed" in again.stderr and "kernelopt show" in again.stderr
     finally:
         if proc.poll() is None:
             proc.kill()
