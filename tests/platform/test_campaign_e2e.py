@@ -64,6 +64,22 @@ async def wait_for_phase(handle, phase: CampaignPhase, timeout: float = 120) -> 
     await asyncio.wait_for(poll(), timeout)
 
 
+async def cancel_in_phase(
+    client: Client,
+    settings: Settings,
+    options: CampaignOptions,
+    phase: CampaignPhase,
+    after_s: float,
+):
+    """Start a campaign, let it spend ``after_s`` in ``phase``, cancel it, await its outcome."""
+    problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
+    handle = await start_campaign(client, problem, options)
+    await wait_for_phase(handle, phase)
+    await asyncio.sleep(after_s)
+    await handle.signal("stop", "cancelled by user")
+    return handle, await asyncio.wait_for(handle.result(), 60)
+
+
 async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
     """How often each candidate was sent to gate_candidate, across the campaign's children."""
     counts: Counter = Counter()
@@ -248,15 +264,12 @@ async def test_cancel_reaches_a_running_search_at_once(
     cpu_q, gpu_q = queues()
     cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_DELAY="0.3")
     try:
-        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
         options = small_options(cpu_q, gpu_q).model_copy(
             update={"search": SearchParams(iterations=200, plans=2, retries=1, beam=2)}
         )
-        handle = await start_campaign(client, problem, options)
-        await wait_for_phase(handle, CampaignPhase.SEARCHING)
-        await asyncio.sleep(2.0)
-        await handle.signal("stop", "cancelled by user")
-        outcome = await asyncio.wait_for(handle.result(), 60)
+        handle, outcome = await cancel_in_phase(
+            client, temporal_settings, options, CampaignPhase.SEARCHING, after_s=2.0
+        )
     finally:
         cpu.stop()
         gpu.stop()
@@ -277,12 +290,13 @@ async def test_cancel_while_compile_waits_for_a_gpu_worker_ends_the_campaign(
     cpu_q, gpu_q = queues()
     cpu = WorkerProcess(temporal_settings, "cpu", cpu_q).wait_ready()
     try:
-        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
-        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
-        await wait_for_phase(handle, CampaignPhase.COMPILING)
-        await asyncio.sleep(1.0)
-        await handle.signal("stop", "cancelled by user")
-        outcome = await asyncio.wait_for(handle.result(), 60)
+        handle, outcome = await cancel_in_phase(
+            client,
+            temporal_settings,
+            small_options(cpu_q, gpu_q),
+            CampaignPhase.COMPILING,
+            after_s=1.0,
+        )
     finally:
         cpu.stop()
     assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
