@@ -14,7 +14,12 @@ import contextlib
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+)
 
 with workflow.unsafe.imports_passed_through():
     from kernelopt.contracts import (
@@ -681,6 +686,11 @@ class OptimizeModel:
             return result
         except ActivityError as exc:
             cause = exc.cause
+            if isinstance(cause, CancelledError):
+                # a step given up by a stop (``_compile``) is charged no GPU time: mostly
+                # it never left the queue, and a campaign cancelled after an hour's wait
+                # for a worker would otherwise report an hour of GPU time it never had
+                charged = True
             if isinstance(cause, ApplicationError) and cause.non_retryable:
                 raise ApplicationError(
                     f"{name} failed: {cause.message}", type=cause.type, non_retryable=True

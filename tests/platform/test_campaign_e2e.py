@@ -302,6 +302,7 @@ async def test_cancel_while_compile_waits_for_a_gpu_worker_ends_the_campaign(
     assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
     assert outcome.reason.startswith("cancelled by user") and "no baseline" in outcome.reason
     assert outcome.wrapper is None
+    assert outcome.used.gpu_seconds == 0.0  # it waited in the queue: no GPU time was used
     history = await handle.fetch_history()
     kinds = {e.event_type for e in history.events}
     assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED in kinds
