@@ -325,7 +325,10 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
         return
     table = Table(title=f"campaign {outcome.campaign_id}", show_header=False)
     table.add_row("outcome", f"[bold]{outcome.category.value}[/]")
-    table.add_row("speedup", f"{outcome.speedup:.3f}x over {baseline_name(outcome, quote='')}")
+    if outcome.wrapper is None and outcome.baseline_ms is None:  # stopped before compile
+        table.add_row("speedup", "- (no baseline was built)")
+    else:
+        table.add_row("speedup", f"{outcome.speedup:.3f}x over {baseline_name(outcome, quote='')}")
     table.add_row("reason", outcome.reason)
     if outcome.stop_reason:
         table.add_row("stopped early", outcome.stop_reason)
