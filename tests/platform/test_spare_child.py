@@ -99,3 +99,24 @@ def test_the_spare_child_setting_defaults_on_and_reads_the_environment(
     assert Settings().spare_child
     monkeypatch.setenv("KERNELOPT_SPARE_CHILD", "0")
     assert not Settings.from_env().spare_child
+
+
+@pytest.mark.gpu
+def test_preloading_the_wrapper_runtime_creates_no_cuda_context() -> None:
+    """A spare's imports must not touch the GPU: a gate parent would hold a context for nothing."""
+    import subprocess
+    import sys
+
+    modules = ",".join(spare_child.WRAPPER_RUNTIME)
+    code = (
+        "import importlib, torch\n"
+        f"for name in {modules!r}.split(','):\n"
+        "    importlib.import_module(name)\n"
+        "assert torch.cuda.is_available()\n"
+        "print(torch.cuda.is_initialized())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
