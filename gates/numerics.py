@@ -149,12 +149,7 @@ def compare_tensor(
             worst_index=worst,
         )
     st = _float_stats(out, ref, rtol=rtol, atol=atol)
-    unwritten, nonfinite, special_bad, mismatched = (
-        st.unwritten,
-        st.nonfinite,
-        st.special_bad,
-        st.mismatched,
-    )
+    unwritten, nonfinite, mismatched = st.unwritten, st.nonfinite, st.mismatched
     ref_max, max_err = st.ref_max, st.max_err
     ref_rms = math.sqrt(st.ref_sq / ref.numel())
     scale = max(ref_max, _TINY)
@@ -169,8 +164,8 @@ def compare_tensor(
         problem = f"{unwritten} of {ref.numel()} elements never written (still NaN poison)"
     elif nonfinite:
         problem = f"{nonfinite} non-finite values where the reference is finite"
-    elif special_bad:
-        problem = f"{special_bad} NaN/inf values of the reference not reproduced"
+    elif st.special_bad:
+        problem = f"{st.special_bad} NaN/inf values of the reference not reproduced"
     elif mismatched:
         problem = f"{mismatched} of {ref.numel()} elements outside rtol={rtol:g}, atol={atol:g}"
     elif scale_err > scale_tol:

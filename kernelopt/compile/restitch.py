@@ -280,20 +280,16 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
 
     stages = StageClock()
     from kernelopt.compile.runtime import (
-        compile_in_process,
         load_tensors,
+        prepare_wrapper_process,
         save_tensors,
         wrapper_call,
     )
-    from kernelopt.compile.timing import compare_outputs, init_cuda, require_cuda
-    from kernelopt.precision import strict_fp32
+    from kernelopt.compile.timing import compare_outputs
 
     stages.lap("imports")
-    require_cuda()
-    strict_fp32()
-    init_cuda()
+    prepare_wrapper_process()
     stages.lap("cuda_init")
-    compile_in_process()
     call = wrapper_call(inp.compiled, store, ref)
     args = load_tensors(store, inp.compiled.args, "cuda")
     stages.lap("load")

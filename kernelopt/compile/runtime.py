@@ -81,6 +81,22 @@ def compile_in_process() -> None:
     config.compile_threads = 1
 
 
+def prepare_wrapper_process() -> None:
+    """Triage's and re-stitch's set-up before they load a wrapper, in one place.
+
+    Both must run the program the gates time (``strict_fp32``), load kernels
+    without a worker pool, and create the CUDA context before their ``load``
+    stage starts, so that stage times loading alone.
+    """
+    from kernelopt.compile.timing import init_cuda, require_cuda
+    from kernelopt.precision import strict_fp32
+
+    require_cuda()
+    strict_fp32()
+    compile_in_process()
+    init_cuda()
+
+
 def load_wrapper_module(source: str, name: str) -> ModuleType:
     """Import an Inductor wrapper's text as a module (its kernels compile on import)."""
     return _load_module(source, name, "wrapper")

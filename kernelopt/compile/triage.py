@@ -158,21 +158,17 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     from kernelopt.checkpoint import report
     from kernelopt.compile.harness import KernelHarness, event_times
     from kernelopt.compile.runtime import (
-        compile_in_process,
         load_tensors,
         load_wrapper_module,
         pin_configs,
+        prepare_wrapper_process,
         run_call,
     )
-    from kernelopt.compile.timing import bench_ms, init_cuda, profile_kernels, require_cuda
-    from kernelopt.precision import strict_fp32
+    from kernelopt.compile.timing import bench_ms, profile_kernels
 
     stages.lap("imports")  # torch and Inductor: outside the process's import_target
-    require_cuda()
-    strict_fp32()  # profile the program the gates time
-    init_cuda()
+    prepare_wrapper_process()  # TF32 off: profile the program the gates time
     stages.lap("cuda_init")
-    compile_in_process()
     compiled = inp.compiled
     module = load_wrapper_module(
         store.get_text(compiled.wrapper), f"{compiled.problem.name}_baseline"

@@ -189,7 +189,7 @@ class TriageResult(DeviceTimed):
     mode: SearchMode = SearchMode.MULTI
     wall_ms: float | None = None  # wrapper call() wall time (do_bench), launch gaps included
     method: str = ""  # how the times were measured
-    # where the activity's time went (imports, load, wall, profile, standalone): seconds
+    # where the activity's time went (imports, cuda_init, load, wall, profile, standalone)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
 
 

@@ -100,3 +100,16 @@ def test_compile_in_process_turns_off_inductors_worker_pool(monkeypatch) -> None
     compile_in_process()
     assert async_compile.get_compile_threads() == 1
     assert async_compile.AsyncCompile.use_process_pool() is False
+
+
+def test_wrapper_process_without_a_gpu_says_so() -> None:
+    """Triage and re-stitch fail with a typed, clear error on a machine without CUDA."""
+    import torch
+
+    from kernelopt.compile.runtime import prepare_wrapper_process
+    from kernelopt.errors import NoGpuError
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(NoGpuError, match="needs a CUDA GPU"):
+        prepare_wrapper_process()
