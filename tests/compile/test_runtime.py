@@ -5,6 +5,8 @@ from __future__ import annotations
 import types
 from pathlib import Path
 
+import pytest
+
 from kernelopt.compile.runtime import (
     baseline_pins,
     chosen_configs,
