@@ -373,7 +373,7 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
         if len(rows) >= args.limit:
             break
     # the id is what a user copies into show/cancel/audit: never cut it, squeeze the rest
-    table = Table(show_lines=False)
+    table = Table()
     table.add_column("campaign", no_wrap=True, min_width=max((len(r[0]) for r in rows), default=8))
     for name in ("status", "start", "phase", "outcome", "best"):
         table.add_column(name)
