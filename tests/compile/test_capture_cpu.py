@@ -134,13 +134,24 @@ def test_wrapper_forward_feeds_fresh_inputs_with_captured_weights(cpu_compiled, 
 def test_rehydrate_regenerates_the_same_arguments(cpu_compiled, home) -> None:
     import torch
 
+    from kernelopt.compile import rehydrate as rehydrate_module
     from kernelopt.compile.rehydrate import RehydrateError, rehydrate
     from kernelopt.compile.runtime import load_tensors
 
     first, _, store = cpu_compiled
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KERNELOPT_HOME", str(home))
+        tf32_during_reference: list[bool] = []
+        real_run_call = rehydrate_module.run_call
+
+        def run_call(module, args):
+            tf32_during_reference.append(tf32_enabled())
+            return real_run_call(module, args)
+
+        mp.setattr(rehydrate_module, "run_call", run_call)
+        mp.setattr(torch.backends.cudnn, "allow_tf32", True)  # PyTorch's default
         again = rehydrate(first, SOURCE, store.get_text(first.wrapper), store, device="cpu")
+        assert tf32_during_reference == [False]  # the numerics re-stitch and gates run
         for a, b in zip(
             load_tensors(store, first.args), load_tensors(store, again.args), strict=True
         ):
