@@ -22,11 +22,27 @@ from kernelopt.contracts.base import ArtifactRef
 M = TypeVar("M", bound=BaseModel)
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Read once: os.umask can only be read by setting it, which would race with threads
+# creating files meanwhile.
+_UMASK = _read_umask()
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a synced temp file and rename: readers see all of it or nothing."""
+    """Write via a synced temp file and rename: readers see all of it or nothing.
+
+    The file gets the mode a plain open() would (0o666 less the umask), not mkstemp's
+    0o600: a store on a shared volume is read by workers running as other users.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,13 @@ def test_models_roundtrip_through_json(tmp_path: Path) -> None:
     ref = store.put_text("x")
     again = store.put_json(ref)
     assert store.get_model(again, ArtifactRef) == ref
+
+
+def test_artifacts_are_readable_by_other_users_as_the_umask_allows(tmp_path: Path) -> None:
+    """Workers on a shared volume may run as other users: not mkstemp's owner-only 0o600."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    store = open_store(tmp_path)
+    ref = store.put_bytes(b"shared kernel", name="k.py")
+    mode = (tmp_path / ref.sha256[:2] / ref.sha256).stat().st_mode & 0o777
+    assert mode == 0o666 & ~mask
