@@ -5,11 +5,13 @@
 #
 #   bash scripts/docker_smoke.sh                 # base image from Docker Hub
 #   OFFLINE_BASE=1 bash scripts/docker_smoke.sh  # no registry: a Debian base by debootstrap
+#   PYTHON_BASE=IMAGE bash scripts/docker_smoke.sh  # a base you have (see deploy/Dockerfile)
 #
 # OFFLINE_BASE=1 builds local/python:3.11-bookworm from a Debian mirror (root, debootstrap;
 # MIRROR overrides deb.debian.org) for the cpu stage.  EXTRA_CA=FILE adds a
 # CA certificate to that base, for a TLS-intercepting proxy between the build and PyPI.
-# TORCH_VERSION / TORCH_INDEX_URL pass through to the build (a CPU wheel keeps it small).
+# TORCH_VERSION, TORCH_INDEX_URL (a CPU wheel keeps the image small), PIP_INDEX_URL and
+# PIP_TRUSTED_HOST (a plain-http index needs it) pass through to the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 image=${KERNELOPT_TEST_IMAGE:-kernelopt-worker:cpu}
@@ -33,9 +35,14 @@ EOF
     docker build -q -t "$base" "$work/ctx" >/dev/null
     build_args+=(--build-arg "PYTHON_BASE=$base")
     echo "base: $base (debootstrap)"
+elif [ -n "${PYTHON_BASE:-}" ]; then
+    build_args+=(--build-arg "PYTHON_BASE=$PYTHON_BASE")
 fi
 [ -n "${TORCH_VERSION:-}" ] && build_args+=(--build-arg "TORCH_VERSION=$TORCH_VERSION")
 [ -n "${TORCH_INDEX_URL:-}" ] && build_args+=(--build-arg "TORCH_INDEX_URL=$TORCH_INDEX_URL")
+for name in PIP_INDEX_URL PIP_TRUSTED_HOST; do
+    [ -n "${!name:-}" ] && build_args+=(--build-arg "$name=${!name}")
+done
 started=$SECONDS
 docker build -f deploy/Dockerfile --target cpu -t "$image" "${build_args[@]}" . >/tmp/docker_smoke_build.log 2>&1 \
     || { tail -n 30 /tmp/docker_smoke_build.log; exit 1; }
