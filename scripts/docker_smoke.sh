@@ -38,10 +38,8 @@ EOF
 elif [ -n "${PYTHON_BASE:-}" ]; then
     build_args+=(--build-arg "PYTHON_BASE=$PYTHON_BASE")
 fi
-[ -n "${TORCH_VERSION:-}" ] && build_args+=(--build-arg "TORCH_VERSION=$TORCH_VERSION")
-[ -n "${TORCH_INDEX_URL:-}" ] && build_args+=(--build-arg "TORCH_INDEX_URL=$TORCH_INDEX_URL")
-for name in PIP_INDEX_URL PIP_TRUSTED_HOST; do
-    [ -n "${!name:-}" ] && build_args+=(--build-arg "$name=${!name}")
+for name in TORCH_VERSION TORCH_INDEX_URL PIP_INDEX_URL PIP_TRUSTED_HOST; do
+    if [ -n "${!name:-}" ]; then build_args+=(--build-arg "$name=${!name}"); fi
 done
 started=$SECONDS
 docker build -f deploy/Dockerfile --target cpu -t "$image" "${build_args[@]}" . >/tmp/docker_smoke_build.log 2>&1 \
