@@ -353,7 +353,7 @@ def test_images_run_the_worker_under_an_init_as_non_root() -> None:
             assert (ROOT / path).exists(), f"Dockerfile copies missing {path}"
     assert 'CMD ["worker", "--queue", "gpu", "--gpu", "0"]' in targets["gpu"]
     assert "nvidia/cuda" in (DEPLOY / "Dockerfile").read_text()
-    ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
+    ignore = (ROOT / ".dockerignore").read_text().split()
     assert ".git" in ignore and ".whl" in ignore
 
 
