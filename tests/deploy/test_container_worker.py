@@ -24,19 +24,12 @@ import pytest
 
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
-from kernelopt.contracts import (
-    CampaignOptions,
-    Outcome,
-    OutcomeCategory,
-    ProposerConfig,
-    ProposerKind,
-    SearchParams,
-)
+from kernelopt.contracts import Outcome, OutcomeCategory
 from kernelopt.store import open_store
-from tests.support.processes import ROOT, WorkerProcess
+from tests.deploy.campaigns import PROBLEM, small_campaign
+from tests.support.processes import WorkerProcess
 
 IMAGE = os.environ.get("KERNELOPT_TEST_IMAGE", "kernelopt-worker:cpu")
-PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 SECRET = "sk-" + "d0c4e7ed" * 4  # in the container's environment only: never in its logs
 IMAGE_UID = 10001  # deploy/Dockerfile: USER 10001:10001
 
@@ -110,14 +103,7 @@ async def test_cpu_image_runs_a_campaign_and_stops_gracefully(
         gpu = WorkerProcess(settings, "gpu", gpu_queue).wait_ready()
         client = await connect(settings, start_embedded=False)
         problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
-        options = CampaignOptions(
-            search=SearchParams(iterations=2, plans=2, retries=1, beam=2),
-            proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
-            cpu_queue=cpu_queue,
-            gpu_queue=gpu_queue,
-            search_library_dominated=True,
-        )
-        handle = await start_campaign(client, problem, options)
+        handle = await start_campaign(client, problem, small_campaign(cpu_queue, gpu_queue))
         outcome = await asyncio.wait_for(
             client.get_workflow_handle(handle.id, result_type=Outcome).result(), 240
         )
