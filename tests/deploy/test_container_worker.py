@@ -26,9 +26,10 @@ from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
 from kernelopt.contracts import Outcome, OutcomeCategory
 from kernelopt.store import open_store
-from tests.deploy.campaigns import PROBLEM, small_campaign
-from tests.support.processes import WorkerProcess
+from tests.support.campaigns import small_options
+from tests.support.processes import ROOT, WorkerProcess
 
+PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 IMAGE = os.environ.get("KERNELOPT_TEST_IMAGE", "kernelopt-worker:cpu")
 SECRET = "sk-" + "d0c4e7ed" * 4  # in the container's environment only: never in its logs
 IMAGE_UID = 10001  # deploy/Dockerfile: USER 10001:10001
@@ -103,7 +104,7 @@ async def test_cpu_image_runs_a_campaign_and_stops_gracefully(
         gpu = WorkerProcess(settings, "gpu", gpu_queue).wait_ready()
         client = await connect(settings, start_embedded=False)
         problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
-        handle = await start_campaign(client, problem, small_campaign(cpu_queue, gpu_queue))
+        handle = await start_campaign(client, problem, small_options(cpu_queue, gpu_queue))
         outcome = await asyncio.wait_for(
             client.get_workflow_handle(handle.id, result_type=Outcome).result(), 240
         )

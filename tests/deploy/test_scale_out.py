@@ -42,11 +42,12 @@ from kernelopt.config import Settings
 from kernelopt.contracts import CampaignOptions, Outcome, OutcomeCategory
 from kernelopt.store import open_store
 from kernelopt.temporal_server import SEARCH_ATTRIBUTES, temporal_binary
-from tests.deploy.campaigns import PROBLEM, small_campaign
 from tests.deploy.hosts import Hosts
-from tests.deploy.procs import WorkerProc, python_env, spawn
+from tests.deploy.procs import ROOT, WorkerProc, python_env, spawn
+from tests.support.campaigns import small_options
 from tests.support.temporal import search_ids
 
+PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 LLM_KEY = "sk-" + "5ca1e0u7" * 4  # set in every worker: must never reach history
 HEARTBEAT_S = 3.0  # production: 2 minutes (workflows/activity_options.py)
 DELAY_S = "0.5"  # each GPU double works this long, heartbeating
@@ -82,7 +83,7 @@ class Cluster:
     gpu_queue: str
 
     def options(self) -> CampaignOptions:
-        return small_campaign(self.cpu_queue, self.gpu_queue)
+        return small_options(self.cpu_queue, self.gpu_queue)
 
     async def start(self):
         problem = prepare_problem(PROBLEM, open_store(self.settings.artifacts_dir))

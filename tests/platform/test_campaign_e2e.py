@@ -25,26 +25,15 @@ from kernelopt.contracts import (
     CampaignProgress,
     Outcome,
     OutcomeCategory,
-    ProposerConfig,
-    ProposerKind,
     SearchParams,
 )
 from kernelopt.store import open_store
+from tests.support.campaigns import small_options
 from tests.support.processes import WorkerProcess, start_workers
 from tests.support.temporal import make_settings, search_ids, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "level2" / "004_conv_affine_relu.py"
-
-
-def small_options(cpu_queue: str, gpu_queue: str) -> CampaignOptions:
-    return CampaignOptions(
-        search=SearchParams(iterations=2, plans=2, retries=1, beam=2),
-        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
-        cpu_queue=cpu_queue,
-        gpu_queue=gpu_queue,
-        search_library_dominated=True,
-    )
 
 
 async def run_campaign(client: Client, settings: Settings, queues: tuple[str, str]) -> Outcome:
