@@ -45,3 +45,12 @@ def test_incomplete_suite_is_refused_unless_partial(tmp_path: Path) -> None:
     with pytest.raises(IncompleteSuite, match="2 of 3"):
         headline_markdown(results)
     assert "2 of 3 problems" in headline_markdown(results, partial=True)
+
+
+def test_readme_carries_the_committed_suites_headline() -> None:
+    """The README's table is the committed report's, not a hand-edited copy of it."""
+    root = Path(__file__).resolve().parents[2]
+    headline = headline_markdown(root / "docs" / "results" / "h200")
+    assert headline in (root / "README.md").read_text(encoding="utf-8"), (
+        "README's suite headline differs from scripts/readme_headline.py docs/results/h200"
+    )
