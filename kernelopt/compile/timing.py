@@ -29,9 +29,10 @@ def require_cuda() -> None:
 def init_cuda() -> None:
     """Create the CUDA context now, so a step's stage clock tells it apart from loading.
 
-    Triage's and re-stitch's ``load`` stage took 7-8 s on the H200 (2026-11-30)
-    where a gate child builds the same wrapper in 1-2 s; whether the context or
-    the kernels cost it decides what to fix.
+    Split apart on the H200 (2026-11-30), triage's 15 s were 8.7 s of context (the
+    GPU's first since the machine started) and 6.5 s of loading kernels into a
+    compiler cache still cold on that worker; re-stitch with a warm cache: 0.1-0.2 s
+    and 0.6-1.1 s.
     """
     import torch
 
