@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gates.cascade import roofline_inputs, run_gates_1_to_3
+from gates.cascade import roofline_inputs, run_gates_1_to_3, timing_checks
 from gates.perf import PerfMeasurement, dispatch_overhead, measure, perf_verdict
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
@@ -167,6 +167,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 input_set=bundle.input_sets[0].name,
                 settings=timing_settings,
                 workdir=ws.dir / "timing",
+                checks=timing_checks(bundle),
                 tampered_inputs=bundle.tampered_inputs,
                 before_candidate=bundle.before_candidate,
                 graph_replay=True,
@@ -272,6 +273,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
             input_set=first,
             settings=settings,
             workdir=ws.dir / "timing",
+            checks=timing_checks(bundle),
             tampered_inputs=bundle.tampered_inputs,
             before_candidate=bundle.before_candidate,
             gamma=inp.gamma,

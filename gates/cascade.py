@@ -23,7 +23,7 @@ from gates.correctness import correctness_verdict, load_candidate_outputs
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK
 from gates.model_gate import model_verdict_from_sets
 from gates.numerics import comparison_threads
-from gates.perf import RooflineInputs, measure, perf_verdict
+from gates.perf import RooflineInputs, TimingChecks, measure, perf_verdict
 from gates.protocol import CandidateJob, ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
 from gates.runner import ChildOutcome, run_job
@@ -85,6 +85,7 @@ def run_gates_1_to_3(
         inputs_dir=str(bundle.inputs_dir),
         out_dir=str(out_dir),
         output_nbytes=[_leaf_nbytes(s.output_shapes, s.output_dtypes) for s in ref_sets],
+        expected=[bundle.expected_outputs(s.name) for s in ref_sets],
     )
     bundle.before_candidate()
     clock.lap("arm")
@@ -139,6 +140,15 @@ def run_gates_1_to_3(
     verdicts.append(v3)
     clock.lap("model")
     return verdicts, outcome
+
+
+def timing_checks(bundle: ReferenceBundle) -> TimingChecks:
+    """Every timed call rotates over the bundle's same-shape sets and is checked against them."""
+    return TimingChecks(
+        input_sets=bundle.rotation_sets(),
+        expected=bundle.expected_outputs(),
+        check=bundle.check_timed,
+    )
 
 
 def roofline_inputs(bundle: ReferenceBundle, set_name: str) -> RooflineInputs | None:
@@ -227,6 +237,9 @@ def check_candidate(
                 "triton": result.triton_version,
                 "reference_seconds": round(bundle.outcome.wall_s, 3),
                 "seeds": bundle.seeds_used,
+                "held_out_shapes": result.holdout_note
+                or ", ".join(s.name for s in bundle.input_sets if s.kind in ("holdout", "derived"))
+                or "not asked for",
             },
         ),
         bundle,
@@ -250,6 +263,7 @@ def time_candidate(
         input_set=first,
         settings=settings,
         workdir=_candidate_dir(workdir, checked.candidate) / "timing",
+        checks=timing_checks(bundle),
         tampered_inputs=bundle.tampered_inputs,
         before_candidate=bundle.before_candidate,
     )

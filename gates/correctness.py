@@ -128,6 +128,7 @@ def correctness_verdict(
         )
         meta = calls_meta.get(s.name)
         mutated = list(meta.mutated_inputs) if meta else []
+        shape_problem = meta.output_problem if meta else ""
         stale = s.kind == "newvals" and not cmp.ok and _stale(outs, s.name, previous)
         info = bundle.set_info(s.name)
         entry: dict[str, Any] = {
@@ -135,7 +136,8 @@ def correctness_verdict(
             "kind": s.kind,
             "seed": s.seed,
             "input_shapes": info.input_shapes if info else None,
-            "ok": cmp.ok and not mutated,
+            "ok": cmp.ok and not mutated and not shape_problem,
+            "output_problem": shape_problem,
             "problem": cmp.problem,
             "max_abs_err": cmp.max_abs_err,
             "max_scale_err": cmp.max_scale_err,
@@ -147,7 +149,15 @@ def correctness_verdict(
             "leaves": [leaf.as_dict() for leaf in cmp.leaves],
         }
         per_call.append(entry)
-        if stale:
+        if shape_problem:
+            problems.append(
+                (
+                    s.name,
+                    f"{shape_problem}. Return plain tensors of the reference's shape and dtype, "
+                    "computed and stored in fresh memory before forward() returns.",
+                )
+            )
+        elif stale:
             problems.append(
                 (
                     s.name,

@@ -4,8 +4,10 @@ Each round times both sides, each in its own fresh child (no CUDA state,
 caches or patched timers leak between measurements), in alternating order
 (B C, C B, ...) so drift hits both sides alike.  Rounds repeat until each
 side's per-round medians agree within ``spread_target`` (the spread is then
-known) or ``max_rounds`` is reached.  Then, in order:
+known) or ``max_rounds`` is reached.  Every timed call is checked (gates/checked_calls.py):
+a wrong output in any of them ends the measurement.  Then, in order:
 
+0. a timed call returned a wrong output     -> FAIL (naming the call)
 1. the candidate replaced a timer             -> FAIL (reported, honest numbers kept)
 2. CUDA events and the host timer disagree   -> QUARANTINE (work off the timed stream)
 3. faster than the data-movement roofline    -> QUARANTINE (re-time before trusting)
@@ -23,9 +25,10 @@ from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
 from gates.perfstats import decide_category, iqr_rel, median, rounds_sufficient, timers_agree
-from gates.protocol import ModelSource, TimingJob, TimingResult
+from gates.protocol import ModelSource, OutputLeaf, TimingJob, TimingResult
 from gates.roofline import ceilings_for, roofline_check
 from gates.runner import ChildOutcome, run_job
+from gates.timed_checks import TimedCheck
 from kernelopt.contracts.verdicts import (
     GateName,
     GateSettings,
@@ -44,11 +47,22 @@ class PerfMeasurement:
     seconds: float = 0.0
     phase_seconds: dict[str, float] = field(default_factory=dict)  # summed over the children
     inputs_tampered: list[str] = field(default_factory=list)  # files a candidate child changed
+    checks: list[TimedCheck] = field(default_factory=list)  # one per candidate child
+    wrong_output: TimedCheck | None = None  # the first candidate child whose calls failed
 
     @staticmethod
     def primary(r: TimingResult) -> float:
         """The gate's number: do_bench's median (CUDA events), else the sample median."""
         return r.event_ms if r.event_ms is not None else median(r.event_samples)
+
+
+@dataclass(frozen=True)
+class TimingChecks:
+    """How the timing children check every call: the sets, the structure, the comparison."""
+
+    input_sets: list[str]
+    expected: list[OutputLeaf]
+    check: Callable[[Path], TimedCheck]
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,7 @@ def measure(
     input_set: str,
     settings: GateSettings,
     workdir: Path,
+    checks: TimingChecks,
     tampered_inputs: Callable[[], list[str]] | None = None,
     before_candidate: Callable[[], None] | None = None,
     gamma: float | None = None,
@@ -77,7 +92,10 @@ def measure(
     ``tampered_inputs`` (the reference bundle's check) runs after every candidate
     child, ``before_candidate`` before it: a candidate that rewrote the shared
     input files or compiler caches is stopped there, before the baseline is
-    timed on what it left behind.  ``gamma`` (default: the settings') lets the
+    timed on what it left behind.  ``checks`` makes every timed call a checked
+    one: both sides rotate through the same input sets, and every candidate
+    child's recorded outputs are compared before its numbers count.
+    ``gamma`` (default: the settings') lets the
     rounds stop as soon as their extremes agree on the category; ``graph_replay``
     also times each side's kernels alone (``dispatch_overhead``).
     """
@@ -94,6 +112,10 @@ def measure(
                 model_seed=settings.model_seed,
                 inputs_dir=str(inputs_dir),
                 input_set=input_set,
+                input_sets=checks.input_sets,
+                expected=checks.expected,
+                checks_path=str(workdir / f"round{r}-{side}" / "checks.pt"),
+                min_rep_calls=settings.min_rep_calls,
                 warmup_ms=settings.warmup_ms,
                 rep_ms=settings.rep_ms,
                 graph_replay=graph_replay,
@@ -118,6 +140,12 @@ def measure(
                 m.failure = (side, outcome)
                 return m
             result = TimingResult.model_validate(outcome.result)
+            if side == "candidate":
+                checked = checks.check(Path(job.checks_path))
+                m.checks.append(checked)
+                if not checked.ok:
+                    m.wrong_output = checked
+                    return m  # its numbers do not count: it did not compute the answer
             (m.baseline if side == "baseline" else m.candidate).append(result)
             if side == "candidate" and (result.tampered_before or result.tampered_after):
                 return m  # rejected whatever the numbers say: stop spending GPU time
@@ -269,6 +297,22 @@ def perf_verdict(
                 f"candidate rewrote shared files {m.inputs_tampered} while being timed "
                 "(restored before anything else ran)",
                 TAMPERED_INPUTS_FEEDBACK,
+            ),
+            None,
+            None,
+        )
+    if m.checks:
+        metrics["checked_calls"] = [c.as_dict() for c in m.checks]
+    if m.wrong_output is not None:
+        return (
+            verdict(
+                GateStatus.FAIL,
+                f"a timed call was wrong: {m.wrong_output.reason}",
+                "Your kernel returned a wrong result while it was being timed "
+                f"({m.wrong_output.reason}). Every timed call is checked, at positions and "
+                "calls chosen after the fact, on inputs that change between calls: the output "
+                "must be a plain torch.Tensor computed from the current inputs on every call, "
+                "with no caching across calls and no shortcut after the first calls.",
             ),
             None,
             None,

@@ -32,7 +32,7 @@ class InputSet(Frozen):
 
     name: str
     seed: int
-    kind: Literal["seed", "holdout", "newvals"] = "seed"
+    kind: Literal["seed", "holdout", "derived", "newvals"] = "seed"
     holdout_index: int = 0
     reuse_buffers_of: str = ""  # newvals: copy the values into that set's input tensors
 
@@ -59,12 +59,23 @@ class SetInfo(Frozen):
     output_bytes: int
     input_bytes: int
     mutates_inputs: list[int] = Field(default_factory=list)
+    aliased_outputs: list[int] = Field(default_factory=list)  # leaves sharing an input's memory
+    derived_holdout: bool = False  # held-out shape made by the checker (another batch size)
+
+
+class OutputLeaf(Frozen):
+    """What the reference returned for one output leaf: candidates must return the same."""
+
+    shape: list[int] | None  # None: not a tensor (compared by value)
+    dtype: str | None
+    may_alias: bool = False  # the reference's own output shares an input's memory
 
 
 class ReferenceResult(Frozen):
     sets: list[SetInfo]
     input_sets: list[InputSet] = Field(default_factory=list)  # as run, held-out shapes included
     holdout_available: int = 0  # how many held-out input lists the problem defines
+    holdout_note: str = ""  # why no held-out shape was checked, when none was
     param_bytes: int = 0
     flops: int | None = None
     state_keys: list[str] = Field(default_factory=list)
@@ -84,6 +95,7 @@ class CandidateJob(Frozen):
     inputs_dir: str
     out_dir: str
     output_nbytes: list[list[int]] = Field(default_factory=list)  # per set, for poisoning
+    expected: list[list[OutputLeaf]] = Field(default_factory=list)  # per set
     poison: bool = True
 
 
@@ -92,6 +104,7 @@ class CallRecord(Frozen):
     seconds: float
     mutated_inputs: list[int] = Field(default_factory=list)
     reused_buffers: bool = False
+    output_problem: str = ""  # not a plain, fresh tensor of the reference's shape and dtype
 
 
 class CandidateResult(Frozen):
@@ -109,6 +122,15 @@ class TimingJob(Frozen):
     model_seed: int = 0
     inputs_dir: str
     input_set: str
+    # every timed call is checked (gates.checked_calls): the sets its inputs rotate
+    # through (same shapes as input_set, each with a reference answer), what the
+    # reference returns, and where the child writes what the parent compares
+    input_sets: list[str] = Field(default_factory=list)
+    expected: list[OutputLeaf] = Field(default_factory=list)
+    checks_path: str = ""
+    check_samples: int = 128
+    min_rep_calls: int = 10
+    max_rep_calls: int = 1000
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
     host_batch_ms: float = 20.0  # each host-timer batch lasts about this long
@@ -132,6 +154,7 @@ class TimingResult(Frozen):
     # the candidate -- a capture-aware cheat can shrink it, and that only rejects itself.
     graph_ms: float | None = None
     graph_note: str = ""
+    checked_calls: int = 0  # calls whose outputs were recorded for the parent's check
     device_name: str = ""
     # placement (gates.placement): the CPU at the start of settling, after the event
     # samples and after the host batches, their NUMA nodes, and the GPU's node

@@ -19,8 +19,9 @@ from typing import Any
 
 from gates.cache_guard import CacheGuard
 from gates.problem_io import digest_dir, load_values, set_path
-from gates.protocol import InputSet, ReferenceJob, ReferenceResult
+from gates.protocol import InputSet, OutputLeaf, ReferenceJob, ReferenceResult
 from gates.runner import ChildOutcome, run_job
+from gates.timed_checks import TimedCheck, check_timed_calls
 from kernelopt.contracts.verdicts import GateSettings
 
 
@@ -101,6 +102,32 @@ class ReferenceBundle:
         if self.result is None:
             return None
         return next((s for s in self.result.sets if s.name == name), None)
+
+    def rotation_sets(self) -> list[str]:
+        """The sets a timing child's inputs rotate through: the first set's shapes, no others."""
+        if self.result is None or not self.result.sets:
+            return []
+        first = self.result.sets[0]
+        return [s.name for s in self.result.sets if s.input_shapes == first.input_shapes]
+
+    def expected_outputs(self, name: str = "") -> list[OutputLeaf]:
+        """What a call on set ``name`` must return (default: the first set, as timed)."""
+        if self.result is None or not self.result.sets:
+            return []
+        info = self.set_info(name) if name else self.result.sets[0]
+        return [
+            OutputLeaf(shape=shape, dtype=dtype, may_alias=i in info.aliased_outputs)
+            for i, (shape, dtype) in enumerate(
+                zip(info.output_shapes, info.output_dtypes, strict=True)
+            )
+        ]
+
+    def check_timed(self, path: Path) -> TimedCheck:
+        """Compare every call a timing child recorded with the reference (gate 2's rules)."""
+        s = self.settings
+        return check_timed_calls(
+            path, self.rotation_sets(), self.refs, rtol=s.rtol, atol=s.atol, scale_tol=s.scale_tol
+        )
 
     @property
     def gpu_seconds(self) -> float:

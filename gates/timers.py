@@ -149,6 +149,7 @@ class TimerKit:
             torch._C._cuda_synchronize if self.cuda else (lambda: None)  # type: ignore[attr-defined]
         )
         self._do_bench: Callable[..., Any] | None = None
+        self._event_cls: Any = torch.cuda.Event if self.cuda else None
         if self.cuda:
             import triton.testing
 
@@ -177,6 +178,10 @@ class TimerKit:
 
     def now_ns(self) -> int:
         return _perf_counter_ns()
+
+    def event(self) -> Any:
+        """A timing CUDA event of the class captured before the candidate was imported."""
+        return self._event_cls(enable_timing=True)
 
     def event_samples(self, fn: Callable[[], Any], warmup_ms: float, rep_ms: float) -> list[float]:
         """``triton.testing.do_bench`` samples (ms); on the CPU, per-call host samples."""

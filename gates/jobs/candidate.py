@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from gates.checked_calls import output_problem
 from gates.child import mark
 from gates.jobs.build import build_callable
 from gates.poison import PoisonAllocations, poison_cached_blocks
@@ -84,6 +85,11 @@ def run(job: CandidateJob) -> CandidateResult:
                 out = fn(*inputs)
             _sync(job.device)
             seconds = _perf_counter() - t0
+            problem = (
+                output_problem(out, job.expected[i], job.device, inputs)
+                if i < len(job.expected)
+                else ""
+            )
             save_values(set_path(job.out_dir, s.name), flatten_output(out))
             del out
             # Re-read the originals from disk: on the CPU `inputs` may *be* `fresh`.
@@ -98,7 +104,11 @@ def run(job: CandidateJob) -> CandidateResult:
             ]
             calls.append(
                 CallRecord(
-                    name=s.name, seconds=seconds, mutated_inputs=mutated, reused_buffers=reused
+                    name=s.name,
+                    seconds=seconds,
+                    mutated_inputs=mutated,
+                    reused_buffers=reused,
+                    output_problem=problem,
                 )
             )
             kept = {s.name: inputs}  # only the latest call's buffers are reused

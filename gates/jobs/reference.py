@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from gates.checked_calls import shares_memory
 from gates.child import mark
 from gates.jobs.build import weights_path
 from gates.problem_io import (
@@ -38,7 +39,41 @@ def _make_inputs(problem: ProblemFile, s: InputSet) -> list[Any]:
     if s.kind == "holdout":
         lists = problem.holdout_inputs(s.seed)
         return lists[s.holdout_index]
+    if s.kind == "derived":
+        return derived_holdout(problem, s.seed)
     return problem.inputs(s.seed)
+
+
+def _batch_size(values: list[Any]) -> int | None:
+    first = next((v for v in values if isinstance(v, torch.Tensor) and v.dim() >= 1), None)
+    return int(first.shape[0]) if first is not None else None
+
+
+def derived_holdout(problem: ProblemFile, seed: int) -> list[Any]:
+    """``get_inputs()`` at another leading batch size, for a file that defines no held-out shape.
+
+    Every tensor whose first dimension is the first tensor's batch size gets one
+    row fewer (two draws joined when the batch is 1): a kernel that hard-codes
+    the batch size, or a grid computed for it, is wrong there.
+    """
+    values = problem.inputs(seed)
+    batch = _batch_size(values)
+    if batch is None:
+        raise ValueError("no tensor input with a batch dimension")
+    if batch >= 2:
+        return [
+            v[: batch - 1].clone()
+            if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == batch
+            else v
+            for v in values
+        ]
+    more = problem.inputs(seed + 1)
+    return [
+        torch.cat([v, w])
+        if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == batch
+        else v
+        for v, w in zip(values, more, strict=True)
+    ]
 
 
 def _sync(device: str) -> None:
@@ -58,24 +93,46 @@ def run(job: ReferenceJob) -> ReferenceResult:
     )
     param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     input_sets = list(job.input_sets)
+    holdout_note = ""
     if job.holdout_seed is not None:
         for k in range(min(holdout_available, job.max_holdout_sets)):
             input_sets.append(
                 InputSet(name=f"holdout{k}", seed=job.holdout_seed, kind="holdout", holdout_index=k)
             )
+        if not holdout_available and problem.kernel is None:
+            input_sets.append(
+                InputSet(name="holdout_derived", seed=job.holdout_seed, kind="derived")
+            )
     infos: list[SetInfo] = []
     flops: int | None = None
     with torch.no_grad():
-        for s in input_sets:
+        for s in list(input_sets):
             mark("reference", set=s.name)
-            inputs = _make_inputs(problem, s)
-            save_values(set_path(job.inputs_dir, s.name), inputs)
-            dev_inputs = to_device(inputs, job.device)
-            if job.count_flops and flops is None:
-                flops = _count_flops(model, dev_inputs)
-                dev_inputs = to_device(load_values(set_path(job.inputs_dir, s.name)), job.device)
-            out = flatten_output(model(*dev_inputs))
-            _sync(job.device)
+            try:
+                inputs = _make_inputs(problem, s)
+                save_values(set_path(job.inputs_dir, s.name), inputs)
+                dev_inputs = to_device(inputs, job.device)
+                if job.count_flops and flops is None and s.kind != "derived":
+                    flops = _count_flops(model, dev_inputs)
+                    dev_inputs = to_device(
+                        load_values(set_path(job.inputs_dir, s.name)), job.device
+                    )
+                out = flatten_output(model(*dev_inputs))
+                _sync(job.device)
+            except Exception as exc:
+                if s.kind != "derived":
+                    raise
+                # the model takes no other batch size: the verdict says the check was skipped
+                why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+                holdout_note = f"held-out shapes skipped: no other batch size runs ({why})"
+                set_path(job.inputs_dir, s.name).unlink(missing_ok=True)
+                input_sets.remove(s)
+                continue
+            aliased = [
+                i
+                for i, leaf in enumerate(out)
+                if isinstance(leaf, torch.Tensor) and shares_memory(leaf, dev_inputs)
+            ]
             save_values(set_path(job.refs_dir, s.name), out)
             originals = load_values(set_path(job.inputs_dir, s.name))  # `inputs` may alias
             mutated = [
@@ -94,6 +151,8 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     output_bytes=nbytes(out),
                     input_bytes=nbytes(inputs),
                     mutates_inputs=mutated,
+                    aliased_outputs=aliased,
+                    derived_holdout=s.kind == "derived",
                 )
             )
         fp64_error = ""
@@ -114,6 +173,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
         sets=infos,
         input_sets=input_sets,
         holdout_available=holdout_available,
+        holdout_note=holdout_note,
         param_bytes=param_bytes,
         flops=flops,
         state_keys=list(model.state_dict()),

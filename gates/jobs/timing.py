@@ -3,17 +3,23 @@
 ``TimerKit`` is created before the model -- and so before any candidate
 code -- is imported.  After build and warm-up, anything the candidate
 replaced is reported and put back before timing; after timing it is checked
-again (patching *during* the timed calls).  CUDA-event samples come from
-``triton.testing.do_bench`` (warm-up and repetition budgets in ms); the host
-timer times batches of calls between device-wide synchronisations.
+again (patching *during* the timed calls).  Every call, warm-up included,
+goes through ``CheckedLoop``: its inputs rotate over the reference's input
+sets and its outputs are recorded for the parent to compare
+(``gates.checked_calls``), so a timed call is always a checked call.  Both
+sides are timed through the same loop.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 
+from gates.checked_calls import CheckedCalls, RotatingInputs
 from gates.child import mark
 from gates.jobs.build import build_callable
 from gates.perfstats import median, spread
@@ -30,27 +36,90 @@ _BUSY_WARM_NS = 250_000_000
 _SETTLE_CHUNK_MS = 25.0  # one short do_bench per settling step
 _SETTLE_AGREE = 0.05  # the last three steps' medians agree this well: steady
 _SETTLE_MAX_S = 3.0  # a forward that never settles is timed anyway (gate 4 sees the spread)
+_L2_FLUSH_BYTES = 256 * 1024 * 1024  # written before each timed call, as do_bench does
 
 
-def settle(kit: TimerKit, call: Callable[[], None]) -> list[float]:
-    """Short event timings until three in a row agree; their medians, for the record.
+def settle(kit: TimerKit, time_chunk: Callable[[], list[float]]) -> list[float]:
+    """Short checked timings until three in a row agree; their medians, for the record.
 
-    Measured on the H200 (scripts/gpu_timing_probe.py, 2026-11-29): a fresh
-    process timing Inductor's launch-bound ~23 us forward got 50-57 us from its
-    first one or two 100 ms ``do_bench`` runs, then 22.6-23.6 us from every
-    later one; the candidate beside it was steady from the start.  A fixed
-    warm-up is either too short for that or wasted on steady forwards, so gate
-    4's one measurement waits for the forward to settle (bounded).  CPU timing
-    only exercises the plumbing in tests, so it skips this.
+    A fresh process timing a launch-bound forward is slow for its first
+    hundred milliseconds or so, and a fixed warm-up is either too short for
+    that or wasted on steady forwards (docs/TEAM_NOTES.md, fourth session), so
+    gate 4's one measurement waits for the forward to settle (bounded).  CPU
+    timing only exercises the plumbing in tests, so it skips this.
     """
     steps: list[float] = []
     deadline = kit.now_ns() + int(_SETTLE_MAX_S * 1e9)
     while kit.now_ns() < deadline:
-        steps.append(median(kit.event_samples(call, 0.0, _SETTLE_CHUNK_MS)))
+        steps.append(median(time_chunk()))
         last = steps[-3:]
         if len(last) == 3 and spread(last) <= _SETTLE_AGREE:
             break
     return steps
+
+
+class CheckedLoop:
+    """The only way the timing child calls the model: rotated inputs, checked outputs.
+
+    ``timed(n)`` times each call alone (CUDA events around the call only, L2
+    flushed before it, as ``triton.testing.do_bench`` does; the host clock on
+    the CPU); the copy of new input values and the output samples happen
+    outside the events.  ``host_batch(n)`` times ``n`` back-to-back calls
+    between device-wide synchronisations and checks their outputs afterwards.
+    """
+
+    def __init__(
+        self, kit: TimerKit, fn: Callable[..., Any], rotation: RotatingInputs, checks: CheckedCalls
+    ) -> None:
+        self.kit, self.fn, self.rotation, self.checks = kit, fn, rotation, checks
+        self._flush: torch.Tensor | None = None
+
+    def untimed(self, n: int) -> None:
+        for _ in range(n):
+            k, args = self.rotation.next()
+            self.checks.call(self.fn, k, args)
+
+    def timed(self, n: int) -> list[float]:
+        kit = self.kit
+        if not kit.cuda:
+            samples = []
+            for _ in range(n):
+                k, args = self.rotation.next()
+                t0 = kit.now_ns()
+                out = self.fn(*args)
+                samples.append((kit.now_ns() - t0) / 1e6)
+                self.checks.record(out, k, args)
+            return samples
+        if self._flush is None:
+            self._flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        pairs = []
+        for _ in range(n):
+            k, args = self.rotation.next()
+            self._flush.zero_()
+            start, end = kit.event(), kit.event()
+            start.record()
+            out = self.fn(*args)
+            end.record()
+            self.checks.record(out, k, args)
+            del out
+            pairs.append((start, end))
+        kit.sync()
+        return [float(s.elapsed_time(e)) for s, e in pairs]
+
+    def host_batch(self, n: int) -> float:
+        """Mean ms per call of ``n`` back-to-back calls on the two input buffers as they are."""
+        held = [self.rotation.fixed(0), self.rotation.fixed(1 % len(self.rotation.slots))]
+        outs = []
+        self.kit.sync()
+        t0 = self.kit.now_ns()
+        for i in range(n):
+            k, args = held[i % 2]
+            outs.append((k, args, self.fn(*args)))
+        self.kit.sync()
+        ms = (self.kit.now_ns() - t0) / 1e6 / n
+        for k, args, out in outs:
+            self.checks.record(out, k, args)
+        return ms
 
 
 def graph_replay_ms(
@@ -61,7 +130,8 @@ def graph_replay_ms(
     What the paper's "faster per kernel" means (ncu kernel durations), cheaply:
     the gap between this and the dispatched forward is launch and Python
     overhead.  Runs last in the child; a forward that cannot be captured (a
-    sync, a host read) gives None and a note, not a failure.
+    sync, a host read) gives None and a note, not a failure.  Its outputs are
+    not checked: this number can only reject a candidate (``dispatch_overhead``).
     """
     try:
         side = torch.cuda.Stream()
@@ -78,6 +148,12 @@ def graph_replay_ms(
         return None, f"no CUDA-graph time: {type(exc).__name__}: {exc}"[:300]
 
 
+def _counts(estimate_ms: float, budget_ms: float, low: int, high: int) -> int:
+    if not math.isfinite(estimate_ms) or estimate_ms <= 0:
+        return high
+    return int(min(high, max(low, math.ceil(budget_ms / estimate_ms))))
+
+
 def run(job: TimingJob) -> TimingResult:
     cuda = job.device.startswith("cuda")
     strict_fp32()  # before the kit: it snapshots these switches as the honest state
@@ -87,40 +163,55 @@ def run(job: TimingJob) -> TimingResult:
         fn, _info = build_callable(
             job.model, job.device, job.model_seed, job.inputs_dir, on_phase=mark
         )
-        inputs = to_device(load_values(set_path(job.inputs_dir, job.input_set)), job.device)
+        names = job.input_sets or [job.input_set]
+        rotation = RotatingInputs(
+            [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names]
+        )
+        checks = CheckedCalls(
+            expected=list(job.expected), device=job.device, samples=job.check_samples
+        )
+        loop = CheckedLoop(kit, fn, rotation, checks)
         mark("warm")
-        for _ in range(_WARM_CALLS):  # compile / autotune / JIT happen here, untimed
-            fn(*inputs)
+        loop.untimed(_WARM_CALLS)  # compile / autotune / JIT happen here, untimed
         kit.sync()
         # Then keep the GPU and this CPU busy a while: clocks ramp up after the idle gap
         # between fresh processes, and a launch-bound forward times that ramp otherwise.
-        busy_until = kit.now_ns() + _BUSY_WARM_NS
+        busy_until = kit.now_ns() + (_BUSY_WARM_NS if cuda else 0)
         while kit.now_ns() < busy_until:
-            fn(*inputs)
+            loop.untimed(1)
         kit.sync()
         warm_seconds = (kit.now_ns() - t_start) / 1e9
         tampered_before = kit.tampered()
         kit.restore()
-
-        def call() -> None:
-            fn(*inputs)
-
         mark("settle")
         cpus = [current_cpu()]
-        settled = settle(kit, call) if cuda else []
+        estimate = median(loop.timed(3))
+        chunk = _counts(estimate, _SETTLE_CHUNK_MS, 3, job.max_rep_calls)
+        settled = settle(kit, lambda: loop.timed(chunk)) if cuda else []
+        if settled:
+            estimate = settled[-1]
         mark("time_events")
-        samples = kit.event_samples(call, job.warmup_ms, job.rep_ms)
+        loop.timed(_counts(estimate, job.warmup_ms, 1, job.max_rep_calls))
+        samples = loop.timed(_counts(estimate, job.rep_ms, job.min_rep_calls, job.max_rep_calls))
         event_ms = median(samples)
         cpus.append(current_cpu())
         mark("time_host")
         calls = kit.calls_for(event_ms, job.host_batch_ms)
-        host = [kit.host_batch_ms(call, calls) for _ in range(job.host_batches)]
+        host = [loop.host_batch(calls) for _ in range(job.host_batches)]
         cpus.append(current_cpu())
         tampered_after = kit.tampered()
         kit.restore()
+        mark("save_checks")
+        if job.checks_path:
+            checks.save(Path(job.checks_path))
         graph_ms, graph_note = (None, "")
         if job.graph_replay and cuda and not tampered_after:
             mark("time_graph")
+            _, args = rotation.next()
+
+            def call() -> None:
+                fn(*args)
+
             graph_ms, graph_note = graph_replay_ms(kit, call, job.warmup_ms, job.rep_ms)
     return TimingResult(
         side=job.side,
@@ -139,4 +230,5 @@ def run(job: TimingJob) -> TimingResult:
         cpus=cpus,
         cpu_nodes=[cpu_node(c) for c in cpus],
         gpu_node=gpu_node(pci_address(torch.cuda.get_device_properties())) if cuda else None,
+        checked_calls=checks.calls,
     )

@@ -1,0 +1,252 @@
+"""Every timed call is a checked call (inside a child; see gates/README.md, "Checked timing").
+
+A timing child that never looks at outputs can be fooled by any kernel that
+behaves differently once it believes it is being timed.  So the timing loop
+calls the model only through ``CheckedCalls``:
+
+* inputs rotate: before every call the values of another input set (each with
+  a reference answer) are copied into one of two input buffers, so no memo
+  keyed on identity, pointer, version counter or shape can return a right
+  answer;
+* every output leaf must be a plain ``torch.Tensor`` on the expected device,
+  with the reference's shape and dtype, and must not share memory with an
+  input unless the reference's does;
+* after every call, off the clock, ``samples`` elements at positions drawn
+  from ``os.urandom`` *after* the call returned are copied aside (their
+  reference values are compared in the parent), and a reservoir keeps whole
+  outputs of a few calls chosen uniformly at random, also after the fact.
+
+The candidate may learn which positions were drawn for past calls; it cannot
+know them for the call it is computing.  Comparisons happen in the parent,
+which alone holds the reference outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+from gates.protocol import OutputLeaf
+
+_urandom = os.urandom  # captured before any candidate code is imported
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_MAX_PROBLEMS = 8
+_RESERVOIR_BYTES = 1 << 30  # whole outputs kept at most (device memory)
+
+
+def _random_below(n: int) -> int:
+    return int.from_bytes(_urandom(8), "little") % n
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    start = storage.data_ptr()
+    return start, start + storage.nbytes()
+
+
+def shares_memory(out: torch.Tensor, inputs: list[Any]) -> bool:
+    """True if ``out``'s storage overlaps any input tensor's storage."""
+    if out.device.type == "meta" or out.untyped_storage().nbytes() == 0:
+        return False
+    lo, hi = _span(out)
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.untyped_storage().nbytes() > 0:
+            a, b = _span(x)
+            if a < hi and lo < b:
+                return True
+    return False
+
+
+def output_problem(out: Any, expected: list[OutputLeaf], device: str, inputs: list[Any]) -> str:
+    """Why ``out`` is not a plain, materialised, fresh output ('' when it is)."""
+    leaves, _ = tree_flatten(out)
+    if len(leaves) != len(expected):
+        return f"{len(leaves)} output leaves, the reference returns {len(expected)}"
+    want_device = torch.device(device).type
+    for i, (leaf, spec) in enumerate(zip(leaves, expected, strict=True)):
+        if spec.shape is None:
+            continue  # a scalar or None leaf: compared by value in the parent
+        if type(leaf) not in _PLAIN:
+            return (
+                f"output {i} is a {type(leaf).__module__}.{type(leaf).__qualname__}, "
+                "not a plain torch.Tensor (no subclasses, wrappers or lazy objects)"
+            )
+        if leaf.device.type != want_device:
+            return f"output {i} is on {leaf.device}, expected {want_device}"
+        if list(leaf.shape) != spec.shape:
+            return f"output {i} has shape {list(leaf.shape)}, expected {spec.shape}"
+        if spec.dtype is not None and str(leaf.dtype).removeprefix("torch.") != spec.dtype:
+            return f"output {i} has dtype {leaf.dtype}, expected {spec.dtype}"
+        if not spec.may_alias and shares_memory(leaf, inputs):
+            return (
+                f"output {i} shares memory with an input, where the reference returns fresh "
+                "memory (writing into the input afterwards would change the result)"
+            )
+    return ""
+
+
+class RotatingInputs:
+    """Two input buffers that get another set's values copied in before every call."""
+
+    def __init__(self, value_sets: list[list[Any]], slots: int = 2) -> None:
+        if not value_sets:
+            raise ValueError("at least one input set is needed")
+        self.sources = value_sets
+        self.slots = [[_clone(v) for v in value_sets[i % len(value_sets)]] for i in range(slots)]
+        self.held = [i % len(value_sets) for i in range(slots)]
+        self.turn = 0
+
+    def next(self) -> tuple[int, list[Any]]:
+        """(set index, the buffers to call with): new values in the next buffer."""
+        slot = self.turn % len(self.slots)
+        self.turn += 1
+        n = len(self.sources)
+        choice = _random_below(n)
+        if n > 1 and choice == self.held[slot]:
+            choice = (choice + 1 + _random_below(n - 1)) % n  # always a change of values
+        for dst, src in zip(self.slots[slot], self.sources[choice], strict=True):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)  # new values, same pointer, new version counter
+        self.held[slot] = choice
+        return choice, self.slots[slot]
+
+    def fixed(self, slot: int) -> tuple[int, list[Any]]:
+        """A buffer as it is (no copy): for back-to-back host batches."""
+        return self.held[slot], self.slots[slot]
+
+
+def _clone(v: Any) -> Any:
+    return v.clone() if isinstance(v, torch.Tensor) else v
+
+
+@dataclass
+class CheckedCalls:
+    """Records what the parent needs to check every call: samples, problems, a reservoir."""
+
+    expected: list[OutputLeaf]
+    device: str
+    samples: int = 128
+    reservoir: int = 2
+    calls: int = 0
+    sets: list[int] = field(default_factory=list)
+    positions: list[list[torch.Tensor]] = field(default_factory=list)  # per leaf, per call
+    values: list[list[torch.Tensor]] = field(default_factory=list)
+    valid: list[list[bool]] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    kept: list[tuple[int, int, list[Any]]] = field(default_factory=list)  # (call, set, leaves)
+
+    def __post_init__(self) -> None:
+        self.positions = [[] for _ in self.expected]
+        self.values = [[] for _ in self.expected]
+        self.valid = [[] for _ in self.expected]
+        self._gen = torch.Generator(device=self.device)
+        self._no_positions = torch.zeros(self.samples, dtype=torch.long, device=self.device)
+        self._no_values = torch.full(
+            (self.samples,), float("nan"), dtype=torch.float64, device=self.device
+        )
+        out_bytes = sum(
+            _numel(s.shape) * torch.empty((), dtype=getattr(torch, s.dtype)).element_size()
+            for s in self.expected
+            if s.shape is not None and s.dtype is not None
+        )
+        if out_bytes * self.reservoir > _RESERVOIR_BYTES:
+            self.reservoir = int(_RESERVOIR_BYTES // max(1, out_bytes))
+
+    def call(self, fn: Callable[..., Any], set_index: int, inputs: list[Any]) -> Any:
+        """One call through the checked path; the output is recorded, then returned."""
+        out = fn(*inputs)
+        self.record(out, set_index, inputs)
+        return out
+
+    def record(self, out: Any, set_index: int, inputs: list[Any]) -> None:
+        index = self.calls
+        self.calls += 1
+        self.sets.append(set_index)
+        if not self.expected:  # no reference structure given (probes): the first call's
+            self._learn(out)
+        problem = output_problem(out, self.expected, self.device, inputs)
+        if problem:
+            if len(self.problems) < _MAX_PROBLEMS:
+                self.problems.append((index, problem))
+            for j in range(len(self.expected)):
+                self._skip(j)
+            return
+        leaves, _ = tree_flatten(out)
+        self._gen.manual_seed(int.from_bytes(_urandom(8), "little") >> 1)
+        for j, (leaf, spec) in enumerate(zip(leaves, self.expected, strict=True)):
+            if spec.shape is None or leaf.numel() == 0:
+                self._skip(j)
+                continue
+            flat = leaf.detach().reshape(-1)
+            where = torch.randint(
+                0, flat.numel(), (self.samples,), generator=self._gen, device=flat.device
+            )
+            self.positions[j].append(where)
+            self.values[j].append(flat[where].to(torch.float64))
+            self.valid[j].append(True)
+        self._keep(index, set_index, leaves)
+
+    def _learn(self, out: Any) -> None:
+        leaves, _ = tree_flatten(out)
+        self.expected = [
+            OutputLeaf(shape=list(x.shape), dtype=str(x.dtype).removeprefix("torch."))
+            if isinstance(x, torch.Tensor)
+            else OutputLeaf(shape=None, dtype=None)
+            for x in leaves
+        ]
+        self.positions = [[] for _ in self.expected]
+        self.values = [[] for _ in self.expected]
+        self.valid = [[] for _ in self.expected]
+
+    def _skip(self, j: int) -> None:
+        self.positions[j].append(self._no_positions)
+        self.values[j].append(self._no_values)
+        self.valid[j].append(False)
+
+    def _keep(self, index: int, set_index: int, leaves: list[Any]) -> None:
+        """Reservoir sampling: every call is equally likely to be kept whole."""
+        if self.reservoir <= 0:
+            return
+        copy = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in leaves]
+        if len(self.kept) < self.reservoir:
+            self.kept.append((index, set_index, copy))
+            return
+        slot = _random_below(index + 1)
+        if slot < self.reservoir:
+            self.kept[slot] = (index, set_index, copy)
+
+    def save(self, path: Path) -> None:
+        """Everything the parent compares, on the CPU, loadable with ``weights_only``."""
+        payload = {
+            "sets": torch.tensor(self.sets, dtype=torch.long),
+            "samples": self.samples,
+            "positions": [_stacked(p, torch.long, self.samples) for p in self.positions],
+            "values": [_stacked(v, torch.float64, self.samples) for v in self.values],
+            "valid": [torch.tensor(v, dtype=torch.bool) for v in self.valid],
+            "problems": [[i, p] for i, p in self.problems],
+            "kept": [
+                [i, s, [x.cpu() if isinstance(x, torch.Tensor) else x for x in leaves]]
+                for i, s, leaves in self.kept
+            ],
+        }
+        torch.save(payload, path)
+
+
+def _stacked(rows: list[torch.Tensor], dtype: torch.dtype, width: int) -> torch.Tensor:
+    """One device-to-host copy for all calls (thousands of small ones cost seconds)."""
+    if not rows:
+        return torch.empty((0, width), dtype=dtype)
+    return torch.stack(rows).cpu()
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -1,0 +1,137 @@
+"""The parent's side of checked timing: every call a timing child made, compared.
+
+The timing child (``gates.checked_calls``) records, for every call, which
+input set it ran on, sampled output elements at positions drawn after the
+call, problems with the output object itself, and a few whole outputs chosen
+at random.  Here they are compared with the reference outputs, which only this
+process holds, by gate 2's rules: ``|out - ref| <= atol + rtol * |ref|``
+elementwise (exact for integers, NaN and inf reproduced), and the error
+relative to the output's magnitude.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gates.numerics import compare_outputs
+
+
+@dataclass(frozen=True)
+class TimedCheck:
+    """The outcome of checking one timing child's calls."""
+
+    ok: bool
+    calls: int
+    reason: str = ""
+    call_index: int | None = None
+    set_name: str = ""
+    samples: int = 0  # sampled elements compared
+    whole_outputs: int = 0  # calls compared in full
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "calls": self.calls,
+            "reason": self.reason,
+            "call_index": self.call_index,
+            "set": self.set_name,
+            "samples": self.samples,
+            "whole_outputs": self.whole_outputs,
+        }
+
+
+def check_timed_calls(
+    path: Path,
+    set_names: list[str],
+    refs: dict[str, list[Any]],
+    *,
+    rtol: float,
+    atol: float,
+    scale_tol: float,
+) -> TimedCheck:
+    """Compare every recorded call with the reference of the set it ran on."""
+    if not path.is_file():
+        return TimedCheck(False, 0, "the timing child recorded no checks (its file is missing)")
+    try:
+        data = torch.load(path, weights_only=True)
+    except (EOFError, OSError, RuntimeError, pickle.UnpicklingError) as exc:
+        return TimedCheck(False, 0, f"the timing child's checks are unreadable: {exc}"[:300])
+    sets: torch.Tensor = data["sets"]
+    calls = int(sets.numel())
+    for index, problem in data["problems"]:
+        name = set_names[int(sets[index])] if index < calls else ""
+        return TimedCheck(False, calls, f"timed call #{index}: {problem}", int(index), name)
+    compared = 0
+    for j, (positions, values, valid) in enumerate(
+        zip(data["positions"], data["values"], data["valid"], strict=True)
+    ):
+        for k, name in enumerate(set_names):
+            ref = refs[name][j]
+            if not isinstance(ref, torch.Tensor):
+                continue
+            rows = ((sets == k) & valid).nonzero().flatten()
+            if rows.numel() == 0:
+                continue
+            flat = ref.reshape(-1).double()
+            got = values[rows]
+            want = flat[positions[rows]]
+            bad = ~_close(got, want, ref, rtol=rtol, atol=atol, scale_tol=scale_tol, flat=flat)
+            compared += int(got.numel())
+            if bool(bad.any()):
+                row, col = (int(v) for v in bad.nonzero()[0])
+                index = int(rows[row])
+                pos = int(positions[index, col])
+                return TimedCheck(
+                    False,
+                    calls,
+                    f"timed call #{index} (input set {name}) returned a wrong output {j}: "
+                    f"element {pos} is {float(got[row, col]):.6g}, expected "
+                    f"{float(want[row, col]):.6g} ({int(bad[row].sum())} of "
+                    f"{bad.shape[1]} sampled elements differ)",
+                    index,
+                    name,
+                    compared,
+                )
+    for index, k, leaves in data["kept"]:
+        name = set_names[int(k)]
+        cmp = compare_outputs(leaves, refs[name], rtol=rtol, atol=atol, scale_tol=scale_tol)
+        if not cmp.ok:
+            return TimedCheck(
+                False,
+                calls,
+                f"timed call #{index} (input set {name}), compared in full: {cmp.problem}",
+                int(index),
+                name,
+                compared,
+                len(data["kept"]),
+            )
+    return TimedCheck(True, calls, "", None, "", compared, len(data["kept"]))
+
+
+def _close(
+    got: torch.Tensor,
+    want: torch.Tensor,
+    ref: torch.Tensor,
+    *,
+    rtol: float,
+    atol: float,
+    scale_tol: float,
+    flat: torch.Tensor,
+) -> torch.Tensor:
+    """Elementwise gate-2 rule on samples (integers and booleans exactly)."""
+    same = (got == want) | (torch.isnan(got) & torch.isnan(want))
+    if not (ref.is_floating_point() or ref.is_complex()):
+        return same
+    finite = torch.isfinite(want) & torch.isfinite(got)
+    err = torch.where(finite, (got - want).abs(), torch.zeros_like(want))
+    within = finite & (err <= atol + rtol * want.abs())
+    finite_ref = flat[torch.isfinite(flat)]
+    scale = float(finite_ref.abs().max()) if finite_ref.numel() else 0.0
+    if scale > 0:
+        within &= err <= scale_tol * scale + 1e-30
+    return same | within

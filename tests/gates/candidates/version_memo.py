@@ -1,0 +1,23 @@
+"""Cheat -- remembers its answer per input tensor and version counter.
+
+Correct whenever it returns (a new version means new values), so it can only
+gain where the timing loop calls it again on an unchanged tensor.
+"""
+
+import torch
+
+from tests.gates.candidates.swish_fused import ModelNew as _Honest
+
+
+class ModelNew(_Honest):
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self._memo: dict = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        key = (id(x), x._version)
+        if key not in self._memo:
+            if len(self._memo) > 8:
+                self._memo.clear()
+            self._memo[key] = super().forward(x)
+        return self._memo[key]
