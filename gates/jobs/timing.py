@@ -64,7 +64,8 @@ class CheckedLoop:
     ``timed(n)`` times each call alone (CUDA events around the call only, L2
     flushed before it, as ``triton.testing.do_bench`` does; the host clock on
     the CPU); the copy of new input values and the output samples happen
-    outside the events.  ``host_batch(n)`` times ``n`` back-to-back calls
+    outside the events, and a call's check is queued before the next flush,
+    so the GPU is busy with the flush while the timed call is queued.  ``host_batch(n)`` times ``n`` back-to-back calls
     between device-wide synchronisations and checks their outputs afterwards.
     """
 
@@ -93,16 +94,24 @@ class CheckedLoop:
         if self._flush is None:
             self._flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
         pairs = []
+        pending: tuple[Any, int, list[Any]] | None = None
         for _ in range(n):
             k, args = self.rotation.next()
+            if pending is not None:  # the previous call's check, before the flush is queued
+                self.checks.record(*pending)
+                pending = None
+            # The flush keeps the GPU busy while this thread queues the timed call, as in
+            # do_bench: the checks' host work above must not leave the GPU idle at `start`.
             self._flush.zero_()
             start, end = kit.event(), kit.event()
             start.record()
             out = self.fn(*args)
             end.record()
-            self.checks.record(out, k, args)
+            pending = (out, k, args)
             del out
             pairs.append((start, end))
+        if pending is not None:
+            self.checks.record(*pending)
         kit.sync()
         return [float(s.elapsed_time(e)) for s, e in pairs]
 
