@@ -276,6 +276,9 @@ def time_candidate(
         "speedup": speedup,
         "could_not_run": bool(v4.metrics.get("infrastructure")),
     }
+    decision = v4.metrics.get("decision")
+    if decision:
+        update["speedup_interval"] = [decision["speedup_low"], decision["speedup_high"]]
     if m.baseline and m.candidate:
         update["baseline_ms"] = v4.metrics["baseline"]["median_ms"]
         update["candidate_ms"] = v4.metrics["candidate"]["median_ms"]

@@ -142,6 +142,10 @@ class PerfDecision:
     stable: bool  # noise within the noise limit, or too small to flip the category
     reason: str
     decisive: bool = False  # the extreme rounds agree on the category
+    # the speedup's interval: fastest baseline round over slowest candidate round, and the
+    # reverse (rounds round_spread keeps) -- what the verdict reports beside the median
+    speedup_low: float = 0.0
+    speedup_high: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -178,8 +182,22 @@ def decide_category(
             f"; noise above the {noise_limit:.0%} limit cannot change it: every round pair "
             f"gives {min(base_kept) / max(cand_kept):.3g}x to {max(base_kept) / min(cand_kept):.3g}x"
         )
+    base_kept, cand_kept = trimmed(baseline_rounds), trimmed(candidate_rounds)
+    low = min(base_kept) / max(cand_kept) if cand_kept and max(cand_kept) > 0 else speedup
+    high = max(base_kept) / min(cand_kept) if cand_kept and min(cand_kept) > 0 else speedup
     return PerfDecision(
-        category, speedup, base, cand, b_sp, c_sp, noise, stable, reason, decided is not None
+        category,
+        speedup,
+        base,
+        cand,
+        b_sp,
+        c_sp,
+        noise,
+        stable,
+        reason,
+        decided is not None,
+        low,
+        high,
     )
 
 

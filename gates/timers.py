@@ -150,6 +150,7 @@ class TimerKit:
         )
         self._do_bench: Callable[..., Any] | None = None
         self._event_cls: Any = torch.cuda.Event if self.cuda else None
+        self._sleep: Callable[[int], None] | None = torch.cuda._sleep if self.cuda else None
         if self.cuda:
             import triton.testing
 
@@ -178,6 +179,11 @@ class TimerKit:
 
     def now_ns(self) -> int:
         return _perf_counter_ns()
+
+    def cover(self, cycles: int) -> None:
+        """Queue a GPU spin of ``cycles`` clocks: the GPU is busy while a call is queued."""
+        if self._sleep is not None:
+            self._sleep(cycles)
 
     def event(self) -> Any:
         """A timing CUDA event of the class captured before the candidate was imported."""

@@ -37,6 +37,9 @@ _SETTLE_CHUNK_MS = 25.0  # one short do_bench per settling step
 _SETTLE_AGREE = 0.05  # the last three steps' medians agree this well: steady
 _SETTLE_MAX_S = 3.0  # a forward that never settles is timed anyway (gate 4 sees the spread)
 _L2_FLUSH_BYTES = 256 * 1024 * 1024  # written before each timed call, as do_bench does
+# about 0.25 ms at the H200's clock: more than a forward's dispatch, which do_bench's
+# loop hides by running ahead of the GPU (a checked loop cannot run ahead)
+_COVER_CYCLES = 500_000
 
 
 def settle(kit: TimerKit, time_chunk: Callable[[], list[float]]) -> list[float]:
@@ -64,8 +67,10 @@ class CheckedLoop:
     ``timed(n)`` times each call alone (CUDA events around the call only, L2
     flushed before it, as ``triton.testing.do_bench`` does; the host clock on
     the CPU); the copy of new input values and the output samples happen
-    outside the events, and a call's check is queued before the next flush,
-    so the GPU is busy with the flush while the timed call is queued.  ``host_batch(n)`` times ``n`` back-to-back calls
+    outside the events, and a call's check is queued before the next flush;
+    the flush and a GPU spin keep the device busy while the timed call is
+    queued, so the events time the call's GPU work, as do_bench's do once it
+    runs ahead (dispatch-bound candidates are caught by the host timer).  ``host_batch(n)`` times ``n`` back-to-back calls
     between device-wide synchronisations and checks their outputs afterwards.
     """
 
@@ -100,9 +105,11 @@ class CheckedLoop:
             if pending is not None:  # the previous call's check, before the flush is queued
                 self.checks.record(*pending)
                 pending = None
-            # The flush keeps the GPU busy while this thread queues the timed call, as in
-            # do_bench: the checks' host work above must not leave the GPU idle at `start`.
+            # The flush and a short spin keep the GPU busy while this thread queues the
+            # timed call: with the checks' host work above, the GPU would otherwise wait at
+            # `start` for the call's launches, and the events would time the dispatch.
             self._flush.zero_()
+            kit.cover(_COVER_CYCLES)
             start, end = kit.event(), kit.event()
             start.record()
             out = self.fn(*args)

@@ -164,6 +164,7 @@ class CascadeResult(Frozen):
     reason: str = ""
     category: PerfCategory | None = None
     speedup: float | None = None
+    speedup_interval: list[float] | None = None  # [low, high] over the timing rounds
     baseline_ms: float | None = None
     candidate_ms: float | None = None
     gpu_seconds: float = 0.0  # child-process seconds spent on the device
