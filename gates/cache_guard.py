@@ -26,6 +26,7 @@ import getpass
 import hashlib
 import os
 import re
+import shutil
 import stat
 import tempfile
 import time
@@ -188,9 +189,25 @@ class CacheGuard:
             else:
                 self._known[path] = (now, digest)  # same bytes written again: benign
         for path in touched:
-            Path(path).unlink(missing_ok=True)
-            self._known.pop(path, None)
+            self._drop_entry(Path(path))
         return sorted(touched)
+
+    def _drop_entry(self, path: Path) -> None:
+        """Delete the cache entry holding ``path``: its whole directory, below a cache root.
+
+        A Triton cache entry is a directory of files that belong together (the
+        metadata names the cubin beside it): deleting one file left the entry
+        half there, and every later compile of that kernel failed with
+        ``KeyError: 'cubin'`` instead of regenerating it.
+        """
+        parent = path.parent
+        if any(parent == top or parent.parent == parent for top in self.dirs):
+            path.unlink(missing_ok=True)
+            self._known.pop(str(path), None)
+            return
+        shutil.rmtree(parent, ignore_errors=True)
+        for known in [k for k in self._known if Path(k).parent == parent]:
+            self._known.pop(known, None)
 
     def describe(self, path: str) -> str:
         """A cache file's name relative to its cache directory, for verdicts."""

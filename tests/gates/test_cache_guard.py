@@ -52,10 +52,14 @@ def test_changed_content_is_caught_same_bytes_removals_and_new_files_are_not(
     (root / "cd" / "own.cubin").write_bytes(b"mine")  # a candidate's own compile
     touched = guard.check()
     assert touched == [str(root / "ab" / "k.cubin"), str(root / "ab" / "k.json")]
-    assert not (root / "ab" / "k.cubin").exists()  # dropped: regenerated from source
-    assert (root / "ab" / "same.py").exists() and (root / "cd" / "own.cubin").exists()
+    # the whole entry goes (a Triton entry's metadata names the cubin beside it: half an
+    # entry fails every later compile with KeyError 'cubin'); other entries stay
+    assert not (root / "ab").exists()
+    assert (root / "cd" / "own.cubin").exists()
     assert guard.describe(touched[0]) == "compiler cache cache/ab/k.cubin"
     assert guard.check() == []  # the window closed with the check
+    (root / "ab").mkdir()
+    (root / "ab" / "same.py").write_text("kernel source")  # regenerated
     guard.arm()  # the next window starts from what is there now
     (root / "ab" / "same.py").write_text("poisoned source")
     assert guard.check() == [str(root / "ab" / "same.py")]
@@ -140,6 +144,8 @@ def test_guards_in_separate_processes_share_the_workers_digests(
     finally:
         service.close()
     # without the worker (its socket gone) a guard hashes by itself
+    (root / "ab").mkdir()  # the entry the second guard dropped, regenerated
+    (root / "ab" / "k.cubin").write_bytes(b"kernel")
     alone = CacheGuard([root])
     alone.arm()
     (root / "ab" / "k.cubin").write_bytes(b"poison")
