@@ -81,6 +81,34 @@ async def _stalled_retry(client: Client, workflow_id: str) -> str | None:
     return stalled[0].describe() if stalled else None
 
 
+async def waiting_text(
+    client: Client,
+    handle: WorkflowHandle,
+    progress: CampaignProgress | None,
+    gpu_queue: str,
+    workflow_queue: str | None = None,
+) -> str | None:
+    """What the campaign waits for, if it waits on a worker nobody runs; None otherwise.
+
+    ``follow``, ``show`` and the audit all say it, so a campaign waiting for a GPU
+    worker never looks merely slow.
+    """
+    if progress is None:
+        if workflow_queue and not await has_pollers(client, workflow_queue, activity=False):
+            return waiting_hint(workflow_queue, gpu_queue)
+        return None
+    hint = None
+    queue = progress.waiting_on
+    if queue is None and progress.phase in GPU_PHASES:
+        queue = gpu_queue  # a child search may be waiting on it
+    if queue and not await has_pollers(client, queue):
+        hint = waiting_hint(queue, gpu_queue)
+    retry = await _stalled_retry(client, handle.id)
+    if retry:  # a worker died mid-activity: say so before pollers notice
+        hint = f"{hint}\n{retry}" if hint else retry
+    return hint
+
+
 def render(progress: CampaignProgress, hint: str | None, elapsed: float) -> Group:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -163,7 +191,6 @@ async def follow(
     try:
         with live_display as live:
             while not result_task.done():
-                hint = None
                 try:
                     progress = await handle.query("progress", result_type=CampaignProgress)
                 except RPCError:
@@ -172,22 +199,13 @@ async def follow(
                     desc = await handle.describe()
                     if desc.status != WorkflowExecutionStatus.RUNNING:
                         break
-                    cpu_q = desc.task_queue
-                    if not await has_pollers(client, cpu_q, activity=False):
-                        hint = waiting_hint(cpu_q, gpu_queue)
+                    hint = await waiting_text(client, handle, None, gpu_queue, desc.task_queue)
                     if plain is not None:
                         plain.update(status_line(None, hint))
                     else:
                         live.update(Text(hint or "starting..."))
                 else:
-                    queue = progress.waiting_on
-                    if queue is None and progress.phase in GPU_PHASES:
-                        queue = gpu_queue  # a child search may be waiting on it
-                    if queue and not await has_pollers(client, queue):
-                        hint = waiting_hint(queue, gpu_queue)
-                    retry = await _stalled_retry(client, handle.id)
-                    if retry:  # a worker died mid-activity: say so before pollers notice
-                        hint = f"{hint}\n{retry}" if hint else retry
+                    hint = await waiting_text(client, handle, progress, gpu_queue)
                     if plain is not None:
                         plain.update(status_line(progress, hint))
                     else:

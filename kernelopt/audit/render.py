@@ -51,6 +51,16 @@ def gates_cell(c: CandidateAudit) -> Text:
     return text
 
 
+def outcome_text(report: AuditReport) -> str:
+    """A cancelled campaign reads as cancelled, not as a 1.000x fallback."""
+    o = report.outcome
+    if o is None:
+        return "-"
+    if report.status == "cancelled":
+        return f"cancelled -- {o.reason}"
+    return f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile -- {o.reason}"
+
+
 def header(report: AuditReport) -> Table:
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold")
@@ -59,10 +69,10 @@ def header(report: AuditReport) -> Table:
     t.add_row("campaign", f"{report.campaign_id}  ({report.problem})")
     t.add_row("source", report.source)
     t.add_row("status", report.status + (f", phase {report.phase}" if report.phase else ""))
+    for line in report.waiting:
+        t.add_row("waiting", Text(line, style="yellow"))
     if o is not None:
-        t.add_row(
-            "outcome", f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile -- {o.reason}"
-        )
+        t.add_row("outcome", outcome_text(report))
         t.add_row("replaced", ", ".join(o.replaced) or "nothing (baseline returned)")
         t.add_row("proposer", o.proposer or "-")
     u, b = report.used, report.budgets
@@ -178,4 +188,4 @@ def print_report(report: AuditReport, console: Console) -> None:
     console.print(render(report))
 
 
-__all__ = ["fmt_x", "print_report", "render", "verdict_text"]
+__all__ = ["fmt_x", "outcome_text", "print_report", "render", "verdict_text"]
