@@ -101,6 +101,30 @@ def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> No
     )
 
 
+def _has_gpu() -> bool:
+    """Asked without a CUDA context here (``nvidia-smi``): the GPU steps run in a child."""
+    import os
+
+    from kernelopt.gpu_info import gpu_names
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":  # set but empty: CUDA sees no device
+        return False
+    return bool(gpu_names())
+
+
+def one_line(exc: BaseException) -> str:
+    """A child's failure as one line: its message, without the traceback it carries.
+
+    The supervisor's ApplicationError reads "NoGpuError: <message>\n<traceback>" and
+    its type is "NoGpuError" again; a person needs the message once.
+    """
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    kind = getattr(exc, "type", None) or type(exc).__name__
+    while text.startswith(f"{kind}: "):
+        text = text.removeprefix(f"{kind}: ")
+    return f"{kind}: {text}"
+
+
 def triage_command(path: Path | str, json_out: bool, mode: str) -> int:
     """CLI body: 0 on success, 2 for a bad problem file or a failed step."""
     from rich.console import Console
@@ -112,10 +136,17 @@ def triage_command(path: Path | str, json_out: bool, mode: str) -> int:
     except (KernelOptError, ValueError) as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")
         return 2
+    if not _has_gpu():
+        Console(stderr=True).print(
+            "[red]triage:[/] no CUDA GPU here: triage measures each kernel's GPU time, so it "
+            "runs on a GPU host (`kernelopt optimize` here submits a campaign that waits for one)",
+            highlight=False,
+        )
+        return 2
     try:
         compiled, seg, tri = asyncio.run(run_triage(path, search_mode, open_store()))
     except Exception as exc:  # the child's typed failure arrives as an ApplicationError
-        Console(stderr=True).print(f"[red]triage failed:[/] {type(exc).__name__}: {exc}")
+        Console(stderr=True).print(f"[red]triage failed:[/] {one_line(exc)}", highlight=False)
         return 2
     if json_out:
         print(
