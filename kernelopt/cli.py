@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--device", default="auto", help="auto, cuda, or cpu (gates 1-3 only)")
     ver.add_argument("--baseline-mode", default=None, help="torch.compile mode of gate 4")
     ver.add_argument("--no-perf", action="store_true", help="skip gate 4")
+    ver.add_argument(
+        "-v", "--verbose", action="store_true", help="print the full feedback (tracebacks)"
+    )
 
     sub.add_parser("list", help="campaigns").add_argument("--limit", type=int, default=50)
     for name, text in [
@@ -555,6 +558,7 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         device=args.device,
         baseline_mode=args.baseline_mode,
         run_perf=not args.no_perf,
+        verbose=args.verbose,
     )
 
 

@@ -64,7 +64,13 @@ def _numbers(v: GateVerdict) -> str:
     return ""
 
 
-def render(result: CascadeResult) -> None:
+def feedback_summary(feedback: str) -> str:
+    """The feedback's first paragraph: what failed and where, without the traceback."""
+    head = feedback.strip().split("\n\n", 1)[0]
+    return "\n".join(line for line in head.splitlines() if not line.startswith("  File "))
+
+
+def render(result: CascadeResult, verbose: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -112,7 +118,10 @@ def render(result: CascadeResult) -> None:
         console.print(f"[bold red]REJECTED[/] at {gate}: {result.reason}")
     if result.feedback:
         console.print("\n[bold]Feedback for the kernel author:[/]")
-        console.print(result.feedback, markup=False, highlight=False)
+        summary = result.feedback if verbose else feedback_summary(result.feedback)
+        console.print(summary, markup=False, highlight=False)
+        if summary.strip() != result.feedback.strip():
+            console.print("(the full feedback and traceback: -v, or --json)", style="dim")
     console.print(
         f"\n{result.gpu_seconds:.1f} device-seconds, {result.wall_seconds:.1f} s wall",
         highlight=False,
@@ -128,18 +137,22 @@ def verify_command(
     baseline_mode: str | None = None,
     run_perf: bool = True,
     settings: GateSettings | None = None,
+    verbose: bool = False,
 ) -> int:
     """Run the cascade and print a table (or JSON).  Returns the exit code."""
+    from kernelopt.cli_files import check_candidate_file, require_file
     from kernelopt.errors import ProblemError
     from kernelopt.problem import check_problem_file
 
     try:
-        check_problem_file(problem_path)
+        check_problem_file(require_file(problem_path, "problem"))
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad problem file: {exc}")
         return 2
-    if not Path(candidate_path).is_file():
-        _fail(json_out, problem_path, candidate_path, f"candidate {candidate_path} not found")
+    try:
+        check_candidate_file(candidate_path)
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidate_path, f"bad candidate: {exc}")
         return 2
     if device == "auto":
         if not _cuda_available():
@@ -167,16 +180,33 @@ def verify_command(
 
     # On a GPU every gate child forks from one preloaded zygote (~10 s saved per child).
     launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
+    from rich.console import Console
+
+    from kernelopt.verify_progress import ProgressWatcher
+
+    progress = Console(stderr=True)
+    gates = "gates 1-3" if update.get("run_perf") is False else "gates 1-4"
+    progress.print(
+        f"verifying on {device}: the reference, then {gates}; one line per step of each "
+        "checking process"
+        + (" (the Triton interpreter on the CPU takes minutes)" if device == "cpu" else ""),
+        style="dim",
+        highlight=False,
+    )
     with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp, launcher:
         # hook: a launch-only candidate (kernel problems) is checked in its ModelNew form
         checked = forward_candidate_file(candidate_path, Path(tmp))
-        result = verify_candidate(problem_path, checked, base.model_copy(update=update))
+        workdir = Path(tmp) / "gates"
+        with ProgressWatcher(workdir, progress):
+            result = verify_candidate(
+                problem_path, checked, base.model_copy(update=update), workdir=workdir
+            )
     if checked != Path(candidate_path):
         result = result.model_copy(update={"candidate": str(Path(candidate_path).resolve())})
     if json_out:
         print(result.model_dump_json(indent=2))
     else:
-        render(result)
+        render(result, verbose=verbose)
     return result.exit_code
 
 
