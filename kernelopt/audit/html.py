@@ -31,7 +31,8 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1f2328}
 h1{font-size:22px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #d0d7de}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}
-th,td{border:1px solid #d0d7de;padding:3px 6px;vertical-align:top;text-align:left}
+th,td{border:1px solid #d0d7de;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}
+.nodata{color:#57606a;font-style:italic}
 th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .ok{color:#1a7f37;font-weight:600} .fail{color:#cf222e;font-weight:600}
 .pass{color:#1a7f37} .reject{color:#cf222e}
