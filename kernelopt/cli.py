@@ -441,12 +441,13 @@ def campaign_table(rows: list[list[str]], width: int) -> Table:
     """The listing; the id is what a user copies into show/cancel/audit: never cut it.
 
     No cell is cut or wrapped mid-word: at narrow widths the phase column goes first
-    (a finished campaign's phase is "done" anyway), then the start time.
+    (a finished campaign's phase is "done" anyway), then the start time, then the best
+    speedup (``show ID`` has it).
     """
     columns = ["campaign", "status", "start", "phase", "outcome", "best"]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
     keep = list(range(len(columns)))
-    for drop in (3, 2):  # phase, then start
+    for drop in (3, 2, 5):  # phase, start, best
         if sum(widths[i] + 3 for i in keep) + 1 <= width:
             break
         keep.remove(drop)

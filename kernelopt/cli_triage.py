@@ -13,6 +13,7 @@ import asyncio
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernelopt.contracts.compiled import (
     CompileInput,
@@ -27,6 +28,9 @@ from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.errors import KernelOptError
 from kernelopt.problem import check_problem_file
 from kernelopt.store import ArtifactStore, open_store
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 async def run_triage(
@@ -60,9 +64,38 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
+def kernel_table(tri: TriageResult, width: int) -> Table:
+    """Per-kernel GPU time; kernel names whole (folded, never cut), numbers never wrapped.
+
+    Below 100 columns the standalone time goes, so the names keep room to be read.
+    """
+    from rich.table import Table
+
+    columns = ["kernel", "kind", "launches", "ms", "share"]
+    if width >= 100:
+        columns.append("alone ms")
+    table = Table(title="GPU time per forward")
+    for col in columns:
+        if col == "kernel":
+            table.add_column(col, overflow="fold", ratio=1)
+        else:
+            table.add_column(col, no_wrap=True, justify="left" if col == "kind" else "right")
+    total = tri.total_ms or 1.0
+    for k in tri.per_kernel:
+        cells = [
+            k.name,
+            "library" if k.is_library else "triton",
+            str(k.launches),
+            _fmt(k.ms, 4),
+            f"{100 * k.ms / total:.1f}%",
+            _fmt(k.standalone_ms, 4),
+        ]
+        table.add_row(*cells[: len(columns)])
+    return table
+
+
 def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
     console.print(
@@ -75,20 +108,7 @@ def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> No
         f"default mode {_fmt(compiled.default_mode_ms)} ms | wrapper {_fmt(compiled.wrapper_ms)} ms"
     )
     console.print(f"search mode: [bold]{seg.mode.value}[/] ({seg.mode_reason})")
-    table = Table(title="GPU time per forward")
-    for col in ("kernel", "kind", "launches", "ms", "share", "alone ms"):
-        table.add_column(col, justify="left" if col in ("kernel", "kind") else "right")
-    total = tri.total_ms or 1.0
-    for k in tri.per_kernel:
-        table.add_row(
-            k.name[:60],
-            "library" if k.is_library else "triton",
-            str(k.launches),
-            _fmt(k.ms, 4),
-            f"{100 * k.ms / total:.1f}%",
-            _fmt(k.standalone_ms, 4),
-        )
-    console.print(table)
+    console.print(kernel_table(tri, console.width))
     ceil = "  ".join(f"S={key}: {_fmt(v)}x" for key, v in tri.ceilings.items())
     console.print(
         f"library fraction f = [bold]{tri.library_fraction:.3f}[/]  "

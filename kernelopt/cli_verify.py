@@ -7,9 +7,12 @@ or reference is broken, no GPU, or the baseline could not be timed).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings, GateStatus, GateVerdict
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 _STYLE = {
     GateStatus.PASS: "green",
@@ -64,6 +67,32 @@ def _numbers(v: GateVerdict) -> str:
     return ""
 
 
+def verdict_table(result: CascadeResult, width: int) -> Table:
+    """One row per gate.  Below 100 columns the numbers go under the reason and the
+    device seconds only into the total, so no cell is squeezed into broken words."""
+    from rich.table import Table
+
+    wide = width >= 100
+    table = Table(show_lines=not wide)
+    table.add_column("gate", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    if wide:
+        table.add_column("numbers", overflow="fold")
+    table.add_column("reason", overflow="fold", ratio=1)
+    if wide:
+        table.add_column("device s", no_wrap=True, justify="right")
+    for v in result.verdicts:
+        style = _STYLE.get(v.status, "")
+        status = f"[{style}]{v.status.value}[/]"
+        numbers = _numbers(v)
+        if wide:
+            table.add_row(v.gate.value, status, numbers, v.reason, f"{v.gpu_seconds:.1f}")
+        else:
+            reason = f"{v.reason}\n[dim]{numbers}[/]" if numbers else v.reason
+            table.add_row(v.gate.value, status, reason)
+    return table
+
+
 def feedback_summary(feedback: str) -> str:
     """The feedback's first paragraph: what failed and where, without the traceback."""
     head = feedback.strip().split("\n\n", 1)[0]
@@ -72,7 +101,6 @@ def feedback_summary(feedback: str) -> str:
 
 def render(result: CascadeResult, verbose: bool = False) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
     console.print(f"problem:   {result.problem}")
@@ -94,19 +122,7 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
             f"baseline: {baseline}"
         )
-    table = Table(show_lines=False)
-    for col in ("gate", "status", "numbers", "reason", "device s"):
-        table.add_column(col, overflow="fold")
-    for v in result.verdicts:
-        style = _STYLE.get(v.status, "")
-        table.add_row(
-            v.gate.value,
-            f"[{style}]{v.status.value}[/]",
-            _numbers(v),
-            v.reason,
-            f"{v.gpu_seconds:.1f}",
-        )
-    console.print(table)
+    console.print(verdict_table(result, console.width))
     if result.could_not_run:
         console.print(f"[bold red]COULD NOT RUN[/]: {result.reason}")
     elif result.accepted:
