@@ -329,9 +329,12 @@ async def _start_background(settings: Settings, gpu_queue: str):
 async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.campaigns import prepare_problem, start_campaign
     from kernelopt.follow import follow
+    from kernelopt.preflight_problem import preflight
     from kernelopt.store import open_store
 
     problem = prepare_problem(args.file, open_store(settings.artifacts_dir), seed=args.seed)
+    # import and build it once on the CPU, time-limited: nothing is submitted otherwise
+    await asyncio.to_thread(preflight, args.file)
     options = campaign_options(args, settings)
     if options.proposer.kind == ProposerKind.LLM and not args.skip_llm_check:
         from kernelopt.agents.preflight import llm_endpoint_problem

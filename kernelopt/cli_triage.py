@@ -149,12 +149,15 @@ def triage_command(path: Path | str, json_out: bool, mode: str) -> int:
     """CLI body: 0 on success, 2 for a bad problem file or a failed step."""
     from rich.console import Console
 
+    from kernelopt.preflight_problem import preflight
+
     path = Path(path)
     try:
         check_problem_file(path)
         search_mode = SearchMode(mode)
+        preflight(path)  # import and build it once on the CPU, time-limited
     except (KernelOptError, ValueError) as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
         return 2
     if not _has_gpu():
         Console(stderr=True).print(

@@ -170,6 +170,13 @@ def verify_command(
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad candidate: {exc}")
         return 2
+    from kernelopt.preflight_problem import preflight
+
+    try:  # import and build both once on the CPU, time-limited, before any gate runs
+        preflight(problem_path, candidate_path)
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidate_path, f"bad input: {exc}")
+        return 2
     if device == "auto":
         if not _cuda_available():
             _fail(
