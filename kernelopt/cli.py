@@ -592,7 +592,9 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         files = write_bench_report(results, problems, options.gamma)
         console.print(f"report: {files.markdown} and {files.html}")
         return 0
-    client = await _client(settings)
+    from kernelopt.client import connect
+
+    client = await connect(settings)  # bench submits campaigns: it starts the server
     return await bench_command(
         client,
         settings,

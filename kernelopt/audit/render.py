@@ -74,7 +74,8 @@ def header(report: AuditReport) -> Table:
         t.add_row("waiting", Text(line, style="yellow"))
     if o is not None:
         t.add_row("outcome", outcome_text(report))
-        t.add_row("replaced", ", ".join(o.replaced) or "nothing (baseline returned)")
+        kept = "nothing (baseline returned)" if o.wrapper else "nothing (no baseline was built)"
+        t.add_row("replaced", ", ".join(o.replaced) or kept)
         t.add_row("proposer", o.proposer or "-")
     u, b = report.used, report.budgets
     t.add_row(
@@ -134,7 +135,7 @@ def candidates_list(report: AuditReport) -> Group:
     """
     parts: list = [Text(f"candidates ({len(report.candidates)})", style="bold")]
     if not report.candidates:
-        parts.append(Text("  none yet", style="dim"))
+        parts.append(Text("  none yet" if report.status == "running" else "  none", style="dim"))
     for c in report.candidates:
         head = Text(c.id, style="bold", no_wrap=True, overflow="ignore")
         head.append("  ")

@@ -147,6 +147,9 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         show = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
         assert "cancelled" in show.stdout and "fallback" not in show.stdout, show.stdout
         assert "artifact " not in show.stdout, show.stdout  # the report is a path
+        wide = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "300"})
+        report = re.search(r"report\s*│\s*(\S+\.md)", wide.stdout)
+        assert report and Path(report.group(1)).is_file(), wide.stdout
         listing = kernelopt(["list"], {**env, "COLUMNS": "80"})
         assert "cancelled" in listing.stdout, listing.stdout
         audit = kernelopt(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
