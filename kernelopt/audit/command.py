@@ -23,7 +23,7 @@ async def waiting_now(client: Client, campaign_id: str, gpu_queue: str) -> list[
         desc = await handle.describe()
         try:
             progress = await handle.query("progress", result_type=CampaignProgress)
-        except WorkflowQueryFailedError:
+        except (WorkflowQueryFailedError, RPCError):  # no workflow task has run yet
             progress = None
         hint = await waiting_text(client, handle, progress, gpu_queue, desc.task_queue)
     except RPCError:
