@@ -171,6 +171,19 @@ class _PlainProgress:
         self.last, self.last_at = line, now
 
 
+async def _age(handle: WorkflowHandle) -> float:
+    """Seconds since the campaign started (0 when the server cannot say)."""
+    from datetime import UTC, datetime
+
+    try:
+        desc = await handle.describe()
+    except RPCError:
+        return 0.0
+    if desc.start_time is None:
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - desc.start_time).total_seconds())
+
+
 async def follow(
     client: Client,
     handle: WorkflowHandle,
@@ -180,6 +193,7 @@ async def follow(
 ) -> Outcome | None:
     """Show progress until the campaign ends; returns its outcome (None when detached)."""
     started = time.monotonic()
+    age = await _age(handle)  # `show --follow` of an old campaign: its age, not ours
     result_task = asyncio.create_task(handle.result())
     progress: CampaignProgress | None = None
     plain = None if console.is_terminal else _PlainProgress(console, started)
@@ -209,7 +223,8 @@ async def follow(
                     if plain is not None:
                         plain.update(status_line(progress, hint))
                     else:
-                        live.update(render(progress, hint, time.monotonic() - started))
+                        elapsed = age + time.monotonic() - started
+                        live.update(render(progress, hint, elapsed))
                 await asyncio.wait({result_task}, timeout=poll_s)
         return await result_task
     except RPCError as exc:
