@@ -47,9 +47,9 @@ def prepare_problem(
     path: Path, store: ArtifactStore, seed: int = 0, level: int | None = None
 ) -> ProblemSpec:
     """Validate a problem file cheaply (no torch import) and put its source in the store."""
-    path = Path(path)
-    if not path.is_file():
-        raise ProblemError(str(path), "no such file")
+    from kernelopt.cli_files import require_file
+
+    path = require_file(path, "problem")
     try:
         source = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:

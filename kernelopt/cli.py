@@ -14,6 +14,7 @@ from rich.table import Table
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from kernelopt.cli_signals import INTERRUPTED_EXIT, StartupTrace, install_sigint_handler
 from kernelopt.config import Settings
 from kernelopt.contracts import (
     Budgets,
@@ -32,6 +33,8 @@ from kernelopt.report import baseline_name, ceiling_text
 
 console = Console()
 err_console = Console(stderr=True)
+# what the running command has started or submitted, for the Ctrl-C message
+TRACE = StartupTrace()
 
 
 # --- argument parsing ------------------------------------------------------------------------
@@ -109,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--device", default="auto", help="auto, cuda, or cpu (gates 1-3 only)")
     ver.add_argument("--baseline-mode", default=None, help="torch.compile mode of gate 4")
     ver.add_argument("--no-perf", action="store_true", help="skip gate 4")
+    ver.add_argument(
+        "-v", "--verbose", action="store_true", help="print the full feedback (tracebacks)"
+    )
 
     sub.add_parser("list", help="campaigns").add_argument("--limit", type=int, default=50)
     for name, text in [
@@ -272,17 +278,63 @@ def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _client(settings: Settings):
-    from kernelopt.client import connect
+    """For commands that read or steer campaigns: never starts the embedded server."""
+    from kernelopt.client import connect_running
 
-    return await connect(settings)
+    return await connect_running(settings)
+
+
+async def _start_background(settings: Settings, gpu_queue: str):
+    """Start what ``optimize`` needs (server, workers) and say once what started and where."""
+    from kernelopt.client import connect
+    from kernelopt.local_workers import ensure_local_workers, running
+    from kernelopt.temporal_server import EmbeddedServer
+
+    if not settings.embedded:
+        return await connect(settings)
+    server = EmbeddedServer(settings)
+    status = await asyncio.to_thread(server.status)
+    if not status.running:
+        err_console.print("starting the Temporal dev server in the background ...")
+        TRACE.started.append("the Temporal dev server")  # an interrupt may land mid-start
+        status = await asyncio.to_thread(server.start)
+    client = await connect(settings, start_embedded=False)
+    before = set(await asyncio.to_thread(running, settings))
+    alive = await asyncio.to_thread(ensure_local_workers, settings)
+    new = sorted(set(alive) - before)
+    if new:
+        TRACE.started.append("the workers")
+    lines = []
+    if "the Temporal dev server" in TRACE.started:
+        lines.append(f"  Temporal dev server at {status.address}, log {status.log_path}")
+    if new:
+        logs = settings.home / "workers"
+        lines.append(f"  workers {', '.join(new)}, logs {logs}/<name>.log")
+    if lines:
+        err_console.print(
+            "started in the background (they keep running; `kernelopt server stop` stops them):\n"
+            + "\n".join(lines)
+            + f"\n  Temporal UI: {status.ui_url}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not any(name.startswith("gpu") for name in alive):
+        err_console.print(
+            "[yellow]no CUDA GPU here[/]: the campaign will wait for a GPU worker "
+            f"on queue '{gpu_queue}'"
+        )
+    return client
 
 
 async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.campaigns import prepare_problem, start_campaign
     from kernelopt.follow import follow
+    from kernelopt.preflight_problem import preflight
     from kernelopt.store import open_store
 
     problem = prepare_problem(args.file, open_store(settings.artifacts_dir), seed=args.seed)
+    # import and build it once on the CPU, time-limited: nothing is submitted otherwise
+    await asyncio.to_thread(preflight, args.file)
     options = campaign_options(args, settings)
     if options.proposer.kind == ProposerKind.LLM and not args.skip_llm_check:
         from kernelopt.agents.preflight import llm_endpoint_problem
@@ -292,18 +344,9 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
             raise KernelOptError(
                 f"LLM endpoint check failed: {problem_text} (--skip-llm-check submits anyway)"
             )
-    client = await _client(settings)
-    if settings.embedded:
-        from kernelopt.local_workers import ensure_local_workers
-
-        started = ensure_local_workers(settings)
-        gpus = [name for name in started if name.startswith("gpu")]
-        if not gpus:
-            err_console.print(
-                "[yellow]no CUDA GPU here[/]: the campaign will wait for a GPU worker "
-                f"on queue '{options.gpu_queue}'"
-            )
+    client = await _start_background(settings, options.gpu_queue)
     handle = await start_campaign(client, problem, options, campaign_id=args.id)
+    TRACE.submitted = handle.id
     if options.proposer.kind == ProposerKind.LLM:
         proposer = f"LLM {options.proposer.model} @ {options.proposer.base_url or 'api.openai.com'}"
     else:
@@ -315,16 +358,24 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     outcome = await follow(client, handle, err_console, options.gpu_queue)
     if outcome is None:
         return 0
-    print_outcome(outcome, args.json)
+    print_outcome(outcome, args.json, settings.home)
     return 0
 
 
-def print_outcome(outcome: Outcome, as_json: bool) -> None:
+def print_outcome(outcome: Outcome, as_json: bool, home: Path | None = None) -> None:
+    """The outcome as a two-column table (or JSON); the report as a file one can open."""
+    from kernelopt.campaign_status import report_path, was_cancelled
+
     if as_json:
         console.print_json(outcome.model_dump_json())
         return
     table = Table(title=f"campaign {outcome.campaign_id}", show_header=False)
-    table.add_row("outcome", f"[bold]{outcome.category.value}[/]")
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    if was_cancelled(outcome):
+        table.add_row("status", "[bold yellow]cancelled[/]")
+    else:
+        table.add_row("outcome", f"[bold]{outcome.category.value}[/]")
     if outcome.wrapper is None and outcome.baseline_ms is None:  # stopped before compile
         table.add_row("speedup", "- (no baseline was built)")
     else:
@@ -348,11 +399,16 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
         f"{outcome.candidates_tried} tried, {outcome.candidates_accepted} passed gates 1-2",
     )
     if outcome.report is not None:
-        table.add_row("report", f"artifact {outcome.report.sha256[:16]} ({outcome.report.name})")
+        path = report_path(outcome, home) if home is not None else None
+        table.add_row(
+            "report",
+            str(path) if path else f"artifact {outcome.report.sha256[:16]} ({outcome.report.name})",
+        )
     console.print(table)
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.campaign_status import status_of
     from workflows.optimize_model import SA_BEST, SA_OUTCOME, SA_PHASE
 
     client = await _client(settings)
@@ -360,54 +416,91 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     async for wf in client.list_workflows(f"WorkflowType = '{'OptimizeModel'}'"):
         sa = wf.typed_search_attributes
         best = sa.get(SA_BEST)
+        status = wf.status.name.lower() if wf.status else "-"
+        outcome_name = sa.get(SA_OUTCOME) or "-"
+        if status == "completed" and outcome_name == "fallback":
+            # a cancel also ends in the baseline: only the outcome's reason tells them apart
+            outcome = await client.get_workflow_handle(wf.id, result_type=Outcome).result()
+            status = status_of(status, outcome)
+            if status == "cancelled":
+                outcome_name = "-"
         rows.append(
             [
                 wf.id,
-                wf.status.name.lower() if wf.status else "-",
-                wf.start_time.strftime("%Y-%m-%d %H:%M"),
+                status,
+                wf.start_time.astimezone().strftime("%Y-%m-%d %H:%M"),
                 sa.get(SA_PHASE) or "-",
-                sa.get(SA_OUTCOME) or "-",
+                outcome_name,
                 f"{best:.3f}x" if best else "-",
             ]
         )
         if len(rows) >= args.limit:
             break
-    # the id is what a user copies into show/cancel/audit: never cut it, squeeze the rest
-    table = Table()
-    table.add_column("campaign", no_wrap=True, min_width=max((len(r[0]) for r in rows), default=8))
-    for name in ("status", "start", "phase", "outcome", "best"):
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    console.print(campaign_table(rows, console.width))
     return 0
 
 
+def campaign_table(rows: list[list[str]], width: int) -> Table:
+    """The listing; the id is what a user copies into show/cancel/audit: never cut it.
+
+    No cell is cut or wrapped mid-word: at narrow widths the phase column goes first
+    (a finished campaign's phase is "done" anyway), then the start time, then the best
+    speedup (``show ID`` has it).
+    """
+    columns = ["campaign", "status", "start", "phase", "outcome", "best"]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+    keep = list(range(len(columns)))
+    for drop in (3, 2, 5):  # phase, start, best
+        if sum(widths[i] + 3 for i in keep) + 1 <= width:
+            break
+        keep.remove(drop)
+    table = Table()
+    for i in keep:
+        table.add_column(columns[i], no_wrap=True, min_width=widths[i] if i == 0 else None)
+    for row in rows:
+        table.add_row(*(row[i] for i in keep))
+    return table
+
+
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import UTC, datetime
+
     from temporalio.client import WorkflowExecutionStatus
 
     from kernelopt.campaigns import default_gpu_queue
-    from kernelopt.follow import follow, render
+    from kernelopt.follow import follow, render, waiting_text
 
     client = await _client(settings)
     handle = client.get_workflow_handle(args.id, result_type=Outcome)
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.COMPLETED:
-        print_outcome(await handle.result(), args.json)
+        print_outcome(await handle.result(), args.json, settings.home)
         return 0
     if desc.status != WorkflowExecutionStatus.RUNNING:
         console.print(f"campaign {args.id}: {desc.status.name.lower()}")
         return 1
+    gpu_queue = default_gpu_queue(settings)
     if args.follow:
-        outcome = await follow(client, handle, err_console, default_gpu_queue(settings))
+        outcome = await follow(client, handle, err_console, gpu_queue)
         if outcome is not None:
-            print_outcome(outcome, args.json)
+            print_outcome(outcome, args.json, settings.home)
         return 0
-    progress = await handle.query("progress", result_type=CampaignProgress)
+    try:
+        progress = await handle.query("progress", result_type=CampaignProgress)
+    except (RPCError, WorkflowQueryFailedError):
+        progress = None  # no workflow task has run yet: no worker polls its queue
+    hint = await waiting_text(client, handle, progress, gpu_queue, desc.task_queue)
     if args.json:
-        console.print_json(progress.model_dump_json())
-    else:
-        console.print(render(progress, None, 0.0))
+        data = progress.model_dump(mode="json") if progress else {"campaign_id": args.id}
+        console.print_json(data=data | {"waiting": hint})
+        return 0
+    elapsed = (datetime.now(UTC) - desc.start_time).total_seconds() if desc.start_time else 0.0
+    if progress is None:
+        console.print(f"campaign {args.id}: running, not started yet ({elapsed:.0f} s)")
+        if hint:
+            console.print(hint, style="yellow")
+        return 0
+    console.print(render(progress, hint, elapsed))
     return 0
 
 
@@ -469,14 +562,23 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         device=args.device,
         baseline_mode=args.baseline_mode,
         run_perf=not args.no_perf,
+        verbose=args.verbose,
     )
 
 
 async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.audit import audit_command
+    from kernelopt.campaigns import default_gpu_queue
+    from kernelopt.client import ServerStopped
 
-    client = await _client(settings)
-    return await audit_command(client, args.id, as_json=args.json, html=args.html)
+    try:
+        client = await _client(settings)
+    except ServerStopped as exc:  # the exported history in the artifact store still answers
+        err_console.print(f"{exc}; auditing from the artifact store's export", highlight=False)
+        client = None
+    return await audit_command(
+        client, args.id, as_json=args.json, html=args.html, gpu_queue=default_gpu_queue(settings)
+    )
 
 
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
@@ -490,7 +592,9 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         files = write_bench_report(results, problems, options.gamma)
         console.print(f"report: {files.markdown} and {files.html}")
         return 0
-    client = await _client(settings)
+    from kernelopt.client import connect
+
+    client = await connect(settings)  # bench submits campaigns: it starts the server
     return await bench_command(
         client,
         settings,
@@ -517,6 +621,7 @@ SYNC = {"server": cmd_server, "triage": cmd_triage, "verify": cmd_verify}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    install_sigint_handler()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "worker":
@@ -551,7 +656,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except KeyboardInterrupt:
-        return 130
+        err_console.print(
+            f"[yellow]{TRACE.interrupted_message(args.command)}[/]", highlight=False, soft_wrap=True
+        )
+        return INTERRUPTED_EXIT
 
 
 if __name__ == "__main__":

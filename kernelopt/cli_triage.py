@@ -13,6 +13,7 @@ import asyncio
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernelopt.contracts.compiled import (
     CompileInput,
@@ -27,6 +28,9 @@ from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.errors import KernelOptError
 from kernelopt.problem import check_problem_file
 from kernelopt.store import ArtifactStore, open_store
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 async def run_triage(
@@ -60,9 +64,38 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
+def kernel_table(tri: TriageResult, width: int) -> Table:
+    """Per-kernel GPU time; kernel names whole (folded, never cut), numbers never wrapped.
+
+    Below 100 columns the standalone time goes, so the names keep room to be read.
+    """
+    from rich.table import Table
+
+    columns = ["kernel", "kind", "launches", "ms", "share"]
+    if width >= 100:
+        columns.append("alone ms")
+    table = Table(title="GPU time per forward")
+    for col in columns:
+        if col == "kernel":
+            table.add_column(col, overflow="fold", ratio=1)
+        else:
+            table.add_column(col, no_wrap=True, justify="left" if col == "kind" else "right")
+    total = tri.total_ms or 1.0
+    for k in tri.per_kernel:
+        cells = [
+            k.name,
+            "library" if k.is_library else "triton",
+            str(k.launches),
+            _fmt(k.ms, 4),
+            f"{100 * k.ms / total:.1f}%",
+            _fmt(k.standalone_ms, 4),
+        ]
+        table.add_row(*cells[: len(columns)])
+    return table
+
+
 def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
     console.print(
@@ -75,20 +108,7 @@ def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> No
         f"default mode {_fmt(compiled.default_mode_ms)} ms | wrapper {_fmt(compiled.wrapper_ms)} ms"
     )
     console.print(f"search mode: [bold]{seg.mode.value}[/] ({seg.mode_reason})")
-    table = Table(title="GPU time per forward")
-    for col in ("kernel", "kind", "launches", "ms", "share", "alone ms"):
-        table.add_column(col, justify="left" if col in ("kernel", "kind") else "right")
-    total = tri.total_ms or 1.0
-    for k in tri.per_kernel:
-        table.add_row(
-            k.name[:60],
-            "library" if k.is_library else "triton",
-            str(k.launches),
-            _fmt(k.ms, 4),
-            f"{100 * k.ms / total:.1f}%",
-            _fmt(k.standalone_ms, 4),
-        )
-    console.print(table)
+    console.print(kernel_table(tri, console.width))
     ceil = "  ".join(f"S={key}: {_fmt(v)}x" for key, v in tri.ceilings.items())
     console.print(
         f"library fraction f = [bold]{tri.library_fraction:.3f}[/]  "
@@ -101,21 +121,55 @@ def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> No
     )
 
 
+def _has_gpu() -> bool:
+    """Asked without a CUDA context here (``nvidia-smi``): the GPU steps run in a child."""
+    import os
+
+    from kernelopt.gpu_info import gpu_names
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":  # set but empty: CUDA sees no device
+        return False
+    return bool(gpu_names())
+
+
+def one_line(exc: BaseException) -> str:
+    """A child's failure as one line: its message, without the traceback it carries.
+
+    The supervisor's ApplicationError reads "NoGpuError: <message>\n<traceback>" and
+    its type is "NoGpuError" again; a person needs the message once.
+    """
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    kind = getattr(exc, "type", None) or type(exc).__name__
+    while text.startswith(f"{kind}: "):
+        text = text.removeprefix(f"{kind}: ")
+    return f"{kind}: {text}"
+
+
 def triage_command(path: Path | str, json_out: bool, mode: str) -> int:
     """CLI body: 0 on success, 2 for a bad problem file or a failed step."""
     from rich.console import Console
+
+    from kernelopt.preflight_problem import preflight
 
     path = Path(path)
     try:
         check_problem_file(path)
         search_mode = SearchMode(mode)
+        preflight(path)  # import and build it once on the CPU, time-limited
     except (KernelOptError, ValueError) as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        return 2
+    if not _has_gpu():
+        Console(stderr=True).print(
+            "[red]triage:[/] no CUDA GPU here: triage measures each kernel's GPU time, so it "
+            "runs on a GPU host (`kernelopt optimize` here submits a campaign that waits for one)",
+            highlight=False,
+        )
         return 2
     try:
         compiled, seg, tri = asyncio.run(run_triage(path, search_mode, open_store()))
     except Exception as exc:  # the child's typed failure arrives as an ApplicationError
-        Console(stderr=True).print(f"[red]triage failed:[/] {type(exc).__name__}: {exc}")
+        Console(stderr=True).print(f"[red]triage failed:[/] {one_line(exc)}", highlight=False)
         return 2
     if json_out:
         print(

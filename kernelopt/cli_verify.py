@@ -7,9 +7,12 @@ or reference is broken, no GPU, or the baseline could not be timed).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings, GateStatus, GateVerdict
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 _STYLE = {
     GateStatus.PASS: "green",
@@ -64,9 +67,40 @@ def _numbers(v: GateVerdict) -> str:
     return ""
 
 
-def render(result: CascadeResult) -> None:
-    from rich.console import Console
+def verdict_table(result: CascadeResult, width: int) -> Table:
+    """One row per gate.  Below 100 columns the numbers go under the reason and the
+    device seconds only into the total, so no cell is squeezed into broken words."""
     from rich.table import Table
+
+    wide = width >= 100
+    table = Table(show_lines=not wide)
+    table.add_column("gate", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    if wide:
+        table.add_column("numbers", overflow="fold")
+    table.add_column("reason", overflow="fold", ratio=1)
+    if wide:
+        table.add_column("device s", no_wrap=True, justify="right")
+    for v in result.verdicts:
+        style = _STYLE.get(v.status, "")
+        status = f"[{style}]{v.status.value}[/]"
+        numbers = _numbers(v)
+        if wide:
+            table.add_row(v.gate.value, status, numbers, v.reason, f"{v.gpu_seconds:.1f}")
+        else:
+            reason = f"{v.reason}\n[dim]{numbers}[/]" if numbers else v.reason
+            table.add_row(v.gate.value, status, reason)
+    return table
+
+
+def feedback_summary(feedback: str) -> str:
+    """The feedback's first paragraph: what failed and where, without the traceback."""
+    head = feedback.strip().split("\n\n", 1)[0]
+    return "\n".join(line for line in head.splitlines() if not line.startswith("  File "))
+
+
+def render(result: CascadeResult, verbose: bool = False) -> None:
+    from rich.console import Console
 
     console = Console()
     console.print(f"problem:   {result.problem}")
@@ -88,19 +122,7 @@ def render(result: CascadeResult) -> None:
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
             f"baseline: {baseline}"
         )
-    table = Table(show_lines=False)
-    for col in ("gate", "status", "numbers", "reason", "device s"):
-        table.add_column(col, overflow="fold")
-    for v in result.verdicts:
-        style = _STYLE.get(v.status, "")
-        table.add_row(
-            v.gate.value,
-            f"[{style}]{v.status.value}[/]",
-            _numbers(v),
-            v.reason,
-            f"{v.gpu_seconds:.1f}",
-        )
-    console.print(table)
+    console.print(verdict_table(result, console.width))
     if result.could_not_run:
         console.print(f"[bold red]COULD NOT RUN[/]: {result.reason}")
     elif result.accepted:
@@ -112,7 +134,10 @@ def render(result: CascadeResult) -> None:
         console.print(f"[bold red]REJECTED[/] at {gate}: {result.reason}")
     if result.feedback:
         console.print("\n[bold]Feedback for the kernel author:[/]")
-        console.print(result.feedback, markup=False, highlight=False)
+        summary = result.feedback if verbose else feedback_summary(result.feedback)
+        console.print(summary, markup=False, highlight=False)
+        if summary.strip() != result.feedback.strip():
+            console.print("(the full feedback and traceback: -v, or --json)", style="dim")
     console.print(
         f"\n{result.gpu_seconds:.1f} device-seconds, {result.wall_seconds:.1f} s wall",
         highlight=False,
@@ -128,18 +153,29 @@ def verify_command(
     baseline_mode: str | None = None,
     run_perf: bool = True,
     settings: GateSettings | None = None,
+    verbose: bool = False,
 ) -> int:
     """Run the cascade and print a table (or JSON).  Returns the exit code."""
+    from kernelopt.cli_files import check_candidate_file, require_file
     from kernelopt.errors import ProblemError
     from kernelopt.problem import check_problem_file
 
     try:
-        check_problem_file(problem_path)
+        check_problem_file(require_file(problem_path, "problem"))
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad problem file: {exc}")
         return 2
-    if not Path(candidate_path).is_file():
-        _fail(json_out, problem_path, candidate_path, f"candidate {candidate_path} not found")
+    try:
+        check_candidate_file(candidate_path)
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidate_path, f"bad candidate: {exc}")
+        return 2
+    from kernelopt.preflight_problem import preflight
+
+    try:  # import and build both once on the CPU, time-limited, before any gate runs
+        preflight(problem_path, candidate_path)
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidate_path, f"bad input: {exc}")
         return 2
     if device == "auto":
         if not _cuda_available():
@@ -167,16 +203,33 @@ def verify_command(
 
     # On a GPU every gate child forks from one preloaded zygote (~10 s saved per child).
     launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
+    from rich.console import Console
+
+    from kernelopt.verify_progress import ProgressWatcher
+
+    progress = Console(stderr=True)
+    gates = "gates 1-3" if update.get("run_perf") is False else "gates 1-4"
+    progress.print(
+        f"verifying on {device}: the reference, then {gates}; one line per step of each "
+        "checking process"
+        + (" (the Triton interpreter on the CPU takes minutes)" if device == "cpu" else ""),
+        style="dim",
+        highlight=False,
+    )
     with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp, launcher:
         # hook: a launch-only candidate (kernel problems) is checked in its ModelNew form
         checked = forward_candidate_file(candidate_path, Path(tmp))
-        result = verify_candidate(problem_path, checked, base.model_copy(update=update))
+        workdir = Path(tmp) / "gates"
+        with ProgressWatcher(workdir, progress):
+            result = verify_candidate(
+                problem_path, checked, base.model_copy(update=update), workdir=workdir
+            )
     if checked != Path(candidate_path):
         result = result.model_copy(update={"candidate": str(Path(candidate_path).resolve())})
     if json_out:
         print(result.model_dump_json(indent=2))
     else:
-        render(result)
+        render(result, verbose=verbose)
     return result.exit_code
 
 

@@ -13,8 +13,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, TLSConfig
 
 from kernelopt.config import Settings
-from kernelopt.errors import InfrastructureError
-from kernelopt.temporal_server import ensure_server
+from kernelopt.errors import InfrastructureError, KernelOptError
+from kernelopt.temporal_server import EmbeddedServer, ensure_server
+
+
+class ServerStopped(KernelOptError):
+    """A command that only reads or steers campaigns found the embedded server stopped."""
 
 
 def _tls(settings: Settings) -> TLSConfig | bool | None:
@@ -50,3 +54,19 @@ async def connect(settings: Settings, *, start_embedded: bool = True, retries: i
             await asyncio.sleep(0.5 * (attempt + 1))
     where = "the embedded server" if settings.embedded else settings.address
     raise InfrastructureError(f"cannot reach Temporal at {where}: {last}")
+
+
+async def connect_running(settings: Settings) -> Client:
+    """A client for read-only and steering commands: never starts the embedded server.
+
+    ``kernelopt server stop`` must mean stopped; a ``list`` or ``show`` afterwards says
+    so instead of silently bringing the server (and its campaigns) back.
+    """
+    if settings.embedded:
+        status = await asyncio.to_thread(EmbeddedServer(settings).status)
+        if not status.running:
+            raise ServerStopped(
+                f"the Temporal dev server is stopped (state {status.db_path}): "
+                "`kernelopt server start` starts it (`kernelopt optimize` does too)"
+            )
+    return await connect(settings, start_embedded=False)

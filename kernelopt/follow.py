@@ -81,6 +81,34 @@ async def _stalled_retry(client: Client, workflow_id: str) -> str | None:
     return stalled[0].describe() if stalled else None
 
 
+async def waiting_text(
+    client: Client,
+    handle: WorkflowHandle,
+    progress: CampaignProgress | None,
+    gpu_queue: str,
+    workflow_queue: str | None = None,
+) -> str | None:
+    """What the campaign waits for, if it waits on a worker nobody runs; None otherwise.
+
+    ``follow``, ``show`` and the audit all say it, so a campaign waiting for a GPU
+    worker never looks merely slow.
+    """
+    if progress is None:
+        if workflow_queue and not await has_pollers(client, workflow_queue, activity=False):
+            return waiting_hint(workflow_queue, gpu_queue)
+        return None
+    hint = None
+    queue = progress.waiting_on
+    if queue is None and progress.phase in GPU_PHASES:
+        queue = gpu_queue  # a child search may be waiting on it
+    if queue and not await has_pollers(client, queue):
+        hint = waiting_hint(queue, gpu_queue)
+    retry = await _stalled_retry(client, handle.id)
+    if retry:  # a worker died mid-activity: say so before pollers notice
+        hint = f"{hint}\n{retry}" if hint else retry
+    return hint
+
+
 def render(progress: CampaignProgress, hint: str | None, elapsed: float) -> Group:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -143,6 +171,19 @@ class _PlainProgress:
         self.last, self.last_at = line, now
 
 
+async def _age(handle: WorkflowHandle) -> float:
+    """Seconds since the campaign started (0 when the server cannot say)."""
+    from datetime import UTC, datetime
+
+    try:
+        desc = await handle.describe()
+    except RPCError:
+        return 0.0
+    if desc.start_time is None:
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - desc.start_time).total_seconds())
+
+
 async def follow(
     client: Client,
     handle: WorkflowHandle,
@@ -152,6 +193,7 @@ async def follow(
 ) -> Outcome | None:
     """Show progress until the campaign ends; returns its outcome (None when detached)."""
     started = time.monotonic()
+    age = await _age(handle)  # `show --follow` of an old campaign: its age, not ours
     result_task = asyncio.create_task(handle.result())
     progress: CampaignProgress | None = None
     plain = None if console.is_terminal else _PlainProgress(console, started)
@@ -163,7 +205,6 @@ async def follow(
     try:
         with live_display as live:
             while not result_task.done():
-                hint = None
                 try:
                     progress = await handle.query("progress", result_type=CampaignProgress)
                 except RPCError:
@@ -172,26 +213,18 @@ async def follow(
                     desc = await handle.describe()
                     if desc.status != WorkflowExecutionStatus.RUNNING:
                         break
-                    cpu_q = desc.task_queue
-                    if not await has_pollers(client, cpu_q, activity=False):
-                        hint = waiting_hint(cpu_q, gpu_queue)
+                    hint = await waiting_text(client, handle, None, gpu_queue, desc.task_queue)
                     if plain is not None:
                         plain.update(status_line(None, hint))
                     else:
                         live.update(Text(hint or "starting..."))
                 else:
-                    queue = progress.waiting_on
-                    if queue is None and progress.phase in GPU_PHASES:
-                        queue = gpu_queue  # a child search may be waiting on it
-                    if queue and not await has_pollers(client, queue):
-                        hint = waiting_hint(queue, gpu_queue)
-                    retry = await _stalled_retry(client, handle.id)
-                    if retry:  # a worker died mid-activity: say so before pollers notice
-                        hint = f"{hint}\n{retry}" if hint else retry
+                    hint = await waiting_text(client, handle, progress, gpu_queue)
                     if plain is not None:
                         plain.update(status_line(progress, hint))
                     else:
-                        live.update(render(progress, hint, time.monotonic() - started))
+                        elapsed = age + time.monotonic() - started
+                        live.update(render(progress, hint, elapsed))
                 await asyncio.wait({result_task}, timeout=poll_s)
         return await result_task
     except RPCError as exc:

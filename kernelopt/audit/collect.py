@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio.client import WorkflowHistory
 
+from kernelopt.campaign_status import status_of
 from kernelopt.contracts import (
     Budgets,
     BudgetUse,
@@ -181,7 +182,7 @@ def build_report(
         campaign_id=campaign_id,
         problem=inp.problem.name if inp else "",
         source=source,
-        status=last.status,
+        status=status_of(last.status, outcome),
         phase=str(last.search_attributes.get("KernelOptPhase") or ""),
         proposer=outcome.proposer if outcome else "",
         started_at=_iso(own[0].started_at),
@@ -271,10 +272,11 @@ def _incidents(parsed: list[ParsedRun]) -> list[Incident]:
     out = []
     for p in parsed:
         for a in p.activities:
-            waiting = a.outcome == "scheduled" and p.status == "running"
-            if a.attempt <= 1 and a.outcome in ("completed", "started") and not waiting:
+            # a first attempt that merely waits for a worker is not an incident (the audit
+            # says what it waits for); a retry waiting for a worker is one
+            if a.attempt <= 1 and a.outcome in ("completed", "started", "scheduled"):
                 continue
-            if a.outcome == "scheduled" and not waiting:
+            if a.outcome == "scheduled" and p.status != "running":
                 continue
             out.append(
                 Incident(

@@ -10,10 +10,11 @@ from __future__ import annotations
 import base64
 import html
 import io
+from dataclasses import dataclass
 from datetime import datetime
 
 from .model import AuditReport, CandidateAudit
-from .render import FINAL_STYLE, fmt_x, verdict_text
+from .render import FINAL_STYLE, fmt_x, outcome_text, verdict_text
 
 _COLOURS = {
     "shipped": "#1a7f37",
@@ -30,7 +31,8 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1f2328}
 h1{font-size:22px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #d0d7de}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}
-th,td{border:1px solid #d0d7de;padding:3px 6px;vertical-align:top;text-align:left}
+th,td{border:1px solid #d0d7de;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}
+.nodata{color:#57606a;font-style:italic}
 th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .ok{color:#1a7f37;font-weight:600} .fail{color:#cf222e;font-weight:600}
 .pass{color:#1a7f37} .reject{color:#cf222e}
@@ -50,107 +52,163 @@ def _time(value: str) -> datetime | None:
         return None
 
 
-def _png(fig) -> str:
+@dataclass(frozen=True)
+class Plot:
+    """One drawn plot: the PNG and where its legend and axes landed (fractions, top-left 0).
+
+    The boxes go into the page as data attributes, so a browser test can check that
+    what a person sees has no legend over the curves.
+    """
+
+    png: str
+    axes: list[tuple[float, float, float, float]]
+    legend: tuple[float, float, float, float] | None
+
+
+def _box(extent, width: float, height: float) -> tuple[float, float, float, float]:
+    """A display-space bbox (pixels, bottom-left origin) as image fractions, top-left origin."""
+    return (
+        round(float(extent.x0) / width, 4),
+        round(1 - float(extent.y1) / height, 4),
+        round(float(extent.x1) / width, 4),
+        round(1 - float(extent.y0) / height, 4),
+    )
+
+
+def _plot(fig, legend=None) -> Plot:
+    """Render ``fig`` (constrained layout, so an outside legend gets its own room)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    fig.savefig(buf, format="png", dpi=100)  # no tight bbox: the boxes below stay exact
+    renderer = canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    axes = [_box(ax.get_window_extent(renderer), width, height) for ax in fig.axes]
+    box = _box(legend.get_window_extent(renderer), width, height) if legend else None
+    return Plot(base64.b64encode(buf.getvalue()).decode("ascii"), axes, box)
 
 
-def plots(report: AuditReport) -> dict[str, str]:
-    """name -> base64 PNG: speedup over time, rejections by gate, budget use."""
+def plots(report: AuditReport) -> dict[str, Plot]:
+    """name -> plot, for the plots that have data: speedup over time, rejections, budget use.
+
+    A campaign that has not started yet has none; the page says "no data yet" rather
+    than drawing empty axes.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    out: dict[str, str] = {}
+    out: dict[str, Plot] = {}
     start = _time(report.started_at)
 
     # 1. per-candidate speedup over time
-    fig = Figure(figsize=(9, 3.6))
-    ax = fig.add_subplot()
     groups: dict[str, tuple[list[float], list[float]]] = {}
     for c in report.candidates:
         at = _time(c.at)
         if at is None or start is None:
             continue
-        x = (at - start).total_seconds()
-        y = c.speedup if c.speedup is not None else 0.0
         xs, ys = groups.setdefault(c.final, ([], []))
-        xs.append(x)
-        ys.append(y)
-    for final, (xs, ys) in sorted(groups.items()):
-        marker = "x" if final in ("rejected", "dropped") else "o"
-        ax.scatter(xs, ys, s=14, marker=marker, color=_COLOURS.get(final, "#57606a"), label=final)
-    trials = [(t, _time(t.at)) for t in report.model_trials if t.speedup is not None]
-    if trials and start is not None:
-        ax.scatter(
-            [(at - start).total_seconds() for _, at in trials if at],
-            [t.speedup for t, at in trials if at],
-            s=60,
-            marker="*",
-            color="#8250df",
-            label="whole model (gates 3-4)",
-        )
-    ax.axhline(1.0, color="#57606a", linewidth=0.8, linestyle="--")
-    ax.set_xlabel("seconds since the campaign started")
-    ax.set_ylabel("speedup vs Inductor (0 = no timing)")
-    ax.set_title("speedup per candidate over time")
-    if groups or trials:
-        ax.legend(fontsize=7, loc="upper left")
-    out["speedup"] = _png(fig)
+        xs.append((at - start).total_seconds())
+        ys.append(c.speedup if c.speedup is not None else 0.0)
+    trials = [(t, at) for t in report.model_trials if t.speedup is not None and (at := _time(t.at))]
+    if (groups or trials) and start is not None:
+        fig = Figure(figsize=(9, 3.6), layout="constrained")
+        ax = fig.add_subplot()
+        for final, (xs, ys) in sorted(groups.items()):
+            marker = "x" if final in ("rejected", "dropped") else "o"
+            colour = _COLOURS.get(final, "#57606a")
+            ax.scatter(xs, ys, s=14, marker=marker, color=colour, label=final)
+        if trials:
+            ax.scatter(
+                [(at - start).total_seconds() for _, at in trials],
+                [t.speedup for t, _ in trials],
+                s=60,
+                marker="*",
+                color="#8250df",
+                label="whole model (gates 3-4)",
+            )
+        ax.axhline(1.0, color="#57606a", linewidth=0.8, linestyle="--")
+        ax.set_xlabel("seconds since the campaign started")
+        ax.set_ylabel("speedup vs Inductor (0 = no timing)")
+        ax.set_title("speedup per candidate over time")
+        legend = fig.legend(loc="outside right upper", fontsize=8)
+        out["speedup"] = _plot(fig, legend)
 
     # 2. rejections by gate
-    fig = Figure(figsize=(6, 3))
-    ax = fig.add_subplot()
     counts = report.rejections_by_gate()
     if counts:
+        fig = Figure(figsize=(6, 3), layout="constrained")
+        ax = fig.add_subplot()
         names = sorted(counts, key=lambda k: -counts[k])
         ax.bar(names, [counts[n] for n in names], color="#cf222e")
-    else:
-        ax.text(0.5, 0.5, "no rejections", ha="center", va="center", transform=ax.transAxes)
-    ax.set_ylabel("candidates")
-    ax.set_title("rejections by gate")
-    out["rejections"] = _png(fig)
+        ax.set_ylabel("candidates")
+        ax.set_title("rejections by gate")
+        out["rejections"] = _plot(fig)
 
     # 3. budget use: fraction of each limit, and cumulative use per finished search
-    fig = Figure(figsize=(10, 3.2))
-    left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     u, b = report.used, report.budgets
-    rows = [
-        ("tokens", u.tokens, b.max_tokens),
-        ("usd", u.usd, b.max_usd),
-        ("GPU-s", u.gpu_seconds, b.max_gpu_seconds),
-        ("wall-s", u.wall_seconds, b.max_wall_seconds),
-    ]
-    labels, fracs, colours = [], [], []
-    for name, used, limit in rows:
-        if limit:
-            labels.append(f"{name}\n{used:.4g}/{limit:.4g}")
-            fracs.append(used / limit)
-            colours.append("#cf222e" if used >= limit else "#0969da")
-        else:
-            labels.append(f"{name}\n{used:.4g} (no limit)")
-            fracs.append(0.0)
-            colours.append("#8c959f")
-    left.barh(labels, fracs, color=colours)
-    left.axvline(1.0, color="#cf222e", linewidth=0.8, linestyle="--")
-    left.set_xlabel("fraction of the budget used")
-    left.set_title("budget use")
-    points = [(p, _time(p.at)) for p in report.budget_timeline]
-    if points and start is not None:
-        xs = [(at - start).total_seconds() for _, at in points if at]
-        right.step(xs, [p.gpu_seconds for p, at in points if at], where="post", label="GPU-s")
-        right.set_xlabel("seconds since the campaign started")
-        right.set_ylabel("GPU-s (cumulative)")
-        twin = right.twinx()
-        twin.step(
-            xs, [p.tokens for p, at in points if at], where="post", color="#bf8700", label="tokens"
-        )
-        twin.set_ylabel("tokens (cumulative)")
-    right.set_title("use after each finished search")
-    out["budget"] = _png(fig)
+    points = [(p, at) for p in report.budget_timeline if (at := _time(p.at))]
+    anything_used = u.tokens or u.usd or u.gpu_seconds or u.wall_seconds
+    if anything_used or points:
+        with_timeline = bool(points and start is not None)
+        fig = Figure(figsize=(10 if with_timeline else 6, 3.2), layout="constrained")
+        left = fig.add_subplot(1, 2 if with_timeline else 1, 1)
+        rows = [
+            ("tokens", u.tokens, b.max_tokens),
+            ("usd", u.usd, b.max_usd),
+            ("GPU-s", u.gpu_seconds, b.max_gpu_seconds),
+            ("wall-s", u.wall_seconds, b.max_wall_seconds),
+        ]
+        labels, fracs, colours = [], [], []
+        for name, used, limit in rows:
+            if limit:
+                labels.append(f"{name}\n{used:.4g}/{limit:.4g}")
+                fracs.append(used / limit)
+                colours.append("#cf222e" if used >= limit else "#0969da")
+            else:
+                labels.append(f"{name}\n{used:.4g} (no limit)")
+                fracs.append(0.0)
+                colours.append("#8c959f")
+        left.barh(labels, fracs, color=colours)
+        left.axvline(1.0, color="#cf222e", linewidth=0.8, linestyle="--")
+        left.set_xlabel("fraction of the budget used")
+        left.set_title("budget use")
+        legend = None
+        if with_timeline:
+            right = fig.add_subplot(1, 2, 2)
+            xs = [(at - start).total_seconds() for _, at in points]
+            right.step(xs, [p.gpu_seconds for p, _ in points], where="post", label="GPU-s")
+            right.set_xlabel("seconds since the campaign started")
+            right.set_ylabel("GPU-s (cumulative)")
+            twin = right.twinx()
+            twin.step(
+                xs, [p.tokens for p, _ in points], where="post", color="#bf8700", label="tokens"
+            )
+            twin.set_ylabel("tokens (cumulative)")
+            right.set_title("use after each finished search")
+            legend = fig.legend(loc="outside right upper", fontsize=8)
+        out["budget"] = _plot(fig, legend)
     return out
+
+
+PLOT_TITLES = {
+    "speedup": "speedup per candidate over time",
+    "rejections": "rejections by gate",
+    "budget": "budget use",
+}
+
+
+def _plot_html(name: str, plot: Plot | None) -> str:
+    if plot is None:
+        return f"<p class='nodata'>{_e(PLOT_TITLES[name])}: no data yet</p>"
+    axes = ";".join(",".join(str(v) for v in box) for box in plot.axes)
+    legend = ",".join(str(v) for v in plot.legend) if plot.legend else ""
+    return (
+        f"<img alt='{_e(PLOT_TITLES[name])}' data-plot='{name}' data-axes='{axes}' "
+        f"data-legend='{legend}' src='data:image/png;base64,{plot.png}'>"
+    )
 
 
 def _candidate_row(c: CandidateAudit) -> str:
@@ -195,14 +253,17 @@ def render_html(report: AuditReport) -> str:
     head = [
         ("campaign", f"{report.campaign_id} ({report.problem})"),
         ("source", report.source),
-        ("status", f"{report.status} {report.phase}"),
+        ("status", f"{report.status}, phase {report.phase}" if report.phase else report.status),
+        *(("waiting", line) for line in report.waiting),
         ("started / closed", f"{report.started_at} / {report.closed_at or '-'}"),
     ]
     if o is not None:
         head += [
             (
                 "outcome",
-                f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile ({o.compile_mode})",
+                outcome_text(report)
+                if report.status == "cancelled"
+                else f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile ({o.compile_mode})",
             ),
             ("reason", o.reason),
             ("replaced", ", ".join(o.replaced) or "nothing (baseline returned)"),
@@ -224,7 +285,7 @@ def render_html(report: AuditReport) -> str:
         + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in head)
         + "</table>",
         "<h2>Plots</h2>",
-        *(f"<img alt='{k}' src='data:image/png;base64,{v}'>" for k, v in images.items()),
+        *(_plot_html(name, images.get(name)) for name in PLOT_TITLES),
         "<h2>Consistency checks</h2><table><tr><th>check</th><th>ok</th><th>detail</th></tr>",
         *(
             f"<tr><td>{_e(c.name)}</td><td class='{'ok' if c.ok else 'fail'}'>"
@@ -286,4 +347,4 @@ def render_html(report: AuditReport) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["FINAL_STYLE", "plots", "render_html"]
+__all__ = ["FINAL_STYLE", "PLOT_TITLES", "Plot", "plots", "render_html"]

@@ -155,7 +155,9 @@ class AuditReport(AuditModel):
     campaign_id: str
     problem: str = ""
     source: str = ""  # "live" (server history) or "export <sha>" (artifact store)
-    status: str = ""  # running / completed / ...
+    status: str = ""  # running / completed / cancelled / ...
+    # what a running campaign waits for right now (a worker nobody runs); live audits only
+    waiting: list[str] = Field(default_factory=list)
     phase: str = ""
     proposer: str = ""
     started_at: str = ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console, Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -51,6 +52,16 @@ def gates_cell(c: CandidateAudit) -> Text:
     return text
 
 
+def outcome_text(report: AuditReport) -> str:
+    """A cancelled campaign reads as cancelled, not as a 1.000x fallback."""
+    o = report.outcome
+    if o is None:
+        return "-"
+    if report.status == "cancelled":
+        return f"cancelled -- {o.reason}"
+    return f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile -- {o.reason}"
+
+
 def header(report: AuditReport) -> Table:
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold")
@@ -59,11 +70,12 @@ def header(report: AuditReport) -> Table:
     t.add_row("campaign", f"{report.campaign_id}  ({report.problem})")
     t.add_row("source", report.source)
     t.add_row("status", report.status + (f", phase {report.phase}" if report.phase else ""))
+    for line in report.waiting:
+        t.add_row("waiting", Text(line, style="yellow"))
     if o is not None:
-        t.add_row(
-            "outcome", f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile -- {o.reason}"
-        )
-        t.add_row("replaced", ", ".join(o.replaced) or "nothing (baseline returned)")
+        t.add_row("outcome", outcome_text(report))
+        kept = "nothing (baseline returned)" if o.wrapper else "nothing (no baseline was built)"
+        t.add_row("replaced", ", ".join(o.replaced) or kept)
         t.add_row("proposer", o.proposer or "-")
     u, b = report.used, report.budgets
     t.add_row(
@@ -112,6 +124,41 @@ def candidates_table(report: AuditReport) -> Table:
     return t
 
 
+WIDE = 140  # below this many columns the candidates are listed, not tabulated
+
+
+def candidates_list(report: AuditReport) -> Group:
+    """The candidates for a narrow terminal: one short block each, ids never cut.
+
+    Nine columns do not fit 80 characters without breaking words and ids; a block
+    per candidate keeps every value whole and wraps only the reasons, at spaces.
+    """
+    parts: list = [Text(f"candidates ({len(report.candidates)})", style="bold")]
+    if not report.candidates:
+        parts.append(Text("  none yet" if report.status == "running" else "  none", style="dim"))
+    for c in report.candidates:
+        head = Text(c.id, style="bold", no_wrap=True, overflow="ignore")
+        head.append("  ")
+        head.append(c.final or "-", style=FINAL_STYLE.get(c.final, ""))
+        head.append(f"  kernel {fmt_x(c.speedup)}")
+        if c.retime is not None:
+            head.append(f"  retime {fmt_x(c.retime.speedup) if c.retime.ok else 'dropped'}")
+        parts.append(head)
+        gates = Text("gates ")
+        gates.append_text(gates_cell(c))
+        lineage = f"parent {c.parent_id or 'root'}, attempt {c.attempt}"
+        plan = c.label or c.plan_direction
+        if plan:
+            lineage += f", plan {plan}"
+        if c.proposer:
+            lineage += f", by {c.proposer}"
+        lines = [gates, Text(lineage, style="dim")]
+        if c.final_reason:
+            lines.append(Text(c.final_reason))
+        parts += [Padding(line, (0, 0, 0, 2)) for line in lines]  # wrapped lines stay indented
+    return Group(*parts)
+
+
 def trials_table(report: AuditReport) -> Table:
     t = Table(title="model-level gates (re-stitched models)")
     for col in ("#", "targets", "verdicts", "speedup", "kept"):
@@ -129,11 +176,12 @@ def trials_table(report: AuditReport) -> Table:
 
 def events_table(report: AuditReport) -> Table:
     t = Table(title="control events and incidents")
-    for col in ("at", "what", "detail"):
+    t.add_column("at", no_wrap=True)
+    for col in ("what", "detail"):
         t.add_column(col, overflow="fold")
     rows = [
         (
-            e.at,
+            _short_time(e.at),
             f"{e.kind} {e.name}",
             f"{e.args} -> {e.result}" if e.kind == "update" else str(e.args),
         )
@@ -141,7 +189,7 @@ def events_table(report: AuditReport) -> Table:
     ]
     rows += [
         (
-            i.at,
+            _short_time(i.at),
             f"{i.activity} {i.outcome}",
             f"{i.attempts} attempt(s) in {i.workflow_id}: {i.last_failure}",
         )
@@ -164,8 +212,15 @@ def checks_table(report: AuditReport) -> Table:
     return t
 
 
-def render(report: AuditReport) -> Group:
-    parts: list = [header(report), candidates_table(report)]
+def _short_time(value: str) -> str:
+    """'2026-11-29 08:57:31' from an ISO stamp: whole, and narrow enough for 80 columns."""
+    return value[:19].replace("T", " ")
+
+
+def render(report: AuditReport, width: int = 200) -> Group:
+    """The whole audit; below ``WIDE`` columns the candidates come as a list."""
+    candidates = candidates_table(report) if width >= WIDE else candidates_list(report)
+    parts: list = [header(report), candidates]
     if report.model_trials:
         parts.append(trials_table(report))
     if report.controls or report.incidents:
@@ -175,7 +230,7 @@ def render(report: AuditReport) -> Group:
 
 
 def print_report(report: AuditReport, console: Console) -> None:
-    console.print(render(report))
+    console.print(render(report, console.width))
 
 
-__all__ = ["fmt_x", "print_report", "render", "verdict_text"]
+__all__ = ["fmt_x", "outcome_text", "print_report", "render", "verdict_text"]

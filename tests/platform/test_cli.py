@@ -84,6 +84,16 @@ def test_unknown_campaign_id_points_to_the_listing(tmp_path: Path) -> None:
         kernelopt(["server", "stop"], env)
 
 
+def sigint_as_a_terminal_gives_it() -> None:
+    """preexec_fn: SIGINT at its default and unblocked, however pytest itself was launched.
+
+    A background job (``pytest &``) or ``nohup`` hands its children SIGINT ignored; a
+    terminal's Ctrl-C reaches a foreground CLI with the default disposition.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
@@ -94,6 +104,7 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_as_a_terminal_gives_it,
     )
     try:
         time.sleep(20)
@@ -102,11 +113,27 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         text = " ".join(err.split())
         assert "waiting for a GPU worker" in text and "kernelopt worker --queue gpu" in text, text
         assert "detached" in text
+        # said once what it started in the background, where the logs are, and the UI
+        assert text.count("started in the background") == 1, text
+        assert f"Temporal UI: http://127.0.0.1:{settings.ui_port}" in text, text
+        assert str(settings.server_dir / "server.log") in text, text
+        assert "workers cpu" in text and str(settings.home / "workers") in text, text
         listing = kernelopt(["list"], {**env, "COLUMNS": "80"})
         assert "running" in listing.stdout  # Ctrl-C did not cancel the campaign
+        assert "…" not in listing.stdout, listing.stdout  # nothing cut at 80 columns
         campaign = re.search(r"campaign (\S+) submitted", text)
         assert campaign, text
         assert campaign.group(1) in listing.stdout  # whole, to copy into show/cancel
+        # show: the campaign's real age, and that it waits for a GPU worker
+        show = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
+        shown = " ".join(show.stdout.split())
+        elapsed = re.search(r"elapsed (\d+) s", shown)
+        assert elapsed and int(elapsed.group(1)) >= 15, shown
+        assert "waiting for a GPU worker" in shown, shown
+        audit = kernelopt(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
+        audited = " ".join(audit.stdout.split())
+        assert "waiting for a GPU worker" in audited, audited
+        assert "scheduled" not in audited, audited  # waiting is not an incident
         # cancelled while compile waits for a GPU worker: it ends now, with no baseline
         cancel = kernelopt(["cancel", campaign.group(1)], env)
         assert "without a baseline" in " ".join(cancel.stdout.split()), cancel.stdout
@@ -116,6 +143,17 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
                 break
             time.sleep(1.0)
         assert "already completed" in again.stderr and "kernelopt show" in again.stderr
+        # a cancelled campaign reads as cancelled everywhere, not as a 1.000x fallback
+        show = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
+        assert "cancelled" in show.stdout and "fallback" not in show.stdout, show.stdout
+        assert "artifact " not in show.stdout, show.stdout  # the report is a path
+        wide = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "300"})
+        report = re.search(r"report\s*│\s*(\S+\.md)", wide.stdout)
+        assert report and Path(report.group(1)).is_file(), wide.stdout
+        listing = kernelopt(["list"], {**env, "COLUMNS": "80"})
+        assert "cancelled" in listing.stdout, listing.stdout
+        audit = kernelopt(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
+        assert "cancelled" in audit.stdout and "fallback" not in audit.stdout, audit.stdout
     finally:
         if proc.poll() is None:
             proc.kill()

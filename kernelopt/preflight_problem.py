@@ -1,0 +1,198 @@
+"""Bad input is caught before submission: import and build the problem (and a candidate).
+
+The CLI's ``ast`` checks catch typos in milliseconds, but a file that raises at
+import, hangs, or whose ``get_inputs()`` does not fit ``forward`` would
+otherwise reach a GPU activity minutes later.  Here the problem is imported,
+its model built and its inputs made once, in a CPU-only child process with a
+time limit, and the inputs are bound to ``forward`` (``reference`` / ``launch``
+for kernel problems) without running it.  A failure is one line naming the
+file, the line in it and the cause; the child keeps user code out of the CLI.
+
+Run as ``python -m kernelopt.preflight_problem PROBLEM [CANDIDATE]``: prints one
+JSON object, ``{"ok": true}`` or ``{"ok": false, "where": ..., "cause": ...}``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from kernelopt.errors import ProblemError
+
+DEFAULT_SECONDS = 90.0  # torch's import alone takes seconds on a busy machine
+SECONDS_ENV = "KERNELOPT_PREFLIGHT_SECONDS"
+
+
+class _Found(Exception):
+    """A problem found in the child: where (file:line) and why."""
+
+    def __init__(self, where: str, cause: str) -> None:
+        super().__init__(f"{where}: {cause}")
+        self.where, self.cause = where, cause
+
+
+def _where(path: Path, exc: BaseException) -> str:
+    """``path:line`` of the deepest frame in ``path`` behind ``exc`` (its cause chain too)."""
+    target = str(path.resolve())
+    line = None
+    seen: BaseException | None = exc
+    while seen is not None and line is None:
+        if (
+            isinstance(seen, SyntaxError)
+            and seen.filename
+            and Path(seen.filename).resolve() == Path(target)
+        ):
+            line = seen.lineno
+        for frame in traceback.extract_tb(seen.__traceback__):
+            if frame.filename and str(Path(frame.filename).resolve()) == target:
+                line = frame.lineno
+        seen = seen.__cause__ or seen.__context__
+    return f"{path}:{line}" if line else str(path)
+
+
+def _cause(exc: BaseException) -> str:
+    text = exc.reason if isinstance(exc, ProblemError) else f"{type(exc).__name__}: {exc}"
+    return " ".join(str(text).split())[:400]
+
+
+def _bind(fn: Any, inputs: list[Any], what: str, path: Path) -> None:
+    """The inputs fit ``fn``'s parameters (checked without calling it)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: nothing to check without calling it
+    try:
+        signature.bind(*inputs)
+    except TypeError as exc:
+        line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
+        where = f"{path}:{line}" if line else str(path)
+        raise _Found(
+            where,
+            f"{what}{signature} does not take the {len(inputs)} input(s) of get_inputs(): {exc}",
+        ) from exc
+
+
+def check_problem(path: Path) -> list[Any]:
+    """Import, build and make inputs for the problem at ``path``; returns its init inputs."""
+    from kernelopt.problem import load_problem
+
+    try:
+        loaded = load_problem(path)
+        model = loaded.make_model(0, device="cpu")
+        inputs = loaded.make_inputs(0, device="cpu")
+        init = loaded.make_init_inputs(0)
+    except Exception as exc:
+        raise _Found(_where(path, exc), _cause(exc)) from exc
+    _bind(model.forward, inputs, f"{type(model).__name__}.forward", path)
+    return init
+
+
+def check_candidate(problem: Path, candidate: Path) -> None:
+    """Import the candidate; build ``ModelNew`` from the problem's init inputs, bind inputs."""
+    from kernelopt.problem import load_problem
+    from kernelopt.pyfile import exec_file
+
+    loaded = load_problem(problem)
+    init, inputs = loaded.make_init_inputs(0), loaded.make_inputs(0, device="cpu")
+    try:
+        module = exec_file(candidate, "kernelopt_preflight_candidate")
+    except Exception as exc:
+        raise _Found(_where(candidate, exc), f"importing failed: {_cause(exc)}") from exc
+    model_new = getattr(module, "ModelNew", None)
+    if model_new is None:
+        launch = getattr(module, "launch", None)
+        if callable(launch):
+            _bind(launch, inputs, "launch", candidate)
+        return
+    try:
+        model = model_new(*init)
+    except Exception as exc:
+        raise _Found(
+            _where(candidate, exc), f"ModelNew(*get_init_inputs()) failed: {_cause(exc)}"
+        ) from exc
+    _bind(model.forward, inputs, "ModelNew.forward", candidate)
+
+
+def _stuck_at(stderr: str, files: list[Path]) -> str | None:
+    """``file:line`` of the user's file in a faulthandler dump (the innermost frame), if any."""
+    import re
+
+    if "Timeout" not in stderr:
+        return None
+    for file in files:
+        target = str(file.resolve())
+        # faulthandler prints the innermost frame first
+        for name, line in re.findall(r'File "([^"]+)", line (\d+)', stderr):
+            if str(Path(name).resolve()) == target:
+                return f"{file}:{line}"
+    return None
+
+
+def _child(argv: list[str]) -> dict[str, Any]:
+    import faulthandler
+
+    limit = float(os.environ.get(SECONDS_ENV) or DEFAULT_SECONDS)
+    # before the parent's kill: say where the user's code hangs, then exit
+    faulthandler.dump_traceback_later(max(limit - 2.0, 1.0), exit=True)
+    problem = Path(argv[0])
+    try:
+        check_problem(problem)
+        if len(argv) > 1:
+            check_candidate(problem, Path(argv[1]))
+    except _Found as found:
+        return {"ok": False, "where": found.where, "cause": found.cause}
+    return {"ok": True}
+
+
+def preflight(
+    problem: str | Path, candidate: str | Path | None = None, seconds: float | None = None
+) -> None:
+    """Check the files in a CPU-only child; ``ProblemError`` naming file, line and cause."""
+    if seconds is None:
+        seconds = float(os.environ.get(SECONDS_ENV) or DEFAULT_SECONDS)
+    args = [str(problem)] + ([str(candidate)] if candidate is not None else [])
+    # the CPU only: nothing touches a GPU; the child's watchdog fires before our kill
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", SECONDS_ENV: str(seconds)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "kernelopt.preflight_problem", *args],
+            capture_output=True,
+            text=True,
+            timeout=seconds,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ProblemError(
+            str(candidate or problem) if candidate else str(problem),
+            f"importing and building it did not finish within {seconds:.0f} s "
+            f"(a loop or a blocking call at import or in get_inputs()?; {SECONDS_ENV} "
+            "sets the limit)",
+        ) from exc
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    try:
+        verdict = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        stuck = _stuck_at(done.stderr, [Path(a) for a in args])
+        if stuck:  # the child's own watchdog dumped where it hung
+            raise ProblemError(
+                stuck,
+                f"did not finish importing and building within {seconds:.0f} s: it hangs here",
+            ) from None
+        tail = " ".join(done.stderr.strip().splitlines()[-1:]) or f"exit code {done.returncode}"
+        raise ProblemError(
+            str(problem), f"checking it crashed the checking process: {tail}"
+        ) from None
+    if not verdict.get("ok"):
+        raise ProblemError(verdict["where"], verdict["cause"])
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child(sys.argv[1:])), flush=True)
