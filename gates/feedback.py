@@ -13,7 +13,7 @@ from gates.runner import ChildOutcome
 _PHASE_WORDS = {
     "start": "starting",
     "load_job": "starting",
-    "import": "importing your module (syntax error or import-time failure)",
+    "import": "importing your module (a syntax error, or an error raised at import)",
     "build": "constructing ModelNew(*get_init_inputs())",
     "dry_run": "the first call (Triton compile + launch)",
     "call": "a checked call",

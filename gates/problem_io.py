@@ -108,7 +108,10 @@ def load_candidate_class(path: str | Path) -> type:
     module = load_module(path, "candidate")
     cls = getattr(module, "ModelNew", None)
     if cls is None:
-        raise AttributeError(f"{Path(path).name} defines no class ModelNew")
+        raise AttributeError(
+            f"{Path(path).name} defines no class ModelNew (a whole-model candidate defines "
+            "ModelNew; a kernel candidate defines launch())"
+        )
     return cls
 
 

@@ -128,6 +128,9 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
     elif result.accepted:
         cat = result.category.value if result.category else "gates 1-3 only"
         speed = f" {result.speedup:.3g}x" if result.speedup else ""
+        if result.speedup and result.speedup_interval:
+            low, high = result.speedup_interval
+            speed += f", {low:.3g}x-{high:.3g}x over the timing rounds"
         console.print(f"[bold green]ACCEPTED[/] ({cat}{speed})")
     else:
         gate = result.deciding_gate.value if result.deciding_gate else "?"
