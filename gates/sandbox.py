@@ -416,7 +416,9 @@ def bwrap_args(
         args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
     if chdir is not None:
         args += ["--chdir", str(chdir)]
-    return [*args, "--"]
+    # The sandbox's own root (a tmpfs holding the mount points) becomes read-only too:
+    # nothing may be created outside /tmp and the writable binds.
+    return [*args, "--remount-ro", "/", "--"]
 
 
 def _ordered_binds(ro: Iterable[Path], rw: Iterable[Path]) -> list[tuple[Path, bool]]:
