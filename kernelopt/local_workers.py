@@ -22,7 +22,8 @@ from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.gpu_info import gpu_names
 from kernelopt.log import get_logger
-from kernelopt.pidfile import process_alive, read_live_pid
+from kernelopt.pidfile import process_alive, read_live_pid, write_pid_file
+from kernelopt.store import private_dir
 
 log = get_logger(__name__)
 
@@ -43,16 +44,20 @@ def planned_workers(gpus: list[str] | None = None) -> list[LocalWorker]:
 
 
 def _dir(settings: Settings) -> Path:
-    path = settings.home / "workers"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(settings.home / "workers")
+
+
+def is_worker(argv: list[str]) -> bool:
+    """A command line we start here (``python -m worker ...``): a pid file naming any other
+    process is refused, so stopping workers never signals a stranger."""
+    return len(argv) >= 3 and argv[1:3] == ["-m", "worker"]
 
 
 def running(settings: Settings) -> dict[str, int]:
     """name -> pid of the local workers that are alive."""
     out: dict[str, int] = {}
     for pid_file in _dir(settings).glob("*.pid"):
-        pid = read_live_pid(pid_file)
+        pid = read_live_pid(pid_file, expect=is_worker)
         if pid is not None:
             out[pid_file.stem] = pid
         else:
@@ -87,7 +92,9 @@ def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> d
     for worker in planned_workers(gpus):
         if worker.name in alive:
             continue
-        log_file = (directory / f"{worker.name}.log").open("ab")
+        log_path = directory / f"{worker.name}.log"
+        log_file = log_path.open("ab")
+        os.chmod(log_path, 0o600)
         proc = subprocess.Popen(
             _command(worker),
             stdout=log_file,
@@ -98,7 +105,7 @@ def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> d
             cwd=str(Path(__file__).resolve().parent.parent),
         )
         log_file.close()
-        (directory / f"{worker.name}.pid").write_text(str(proc.pid))
+        write_pid_file(directory / f"{worker.name}.pid", proc.pid)
         (directory / f"{worker.name}.code").write_text(code)
         alive[worker.name] = proc.pid
         log.info("local worker started", worker=worker.name, pid=proc.pid)
