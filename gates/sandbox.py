@@ -451,3 +451,25 @@ def wrap_job(
         ),
         *argv,
     ]
+
+
+def wrap_command(
+    argv: list[str],
+    *,
+    ro: Iterable[Path] = (),
+    rw: Iterable[Path] = (),
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """Any other process that imports candidate code (the ncu profiler's harness runner):
+    ``argv`` inside a sandbox that sees ``ro``/``rw``, and its allow-listed environment.
+
+    With ``KERNELOPT_SANDBOX=off`` the command is returned as is (and a warning logged).
+    """
+    base = dict(os.environ if env is None else env)
+    if not enabled():
+        warn_unsandboxed(Path(argv[0]).name)
+        return list(argv), base
+    limits = SandboxLimits.from_env()
+    args = bwrap_args(require(), ro=ro, rw=rw, chdir=cwd, tmp_bytes=limits.tmp_bytes)
+    return [*args, *argv], sandbox_env(base)
