@@ -47,17 +47,27 @@ def _dir(settings: Settings) -> Path:
     return private_dir(settings.home / "workers")
 
 
-def is_worker(argv: list[str]) -> bool:
-    """A command line we start here (``python -m worker ...``): a pid file naming any other
-    process is refused, so stopping workers never signals a stranger."""
-    return len(argv) >= 3 and argv[1:3] == ["-m", "worker"]
+def _worker_named(name: str) -> LocalWorker | None:
+    if name == "cpu":
+        return LocalWorker("cpu", ["--queue", "cpu"])
+    if name.startswith("gpu") and name[3:].isdigit():
+        return LocalWorker(name, ["--queue", "gpu", "--gpu", name[3:]])
+    return None
+
+
+def is_worker(name: str, argv: list[str]) -> bool:
+    """``argv`` is exactly the command we start for worker ``name``: a pid file naming any
+    other process is refused, so stopping workers never signals a stranger."""
+    worker = _worker_named(name)
+    return worker is not None and argv == _command(worker)
 
 
 def running(settings: Settings) -> dict[str, int]:
     """name -> pid of the local workers that are alive."""
     out: dict[str, int] = {}
     for pid_file in _dir(settings).glob("*.pid"):
-        pid = read_live_pid(pid_file, expect=is_worker)
+        name = pid_file.stem
+        pid = read_live_pid(pid_file, expect=lambda argv, name=name: is_worker(name, argv))
         if pid is not None:
             out[pid_file.stem] = pid
         else:
