@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def _job(tmp: Path, device: str):  # noqa: ANN202 -- a protocol model
+def _job(tmp: Path, device: str):
     import torch
 
     from gates.protocol import CandidateJob, InputSet, ModelSource
