@@ -245,6 +245,7 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "TMPDIR": "/tmp",
+            "HOME": "/tmp",  # the private tmpfs: no host home, and Path.home() still works
             "USER": "kernelopt",
             "LOGNAME": "kernelopt",
         }
