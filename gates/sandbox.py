@@ -93,7 +93,7 @@ class SandboxUnavailable(InfrastructureError):
 def enabled() -> bool:
     """True unless ``KERNELOPT_SANDBOX`` is set to an explicit off value."""
     value = os.environ.get(SANDBOX_ENV, "on").strip().lower()
-    return value not in ("off", "0", "false", "no")
+    return value not in ("off", "0", "false", "no", "f", "n")
 
 
 def warn_unsandboxed(what: str) -> None:

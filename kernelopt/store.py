@@ -36,7 +36,7 @@ GROUP_ENV = "KERNELOPT_SHARED_GROUP"
 def _group_mode() -> bool:
     """Opt-in (``KERNELOPT_SHARED_GROUP=1``): a store on a volume shared by workers running
     as different users of one group.  Default: owner only."""
-    return os.environ.get(GROUP_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return os.environ.get(GROUP_ENV, "").strip().lower() in ("1", "true", "yes", "on", "t", "y")
 
 
 def file_mode() -> int:
