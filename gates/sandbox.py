@@ -241,7 +241,7 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
     env.update(
         {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONPATH": _pythonpath(),
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "TMPDIR": "/tmp",
@@ -356,7 +356,7 @@ def store_blobs(root: Path, json_files: Iterable[Path], limit: int = 10_000) -> 
 
 
 def _system_args() -> list[str]:
-    """Read-only system and Python paths, /dev with the GPU nodes, /proc, /sys, /tmp."""
+    """Read-only system paths, /dev with the GPU nodes, /proc, /sys (before /tmp's tmpfs)."""
     args: list[str] = []
     for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -367,17 +367,6 @@ def _system_args() -> list[str]:
         path = f"/etc/{name}"
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
-    python_dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(REPO_ROOT)}
-    python_dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
-    with contextlib.suppress(AttributeError):
-        import site
-
-        python_dirs.update(os.path.realpath(p) for p in site.getsitepackages())
-    for entry in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
-        python_dirs.add(entry)
-    for path in sorted(p for p in python_dirs if p and os.path.isdir(p)):
-        if not path.startswith(("/usr/", "/bin", "/lib")):
-            args += ["--ro-bind", path, path]
     args += ["--dev", "/dev", "--proc", "/proc"]
     for node in sorted(Path("/dev").glob("nvidia*")):
         args += ["--dev-bind", str(node), str(node)]
@@ -385,6 +374,51 @@ def _system_args() -> list[str]:
         if os.path.exists(path):
             args += ["--ro-bind" if path == "/sys" else "--dev-bind", path, path]
     return args
+
+
+def python_paths() -> list[Path]:
+    """Where this interpreter's code comes from: prefixes, site-packages, the project and the
+    ``PYTHONPATH`` entries (read-only in the sandbox; the GPU host installs wheels there)."""
+    import site
+
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(REPO_ROOT)}
+    dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
+    dirs.update(os.path.realpath(p) for p in site.getsitepackages())
+    user_site = site.getusersitepackages()
+    if site.ENABLE_USER_SITE and user_site in sys.path:
+        dirs.add(user_site)
+    for variable in ("PYTHONPATH", "LD_LIBRARY_PATH"):
+        dirs.update(os.environ.get(variable, "").split(os.pathsep))
+    return [
+        Path(p)
+        for p in sorted(dirs)
+        if p
+        and os.path.isabs(p)
+        and os.path.isdir(p)
+        and not p.startswith(("/usr/", "/proc"))
+        and not _too_broad(p)
+    ]
+
+
+def _too_broad(path: str) -> bool:
+    """A directory holding private places (/, /tmp, a home, $KERNELOPT_HOME) is never bound."""
+    import tempfile
+
+    private = [tempfile.gettempdir(), os.path.expanduser("~"), os.environ.get("KERNELOPT_HOME", "")]
+    real = os.path.realpath(path)
+    return real == "/" or any(
+        p and (real == os.path.realpath(p) or os.path.realpath(p).startswith(real + os.sep))
+        for p in private
+    )
+
+
+def _pythonpath() -> str:
+    """The child's PYTHONPATH: the project first, then the parent's own entries."""
+    entries = [str(REPO_ROOT)]
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and os.path.isabs(entry) and entry not in entries:
+            entries.append(entry)
+    return os.pathsep.join(entries)
 
 
 def bwrap_args(
@@ -413,7 +447,7 @@ def bwrap_args(
         "--tmpfs",
         "/tmp",
     ]
-    for path, writable in _ordered_binds(ro, [*cache_dirs(), *rw]):
+    for path, writable in _ordered_binds([*python_paths(), *ro], [*cache_dirs(), *rw]):
         args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
     if chdir is not None:
         args += ["--chdir", str(chdir)]

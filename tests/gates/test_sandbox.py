@@ -130,3 +130,27 @@ def test_limits_are_set_for_good(tmp_path: Path) -> None:
     assert "(256, 256) (1048576, 1048576)" in done.stdout
     assert done.returncode != 0 and "ValueError" in done.stderr  # cannot raise them again
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] != 256  # only the child
+
+
+def test_pythonpath_directories_are_importable_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU host installs wheels into /tmp/site on PYTHONPATH: the sandbox must see them."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "carried_wheel.py").write_text("VALUE = 42\n")
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    code = (
+        "import carried_wheel, pathlib, sys; print(carried_wheel.VALUE);"
+        "pathlib.Path(carried_wheel.__file__).write_text('VALUE = 0')"
+    )
+    argv, env = sandbox.wrap_command([sys.executable, "-c", code])
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "42", done.stderr[-2000:]
+    assert "Read-only file system" in done.stderr
+    assert (site / "carried_wheel.py").read_text() == "VALUE = 42\n"
