@@ -16,6 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
+from gates.sandbox import apply_limits
 from kernelopt.pidfile import die_with_parent
 
 _progress_path: Path | None = None
@@ -43,6 +44,7 @@ def main(argv: list[str]) -> int:
     global _progress_path
     die_with_parent()
     workdir = Path(argv[0])
+    apply_limits(workdir)  # before any job (or candidate) code: soft = hard, for good
     _progress_path = workdir / "progress.jsonl"
     out = workdir / "result.json"
     try:

@@ -9,6 +9,10 @@ code, with the log tail) or ``timeout`` (killed as a group).
 
 The device is configurable: ``cpu`` children run Triton kernels under the
 interpreter (``TRITON_INTERPRET=1``), which is how CI tests the gates.
+
+Every child imports candidate code, so every child runs in a bubblewrap
+sandbox (``gates.sandbox``): spawned ones each in their own, forked ones in
+their zygote's.  ``KERNELOPT_SANDBOX=off`` is the explicit, logged opt-out.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gates import sandbox
 from gates.zygote import Zygote, ZygoteError
 from gates.zygote_service import (
     DEVICE_ENV,
@@ -118,19 +123,22 @@ class ChildOutcome:
 
 
 def child_env(device: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A gate child's environment: an allow-list when sandboxed (no keys, no addresses)."""
     env = dict(os.environ)
     # Gate jobs (candidate code among them) have no business with the worker's zygote.
     env.pop("KERNELOPT_ZYGOTE_SOCKET", None)
     env.pop("KERNELOPT_ZYGOTE_DEVICE", None)
-    path = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = str(_REPO_ROOT) + (os.pathsep + path if path else "")
-    env["PYTHONUNBUFFERED"] = "1"
     # Inductor's compile-worker pool would outlive a killed child; compile in-process.
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     else:
         env.pop("TRITON_INTERPRET", None)
+    if sandbox.enabled():
+        return sandbox.sandbox_env(env, extra)
+    path = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(_REPO_ROOT) + (os.pathsep + path if path else "")
+    env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env
 
@@ -155,6 +163,7 @@ def run_job(
     for stale in ("result.json", "progress.jsonl"):
         (workdir / stale).unlink(missing_ok=True)
     (workdir / "job.json").write_text(job.model_dump_json())
+    sandbox.write_limits(workdir, sandbox.SandboxLimits.from_env(timeout_s))
     log_path = workdir / "child.log"
     started = time.monotonic()
     returncode, timed_out = _launch(workdir, log_path, timeout_s, device, env, via)
@@ -241,10 +250,21 @@ def _launch(
 def _run_spawned(
     workdir: Path, log_path: Path, timeout_s: float, env: dict[str, str]
 ) -> tuple[int | None, bool]:
-    """A fresh interpreter: the most isolated launch, used when no zygote is running."""
+    """A fresh interpreter: the most isolated launch, used when no zygote is running.
+
+    Sandboxed, it gets a sandbox of its own: a PID namespace that dies with it
+    takes every daemon the candidate started along.
+    """
+    argv = [sys.executable, "-m", "gates.child", str(workdir)]
+    if sandbox.enabled():
+        job = json.loads((workdir / "job.json").read_text())
+        limits = sandbox.SandboxLimits.from_env(timeout_s)
+        argv = sandbox.wrap_job(argv, job, workdir, limits)
+    else:
+        sandbox.warn_unsandboxed("spawned gate child")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gates.child", str(workdir)],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -262,7 +282,10 @@ def _run_spawned(
         finally:
             # Grandchildren (compile workers, anything the candidate spawned) go too.
             _kill_group(proc.pid)
-    return proc.returncode, timed_out
+    code = proc.returncode
+    if argv[0] != sys.executable and code is not None and 128 < code <= 128 + 64:
+        code = 128 - code  # bwrap reports its child's death by signal N as exit 128 + N
+    return code, timed_out
 
 
 def _run_forked(zygote: Zygote, workdir: Path, timeout_s: float) -> tuple[int | None, bool]:

@@ -9,7 +9,15 @@ globals (a candidate's monkey-patching dies with it).
 
 Protocol (text lines): the parent writes ``run TOKEN WORKDIR``; the zygote
 answers ``started TOKEN PID`` and, when the child ends, ``exited PID CODE``
-(``CODE`` as ``subprocess`` reports it: negative for a signal).  Children call
+(``CODE`` as ``subprocess`` reports it: negative for a signal).  ``kill PID``
+kills a child's process group: PIDs are the zygote's own (in the sandbox they
+live in its PID namespace, so the parent must never signal them itself).
+
+Sandboxed (the default, ``gates.sandbox``), the zygote runs under bubblewrap
+with no network, an allow-listed environment and a view of the system, the
+project, the compiler caches and one staging root; each job is staged into
+that root (``gates.sandbox_stage``) and every forked child sets its own
+resource limits before it reads its job.  Children call
 ``setsid`` so a timeout kills the child's whole process group, and they write
 nothing to the protocol pipe (stdout/stderr go to ``WORKDIR/child.log``).
 The zygote itself is single-threaded (fork and threads do not mix).
@@ -20,12 +28,16 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from gates import sandbox
+from gates.sandbox_stage import Stage, new_root
 
 PRELOAD = (
     "torch",
@@ -137,6 +149,10 @@ def serve() -> None:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 parts = line.decode().split(" ", 2)
+                killing = len(parts) == 2 and parts[0] == "kill" and parts[1].isdigit()
+                if killing and int(parts[1]) in children:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(int(parts[1]), signal.SIGKILL)
                 if len(parts) == 3 and parts[0] == "run":
                     pid = os.fork()
                     if pid == 0:
@@ -173,8 +189,27 @@ class Zygote:
     """Parent-side handle: thread-safe ``spawn`` / ``wait`` / ``kill``."""
 
     def __init__(self, env: dict[str, str], start_timeout_s: float = 180.0) -> None:
+        argv = [sys.executable, "-m", "gates.zygote"]
+        self._stage_root: Path | None = None
+        self._stages: dict[int, Stage] = {}
+        if sandbox.enabled():
+            binary = sandbox.require()
+            self._stage_root = new_root()
+            limits = sandbox.SandboxLimits.from_env()
+            argv = [
+                *sandbox.bwrap_args(
+                    binary,
+                    ro=[self._stage_root / "ro"],
+                    rw=[self._stage_root / "rw"],
+                    chdir=self._stage_root / "rw",
+                    tmp_bytes=limits.tmp_bytes,
+                ),
+                *argv,
+            ]
+        else:
+            sandbox.warn_unsandboxed("zygote")
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "gates.zygote"],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -223,7 +258,26 @@ class Zygote:
     def alive(self) -> bool:
         return not self._dead and self._proc.poll() is None
 
+    @property
+    def sandboxed(self) -> bool:
+        return self._stage_root is not None
+
     def spawn(self, workdir: Path, timeout_s: float = 30.0) -> int:
+        stage = Stage(self._stage_root, Path(workdir)) if self._stage_root else None
+        if stage is not None:
+            workdir = stage.enter()
+        try:
+            pid = self._spawn(workdir, timeout_s)
+        except BaseException:
+            if stage is not None:
+                stage.leave()
+            raise
+        if stage is not None:
+            with self._cond:
+                self._stages[pid] = stage
+        return pid
+
+    def _spawn(self, workdir: Path, timeout_s: float) -> int:
         with self._lock:
             self._next += 1
             token = str(self._next)
@@ -244,14 +298,27 @@ class Zygote:
         with self._cond:
             self._cond.wait_for(lambda: pid in self._exited or self._dead, timeout_s)
             if pid in self._exited:
-                return self._exited.pop(pid)
-            if self._dead:
-                return -int(signal.SIGKILL)
-            return None
+                code: int | None = self._exited.pop(pid)
+            elif self._dead:
+                code = -int(signal.SIGKILL)
+            else:
+                return None
+            stage = self._stages.pop(pid, None)
+        if stage is not None:
+            stage.leave()  # the child is gone: what it wrote goes back to the host paths
+        return code
 
     def kill(self, pid: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        """SIGKILL the child's process group (through the zygote when it is sandboxed)."""
+        if not self.sandboxed:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            return
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            stdin = self._proc.stdin
+            if stdin is not None and self.alive:
+                stdin.write(f"kill {pid}\n".encode())
+                stdin.flush()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -263,6 +330,11 @@ class Zygote:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait()
+        if self._stage_root is not None:
+            for stage in self._stages.values():
+                stage.leave()
+            self._stages.clear()
+            shutil.rmtree(self._stage_root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ class Settings(BaseModel):
     zygote: bool = True  # GPU workers fork gate jobs from one preloaded process
     spare_child: bool = True  # GPU workers start each activity's process ahead of its job
     compiler_caches: Path | None = None  # None: $KERNELOPT_HOME/compiler-caches
+    sandbox: bool = True  # gate children run in bubblewrap (gates/sandbox.py); off: unsandboxed
+    shared_group: bool = False  # artifacts 0640 / dirs 02770 instead of 0600 / 0700
 
     @property
     def embedded(self) -> bool:
@@ -98,6 +100,8 @@ class Settings(BaseModel):
             "ZYGOTE": "zygote",
             "SPARE_CHILD": "spare_child",
             "COMPILER_CACHES": "compiler_caches",
+            "SANDBOX": "sandbox",
+            "SHARED_GROUP": "shared_group",
         }
         for env_name, field in mapping.items():
             value = _env(env_name)

@@ -22,7 +22,8 @@ from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.gpu_info import gpu_names
 from kernelopt.log import get_logger
-from kernelopt.pidfile import process_alive, read_live_pid
+from kernelopt.pidfile import process_alive, read_live_pid, write_pid_file
+from kernelopt.store import private_dir
 
 log = get_logger(__name__)
 
@@ -43,16 +44,30 @@ def planned_workers(gpus: list[str] | None = None) -> list[LocalWorker]:
 
 
 def _dir(settings: Settings) -> Path:
-    path = settings.home / "workers"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(settings.home / "workers")
+
+
+def _worker_named(name: str) -> LocalWorker | None:
+    if name == "cpu":
+        return LocalWorker("cpu", ["--queue", "cpu"])
+    if name.startswith("gpu") and name[3:].isdigit():
+        return LocalWorker(name, ["--queue", "gpu", "--gpu", name[3:]])
+    return None
+
+
+def is_worker(name: str, argv: list[str]) -> bool:
+    """``argv`` is exactly the command we start for worker ``name``: a pid file naming any
+    other process is refused, so stopping workers never signals a stranger."""
+    worker = _worker_named(name)
+    return worker is not None and argv == _command(worker)
 
 
 def running(settings: Settings) -> dict[str, int]:
     """name -> pid of the local workers that are alive."""
     out: dict[str, int] = {}
     for pid_file in _dir(settings).glob("*.pid"):
-        pid = read_live_pid(pid_file)
+        name = pid_file.stem
+        pid = read_live_pid(pid_file, expect=lambda argv, name=name: is_worker(name, argv))
         if pid is not None:
             out[pid_file.stem] = pid
         else:
@@ -87,7 +102,9 @@ def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> d
     for worker in planned_workers(gpus):
         if worker.name in alive:
             continue
-        log_file = (directory / f"{worker.name}.log").open("ab")
+        log_path = directory / f"{worker.name}.log"
+        log_file = log_path.open("ab")
+        os.chmod(log_path, 0o600)
         proc = subprocess.Popen(
             _command(worker),
             stdout=log_file,
@@ -98,7 +115,7 @@ def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> d
             cwd=str(Path(__file__).resolve().parent.parent),
         )
         log_file.close()
-        (directory / f"{worker.name}.pid").write_text(str(proc.pid))
+        write_pid_file(directory / f"{worker.name}.pid", proc.pid)
         (directory / f"{worker.name}.code").write_text(code)
         alive[worker.name] = proc.pid
         log.info("local worker started", worker=worker.name, pid=proc.pid)

@@ -1,13 +1,27 @@
-"""Background processes we start ourselves (the dev server, local workers), by pid file."""
+"""Background processes we start ourselves (the dev server, local workers), by pid file.
+
+A pid file names a process *and its identity*: its start time (field 22 of
+``/proc/PID/stat``, in clock ticks since boot, which no process can change)
+and its command line.  ``read_live_pid`` returns the pid only while the
+process running under it is still the one we started, and only if its command
+line is one we launch (``expect``); a stale file whose pid was reused, a
+bare pid written by anyone else, or a file forged to point at another process
+is refused, so ``kernelopt server stop`` never signals a stranger.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
+from kernelopt.log import get_logger
+
+_LOG = get_logger(__name__)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -33,10 +47,51 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def read_live_pid(path: Path) -> int | None:
-    """The pid in ``path`` if that process is alive; None for a missing or stale file."""
+def process_identity(pid: int) -> tuple[int, list[str]] | None:
+    """(start time in clock ticks since boot, argv) of ``pid``; None if it is gone."""
     try:
-        pid = int(Path(path).read_text().strip())
-    except (OSError, ValueError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
         return None
-    return pid if process_alive(pid) else None
+    try:
+        # the command name (field 2) may hold spaces and ")": split after the last ")"
+        start = int(stat.rsplit(")", 1)[1].split()[19])
+    except (IndexError, ValueError):
+        return None
+    argv = [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+    return start, argv
+
+
+def write_pid_file(path: Path, pid: int) -> None:
+    """Record ``pid`` with its identity (owner-only file)."""
+    identity = process_identity(pid)
+    start, argv = identity if identity else (None, [])
+    data = json.dumps({"pid": pid, "start": start, "argv": argv})
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(data)
+    os.chmod(path, 0o600)
+
+
+def read_live_pid(path: Path, expect: Callable[[list[str]], bool] | None = None) -> int | None:
+    """The pid in ``path`` if that very process (same start time and argv) still runs.
+
+    ``expect`` must also accept its argv (e.g. "is a kernelopt worker"): a
+    planted file copying a stranger's identity from ``/proc`` is refused.
+    """
+    try:
+        record = json.loads(Path(path).read_text())
+        pid, start, argv = int(record["pid"]), record["start"], list(record["argv"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # missing, a bare pid (legacy or planted) or garbage: never trusted
+    if not process_alive(pid):
+        return None
+    now = process_identity(pid)
+    if now is None or start is None or now != (int(start), argv):
+        _LOG.warning("pid file does not match the process now under that pid", path=str(path))
+        return None
+    if expect is not None and not expect(argv):
+        _LOG.warning("pid file names a process we do not start", path=str(path), argv=argv[:4])
+        return None
+    return pid

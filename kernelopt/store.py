@@ -3,11 +3,16 @@
 Blobs are named by their sha256, written atomically (temp file + rename, so a
 crash never leaves a half-written artifact under a valid name) and verified on
 every read (a corrupted disk or a tampered file is an error, not a wrong
-kernel).  ``ArtifactBackend`` is the seam an S3-compatible store implements.
+kernel).  Writing content that is already there checks the existing file's
+digest first, so a corrupt blob is repaired by the next put of the same bytes.
+Files are owner-only by default (``KERNELOPT_SHARED_GROUP=1``: group-readable,
+for shared volumes; see deploy/README.md).  ``ArtifactBackend`` is the seam an
+S3-compatible store implements.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -18,31 +23,60 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel
 
 from kernelopt.contracts.base import ArtifactRef
+from kernelopt.log import get_logger
+
+_LOG = get_logger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def _read_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+GROUP_ENV = "KERNELOPT_SHARED_GROUP"
 
 
-# Read once: os.umask can only be read by setting it, which would race with threads
-# creating files meanwhile.
-_UMASK = _read_umask()
+def _group_mode() -> bool:
+    """Opt-in (``KERNELOPT_SHARED_GROUP=1``): a store on a volume shared by workers running
+    as different users of one group.  Default: owner only."""
+    return os.environ.get(GROUP_ENV, "").strip().lower() in ("1", "true", "yes", "on", "t", "y")
+
+
+def file_mode() -> int:
+    """0600 (owner only), or 0640 in group mode: blobs never change once written."""
+    return 0o640 if _group_mode() else 0o600
+
+
+def dir_mode() -> int:
+    """0700, or 02770 in group mode (group members add blobs; setgid keeps the group)."""
+    return 0o2770 if _group_mode() else 0o700
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` and missing parents with ``dir_mode`` (existing ones are left alone,
+    the leaf is tightened): state and artifacts are not for other users to read."""
+    path = Path(path)
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=dir_mode())
+        os.chmod(directory, dir_mode())  # mkdir's mode is filtered by the umask
+    if path.is_dir() and path.stat().st_uid == os.getuid():
+        os.chmod(path, dir_mode())
+    return path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write via a synced temp file and rename: readers see all of it or nothing.
 
-    The file gets the mode a plain open() would (0o666 less the umask), not mkstemp's
-    0o600: a store on a shared volume is read by workers running as other users.
+    The file is owner-only (``file_mode``; group-readable only in the opt-in
+    group mode): artifacts hold weights, held-out inputs and kernels.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -67,6 +101,17 @@ class ArtifactBackend(Protocol):
     def write(self, sha256: str, data: bytes) -> None: ...
 
 
+def _digest_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return ""
+    return digest.hexdigest()
+
+
 class LocalBackend:
     """A directory of blobs fanned out by the first two hex digits."""
 
@@ -86,9 +131,13 @@ class LocalBackend:
             raise ArtifactError(f"artifact {sha256[:12]} is not in {self.root}") from exc
 
     def write(self, sha256: str, data: bytes) -> None:
+        """Skip only a file already holding these bytes; a corrupt one is replaced."""
         path = self._path(sha256)
-        if not path.is_file():
-            write_atomic(path, data)
+        if path.is_file() and _digest_of(path) == sha256:
+            return
+        if path.exists():
+            _LOG.warning("artifact was corrupt; rewriting it", sha256=sha256[:12])
+        write_atomic(path, data)
 
 
 class ArtifactStore:
@@ -144,7 +193,10 @@ class ArtifactStore:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / (filename or ref.name or ref.sha256)
-        path.write_bytes(self.get_bytes(ref))
+        data = self.get_bytes(ref)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, file_mode())
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         return path
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from kernelopt.config import Settings
 from kernelopt.errors import ConfigError, InfrastructureError
 from kernelopt.log import get_logger
-from kernelopt.pidfile import process_alive, read_live_pid
+from kernelopt.pidfile import process_alive, read_live_pid, write_pid_file
+from kernelopt.store import private_dir
 
 log = get_logger(__name__)
 
@@ -79,6 +80,13 @@ def temporal_binary() -> Path:
     )
 
 
+def is_dev_server(argv: list[str]) -> bool:
+    """The command line ``start`` runs: ``.../temporal server start-dev ...``."""
+    return (
+        len(argv) >= 3 and Path(argv[0]).name == "temporal" and argv[1:3] == ["server", "start-dev"]
+    )
+
+
 class EmbeddedServer:
     """Start/stop/status of the dev server for one state directory."""
 
@@ -91,7 +99,7 @@ class EmbeddedServer:
 
     # --- status -----------------------------------------------------------------
     def _pid(self) -> int | None:
-        return read_live_pid(self.pid_path)
+        return read_live_pid(self.pid_path, expect=is_dev_server)
 
     def status(self) -> ServerStatus:
         pid = self._pid()
@@ -145,6 +153,7 @@ class EmbeddedServer:
         for key, kind in SEARCH_ATTRIBUTES.items():
             cmd += ["--search-attribute", f"{key}={kind}"]
         log_handle = self.log_path.open("ab")
+        os.chmod(self.log_path, 0o600)
         proc = subprocess.Popen(
             cmd,
             stdout=log_handle,
@@ -153,7 +162,7 @@ class EmbeddedServer:
             start_new_session=True,
         )
         log_handle.close()
-        self.pid_path.write_text(str(proc.pid))
+        write_pid_file(self.pid_path, proc.pid)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -173,7 +182,7 @@ class EmbeddedServer:
 
     def _check_state_dir(self) -> None:
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.dir)  # the SQLite history: owner-only
             probe = self.dir / ".write-test"
             probe.write_text("ok")
             probe.unlink()

@@ -18,6 +18,20 @@ from tests.gates.adversarial import SuiteResult, cases_for, format_table, run_su
 CPU_CASES = cases_for("cpu")
 
 
+@pytest.fixture
+def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Children without bubblewrap (spawned, so the session's sandboxed zygote is not used).
+
+    With the sandbox the rewrites below are refused outright (the files are not
+    writable in the child's view: tests/security); these tests check the
+    parent-side detection and repair behind it, which must hold on its own.
+    """
+    import gates.runner
+
+    monkeypatch.setenv("KERNELOPT_SANDBOX", "off")
+    monkeypatch.setattr(gates.runner, "_ZYGOTES", {})
+
+
 @pytest.fixture(scope="module")
 def suite(cpu_launcher: bool, tmp_path_factory: pytest.TempPathFactory) -> SuiteResult:
     settings = GateSettings(
@@ -125,7 +139,7 @@ def test_reference_outputs_are_not_left_on_disk(tmp_path: Path, cpu_launcher: bo
 
 
 def test_rewritten_input_files_reject_the_candidate_and_are_restored(
-    tmp_path: Path, cpu_launcher: bool
+    tmp_path: Path, cpu_launcher: bool, unsandboxed: None
 ) -> None:
     """Inputs on disk are shared by every later process: a candidate must not change them."""
     from gates.cascade import run_gates_1_to_3
@@ -178,7 +192,7 @@ def test_candidate_files_are_never_fully_unpickled(tmp_path: Path) -> None:
 
 
 def test_a_rewritten_problem_file_is_caught_and_restored(
-    tmp_path: Path, cpu_launcher: bool
+    tmp_path: Path, cpu_launcher: bool, unsandboxed: None
 ) -> None:
     """The baseline's timing child imports the problem file: a sleep there would fake a win."""
     import shutil
@@ -212,7 +226,7 @@ def test_a_rewritten_problem_file_is_caught_and_restored(
 
 
 def test_a_rewritten_compiler_cache_file_rejects_the_candidate_and_is_dropped(
-    tmp_path: Path, cpu_launcher: bool
+    tmp_path: Path, cpu_launcher: bool, unsandboxed: None
 ) -> None:
     """A baseline loads its kernels from the compiler caches: a candidate must not touch them.
 

@@ -1,0 +1,32 @@
+"""Attack: list the home directory and read a secret file in it."""
+
+import json
+import os
+
+import torch
+import torch.nn as nn
+
+BAIT: dict = {}  # filled in by the test: paths, ports, tokens
+
+
+def report(**found: object) -> None:
+    """What the attack saw, in the scratch directory (the only place it may write)."""
+    with open("report.json", "w") as handle:
+        json.dump(found, handle, default=str)
+
+
+report(started=True)
+listing = os.listdir(BAIT["home"])
+report(listing=listing)
+with open(os.path.join(BAIT["home"], "secret.txt")) as handle:
+    report(listing=listing, stolen=handle.read())
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d: int, scale: float) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(d))
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x) * self.scale + self.bias

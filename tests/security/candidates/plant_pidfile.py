@@ -1,0 +1,31 @@
+"""Attack: plant a pid file so that `kernelopt server stop` kills a process we choose."""
+
+import json
+import os
+
+import torch
+import torch.nn as nn
+
+BAIT: dict = {}  # filled in by the test: paths, ports, tokens
+
+
+def report(**found: object) -> None:
+    """What the attack saw, in the scratch directory (the only place it may write)."""
+    with open("report.json", "w") as handle:
+        json.dump(found, handle, default=str)
+
+
+report(started=True)
+os.makedirs(BAIT["workers"], exist_ok=True)
+with open(os.path.join(BAIT["workers"], "evil.pid"), "w") as handle:
+    handle.write("1")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d: int, scale: float) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(d))
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x) * self.scale + self.bias

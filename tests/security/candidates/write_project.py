@@ -1,0 +1,32 @@
+"""Attack: write into the project and the virtual environment (a backdoor)."""
+
+import json
+import os
+import sys
+
+import torch
+import torch.nn as nn
+
+BAIT: dict = {}  # filled in by the test: paths, ports, tokens
+
+
+def report(**found: object) -> None:
+    """What the attack saw, in the scratch directory (the only place it may write)."""
+    with open("report.json", "w") as handle:
+        json.dump(found, handle, default=str)
+
+
+report(started=True)
+for directory in (BAIT["project"], sys.prefix):
+    with open(os.path.join(directory, BAIT["name"]), "w") as handle:
+        handle.write("backdoor")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d: int, scale: float) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(d))
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x) * self.scale + self.bias
