@@ -36,6 +36,13 @@ def mark(phase: str, **detail: object) -> None:
         os.fsync(handle.fileno())
 
 
+def job_file(name: str) -> Path:
+    """A file in this child's own workdir (staged into a sandboxed zygote's view, and back)."""
+    if _progress_path is None:
+        return Path(name)
+    return _progress_path.parent / name
+
+
 def current_phase() -> str:
     return _phase
 

@@ -56,6 +56,9 @@ class PerfMeasurement:
         return r.event_ms if r.event_ms is not None else median(r.event_samples)
 
 
+CHECKS_FILE = "checks.pt"  # what a timing child recorded of its calls, in its workdir
+
+
 @dataclass(frozen=True)
 class TimingChecks:
     """How the timing children check every call: the sets, the structure, the comparison."""
@@ -114,7 +117,7 @@ def measure(
                 input_set=input_set,
                 input_sets=checks.input_sets,
                 expected=checks.expected,
-                checks_path=str(workdir / f"round{r}-{side}" / "checks.pt"),
+                checks_file=CHECKS_FILE,
                 min_rep_calls=settings.min_rep_calls,
                 warmup_ms=settings.warmup_ms,
                 rep_ms=settings.rep_ms,
@@ -141,7 +144,7 @@ def measure(
                 return m
             result = TimingResult.model_validate(outcome.result)
             if side == "candidate":
-                checked = checks.check(Path(job.checks_path))
+                checked = checks.check(workdir / f"round{r}-{side}" / CHECKS_FILE)
                 m.checks.append(checked)
                 if not checked.ok:
                     m.wrong_output = checked

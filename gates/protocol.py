@@ -124,10 +124,10 @@ class TimingJob(Frozen):
     input_set: str
     # every timed call is checked (gates.checked_calls): the sets its inputs rotate
     # through (same shapes as input_set, each with a reference answer), what the
-    # reference returns, and where the child writes what the parent compares
+    # reference returns, and the file the child writes for the parent to compare
     input_sets: list[str] = Field(default_factory=list)
     expected: list[OutputLeaf] = Field(default_factory=list)
-    checks_path: str = ""
+    checks_file: str = ""  # a file name in the child's own workdir ("" = none written)
     check_samples: int = 128
     min_rep_calls: int = 10
     max_rep_calls: int = 1000

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from gates.checked_calls import CheckedCalls, RotatingInputs
-from gates.child import mark
+from gates.child import job_file, mark
 from gates.jobs.build import build_callable
 from gates.perfstats import median, spread
 from gates.placement import cpu_node, current_cpu, gpu_node, pci_address
@@ -218,8 +217,8 @@ def run(job: TimingJob) -> TimingResult:
         tampered_after = kit.tampered()
         kit.restore()
         mark("save_checks")
-        if job.checks_path:
-            checks.save(Path(job.checks_path))
+        if job.checks_file:
+            checks.save(job_file(job.checks_file))
         graph_ms, graph_note = (None, "")
         if job.graph_replay and cuda and not tampered_after:
             mark("time_graph")

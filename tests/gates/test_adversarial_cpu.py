@@ -303,3 +303,24 @@ def test_backend_switches_are_named_and_restored(suite: SuiteResult) -> None:
     ):
         assert switch in perf.metrics["tampered"], switch
     assert "changed global backend settings" in perf.reason
+
+
+def test_an_honest_kernel_passes_the_checks_of_every_timed_call(suite: SuiteResult) -> None:
+    """timer_patch's kernel is honest: every call its timing child made checks out.
+
+    This runs the real launch path (the session's sandboxed CPU zygote), so a
+    checks file that never reaches the parent would fail here, not in a campaign.
+    """
+    perf = suite.by_candidate()["timer_patch"].result.verdicts[-1]
+    checks = perf.metrics["checked_calls"]
+    assert checks and all(c["ok"] for c in checks), checks
+    assert all(c["calls"] >= 20 and c["samples"] > 0 and c["whole_outputs"] == 2 for c in checks)
+
+
+def test_every_cheat_that_behaves_differently_while_timed_is_named_with_its_call(
+    suite: SuiteResult,
+) -> None:
+    for name in ("late_cheat", "stack_sniff", "poison_sniff", "thread_after_return", "job_sniff"):
+        perf = suite.by_candidate()[name].result.verdicts[-1]
+        assert perf.gate.value == "performance" and perf.status == GateStatus.FAIL, name
+        assert "timed call #" in perf.reason, (name, perf.reason)
