@@ -13,6 +13,8 @@ activity doubles), plus what these tests need:
   production two minutes (the mechanism is the same, only the number moves).
   Changing a timeout does not change the commands a workflow issues, so
   histories recorded this way replay under the production settings.
+* ``KERNELOPT_TEST_CPU_SLOW`` / ``KERNELOPT_TEST_CPU_MARKS``: slow CPU activity
+  bodies, so a test can kill the CPU worker inside one (``slow_cpu.py``).
 
 A test can SIGKILL this process at any moment.
 """
@@ -24,6 +26,7 @@ import os
 import signal
 import sys
 
+from tests.durability import slow_cpu
 from tests.support.short_heartbeats import sandbox_seeing_the_patch, shorten_gpu_heartbeats
 
 
@@ -81,6 +84,7 @@ async def main(kind: str, queue: str) -> None:
     if heartbeat:
         shorten_gpu_heartbeats(float(heartbeat))
     configure(level="warning")
+    slow_cpu.install()
     client = await connect(Settings.from_env(), start_embedded=False)
     if kind == "cpu":
         w = cpu_worker(client, queue)
