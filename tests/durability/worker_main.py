@@ -15,6 +15,8 @@ activity doubles), plus what these tests need:
   histories recorded this way replay under the production settings.
 * ``KERNELOPT_TEST_CPU_SLOW`` / ``KERNELOPT_TEST_CPU_MARKS``: slow CPU activity
   bodies, so a test can kill the CPU worker inside one (``slow_cpu.py``).
+* ``KERNELOPT_TEST_EXECUTIONS``: a JSONL file of finished physical GPU
+  executions (``executions.py``).
 
 A test can SIGKILL this process at any moment.
 """
@@ -89,9 +91,11 @@ async def main(kind: str, queue: str) -> None:
     if kind == "cpu":
         w = cpu_worker(client, queue)
     else:
+        from tests.durability.executions import counted
         from tests.support.gpu_doubles import GPU_DOUBLES
 
-        w = worker.build_gpu_worker(client, queue, activities=GPU_DOUBLES)
+        # counted inside the product's memoized (build_gpu_worker): physical runs only
+        w = worker.build_gpu_worker(client, queue, activities=[counted(a) for a in GPU_DOUBLES])
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with w:
