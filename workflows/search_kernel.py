@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from . import activity_options as opts
+    from . import search_log
     from .search_policy import (
         ROOT_ID,
         BeamUCB,
@@ -101,6 +102,13 @@ RUNNERS_UP = 2
 RUNNERS_UP_PATCH = "search-runners-up"
 # After the last round only candidates faster than the root are re-timed (no beam follows).
 RETIME_LAST_PATCH = "retime-last-round-winners-only"
+# Pages are cut by size as well as count (``search_log.cut_pages``), also when one
+# iteration's log alone is large, and what is left is archived when the search ends: its
+# result then carries page digests only, so the campaign's state and report input stay
+# small however many targets it searches.
+BOUNDED_PAGES_PATCH = "archive-pages-bounded"
+# Experience entries carried (the campaign memory artifact keeps every one).
+EXPERIENCE_KEPT = 32
 
 
 def _cause(exc: BaseException) -> str:
@@ -177,6 +185,7 @@ class SearchKernel:
                 workflow.continue_as_new(self._carry())
         if not self.s.stopped_reason:
             self.s.stopped_reason = f"completed {self.s.iteration} iterations"
+        await self._archive_if_long(final=True)
         return self._result()
 
     @workflow.signal(name=SEARCH_UPDATE_BUDGET)
@@ -563,27 +572,39 @@ class SearchKernel:
     def _accepted(self) -> int:
         return self.s.archived_accepted + passed_gates_1_2(self.s.decisions)
 
-    async def _archive_if_long(self) -> None:
-        """At an iteration boundary: page decisions and ledger out once there are many."""
-        if len(self.s.decisions) + len(self.s.ledger) < ARCHIVE_PAGE_ITEMS:
+    async def _archive_if_long(self, final: bool = False) -> None:
+        """Page decisions and ledger out: at an iteration boundary once there are many (or
+        they are large), and everything left when the search ends."""
+        items = len(self.s.decisions) + len(self.s.ledger)
+        if items == 0:
             return
-        if not workflow.patched(ARCHIVE_PATCH):
+        if final or items < ARCHIVE_PAGE_ITEMS:
+            # never archived before bounded pages: only with their marker in the history
+            large = search_log.log_bytes(self.s.decisions, self.s.ledger) >= search_log.PAGE_BYTES
+            if not (final or large) or not workflow.patched(BOUNDED_PAGES_PATCH):
+                return
+        elif not workflow.patched(ARCHIVE_PATCH):
             return  # a history from before paging: replay it as it ran
-        page = SearchLogPage(
-            campaign_id=self.inp.campaign_id,
-            target_id=self.inp.target.id,
-            decisions=self.s.decisions,
-            ledger=self.s.ledger,
-        )
-        ref = await workflow.execute_activity(
-            names.ARCHIVE_SEARCH_LOG,
-            page,
-            result_type=ArtifactRef,
-            task_queue=self.inp.cpu_queue,
-            **opts.REPORT.kwargs(),
-        )
-        self.s.archived_accepted += passed_gates_1_2(self.s.decisions)
-        self.s.log_pages.append(ref)
+        if workflow.patched(BOUNDED_PAGES_PATCH):
+            pages = search_log.cut_pages(self.s.decisions, self.s.ledger)
+        else:
+            pages = [(self.s.decisions, self.s.ledger)]  # one page, as histories before
+        for decisions, ledger in pages:
+            page = SearchLogPage(
+                campaign_id=self.inp.campaign_id,
+                target_id=self.inp.target.id,
+                decisions=decisions,
+                ledger=ledger,
+            )
+            ref = await workflow.execute_activity(
+                names.ARCHIVE_SEARCH_LOG,
+                page,
+                result_type=ArtifactRef,
+                task_queue=self.inp.cpu_queue,
+                **opts.REPORT.kwargs(),
+            )
+            self.s.archived_accepted += passed_gates_1_2(decisions)
+            self.s.log_pages.append(ref)
         self.s.decisions = []
         self.s.ledger = []
 
@@ -681,6 +702,7 @@ class SearchKernel:
                 result.reply,
             )
         self.s.experience.extend(result.entries)
+        del self.s.experience[:-EXPERIENCE_KEPT]  # the memory artifact keeps them all
         self.s.memory = result.memory or self.s.memory
 
     # --- bookkeeping ------------------------------------------------------------------------
