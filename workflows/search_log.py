@@ -21,6 +21,15 @@ def log_bytes(decisions: list[Decision], ledger: list[LedgerEntry]) -> int:
     return sum(item_bytes(i) for i in decisions) + sum(item_bytes(i) for i in ledger)
 
 
+def due(decisions: list[Decision], ledger: list[LedgerEntry], final: bool = False) -> bool:
+    """Whether the carried log is paged out now (at an iteration boundary, or at the end)."""
+    if not decisions and not ledger:
+        return False
+    if final or len(decisions) + len(ledger) >= PAGE_ITEMS:
+        return True
+    return log_bytes(decisions, ledger) >= PAGE_BYTES
+
+
 def cut_pages(
     decisions: list[Decision],
     ledger: list[LedgerEntry],
