@@ -82,7 +82,13 @@ def build_gpu_worker(
     task_queue: str,
     activities: Sequence[Callable[..., Any]] | None = None,
 ) -> Worker:
-    """GPU activities only, strictly one at a time."""
+    """GPU activities only, strictly one at a time, each idempotent per call.
+
+    ``memoized``: a result is stored before its completion is reported, so an
+    attempt Temporal runs again after losing that completion returns it at once.
+    """
+    from activities.idempotent import memoized
+
     if activities is None:
         from activities import gpu_activities
 
@@ -90,7 +96,7 @@ def build_gpu_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        activities=list(activities),
+        activities=[memoized(a) for a in activities],
         max_concurrent_activities=1,
         max_concurrent_workflow_tasks=1,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,

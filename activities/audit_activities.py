@@ -7,8 +7,6 @@ last run has closed: only then is its history complete.
 
 from __future__ import annotations
 
-import asyncio
-
 from temporalio import activity
 
 from kernelopt.audit.export import write_index
@@ -23,18 +21,21 @@ from kernelopt.contracts.audit import (
 )
 from kernelopt.store import open_store
 
+from .heartbeat import heartbeating, in_thread
+
 
 @activity.defn(name=LIST_CAMPAIGN_RUNS)
 async def list_campaign_runs(inp: CampaignRunsInput) -> CampaignRuns:
     client = activity.client()
     if inp.wait_closed:
         await wait_closed(client, inp.workflow_id, inp.poll_s, heartbeat=activity.heartbeat)
-    return await list_runs(client, inp.workflow_id, inp.first_run_id)
+    async with heartbeating():
+        return await list_runs(client, inp.workflow_id, inp.first_run_id)
 
 
 @activity.defn(name=WRITE_EXPORT_INDEX)
 async def write_export_index(inp: ExportIndexInput) -> ExportIndexResult:
-    return await asyncio.to_thread(write_index, open_store(), inp)
+    return await in_thread(write_index, open_store(), inp)
 
 
 CPU_ACTIVITIES = [list_campaign_runs, write_export_index]

@@ -7,8 +7,6 @@ Segmentation is pure text parsing, so it runs in-process on the CPU queue.
 
 from __future__ import annotations
 
-import asyncio
-
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -26,6 +24,7 @@ from kernelopt.contracts import (
 from kernelopt.errors import DeterministicError
 from kernelopt.store import open_store
 
+from .heartbeat import in_thread
 from .supervise import run_supervised
 
 
@@ -41,7 +40,7 @@ async def segment(inp: SegmentInput) -> SegmentResult:
     from kernelopt.compile.segment import segment as segment_impl
 
     try:
-        return await asyncio.to_thread(segment_impl, inp, open_store())
+        return await in_thread(segment_impl, inp, open_store())
     except DeterministicError as exc:
         raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 

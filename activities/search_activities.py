@@ -10,13 +10,13 @@ return it as a result with ``error`` set.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating, in_thread
 from activities.supervise import run_supervised
 from kernelopt.agents import roles
 from kernelopt.agents.transport import ChatTransport
@@ -78,21 +78,21 @@ async def profile(inp: ProfileInput) -> ProfileResult:
 @activity.defn(name=names.PLAN)
 async def plan(inp: PlanInput) -> PlanResult:
     with _sorted_failures():
-        async with _transport(inp.proposer) as transport:
+        async with heartbeating(), _transport(inp.proposer) as transport:
             return await roles.plan(inp, open_store(), transport, _home())
 
 
 @activity.defn(name=names.EXECUTE)
 async def execute(inp: ExecuteInput) -> ExecuteResult:
     with _sorted_failures():
-        async with _transport(inp.proposer) as transport:
+        async with heartbeating(), _transport(inp.proposer) as transport:
             return await roles.execute(inp, open_store(), transport)
 
 
 @activity.defn(name=names.RETRY_FIX)
 async def retry_fix(inp: ExecuteInput) -> ExecuteResult:
     with _sorted_failures():
-        async with _transport(inp.proposer) as transport:
+        async with heartbeating(), _transport(inp.proposer) as transport:
             return await roles.retry_fix(inp, open_store(), transport)
 
 
@@ -100,22 +100,23 @@ async def retry_fix(inp: ExecuteInput) -> ExecuteResult:
 async def summarize(inp: SummarizeInput) -> SummarizeResult:
     with _sorted_failures():
         if not inp.use_llm:
-            return await roles.summarize(inp, open_store(), None, _home())
-        async with _transport(inp.proposer) as transport:
+            async with heartbeating():
+                return await roles.summarize(inp, open_store(), None, _home())
+        async with heartbeating(), _transport(inp.proposer) as transport:
             return await roles.summarize(inp, open_store(), transport, _home())
 
 
 @activity.defn(name=names.PROPOSE_BUILTIN)
 async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
     with _sorted_failures():
-        return await asyncio.to_thread(builtin.propose, inp, open_store())
+        return await in_thread(builtin.propose, inp, open_store())
 
 
 @activity.defn(name=names.ARCHIVE_SEARCH_LOG)
 async def archive_search_log(page: SearchLogPage) -> ArtifactRef:
     """Store one page of a search's decisions and ledger; the search then forgets them."""
     name = f"{page.campaign_id}.{page.target_id}.log.json"
-    return await asyncio.to_thread(open_store().put_json, page, name)
+    return await in_thread(open_store().put_json, page, name)
 
 
 CPU_ACTIVITIES = [plan, execute, retry_fix, summarize, propose_builtin, archive_search_log]

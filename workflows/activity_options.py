@@ -3,8 +3,10 @@
 Temporal owns retries (DESIGN.md rule 7): infrastructure failures are retried
 with backoff, deterministic ones (a broken problem file, a malformed reply the
 model will not fix) are raised non-retryable by the activities themselves.
-GPU activities heartbeat; their heartbeat timeout is what notices a worker
-that died mid-activity and hands the work to another attempt.
+Every activity heartbeats (GPU ones through their supervisor, CPU ones through
+``activities.heartbeat``); the heartbeat timeout is what notices a worker that
+died mid-activity and hands the work to another attempt, so a dead worker costs
+a campaign one heartbeat timeout, not a start-to-close timeout.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class CallOptions:
     start_to_close: timedelta
     heartbeat: timedelta | None = None
     attempts: int = 5
+    gpu: bool = False  # a GPU call site: the campaign's ``gpu_heartbeat_s`` applies to it
     retry: RetryPolicy = field(init=False)
 
     def __post_init__(self) -> None:
@@ -50,12 +53,13 @@ class CallOptions:
         timeouts are not part of the commands a workflow issues, so histories
         replay whatever the number.
         """
-        if seconds is None or self.heartbeat is None:
+        if seconds is None or self.heartbeat is None or not self.gpu:
             return self
         return CallOptions(
             start_to_close=self.start_to_close,
             heartbeat=timedelta(seconds=seconds),
             attempts=self.attempts,
+            gpu=True,
         )
 
     def kwargs(self) -> dict:
@@ -66,14 +70,17 @@ class CallOptions:
 
 
 MINUTE = timedelta(minutes=1)
+# CPU activities beat every 5 s from the event loop (``activities.heartbeat``): a dead CPU
+# worker's activity is retried ~30 s after its last beat instead of after 10 minutes.
+CPU_HEARTBEAT = timedelta(seconds=30)
 
-COMPILE = CallOptions(start_to_close=120 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
-SEGMENT = CallOptions(start_to_close=10 * MINUTE, attempts=3)
-TRIAGE = CallOptions(start_to_close=60 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
-PROFILE = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=3)
-GATE_CANDIDATE = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
-RESTITCH = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
-GATE_MODEL = CallOptions(start_to_close=60 * MINUTE, heartbeat=2 * MINUTE, attempts=4)
-LLM = CallOptions(start_to_close=15 * MINUTE, attempts=6)
-BUILTIN = CallOptions(start_to_close=10 * MINUTE, attempts=3)
-REPORT = CallOptions(start_to_close=10 * MINUTE, attempts=5)
+COMPILE = CallOptions(start_to_close=120 * MINUTE, heartbeat=2 * MINUTE, attempts=4, gpu=True)
+SEGMENT = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=3)
+TRIAGE = CallOptions(start_to_close=60 * MINUTE, heartbeat=2 * MINUTE, attempts=4, gpu=True)
+PROFILE = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=3, gpu=True)
+GATE_CANDIDATE = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=4, gpu=True)
+RESTITCH = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=4, gpu=True)
+GATE_MODEL = CallOptions(start_to_close=60 * MINUTE, heartbeat=2 * MINUTE, attempts=4, gpu=True)
+LLM = CallOptions(start_to_close=15 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=6)
+BUILTIN = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=3)
+REPORT = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=5)

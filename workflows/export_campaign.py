@@ -38,6 +38,8 @@ _RETRY = RetryPolicy(
     maximum_interval=timedelta(minutes=2),
     maximum_attempts=10,
 )
+# The export activities heartbeat (``activities.heartbeat``): a dead worker is noticed in 30 s.
+_HEARTBEAT = timedelta(seconds=30)
 
 
 def export_workflow_id(campaign_workflow_id: str) -> str:
@@ -77,6 +79,7 @@ class ExportCampaign:
                 task_queue=inp.cpu_queue,
                 result_type=ExportResult,
                 start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=_HEARTBEAT,
                 retry_policy=_RETRY,
             )
             exported.append(ExportedRun(run=run, history=result.history))
@@ -86,6 +89,7 @@ class ExportCampaign:
             task_queue=inp.cpu_queue,
             result_type=ExportIndexResult,
             start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=_HEARTBEAT,
             retry_policy=_RETRY,
         )
 

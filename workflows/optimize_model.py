@@ -288,7 +288,8 @@ class OptimizeModel:
                 state.memory = result.memory
             if result.proposer:
                 self._progress.proposer = result.proposer
-            state.results.append(result)
+            # experience lives in the memory artifact; carrying it per target only grows the state
+            state.results.append(result.model_copy(update={"experience": []}))
             state.used.add(result.usage, result.gpu_seconds)
             state.candidates_tried += result.candidates_tried
             state.candidates_accepted += (

@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from . import activity_options as opts
+    from . import search_log
     from .search_policy import (
         ROOT_ID,
         BeamUCB,
@@ -84,7 +85,7 @@ STORED_FEEDBACK_CHARS = 600  # decisions keep a trimmed copy; the gate's log has
 # Decisions (~1.3 KB) and ledger entries (~0.5 KB) move to the artifact store in pages of
 # about this many items: the carried state and the result stay far below Temporal's 2 MB
 # payload limit however long the search runs.
-ARCHIVE_PAGE_ITEMS = 100
+ARCHIVE_PAGE_ITEMS = search_log.PAGE_ITEMS
 ARCHIVE_PATCH = "archive-search-log"
 # A gate_candidate activity holds the GPU for all of its run time (reference, per-kernel
 # timing, imports), not only the gate children's wall time its verdicts report: on the
@@ -101,6 +102,23 @@ RUNNERS_UP = 2
 RUNNERS_UP_PATCH = "search-runners-up"
 # After the last round only candidates faster than the root are re-timed (no beam follows).
 RETIME_LAST_PATCH = "retime-last-round-winners-only"
+# Pages are cut by size as well as count (``search_log.cut_pages``), also when one
+# iteration's log alone is large, and what is left is archived when the search ends: its
+# result then carries page digests only, so the campaign's state and report input stay
+# small however many targets it searches.
+BOUNDED_PAGES_PATCH = "archive-pages-bounded"
+# Experience entries carried (the campaign memory artifact keeps every one).
+EXPERIENCE_KEPT = 32
+# More pages than this are folded into one index page (same patch): the carried state and
+# the result name a few pages however long the search.
+PAGES_INLINE = 8
+# Digests of pruned states kept for duplicate detection: the newest this many.  An older
+# duplicate is gated again (one GPU gate, same decision) instead of carried forever.
+PRUNED_SOURCES_KEPT = 1024
+# With it, the tree keeps 32 states by speedup and 32 by UCB (64 before): each kept state
+# carries its candidate, source and profile (~2.5 KB), and a beam takes 4 per round.
+TREE_KEEP_BOUNDED = 32
+PRUNED_CAP_PATCH = "bounded-search-tree"
 
 
 def _cause(exc: BaseException) -> str:
@@ -177,6 +195,7 @@ class SearchKernel:
                 workflow.continue_as_new(self._carry())
         if not self.s.stopped_reason:
             self.s.stopped_reason = f"completed {self.s.iteration} iterations"
+        await self._archive_if_long(final=True)
         return self._result()
 
     @workflow.signal(name=SEARCH_UPDATE_BUDGET)
@@ -563,42 +582,74 @@ class SearchKernel:
     def _accepted(self) -> int:
         return self.s.archived_accepted + passed_gates_1_2(self.s.decisions)
 
-    async def _archive_if_long(self) -> None:
-        """At an iteration boundary: page decisions and ledger out once there are many."""
-        if len(self.s.decisions) + len(self.s.ledger) < ARCHIVE_PAGE_ITEMS:
-            return
-        if not workflow.patched(ARCHIVE_PATCH):
+    async def _archive_if_long(self, final: bool = False) -> None:
+        """Page decisions and ledger out: at an iteration boundary once there are many (or
+        they are large), and everything left when the search ends."""
+        items = len(self.s.decisions) + len(self.s.ledger)
+        if final:
+            # never archived at the end before bounded pages: only with their marker
+            work = items > 0 or len(self.s.log_pages) > PAGES_INLINE
+            if not work or not workflow.patched(BOUNDED_PAGES_PATCH):
+                return
+        elif items < ARCHIVE_PAGE_ITEMS:
+            # nor below the count: only with the marker, and when the log is large
+            due = search_log.due(self.s.decisions, self.s.ledger)
+            if not due or not workflow.patched(BOUNDED_PAGES_PATCH):
+                return
+        elif not workflow.patched(ARCHIVE_PATCH):
             return  # a history from before paging: replay it as it ran
-        page = SearchLogPage(
-            campaign_id=self.inp.campaign_id,
-            target_id=self.inp.target.id,
-            decisions=self.s.decisions,
-            ledger=self.s.ledger,
-        )
-        ref = await workflow.execute_activity(
+        bounded = workflow.patched(BOUNDED_PAGES_PATCH)
+        if not bounded:
+            pages = [(self.s.decisions, self.s.ledger)]  # one page, as histories before
+        else:
+            pages = search_log.cut_pages(self.s.decisions, self.s.ledger) if items else []
+        for decisions, ledger in pages:
+            page = SearchLogPage(
+                campaign_id=self.inp.campaign_id,
+                target_id=self.inp.target.id,
+                decisions=decisions,
+                ledger=ledger,
+            )
+            self.s.log_pages.append(await self._archive(page))
+            self.s.archived_accepted += passed_gates_1_2(decisions)
+        self.s.decisions = []
+        self.s.ledger = []
+        if bounded and len(self.s.log_pages) > PAGES_INLINE:
+            # the page list itself grows with the search: fold it into an index page
+            index = SearchLogPage(
+                campaign_id=self.inp.campaign_id,
+                target_id=self.inp.target.id,
+                pages=self.s.log_pages,
+            )
+            self.s.log_pages = [await self._archive(index)]
+
+    async def _archive(self, page: SearchLogPage) -> ArtifactRef:
+        return await workflow.execute_activity(
             names.ARCHIVE_SEARCH_LOG,
             page,
             result_type=ArtifactRef,
             task_queue=self.inp.cpu_queue,
             **opts.REPORT.kwargs(),
         )
-        self.s.archived_accepted += passed_gates_1_2(self.s.decisions)
-        self.s.log_pages.append(ref)
-        self.s.decisions = []
-        self.s.ledger = []
 
     def _prune_if_large(self) -> None:
         """At an iteration boundary: keep the carried tree bounded (``SearchTree.prune``)."""
-        if len(self.tree.nodes) - 1 <= 2 * TREE_KEEP:
+        states = len(self.tree.nodes) - 1
+        if states <= 2 * TREE_KEEP_BOUNDED:
+            return
+        keep = TREE_KEEP_BOUNDED if workflow.patched(PRUNED_CAP_PATCH) else TREE_KEEP
+        if states <= 2 * keep:
             return
         if not workflow.patched(PRUNE_PATCH):
             return  # a history from before pruning: replay it as it ran
-        for node_id in self.tree.prune(TREE_KEEP, self.inp.params.ucb_c):
+        for node_id in self.tree.prune(keep, self.inp.params.ucb_c):
             self.s.candidates.pop(node_id, None)
             self.s.sources.pop(node_id, None)
             self.s.profiles.pop(node_id, None)
         keep = max(DIRECTIONS_KEPT, self.inp.params.meltdown_window)
         self.s.directions = self.s.directions[-keep:]
+        if keep == TREE_KEEP_BOUNDED:  # the same patch caps the pruned digests
+            del self.tree.pruned_sources[:-PRUNED_SOURCES_KEPT]
 
     # --- re-timing ------------------------------------------------------------------------
     async def _retime_winners(self) -> list[Decision]:
@@ -681,6 +732,7 @@ class SearchKernel:
                 result.reply,
             )
         self.s.experience.extend(result.entries)
+        del self.s.experience[:-EXPERIENCE_KEPT]  # the memory artifact keeps them all
         self.s.memory = result.memory or self.s.memory
 
     # --- bookkeeping ------------------------------------------------------------------------

@@ -332,6 +332,8 @@ class SearchLogPage(Frozen):
     target_id: str
     decisions: list[Decision] = Field(default_factory=list)
     ledger: list[LedgerEntry] = Field(default_factory=list)
+    # an index page: the search's pages in order (its result then names this page only)
+    pages: list[ArtifactRef] = Field(default_factory=list)
 
 
 class SearchKernelResult(Frozen):

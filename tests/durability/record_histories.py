@@ -21,7 +21,7 @@ campaign between targets, every search between iterations); and an LLM
 campaign whose gates charge their reported run time; one long search
 whose tree is pruned; and one whose best winner fails the model gates and
 whose runner-up is verified instead; a built-in campaign whose last round re-times only
-the candidates that can still win.
+the candidates that can still win; one long search with bounded pages and tree.
 """
 
 from __future__ import annotations
@@ -193,6 +193,23 @@ def _gpu_worker_env(scenario: str, scratch: Path) -> dict[str, str]:
 
 
 # (scenario, dynamic config of its server)
+async def bounded(client, settings, cpu_q, gpu_q) -> list[str]:
+    """One long search (12 x 60 candidates) after issue 25's bounded carried state: pages cut
+    by size and folded into index pages, the tree kept to 32 + 32 states (patches
+    ``archive-pages-bounded``, ``bounded-search-tree``)."""
+    return await _llm_campaign(
+        client,
+        settings,
+        cpu_q,
+        gpu_q,
+        "rec-bounded",
+        iterations=12,
+        plans=30,
+        retries=0,
+        max_targets=1,
+    )
+
+
 SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("optimized", optimized, {}),
     ("exporting", exporting, {}),
@@ -204,6 +221,7 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("pruned", pruned, {}),
     ("second_chance", second_chance, {}),
     ("last_round", last_round, {}),
+    ("bounded", bounded, {}),
 ]
 
 

@@ -332,3 +332,23 @@ async def export_of(client: Client, workflow_id: str, cpu_queue: str):
             export_workflow_id(workflow_id), result_type=ExportIndexResult
         )
     return await handle.result()
+
+
+async def reference_report(client: Client, settings: Settings, logs: Path, **opts: object):
+    """An undisturbed campaign with ``options(**opts)``: what every faulty run must reproduce."""
+    from kernelopt.audit import load_report
+
+    cpu_q, gpu_q = queues()
+    cpu = Worker(settings, "cpu", cpu_q, logs)
+    gpu = Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0")
+    try:
+        cpu.wait_ready(), gpu.wait_ready()
+        handle = await submit(client, settings, options(cpu_q, gpu_q, **opts))
+        await asyncio.wait_for(handle.result(), 120)
+        report = await load_report(client, handle.id, open_store(settings.artifacts_dir))
+    finally:
+        cpu.stop()
+        gpu.stop()
+    if report.outcome is None or report.outcome.candidates_tried == 0:
+        raise RuntimeError("the reference campaign tried no candidate")
+    return report

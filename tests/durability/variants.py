@@ -17,8 +17,6 @@ with workflow.unsafe.imports_passed_through():
         Bottleneck,
         CampaignInput,
         CampaignPhase,
-        CompileInput,
-        CompileResult,
         KernelProfile,
         Outcome,
         ProfileResult,
@@ -48,12 +46,8 @@ class TriageBeforeSegment(OptimizeModel):
         state = self._state
         if state.compiled is None:
             await self._enter(CampaignPhase.COMPILING)
-            state.compiled = await self._gpu(
-                names.COMPILE,
-                CompileInput(problem=inp.problem, mode=inp.options.compile_mode),
-                CompileResult,
-                opts.COMPILE,
-            )
+            # the production compile step (with its patch marker), then the wrong order
+            state.compiled = await self._compile(inp)
             await self._enter(CampaignPhase.SEGMENTING)
             await self._gpu(
                 names.TRIAGE,

@@ -13,6 +13,10 @@ activity doubles), plus what these tests need:
   production two minutes (the mechanism is the same, only the number moves).
   Changing a timeout does not change the commands a workflow issues, so
   histories recorded this way replay under the production settings.
+* ``KERNELOPT_TEST_CPU_SLOW`` / ``KERNELOPT_TEST_CPU_MARKS``: slow CPU activity
+  bodies, so a test can kill the CPU worker inside one (``slow_cpu.py``).
+* ``KERNELOPT_TEST_EXECUTIONS``: a JSONL file of finished physical GPU
+  executions (``executions.py``).
 
 A test can SIGKILL this process at any moment.
 """
@@ -24,6 +28,7 @@ import os
 import signal
 import sys
 
+from tests.durability import slow_cpu
 from tests.support.short_heartbeats import sandbox_seeing_the_patch, shorten_gpu_heartbeats
 
 
@@ -81,13 +86,16 @@ async def main(kind: str, queue: str) -> None:
     if heartbeat:
         shorten_gpu_heartbeats(float(heartbeat))
     configure(level="warning")
+    slow_cpu.install()
     client = await connect(Settings.from_env(), start_embedded=False)
     if kind == "cpu":
         w = cpu_worker(client, queue)
     else:
+        from tests.durability.executions import counted
         from tests.support.gpu_doubles import GPU_DOUBLES
 
-        w = worker.build_gpu_worker(client, queue, activities=GPU_DOUBLES)
+        # counted inside the product's memoized (build_gpu_worker): physical runs only
+        w = worker.build_gpu_worker(client, queue, activities=[counted(a) for a in GPU_DOUBLES])
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with w:

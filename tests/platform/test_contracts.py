@@ -70,7 +70,8 @@ def test_a_campaign_can_shorten_the_gpu_heartbeat_timeout() -> None:
     assert shorter.start_to_close == opts.GATE_CANDIDATE.start_to_close
     assert shorter.retry.maximum_attempts == opts.GATE_CANDIDATE.retry.maximum_attempts
     assert opts.GATE_CANDIDATE.with_heartbeat(None) is opts.GATE_CANDIDATE
-    assert "heartbeat_timeout" not in opts.SEGMENT.with_heartbeat(15).kwargs()
+    # a CPU call site keeps its own heartbeat timeout (issue 25: CPU activities heartbeat too)
+    assert opts.SEGMENT.with_heartbeat(15).kwargs()["heartbeat_timeout"] == opts.CPU_HEARTBEAT
     for too_short in (1, 8):  # GPU children heartbeat every 5 s: below 10 s live work dies
         with pytest.raises(pydantic.ValidationError):
             CampaignOptions(gpu_queue="g", cpu_queue="c", gpu_heartbeat_s=too_short)

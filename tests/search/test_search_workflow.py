@@ -26,6 +26,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from activities import search_activities
+from activities.report_activities import expand_pages
 from kernelopt.contracts import names
 from kernelopt.contracts.compiled import (
     CompileResult,
@@ -239,7 +240,18 @@ async def run_search(
     await Replayer(
         workflows=[SearchKernel], data_converter=pydantic_data_converter
     ).replay_workflow(history)
-    return result, history
+    return with_archived_log(result), history
+
+
+def with_archived_log(result: SearchKernelResult) -> SearchKernelResult:
+    """The result with the decisions and ledger its search paged out to the store put back."""
+    pages = expand_pages(open_store(), result.log_pages)
+    return result.model_copy(
+        update={
+            "decisions": [d for p in pages for d in p.decisions] + result.decisions,
+            "ledger": [e for p in pages for e in p.ledger] + result.ledger,
+        }
+    )
 
 
 def kernel_reply(marker: str, salt: str = "") -> str:

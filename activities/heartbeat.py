@@ -1,0 +1,51 @@
+"""Heartbeats for CPU activities, so a dead CPU worker is noticed in seconds, not minutes.
+
+Without heartbeats a CPU activity whose worker was SIGKILLed is only retried
+when its start-to-close timeout runs out (10 minutes: issue 25 measured 602-s
+stalls).  Every CPU activity runs its body inside ``heartbeating()``: a task on
+the worker's event loop heartbeats every few seconds while the body works (in a
+thread via ``in_thread``, or awaiting an LLM), and the call site's heartbeat
+timeout (``workflows.activity_options.CPU_HEARTBEAT``) hands the work to another
+attempt once the beats stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+from temporalio import activity
+
+T = TypeVar("T")
+
+# Well below the 30-s heartbeat timeout; the SDK throttles what it sends anyway.
+HEARTBEAT_EVERY_S = 5.0
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(every_s: float = HEARTBEAT_EVERY_S) -> AsyncIterator[None]:
+    """Heartbeat from the event loop until the block ends (a no-op outside an activity)."""
+    if not activity.in_activity():
+        yield
+        return
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every_s)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def in_thread(fn: Callable[..., T], /, *args: Any) -> T:
+    """``fn(*args)`` in a worker thread while this activity heartbeats."""
+    async with heartbeating():
+        return await asyncio.to_thread(fn, *args)

@@ -1,0 +1,124 @@
+"""GPU work runs once, even when Temporal loses the completion of a finished activity.
+
+The real dev server is SIGKILLed just before a gate_candidate double finishes
+and kept down past the GPU heartbeat timeout (3 s in these workers): the
+worker's completion meets no server, the server times the attempt out when it
+comes back, and schedules attempt 2 (the "activity not found on completion"
+case of issue 25).  The GPU worker stored the finished result before reporting
+it (``activities.idempotent``), so attempt 2 must return it without running
+the double again.  Physical executions are counted from the doubles' own log
+(one record each time a double's work actually finished).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+
+from temporalio.client import Client
+
+from kernelopt.audit import load_report
+from kernelopt.client import connect
+from kernelopt.config import Settings
+from kernelopt.contracts import Outcome
+from kernelopt.store import open_store
+from tests.durability.support import (
+    DevServer,
+    Worker,
+    assert_sound,
+    options,
+    queues,
+    reference_report,
+    submit,
+    wait_until,
+)
+from tests.support.temporal import make_settings
+
+GATE_S = 2.0  # 40 heartbeating steps of 50 ms
+DOWN_S = 6.0  # longer than the 3-s heartbeat timeout: the attempt is lost meanwhile
+MAX_OUTAGES = 3
+
+
+def records(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def executions(log: Path) -> Counter:
+    """Finished physical executions per (activity, key)."""
+    return Counter((r["activity"], r["key"]) for r in records(log))
+
+
+async def test_gpu_result_survives_a_server_outage_at_completion(
+    client: Client, temporal_settings: Settings, tmp_path: Path
+) -> None:
+    reference = await reference_report(client, temporal_settings, tmp_path / "reference")
+    settings = make_settings(tmp_path / "home")
+    server = DevServer(settings).start()
+    done_log, steps_log = tmp_path / "done.jsonl", tmp_path / "steps.jsonl"
+    env = {
+        "KERNELOPT_DOUBLES_DELAY": "0.05",
+        "KERNELOPT_DOUBLES_SLOW": f"gate_candidate={GATE_S}",
+        "KERNELOPT_DOUBLES_LOG": str(done_log),
+        "KERNELOPT_DOUBLES_PROGRESS": str(steps_log),
+    }
+    cpu_q, gpu_q = queues()
+    cpu = Worker(settings, "cpu", cpu_q, tmp_path)
+    gpu = Worker(settings, "gpu", gpu_q, tmp_path, **env)
+    lost: list[str] = []  # gate keys whose first attempt finished while the server was down
+    try:
+        cpu.wait_ready(), gpu.wait_ready()
+        handle = await submit(
+            await connect(settings, start_embedded=False), settings, options(cpu_q, gpu_q)
+        )
+        for _ in range(MAX_OUTAGES):
+            finished = {r["key"] for r in records(done_log)}
+
+            def finishing(seen=frozenset(finished)) -> str | None:
+                for r in records(steps_log):
+                    if (
+                        r["activity"] == "gate_candidate"
+                        and r["step"] >= r["steps"] - 2
+                        and r["key"] not in seen
+                        and r["attempt"] == 1
+                    ):
+                        return r["key"]
+                return None
+
+            try:
+                await wait_until(finishing, 60, every=0.02, what="a gate_candidate finishing")
+            except TimeoutError:
+                break  # no gate work left in this campaign
+            key = finishing()
+            server.kill9()
+            await wait_until(lambda k=key: k in {r["key"] for r in records(done_log)}, 10)
+            await asyncio.sleep(DOWN_S)
+            server.start()
+            lost.append(key)
+        client2 = await connect(settings, start_embedded=False)
+        outcome = await asyncio.wait_for(
+            client2.get_workflow_handle(handle.id, result_type=Outcome).result(), 180
+        )
+        await assert_sound(client2, settings, handle.id, reference)
+        report = await load_report(client2, handle.id, open_store(settings.artifacts_dir))
+    finally:
+        cpu.stop()
+        gpu.stop()
+        server.stop()
+
+    retried = {
+        i.activity_id for i in report.incidents if i.activity == "gate_candidate" and i.attempts > 1
+    }
+    counts = executions(done_log)
+    print(
+        f"outages {len(lost)}, gate calls retried after one {len(retried)}, "
+        f"physical executions {sum(counts.values())} for {len(counts)} distinct calls"
+    )
+    assert lost, "no outage hit a finishing gate_candidate"
+    assert retried, "no attempt was lost to the outage: the scenario did not happen"
+    doubled = {k: n for k, n in counts.items() if n > 1}
+    assert not doubled, f"GPU work ran again after its result was stored: {doubled}"
+    assert outcome.category == reference.outcome.category

@@ -1,0 +1,89 @@
+"""Random SIGKILLs of the CPU worker, the GPU workers and the server; every campaign ends soundly.
+
+Each run injects seeded random faults (``random_faults.run_chaos``; the seed is
+printed, and ``KERNELOPT_FAULT_SEED`` repeats one) into campaigns on the real
+dev server with real worker processes and the GPU doubles, then checks for
+every campaign: the same decisions and outcome as an undisturbed reference
+(``assert_sound``: audit checks, no candidate gated twice), no GPU result
+computed twice (physical executions counted by the GPU workers themselves),
+and every run's history replays on today's workflow code (``Replayer``).
+
+The CI variant injects 10 faults (about 3 minutes); the ``slow`` one 50, and
+runs only when asked for (``-m slow`` or ``KERNELOPT_RUN_SLOW=1``): CI runs
+the whole suite without a marker filter.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from kernelopt.audit.runs import campaign_histories
+from kernelopt.client import connect
+from kernelopt.config import Settings
+from tests.durability.executions import doubled, executions
+from tests.durability.random_faults import run_chaos
+from tests.durability.support import DevServer, assert_sound, reference_report
+from tests.durability.test_replay import production_workflows, replay
+from tests.support.temporal import make_settings
+
+
+def _seed() -> int:
+    fixed = os.environ.get("KERNELOPT_FAULT_SEED")
+    return int(fixed) if fixed else random.SystemRandom().randrange(1, 2**31)
+
+
+def _slow_wanted(config: pytest.Config) -> bool:
+    expr = config.getoption("markexpr") or ""
+    return os.environ.get("KERNELOPT_RUN_SLOW") == "1" or (
+        "slow" in expr and "not slow" not in expr
+    )
+
+
+async def _check(client: Client, temporal_settings: Settings, tmp_path: Path, kills: int) -> None:
+    reference = await reference_report(client, temporal_settings, tmp_path / "reference")
+    seed = _seed()
+    print(f"\nrandom faults: seed {seed} (KERNELOPT_FAULT_SEED={seed} repeats it)")
+    settings = make_settings(tmp_path / "home")
+    run = await run_chaos(settings, tmp_path / "logs", seed, kills)
+    print(run.summary())
+    server = None
+    try:
+        server = DevServer(settings).start()  # the same SQLite file, to read the results
+        fault_client = await connect(settings, start_embedded=False)
+        histories = []
+        for workflow_id in run.campaigns:
+            await assert_sound(fault_client, settings, workflow_id, reference)
+            histories += [h for _, h in await campaign_histories(fault_client, workflow_id) if h]
+        failures = await replay(production_workflows(), histories)
+    finally:
+        if server is not None:
+            server.stop()
+    calls = executions(run.executions)
+    twice = doubled(run.executions, run.killed_pids())
+    print(
+        f"{len(run.campaigns)} campaigns sound; {len(histories)} histories replayed; "
+        f"{sum(len(v) for v in calls.values())} physical GPU executions for {len(calls)} calls"
+    )
+    assert not failures, {k: str(v)[:300] for k, v in failures.items()}
+    assert not twice, f"GPU results computed twice (seed {seed}): {twice}"
+    assert len(run.kills) == kills
+
+
+async def test_ten_random_faults(
+    client: Client, temporal_settings: Settings, tmp_path: Path
+) -> None:
+    await _check(client, temporal_settings, tmp_path, kills=10)
+
+
+@pytest.mark.slow
+async def test_fifty_random_faults(
+    client: Client, temporal_settings: Settings, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if not _slow_wanted(request.config):
+        pytest.skip("slow: run with -m slow or KERNELOPT_RUN_SLOW=1")
+    await _check(client, temporal_settings, tmp_path, kills=50)
