@@ -105,9 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     tri.add_argument("--json", action="store_true")
     tri.add_argument("--mode", choices=[m.value for m in SearchMode], default="auto")
 
-    ver = sub.add_parser("verify", help="run the four gates on a ModelNew candidate")
+    ver = sub.add_parser("verify", help="run the four gates on candidates (files or folders)")
     ver.add_argument("problem", type=Path)
-    ver.add_argument("--candidate", type=Path, required=True)
+    ver.add_argument(
+        "--candidate",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="candidate files, or folders of them: several share one reference",
+    )
     ver.add_argument("--json", action="store_true")
     ver.add_argument("--device", default="auto", help="auto, cuda, or cpu (gates 1-3 only)")
     ver.add_argument("--baseline-mode", default=None, help="torch.compile mode of gate 4")
@@ -555,9 +561,20 @@ def cmd_triage(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.cli_verify import verify_command
 
+    if len(args.candidate) > 1 or args.candidate[0].is_dir():
+        from kernelopt.cli_verify import verify_many_command
+
+        return verify_many_command(
+            args.problem,
+            args.candidate,
+            args.json,
+            device=args.device,
+            baseline_mode=args.baseline_mode,
+            run_perf=not args.no_perf,
+        )
     return verify_command(
         args.problem,
-        args.candidate,
+        args.candidate[0],
         args.json,
         device=args.device,
         baseline_mode=args.baseline_mode,

@@ -14,6 +14,16 @@ from kernelopt.contracts.verdicts import CascadeResult, GateSettings, GateStatus
 if TYPE_CHECKING:
     from rich.table import Table
 
+# ``--device cpu``: gate 4 runs its checked loop once per side (a few calls under the
+# Triton interpreter, outputs compared) and makes no speed claim
+CPU_TIMING: dict[str, Any] = {
+    "baseline_mode": "eager",
+    "warmup_ms": 2.0,
+    "rep_ms": 10.0,
+    "min_rounds": 1,
+    "max_rounds": 1,
+}
+
 _STYLE = {
     GateStatus.PASS: "green",
     GateStatus.FAIL: "red",
@@ -195,8 +205,10 @@ def verify_command(
     update: dict[str, Any] = {"device": device}
     if baseline_mode:
         update["baseline_mode"] = baseline_mode
-    if device == "cpu" or not run_perf:
+    if not run_perf:
         update["run_perf"] = False
+    elif device == "cpu":
+        update.update(CPU_TIMING)
     import contextlib
     import tempfile
 
@@ -212,6 +224,8 @@ def verify_command(
 
     progress = Console(stderr=True)
     gates = "gates 1-3" if update.get("run_perf") is False else "gates 1-4"
+    if device == "cpu" and update.get("run_perf") is not False:
+        gates += " (gate 4 checks the timed calls, no speed verdict on the CPU)"
     progress.print(
         f"verifying on {device}: the reference, then {gates}; one line per step of each "
         "checking process"
@@ -234,6 +248,54 @@ def verify_command(
     else:
         render(result, verbose=verbose)
     return result.exit_code
+
+
+def verify_many_command(
+    problem_path: Path,
+    candidates: list[Path],
+    json_out: bool = False,
+    *,
+    device: str = "auto",
+    baseline_mode: str | None = None,
+    run_perf: bool = True,
+) -> int:
+    """Several candidates (files or folders) against one shared reference (``verify_batch``)."""
+    from kernelopt.cli_files import require_file
+    from kernelopt.errors import ProblemError
+    from kernelopt.preflight_problem import preflight
+    from kernelopt.problem import check_problem_file
+    from kernelopt.verify_batch import expand_candidates, verify_batch_command
+
+    files = expand_candidates(candidates)
+    if not files:
+        _fail(json_out, problem_path, candidates[0], "no candidate .py files found")
+        return 2
+    try:
+        check_problem_file(require_file(problem_path, "problem"))
+        preflight(problem_path)
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidates[0], f"bad problem file: {exc}")
+        return 2
+    if device == "auto":
+        if not _cuda_available():
+            _fail(
+                json_out,
+                problem_path,
+                candidates[0],
+                "no CUDA GPU here: verification times kernels on the GPU. Use --device cpu to "
+                "check correctness only (gates 1-3, Triton interpreter).",
+            )
+            return 2
+        device = "cuda"
+    update: dict[str, Any] = {"device": device}
+    if baseline_mode:
+        update["baseline_mode"] = baseline_mode
+    if not run_perf:
+        update["run_perf"] = False
+    elif device == "cpu":
+        update.update(CPU_TIMING)
+    settings = GateSettings().model_copy(update=update)
+    return verify_batch_command(Path(problem_path), files, json_out, settings)
 
 
 def _fail(json_out: bool, problem: str | Path, candidate: str | Path, reason: str) -> None:

@@ -1,0 +1,160 @@
+"""``kernelopt verify PROBLEM --candidate A.py B.py DIR/``: many candidates, one reference.
+
+Checking a folder of candidates one ``verify`` at a time rebuilt the reference
+and the zygote for each.  Here the problem is checked once, the reference is
+prepared once and shared, gates 1-3 run for every candidate, and gate 4 times
+the survivors one at a time (timing must own the device).  One row per
+candidate; a broken candidate is a row, never the end of the batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kernelopt.contracts.verdicts import CascadeResult, GateSettings
+
+_HEADERS = ("candidate", "verdict", "gate", "speedup", "device s")
+
+
+def expand_candidates(paths: list[Path]) -> list[Path]:
+    """Files as given, folders as their ``*.py`` files in name order (no recursion)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(sorted(p for p in path.glob("*.py") if p.is_file()))
+        else:
+            out.append(path)
+    return out
+
+
+def _rejected(problem: Path, candidate: Path, reason: str) -> CascadeResult:
+    return CascadeResult(
+        problem=str(problem), candidate=str(candidate), verdicts=[], accepted=False, reason=reason
+    )
+
+
+def _unusable(problem: Path, candidate: Path) -> str:
+    """Why a candidate file cannot be checked at all ('' when it can)."""
+    from kernelopt.cli_files import check_candidate_file
+    from kernelopt.errors import ProblemError
+    from kernelopt.preflight_problem import preflight
+
+    try:
+        check_candidate_file(candidate)
+        preflight(problem, candidate)
+    except ProblemError as exc:
+        return f"bad candidate: {exc}"
+    return ""
+
+
+def verdict_word(r: CascadeResult) -> str:
+    if r.could_not_run:
+        return "could not run"
+    if r.accepted:
+        return r.category.value if r.category else "accepted (gates 1-3)"
+    last = r.verdicts[-1] if r.verdicts else None
+    return f"rejected ({last.status.value})" if last else "rejected"
+
+
+def row(r: CascadeResult) -> tuple[str, ...]:
+    speed = ""
+    if r.speedup:
+        speed = f"{r.speedup:.3g}x"
+        if r.speedup_interval:
+            speed += f" ({r.speedup_interval[0]:.3g}-{r.speedup_interval[1]:.3g})"
+    gate = r.deciding_gate.value if r.deciding_gate else ("-" if r.verdicts else "input")
+    return (Path(r.candidate).name, verdict_word(r), gate, speed, f"{r.gpu_seconds:.1f}")
+
+
+def exit_code(results: list[CascadeResult]) -> int:
+    if any(r.could_not_run for r in results):
+        return 2
+    return 0 if results and all(r.accepted for r in results) else 1
+
+
+def verify_batch(
+    problem: Path,
+    candidates: list[Path],
+    settings: GateSettings,
+    workdir: Path,
+    on_done: Any = None,
+) -> list[CascadeResult]:
+    """Gates 1-3 for every candidate on one shared reference, then gate 4 one at a time."""
+    from gates.cascade import check_candidate, time_candidate
+    from gates.reference import prepare_reference
+    from kernelopt.kinds.candidates import forward_candidate_file
+
+    bundle = prepare_reference(problem, settings, workdir / "reference")
+    results: list[CascadeResult] = []
+    for i, candidate in enumerate(candidates):
+        why = _unusable(problem, candidate)
+        if why:
+            result = _rejected(problem, candidate, why)
+        else:
+            forms = workdir / f"forms{i}"
+            forms.mkdir(parents=True, exist_ok=True)
+            checked = forward_candidate_file(candidate, forms)
+            result = check_candidate(bundle, checked, settings, workdir)
+            if settings.run_perf and result.accepted and not result.could_not_run:
+                result = time_candidate(result, bundle, settings, workdir)
+            result = result.model_copy(update={"candidate": str(candidate.resolve())})
+        results.append(result)
+        if on_done is not None:
+            on_done(result)
+    return results
+
+
+def verify_batch_command(
+    problem: Path,
+    candidates: list[Path],
+    json_out: bool,
+    settings: GateSettings,
+) -> int:
+    """Run ``verify_batch`` with a progress bar and print one row per candidate."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.table import Table
+
+    from gates.runner import fast_launch
+
+    err = Console(stderr=True)
+    device = settings.device
+    launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
+    with (
+        tempfile.TemporaryDirectory(prefix="kernelopt-batch-") as tmp,
+        launcher,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=err,
+            transient=True,
+        ) as bar,
+    ):
+        task = bar.add_task(f"verifying {len(candidates)} candidates", total=len(candidates))
+
+        def done(result: CascadeResult) -> None:
+            bar.advance(task)
+            bar.console.print(" | ".join(row(result)), highlight=False, markup=False)
+
+        results = verify_batch(problem, candidates, settings, Path(tmp), done)
+    if json_out:
+        print(json.dumps([json.loads(r.model_dump_json()) for r in results], indent=2))
+        return exit_code(results)
+    table = Table()
+    for header in _HEADERS:
+        table.add_column(header, overflow="fold", no_wrap=header in ("speedup", "device s"))
+    for result in results:
+        table.add_row(*row(result))
+    console = Console()
+    console.print(table)
+    total = sum(r.gpu_seconds for r in results)
+    console.print(f"{len(results)} candidates, {total:.1f} device-seconds", highlight=False)
+    for result in results:
+        if not result.accepted and result.reason:
+            console.print(f"{Path(result.candidate).name}: {result.reason}"[:300], markup=False)
+    return exit_code(results)
