@@ -132,6 +132,8 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
             f"baseline: {baseline}"
         )
+        if env.get("held_out_shapes"):
+            console.print(f"held-out shapes: {env['held_out_shapes']}", highlight=False)
     console.print(verdict_table(result, console.width))
     if result.could_not_run:
         console.print(f"[bold red]COULD NOT RUN[/]: {result.reason}")
