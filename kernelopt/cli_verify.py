@@ -24,6 +24,11 @@ CPU_TIMING: dict[str, Any] = {
     "max_rounds": 1,
 }
 
+NO_GPU = (
+    "no CUDA GPU here: verification times kernels on the GPU. Use --device cpu to check "
+    "on the CPU (the Triton interpreter; no speed verdict)."
+)
+
 _STYLE = {
     GateStatus.PASS: "green",
     GateStatus.FAIL: "red",
@@ -192,25 +197,11 @@ def verify_command(
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad input: {exc}")
         return 2
-    if device == "auto":
-        if not _cuda_available():
-            _fail(
-                json_out,
-                problem_path,
-                candidate_path,
-                "no CUDA GPU here: verification times kernels on the GPU. Use --device cpu to "
-                "check correctness only (gates 1-3, Triton interpreter).",
-            )
-            return 2
-        device = "cuda"
-    base = settings or GateSettings()
-    update: dict[str, Any] = {"device": device}
-    if baseline_mode:
-        update["baseline_mode"] = baseline_mode
-    if not run_perf:
-        update["run_perf"] = False
-    elif device == "cpu":
-        update.update(CPU_TIMING)
+    gate_settings = _settings_for(settings or GateSettings(), device, baseline_mode, run_perf)
+    if gate_settings is None:
+        _fail(json_out, problem_path, candidate_path, NO_GPU)
+        return 2
+    device = gate_settings.device
     import contextlib
     import tempfile
 
@@ -225,8 +216,8 @@ def verify_command(
     from kernelopt.verify_progress import ProgressWatcher
 
     progress = Console(stderr=True)
-    gates = "gates 1-3" if update.get("run_perf") is False else "gates 1-4"
-    if device == "cpu" and update.get("run_perf") is not False:
+    gates = "gates 1-4" if gate_settings.run_perf else "gates 1-3"
+    if device == "cpu" and gate_settings.run_perf:
         gates += " (gate 4 checks the timed calls, no speed verdict on the CPU)"
     progress.print(
         f"verifying on {device}: the reference, then {gates}; one line per step of each "
@@ -240,9 +231,7 @@ def verify_command(
         checked = forward_candidate_file(candidate_path, Path(tmp))
         workdir = Path(tmp) / "gates"
         with ProgressWatcher(workdir, progress):
-            result = verify_candidate(
-                problem_path, checked, base.model_copy(update=update), workdir=workdir
-            )
+            result = verify_candidate(problem_path, checked, gate_settings, workdir=workdir)
     if checked != Path(candidate_path):
         result = result.model_copy(update={"candidate": str(Path(candidate_path).resolve())})
     if json_out:
@@ -278,16 +267,20 @@ def verify_many_command(
     except ProblemError as exc:
         _fail(json_out, problem_path, candidates[0], f"bad problem file: {exc}")
         return 2
+    settings = _settings_for(GateSettings(), device, baseline_mode, run_perf)
+    if settings is None:
+        _fail(json_out, problem_path, candidates[0], NO_GPU)
+        return 2
+    return verify_batch_command(Path(problem_path), files, json_out, settings)
+
+
+def _settings_for(
+    base: GateSettings, device: str, baseline_mode: str | None, run_perf: bool
+) -> GateSettings | None:
+    """The gate settings for the command's flags; None when ``auto`` finds no GPU."""
     if device == "auto":
         if not _cuda_available():
-            _fail(
-                json_out,
-                problem_path,
-                candidates[0],
-                "no CUDA GPU here: verification times kernels on the GPU. Use --device cpu to "
-                "check correctness only (gates 1-3, Triton interpreter).",
-            )
-            return 2
+            return None
         device = "cuda"
     update: dict[str, Any] = {"device": device}
     if baseline_mode:
@@ -296,8 +289,7 @@ def verify_many_command(
         update["run_perf"] = False
     elif device == "cpu":
         update.update(CPU_TIMING)
-    settings = GateSettings().model_copy(update=update)
-    return verify_batch_command(Path(problem_path), files, json_out, settings)
+    return base.model_copy(update=update)
 
 
 def _fail(json_out: bool, problem: str | Path, candidate: str | Path, reason: str) -> None:
