@@ -39,6 +39,7 @@ _L2_FLUSH_BYTES = 256 * 1024 * 1024  # written before each timed call, as do_ben
 # about 0.25 ms at the H200's clock: more than a forward's dispatch, which do_bench's
 # loop hides by running ahead of the GPU (a checked loop cannot run ahead)
 _COVER_CYCLES = 500_000
+_CPU_BUDGET_MS = 2000.0  # beyond this the CPU's checked loop makes the fewest calls
 
 
 def settle(kit: TimerKit, time_chunk: Callable[[], list[float]]) -> list[float]:
@@ -206,13 +207,17 @@ def run(job: TimingJob) -> TimingResult:
         if settled:
             estimate = settled[-1]
         mark("time_events")
+        # the CPU (Triton interpreter) only exercises the checked loop: a slow forward
+        # there gets a few calls, not minutes of them
+        slow = not cuda and estimate * job.min_rep_calls > _CPU_BUDGET_MS
         loop.timed(_counts(estimate, job.warmup_ms, 1, job.max_rep_calls))
-        samples = loop.timed(_counts(estimate, job.rep_ms, job.min_rep_calls, job.max_rep_calls))
+        least = 3 if slow else job.min_rep_calls
+        samples = loop.timed(_counts(estimate, job.rep_ms, least, job.max_rep_calls))
         event_ms = median(samples)
         cpus.append(current_cpu())
         mark("time_host")
-        calls = kit.calls_for(event_ms, job.host_batch_ms)
-        host = [loop.host_batch(calls) for _ in range(job.host_batches)]
+        calls = 1 if slow else kit.calls_for(event_ms, job.host_batch_ms)
+        host = [loop.host_batch(calls) for _ in range(1 if slow else job.host_batches)]
         cpus.append(current_cpu())
         tampered_after = kit.tampered()
         kit.restore()
