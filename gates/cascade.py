@@ -185,11 +185,39 @@ def verify_candidate(
             bundle = prepare_reference(problem_path, settings, workdir / "reference")
         result = check_candidate(bundle, candidate_path, settings, workdir)
         if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
+            slow = _too_slow_for_cpu_timing(result, settings)
+            if slow:
+                return result.model_copy(
+                    update={"environment": {**result.environment, "gate_4": slow}}
+                )
             result = time_candidate(result, bundle, settings, workdir)
         return result
     finally:
         if tmp is not None and not keep_files:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+_CPU_CALL_LIMIT_S = 1.0  # slower checked calls: the CPU's timing loop would take minutes
+
+
+def _too_slow_for_cpu_timing(result: CascadeResult, settings: GateSettings) -> str:
+    """Why gate 4's checked loop is skipped on the CPU ('' when it runs).
+
+    On the CPU gate 4 only exercises the checked loop (no speed claim); a
+    problem whose calls take seconds under the Triton interpreter would spend
+    minutes on it, so the verdict says it was skipped instead.
+    """
+    if settings.device.startswith("cuda"):
+        return ""
+    gate2 = next((v for v in result.verdicts if v.gate == GateName.CORRECTNESS), None)
+    seconds = [c.get("seconds") or 0.0 for c in (gate2.metrics.get("calls", []) if gate2 else [])]
+    slowest = max(seconds, default=0.0)
+    if slowest <= _CPU_CALL_LIMIT_S:
+        return ""
+    return (
+        f"skipped on the CPU: one checked call takes up to {slowest:.1f} s under the Triton "
+        "interpreter (gate 4 makes no speed claim on the CPU; run it on a GPU)"
+    )
 
 
 def _candidate_dir(workdir: Path, candidate_path: str) -> Path:

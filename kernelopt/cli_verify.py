@@ -137,6 +137,8 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
             f"baseline: {baseline}"
         )
+        if env.get("gate_4"):
+            console.print(f"gate 4: {env['gate_4']}", highlight=False)
         if env.get("held_out_shapes"):
             console.print(f"held-out shapes: {env['held_out_shapes']}", highlight=False)
     console.print(verdict_table(result, console.width))

@@ -110,3 +110,28 @@ def test_a_stale_answer_from_another_set_fails(tmp_path: Path) -> None:
 def test_a_missing_checks_file_is_a_failure_not_a_pass(tmp_path: Path) -> None:
     result = _check(tmp_path / "absent.pt")
     assert not result.ok and "missing" in result.reason
+
+
+def test_cpu_timing_is_skipped_with_a_reason_when_calls_take_seconds() -> None:
+    from gates.cascade import _too_slow_for_cpu_timing
+    from kernelopt.contracts.verdicts import (
+        CascadeResult,
+        GateName,
+        GateSettings,
+        GateStatus,
+        GateVerdict,
+    )
+
+    def result(seconds: float) -> CascadeResult:
+        gate2 = GateVerdict(
+            gate=GateName.CORRECTNESS,
+            status=GateStatus.PASS,
+            reason="ok",
+            metrics={"calls": [{"seconds": 0.1}, {"seconds": seconds}]},
+        )
+        return CascadeResult(problem="p", candidate="c", verdicts=[gate2], accepted=True)
+
+    cpu = GateSettings(device="cpu")
+    assert _too_slow_for_cpu_timing(result(0.2), cpu) == ""
+    assert "12.0 s" in _too_slow_for_cpu_timing(result(12.0), cpu)
+    assert _too_slow_for_cpu_timing(result(12.0), GateSettings(device="cuda")) == ""
