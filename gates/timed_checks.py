@@ -67,6 +67,7 @@ def check_timed_calls(
         name = set_names[int(sets[index])] if index < calls else ""
         return TimedCheck(False, calls, f"timed call #{index}: {problem}", int(index), name)
     compared = 0
+    first: tuple[int, str] | None = None  # (call index, reason) of the earliest wrong call
     for j, (positions, values, valid) in enumerate(
         zip(data["positions"], data["values"], data["valid"], strict=True)
     ):
@@ -82,21 +83,22 @@ def check_timed_calls(
             want = flat[positions[rows]]
             bad = ~_close(got, want, ref, rtol=rtol, atol=atol, scale_tol=scale_tol, flat=flat)
             compared += int(got.numel())
-            if bool(bad.any()):
-                row, col = (int(v) for v in bad.nonzero()[0])
-                index = int(rows[row])
+            if not bool(bad.any()):
+                continue
+            row, col = (int(v) for v in bad.nonzero()[0])  # row-major: the earliest call
+            index = int(rows[row])
+            if first is None or index < first[0]:
                 pos = int(positions[index, col])
-                return TimedCheck(
-                    False,
-                    calls,
+                first = (
+                    index,
                     f"timed call #{index} (input set {name}) returned a wrong output {j}: "
                     f"element {pos} is {float(got[row, col]):.6g}, expected "
                     f"{float(want[row, col]):.6g} ({int(bad[row].sum())} of "
                     f"{bad.shape[1]} sampled elements differ)",
-                    index,
-                    name,
-                    compared,
                 )
+    if first is not None:
+        index = first[0]
+        return TimedCheck(False, calls, first[1], index, set_names[int(sets[index])], compared)
     for index, k, leaves in data["kept"]:
         name = set_names[int(k)]
         cmp = compare_outputs(leaves, refs[name], rtol=rtol, atol=atol, scale_tol=scale_tol)
