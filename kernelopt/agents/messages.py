@@ -142,7 +142,7 @@ def _common(
     return [
         Section("description", _description(target)),
         Section("signature", sections.signature_table(target)),
-        Section("launch", sections.launch_text(facts)),
+        Section("launch", sections.launch_text(facts, target)),
         Section("numbers", sections.numbers_text(facts, hardware)),
         Section("hardware", sections.hardware_text(hardware)),
         Section("precision", sections.precision_text(facts)),

@@ -55,8 +55,10 @@ def _row(i: int, arg: KernelArg) -> str:
     return f"| {i} | {arg.name} | {arg.expr or '-'} | {arg.role or '-'} | {shape} | {stride} | {what} |"
 
 
-def launch_text(facts: PromptFacts | None) -> str:
-    """The wrapper's launch line(s) of the target and its grid."""
+def launch_text(facts: PromptFacts | None, target: SearchTarget) -> str:
+    """The wrapper's launch line(s) of the target and its grid (forward targets: none)."""
+    if target.kind == TargetKind.FORWARD:
+        return "(the forward's inputs, as Model.forward receives them; outputs are returned)"
     if facts is None or not facts.launches:
         return "(launch line not provided)"
     lines = [f"- {line}" for line in facts.launches]
@@ -106,7 +108,10 @@ def numbers_text(facts: PromptFacts | None, hardware: Hardware | None) -> str:
             floor_ms = floor / (bandwidth * 1e9) * 1e3
             line += f" = {_fmt_ms(floor_ms)} at {bandwidth:.0f} GB/s"
             if facts.baseline_ms:
-                line += f"; the baseline runs at {floor_ms / facts.baseline_ms:.0%} of that floor"
+                line += (
+                    f"; the baseline takes {facts.baseline_ms / floor_ms:.1f}x that floor "
+                    f"({floor_ms / facts.baseline_ms:.0%} of the bandwidth)"
+                )
         lines.append(line)
     lines.append(
         '- "faster" means: the search ranks candidates by this target\'s GPU time against the '
@@ -200,7 +205,7 @@ def contract_form(target: SearchTarget, full: str) -> str:
         if keep not in body:
             return full
     body = re.sub(r"^\d\. [^:]*:\s*", "", body.strip())
-    body = body[:1].upper() + body[1:]
+    body = re.sub(r"\n {3}(?=\S| )", "\n", body[:1].upper() + body[1:])
     return "\n".join(p for p in (intro.strip(), body, never) if p)
 
 
