@@ -82,8 +82,10 @@ def _fixture(path: Path, store: ArtifactStore) -> Problem:
     store.put_text(wrapper, "text/x-python", compiled.wrapper.name)
     problem_file = Path(compiled.problem.path)
     if not problem_file.is_file():  # captured elsewhere: the same layout under this checkout
-        problem_file = Path(__file__).resolve().parents[1] / "problems" / (
-            f"level{compiled.problem.level}/{problem_file.name}"
+        problem_file = (
+            Path(__file__).resolve().parents[1]
+            / "problems"
+            / (f"level{compiled.problem.level}/{problem_file.name}")
         )
     if problem_file.is_file():
         store.put_text(problem_file.read_text(), "text/x-python", problem_file.name)
