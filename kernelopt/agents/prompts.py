@@ -1,9 +1,11 @@
 """Prompt text for the three LLM roles, as named templates.
 
 Only text lives here: what the model is asked and in which reply format.
-Tolerances, timing and acceptance live in the gates, which the model cannot
-see or touch (STYLE.md: never write checker policy into a prompt).  Templates
-use ``str.format`` fields; every field is filled by ``kernelopt.agents.roles``.
+Tolerances, timing and acceptance are enforced by the gates, which the model
+cannot see or touch; the prompts only state the gates' values (from
+``GateSettings``, via ``agents.sections``) so the model knows the rules
+before the search rather than after.  Templates use ``str.format`` fields;
+every field is filled by ``kernelopt.agents.messages``.
 """
 
 from __future__ import annotations
