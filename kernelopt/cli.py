@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="print the full feedback (tracebacks)"
     )
 
+    from kernelopt.cli_prompt import add_parser as add_prompt_parser
+
+    add_prompt_parser(sub)
     sub.add_parser("list", help="campaigns").add_argument("--limit", type=int, default=50)
     for name, text in [
         ("show", "progress or outcome of a campaign"),
@@ -634,7 +637,15 @@ ASYNC = {
     "audit": cmd_audit,
     "bench": cmd_bench,
 }
-SYNC = {"server": cmd_server, "triage": cmd_triage, "verify": cmd_verify}
+
+
+def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.cli_prompt import cmd_prompt as render_prompt
+
+    return render_prompt(args, settings)
+
+
+SYNC = {"server": cmd_server, "triage": cmd_triage, "verify": cmd_verify, "prompt": cmd_prompt}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

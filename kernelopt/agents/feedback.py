@@ -7,10 +7,26 @@ thousand characters, and one line per candidate for the summarizer.
 
 from __future__ import annotations
 
+import re
+
 from kernelopt.contracts.search import Analysis, Decision, KernelProfile, ProfileResult
 from kernelopt.contracts.verdicts import GateVerdict
 
 MAX_FEEDBACK_CHARS = 4000
+MAX_SIBLINGS = 6
+# the gates' call-name bullets: "- call seed0: ..." / "- calls seed0, heldout: ..."
+_BULLET = re.compile(r"^- (?:call|calls) (?P<names>[\w, -]+?): (?P<text>.*)$")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
+_HOLDOUT_HINT = re.compile(
+    r"\s*This is a held-out input shape \(another batch size than get_inputs\(\)\): "
+    r"read sizes from the tensors instead of hard-coding them\."
+)
+# held-out input sets as the gates name them: "heldout" (seed), "holdout<k>", "holdout_derived"
+HOLDOUT_PREFIXES = ("heldout", "holdout")
+HOLDOUT_HINT = (
+    "Only held-out inputs fail (another seed or batch size than get_inputs()): read sizes "
+    "from the tensors instead of hard-coding them."
+)
 
 
 def _trim(text: str, limit: int) -> str:
@@ -72,7 +88,7 @@ def render_verdict_feedback(verdicts: list[GateVerdict], error: str = "") -> str
     verdict = failed[0]
     parts = [f"Gate `{verdict.gate.value}` said {verdict.status.value}: {verdict.reason}"]
     if verdict.feedback:
-        parts.append(_trim(verdict.feedback, MAX_FEEDBACK_CHARS))
+        parts.append(_trim(merge_failures(verdict.feedback), MAX_FEEDBACK_CHARS))
     numbers = {k: v for k, v in verdict.metrics.items() if isinstance(v, int | float | str)}
     if numbers:
         shown = ", ".join(f"{k}={v}" for k, v in list(numbers.items())[:8])
@@ -91,3 +107,95 @@ def render_outcome(decision: Decision) -> str:
         result = f"rejected at {decision.deciding_gate or 'unknown'}: {decision.reason[:200]}"
     retry = f" (retry {cand.attempt})" if cand.attempt else ""
     return f"- {what}{retry}: {result}"
+
+
+def _shape_key(text: str) -> str:
+    return _NUMBER.sub("#", _HOLDOUT_HINT.sub("", text)).strip()
+
+
+def merge_failures(feedback: str) -> str:
+    """One line per kind of failure: bullets equal up to their numbers are merged.
+
+    The gates already merge identical texts; calls that fail the same way with
+    different numbers (another error size, another shape) still come as one
+    bullet each.  The merged line keeps the first call's text and names every
+    call.  The held-out hint stays only when held-out calls alone fail: if the
+    base inputs fail too, hard-coded sizes are not the problem.
+    """
+    lines = feedback.splitlines()
+    groups: dict[str, list[tuple[list[str], str]]] = {}
+    order: list[str | int] = []
+    for i, line in enumerate(lines):
+        match = _BULLET.match(line)
+        if not match:
+            order.append(i)
+            continue
+        key = _shape_key(match.group("text"))
+        names = [n.strip() for n in match.group("names").split(",") if n.strip()]
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append((names, match.group("text")))
+    failing = [n for entries in groups.values() for names, _ in entries for n in names]
+    only_holdout = bool(failing) and all(n.startswith(HOLDOUT_PREFIXES) for n in failing)
+    out: list[str] = []
+    hinted = False
+    for item in order:
+        if isinstance(item, int):
+            out.append(lines[item])
+            continue
+        entries = groups[item]
+        names = [n for names, _ in entries for n in names]
+        text = _HOLDOUT_HINT.sub("", entries[0][1]).strip()
+        if len(entries) > 1:
+            text += f" (and {len(entries) - 1} more like it, numbers differ)"
+        if only_holdout and not hinted:
+            text += " " + HOLDOUT_HINT
+            hinted = True
+        label = "call" if len(names) == 1 else "calls"
+        out.append(f"- {label} {', '.join(names)}: {text}")
+    return "\n".join(out)
+
+
+def timing_feedback(decision: Decision, gamma: float = 1.03) -> str:
+    """What an accepted candidate is told about its speed, e.g. "correct, 0.93x: slower ...".
+
+    The workflow sends it back to the executor (``ExecuteInput.timing``) for one
+    more attempt when the candidate passed the checks but did not win.
+    """
+    speed = decision.speedup
+    if speed is None and decision.kernel_ms and decision.baseline_kernel_ms:
+        speed = decision.baseline_kernel_ms / decision.kernel_ms
+    if speed is None:
+        return "Your module is correct, but its timing could not be measured."
+    times = ""
+    if decision.kernel_ms is not None and decision.baseline_kernel_ms is not None:
+        times = (
+            f" ({decision.kernel_ms:.4g} ms vs the baseline's {decision.baseline_kernel_ms:.4g} ms)"
+        )
+    if speed < 1.0:
+        verdict = "slower than the baseline"
+    elif speed < gamma:
+        verdict = f"faster than the baseline, but below the {gamma}x needed to count"
+    else:
+        verdict = "faster than the baseline"
+    return f"Your module is correct, {speed:.2f}x{times}: {verdict}."
+
+
+def sibling_lines(decisions: list[Decision], exclude_plan: str = "") -> list[str]:
+    """Short lines on sibling candidates of this round (same state), for the executor.
+
+    Failures say at which gate and why; successes say how fast.  Identical
+    lines are merged with a count, and the executor's own plan is left out.
+    """
+    counts: dict[str, int] = {}
+    for decision in decisions:
+        if decision.retime:
+            continue
+        plan = decision.candidate.plan
+        if plan is not None and exclude_plan and plan.direction == exclude_plan:
+            continue
+        line = render_outcome(decision)
+        counts[line] = counts.get(line, 0) + 1
+    lines = [line + (f" (x{n})" if n > 1 else "") for line, n in counts.items()]
+    return lines[:MAX_SIBLINGS]

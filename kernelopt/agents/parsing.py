@@ -20,29 +20,83 @@ MAX_DIRECTION_CHARS = 80
 MAX_DESCRIPTION_CHARS = 2000
 MAX_ENTRY_FIELD_CHARS = 400
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+_FENCE = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[A-Za-z0-9_+.-]*)[^\n]*\n(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
+    re.DOTALL | re.MULTILINE,
+)
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+PYTHON_TAGS = ("python", "py", "python3", "py3", "")
+CLASS_ENTRY_POINTS = ("ModelNew",)  # entry points that must be classes (detect_form's rule)
+
+
+def strip_thinking(text: str) -> str:
+    """The reply without reasoning blocks (``<think>...</think>``; an unclosed one runs to the end)."""
+    return _THINK.sub("", text)
 
 
 def code_blocks(text: str) -> list[tuple[str, str]]:
-    """Every fenced block as (language tag, body), in order."""
-    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+    """Every fenced block (``` or ~~~) as (language tag, body), in order; thinking ignored."""
+    text = strip_thinking(text)
+    return [(m.group("lang").lower(), m.group("body")) for m in _FENCE.finditer(text)]
+
+
+def _loads_tolerant(candidate: str) -> Any:
+    """json.loads, then again without trailing commas, then as a Python literal."""
+    try:
+        return json.loads(candidate)
+    except json.JSONDecodeError as first:
+        relaxed = _TRAILING_COMMA.sub(r"\1", candidate)
+        try:
+            return json.loads(relaxed)
+        except json.JSONDecodeError:
+            pass
+        try:
+            value = ast.literal_eval(relaxed)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise first from None
+        if isinstance(value, dict | list):
+            return value
+        raise first from None
+
+
+def _bracket_spans(text: str) -> list[str]:
+    """Every top-level balanced {...} / [...] span, in order."""
+    spans: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] in "{[":
+            span = _balanced(text, i)
+            if span:
+                spans.append(span)
+                i += len(span)
+                continue
+        i += 1
+    return spans
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value of a reply: a ```json block, the whole reply, or its first {...}/[...]."""
+    """The JSON value of a reply: each ```json block, the whole reply, then each {...}/[...] span.
+
+    Reasoning blocks are dropped first; trailing commas and Python-style
+    literals (single quotes, True/None) are tolerated.  Objects come before
+    bare lists, so a stray ``[1]`` in prose does not shadow the answer.
+    """
     if not text or not text.strip():
         raise LLMReplyError("the reply is empty")
-    candidates = [body for lang, body in code_blocks(text) if lang in ("json", "")]
+    text = strip_thinking(text)
+    if not text.strip():
+        raise LLMReplyError("the reply holds only a reasoning block")
+    candidates = [body for lang, body in code_blocks(text) if lang in ("json", "json5", "")]
     candidates.append(text.strip())
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start >= 0:
-        candidates.append(_balanced(text, start))
+    spans = _bracket_spans(text)
+    candidates += [s for s in spans if s.startswith("{")] + [s for s in spans if s.startswith("[")]
     errors = []
     for candidate in candidates:
-        if not candidate:
+        if not candidate.strip():
             continue
         try:
-            return json.loads(candidate)
+            return _loads_tolerant(candidate)
         except json.JSONDecodeError as exc:
             errors.append(str(exc))
     raise LLMReplyError(
@@ -137,19 +191,38 @@ def parse_plans(text: str, max_plans: int, banned: Sequence[str] = ()) -> list[P
 def parse_kernel_reply(text: str, entry_points: Sequence[str]) -> str:
     """The module source of an executor reply.
 
-    Takes the last ```python block that defines a Triton kernel; rejects a
-    reply without one, with a syntax error, or defining none of
-    ``entry_points`` (when given) at module level.
+    Tries every ```python block (``py``, ``python3``, ``~~~`` fences too),
+    last first, reasoning blocks ignored, and takes the last one that defines
+    a Triton kernel, parses, and defines one of ``entry_points`` (when given):
+    ``ModelNew`` as a class, any other name as a function, as
+    ``restitch.detect_form`` requires.  The error names the best block's flaw.
     """
     if not text or not text.strip():
         raise LLMReplyError("the reply is empty")
-    blocks = [body for lang, body in code_blocks(text) if lang in ("python", "py", "")]
+    blocks = [body for lang, body in code_blocks(text) if lang in PYTHON_TAGS]
     if not blocks:
-        raise LLMReplyError("the reply has no ```python code block")
+        raise LLMReplyError(
+            "the reply has no ```python code block"
+            + (" (it ends inside an unclosed block: was it cut short?)" if _unclosed(text) else "")
+        )
     kernels = [b for b in blocks if "@triton.jit" in b or "triton.jit(" in b]
     if not kernels:
         raise LLMReplyError("no ```python block defines a @triton.jit kernel")
-    source = kernels[-1].strip() + "\n"
+    first_error: LLMReplyError | None = None
+    for block in reversed(kernels):
+        try:
+            return _checked_module(block.strip() + "\n", entry_points)
+        except LLMReplyError as exc:
+            first_error = first_error or exc
+    raise first_error or LLMReplyError("no usable ```python block")
+
+
+def _unclosed(text: str) -> bool:
+    text = strip_thinking(text)
+    return text.count("```") % 2 == 1 or text.count("~~~") % 2 == 1
+
+
+def _checked_module(source: str, entry_points: Sequence[str]) -> str:
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
@@ -158,25 +231,36 @@ def parse_kernel_reply(text: str, entry_points: Sequence[str]) -> str:
             + (f"\n    {exc.text.rstrip()}" if exc.text else "")
         ) from None
     if entry_points:
-        defined = _top_level_names(tree)
-        if not any(name in defined for name in entry_points):
+        functions, classes = _top_level_defs(tree)
+        found = [
+            name
+            for name in entry_points
+            if name in (classes if name in CLASS_ENTRY_POINTS else functions)
+        ]
+        if not found:
+            defined = sorted(functions | classes)
             raise LLMReplyError(
                 "the module defines none of the required entry points "
-                f"({', '.join(entry_points)}); it defines: {', '.join(sorted(defined)) or 'nothing'}"
+                f"({', '.join(_describe_entry(n) for n in entry_points)}); it defines: "
+                f"{', '.join(defined) or 'nothing'}"
             )
     return source
 
 
-def _top_level_names(tree: ast.Module) -> set[str]:
-    names: set[str] = set()
+def _describe_entry(name: str) -> str:
+    return f"class {name}" if name in CLASS_ENTRY_POINTS else f"def {name}(...)"
+
+
+def _top_level_defs(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(functions, classes) defined at module level."""
+    functions: set[str] = set()
+    classes: set[str] = set()
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.add(node.name)
+        elif isinstance(node, ast.ClassDef):
+            classes.add(node.name)
+    return functions, classes
 
 
 def parse_experiences(text: str, max_entries: int = 4) -> list[Experience]:

@@ -1,9 +1,11 @@
 """Prompt text for the three LLM roles, as named templates.
 
 Only text lives here: what the model is asked and in which reply format.
-Tolerances, timing and acceptance live in the gates, which the model cannot
-see or touch (STYLE.md: never write checker policy into a prompt).  Templates
-use ``str.format`` fields; every field is filled by ``kernelopt.agents.roles``.
+Tolerances, timing and acceptance are enforced by the gates, which the model
+cannot see or touch; the prompts only state the gates' values (from
+``GateSettings``, via ``agents.sections``) so the model knows the rules
+before the search rather than after.  Templates use ``str.format`` fields;
+every field is filled by ``kernelopt.agents.messages``.
 """
 
 from __future__ import annotations
@@ -22,21 +24,34 @@ Give at most {max_plans} plans, each with a different direction."""
 
 PLANNER_USER = """\
 Kernel state `{state_id}` of search target `{target_id}` ({target_kind}); its measured \
-speedup over Inductor's kernel so far: {speedup}.
+speedup over Inductor's code so far: {speedup}.
+{description}
+## What the target receives
+{signature}
+{launch}
+
+## Numbers
+{numbers}
+
+## Hardware
+{hardware}
+
+## Numerics (checked by the gates; a plan must respect them)
+{precision}
+
+## Profile{profiled}
+{profile}
 
 Bottleneck analysis: {analysis}
 
-Profile:
-{profile}
-
-Relevant experience from earlier attempts:
+## Experience from earlier attempts
 {experience}
 
-{banned}Current kernel source:
+{banned}{tried}## Current source
 ```python
 {source}
 ```
-
+{inductor}
 Propose up to {max_plans} plans."""
 
 PLANNER_BANNED = """\
@@ -45,9 +60,15 @@ The last plans kept circling the same approaches. Do NOT propose these direction
 
 """
 
+PLANNER_TRIED = """\
+Plans already tried on this state (a repeat is dropped before any code is written):
+{plans}
+
+"""
+
 EXECUTOR_SYSTEM = """\
 You are an expert Triton programmer. You turn an optimisation plan into a complete, \
-correct, faster replacement for a kernel that PyTorch Inductor generated. You write the \
+correct, faster replacement for code that PyTorch Inductor generated. You write the \
 whole module, never a diff. Reply with exactly one ```python code block holding the \
 complete module, optionally preceded by a short explanation.
 
@@ -56,20 +77,45 @@ The replacement must honour this contract:
 
 EXECUTOR_USER = """\
 Search target `{target_id}` ({target_kind}); your module must define: {entry_points}.
+{description}
+## Plan ({direction})
+{plan}
 
-Plan ({direction}): {description}
+## What the target receives
+{signature}
+{launch}
+
+## Numbers
+{numbers}
+
+## Hardware
+{hardware}
+
+## Numerics (checked by the gates)
+{precision}
+
+## Profile{profiled}
+{profile}
 
 Bottleneck analysis: {analysis}
 
-Profile:
-{profile}
+## Experience from earlier attempts
+{experience}
 
-Current kernel source:
+## Sibling attempts in this round
+{siblings}
+
+## Current source
 ```python
 {source}
 ```
-
+{inductor}
 Write the complete replacement module."""
+
+INDUCTOR_KERNELS = """
+## Inductor's kernels for this forward (the code to beat; metadata trimmed)
+{kernels}
+"""
 
 RETRY_FIX_USER = """\
 Your module was rejected.
@@ -78,6 +124,12 @@ Your module was rejected.
 
 Fix the problem and reply with the complete corrected module in one ```python code \
 block. It must still define: {entry_points}."""
+
+RETRY_TIMING_USER = """\
+{feedback}
+
+Make it faster and reply with the complete module in one ```python code block. It must \
+still define: {entry_points}, and still pass the same checks."""
 
 SUMMARIZER_SYSTEM = """\
 You distil kernel-optimisation attempts into short, reusable experience entries. Each \

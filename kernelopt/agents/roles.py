@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import json
 
+from kernelopt.agents import messages as messages_mod
 from kernelopt.agents import prompts
-from kernelopt.agents.feedback import (
-    render_outcome,
-    render_profile_result,
-    render_verdict_feedback,
-)
+from kernelopt.agents.feedback import render_outcome
 from kernelopt.agents.parsing import parse_experiences, parse_kernel_reply, parse_plans
+from kernelopt.agents.plans import dedupe_plans
 from kernelopt.agents.transport import ChatTransport, Message
-from kernelopt.contracts.compiled import SearchTarget, TargetKind
 from kernelopt.contracts.search import (
     ExecuteInput,
     ExecuteResult,
@@ -32,32 +29,18 @@ from kernelopt.contracts.search import (
     Usage,
 )
 from kernelopt.errors import LLMReplyError
-from kernelopt.memory import ExperienceMemory, load_shared, update_shared
+from kernelopt.log import get_logger
+from kernelopt.memory import ExperienceMemory, update_shared
 from kernelopt.store import ArtifactStore
+
+log = get_logger(__name__)
 
 MAX_SUMMARY_ENTRIES = 4
 
-
-def candidate_contract() -> str:
-    """The launch contract text, from the compile helper's module when it is there."""
-    try:
-        from kernelopt.compile.contract import CANDIDATE_CONTRACT  # type: ignore[import-not-found]
-    except ImportError:
-        return prompts.DEFAULT_CONTRACT
-    return str(CANDIDATE_CONTRACT)
-
-
-def entry_points_for(target: SearchTarget) -> list[str]:
-    """Names a usable reply must define at module level (any one of them)."""
-    if target.kind == TargetKind.FORWARD:
-        return ["ModelNew", "launch"]
-    if target.kind == TargetKind.FUSION_GROUP:
-        return ["launch"]
-    return [*target.kernels, "launch"]
-
-
-def _target_kind(target: SearchTarget) -> str:
-    return target.kind.value + (f": {', '.join(target.kernels)}" if target.kernels else "")
+# kept importable from here: the builders moved to ``agents.messages``
+candidate_contract = messages_mod.candidate_contract
+entry_points_for = messages_mod.entry_points_for
+_target_kind = messages_mod.target_kind
 
 
 def _store_messages(store: ArtifactStore, messages: list[Message], name: str):
@@ -73,65 +56,28 @@ def _load_messages(store: ArtifactStore, inp: ExecuteInput) -> list[Message]:
     return data
 
 
-def retrieve_experience(inp: PlanInput, store: ArtifactStore, source: str, home=None) -> str:
-    """Memory for the planner: tags + keywords, bounded in tokens."""
-    if inp.experience:
-        return inp.experience
-    memory = ExperienceMemory.load(store, inp.memory)
-    if inp.share_memory and home is not None:
-        memory.merge(load_shared(home))
-    if not len(memory):
-        return "(none yet)"
-    query = " ".join([*inp.target.kernels, inp.target.kind.value])
-    if inp.profile is not None:
-        query += (
-            " "
-            + inp.profile.analysis.bottleneck.value
-            + " "
-            + " ".join(inp.profile.profile.top_rules)
-        )
-    chosen = memory.retrieve(inp.memory_tags, query, max_tokens=inp.memory_max_tokens)
-    return memory.render(chosen)
-
-
 async def plan(
     inp: PlanInput, store: ArtifactStore, transport: ChatTransport, home=None
 ) -> PlanResult:
-    source = store.get_text(inp.state_source)
-    profile_text, analysis_text = render_profile_result(inp.profile)
-    banned = (
-        prompts.PLANNER_BANNED.format(directions=", ".join(inp.banned_directions))
-        if inp.banned_directions
-        else ""
-    )
-    messages: list[Message] = [
-        {"role": "system", "content": prompts.PLANNER_SYSTEM.format(max_plans=inp.plans)},
-        {
-            "role": "user",
-            "content": prompts.PLANNER_USER.format(
-                state_id=inp.state_id or "root",
-                target_id=inp.target.id,
-                target_kind=_target_kind(inp.target),
-                speedup=f"{inp.state_speedup:.3f}x" if inp.state_speedup else "1.000x (root)",
-                analysis=analysis_text,
-                profile=profile_text,
-                experience=retrieve_experience(inp, store, source, home),
-                banned=banned,
-                source=source,
-                max_plans=inp.plans,
-            ),
-        },
-    ]
+    messages = messages_mod.planner_messages(inp, store, home)
     call = f"{inp.target.id}-i{inp.iteration}-{inp.state_id or 'root'}-plan"
     prompt_ref = _store_messages(store, messages, f"{call}.prompt.json")
     reply = await transport.complete(messages)
     reply_ref = store.put_text(reply.text, "text/markdown", f"{call}.reply.md")
     try:
         plans = parse_plans(reply.text, inp.plans, inp.banned_directions)
+        plans, dropped = dedupe_plans(plans, inp.tried_plans)
+        if not plans:
+            raise LLMReplyError(
+                "every proposed plan repeats one already tried: "
+                + ", ".join(p.direction for p in dropped)
+            )
     except LLMReplyError as exc:
         return PlanResult(
             plans=[], usage=reply.usage, prompt=prompt_ref, reply=reply_ref, error=str(exc)
         )
+    if dropped:
+        log.info("plans_deduplicated", target=inp.target.id, dropped=[p.direction for p in dropped])
     return PlanResult(plans=plans, usage=reply.usage, prompt=prompt_ref, reply=reply_ref)
 
 
@@ -139,49 +85,21 @@ async def execute(
     inp: ExecuteInput, store: ArtifactStore, transport: ChatTransport
 ) -> ExecuteResult:
     """First attempt for a plan: a fresh conversation."""
-    source = store.get_text(inp.state_source)
-    profile_text, analysis_text = render_profile_result(inp.profile)
-    entry_points = inp.entry_points or entry_points_for(inp.target)
-    messages: list[Message] = [
-        {
-            "role": "system",
-            "content": prompts.EXECUTOR_SYSTEM.format(
-                contract=inp.contract or candidate_contract()
-            ),
-        },
-        {
-            "role": "user",
-            "content": prompts.EXECUTOR_USER.format(
-                target_id=inp.target.id,
-                target_kind=_target_kind(inp.target),
-                entry_points=", ".join(entry_points),
-                direction=inp.plan.direction,
-                description=inp.plan.description,
-                analysis=analysis_text,
-                profile=profile_text,
-                source=source,
-            ),
-        },
-    ]
-    return await _converse(inp, store, transport, messages, entry_points)
+    messages = messages_mod.executor_messages(inp, store)
+    return await _converse(inp, store, transport, messages, _accepted(inp))
+
+
+def _accepted(inp: ExecuteInput) -> list[str]:
+    return inp.entry_points or entry_points_for(inp.target)
 
 
 async def retry_fix(
     inp: ExecuteInput, store: ArtifactStore, transport: ChatTransport
 ) -> ExecuteResult:
-    """A later attempt: the rejection goes back into the same conversation."""
-    entry_points = inp.entry_points or entry_points_for(inp.target)
+    """A later attempt: the rejection (or the timing result) goes back into the same conversation."""
     messages = _load_messages(store, inp)
-    feedback = render_verdict_feedback(inp.verdicts, inp.feedback if not inp.verdicts else "")
-    messages.append(
-        {
-            "role": "user",
-            "content": prompts.RETRY_FIX_USER.format(
-                feedback=feedback, entry_points=", ".join(entry_points)
-            ),
-        }
-    )
-    return await _converse(inp, store, transport, messages, entry_points)
+    messages.append(messages_mod.retry_message(inp, messages))
+    return await _converse(inp, store, transport, messages, _accepted(inp))
 
 
 async def _converse(

@@ -79,7 +79,9 @@ class ProfileInput(Frozen):
     target: SearchTarget
     source: ArtifactRef  # the kernel state to profile
     harness: ArtifactRef | None = None  # a standalone harness script (get_args() + call(args))
-    kernel_regex: str = ""  # ncu -k filter; defaults to the target's first kernel name
+    kernel_regex: str = ""  # ncu -k filter; defaults to the target's (dominant) kernel
+    # kernel name -> GPU ms per forward (triage); picks a whole-model target's dominant kernel
+    kernel_times: dict[str, float] = Field(default_factory=dict)
     state_id: str = ""
     use_ncu: bool = True
     timeout_s: float = 600.0
@@ -98,6 +100,8 @@ class KernelProfile(Frozen):
     achieved_occupancy_pct: float | None = None
     top_rules: list[str] = Field(default_factory=list)
     raw_report: ArtifactRef | None = None
+    kernel: str = ""  # the kernel these numbers are of ("" when not known)
+    kernel_note: str = ""  # why that kernel (e.g. "dominant: 71% of the forward")
 
 
 class Analysis(Frozen):
@@ -106,10 +110,71 @@ class Analysis(Frozen):
     advice: str = ""
 
 
+class Hardware(Frozen):
+    """The GPU the candidate will run on, as the prompts state it.
+
+    ``source`` says where the numbers come from: "device" when the GPU worker
+    read them from CUDA, "stand-in: ..." when they were reconstructed on a CPU
+    machine (compile record, Inductor's DeviceProperties, the roofline table).
+    """
+
+    name: str
+    sm_count: int | None = None
+    bandwidth_gbs: float | None = None  # HBM bandwidth (device) or measured copy bandwidth
+    l2_bytes: int | None = None
+    compute_capability: str = ""
+    source: str = ""
+
+
 class ProfileResult(DeviceTimed):
     profile: KernelProfile
     analysis: Analysis
     gpu_seconds: float = 0.0
+    hardware: Hardware | None = None  # read on the GPU worker that profiled
+
+
+class InductorKernelFact(Frozen):
+    """One of Inductor's kernels, for a whole-model target's prompt (the code to beat)."""
+
+    name: str
+    source: ArtifactRef | None = None
+    ms: float | None = None  # GPU time per forward (triage), None when not measured
+    launch: str = ""  # the launch statement in the wrapper
+    grid: str = ""
+
+
+class PromptFacts(Frozen):
+    """What the agents are told about the target beyond its source (issue 29, point 1).
+
+    Built from contracts only (``kernelopt.agents.facts.build_facts``) so a
+    workflow can build it without I/O; the roles load the referenced sources.
+    """
+
+    hardware: Hardware | None = None
+    baseline_ms: float | None = None  # the target's GPU time per forward
+    baseline_note: str = ""  # where baseline_ms comes from
+    forward_ms: float | None = None  # the whole forward's GPU time
+    share: float | None = None  # the target's fraction of the forward
+    gamma: float = 1.03
+    required_speedup: float | None = None  # target speedup for the forward to gain gamma
+    required_note: str = ""
+    bytes_in: int | None = None
+    bytes_out: int | None = None
+    bytes_note: str = ""
+    launches: list[str] = Field(default_factory=list)  # launch statement(s) with line numbers
+    grid: str = ""
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    model_tolerance: float = 1e-4
+    rho_max: float = 10.0
+    inductor_kernels: list[InductorKernelFact] = Field(default_factory=list)  # slowest first
+    dominant_kernel: str = ""  # the slowest of them by measured time, when measured
+
+    @property
+    def bytes_floor(self) -> int | None:
+        if self.bytes_in is None and self.bytes_out is None:
+            return None
+        return (self.bytes_in or 0) + (self.bytes_out or 0)
 
 
 class Plan(Frozen):
@@ -134,6 +199,8 @@ class PlanInput(Frozen):
     state_id: str = ""
     state_speedup: float | None = None
     iteration: int = 0
+    facts: PromptFacts | None = None  # the target's numbers (agents.facts.build_facts)
+    tried_plans: list[Plan] = Field(default_factory=list)  # earlier plans on this state
 
 
 class PlanResult(Frozen):
@@ -160,6 +227,14 @@ class ExecuteInput(Frozen):
     profile: ProfileResult | None = None
     entry_points: list[str] = Field(default_factory=list)  # names a usable reply must define
     verdicts: list[GateVerdict] = Field(default_factory=list)  # the rejection to fix (retry-fix)
+    facts: PromptFacts | None = None  # the target's numbers (agents.facts.build_facts)
+    # the executor's memory: retrieved like the planner's when ``experience`` is empty
+    experience: str = ""
+    memory: ArtifactRef | None = None
+    memory_tags: list[str] = Field(default_factory=list)
+    memory_max_tokens: int = 300
+    siblings: list[str] = Field(default_factory=list)  # sibling outcomes (feedback.sibling_lines)
+    timing: str = ""  # retry after timing: agents.feedback.timing_feedback's text
 
 
 class ExecuteResult(Frozen):
@@ -319,6 +394,7 @@ class SearchKernelInput(Contract):
     harness: ArtifactRef | None = None  # standalone harness for profiling, if the caller has one
     gate_timeout_s: float = 300.0
     profile_children: bool = True  # profile every beam state before planning on it (LLM mode)
+    facts: PromptFacts | None = None  # prompt facts (the campaign builds them with its triage)
 
 
 class SearchLogPage(Frozen):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kernelopt.contracts.compiled import KernelArg, SearchTarget, SegmentResult
 from kernelopt.contracts.search import ProfileInput
+from kernelopt.profiling.dominant import profiled_kernel
 from kernelopt.store import ArtifactStore
 
 HARNESS_TEMPLATE = '''\
@@ -160,12 +161,13 @@ def is_self_harness(source: str) -> bool:
     return {"get_args", "call"} <= names
 
 
-def launch_args(segment: SegmentResult, target: SearchTarget) -> list[KernelArg]:
-    """The recorded arguments of the target kernel's first launch (empty if unknown)."""
+def launch_args(segment: SegmentResult, target: SearchTarget, name: str = "") -> list[KernelArg]:
+    """The recorded arguments of the (given or first) kernel's first launch (empty if unknown)."""
     if not target.kernels:
         return []
+    name = name or target.kernels[0]
     for kernel in segment.kernels:
-        if kernel.name == target.kernels[0]:
+        if kernel.name == name:
             if kernel.launches and kernel.launches[0].args:
                 return list(kernel.launches[0].args)
             return list(kernel.args)
@@ -204,7 +206,7 @@ def candidate_harnesses(
     source = store.get_text(inp.source)
     state_path = directory / "kernel_state.py"
     state_path.write_text(source)
-    kernel = inp.target.kernels[0] if inp.target.kernels else ""
+    kernel, _ = profiled_kernel(inp.target, inp.kernel_times)
     if not kernel:
         missing.append("the target names no kernel")
     elif not _compile_harness_available():
@@ -224,7 +226,7 @@ def candidate_harnesses(
         path = directory / "harness_self.py"
         path.write_text(source)
         found.append((path, "self"))
-    args = launch_args(inp.segment, inp.target)
+    args = launch_args(inp.segment, inp.target, kernel)
     unknown = [a.name for a in args if a.tensor is None and a.value is None]
     if not args or not kernel:
         missing.append("the segment records no launch arguments for this target")

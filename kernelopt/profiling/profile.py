@@ -20,6 +20,7 @@ from kernelopt.checkpoint import report
 from kernelopt.contracts.search import KernelProfile, ProfileInput, ProfileResult
 from kernelopt.profiling.analyst import classify
 from kernelopt.profiling.distill import distill
+from kernelopt.profiling.dominant import profiled_kernel
 from kernelopt.profiling.harness import candidate_harnesses
 from kernelopt.profiling.harness_runner import RESULT_PREFIX
 from kernelopt.profiling.ncu import find_ncu, run_ncu
@@ -58,9 +59,25 @@ def profile_target(inp: ProfileInput, store: ArtifactStore) -> ProfileResult:
         workdir = Path(tmp)
         found, missing = candidate_harnesses(inp, store, workdir / "harness")
         profile = _profile(inp, store, found, missing, workdir)
+    kernel, why = profiled_kernel(inp.target, inp.kernel_times)
+    if profile.source != "none" and kernel:
+        profile = profile.model_copy(update={"kernel": kernel, "kernel_note": why})
     return ProfileResult(
-        profile=profile, analysis=classify(profile), gpu_seconds=time.monotonic() - started
+        profile=profile,
+        analysis=classify(profile),
+        gpu_seconds=time.monotonic() - started,
+        hardware=_hardware(),
     )
+
+
+def _hardware():
+    """The device's facts for the prompts; a diagnostic, so any failure is just None."""
+    from kernelopt.profiling.hardware import device_hardware
+
+    try:
+        return device_hardware()
+    except (RuntimeError, AssertionError, ImportError):
+        return None
 
 
 def _first_working(
@@ -129,10 +146,10 @@ def _profile(
 
 
 def _kernel_regex(inp: ProfileInput, store: ArtifactStore) -> str:
-    """ncu's kernel filter: the target's kernel when the state defines it, else the first launch."""
+    """ncu's kernel filter: the target's (dominant) kernel when the state defines it, else the first launch."""
     if inp.kernel_regex:
         return inp.kernel_regex
-    if not inp.target.kernels:
+    name, _ = profiled_kernel(inp.target, inp.kernel_times)
+    if not name:
         return ""
-    name = inp.target.kernels[0]
     return name if f"def {name}(" in store.get_text(inp.source) else ""

@@ -1,0 +1,243 @@
+"""The fact sections of the planner and executor prompts, rendered from the target's data.
+
+Each function turns one contract (the target's signature, its ``PromptFacts``,
+the hardware) into a few lines of plain text.  No problem name, shape or
+per-problem table lives here: every number comes from the data passed in, and
+a missing measurement is said to be missing rather than guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from kernelopt.contracts.compiled import KernelArg, SearchTarget, TargetKind
+from kernelopt.contracts.search import Hardware, PromptFacts
+
+_METADATA_KEYWORDS = ("triton_meta", "inductor_meta")
+
+
+def _fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "not measured"
+    return f"{ms * 1000:.2f} us" if ms < 1.0 else f"{ms:.3f} ms"
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit} ({n} B)"
+    return f"{n} B"
+
+
+def signature_table(target: SearchTarget) -> str:
+    """Markdown table of what a launch(*args) receives: position, name, wrapper expr, role, layout."""
+    if not target.signature:
+        return "(no signature recorded for this target)"
+    rows = [
+        "| # | parameter | wrapper expr | role | shape | stride | dtype / value |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, arg in enumerate(target.signature):
+        rows.append(_row(i, arg))
+    return "\n".join(rows)
+
+
+def _row(i: int, arg: KernelArg) -> str:
+    if arg.tensor is not None:
+        t = arg.tensor
+        shape, stride, what = str(list(t.shape)), str(list(t.stride)), t.dtype
+    else:
+        shape = stride = "-"
+        what = f"= {arg.value!r}" if arg.value is not None else "scalar"
+    return f"| {i} | {arg.name} | {arg.expr or '-'} | {arg.role or '-'} | {shape} | {stride} | {what} |"
+
+
+def launch_text(facts: PromptFacts | None, target: SearchTarget) -> str:
+    """The wrapper's launch line(s) of the target and its grid (forward targets: none)."""
+    if target.kind == TargetKind.FORWARD:
+        return "(the forward's inputs, as Model.forward receives them; outputs are returned)"
+    if facts is None or not facts.launches:
+        return "(launch line not provided)"
+    lines = [f"- {line}" for line in facts.launches]
+    if facts.grid:
+        lines.append(f"- grid: {facts.grid}")
+    return "\n".join(lines)
+
+
+def hardware_text(hardware: Hardware | None) -> str:
+    if hardware is None:
+        return "(hardware not provided)"
+    parts = [hardware.name]
+    if hardware.compute_capability:
+        parts.append(f"compute capability {hardware.compute_capability}")
+    parts.append(f"{hardware.sm_count} SMs" if hardware.sm_count else "SM count unknown")
+    parts.append(
+        f"{hardware.bandwidth_gbs:.0f} GB/s memory bandwidth"
+        if hardware.bandwidth_gbs
+        else "bandwidth unknown"
+    )
+    parts.append(f"L2 {_fmt_bytes(hardware.l2_bytes)}" if hardware.l2_bytes else "L2 size unknown")
+    text = ", ".join(parts)
+    return text + (f" [{hardware.source}]" if hardware.source else "")
+
+
+def numbers_text(facts: PromptFacts | None, hardware: Hardware | None) -> str:
+    """Baseline time, share of the forward, required speedup (Amdahl), bytes-moved floor."""
+    if facts is None:
+        return "(baseline numbers not provided)"
+    lines = [
+        f"- baseline (Inductor) time of this target: {_fmt_ms(facts.baseline_ms)} per forward"
+        + (f" ({facts.baseline_note})" if facts.baseline_note else ""),
+        f"- whole forward: {_fmt_ms(facts.forward_ms)}; this target's share: "
+        + (f"{facts.share:.1%}" if facts.share is not None else "not measured"),
+        f"- required speedup of this target for the forward to gain gamma = {facts.gamma}: "
+        + (f"{facts.required_speedup:.3f}x" if facts.required_speedup else "n/a")
+        + (f" ({facts.required_note})" if facts.required_note else ""),
+    ]
+    floor = facts.bytes_floor
+    bandwidth = hardware.bandwidth_gbs if hardware else None
+    if floor is not None:
+        line = (
+            f"- bytes-moved floor: {_fmt_bytes(floor)} (read {_fmt_bytes(facts.bytes_in)}, "
+            f"written {_fmt_bytes(facts.bytes_out)}; {facts.bytes_note})"
+        )
+        if bandwidth:
+            floor_ms = floor / (bandwidth * 1e9) * 1e3
+            line += f" = {_fmt_ms(floor_ms)} at {bandwidth:.0f} GB/s"
+            if facts.baseline_ms:
+                line += (
+                    f"; the baseline takes {facts.baseline_ms / floor_ms:.1f}x that floor "
+                    f"({floor_ms / facts.baseline_ms:.0%} of the bandwidth)"
+                )
+        lines.append(line)
+    lines.append(
+        '- "faster" means: the search ranks candidates by this target\'s GPU time against the '
+        f"baseline's; a result is kept only if the whole forward with it is at least "
+        f"{facts.gamma}x faster than Inductor's (fresh processes, L2 flushed)."
+    )
+    return "\n".join(lines)
+
+
+def precision_text(facts: PromptFacts | None) -> str:
+    """The numerics rules, with the gates' tolerances (the same for every problem)."""
+    f = facts or PromptFacts()
+    return "\n".join(
+        [
+            "- Exact fp32 semantics: compute and accumulate in float32; no fp16/bf16/TF32 "
+            "shortcuts. TF32 is OFF on both sides: a tl.dot on fp32 inputs must use "
+            'input_precision="ieee".',
+            "- No fast math: no approximate intrinsics (fast exp/log/rsqrt/division variants), "
+            "no reordering that changes results beyond floating-point reassociation.",
+            f"- Per call (gate 2): every output element within atol {f.atol:g} + rtol {f.rtol:g} x "
+            "|reference| of the float32 reference, on several seeds, a held-out seed and new "
+            "values written into the same buffers; every output element must be written.",
+            f"- End to end (gate 3): the whole model with your code must match within "
+            f"{f.model_tolerance:g}; otherwise, against a float64 reference, its error may be at "
+            f"most {f.rho_max:g}x the baseline's own float64 error.",
+        ]
+    )
+
+
+def trim_metadata(source: str) -> str:
+    """Inductor's ``triton_meta=`` / ``inductor_meta=`` decorator arguments shown as ``...``.
+
+    They are compiler bookkeeping (device properties, hashes, autotune flags),
+    often half of a kernel's text, and a launch(*args) reply does not need
+    them.  Unparseable text is returned as it is.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    encoded_lines = source.splitlines(keepends=True)
+
+    def offset(lineno: int, col: int) -> int:
+        line = encoded_lines[lineno - 1]
+        return starts[lineno - 1] + len(line.encode("utf-8")[:col].decode("utf-8", "replace"))
+
+    spans: list[tuple[int, int]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for deco in node.decorator_list:
+            if not isinstance(deco, ast.Call):
+                continue
+            for kw in deco.keywords:
+                value = kw.value
+                if kw.arg in _METADATA_KEYWORDS and value.end_lineno is not None:
+                    start = offset(value.lineno, value.col_offset)
+                    end = offset(value.end_lineno, value.end_col_offset or 0)
+                    spans.append((start, end))
+    for start, end in sorted(spans, reverse=True):
+        source = source[:start] + "..." + source[end:]
+    return source
+
+
+def strip_header(source: str) -> str:
+    """Drop blank runs left by trimming (three or more newlines become two)."""
+    return re.sub(r"\n{3,}", "\n\n", source)
+
+
+def contract_form(target: SearchTarget, full: str) -> str:
+    """Only the part of the candidate contract that applies to the target's kind.
+
+    ``full`` is ``compile.contract.CANDIDATE_CONTRACT`` (numbered forms 1-3,
+    then "Never:"): cutting it here keeps one source for the prompt and
+    ``detect_form``.  If its layout is not recognised, the whole text is used.
+    """
+    forms = _numbered_forms(full)
+    never = full[full.find("Never:") :].strip() if "Never:" in full else ""
+    if forms is None:
+        return full
+    intro, _one, two, three = forms
+    if target.kind == TargetKind.FORWARD:
+        body = three
+    else:
+        keep = "- single kernel:" if target.kind == TargetKind.KERNEL else "- fusion group:"
+        drop = "- fusion group:" if target.kind == TargetKind.KERNEL else "- single kernel:"
+        body = _drop_bullet(two, drop)
+        if keep not in body:
+            return full
+    body = re.sub(r"^\d\. [^:]*:\s*", "", body.strip())
+    body = re.sub(r"\n {3}(?=\S| )", "\n", body[:1].upper() + body[1:])
+    return "\n".join(p for p in (intro.strip(), body, never) if p)
+
+
+def _numbered_forms(full: str) -> tuple[str, str, str, str] | None:
+    marks = [full.find(f"\n{i}. ") for i in (1, 2, 3)]
+    end = full.find("\nNever:")
+    if min(marks) < 0 or end < 0 or not marks[0] < marks[1] < marks[2] < end:
+        return None
+    return (
+        full[: marks[0]],
+        full[marks[0] : marks[1]],
+        full[marks[1] : marks[2]],
+        full[marks[2] : end],
+    )
+
+
+def _drop_bullet(text: str, bullet: str) -> str:
+    """Remove one '- name:' bullet and its indented continuation lines."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(bullet):
+            skipping = True
+            continue
+        if skipping and stripped.startswith("- "):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
+
+
+def required_names(target: SearchTarget) -> list[str]:
+    """What the prompt asks the module to define (the form shown)."""
+    return ["ModelNew"] if target.kind == TargetKind.FORWARD else ["launch"]

@@ -1,0 +1,36 @@
+"""The GPU's facts for the prompts, read where the GPU is (the profiling child).
+
+Only this child touches CUDA; without it (CPU machines) the answer is None
+and the prompts fall back to ``agents.facts.stand_in_hardware``.
+"""
+
+from __future__ import annotations
+
+from kernelopt.contracts.search import Hardware
+
+
+def bandwidth_gbs(memory_clock_khz: int | None, bus_width_bits: int | None) -> float | None:
+    """Peak DRAM bandwidth: 2 transfers per clock (DDR) x bus width, in GB/s."""
+    if not memory_clock_khz or not bus_width_bits:
+        return None
+    return 2.0 * memory_clock_khz * 1e3 * (bus_width_bits / 8) / 1e9
+
+
+def device_hardware(index: int = 0) -> Hardware | None:
+    """Hardware of CUDA device ``index``; None without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(index)
+    l2 = getattr(props, "L2_cache_size", None)
+    return Hardware(
+        name=props.name,
+        sm_count=props.multi_processor_count,
+        bandwidth_gbs=bandwidth_gbs(
+            getattr(props, "memory_clock_rate", None), getattr(props, "memory_bus_width", None)
+        ),
+        l2_bytes=int(l2) if l2 else None,
+        compute_capability=f"{props.major}.{props.minor}",
+        source="device: torch.cuda.get_device_properties on the GPU worker",
+    )
