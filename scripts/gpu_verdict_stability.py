@@ -1,6 +1,7 @@
 """Is gate 4's verdict stable?  One candidate, one reference, the timing repeated N times.
 
-Usage on the GPU host (docs/TEAM_NOTES.md says how to carry the wheels):
+Usage on the GPU host, from the repository root (device_env.sh puts it on PYTHONPATH;
+docs/TEAM_NOTES.md says how to carry the wheels):
 
     source scripts/device_env.sh
     python3 scripts/gpu_verdict_stability.py PROBLEM CANDIDATE [N]
@@ -20,18 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ["KERNELOPT_GATES_SMALL"] = "0"
-
-from gates.cascade import check_candidate, time_candidate  # noqa: E402
-from gates.reference import prepare_reference  # noqa: E402
-from gates.runner import fast_launch  # noqa: E402
-from tests.gates.adversarial import CANDIDATES, PROBLEMS  # noqa: E402
-from tests.gates.test_gpu_adversarial import gpu_settings  # noqa: E402
+from gates.cascade import check_candidate, time_candidate
+from gates.reference import prepare_reference
+from gates.runner import fast_launch
+from tests.gates.adversarial import CANDIDATES, PROBLEMS
+from tests.gates.test_gpu_adversarial import gpu_settings
 
 
 def main(argv: list[str]) -> int:
+    os.environ["KERNELOPT_GATES_SMALL"] = "0"  # full sizes (the test problems read it at import)
     problem, candidate = argv[0], argv[1]
     repeats = int(argv[2]) if len(argv) > 2 else 10
     out = Path(os.environ.get("OUT") or tempfile.mkdtemp())
