@@ -14,6 +14,7 @@ from rich.table import Table
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from kernelopt import cli_llm
 from kernelopt.cli_signals import INTERRUPTED_EXIT, StartupTrace, install_sigint_handler
 from kernelopt.config import Settings
 from kernelopt.contracts import (
@@ -160,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the report from the results finished so far and stop (no server needed)",
     )
     _add_campaign_options(bench)
+    cli_llm.add_parsers(sub)
     return parser
 
 
@@ -217,6 +219,7 @@ def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOp
         model=args.llm_model or settings.llm_model,
         api_key_env=settings.llm_api_key_env,
         temperature=settings.llm_temperature,
+        **cli_llm.proposer_fields(settings),
     )
     if proposer.kind == ProposerKind.LLM and not (proposer.base_url or has_key_or_url(settings)):
         raise KernelOptError(
@@ -615,6 +618,7 @@ ASYNC = {
     "resume": cmd_signal,
     "budget": cmd_budget,
     "audit": cmd_audit,
+    **cli_llm.ASYNC,
     "bench": cmd_bench,
 }
 SYNC = {"server": cmd_server, "triage": cmd_triage, "verify": cmd_verify}
