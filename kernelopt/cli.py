@@ -212,7 +212,8 @@ def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOp
     if kind == ProposerKind.AUTO:
         # decided here, where the environment is known: an endpoint or a key means the LLM
         has_key = bool(os.environ.get(settings.llm_api_key_env))
-        kind = ProposerKind.LLM if (base_url or has_key) else ProposerKind.BUILTIN
+        folder = settings.llm_mode == "folder"  # replies come from files: no endpoint needed
+        kind = ProposerKind.LLM if (base_url or has_key or folder) else ProposerKind.BUILTIN
     proposer = ProposerConfig(
         kind=kind,
         base_url=base_url,
@@ -221,7 +222,8 @@ def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOp
         temperature=settings.llm_temperature,
         **cli_llm.proposer_fields(settings),
     )
-    if proposer.kind == ProposerKind.LLM and not (proposer.base_url or has_key_or_url(settings)):
+    needs_endpoint = proposer.kind == ProposerKind.LLM and settings.llm_mode != "folder"
+    if needs_endpoint and not (proposer.base_url or has_key_or_url(settings)):
         raise KernelOptError(
             "--proposer llm needs an endpoint or a key: --llm-base-url / KERNELOPT_LLM_BASE_URL / "
             f"OPENAI_BASE_URL, or {settings.llm_api_key_env} for OpenAI itself"
@@ -339,7 +341,8 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     # import and build it once on the CPU, time-limited: nothing is submitted otherwise
     await asyncio.to_thread(preflight, args.file)
     options = campaign_options(args, settings)
-    if options.proposer.kind == ProposerKind.LLM and not args.skip_llm_check:
+    asks_endpoint = options.proposer.mode != "folder"
+    if options.proposer.kind == ProposerKind.LLM and asks_endpoint and not args.skip_llm_check:
         from kernelopt.agents.preflight import llm_endpoint_problem
 
         problem_text = await llm_endpoint_problem(options.proposer)

@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from kernelopt.agents import reply_folder
-from kernelopt.agents.deferred import LLM_REPLY_SIGNAL
+from kernelopt.agents.deferred import LLM_REPLY_SIGNAL, MODES
 from kernelopt.config import Settings
 from kernelopt.errors import KernelOptError
 from kernelopt.log import get_logger
@@ -28,6 +28,10 @@ console = Console()
 
 def proposer_fields(settings: Settings) -> dict[str, Any]:
     """The LLM settings a campaign's ProposerConfig takes from the environment."""
+    if settings.llm_mode not in MODES:
+        raise KernelOptError(
+            f"KERNELOPT_LLM_MODE={settings.llm_mode!r}: expected one of {', '.join(MODES)}"
+        )
     return {
         "max_output_tokens": settings.llm_max_output_tokens,
         "mode": settings.llm_mode,

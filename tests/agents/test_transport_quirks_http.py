@@ -19,6 +19,7 @@ from kernelopt.agents.transport import TRUNCATED_NOTE, ChatTransport
 from kernelopt.config import Settings
 from kernelopt.contracts.compiled import SearchTarget, TargetKind
 from kernelopt.contracts.search import ExecuteInput, Plan, PlanInput, ProposerConfig
+from kernelopt.errors import KernelOptError
 from kernelopt.store import open_store
 from tests.agents.test_roles_http import GOOD
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
@@ -200,5 +201,5 @@ def test_settings_carry_the_output_limit(monkeypatch, tmp_path):
     assert ProposerConfig(**fields).max_output_tokens == 32000
     assert fields["mode"] == "folder"
     monkeypatch.setenv("KERNELOPT_LLM_MODE", "bogus")
-    with pytest.raises(ValueError):
-        Settings.from_env(home=tmp_path)
+    with pytest.raises(KernelOptError, match="expected one of sync, batch, folder"):
+        proposer_fields(Settings.from_env(home=tmp_path))
