@@ -13,10 +13,11 @@ from typing import Any
 def cpu_activities() -> list[Callable[..., Any]]:
     from .audit_activities import CPU_ACTIVITIES as audit_cpu
     from .compile_activities import CPU_ACTIVITIES as compile_cpu
+    from .llm_wait_activities import CPU_ACTIVITIES as llm_wait_cpu
     from .report_activities import CPU_ACTIVITIES as report_cpu
     from .search_activities import CPU_ACTIVITIES as search_cpu
 
-    return [*compile_cpu, *search_cpu, *report_cpu, *audit_cpu]
+    return [*compile_cpu, *search_cpu, *llm_wait_cpu, *report_cpu, *audit_cpu]
 
 
 def gpu_activities() -> list[Callable[..., Any]]:

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating, in_thread
 from activities.supervise import run_supervised
 from kernelopt.agents import roles
+from kernelopt.agents.plan_retry import planner_transport
 from kernelopt.agents.transport import ChatTransport
 from kernelopt.config import Settings
 from kernelopt.contracts import ArtifactRef, names
@@ -79,7 +80,9 @@ async def profile(inp: ProfileInput) -> ProfileResult:
 async def plan(inp: PlanInput) -> PlanResult:
     with _sorted_failures():
         async with heartbeating(), _transport(inp.proposer) as transport:
-            return await roles.plan(inp, open_store(), transport, _home())
+            store = open_store()
+            asking = planner_transport(inp, store, transport)
+            return await roles.plan(inp, store, asking, _home())  # type: ignore[arg-type]
 
 
 @activity.defn(name=names.EXECUTE)

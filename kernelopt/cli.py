@@ -14,6 +14,7 @@ from rich.table import Table
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from kernelopt import cli_llm
 from kernelopt.cli_signals import INTERRUPTED_EXIT, StartupTrace, install_sigint_handler
 from kernelopt.config import Settings
 from kernelopt.contracts import (
@@ -169,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the report from the results finished so far and stop (no server needed)",
     )
     _add_campaign_options(bench)
+    cli_llm.add_parsers(sub)
     return parser
 
 
@@ -219,15 +221,18 @@ def campaign_options(args: argparse.Namespace, settings: Settings) -> CampaignOp
     if kind == ProposerKind.AUTO:
         # decided here, where the environment is known: an endpoint or a key means the LLM
         has_key = bool(os.environ.get(settings.llm_api_key_env))
-        kind = ProposerKind.LLM if (base_url or has_key) else ProposerKind.BUILTIN
+        folder = settings.llm_mode == "folder"  # replies come from files: no endpoint needed
+        kind = ProposerKind.LLM if (base_url or has_key or folder) else ProposerKind.BUILTIN
     proposer = ProposerConfig(
         kind=kind,
         base_url=base_url,
         model=args.llm_model or settings.llm_model,
         api_key_env=settings.llm_api_key_env,
         temperature=settings.llm_temperature,
+        **cli_llm.proposer_fields(settings),
     )
-    if proposer.kind == ProposerKind.LLM and not (proposer.base_url or has_key_or_url(settings)):
+    needs_endpoint = proposer.kind == ProposerKind.LLM and settings.llm_mode != "folder"
+    if needs_endpoint and not (proposer.base_url or has_key_or_url(settings)):
         raise KernelOptError(
             "--proposer llm needs an endpoint or a key: --llm-base-url / KERNELOPT_LLM_BASE_URL / "
             f"OPENAI_BASE_URL, or {settings.llm_api_key_env} for OpenAI itself"
@@ -345,7 +350,8 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     # import and build it once on the CPU, time-limited: nothing is submitted otherwise
     await asyncio.to_thread(preflight, args.file)
     options = campaign_options(args, settings)
-    if options.proposer.kind == ProposerKind.LLM and not args.skip_llm_check:
+    asks_endpoint = options.proposer.mode != "folder"
+    if options.proposer.kind == ProposerKind.LLM and asks_endpoint and not args.skip_llm_check:
         from kernelopt.agents.preflight import llm_endpoint_problem
 
         problem_text = await llm_endpoint_problem(options.proposer)
@@ -635,6 +641,7 @@ ASYNC = {
     "resume": cmd_signal,
     "budget": cmd_budget,
     "audit": cmd_audit,
+    **cli_llm.ASYNC,
     "bench": cmd_bench,
 }
 

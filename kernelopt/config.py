@@ -42,6 +42,13 @@ class Settings(BaseModel):
     llm_model: str = "gpt-4o"
     llm_api_key_env: str = "OPENAI_API_KEY"
     llm_temperature: float = 0.7
+    llm_max_output_tokens: int = 8192  # the reply limit sent with every request
+    # sync: one HTTP request per call; batch: a round's requests as one Batch API job;
+    # folder: request files answered out of band (kernelopt pending / reply)
+    llm_mode: str = "sync"  # checked where campaigns are built (kernelopt.cli_llm)
+    llm_folder: Path | None = None  # None: $KERNELOPT_HOME/llm (requests/, replies/)
+    llm_poll_s: float = 60.0  # longest pause between checks for batch results or replies
+    llm_wait_limit_s: float = 86400.0  # a batch or request unanswered this long ends the search
     log_json: bool = False
     log_level: str = "info"
     helion_effort: str = "quick"  # autotuning effort of a Helion problem's baseline
@@ -66,6 +73,11 @@ class Settings(BaseModel):
     @property
     def server_dir(self) -> Path:
         return self.home / "server"
+
+    @property
+    def llm_dir(self) -> Path:
+        """Reply-folder mode's requests/ and replies/, and the learned endpoint quirks."""
+        return self.llm_folder or self.home / "llm"
 
     @property
     def compiler_caches_dir(self) -> Path:
@@ -94,6 +106,11 @@ class Settings(BaseModel):
             "LLM_MODEL": "llm_model",
             "LLM_API_KEY_ENV": "llm_api_key_env",
             "LLM_TEMPERATURE": "llm_temperature",
+            "LLM_MAX_OUTPUT_TOKENS": "llm_max_output_tokens",
+            "LLM_MODE": "llm_mode",
+            "LLM_FOLDER": "llm_folder",
+            "LLM_POLL_S": "llm_poll_s",
+            "LLM_WAIT_LIMIT_S": "llm_wait_limit_s",
             "LOG_JSON": "log_json",
             "LOG_LEVEL": "log_level",
             "HELION_EFFORT": "helion_effort",

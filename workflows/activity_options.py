@@ -82,5 +82,7 @@ GATE_CANDIDATE = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, a
 RESTITCH = CallOptions(start_to_close=30 * MINUTE, heartbeat=2 * MINUTE, attempts=4, gpu=True)
 GATE_MODEL = CallOptions(start_to_close=60 * MINUTE, heartbeat=2 * MINUTE, attempts=4, gpu=True)
 LLM = CallOptions(start_to_close=15 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=6)
+# batch / folder mode's short steps (prepare, submit, poll, answer): the waiting is timers
+LLM_STEP = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=6)
 BUILTIN = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=3)
 REPORT = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=5)

@@ -25,6 +25,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from kernelopt.agents.deferred import LLM_REPLY_SIGNAL
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.search import (
@@ -68,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
 
     from . import activity_options as opts
     from . import search_log
+    from .deferred_llm import DeferredLLM
     from .search_policy import (
         ROOT_ID,
         BeamUCB,
@@ -119,6 +121,9 @@ PRUNED_SOURCES_KEPT = 1024
 # carries its candidate, source and profile (~2.5 KB), and a beam takes 4 per round.
 TREE_KEEP_BOUNDED = 32
 PRUNED_CAP_PATCH = "bounded-search-tree"
+# A planner reply that does not parse is answered once more, in the same conversation.
+PLAN_RETRY_PATCH = "planner-parse-retry"
+DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
 
 
 def _cause(exc: BaseException) -> str:
@@ -155,6 +160,11 @@ class SearchKernel:
             f"llm:{p.model} @ {p.base_url or 'https://api.openai.com/v1'}"
             if inp.use_llm
             else BUILTIN_LABEL
+        )
+        self.deferred = (
+            DeferredLLM(self, p, inp.cpu_queue)
+            if inp.use_llm and p.mode in DEFERRED_MODES
+            else None
         )
 
     # --- the state machine ----------------------------------------------------------------
@@ -214,6 +224,12 @@ class SearchKernel:
         if not self.s.stopped_reason:
             self.s.stopped_reason = f"stopped: {reason}"
 
+    @workflow.signal(name=LLM_REPLY_SIGNAL)
+    def llm_reply(self, request_id: str = "") -> None:
+        """A reply was delivered (``kernelopt reply``): look for it now."""
+        if self.deferred is not None:
+            self.deferred.wake_up()
+
     @workflow.signal(name="pause")
     def pause(self) -> None:
         self.paused = True
@@ -249,6 +265,14 @@ class SearchKernel:
             gpu_seconds=self.s.gpu_seconds,
             wall_seconds=wall,
         )
+
+    def should_stop(self) -> str:
+        """Why the search is ending ("" while it goes on): the deferred waits check it."""
+        return self.s.stopped_reason if self._exhausted() else ""
+
+    def end_search(self, reason: str) -> None:
+        if not self.s.stopped_reason:
+            self.s.stopped_reason = reason
 
     def _exhausted(self) -> bool:
         if self.s.stopped_reason:
@@ -328,13 +352,22 @@ class SearchKernel:
         result = await self._llm(names.PLAN, inp, PlanResult)
         if result is None:
             return []
-        self._ledger(
-            "planner",
-            f"{node.id}/i{self.s.iteration}/plan",
-            result.usage,
-            result.prompt,
-            result.reply,
-        )
+        call_id = f"{node.id}/i{self.s.iteration}/plan"
+        self._ledger("planner", call_id, result.usage, result.prompt, result.reply)
+        if (
+            result.error
+            and not result.plans
+            and result.reply is not None
+            and workflow.patched(PLAN_RETRY_PATCH)
+            and not self._exhausted()
+        ):
+            retry = inp.model_copy(
+                update={"parse_retry": result.reply, "parse_error": result.error}
+            )
+            result = await self._llm(names.PLAN, retry, PlanResult)
+            if result is None:
+                return []
+            self._ledger("planner", f"{call_id}/retry", result.usage, result.prompt, result.reply)
         return result.plans
 
     async def _develop(self, node: Node, k: int, j: int, plan: Plan) -> list[Decision]:
@@ -401,6 +434,10 @@ class SearchKernel:
 
     async def _llm(self, activity: str, inp: Any, result_type: type) -> Any:
         """An LLM activity; after Temporal's retries, a failing endpoint stops the search cleanly."""
+        if self.deferred is not None:
+            self.step = f"iteration {self.s.iteration}: waiting for LLM replies"
+            ids = (self.inp.campaign_id, self.inp.target.id, self.s.iteration)
+            return await self.deferred.call(activity, inp, result_type, ids)
         try:
             return await workflow.execute_activity(
                 activity,
@@ -712,17 +749,25 @@ class SearchKernel:
             iteration=self.s.iteration,
             decisions=[d for d in decisions if not d.retime],
         )
-        try:
-            result = await workflow.execute_activity(
-                names.SUMMARIZE,
-                inp,
-                result_type=SummarizeResult,
-                task_queue=self.inp.cpu_queue,
-                **(opts.LLM if self.inp.use_llm else opts.BUILTIN).kwargs(),
+        if self.deferred is not None:
+            ids = (self.inp.campaign_id, self.inp.target.id, self.s.iteration)
+            result = await self.deferred.call(
+                names.SUMMARIZE, inp, SummarizeResult, ids, fatal=False
             )
-        except ActivityError as exc:  # memory is an aid, not a requirement
-            workflow.logger.warning("summarize failed: %s", _cause(exc))
-            return
+            if result is None:
+                return
+        else:
+            try:
+                result = await workflow.execute_activity(
+                    names.SUMMARIZE,
+                    inp,
+                    result_type=SummarizeResult,
+                    task_queue=self.inp.cpu_queue,
+                    **(opts.LLM if self.inp.use_llm else opts.BUILTIN).kwargs(),
+                )
+            except ActivityError as exc:  # memory is an aid, not a requirement
+                workflow.logger.warning("summarize failed: %s", _cause(exc))
+                return
         if self.inp.use_llm:
             self._ledger(
                 "summarizer",

@@ -43,6 +43,10 @@ class ProposerConfig(Frozen):
     usd_per_mtok_in: float = 0.0
     usd_per_mtok_out: float = 0.0
     request_timeout_s: float = 600.0
+    # how replies arrive (kernelopt.agents.deferred): "sync" (HTTP), "batch" or "folder"
+    mode: str = "sync"
+    poll_s: float = 60.0  # batch / folder: longest pause between checks
+    wait_limit_s: float = 86400.0  # batch / folder: unanswered this long ends the search
 
 
 class Usage(Frozen):
@@ -201,6 +205,9 @@ class PlanInput(Frozen):
     iteration: int = 0
     facts: PromptFacts | None = None  # the target's numbers (agents.facts.build_facts)
     tried_plans: list[Plan] = Field(default_factory=list)  # earlier plans on this state
+    # the planner's one retry after an unparseable reply: that reply and why it failed
+    parse_retry: ArtifactRef | None = None
+    parse_error: str = ""
 
 
 class PlanResult(Frozen):
