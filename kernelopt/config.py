@@ -57,6 +57,9 @@ class Settings(BaseModel):
     compiler_caches: Path | None = None  # None: $KERNELOPT_HOME/compiler-caches
     sandbox: bool = True  # gate children run in bubblewrap (gates/sandbox.py); off: unsandboxed
     shared_group: bool = False  # artifacts 0640 / dirs 02770 instead of 0600 / 0700
+    # the time-limited CPU import of a problem before anything is submitted
+    # (kernelopt.preflight_problem reads the variable itself: it runs before settings load)
+    preflight_seconds: float = 90.0
 
     @property
     def embedded(self) -> bool:
@@ -119,6 +122,7 @@ class Settings(BaseModel):
             "COMPILER_CACHES": "compiler_caches",
             "SANDBOX": "sandbox",
             "SHARED_GROUP": "shared_group",
+            "PREFLIGHT_SECONDS": "preflight_seconds",
         }
         for env_name, field in mapping.items():
             value = _env(env_name)
