@@ -122,6 +122,10 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
             f"baseline: {baseline}"
         )
+        if env.get("evaluation"):  # the policy used: mode, seeding, state (issue 30)
+            console.print(f"evaluation: {env['evaluation']}", highlight=False)
+        if env.get("estimate"):
+            console.print(f"estimate: {env['estimate']}", highlight=False)
     console.print(verdict_table(result, console.width))
     if result.could_not_run:
         console.print(f"[bold red]COULD NOT RUN[/]: {result.reason}")
