@@ -116,6 +116,8 @@ def run_gates_1_to_3(
     clock.lap("load_outputs")
     with comparison_threads():
         v2 = correctness_verdict(bundle, outcome, outs, settings, seconds=s2)
+    # the gate says how the calls were made (audit, feedback): mode, seeding, state
+    v2 = v2.model_copy(update={"metrics": {**v2.metrics, "evaluation": bundle.policy.summary()}})
     clock.lap("compare")
     verdicts.append(v2)
     if not v2.passed or not settings.run_model_gate:
@@ -140,6 +142,20 @@ def run_gates_1_to_3(
     verdicts.append(v3)
     clock.lap("model")
     return verdicts, outcome
+
+
+def evaluation_environment(bundle: ReferenceBundle) -> dict[str, Any]:
+    """The evaluation policy used (issue 30), for the outcome, the audit and ``verify``."""
+    policy = bundle.policy
+    env: dict[str, Any] = {
+        "evaluation": policy.summary(),
+        "policy": policy.model_dump(mode="json", exclude={"call_seeds"}),
+    }
+    if bundle.result is not None and bundle.result.estimate_note:
+        env["estimate"] = bundle.result.estimate_note
+    if policy.inputs_note:
+        env["inputs"] = policy.inputs_note
+    return env
 
 
 def timing_checks(bundle: ReferenceBundle) -> TimingChecks:
@@ -268,6 +284,7 @@ def check_candidate(
                 "held_out_shapes": result.holdout_note
                 or ", ".join(s.name for s in bundle.input_sets if s.kind in ("holdout", "derived"))
                 or "not asked for",
+                **evaluation_environment(bundle),
             },
         ),
         bundle,

@@ -140,6 +140,9 @@ class CheckedCalls:
     valid: list[list[bool]] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)
     kept: list[tuple[int, int, list[Any]]] = field(default_factory=list)  # (call, set, leaves)
+    # before a call on set k: state restored, RNGs seeded (gates.call_policy); callers run
+    # it off the clock.  None: the model needs nothing prepared.
+    prepare: Callable[[int], None] | None = None
 
     def __post_init__(self) -> None:
         self.positions = [[] for _ in self.expected]
@@ -158,8 +161,14 @@ class CheckedCalls:
         if out_bytes * self.reservoir > _RESERVOIR_BYTES:
             self.reservoir = int(_RESERVOIR_BYTES // max(1, out_bytes))
 
+    def before(self, set_index: int) -> None:
+        """Prepare a call on ``set_index`` as the reference's was (outside any timed window)."""
+        if self.prepare is not None:
+            self.prepare(set_index)
+
     def call(self, fn: Callable[..., Any], set_index: int, inputs: list[Any]) -> Any:
         """One call through the checked path; the output is recorded, then returned."""
+        self.before(set_index)
         out = fn(*inputs)
         self.record(out, set_index, inputs)
         return out

@@ -47,7 +47,8 @@ class ProblemFile:
 
     Imported and validated by the project's loader (``kernelopt.problem``),
     whose seeding rules the compile step used to capture weights; models are
-    left in the mode their constructor gives them, as KernelBench runs them.
+    left in the mode their constructor gives them, as KernelBench runs them,
+    unless the evaluation policy says otherwise (``gates.call_policy``).
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -63,6 +64,7 @@ class ProblemFile:
         # a standalone Triton / Helion problem (kernelopt.kinds): Model is its reference,
         # the baseline is the file's own kernel (``baseline``), never torch.compile(Model)
         self.kernel: Any = loaded.kernel
+        self.mode: str | None = loaded.mode  # the file's KERNELOPT_MODE (gates.call_policy)
 
     def init_inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)

@@ -49,6 +49,8 @@ class ReferenceJob(Frozen):
     count_flops: bool = True
     holdout_seed: int | None = None  # add the problem's held-out shapes, drawn from this seed
     max_holdout_sets: int = 2
+    model_mode: str = "auto"  # GateSettings.model_mode: auto | as_constructed | train | eval
+    cpu_budget_s: float = 0.0  # CPU only: shrink the batch when the check would take longer
 
 
 class SetInfo(Frozen):
@@ -71,6 +73,36 @@ class OutputLeaf(Frozen):
     may_alias: bool = False  # the reference's own output shares an input's memory
 
 
+class EvaluationPolicy(Frozen):
+    """How every child evaluates the model (``gates.call_policy``); stated in every outcome."""
+
+    mode: str = "as_constructed"  # as_constructed | train | eval, applied to every side
+    training: bool = True  # Model's own top-level flag once the mode is applied
+    mode_source: str = "KernelBench convention: the model as constructed"
+    random: bool = False  # the forward draws random numbers (differs under another seed)
+    seeded: bool = False  # RNGs seeded per input set before every call
+    call_seeds: dict[str, int] = Field(default_factory=dict)  # input set -> its call seed
+    stateful: list[str] = Field(default_factory=list)  # state entries a call changes
+    inputs_note: str = ""  # smaller inputs than get_inputs() gives, and why
+
+    def summary(self) -> str:
+        """One line for verify's output, the environment and the audit."""
+        mode = "training" if self.training else "eval"
+        parts = [f"{mode} mode ({self.mode_source})"]
+        if self.random:
+            parts.append(
+                "forward draws random numbers: RNGs seeded per input set before every call"
+            )
+        else:
+            parts.append("forward is deterministic (no seeding needed)")
+        if self.stateful:
+            shown = ", ".join(self.stateful[:4]) + (" ..." if len(self.stateful) > 4 else "")
+            parts.append(f"state restored before every call ({shown})")
+        if self.inputs_note:
+            parts.append(self.inputs_note)
+        return "; ".join(parts)
+
+
 class ReferenceResult(Frozen):
     sets: list[SetInfo]
     input_sets: list[InputSet] = Field(default_factory=list)  # as run, held-out shapes included
@@ -84,6 +116,9 @@ class ReferenceResult(Frozen):
     device_name: str = ""
     torch_version: str = ""
     triton_version: str = ""
+    policy: EvaluationPolicy = Field(default_factory=EvaluationPolicy)
+    call_seconds: float | None = None  # the first reference call, for the CPU estimate
+    estimate_note: str = ""  # how long the whole check was estimated to take, when long
 
 
 class CandidateJob(Frozen):

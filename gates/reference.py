@@ -19,7 +19,13 @@ from typing import Any
 
 from gates.cache_guard import CacheGuard
 from gates.problem_io import digest_dir, load_values, set_path
-from gates.protocol import InputSet, OutputLeaf, ReferenceJob, ReferenceResult
+from gates.protocol import (
+    EvaluationPolicy,
+    InputSet,
+    OutputLeaf,
+    ReferenceJob,
+    ReferenceResult,
+)
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck, check_timed_calls
 from kernelopt.contracts.verdicts import GateSettings
@@ -130,6 +136,11 @@ class ReferenceBundle:
         )
 
     @property
+    def policy(self) -> EvaluationPolicy:
+        """How every child evaluates the model (mode, seeding, state): stated in every outcome."""
+        return self.result.policy if self.result else EvaluationPolicy()
+
+    @property
     def gpu_seconds(self) -> float:
         return self.outcome.wall_s if self.settings.device.startswith("cuda") else 0.0
 
@@ -171,6 +182,9 @@ def prepare_reference(
         refs_dir=str(refs_dir),
         holdout_seed=holdout_seed,
         compute_fp64=settings.run_model_gate,
+        count_flops=settings.run_perf,  # evidence for the roofline only
+        model_mode=settings.model_mode,
+        cpu_budget_s=settings.cpu_budget_s if settings.device == "cpu" else 0.0,
     )
     outcome = run_job(
         job, workdir / "reference", timeout_s=settings.static_timeout_s, device=settings.device

@@ -137,10 +137,14 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
             f"baseline: {baseline}"
         )
-        if env.get("gate_4"):
-            console.print(f"gate 4: {env['gate_4']}", highlight=False)
-        if env.get("held_out_shapes"):
-            console.print(f"held-out shapes: {env['held_out_shapes']}", highlight=False)
+        for key, label in (  # how the check was made: policy, sizes, held-out shapes, gate 4
+            ("evaluation", "evaluation"),
+            ("estimate", "estimate"),
+            ("held_out_shapes", "held-out shapes"),
+            ("gate_4", "gate 4"),
+        ):
+            if env.get(key):
+                console.print(f"{label}: {env[key]}", highlight=False)
     console.print(verdict_table(result, console.width))
     if result.could_not_run:
         console.print(f"[bold red]COULD NOT RUN[/]: {result.reason}")

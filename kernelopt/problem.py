@@ -39,6 +39,31 @@ from kernelopt.pyfile import exec_file
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 OPTIONAL_FUNCTIONS = ("get_holdout_inputs",)
+# Train or eval mode (issue 30).  The convention is KernelBench's: the model as its
+# constructor leaves it (training mode unless it calls .eval()).  A file overrides it with
+# a module-level ``KERNELOPT_MODE = "eval"`` (or "train"); GateSettings.model_mode
+# overrides both for a verification ("auto" = the file's, else the convention).
+MODE_ATTR = "KERNELOPT_MODE"
+MODES = ("as_constructed", "train", "eval")
+CONVENTION = "KernelBench convention: the model as constructed"
+
+
+def resolve_mode(setting: str, file_mode: str | None) -> tuple[str, str]:
+    """``(mode, why)``: the mode every side is evaluated in, and where it comes from."""
+    if setting != "auto":
+        if setting not in MODES:
+            raise ValueError(f"model_mode must be auto or one of {MODES}, got {setting!r}")
+        return setting, f"setting model_mode={setting}"
+    if file_mode is not None:
+        return file_mode, f"the file's {MODE_ATTR} = {file_mode!r}"
+    return "as_constructed", CONVENTION
+
+
+def apply_mode(model: Any, mode: str) -> Any:
+    """``train()`` or ``eval()`` as ``mode`` says; ``as_constructed`` leaves the model be."""
+    if mode in ("train", "eval"):
+        model.train(mode == "train")
+    return model
 
 
 def _read(path: Path) -> str:
@@ -122,6 +147,11 @@ class LoadedProblem:
     # KernelProblem (Model is then the reference; the baseline is the file's own kernel)
     kind: str = "module"
     kernel: Any = None
+    mode: str | None = None  # the file's KERNELOPT_MODE, when it sets one
+
+    @property
+    def resolved_mode(self) -> str:
+        return resolve_mode("auto", self.mode)[0]
 
     @property
     def source_sha256(self) -> str:
@@ -138,13 +168,14 @@ class LoadedProblem:
 
         The model is left in the mode its constructor gives it (training mode,
         as KernelBench evaluates it): batch-norm then normalises with batch
-        statistics, which is what the reference computation means.
+        statistics, which is what the reference computation means.  A file's
+        ``KERNELOPT_MODE`` overrides that, as it does in the gates.
         """
         import torch
 
         init = self.make_init_inputs(seed)
         torch.manual_seed(seed)
-        model = self.model_class(*init)
+        model = apply_mode(self.model_class(*init), self.resolved_mode)
         if dtype is not None:
             model = model.to(dtype=dtype)
         return model.to(device)
@@ -254,6 +285,9 @@ def _validate(module: ModuleType, name: str, label: str, source: str) -> LoadedP
         raise ProblemError(
             label, f"Model(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"
         ) from exc
+    mode = getattr(module, MODE_ATTR, None)
+    if mode is not None and mode not in MODES:
+        raise ProblemError(label, f"{MODE_ATTR} must be one of {MODES}, got {mode!r}")
     holdout = funcs["get_holdout_inputs"]
     if holdout is not None:
         cases = _call_list(holdout, "get_holdout_inputs", label)
@@ -269,6 +303,7 @@ def _validate(module: ModuleType, name: str, label: str, source: str) -> LoadedP
         get_inputs=funcs["get_inputs"],
         get_init_inputs=funcs["get_init_inputs"],
         get_holdout_inputs=holdout,
+        mode=mode,
     )
 
 

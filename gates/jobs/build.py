@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from gates.call_policy import apply_mode, load_policy
 from gates.problem_io import ProblemFile, load_candidate_class
 from gates.protocol import ModelSource
 
@@ -60,8 +61,11 @@ def build_callable(
     """Return ``(fn, info)``; ``fn(*inputs)`` runs one forward pass.
 
     ``on_phase`` marks "import" (candidate module import: syntax errors,
-    import-time failures) and "build" (construction, weight copy).
+    import-time failures) and "build" (construction, weight copy).  Every
+    model gets the reference's evaluation mode (``gates.call_policy``); the
+    caller prepares each call with a ``CallPreparer``.
     """
+    policy = load_policy(inputs_dir)
     if src.kind == "wrapper":
         on_phase("build")
         return _build_wrapper(src, device)
@@ -72,13 +76,19 @@ def build_callable(
         on_phase("build")
         model = problem.build(cls, model_seed, device)
         how, note = load_matching_weights(model, inputs_dir)
-        return model, {"weights": how, "weights_note": note}
+        apply_mode(model, policy)
+        return model, {"weights": how, "weights_note": note, "mode": policy.mode}
     on_phase("build")
     baseline = problem.baseline(model_seed, device)  # hook: kernel problems (kernelopt.kinds)
     if baseline is not None:  # their baseline is their own kernel, whatever the compile mode
         return baseline, {"weights": "none", "baseline": "kernel problem's own launcher"}
     model = problem.build(problem.Model, model_seed, device)
+    apply_mode(model, policy)
     if src.kind == "compiled":
+        if policy.random:  # Inductor's own RNG draws other numbers than eager's seeded one
+            import torch._inductor.config as inductor_config
+
+            inductor_config.fallback_random = True
         mode = src.compile_mode or "default"
         compiled = torch.compile(model, mode=None if mode == "default" else mode)
         return compiled, {"weights": "state_dict", "compile_mode": mode}

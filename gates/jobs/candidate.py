@@ -5,7 +5,9 @@ tensors loaded from the reference child's files (or, for a ``newvals`` set,
 new values copied into the previous call's very buffers: pointer- and
 shape-keyed caches return stale answers there); allocations are poisoned;
 the whole device is synchronised before outputs are read; inputs are
-compared with their on-disk originals afterwards (mutation).
+compared with their on-disk originals afterwards (mutation).  Before every
+call, the model's state is restored and the RNGs seeded as the reference's
+policy says (``gates.call_policy``), so the dry run leaves no trace.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import torch
 
+from gates.call_policy import CallPreparer, load_policy
 from gates.checked_calls import output_problem
 from gates.child import mark
 from gates.jobs.build import build_callable
@@ -53,9 +56,12 @@ def run(job: CandidateJob) -> CandidateResult:
             fn, info = build_callable(
                 job.model, job.device, job.model_seed, job.inputs_dir, on_phase=mark
             )
+        # the model's state as built and the RNG seed of the set, before every call
+        prepare = CallPreparer(load_policy(job.inputs_dir), fn)
         first = job.input_sets[0]
         mark("dry_run", set=first.name)
         dry_inputs = to_device(load_values(set_path(job.inputs_dir, first.name)), job.device)
+        prepare(first.name)
         t0 = _perf_counter()
         fn(*dry_inputs)
         _sync(job.device)
@@ -77,6 +83,7 @@ def run(job: CandidateJob) -> CandidateResult:
                 inputs = to_device(fresh, job.device)
             sizes = job.output_nbytes[i] if i < len(job.output_nbytes) else []
             poison_cached_blocks(sizes, job.device)
+            prepare(s.name)
             t0 = _perf_counter()
             if poison is not None:
                 with poison:

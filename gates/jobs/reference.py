@@ -4,18 +4,37 @@ Writes each input set to ``inputs_dir`` (the candidate may read those) and the
 outputs to ``refs_dir`` (only the parent reads those, and deletes them before
 any candidate runs).  Records whether the reference itself mutates its inputs,
 so that candidate mutation is judged against what the reference does.
+
+It also decides how every child evaluates the model (``gates.call_policy``):
+the mode, whether the forward draws random numbers (then every call is seeded
+per input set), which state a call changes (restored before every call), and
+that two calls with the same seed agree (else a one-line error naming the op).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
+import time
 from typing import Any
 
 import torch
 
+from gates.call_policy import (
+    StateKeeper,
+    VersionWatch,
+    call_seed,
+    save_policy,
+    seed_everything,
+    state_tensors,
+)
 from gates.checked_calls import shares_memory
 from gates.child import mark
+from gates.cpu_budget import CpuBudget
+from gates.float32_random import Float32Randomness
 from gates.jobs.build import weights_path
+from gates.nondeterminism import divergent_op, nondeterministic_error
 from gates.problem_io import (
     ProblemFile,
     dtype_of,
@@ -29,8 +48,9 @@ from gates.problem_io import (
     to_device,
     to_double,
 )
-from gates.protocol import InputSet, ReferenceJob, ReferenceResult, SetInfo
+from gates.protocol import EvaluationPolicy, InputSet, ReferenceJob, ReferenceResult, SetInfo
 from kernelopt.precision import strict_fp32
+from kernelopt.problem import apply_mode, resolve_mode
 
 JOB_TYPE = ReferenceJob
 
@@ -81,13 +101,77 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _differs(a: list[Any], b: list[Any]) -> str:
+    """Where two calls' outputs differ, in words ('' when bitwise the same)."""
+    if len(a) != len(b):
+        return f"{len(a)} output leaves, then {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if same_values(x, y):
+            continue
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape:
+            diff = (x.detach().double() - y.detach().double()).abs().nan_to_num(0.0)
+            return f"output {i}: {int((diff > 0).sum())} of {x.numel()} elements differ"
+        return f"output {i} differs"
+    return ""
+
+
+class _Caller:
+    """The reference's calls: state restored and RNGs seeded per input set before each."""
+
+    def __init__(self, model: torch.nn.Module, job: ReferenceJob, seeds: dict[str, int]) -> None:
+        self.model, self.job, self.seeds = model, job, seeds
+        self.watch = VersionWatch(model)
+        self.keeper = StateKeeper(
+            model, [n for n, _ in model.named_buffers(remove_duplicate=False)]
+        )
+
+    def prepare(self, name: str, seed: int | None = None) -> None:
+        self.keeper.restore()
+        seed_everything(self.seeds.get(name, 0) if seed is None else seed)
+
+    def adopt_changed_parameters(self, names: list[str]) -> None:
+        """Parameters a call changed in place are restored too (from the saved weights)."""
+        missing = [n for n in names if n not in self.keeper.originals]
+        if not missing:
+            return
+        weights = torch.load(weights_path(self.job.inputs_dir), weights_only=True)
+        tensors = state_tensors(self.model)
+        for n in missing:
+            if n in weights and n in tensors:
+                self.keeper.originals[n] = tensors[n]
+                self.keeper.saved[n] = weights[n].to(self.job.device)
+
+    def fresh(self, name: str) -> list[Any]:
+        return to_device(load_values(set_path(self.job.inputs_dir, name)), self.job.device)
+
+    def call(self, name: str, seed: int | None = None) -> list[Any]:
+        inputs = self.fresh(name)
+        self.prepare(name, seed)
+        out = flatten_output(self.model(*inputs))
+        _sync(self.job.device)
+        return out
+
+
+def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> bool:
+    """Same seed again must give the same outputs; another seed tells whether forward is random."""
+    mark("determinism", set=name)
+    again = caller.call(name)
+    difference = _differs(first, again)
+    if difference:
+        op = divergent_op(lambda: caller.call(name), problem_path)
+        raise nondeterministic_error(difference, op)
+    other = caller.call(name, seed=caller.seeds.get(name, 0) ^ 0x5BD1E995)
+    return bool(_differs(first, other))
+
+
 def run(job: ReferenceJob) -> ReferenceResult:
     strict_fp32()
     mark("import_problem")
     problem = ProblemFile(job.problem_path)
     holdout_available = len(problem.holdout_inputs(0)) if problem.get_holdout_inputs else 0
     mark("build_model")
-    model = problem.build(problem.Model, job.model_seed, job.device)
+    mode, mode_source = resolve_mode(job.model_mode, problem.mode)
+    model = apply_mode(problem.build(problem.Model, job.model_seed, job.device), mode)
     torch.save(
         {k: v.detach().cpu() for k, v in model.state_dict().items()}, weights_path(job.inputs_dir)
     )
@@ -103,22 +187,35 @@ def run(job: ReferenceJob) -> ReferenceResult:
             input_sets.append(
                 InputSet(name="holdout_derived", seed=job.holdout_seed, kind="derived")
             )
+    seeds = {s.name: call_seed(s.name, s.seed) for s in input_sets}
+    caller = _Caller(model, job, seeds)
+    budget = CpuBudget(job, problem) if job.device == "cpu" and job.cpu_budget_s > 0 else None
     infos: list[SetInfo] = []
     flops: int | None = None
+    random_forward = False
+    stateful: list[str] = []
+    first_seconds: float | None = None
     with torch.no_grad():
         for s in list(input_sets):
             mark("reference", set=s.name)
             try:
                 inputs = _make_inputs(problem, s)
+                if budget is not None:
+                    inputs = budget.fit(
+                        inputs, s, functools.partial(_timed_call, caller, name=s.name)
+                    )
                 save_values(set_path(job.inputs_dir, s.name), inputs)
                 dev_inputs = to_device(inputs, job.device)
                 if job.count_flops and flops is None and s.kind != "derived":
+                    caller.prepare(s.name)
                     flops = _count_flops(model, dev_inputs)
-                    dev_inputs = to_device(
-                        load_values(set_path(job.inputs_dir, s.name)), job.device
-                    )
+                    dev_inputs = caller.fresh(s.name)
+                caller.prepare(s.name)
+                started = time.perf_counter()
                 out = flatten_output(model(*dev_inputs))
                 _sync(job.device)
+                if first_seconds is None:
+                    first_seconds = time.perf_counter() - started
             except Exception as exc:
                 if s.kind != "derived":
                     raise
@@ -142,6 +239,13 @@ def run(job: ReferenceJob) -> ReferenceResult:
             ]
             if mutated:  # the candidate must then mutate the same way
                 save_values(set_path(job.inputs_dir, f"{s.name}.post"), dev_inputs)
+            if not infos:  # the first call: what it changed, and is it reproducible
+                params = caller.watch.changed()
+                caller.adopt_changed_parameters(params)
+                stateful = sorted(set(caller.keeper.changed()) | set(params))
+                random_forward = _probe(caller, s.name, out, job.problem_path)
+                if budget is not None and first_seconds is not None:
+                    budget.announce(first_seconds, len(input_sets))
             infos.append(
                 SetInfo(
                     name=s.name,
@@ -155,14 +259,30 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     derived_holdout=s.kind == "derived",
                 )
             )
+        policy = EvaluationPolicy(
+            mode=mode,
+            training=model.training,
+            mode_source=mode_source,
+            random=random_forward,
+            seeded=random_forward,
+            call_seeds={s.name: seeds[s.name] for s in input_sets},
+            stateful=stateful,
+            inputs_note=budget.note if budget is not None else "",
+        )
+        save_policy(job.inputs_dir, policy)
         fp64_error = ""
         if job.compute_fp64:
             mark("reference_fp64")
             try:
+                caller.keeper.restore()  # the copy starts from the state as built
                 model64 = copy.deepcopy(model).double()
+                keeper64 = StateKeeper(model64, stateful)
                 for s in input_sets:
                     inputs = to_double(load_values(set_path(job.inputs_dir, s.name)))
-                    out64 = flatten_output(model64(*to_device(inputs, job.device)))
+                    keeper64.restore()
+                    seed_everything(seeds[s.name])
+                    with Float32Randomness() if random_forward else contextlib.nullcontext():
+                        out64 = flatten_output(model64(*to_device(inputs, job.device)))
                     save_values(set_path(job.refs_dir, f"{s.name}.fp64"), out64)
                 _sync(job.device)
             except Exception as exc:  # a model that cannot run in float64: no rho rule
@@ -182,7 +302,20 @@ def run(job: ReferenceJob) -> ReferenceResult:
         device_name=torch.cuda.get_device_name() if job.device.startswith("cuda") else "cpu",
         torch_version=torch.__version__,
         triton_version=triton.__version__,
+        policy=policy,
+        call_seconds=first_seconds,
+        estimate_note=budget.estimate if budget is not None else "",
     )
+
+
+def _timed_call(caller: _Caller, inputs: list[Any], *, name: str) -> float:
+    """Seconds of one reference call on ``inputs`` (a probe for the CPU budget)."""
+    dev = to_device(inputs, caller.job.device)
+    caller.prepare(name)
+    started = time.perf_counter()
+    caller.model(*dev)
+    _sync(caller.job.device)
+    return time.perf_counter() - started
 
 
 def _count_flops(model: torch.nn.Module, inputs: list[Any]) -> int | None:

@@ -7,7 +7,9 @@ again (patching *during* the timed calls).  Every call, warm-up included,
 goes through ``CheckedLoop``: its inputs rotate over the reference's input
 sets and its outputs are recorded for the parent to compare
 (``gates.checked_calls``), so a timed call is always a checked call.  Both
-sides are timed through the same loop.
+sides are timed through the same loop.  A random or stateful forward is
+seeded and has its state restored before each call, outside the events (and
+subtracted from the host batches), as the reference's policy says.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import torch
 
+from gates.call_policy import CallPreparer, by_index, load_policy
 from gates.checked_calls import CheckedCalls, RotatingInputs
 from gates.child import job_file, mark
 from gates.jobs.build import build_callable
@@ -91,6 +94,7 @@ class CheckedLoop:
             samples = []
             for _ in range(n):
                 k, args = self.rotation.next()
+                self.checks.before(k)  # seed / restore state: off the clock
                 t0 = kit.now_ns()
                 out = self.fn(*args)
                 samples.append((kit.now_ns() - t0) / 1e6)
@@ -105,6 +109,7 @@ class CheckedLoop:
             if pending is not None:  # the previous call's check, before the flush is queued
                 self.checks.record(*pending)
                 pending = None
+            self.checks.before(k)  # seed / restore state: before the flush, off the events
             # The flush and a short spin keep the GPU busy while this thread queues the
             # timed call: with the checks' host work above, the GPU would otherwise wait at
             # `start` for the call's launches, and the events would time the dispatch.
@@ -126,13 +131,18 @@ class CheckedLoop:
         """Mean ms per call of ``n`` back-to-back calls on the two input buffers as they are."""
         held = [self.rotation.fixed(0), self.rotation.fixed(1 % len(self.rotation.slots))]
         outs = []
+        prepared_ns = 0  # host time spent seeding / restoring between calls: not the model's
         self.kit.sync()
         t0 = self.kit.now_ns()
         for i in range(n):
             k, args = held[i % 2]
+            if self.checks.prepare is not None:
+                p0 = self.kit.now_ns()
+                self.checks.before(k)
+                prepared_ns += self.kit.now_ns() - p0
             outs.append((k, args, self.fn(*args)))
         self.kit.sync()
-        ms = (self.kit.now_ns() - t0) / 1e6 / n
+        ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
         for k, args, out in outs:
             self.checks.record(out, k, args)
         return ms
@@ -186,6 +196,9 @@ def run(job: TimingJob) -> TimingResult:
         checks = CheckedCalls(
             expected=list(job.expected), device=job.device, samples=job.check_samples
         )
+        prepare = CallPreparer(load_policy(job.inputs_dir), fn)
+        if prepare.active:  # random or stateful forward: every call as the reference's
+            checks.prepare = by_index(prepare, names)
         loop = CheckedLoop(kit, fn, rotation, checks)
         mark("warm")
         loop.untimed(_WARM_CALLS)  # compile / autotune / JIT happen here, untimed

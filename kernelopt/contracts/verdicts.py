@@ -82,6 +82,12 @@ class GateSettings(Frozen):
     timing_timeout_s: float = 300.0  # one fresh timing process
     run_model_gate: bool = True
     run_perf: bool = True
+    # how the model is evaluated (gates/call_policy.py): "auto" follows the file's
+    # KERNELOPT_MODE, else KernelBench's convention (as constructed: training mode unless
+    # the constructor calls eval()); "as_constructed", "train" or "eval" override both
+    model_mode: str = "auto"
+    # CPU only: a check estimated to take longer runs on a smaller batch (and says so)
+    cpu_budget_s: float = 180.0
 
 
 def pinned_gates(settings: GateSettings | None) -> dict[str, GateSettings]:

@@ -1,0 +1,197 @@
+"""How every gate child calls the model: its mode, its RNG seed, its state (issue 30).
+
+KernelBench-format models are evaluated as constructed (training mode unless
+the constructor says otherwise), so dropout draws a new mask and batch norm
+updates its running statistics on every call.  Candidates are compared with
+one reference call per input set, so every child -- reference, candidate,
+timing -- must start each call from the same place:
+
+* **mode**: ``GateSettings.model_mode`` (``auto`` follows the file's
+  ``KERNELOPT_MODE``, else the convention) is resolved once in the reference
+  child and applied to every side;
+* **randomness**: when the reference's forward draws random numbers, torch's
+  (CPU and CUDA), Python's and NumPy's RNGs are seeded before every call with
+  the input set's call seed (the same in every process);
+* **state**: buffers (and parameters) a call changes in place are restored
+  before the next call, from what the model held when built.
+
+The reference child writes the resolved ``EvaluationPolicy`` next to the
+input files (``_policy.pt``, hashed with them), every other child reads it.
+Seeding and restoring happen before a call, off the clock in timing.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gates.protocol import EvaluationPolicy
+
+POLICY_FILE = "_policy.pt"
+
+
+def policy_path(inputs_dir: str | Path) -> Path:
+    return Path(inputs_dir) / POLICY_FILE
+
+
+def save_policy(inputs_dir: str | Path, policy: EvaluationPolicy) -> None:
+    torch.save({"policy": policy.model_dump_json()}, policy_path(inputs_dir))
+
+
+def load_policy(inputs_dir: str | Path) -> EvaluationPolicy:
+    """The reference's policy; the default (as constructed, nothing seeded) when absent."""
+    path = policy_path(inputs_dir)
+    if not path.is_file():
+        return EvaluationPolicy()
+    data = torch.load(path, weights_only=True)
+    return EvaluationPolicy.model_validate_json(data["policy"])
+
+
+def call_seed(set_name: str, seed: int) -> int:
+    """The RNG seed of every call on one input set: the same in every process."""
+    return zlib.crc32(f"{set_name}/{seed}".encode()) & 0x7FFFFFFF
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch (CPU and every CUDA device), Python's ``random`` and NumPy if imported."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
+
+
+def module_of(fn: Any) -> torch.nn.Module | None:
+    """The ``nn.Module`` behind a callable (``torch.compile``'s wrapper unwrapped), if any."""
+    inner = getattr(fn, "_orig_mod", fn)
+    return inner if isinstance(inner, torch.nn.Module) else None
+
+
+def state_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer by name (shared ones under each of their names)."""
+    out: dict[str, torch.Tensor] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        out[name] = p
+    for name, b in module.named_buffers(remove_duplicate=False):
+        if b is not None:
+            out[name] = b
+    return out
+
+
+def _owner(module: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
+    prefix, _, leaf = name.rpartition(".")
+    return (module.get_submodule(prefix) if prefix else module), leaf
+
+
+class StateKeeper:
+    """Puts chosen state entries back to their values at construction, before every call.
+
+    Copied unconditionally: batch norm updates its running statistics inside
+    the kernel without bumping their version counters.  A name rebound to a
+    new tensor (``self.count = self.count + 1``) gets its original object back.
+    """
+
+    def __init__(self, module: torch.nn.Module, keep: list[str]) -> None:
+        self.module = module
+        tensors = state_tensors(module)
+        self.originals = {n: tensors[n] for n in keep if n in tensors}
+        self.saved = {n: t.detach().clone() for n, t in self.originals.items()}
+
+    def changed(self) -> list[str]:
+        """Kept entries whose object or values differ from the saved ones (bitwise, NaN-aware)."""
+        from gates.problem_io import same_values
+
+        current = state_tensors(self.module)
+        return [
+            n
+            for n, original in self.originals.items()
+            if current.get(n) is not original or not same_values(original, self.saved[n])
+        ]
+
+    def restore(self) -> None:
+        if not self.originals:
+            return
+        current = state_tensors(self.module)
+        with torch.no_grad():
+            for name, original in self.originals.items():
+                if current.get(name) is not original:
+                    owner, leaf = _owner(self.module, name)
+                    table = owner._parameters if leaf in owner._parameters else owner._buffers
+                    table[leaf] = original
+                original.copy_(self.saved[name])
+
+
+class VersionWatch:
+    """Parameters a call changed in place (version counters and identities, no copies)."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.module = module
+        self.objects = dict(module.named_parameters(remove_duplicate=False))
+        self.seen = {n: t._version for n, t in self.objects.items()}
+
+    def changed(self) -> list[str]:
+        now = dict(self.module.named_parameters(remove_duplicate=False))
+        return sorted(
+            n
+            for n, version in self.seen.items()
+            if now.get(n) is not self.objects[n] or self.objects[n]._version != version
+        )
+
+
+def keep_names(module: torch.nn.Module, policy: EvaluationPolicy) -> list[str]:
+    """The entries a child restores: the reference's stateful ones, by name.
+
+    A candidate that renamed them keeps all its buffers instead (restored only
+    when a call changes them).
+    """
+    if not policy.stateful:
+        return []
+    names = state_tensors(module)
+    mine = [n for n in policy.stateful if n in names]
+    if mine:
+        return mine
+    return [n for n, _ in module.named_buffers(remove_duplicate=False)]
+
+
+def apply_mode(fn: Any, policy: EvaluationPolicy) -> None:
+    """``train()`` / ``eval()`` as the policy says; ``as_constructed`` leaves every side be."""
+    module = module_of(fn)
+    if module is None or policy.mode == "as_constructed":
+        return
+    module.train(policy.mode == "train")
+
+
+class CallPreparer:
+    """Before every call on an input set: state restored, RNGs seeded (when the forward is random).
+
+    ``fn`` is whatever the child calls; a callable that is not a module (an
+    Inductor wrapper) gets the seeding only.
+    """
+
+    def __init__(self, policy: EvaluationPolicy, fn: Any) -> None:
+        self.policy = policy
+        module = module_of(fn)
+        keep = keep_names(module, policy) if module is not None else []
+        self.keeper = StateKeeper(module, keep) if module is not None and keep else None
+
+    @property
+    def active(self) -> bool:
+        """False when a call needs nothing prepared (deterministic and stateless)."""
+        return self.keeper is not None or self.policy.seeded
+
+    def __call__(self, set_name: str) -> None:
+        if self.keeper is not None:
+            self.keeper.restore()
+        if self.policy.seeded:
+            seed_everything(self.policy.call_seeds.get(set_name, 0))
+
+
+def by_index(prepare: CallPreparer, names: list[str]) -> Callable[[int], None]:
+    """The preparer keyed by a rotation's set index (timing children)."""
+    return lambda k: prepare(names[k])

@@ -1,0 +1,153 @@
+"""The identity candidate (``ModelNew = Model``) is accepted on every problem of our corpus.
+
+``tests/problems/identity`` holds small problems with the patterns public
+KernelBench-format suites are full of (issue 30): dropout and batch norm in
+training mode, random draws inside ``forward``, in-place ops on inputs,
+non-contiguous / 0-d / integer / boolean / tuple / list outputs, buffers,
+shared weights, int64 indices, bf16/fp16 inputs.  Each goes through the real
+cascade (reference child, candidate child: gates 1-3) on this machine's device;
+two at a time, since they share nothing.  A few more checks show the policy is
+stated, that the checks can fail, and that timing children seed and restore too.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from gates.cascade import verify_candidate
+from kernelopt.contracts.verdicts import CascadeResult, GateSettings
+
+CORPUS = sorted((Path(__file__).resolve().parents[1] / "problems" / "identity").glob("*.py"))
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _gpu_only(path: Path) -> bool:
+    return "KERNELOPT_GPU_ONLY = True" in path.read_text()
+
+
+def _identity(path: Path, directory: Path) -> Path:
+    candidate = directory / f"{path.stem}_identity.py"
+    candidate.write_text(path.read_text() + "\n\nModelNew = Model\n")
+    return candidate
+
+
+def _verify(problem: Path, candidate: Path, work: Path, **settings: object) -> CascadeResult:
+    base = GateSettings(device=DEVICE, run_perf=False, static_timeout_s=120.0)
+    return verify_candidate(problem, candidate, base.model_copy(update=settings), workdir=work)
+
+
+@pytest.fixture(scope="module")
+def results(cpu_launcher: bool, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("identity")
+    runnable = [p for p in CORPUS if DEVICE == "cuda" or not _gpu_only(p)]
+
+    def one(path: Path) -> tuple[str, CascadeResult]:
+        return path.stem, _verify(path, _identity(path, work), work / path.stem)
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(one, runnable))
+
+
+def test_the_corpus_is_large_and_covers_a_gpu_memory_case() -> None:
+    assert len(CORPUS) >= 40
+    assert any(_gpu_only(p) for p in CORPUS)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_identity_candidate_is_accepted(path: Path, results: dict[str, Any]) -> None:
+    if DEVICE == "cpu" and _gpu_only(path):
+        pytest.skip("sized near an H200's memory limit: GPU only")
+    result = results[path.stem]
+    assert result.accepted, f"{path.stem}: {result.reason}\n{result.feedback[:800]}"
+    assert [v.gate.value for v in result.verdicts] == ["static", "correctness", "model"]
+    assert result.environment["evaluation"] == result.verdicts[1].metrics["evaluation"]
+
+
+def _policy(results: dict[str, Any], name: str) -> dict[str, Any]:
+    return results[name].environment["policy"]
+
+
+def test_the_policy_says_what_was_seeded_restored_and_which_mode(results: dict[str, Any]) -> None:
+    drop = _policy(results, "dropout_linear")
+    assert drop["random"] and drop["seeded"] and drop["training"] and not drop["stateful"]
+    assert "KernelBench convention" in drop["mode_source"]
+    bn = _policy(results, "batchnorm1d_train")
+    assert not bn["random"] and {"bn.running_mean", "bn.running_var"} <= set(bn["stateful"])
+    assert _policy(results, "call_counter_buffer")["stateful"] == ["calls"]
+    assert _policy(results, "constant_buffer")["stateful"] == []
+    by_file = _policy(results, "dropout_eval_by_file")
+    assert by_file["mode"] == "eval" and not by_file["training"] and not by_file["random"]
+    assert "KERNELOPT_MODE" in by_file["mode_source"]
+    assert _policy(results, "python_random_scale")["random"]
+    text = results["dropout_linear"].environment["evaluation"]
+    assert "training mode" in text and "seeded per input set" in text
+
+
+def test_a_setting_overrides_the_convention(tmp_path: Path, cpu_launcher: bool) -> None:
+    problem = next(p for p in CORPUS if p.stem == "dropout_linear")
+    result = _verify(problem, _identity(problem, tmp_path), tmp_path / "w", model_mode="eval")
+    policy = result.environment["policy"]
+    assert result.accepted and policy["mode"] == "eval" and not policy["random"]
+    assert "setting model_mode=eval" in result.environment["evaluation"]
+
+
+def test_a_candidate_that_draws_other_numbers_is_rejected(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    """Seeding makes the reference reproducible, not any candidate right: this one skips a draw."""
+    problem = next(p for p in CORPUS if p.stem == "randn_in_forward")
+    candidate = tmp_path / "shifted.py"
+    candidate.write_text(
+        problem.read_text()
+        + "\n\nclass ModelNew(Model):\n    def forward(self, x):\n"
+        + "        torch.rand(3)\n        return super().forward(x)\n"
+    )
+    result = _verify(problem, candidate, tmp_path / "w")
+    assert not result.accepted and result.deciding_gate is not None
+    assert result.deciding_gate.value == "correctness"
+
+
+def test_a_non_deterministic_reference_gets_one_line_naming_the_op(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    problem = tmp_path / "counts_in_python.py"
+    problem.write_text(
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.n = 0\n\n"
+        "    def forward(self, x):\n        self.n += 1\n        y = x.exp()\n"
+        "        return y * self.n\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 4)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    result = _verify(problem, _identity(problem, tmp_path), tmp_path / "w")
+    assert result.could_not_run
+    line = next(x for x in result.reason.splitlines() if "not deterministic" in x)
+    assert "aten.mul.Tensor at line 13 of the problem file" in line, line
+    assert "model_mode=eval" in line and "seeded per call" in line
+
+
+def test_timing_children_seed_and_restore_off_the_clock(tmp_path: Path, cpu_launcher: bool) -> None:
+    """Gate 4 on the CPU: every checked timed call of a random and a stateful model checks out."""
+    for name in ("matmul_dropout_softmax", "batchnorm_cumulative_used"):
+        problem = next(p for p in CORPUS if p.stem == name)
+        result = _verify(
+            problem,
+            _identity(problem, tmp_path),
+            tmp_path / name,
+            run_perf=True,
+            baseline_mode="eager",
+            warmup_ms=2.0,
+            rep_ms=10.0,
+            min_rounds=1,
+            max_rounds=1,
+        )
+        perf = result.verdicts[-1]
+        assert perf.gate.value == "performance", result.reason
+        checks = perf.metrics["checked_calls"]
+        assert checks and all(c["ok"] for c in checks), (name, checks)
