@@ -17,6 +17,7 @@ import contextlib
 import copy
 import functools
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -201,9 +202,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
             try:
                 inputs = _make_inputs(problem, s)
                 if budget is not None:
-                    inputs = budget.fit(
-                        inputs, s, functools.partial(_timed_call, caller, name=s.name)
-                    )
+                    inputs = budget.fit(inputs, s, _budget_probe(problem, caller, s.name))
                 save_values(set_path(job.inputs_dir, s.name), inputs)
                 dev_inputs = to_device(inputs, job.device)
                 if job.count_flops and flops is None and s.kind != "derived":
@@ -306,6 +305,24 @@ def run(job: ReferenceJob) -> ReferenceResult:
         call_seconds=first_seconds,
         estimate_note=budget.estimate if budget is not None else "",
     )
+
+
+def _budget_probe(problem: ProblemFile, caller: _Caller, name: str) -> Callable[[list[Any]], float]:
+    """What the CPU budget times: a kernel problem's own (interpreted) launcher, else the
+    reference.  A Triton kernel under the interpreter is orders of magnitude slower than
+    the eager reference, and the candidates of a kernel problem are Triton kernels."""
+    if problem.kernel is None:
+        return functools.partial(_timed_call, caller, name=name)
+    baseline = problem.baseline(caller.job.model_seed, caller.job.device)
+
+    def time_baseline(inputs: list[Any]) -> float:
+        dev = to_device(inputs, caller.job.device)
+        started = time.perf_counter()
+        baseline(*dev)
+        _sync(caller.job.device)
+        return time.perf_counter() - started
+
+    return time_baseline
 
 
 def _timed_call(caller: _Caller, inputs: list[Any], *, name: str) -> float:

@@ -87,7 +87,7 @@ class GateSettings(Frozen):
     # the constructor calls eval()); "as_constructed", "train" or "eval" override both
     model_mode: str = "auto"
     # CPU only: a check estimated to take longer runs on a smaller batch (and says so)
-    cpu_budget_s: float = 180.0
+    cpu_budget_s: float = 60.0
 
 
 def pinned_gates(settings: GateSettings | None) -> dict[str, GateSettings]:
