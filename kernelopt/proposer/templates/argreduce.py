@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kernelopt.proposer.templates import k_argreduce
 from kernelopt.proposer.templates.base import (
     FLOAT_DTYPES,
     KernelView,
@@ -27,7 +26,7 @@ class ArgReduceTemplate(Template):
     """``argmax(x, dim=-1)`` or ``argmin``, the index stored as int64 or cast once."""
 
     name = "argreduce"
-    kernel_module = k_argreduce
+    kernel_file = "k_argreduce.py"
 
     def match(self, view: KernelView) -> TemplateMatch | None:
         ops = view.fragment.op_counts()

@@ -17,7 +17,6 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar
 
 from kernelopt.contracts.compiled import KernelArg
@@ -141,7 +140,7 @@ class Template(ABC):
     """One op family: recognise it, list its parameter grid, write a candidate."""
 
     name: ClassVar[str]
-    kernel_module: ClassVar[ModuleType]
+    kernel_file: ClassVar[str]  # a k_*.py next to this module: read as text, never imported
 
     @abstractmethod
     def match(self, view: KernelView) -> TemplateMatch | None:
@@ -161,7 +160,7 @@ class Template(ABC):
             {"template": self.name, "args": match.args, "consts": match.consts, "params": params},
             sort_keys=True,
         )
-        kernels = Path(self.kernel_module.__file__ or "").read_text(encoding="utf-8")
+        kernels = (Path(__file__).parent / self.kernel_file).read_text(encoding="utf-8")
         return (
             f"{HEADER}{meta}\n"
             f"# {match.what}; parameters {label(self.name, params)}\n"

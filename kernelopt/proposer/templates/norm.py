@@ -6,7 +6,6 @@ from collections import Counter
 from typing import Any
 
 from kernelopt.proposer.fragment import FxNode, Ref
-from kernelopt.proposer.templates import k_norm
 from kernelopt.proposer.templates.base import (
     FLOAT_DTYPES,
     KernelView,
@@ -29,7 +28,7 @@ class NormTemplate(Template):
     """Layer norm (``var_mean`` form) or RMS norm (``mean(x*x)`` form) over the last axis."""
 
     name = "norm"
-    kernel_module = k_norm
+    kernel_file = "k_norm.py"
 
     def match(self, view: KernelView) -> TemplateMatch | None:
         ops = view.fragment.op_counts()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kernelopt.proposer.templates import k_reduce
 from kernelopt.proposer.templates.base import (
     FLOAT_DTYPES,
     MAX_TILE,
@@ -28,7 +27,7 @@ class ReduceTemplate(Template):
     """A kernel whose only op is one reduction over one axis of a dense float input."""
 
     name = "reduce"
-    kernel_module = k_reduce
+    kernel_file = "k_reduce.py"
 
     def match(self, view: KernelView) -> TemplateMatch | None:
         ops = view.fragment.op_counts()

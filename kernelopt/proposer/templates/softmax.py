@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kernelopt.proposer.templates import k_softmax
 from kernelopt.proposer.templates.base import (
     FLOAT_DTYPES,
     MAX_TILE,
@@ -36,7 +35,7 @@ class SoftmaxTemplate(Template):
     """Softmax or log-softmax over the last axis of a dense float tensor."""
 
     name = "softmax"
-    kernel_module = k_softmax
+    kernel_file = "k_softmax.py"
 
     def match(self, view: KernelView) -> TemplateMatch | None:
         ops = view.fragment.op_counts()
