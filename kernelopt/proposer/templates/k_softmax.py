@@ -15,7 +15,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _ko_softmax_rows(
+def _ko_softmax_kernel(
     x_ptr,
     y_ptr,
     n_rows,
@@ -84,7 +84,7 @@ def ko_softmax(
     """Softmax (or log-softmax) of contiguous ``x`` viewed as rows of ``n_cols``, into ``y``."""
     n_rows = x.numel() // n_cols
     grid = (triton.cdiv(n_rows, ROWS),)
-    _ko_softmax_rows[grid](
+    _ko_softmax_kernel[grid](
         x,
         y,
         n_rows,
