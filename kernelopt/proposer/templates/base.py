@@ -183,8 +183,11 @@ def read_header(source: str) -> tuple[TemplateMatch, dict[str, int]] | None:
         return None
 
 
-def rank_by_prior(points: list[dict[str, int]], tile: Any, programs: Any, sm_count: int) -> list:
-    """Order grid points: ~16 elements per thread and a grid that fills every SM first."""
+def rank_by_prior(
+    points: list[dict[str, int]], tile: Any, programs: Any, sm_count: int, extra: Any = None
+) -> list:
+    """Order grid points: ~16 elements per thread and a grid that fills every SM first
+    (``extra(point)`` adds a template's own cost, e.g. for re-reading a row)."""
 
     def cost(p: dict[str, int]) -> float:
         per_thread = max(1.0, tile(p) / (32 * p["num_warps"]))
@@ -192,6 +195,6 @@ def rank_by_prior(points: list[dict[str, int]], tile: Any, programs: Any, sm_cou
         n = programs(p)
         if n < sm_count:
             c += math.log2(sm_count / max(1, n))
-        return c
+        return c + (extra(p) if extra is not None else 0.0)
 
     return sorted(points, key=lambda p: (round(cost(p), 6), label("", p)))

@@ -117,4 +117,5 @@ def row_grid(n_rows: int, n_cols: int, sm_count: int) -> list[dict[str, int]]:
         tile=lambda p: p["ROWS"] * p["BLOCK"],
         programs=lambda p: -(-n_rows // p["ROWS"]),
         sm_count=sm_count,
+        extra=lambda p: 0.5 if p["BLOCK"] < n_cols else 0.0,  # a looped row is read twice
     )
