@@ -1,4 +1,16 @@
-"""The built-in proposer: mechanical variants of an Inductor kernel, no LLM needed.
+"""The built-in proposer: candidates without an LLM, from interchangeable families.
+
+Families (each decides whether it applies to the target; no problem names,
+shapes or per-problem tables anywhere):
+
+* ``template`` -- expert Triton kernels matched on the kernel's ATen graph
+  fragment (``kernelopt.proposer.templates``), tuned over their own grid;
+* ``launch-config`` -- launch-configuration variants of Inductor's own kernel
+  (below);
+* ``rewrite`` -- algebraic rewrites of the traced model as whole-forward
+  ``ModelNew`` candidates, for forward targets (``kernelopt.proposer.rewrites``).
+
+The launch-config family:
 
 Used when no LLM endpoint is configured (``use_llm=False``): it searches the
 kernel's launch configuration space (block sizes, ``num_warps``,
@@ -13,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult, BuiltinVariant
 from kernelopt.proposer.inductor_source import (
@@ -22,6 +35,8 @@ from kernelopt.proposer.inductor_source import (
     with_fixed_config,
     without_eviction_hints,
 )
+from kernelopt.proposer.templates.base import read_header
+from kernelopt.proposer.templates.family import propose_templates
 from kernelopt.proposer.variants import (
     base_heuristic,
     config_space,
@@ -41,7 +56,42 @@ def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeRes
         from kernelopt.kinds.builtin import propose as propose_kernel_problem
 
         return propose_kernel_problem(inp, store)
+    if inp.target.kind == TargetKind.FORWARD:
+        from kernelopt.proposer.rewrites.family import propose_rewrites  # imports torch
+
+        variants, note = propose_rewrites(inp, store, inp.count, set(inp.exclude))
+        return BuiltinProposeResult(variants=variants, kernel_kind="forward", note=note)
     source = store.get_text(inp.state_source)
+    exclude = set(inp.exclude)
+    if read_header(source) is not None:  # a template state: walk the template's own grid
+        variants, note = propose_templates(inp, store, source, inp.count, exclude)
+        return BuiltinProposeResult(variants=variants, kernel_kind="template", note=note)
+    # an expert template that matches gets half the round, Inductor's launch space the rest
+    templates, _ = propose_templates(inp, store, source, (inp.count + 1) // 2, exclude)
+    result = propose_launch_configs(
+        inp.model_copy(update={"count": inp.count - len(templates)}), store, source
+    )
+    if templates and len(result.variants) < inp.count - len(templates):
+        more, _ = propose_templates(
+            inp, store, source, inp.count, exclude | {v.label for v in templates}
+        )
+        templates += more[: inp.count - len(templates) - len(result.variants)]
+    if not templates:
+        return result
+    return result.model_copy(
+        update={
+            "variants": [*templates, *result.variants],
+            "note": "" if len(templates) + len(result.variants) == inp.count else result.note,
+        }
+    )
+
+
+def propose_launch_configs(
+    inp: BuiltinProposeInput, store: ArtifactStore, source: str
+) -> BuiltinProposeResult:
+    """Launch-configuration variants of the Inductor kernel in ``source``."""
+    if inp.count <= 0:
+        return BuiltinProposeResult(variants=[])
     try:
         kernel = parse_kernel(source)
     except KernelSourceError as exc:

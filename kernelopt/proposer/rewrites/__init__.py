@@ -1,0 +1,17 @@
+"""Algebraic rewrites of the traced model, proposed as whole-forward (ModelNew) candidates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch.fx
+
+from kernelopt.proposer.rewrites.rules import dead_code, diag_to_broadcast, slice_before_linear
+
+Rule = Callable[[torch.fx.GraphModule], list[str]]
+
+RULES: dict[str, Rule] = {
+    "diag-broadcast": diag_to_broadcast,
+    "slice-before-linear": slice_before_linear,
+    "dead-code": dead_code,
+}

@@ -1,0 +1,92 @@
+"""Trace a problem's ``Model`` into an FX graph and write a rewritten graph back as ``ModelNew``.
+
+A rewrite works on ``torch.fx.symbolic_trace`` of the user's own module (the
+graph before Inductor), with shapes from a fake-tensor propagation so nothing
+is computed.  The candidate is the problem file followed by ``class
+ModelNew(Model)`` whose ``forward`` is the rewritten graph's code: it inherits
+the constructor, so parameters keep their names and creation order and the
+captured weights load into it (the forward form of the candidate contract).
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import textwrap
+import types
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.passes.shape_prop import ShapeProp
+
+from kernelopt.errors import DeterministicError
+
+HEADER = "# kernelopt rewrite: "
+
+
+class RewriteError(DeterministicError):
+    """The model cannot be traced or its rewritten graph cannot be written as source."""
+
+
+def load_namespace(source: str, name: str = "kernelopt_problem") -> types.ModuleType:
+    """The problem file executed as a fresh module (defines Model, get_inputs, ...)."""
+    module = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def trace(source: str, seed: int = 0) -> tuple[torch.fx.GraphModule, types.ModuleType]:
+    """The traced model, with ``tensor_meta`` on every node from a fake-tensor pass."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    ns = load_namespace(source)
+    if not hasattr(ns, "Model"):
+        raise RewriteError("the problem defines no Model")
+    torch.manual_seed(seed)
+    init = list(ns.get_init_inputs()) if hasattr(ns, "get_init_inputs") else []
+    model = ns.Model(*init)
+    try:
+        gm = torch.fx.symbolic_trace(model)
+    except Exception as exc:  # FX raises many types for untraceable Python
+        raise RewriteError(f"not traceable by torch.fx: {type(exc).__name__}: {exc}") from None
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    with torch.random.fork_rng():
+        inputs = [
+            fake.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in ns.get_inputs()
+        ]
+    try:
+        ShapeProp(gm, fake_mode=fake).propagate(*inputs)
+    except Exception as exc:  # shape propagation runs arbitrary ops
+        raise RewriteError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
+    return gm, ns
+
+
+def rank(node: Any) -> int | None:
+    """The tensor rank of an FX value (None when unknown or not a tensor)."""
+    if not isinstance(node, torch.fx.Node):
+        return None
+    meta = node.meta.get("tensor_meta")
+    shape = getattr(meta, "shape", None)
+    return len(shape) if shape is not None else None
+
+
+def model_new_source(problem_source: str, gm: torch.fx.GraphModule, done: list[str]) -> str:
+    """The problem file plus ``ModelNew(Model)`` running the rewritten graph."""
+    gm.graph.lint()
+    gm.recompile()
+    code = gm.graph.python_code(root_module="self")
+    known = set(vars(builtins)) | {"torch", "operator", "inf", "nan", "NoneType", "device"}
+    used = set(re.findall(r"[A-Za-z_]\w*", code.src))  # globals FX registers but never uses
+    unknown = sorted(k for k in code.globals if k not in known and k in used)
+    if unknown:
+        raise RewriteError(f"rewritten forward needs globals we cannot write: {unknown}")
+    body = textwrap.indent(code.src.strip(), "    ")
+    return (
+        f"{HEADER}{'; '.join(done)}\n{problem_source.rstrip()}\n\n\n"
+        "import operator  # noqa: E402  (the rewritten forward may use it)\n"
+        "from math import inf, nan  # noqa: E402\n\n\n"
+        "class ModelNew(Model):\n"
+        '    """Model with an algebraically rewritten forward (same parameters)."""\n\n'
+        f"{body}\n"
+    )

@@ -1,0 +1,116 @@
+"""Algebraic identities on the traced graph; each returns what it changed ([] = nothing).
+
+Exact in real arithmetic; in floating point the rounding may differ (a
+broadcast multiply rounds once where a GEMM with a diagonal matrix sums zeros,
+a sliced GEMM sums the same products), so the gates -- not these rules --
+decide whether a rewritten forward is accepted.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+from kernelopt.proposer.rewrites.graph import rank
+
+_MATMUL = (operator.matmul, torch.matmul, torch.mm, torch.bmm)
+_DIAG = (torch.diag, torch.diag_embed)
+
+
+def diag_to_broadcast(gm: torch.fx.GraphModule) -> list[str]:
+    """``diag(v) @ x`` -> ``v[..., None] * x`` and ``x @ diag(v)`` -> ``x * v[..., None, :]``."""
+    done = []
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _DIAG:
+            continue
+        if len(node.args) != 1 or node.kwargs:
+            continue  # an offset or other dims: not a plain diagonal
+        v = node.args[0]
+        if node.target is torch.diag and rank(v) != 1:
+            continue  # torch.diag of a matrix extracts its diagonal
+        users = list(node.users)
+        if not users or any(u.op != "call_function" or u.target not in _MATMUL for u in users):
+            continue
+        if any(u.target is torch.mm and rank(v) != 1 for u in users):
+            continue
+        for user in users:
+            left, right = user.args[0], user.args[1]
+            other = right if left is node else left
+            if left is node and right is node:
+                break
+            with graph.inserting_before(user):
+                if rank(other) is not None and rank(other) >= 2:
+                    axis = -1 if left is node else -2
+                    scale = graph.call_method("unsqueeze", (v, axis))
+                else:
+                    scale = v
+                new = graph.call_function(operator.mul, (scale, other))
+            new.meta = dict(user.meta)
+            user.replace_all_uses_with(new)
+            graph.erase_node(user)
+            done.append(f"{node.target.__name__}(v) product -> broadcast multiply")
+        if not node.users:
+            graph.erase_node(node)
+    return done
+
+
+def _linear_like(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
+    if node.op == "call_module":
+        return isinstance(gm.get_submodule(str(node.target)), torch.nn.Linear)
+    if node.op == "call_function" and node.target is torch.nn.functional.linear:
+        return True
+    return (
+        node.op == "call_function"
+        and node.target in (operator.matmul, torch.matmul)
+        and rank(node.args[1]) == 2
+    )
+
+
+def _row_index(index: Any, out_rank: int) -> bool:
+    """An index that only picks along leading axes (ints and slices, last axis untouched)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not all(isinstance(i, (int, slice)) and not isinstance(i, bool) for i in items):
+        return False
+    if len(items) < out_rank:
+        return True
+    return len(items) == out_rank and items[-1] == slice(None, None, None)
+
+
+def slice_before_linear(gm: torch.fx.GraphModule) -> list[str]:
+    """``linear(x)[idx]`` -> ``linear(x[idx])`` when ``idx`` leaves the feature axis alone."""
+    done = []
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not operator.getitem:
+            continue
+        producer, index = node.args
+        if not isinstance(producer, torch.fx.Node) or len(producer.users) != 1:
+            continue
+        if not _linear_like(producer, gm):
+            continue
+        x = producer.args[0]
+        out_rank = rank(producer)
+        if out_rank is None or out_rank < 2 or rank(x) != out_rank:
+            continue
+        if not _row_index(index, out_rank):
+            continue
+        with graph.inserting_before(producer):
+            picked = graph.call_function(operator.getitem, (x, index))
+        producer.args = (picked, *producer.args[1:])
+        node.replace_all_uses_with(producer)
+        graph.erase_node(node)
+        producer.meta = dict(node.meta)
+        done.append("index pushed before a linear/matmul")
+    return done
+
+
+def dead_code(gm: torch.fx.GraphModule) -> list[str]:
+    """Computation whose result nothing uses (FX keeps impure ops)."""
+    before = len(gm.graph.nodes)
+    gm.graph.eliminate_dead_code()
+    removed = before - len(gm.graph.nodes)
+    return [f"{removed} dead node(s) removed"] if removed else []
