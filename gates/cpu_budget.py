@@ -19,6 +19,7 @@ import torch
 
 from gates.child import mark
 from gates.protocol import InputSet, ReferenceJob
+from kernelopt.durations import human_duration
 
 
 def calls_per_check(sets: int) -> float:
@@ -39,14 +40,6 @@ def cut(values: list[Any], batch: int, rows: int) -> list[Any]:
         else v
         for v in values
     ]
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 class CpuBudget:
@@ -100,8 +93,8 @@ class CpuBudget:
         self.full, self.rows = batch, rows
         self.note = (
             f"inputs cut from batch {batch} to {rows} to fit the CPU budget of "
-            f"{_duration(self.budget)} (one row took {per_row:.2g} s: full size would take "
-            f"about {_duration(full_s)}); the GPU checks full size"
+            f"{human_duration(self.budget)} (one row took {per_row:.2g} s: full size would take "
+            f"about {human_duration(full_s)}); the GPU checks full size"
         )
         mark("estimate", set=self.note)
 
@@ -109,7 +102,7 @@ class CpuBudget:
         """The whole check's duration from the first full reference call, said when long."""
         total = first_seconds * calls_per_check(sets)
         self.estimate = (
-            f"about {_duration(total)} for the whole check at reference speed "
+            f"about {human_duration(total)} for the whole check at reference speed "
             f"(one reference call took {first_seconds:.2g} s; a Triton-interpreted candidate "
             "takes longer)"
         )

@@ -19,6 +19,7 @@ from rich.console import Console
 from kernelopt.agents import reply_folder
 from kernelopt.agents.deferred import LLM_REPLY_SIGNAL, MODES
 from kernelopt.config import Settings
+from kernelopt.durations import human_duration
 from kernelopt.errors import KernelOptError
 from kernelopt.log import get_logger
 
@@ -47,14 +48,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("file", type=Path, help="the reply text ('-' reads stdin)")
 
 
-def _age(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def render_pending(items: list[dict[str, Any]], folder: Path, out: Console) -> None:
     """One block per request: the id on a line of its own, then what asked and when."""
     if not items:
@@ -68,7 +61,7 @@ def render_pending(items: list[dict[str, Any]], folder: Path, out: Console) -> N
         out.print(
             f"  {item.get('role', '?')} for campaign {item.get('campaign_id') or '-'}, "
             f"target {item.get('target_id') or '-'}, round {item.get('round', '?')}; "
-            f"waiting {_age(float(item.get('age_s', 0)))}",
+            f"waiting {human_duration(float(item.get('age_s', 0)))}",
             highlight=False,
         )
     out.print("\nAnswer with: kernelopt reply ID FILE", highlight=False)
