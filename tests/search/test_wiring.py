@@ -289,7 +289,10 @@ async def test_a_slower_accepted_candidate_gets_exactly_one_timing_retry(env, st
         )
         base = search_input(store, f"wire-{uuid.uuid4().hex[:6]}")
         target = SearchTarget(
-            id="forward", kind=TargetKind.FORWARD, kernels=[KERNEL, OTHER], source=base.target.source
+            id="forward",
+            kind=TargetKind.FORWARD,
+            kernels=[KERNEL, OTHER],
+            source=base.target.source,
         )
         other = TritonKernel(name=OTHER, source=target.source, launch_line=9, launch_site="...")
         segment = base.segment.model_copy(
