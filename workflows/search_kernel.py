@@ -129,7 +129,11 @@ PRUNED_CAP_PATCH = "bounded-search-tree"
 PLAN_RETRY_PATCH = "planner-parse-retry"
 # A plan that repeats one of this state's lineage or of this round is not developed.
 DEDUPE_PATCH = "dedupe-plans"
-TRIED_PLANS_KEPT = 16  # plans remembered per state (the planner is shown them)
+TRIED_PLANS_KEPT = 16  # plans of a lineage the planner is shown (and repeats are checked against)
+# Per state, this many plans are carried, descriptions cut to PLAN_CHARS: at most ~64 states
+# x 8 x ~0.35 KB in the carried state, far below the 2 MB payload limit.
+PLANS_PER_STATE = 8
+PLAN_CHARS = 300
 # An accepted candidate slower than gamma is told its timing once, for one more attempt.
 TIMING_RETRY_PATCH = "retry-after-timing"
 DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
@@ -371,8 +375,9 @@ class SearchKernel:
 
     def _remember_plans(self, node_id: str, plans: list[Plan]) -> None:
         if plans:
-            tried = [*self.s.tried_plans.get(node_id, []), *plans]
-            self.s.tried_plans[node_id] = tried[-TRIED_PLANS_KEPT:]
+            cut = [p.model_copy(update={"description": p.description[:PLAN_CHARS]}) for p in plans]
+            tried = [*self.s.tried_plans.get(node_id, []), *cut]
+            self.s.tried_plans[node_id] = tried[-PLANS_PER_STATE:]
 
     def _facts(self) -> PromptFacts | None:
         """The campaign's prompt facts, with the GPU worker's hardware once the root is profiled."""
