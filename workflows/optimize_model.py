@@ -22,6 +22,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from kernelopt.agents.facts import build_facts
     from kernelopt.contracts import (
         SEARCH_UPDATE_BUDGET,
         Budgets,
@@ -56,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
         names,
     )
     from kernelopt.contracts.audit import EXPORT_PATCH
-    from kernelopt.contracts.search import passed_gates_1_2
+    from kernelopt.contracts.search import PromptFacts, passed_gates_1_2
     from kernelopt.contracts.verdicts import pinned_gates
 
     from . import activity_options as opts
@@ -267,6 +268,7 @@ class OptimizeModel:
                 budget_left=self._budget_left(),
                 memory=state.memory,
                 share_memory=inp.options.share_memory,
+                facts=self._facts_for(inp, target),
             )
             try:
                 self._child = await workflow.start_child_workflow(
@@ -300,6 +302,21 @@ class OptimizeModel:
             self._progress.targets_done = len(state.results)
             self._sync_progress()
         self._progress.current_target = None
+
+    def _facts_for(self, inp: CampaignInput, target: SearchTarget) -> PromptFacts | None:
+        """The target's prompt facts (pure arithmetic over contracts, so deterministic here).
+
+        They are an aid to the agents: a target whose records the arithmetic cannot
+        read is searched without them rather than failing the workflow task.
+        """
+        state = self._state
+        try:
+            return build_facts(
+                state.compiled, state.segment, target, state.triage, gates=inp.options.gates
+            )
+        except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+            workflow.logger.warning("no prompt facts for %s: %s", target.id, exc)
+            return None
 
     # --- model-level verification -------------------------------------------------------
     async def _verify_and_finish(self, inp: CampaignInput) -> Outcome:

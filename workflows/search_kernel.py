@@ -26,6 +26,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from kernelopt.agents.deferred import LLM_REPLY_SIGNAL
+    from kernelopt.agents.feedback import sibling_lines, timing_feedback
+    from kernelopt.agents.plans import dedupe_plans
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.search import (
@@ -48,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         PlanResult,
         ProfileInput,
         ProfileResult,
+        PromptFacts,
         SearchBudgetUpdate,
         SearchKernelInput,
         SearchKernelResult,
@@ -63,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
         CandidateGateInput,
         CandidateGateResult,
         GateName,
+        GateSettings,
         GateVerdict,
         pinned_gates,
     )
@@ -123,6 +127,15 @@ TREE_KEEP_BOUNDED = 32
 PRUNED_CAP_PATCH = "bounded-search-tree"
 # A planner reply that does not parse is answered once more, in the same conversation.
 PLAN_RETRY_PATCH = "planner-parse-retry"
+# A plan that repeats one of this state's lineage or of this round is not developed.
+DEDUPE_PATCH = "dedupe-plans"
+TRIED_PLANS_KEPT = 16  # plans of a lineage the planner is shown (and repeats are checked against)
+# Per state, this many plans are carried, descriptions cut to PLAN_CHARS: at most ~64 states
+# x 8 x ~0.35 KB in the carried state, far below the 2 MB payload limit.
+PLANS_PER_STATE = 8
+PLAN_CHARS = 300
+# An accepted candidate slower than gamma is told its timing once, for one more attempt.
+TIMING_RETRY_PATCH = "retry-after-timing"
 DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
 
 
@@ -294,6 +307,7 @@ class SearchKernel:
             source=self.s.sources[node.id],
             harness=self.inp.harness if node.id == ROOT_ID else None,
             state_id=node.id,
+            kernel_times=self._kernel_times(),
         )
         try:
             result = await workflow.execute_activity(
@@ -321,12 +335,68 @@ class SearchKernel:
         banned = meltdown_bans(self.s.directions, p.meltdown_window, p.meltdown_distinct)
         planned = await asyncio.gather(*(self._plan(node, banned) for node in beam))
         jobs = []
+        this_round: list[Plan] = []
         for k, (node, plans) in enumerate(zip(beam, planned, strict=True)):
+            keep = self._new_plans(node, plans, this_round)
+            kept = {id(p) for p in keep}  # by identity: two equal plans are one kept, one dropped
             for j, plan in enumerate(plans):
                 self.s.directions.append(plan.direction)
-                jobs.append(self._develop(node, k, j, plan))
+                if id(plan) in kept:  # j stays the planner's position: a dropped plan leaves a gap
+                    jobs.append(self._develop(node, k, j, plan))
+            this_round.extend(keep)
+            self._remember_plans(node.id, keep)
         outcomes = await asyncio.gather(*jobs)
         return [d for decisions in outcomes for d in decisions]
+
+    def _new_plans(self, node: Node, plans: list[Plan], this_round: list[Plan]) -> list[Plan]:
+        """The plans worth code: repeats of the state's lineage or of this round are dropped."""
+        if not plans or not workflow.patched(DEDUPE_PATCH):
+            return plans
+        kept, dropped = dedupe_plans(plans, [*self._lineage_plans(node), *this_round])
+        if dropped:
+            workflow.logger.info(
+                "plans dropped as repeats on %s: %s", node.id, [p.direction for p in dropped]
+            )
+        return kept
+
+    def _lineage_plans(self, node: Node) -> list[Plan]:
+        """Plans developed from this state and its ancestors: each is in the state or failed.
+
+        A plan tried on another branch is not here: applied to this state it is a new
+        combination.
+        """
+        plans: list[Plan] = []
+        current: str | None = node.id
+        while current is not None:
+            plans.extend(self.s.tried_plans.get(current, []))
+            parent = self.tree.nodes.get(current)
+            current = parent.parent_id if parent is not None else None
+        return plans[-TRIED_PLANS_KEPT:] if len(plans) > TRIED_PLANS_KEPT else plans
+
+    def _remember_plans(self, node_id: str, plans: list[Plan]) -> None:
+        if plans:
+            cut = [p.model_copy(update={"description": p.description[:PLAN_CHARS]}) for p in plans]
+            tried = [*self.s.tried_plans.get(node_id, []), *cut]
+            self.s.tried_plans[node_id] = tried[-PLANS_PER_STATE:]
+
+    def _facts(self) -> PromptFacts | None:
+        """The campaign's prompt facts, with the GPU worker's hardware once the root is profiled."""
+        facts = self.inp.facts
+        root = self.s.profiles.get(ROOT_ID)
+        if facts is None or facts.hardware is not None or root is None or root.hardware is None:
+            return facts
+        return facts.model_copy(update={"hardware": root.hardware})
+
+    def _kernel_times(self) -> dict[str, float]:
+        """GPU ms per forward of Inductor's kernels: the profiler picks the dominant one."""
+        if self.inp.facts is None:
+            return {}
+        return {k.name: k.ms for k in self.inp.facts.inductor_kernels if k.ms}
+
+    def _gamma(self) -> float:
+        if self.inp.facts is not None:
+            return self.inp.facts.gamma
+        return (self.inp.gates or GateSettings()).gamma
 
     async def _plan(self, node: Node, banned: list[str]) -> list[Plan]:
         if self._exhausted():
@@ -348,6 +418,8 @@ class SearchKernel:
             state_id=node.id,
             state_speedup=node.speedup,
             iteration=self.s.iteration,
+            facts=self._facts(),
+            tried_plans=self._lineage_plans(node),
         )
         result = await self._llm(names.PLAN, inp, PlanResult)
         if result is None:
@@ -371,7 +443,11 @@ class SearchKernel:
         return result.plans
 
     async def _develop(self, node: Node, k: int, j: int, plan: Plan) -> list[Decision]:
-        """One plan: execute, gate, and retry-fix in the same conversation up to K times."""
+        """One plan: execute, gate, and retry-fix in the same conversation up to K times.
+
+        A candidate that passes but is slower than gamma is told its timing once
+        (``timing_feedback``) and gets one more attempt, if attempts remain.
+        """
 
         def cid(attempt: int) -> str:
             return f"{self.inp.target.id}:i{self.s.iteration}-s{k}-p{j}-a{attempt}"
@@ -384,12 +460,20 @@ class SearchKernel:
             campaign_id=self.inp.campaign_id,
             candidate_id=cid(0),
             profile=self.s.profiles.get(node.id),
+            facts=self._facts(),
+            memory=self.s.memory,
+            memory_tags=self._tags(),
+            siblings=sibling_lines(
+                [d for d in self.s.decisions if d.candidate.parent_id == node.id],
+                plan.direction,
+            ),
         )
         reply = (
             await self._llm(names.EXECUTE, inp, ExecuteResult) if not self._exhausted() else None
         )
         decisions: list[Decision] = []
         attempt = 0
+        timed = False  # the one retry after timing was spent
         while reply is not None:
             self._ledger(
                 "executor" if attempt == 0 else "retry_fix",
@@ -411,9 +495,14 @@ class SearchKernel:
             )
             decision, verdicts = await self._evaluate(node, cand, reply.error)
             decisions.append(decision)
-            if (
-                decision.accepted
-                or not should_retry_fix(decision.deciding_gate, attempt, self.inp.params.retries)
+            timing = ""
+            if decision.accepted:
+                if timed or not self._too_slow(decision, attempt):
+                    break
+                timed = True
+                timing = timing_feedback(decision, self._gamma())
+            elif (
+                not should_retry_fix(decision.deciding_gate, attempt, self.inp.params.retries)
                 or self._exhausted()
             ):
                 break
@@ -421,8 +510,9 @@ class SearchKernel:
             fix = inp.model_copy(
                 update={
                     "conversation": reply.conversation,
-                    "verdicts": verdicts,
-                    "feedback": reply.error,
+                    "verdicts": [] if timing else verdicts,
+                    "feedback": "" if timing else reply.error,
+                    "timing": timing,
                     "attempt": attempt,
                     "candidate_id": cid(attempt),
                 }
@@ -431,6 +521,16 @@ class SearchKernel:
         if not any(d.accepted for d in decisions):
             self.tree.record_rejection(node.id)
         return decisions
+
+    def _too_slow(self, decision: Decision, attempt: int) -> bool:
+        """Passed the checks, timed below gamma, attempts left: worth one retry after timing."""
+        return (
+            decision.speedup is not None
+            and decision.speedup < self._gamma()
+            and attempt < self.inp.params.retries
+            and not self._exhausted()
+            and workflow.patched(TIMING_RETRY_PATCH)
+        )
 
     async def _llm(self, activity: str, inp: Any, result_type: type) -> Any:
         """An LLM activity; after Temporal's retries, a failing endpoint stops the search cleanly."""
@@ -683,6 +783,7 @@ class SearchKernel:
             self.s.candidates.pop(node_id, None)
             self.s.sources.pop(node_id, None)
             self.s.profiles.pop(node_id, None)
+            self.s.tried_plans.pop(node_id, None)
         keep = max(DIRECTIONS_KEPT, self.inp.params.meltdown_window)
         self.s.directions = self.s.directions[-keep:]
         if keep == TREE_KEEP_BOUNDED:  # the same patch caps the pruned digests

@@ -469,6 +469,8 @@ class SearchState(Contract):
     candidates: dict[str, Candidate] = Field(default_factory=dict)  # node id -> candidate
     profiles: dict[str, ProfileResult] = Field(default_factory=dict)  # node id -> profile
     tried_labels: list[str] = Field(default_factory=list)
+    # node id -> plans developed from that state (LLM mode), the newest few per state
+    tried_plans: dict[str, list[Plan]] = Field(default_factory=dict)
     candidates_tried: int = 0
     candidates_compiled: int = 0
     stopped_reason: str = ""
