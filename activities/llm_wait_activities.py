@@ -149,7 +149,8 @@ async def llm_prepare(call: LlmCall) -> PreparedRequest:
     with _sorted_failures():
         store = open_store()
         try:
-            await _run_role(call, store, CapturingTransport())
+            async with heartbeating():  # memory retrieval and large prompts can take a while
+                await _run_role(call, store, CapturingTransport())
         except _Captured as captured:
             ref = store.put_text(
                 json.dumps(captured.messages, indent=1),
