@@ -104,11 +104,18 @@ def _job(tmp: Path, candidate: str) -> CandidateJob:
     )
 
 
-def _outcomes(tmp: Path) -> dict[str, object]:
+def _outcomes(tmp: Path, hang_s: float = 3.0) -> dict[str, object]:
+    """``hang_s`` must outlast the child's start: a spawned one imports torch (seconds, more
+    on a loaded machine) before it reaches the hanging call."""
     torch.save([torch.randn(8, 64)], tmp / "seed0.pt")
     return {
         name: run_job(_job(tmp, f"{name}.py"), tmp / name, timeout_s=timeout, device="cpu")
-        for name, timeout in (("swish_fused", 60), ("raises", 60), ("segfault", 60), ("hang", 3))
+        for name, timeout in (
+            ("swish_fused", 60),
+            ("raises", 60),
+            ("segfault", 60),
+            ("hang", hang_s),
+        )
     }
 
 
@@ -125,7 +132,7 @@ def _check(out: dict) -> None:
 
 
 def test_runner_spawned_children(tmp_path: Path, gates_env: Path) -> None:
-    _check(_outcomes(tmp_path))
+    _check(_outcomes(tmp_path, hang_s=15.0))
 
 
 def test_runner_zygote_children(tmp_path: Path, gates_env: Path) -> None:
