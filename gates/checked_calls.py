@@ -77,8 +77,8 @@ def output_problem(out: Any, expected: list[OutputLeaf], device: str, inputs: li
                 f"output {i} is a {type(leaf).__module__}.{type(leaf).__qualname__}, "
                 "not a plain torch.Tensor (no subclasses, wrappers or lazy objects)"
             )
-        if leaf.device.type != want_device:
-            return f"output {i} is on {leaf.device}, expected {want_device}"
+        if leaf.device.type != (spec.device or want_device):
+            return f"output {i} is on {leaf.device}, expected {spec.device or want_device}"
         if list(leaf.shape) != spec.shape:
             return f"output {i} has shape {list(leaf.shape)}, expected {spec.shape}"
         if spec.dtype is not None and str(leaf.dtype).removeprefix("torch.") != spec.dtype:
@@ -193,11 +193,12 @@ class CheckedCalls:
                 self._skip(j)
                 continue
             flat = leaf.detach().reshape(-1)
+            here = self._gen.device  # every record lives here, whatever the leaf's device
             where = torch.randint(
-                0, flat.numel(), (self.samples,), generator=self._gen, device=flat.device
+                0, flat.numel(), (self.samples,), generator=self._gen, device=here
             )
             self.positions[j].append(where)
-            self.values[j].append(flat[where].to(torch.float64))
+            self.values[j].append(flat[where.to(flat.device)].to(here, torch.float64))
             self.valid[j].append(True)
         self._keep(index, set_index, leaves)
 

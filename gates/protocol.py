@@ -58,6 +58,7 @@ class SetInfo(Frozen):
     input_shapes: list[list[int] | None]
     output_shapes: list[list[int] | None]
     output_dtypes: list[str | None]
+    output_devices: list[str | None] = Field(default_factory=list)  # device type per leaf
     output_bytes: int
     input_bytes: int
     mutates_inputs: list[int] = Field(default_factory=list)
@@ -71,6 +72,7 @@ class OutputLeaf(Frozen):
     shape: list[int] | None  # None: not a tensor (compared by value)
     dtype: str | None
     may_alias: bool = False  # the reference's own output shares an input's memory
+    device: str = ""  # the reference's device type for this leaf ("": the job's device)
 
 
 class EvaluationPolicy(Frozen):

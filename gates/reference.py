@@ -121,10 +121,13 @@ class ReferenceBundle:
         if self.result is None or not self.result.sets:
             return []
         info = self.set_info(name) if name else self.result.sets[0]
+        devices = info.output_devices or [None] * len(info.output_shapes)
         return [
-            OutputLeaf(shape=shape, dtype=dtype, may_alias=i in info.aliased_outputs)
-            for i, (shape, dtype) in enumerate(
-                zip(info.output_shapes, info.output_dtypes, strict=True)
+            OutputLeaf(
+                shape=shape, dtype=dtype, may_alias=i in info.aliased_outputs, device=dev or ""
+            )
+            for i, (shape, dtype, dev) in enumerate(
+                zip(info.output_shapes, info.output_dtypes, devices, strict=True)
             )
         ]
 

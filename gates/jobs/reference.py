@@ -251,6 +251,9 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     input_shapes=[shape_of(v) for v in inputs],
                     output_shapes=[shape_of(v) for v in out],
                     output_dtypes=[dtype_of(v) for v in out],
+                    output_devices=[
+                        v.device.type if isinstance(v, torch.Tensor) else None for v in out
+                    ],
                     output_bytes=nbytes(out),
                     input_bytes=nbytes(inputs),
                     mutates_inputs=mutated,

@@ -135,3 +135,12 @@ def test_cpu_timing_is_skipped_with_a_reason_when_calls_take_seconds() -> None:
     assert _too_slow_for_cpu_timing(result(0.2), cpu) == ""
     assert "12.0 s" in _too_slow_for_cpu_timing(result(12.0), cpu)
     assert _too_slow_for_cpu_timing(result(12.0), GateSettings(device="cuda")) == ""
+
+
+def test_an_output_must_be_on_the_device_the_reference_put_it() -> None:
+    x = torch.randn(4, 8)
+    off = torch.empty(4, 8, device="meta")
+    assert "is on meta" in output_problem(off, SPEC, "cpu", [x])
+    on_meta = [OutputLeaf(shape=[4, 8], dtype="float32", device="meta")]
+    assert output_problem(off, on_meta, "cpu", [x]) == ""  # the reference returned it there
+    assert "is on cpu" in output_problem(x * 2, on_meta, "cpu", [x])
