@@ -46,7 +46,10 @@ def _verify(capsys, candidate: str, problem: Path = PROBLEM) -> tuple[int, dict]
 def test_modelnew_and_launch_only_candidates_are_accepted(capsys, launcher: bool) -> None:
     code, out = _verify(capsys, "scale_add_modelnew")
     assert code == 0 and out["accepted"] is True
-    assert [v["gate"] for v in out["verdicts"]] == ["static", "correctness", "model"]
+    gates = [v["gate"] for v in out["verdicts"]]
+    # on the CPU gate 4 runs its checked loop (or says why not) and claims no speed
+    assert gates[:3] == ["static", "correctness", "model"] and out["speedup"] is None
+    assert gates[3:] in ([], ["performance"])
     seeds = out["verdicts"][1]["thresholds"]["seeds"]
     assert {"seed0", "heldout", "holdout0"} <= set(seeds)
     code, out = _verify(capsys, "scale_add_launch")
@@ -62,7 +65,8 @@ def test_a_hard_coded_shape_fails_on_held_out_shapes(capsys, launcher: bool) -> 
 
 def test_a_nondeterministic_reference_cannot_run(capsys, launcher: bool) -> None:
     code, out = _verify(capsys, "scale_add_launch", PROBLEMS / "noisy_reference.py")
-    assert code == 2 and "reference() is not deterministic" in out["reason"]
+    # the kernel kind's own check or the reference child's probe, whichever runs first
+    assert code == 2 and "not deterministic" in out["reason"]
 
 
 def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launcher: bool) -> None:
