@@ -1,4 +1,3 @@
-import os
 from pathlib import Path
 
 import pytest
@@ -41,11 +40,15 @@ def test_models_roundtrip_through_json(tmp_path: Path) -> None:
     assert store.get_model(again, ArtifactRef) == ref
 
 
-def test_artifacts_are_readable_by_other_users_as_the_umask_allows(tmp_path: Path) -> None:
-    """Workers on a shared volume may run as other users: not mkstemp's owner-only 0o600."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    store = open_store(tmp_path)
-    ref = store.put_bytes(b"shared kernel", name="k.py")
-    mode = (tmp_path / ref.sha256[:2] / ref.sha256).stat().st_mode & 0o777
-    assert mode == 0o666 & ~mask
+def test_artifacts_are_owner_only_unless_a_shared_group_is_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Candidate code and other users must not read kernels and weights (docs/security.md);
+    workers of one group on a shared volume opt in with KERNELOPT_SHARED_GROUP."""
+    store = open_store(tmp_path / "private")
+    ref = store.put_bytes(b"kernel", name="k.py")
+    assert (tmp_path / "private" / ref.sha256[:2] / ref.sha256).stat().st_mode & 0o777 == 0o600
+    monkeypatch.setenv("KERNELOPT_SHARED_GROUP", "1")
+    shared = open_store(tmp_path / "shared")
+    ref = shared.put_bytes(b"shared kernel", name="k.py")
+    assert (tmp_path / "shared" / ref.sha256[:2] / ref.sha256).stat().st_mode & 0o777 == 0o640

@@ -510,7 +510,8 @@ async def test_builtin_search_on_a_source_it_cannot_tune_stops_with_the_reason(e
     )
     result, _ = await run_search(env, inp.model_copy(update={"target": target}), gpu)
     assert result.stopped_reason.startswith("built-in proposer has nothing left to try")
-    assert "not an Inductor kernel source" in result.stopped_reason
+    # a forward target gets the algebraic rewrites of the problem's graph, and says why none
+    assert "algebraic rewrite" in result.stopped_reason, result.stopped_reason
     assert result.candidates_tried == 0 and result.best is None
     assert gpu.gated == []
 

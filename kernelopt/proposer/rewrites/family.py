@@ -35,16 +35,22 @@ def propose_rewrites(
     inp: BuiltinProposeInput, store: ArtifactStore, count: int, exclude: set[str]
 ) -> tuple[list[BuiltinVariant], str]:
     """Rewrite candidates for a whole-forward target of a module problem."""
-    if count <= 0 or inp.target.kind != TargetKind.FORWARD:
+    if count <= 0:
         return [], ""
+    if inp.target.kind != TargetKind.FORWARD:
+        return [], "algebraic rewrites apply to whole-forward targets only"
     if inp.compiled.problem.kind != ProblemKind.MODULE:
-        return [], ""
+        return [], "algebraic rewrites apply to module problems only"
     source = store.get_text(inp.compiled.problem.source)
     try:
         found = rewrite_sources(source, inp.compiled.problem.seed)
     except RewriteError as exc:
         log.info("no rewrite", reason=str(exc))
         return [], f"no algebraic rewrite: {exc}"
+    except Exception as exc:  # the user's module ran here: anything it raises is a note
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        log.info("no rewrite", reason=why)
+        return [], f"no algebraic rewrite: the problem could not be traced ({why})"
     variants = []
     for tag, (text, done) in found.items():
         if tag in exclude or len(variants) >= count:
