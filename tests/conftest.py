@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-# Without a GPU, the Triton interpreter is the only way any kernel runs in this process.
-# Triton decides it when ``triton.language`` is first imported (its standard functions,
-# tl.max / tl.sum among them, are @triton.jit functions), so it is set before any test
-# module imports triton; a package that sets it in a fixture would be too late for those.
-if not Path("/dev/nvidiactl").exists():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client
