@@ -172,12 +172,16 @@ def test_shared_zygote_kills_the_job_of_a_client_that_left(
         workdir = tmp_path / "hang"
         workdir.mkdir()
         (workdir / "job.json").write_text(_job(tmp_path, "hang.py").model_dump_json())
+        started = service.jobs
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(service.path)
             sock.sendall((json.dumps({"workdir": str(workdir), "timeout_s": 600}) + "\n").encode())
+            # the job has started (a sandboxed zygote stages its files elsewhere, so the
+            # host workdir shows no progress until the job ends)
             deadline = time.monotonic() + 60
-            while not (workdir / "progress.jsonl").exists() and time.monotonic() < deadline:
+            while service.jobs == started and time.monotonic() < deadline:
                 time.sleep(0.2)
+            assert service.jobs == started + 1
         deadline = time.monotonic() + 30
         while service.abandoned == 0 and time.monotonic() < deadline:
             time.sleep(0.2)
