@@ -75,23 +75,26 @@ def write_pid_file(path: Path, pid: int) -> None:
 
 
 def read_live_pid(path: Path, expect: Callable[[list[str]], bool] | None = None) -> int | None:
-    """The pid in ``path`` if that very process (same start time and argv) still runs.
+    """The pid in ``path`` if that very process (same start time) still runs.
 
     ``expect`` must also accept its argv (e.g. "is a kernelopt worker"): a
     planted file copying a stranger's identity from ``/proc`` is refused.
     """
     try:
         record = json.loads(Path(path).read_text())
-        pid, start, argv = int(record["pid"]), record["start"], list(record["argv"])
+        pid, start = int(record["pid"]), record["start"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # missing, a bare pid (legacy or planted) or garbage: never trusted
     if not process_alive(pid):
         return None
     now = process_identity(pid)
-    if now is None or start is None or now != (int(start), argv):
+    # pid and start time name one process for good; the argv recorded right after Popen
+    # may still be the forked parent's (exec had not happened yet), so ``expect`` judges
+    # the argv the process runs now
+    if now is None or start is None or now[0] != int(start):
         _LOG.warning("pid file does not match the process now under that pid", path=str(path))
         return None
-    if expect is not None and not expect(argv):
-        _LOG.warning("pid file names a process we do not start", path=str(path), argv=argv[:4])
+    if expect is not None and not expect(now[1]):
+        _LOG.warning("pid file names a process we do not start", path=str(path), argv=now[1][:4])
         return None
     return pid
