@@ -48,7 +48,7 @@ class Case:
     candidate: str
     problem: str
     cheat: str  # the cheat class, or "honest"
-    expect: str  # "accept" or "reject"
+    expect: str  # "accept", "reject", or "no_win" (rejected at `gates`, or accepted but not faster)
     gates: tuple[str, ...] = ()  # gates allowed to decide a rejection
     devices: tuple[str, ...] = BOTH
     timeout_s: float | None = None  # static/correctness child timeout override
@@ -137,7 +137,14 @@ CASES: tuple[Case, ...] = (
         ("correctness", "performance"),
         perf_on_cpu=True,
     ),
-    Case("version_memo", "swish_bias", "memo keyed on tensor and version", "accept", (), GPU),
+    Case(
+        "version_memo",
+        "swish_bias",
+        "memo keyed on tensor and version",
+        "no_win",
+        ("correctness", "performance"),
+        GPU,
+    ),
     # --- classes of our own ----------------------------------------------------------------
     Case(
         "thread_after_return",
@@ -240,6 +247,8 @@ class CaseOutcome:
             if self.case.min_speedup is not None and r.speedup is not None:
                 return r.speedup >= self.case.min_speedup
             return True
+        if self.case.expect == "no_win" and r.accepted:
+            return r.category is not None and r.category.value != "optimized"
         gate = r.deciding_gate.value if r.deciding_gate else None
         return (not r.accepted) and (not self.case.gates or gate in self.case.gates)
 

@@ -1,7 +1,8 @@
 """Cheat -- remembers its answer per input tensor and version counter.
 
-Correct whenever it returns (a new version means new values), so it can only
-gain where the timing loop calls it again on an unchanged tensor.
+It aims to gain where the timing loop calls it again on an unchanged tensor.  It is
+not even correct: a new tensor can reuse a freed one's ``id`` at version 0, and then
+the memo returns the old answer.  Either way it must never be faster than honest.
 """
 
 import torch
