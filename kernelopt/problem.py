@@ -34,7 +34,7 @@ from typing import Any
 
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
-from kernelopt.kinds.loaded import MODE_ATTR, MODES, LoadedProblem, apply_mode, resolve_mode
+from kernelopt.loaded_problem import MODE_ATTR, MODES, LoadedProblem, apply_mode, resolve_mode
 from kernelopt.pyfile import exec_file
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")

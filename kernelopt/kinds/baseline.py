@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from kernelopt.contracts.problem import ProblemKind
-from kernelopt.kinds.loaded import KernelProblem
+from kernelopt.loaded_problem import KernelProblem
 
 MARKER = "# kernelopt:config "
 SHIM_RULE = "# " + "-" * 72

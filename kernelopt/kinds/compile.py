@@ -37,8 +37,8 @@ from kernelopt.compile.versions import versions
 from kernelopt.contracts.compiled import CompileInput, CompileResult, TensorSpec
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
-from kernelopt.kinds.loaded import KernelProblem
 from kernelopt.kinds.problem import load_kernel_problem
+from kernelopt.loaded_problem import KernelProblem
 from kernelopt.log import get_logger
 from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore

@@ -31,7 +31,7 @@ from typing import Any
 
 from kernelopt.errors import ProblemError
 from kernelopt.kinds.detect import HELION_INSTALL_HINT
-from kernelopt.kinds.loaded import KernelProblem
+from kernelopt.loaded_problem import KernelProblem
 
 DEFAULT_EFFORT = "quick"
 EFFORT_ENV = "KERNELOPT_HELION_EFFORT"

@@ -27,8 +27,8 @@ from typing import Any
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.kinds.detect import Params, check_kernel_source, compare_params
-from kernelopt.kinds.loaded import KernelProblem
 from kernelopt.kinds.validate import input_lists
+from kernelopt.loaded_problem import KernelProblem
 
 _TUNE_NAME = "TUNE"
 _EFFORT_NAME = "AUTOTUNE_EFFORT"

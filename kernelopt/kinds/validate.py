@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelopt.errors import ProblemError
-from kernelopt.kinds.loaded import KernelProblem
+from kernelopt.loaded_problem import KernelProblem
 
 GATE2_RTOL = 1e-3  # gate 2's defaults (GateSettings): the baseline must pass what candidates must
 GATE2_ATOL = 1e-3
