@@ -39,6 +39,8 @@ from kernelopt.pyfile import exec_file
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 OPTIONAL_FUNCTIONS = ("get_holdout_inputs",)
+
+
 def _read(path: Path) -> str:
     if not path.exists():
         raise ProblemError(str(path), "file does not exist")

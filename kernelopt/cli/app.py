@@ -55,7 +55,6 @@ def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-
 def cmd_triage(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.cli.triage import triage_command
 
@@ -87,7 +86,6 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     )
 
 
-
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.bench.suite import discover_suite
     from kernelopt.cli.bench import bench_command, results_dir_for, write_bench_report
@@ -113,7 +111,6 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     )
 
 
-
 ASYNC = {
     "optimize": cmd_optimize,
     "list": cmd_list,
@@ -126,7 +123,6 @@ ASYNC = {
     **llm_replies.ASYNC,
     "bench": cmd_bench,
 }
-
 
 
 def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
@@ -175,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         output.err_console.print(
-            f"[yellow]{output.TRACE.interrupted_message(args.command)}[/]", highlight=False, soft_wrap=True
+            f"[yellow]{output.TRACE.interrupted_message(args.command)}[/]",
+            highlight=False,
+            soft_wrap=True,
         )
         return INTERRUPTED_EXIT

@@ -296,7 +296,6 @@ async def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-
 async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.campaigns import default_gpu_queue
     from kernelopt.cli.audit import audit_command
@@ -305,7 +304,9 @@ async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     try:
         client = await _client(settings)
     except ServerStopped as exc:  # the exported history in the artifact store still answers
-        output.err_console.print(f"{exc}; auditing from the artifact store's export", highlight=False)
+        output.err_console.print(
+            f"{exc}; auditing from the artifact store's export", highlight=False
+        )
         client = None
     return await audit_command(
         client, args.id, as_json=args.json, html=args.html, gpu_queue=default_gpu_queue(settings)
