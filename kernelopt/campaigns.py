@@ -18,6 +18,7 @@ from kernelopt.contracts import (
     names,
 )
 from kernelopt.contracts.names import gpu_queue_for
+from kernelopt.contracts.search_attributes import search_attributes_for
 from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.errors import ProblemError
 from kernelopt.gpu_info import gpu_names
@@ -47,7 +48,7 @@ def prepare_problem(
     path: Path, store: ArtifactStore, seed: int = 0, level: int | None = None
 ) -> ProblemSpec:
     """Validate a problem file cheaply (no torch import) and put its source in the store."""
-    from kernelopt.cli_files import require_file
+    from kernelopt.file_checks import require_file
 
     path = require_file(path, "problem")
     try:
@@ -81,8 +82,6 @@ async def start_campaign(
     campaign_id: str | None = None,
     search_attributes: bool = True,
 ) -> WorkflowHandle:
-    from workflows.optimize_model import search_attributes_for
-
     campaign_id = campaign_id or new_campaign_id(problem)
     if options.gates is None:  # pinned now: later default changes leave this campaign alone
         options = options.model_copy(update={"gates": GateSettings()})

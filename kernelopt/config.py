@@ -45,7 +45,7 @@ class Settings(BaseModel):
     llm_max_output_tokens: int = 8192  # the reply limit sent with every request
     # sync: one HTTP request per call; batch: a round's requests as one Batch API job;
     # folder: request files answered out of band (kernelopt pending / reply)
-    llm_mode: str = "sync"  # checked where campaigns are built (kernelopt.cli_llm)
+    llm_mode: str = "sync"  # checked where campaigns are built (kernelopt.cli.llm_replies)
     llm_folder: Path | None = None  # None: $KERNELOPT_HOME/llm (requests/, replies/)
     llm_poll_s: float = 60.0  # longest pause between checks for batch results or replies
     llm_wait_limit_s: float = 86400.0  # a batch or request unanswered this long ends the search

@@ -27,43 +27,18 @@ from __future__ import annotations
 import ast
 import hashlib
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
+from kernelopt.loaded_problem import MODE_ATTR, MODES, LoadedProblem, apply_mode, resolve_mode
 from kernelopt.pyfile import exec_file
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 OPTIONAL_FUNCTIONS = ("get_holdout_inputs",)
-# Train or eval mode (issue 30).  The convention is KernelBench's: the model as its
-# constructor leaves it (training mode unless it calls .eval()).  A file overrides it with
-# a module-level ``KERNELOPT_MODE = "eval"`` (or "train"); GateSettings.model_mode
-# overrides both for a verification ("auto" = the file's, else the convention).
-MODE_ATTR = "KERNELOPT_MODE"
-MODES = ("as_constructed", "train", "eval")
-CONVENTION = "KernelBench convention: the model as constructed"
-
-
-def resolve_mode(setting: str, file_mode: str | None) -> tuple[str, str]:
-    """``(mode, why)``: the mode every side is evaluated in, and where it comes from."""
-    if setting != "auto":
-        if setting not in MODES:
-            raise ValueError(f"model_mode must be auto or one of {MODES}, got {setting!r}")
-        return setting, f"setting model_mode={setting}"
-    if file_mode is not None:
-        return file_mode, f"the file's {MODE_ATTR} = {file_mode!r}"
-    return "as_constructed", CONVENTION
-
-
-def apply_mode(model: Any, mode: str) -> Any:
-    """``train()`` or ``eval()`` as ``mode`` says; ``as_constructed`` leaves the model be."""
-    if mode in ("train", "eval"):
-        model.train(mode == "train")
-    return model
 
 
 def _read(path: Path) -> str:
@@ -129,84 +104,6 @@ def check_problem_file(path: str | Path) -> None:
         check_kernel_source(source, str(path))
         return
     check_problem_source(source, str(path))
-
-
-@dataclass(frozen=True)
-class LoadedProblem:
-    """An imported, validated problem module."""
-
-    name: str
-    path: str
-    source: str
-    module: ModuleType
-    model_class: type
-    get_inputs: Callable[[], Sequence[Any]]
-    get_init_inputs: Callable[[], Sequence[Any]]
-    get_holdout_inputs: Callable[[], Sequence[Sequence[Any]]] | None = None
-    # a standalone Triton / Helion problem adapted by kernelopt.kinds: its kind and its
-    # KernelProblem (Model is then the reference; the baseline is the file's own kernel)
-    kind: str = "module"
-    kernel: Any = None
-    mode: str | None = None  # the file's KERNELOPT_MODE, when it sets one
-
-    @property
-    def resolved_mode(self) -> str:
-        return resolve_mode("auto", self.mode)[0]
-
-    @property
-    def source_sha256(self) -> str:
-        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
-
-    def make_init_inputs(self, seed: int) -> list[Any]:
-        import torch
-
-        torch.manual_seed(seed)
-        return list(self.get_init_inputs())
-
-    def make_model(self, seed: int, device: str = "cuda", dtype: Any = None) -> Any:
-        """``Model(*get_init_inputs())`` with weights drawn from ``seed`` (on the CPU, then moved).
-
-        The model is left in the mode its constructor gives it (training mode,
-        as KernelBench evaluates it): batch-norm then normalises with batch
-        statistics, which is what the reference computation means.  A file's
-        ``KERNELOPT_MODE`` overrides that, as it does in the gates.
-        """
-        import torch
-
-        init = self.make_init_inputs(seed)
-        torch.manual_seed(seed)
-        model = apply_mode(self.model_class(*init), self.resolved_mode)
-        if dtype is not None:
-            model = model.to(dtype=dtype)
-        return model.to(device)
-
-    def make_inputs(self, seed: int, device: str = "cuda", dtype: Any = None) -> list[Any]:
-        """``get_inputs()`` drawn from ``seed`` (CPU RNG, so identical on every machine)."""
-        import torch
-
-        torch.manual_seed(seed)
-        return [_to(x, device, dtype) for x in self.get_inputs()]
-
-    def make_holdout_inputs(
-        self, seed: int, device: str = "cuda", dtype: Any = None
-    ) -> list[list[Any]]:
-        """Held-out input sets (empty when the problem defines none)."""
-        import torch
-
-        if self.get_holdout_inputs is None:
-            return []
-        torch.manual_seed(seed)
-        return [[_to(x, device, dtype) for x in case] for case in self.get_holdout_inputs()]
-
-
-def _to(value: Any, device: str, dtype: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        if dtype is not None and value.is_floating_point():
-            value = value.to(dtype=dtype)
-        return value.to(device)
-    return value
 
 
 def _problem_dir() -> Path:
@@ -315,3 +212,13 @@ def _call_list(fn: Callable[[], Any], fn_name: str, label: str) -> list[Any]:
     if not isinstance(value, (list, tuple)):
         raise ProblemError(label, f"{fn_name}() must return a list, got {type(value).__name__}")
     return list(value)
+
+
+__all__ = [
+    "LoadedProblem",
+    "apply_mode",
+    "check_problem_file",
+    "check_problem_source",
+    "load_problem",
+    "resolve_mode",
+]

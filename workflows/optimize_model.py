@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -58,28 +57,16 @@ with workflow.unsafe.imports_passed_through():
     )
     from kernelopt.contracts.audit import EXPORT_PATCH
     from kernelopt.contracts.search import PromptFacts, passed_gates_1_2
+    from kernelopt.contracts.search_attributes import (
+        SA_BEST,
+        SA_CAMPAIGN,
+        SA_OUTCOME,
+        SA_PHASE,
+    )
     from kernelopt.contracts.verdicts import pinned_gates
 
     from . import activity_options as opts
     from .export_campaign import start_export
-
-SA_CAMPAIGN = SearchAttributeKey.for_keyword("KernelOptCampaign")
-SA_PROBLEM = SearchAttributeKey.for_keyword("KernelOptProblem")
-SA_PHASE = SearchAttributeKey.for_keyword("KernelOptPhase")
-SA_OUTCOME = SearchAttributeKey.for_keyword("KernelOptOutcome")
-SA_BEST = SearchAttributeKey.for_float("KernelOptBestSpeedup")
-
-
-def search_attributes_for(campaign_id: str, problem: str) -> TypedSearchAttributes:
-    """Attributes set when a campaign starts (the CLI uses this too)."""
-    return TypedSearchAttributes(
-        [
-            SearchAttributePair(SA_CAMPAIGN, campaign_id),
-            SearchAttributePair(SA_PROBLEM, problem),
-            SearchAttributePair(SA_PHASE, CampaignPhase.QUEUED.value),
-        ]
-    )
-
 
 FALLBACK_REASON_PATCH = "fallback-names-model-gate"
 # A target's best winner that fails the model gates is followed by its runners-up.
@@ -721,4 +708,4 @@ class OptimizeModel:
             self._sync_progress()
 
 
-__all__ = ["OptimizeModel", "StopCampaign", "search_attributes_for"]
+__all__ = ["OptimizeModel", "StopCampaign"]

@@ -17,9 +17,10 @@ seed a round: a winner measured once may just have been lucky (SPEC.md s. 9).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from kernelopt.contracts.directions import normalize_direction
 
 ROOT_ID = "root"
 UCB_C = 1.4
@@ -323,14 +324,6 @@ class BeamUCB:
         return chosen
 
 
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-
-
-def normalize_direction(direction: str) -> str:
-    """'Vectorize  loads!' -> 'vectorize-loads': the key the meltdown detector compares."""
-    return _NON_ALNUM.sub("-", direction.lower()).strip("-")
-
-
 def meltdown_bans(history: list[str], window: int = 6, max_distinct: int = 2) -> list[str]:
     """Directions to ban when the last ``window`` plans collapse onto <= ``max_distinct`` approaches.
 
@@ -343,11 +336,6 @@ def meltdown_bans(history: list[str], window: int = 6, max_distinct: int = 2) ->
         return []
     distinct = sorted(set(recent))
     return distinct if len(distinct) <= max_distinct else []
-
-
-def is_banned(direction: str, banned: list[str]) -> bool:
-    key = normalize_direction(direction)
-    return bool(key) and key in {normalize_direction(b) for b in banned}
 
 
 @dataclass(frozen=True)

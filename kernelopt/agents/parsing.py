@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from kernelopt.contracts.directions import is_banned, normalize_direction
 from kernelopt.contracts.search import Experience, Plan
 from kernelopt.errors import LLMReplyError
 
@@ -158,8 +159,6 @@ def parse_plans(text: str, max_plans: int, banned: Sequence[str] = ()) -> list[P
     Rejects: no JSON, no "plans" list, items without a direction/description,
     and a reply whose every plan is banned or duplicated.
     """
-    from workflows.search_policy import is_banned, normalize_direction
-
     items = _items(extract_json(text), "plans")
     if not items:
         raise LLMReplyError("the reply proposes no plans")

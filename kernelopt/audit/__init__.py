@@ -7,8 +7,7 @@ table, JSON, or a self-contained HTML report with plots.
 
 from __future__ import annotations
 
-from .command import audit_command
 from .load import CampaignNotFound, load_report
 from .model import AuditReport
 
-__all__ = ["AuditReport", "CampaignNotFound", "audit_command", "load_report"]
+__all__ = ["AuditReport", "CampaignNotFound", "load_report"]

@@ -30,7 +30,6 @@ compile.
 from __future__ import annotations
 
 import hashlib
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,7 +43,9 @@ from kernelopt.compile.runtime import (
     run_call,
     save_tensors,
 )
+from kernelopt.compile.tensors import clone_exact
 from kernelopt.compile.timing import bench_ms, compare_outputs, require_cuda
+from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult, TensorSpec
 from kernelopt.contracts.problem import ProblemKind
@@ -68,19 +69,6 @@ class CaptureError(DeterministicError):
     """The model cannot be captured as one Inductor graph (graph breaks, no wrapper, ...)."""
 
 
-def versions() -> dict[str, str]:
-    import torch
-    import triton
-
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
-    return {
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "gpu": gpu,
-        "python": platform.python_version(),
-    }
-
-
 def mode_options(mode: str) -> dict[str, Any]:
     """The Inductor config patches ``torch.compile(mode=...)`` would apply."""
     from torch._inductor import list_mode_options
@@ -95,21 +83,6 @@ def mode_options(mode: str) -> dict[str, Any]:
 
 def _tensor_key(t: Any) -> tuple:
     return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
-
-
-def clone_exact(t: Any) -> Any:
-    """A copy with the same sizes and strides (the wrapper asserts both)."""
-    import torch
-
-    if not isinstance(t, torch.Tensor):
-        return t
-    t = t.detach()
-    try:
-        out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
-        out.copy_(t)
-        return out
-    except RuntimeError:  # overlapping layouts (expanded tensors) cannot be written
-        return t.clone()
 
 
 class RecordingBackend:

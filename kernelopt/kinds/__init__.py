@@ -19,7 +19,7 @@ package: ``kernelopt.problem.load_problem`` / ``check_problem_file``
 campaign), ``kernelopt.compile.capture.compile_on`` (the compile step becomes
 ``kinds.compile``), ``gates.problem_io.ProblemFile`` and ``gates.jobs.build``
 (the runtime checks, and the launcher instead of ``torch.compile`` as the
-baseline), ``kernelopt.cli_verify`` (launch-only candidates).
+baseline), ``kernelopt.cli.verify`` (launch-only candidates).
 
 Modules: ``detect`` (kind and text-only checks, no torch), ``problem``
 (import and the KernelBench-shaped view), ``validate`` (memory, determinism,

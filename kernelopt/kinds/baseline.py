@@ -20,12 +20,10 @@ how the built-in proposer reads a state back.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelopt.contracts.problem import ProblemKind
-
-if TYPE_CHECKING:
-    from kernelopt.kinds.problem import KernelProblem
+from kernelopt.loaded_problem import KernelProblem
 
 MARKER = "# kernelopt:config "
 SHIM_RULE = "# " + "-" * 72

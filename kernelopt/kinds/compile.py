@@ -32,10 +32,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelopt.checkpoint import report
+from kernelopt.compile.tensors import clone_exact
+from kernelopt.compile.versions import versions
 from kernelopt.contracts.compiled import CompileInput, CompileResult, TensorSpec
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
-from kernelopt.kinds.problem import KernelProblem, load_kernel_problem
+from kernelopt.kinds.problem import load_kernel_problem
+from kernelopt.loaded_problem import KernelProblem
 from kernelopt.log import get_logger
 from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
@@ -111,8 +114,6 @@ def _spec(value: Any) -> TensorSpec:
 
 
 def _clone(values: list[Any]) -> list[Any]:
-    from kernelopt.compile.capture import clone_exact
-
     return [clone_exact(v) for v in values]
 
 
@@ -126,7 +127,6 @@ def compile_kernel_problem(
     import torch
 
     from kernelopt.compile import cache
-    from kernelopt.compile.capture import versions
     from kernelopt.compile.runtime import save_tensors, wrapper_call
     from kernelopt.compile.timing import compare_outputs
     from kernelopt.kinds import validate

@@ -27,13 +27,11 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelopt.errors import ProblemError
 from kernelopt.kinds.detect import HELION_INSTALL_HINT
-
-if TYPE_CHECKING:
-    from kernelopt.kinds.problem import KernelProblem
+from kernelopt.loaded_problem import KernelProblem
 
 DEFAULT_EFFORT = "quick"
 EFFORT_ENV = "KERNELOPT_HELION_EFFORT"

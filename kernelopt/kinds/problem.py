@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,94 +27,11 @@ from typing import Any
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.kinds.detect import Params, check_kernel_source, compare_params
+from kernelopt.kinds.validate import input_lists
+from kernelopt.loaded_problem import KernelProblem
 
 _TUNE_NAME = "TUNE"
 _EFFORT_NAME = "AUTOTUNE_EFFORT"
-
-
-@dataclass(frozen=True)
-class KernelProblem:
-    """An imported, structurally valid kernel problem (see the README for the file format)."""
-
-    kind: ProblemKind
-    name: str
-    path: str  # the user's file, or a label for source text
-    source: str
-    module: ModuleType
-    reference: Callable[..., Any]
-    get_inputs: Callable[[], Sequence[Any]]
-    get_holdout_inputs: Callable[[], Sequence[Sequence[Any]]] | None
-    kernels: tuple[str, ...]  # the @triton.jit / @helion.kernel functions, in file order
-    entry: str  # what ModelNew.forward calls: "launch", or the one Helion kernel
-    tunables: dict[str, int] = field(default_factory=dict)  # launch's keyword-only ints
-    tune_space: dict[str, list[int]] = field(default_factory=dict)  # optional TUNE
-    autotune_effort: str | None = None  # Helion: the file's AUTOTUNE_EFFORT, if any
-
-    @property
-    def source_sha256(self) -> str:
-        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
-
-    @property
-    def launch(self) -> Callable[..., Any]:
-        """The baseline launcher as the file declares it (unpinned)."""
-        return getattr(self.module, self.entry)
-
-    def inputs(self, seed: int, device: str = "cpu") -> list[Any]:
-        """``get_inputs()`` drawn from ``seed`` on the CPU RNG, then moved to ``device``."""
-        import torch
-
-        torch.manual_seed(seed)
-        return [_to(x, device) for x in self.get_inputs()]
-
-    def holdout_inputs(self, seed: int, device: str = "cpu") -> list[list[Any]]:
-        import torch
-
-        if self.get_holdout_inputs is None:
-            return []
-        torch.manual_seed(seed)
-        return [[_to(x, device) for x in case] for case in self.get_holdout_inputs()]
-
-    def reference_model_class(self) -> type:
-        """``Model``: the reference as a parameterless module (one class per problem)."""
-        import torch
-
-        reference = self.reference
-
-        class ReferenceModel(torch.nn.Module):
-            """``reference(*inputs)`` as a KernelBench Model: the eager role."""
-
-            def forward(self, *inputs: Any) -> Any:
-                return reference(*inputs)
-
-        ReferenceModel.__qualname__ = ReferenceModel.__name__ = f"ReferenceModel_{self.name}"
-        return ReferenceModel
-
-    def as_loaded(self) -> Any:
-        """This problem as a ``kernelopt.problem.LoadedProblem`` (Model = reference)."""
-        from kernelopt.problem import LoadedProblem
-
-        return LoadedProblem(
-            name=self.name,
-            path=self.path,
-            source=self.source,
-            module=self.module,
-            model_class=self.reference_model_class(),
-            get_inputs=self.get_inputs,
-            get_init_inputs=_no_init_inputs,
-            get_holdout_inputs=self.get_holdout_inputs,
-            kind=self.kind.value,
-            kernel=self,
-        )
-
-
-def _no_init_inputs() -> list[Any]:
-    return []
-
-
-def _to(value: Any, device: str) -> Any:
-    import torch
-
-    return value.to(device) if isinstance(value, torch.Tensor) else value
 
 
 def runtime_params(fn: Any) -> Params:
@@ -225,8 +140,6 @@ def _effort(module: ModuleType, label: str) -> str | None:
 
 def _check_input_counts(problem: KernelProblem, launch: Params, reference: Params) -> None:
     """Every input list the generators yield must fit both signatures (counted on meta)."""
-    from kernelopt.kinds.validate import input_lists
-
     for set_name, values in input_lists(problem, seed=0):
         n = len(values)
         for who, params in ((problem.entry, launch), ("reference", reference)):

@@ -24,12 +24,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelopt.errors import ProblemError
-
-if TYPE_CHECKING:
-    from kernelopt.kinds.problem import KernelProblem
+from kernelopt.loaded_problem import KernelProblem
 
 GATE2_RTOL = 1e-3  # gate 2's defaults (GateSettings): the baseline must pass what candidates must
 GATE2_ATOL = 1e-3

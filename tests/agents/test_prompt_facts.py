@@ -10,7 +10,7 @@ import pytest
 from kernelopt.agents.budget import BUDGETS, messages_tokens
 from kernelopt.agents.messages import entry_points_for
 from kernelopt.agents.parsing import parse_kernel_reply
-from kernelopt.cli_prompt import load, render
+from kernelopt.cli.prompt import load, render
 from kernelopt.contracts.compiled import TargetKind
 from kernelopt.errors import LLMReplyError
 from kernelopt.store import open_store

@@ -193,7 +193,7 @@ async def test_planner_retry_continues_the_conversation_with_the_parse_error(hom
 
 
 def test_settings_carry_the_output_limit(monkeypatch, tmp_path):
-    from kernelopt.cli_llm import proposer_fields
+    from kernelopt.cli.llm_replies import proposer_fields
 
     monkeypatch.setenv("KERNELOPT_LLM_MAX_OUTPUT_TOKENS", "32000")
     monkeypatch.setenv("KERNELOPT_LLM_MODE", "folder")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kernelopt.bench.cli import bench_command
 from kernelopt.bench.results import load_results, load_runs
+from kernelopt.cli.bench import bench_command
 from kernelopt.client import connect
 from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
 from scripts.bench_costs import export_costs
@@ -83,10 +83,10 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
 
 
 def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> None:
-    from kernelopt.bench.cli import search_settings
     from kernelopt.bench.results import BenchRun, record_error, record_run, save_outcome
     from kernelopt.bench.suite import discover_suite
     from kernelopt.cli import main
+    from kernelopt.cli.bench import search_settings
     from tests.bench.helpers import outcome
 
     suite = tmp_path / "suite"

@@ -134,7 +134,7 @@ async def test_a_negative_start_window_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_cli_takes_a_start_window_in_seconds(capsys: pytest.CaptureFixture[str]) -> None:
-    from kernelopt.cli import build_parser
+    from kernelopt.cli.parser import build_parser
 
     args = build_parser().parse_args(["bench", "problems", "--start-within", "300"])
     assert args.start_within == 300.0

@@ -13,10 +13,10 @@ import pytest
 from rich.console import Console
 
 from kernelopt.audit.render import print_report
-from kernelopt.cli import campaign_table, print_outcome
-from kernelopt.cli import console as cli_console
-from kernelopt.cli_triage import render as render_triage
-from kernelopt.cli_verify import render as render_verify
+from kernelopt.cli.campaign_commands import campaign_table, print_outcome
+from kernelopt.cli.output import console as cli_console
+from kernelopt.cli.triage import render as render_triage
+from kernelopt.cli.verify import render as render_verify
 from kernelopt.contracts.compiled import CompileResult, SegmentResult, TriageResult
 from kernelopt.contracts.verdicts import CascadeResult, GateVerdict
 from tests.audit.test_collect import SCENARIOS, audit
@@ -62,7 +62,7 @@ def test_audit(scenario: str) -> None:
 def test_outcome_and_list(monkeypatch: pytest.MonkeyPatch) -> None:
     outcome = audit("llm").outcome
     console = Console(file=io.StringIO(), width=WIDTH, record=True)
-    monkeypatch.setattr("kernelopt.cli.console", console)
+    monkeypatch.setattr("kernelopt.cli.output.console", console)
     print_outcome(outcome, False)
     rows = [
         ["001_relu_chain-1a2b3c4d", "running", "2026-12-01 10:54", "compiling", "-", "-"],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt import cli_triage
+from kernelopt.cli import triage as cli_triage
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]

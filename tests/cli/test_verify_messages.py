@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.cli_verify import feedback_summary, render, verify_command
+from kernelopt.cli.verify import feedback_summary, render, verify_command
+from kernelopt.cli.verify_progress import ProgressWatcher
 from kernelopt.contracts.verdicts import CascadeResult, GateVerdict
-from kernelopt.verify_progress import ProgressWatcher
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]

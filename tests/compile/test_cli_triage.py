@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelopt.cli_triage import render, triage_command
+from kernelopt.cli.triage import render, triage_command
 from kernelopt.contracts.compiled import CompileResult, SegmentResult, TriageResult
 from tests.compile.helpers import fixture_json
 

@@ -164,7 +164,7 @@ def test_proposer_config_carries_only_the_key_variable_name(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
     """Workflow inputs are history: the LLM key may travel only as the NAME of a variable."""
-    from kernelopt.cli import build_parser, campaign_options
+    from kernelopt.cli.parser import build_parser, campaign_options
 
     clean_env.setenv("OPENAI_API_KEY", LLM_KEY)
     clean_env.setenv("KERNELOPT_API_KEY", API_KEY)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.cli_verify import verify_command
+from kernelopt.cli.verify import verify_command
 
 HERE = Path(__file__).resolve().parent
 PROBLEM = HERE / "problems" / "swish_bias.py"
@@ -39,7 +39,7 @@ def test_cpu_verify_runs_the_checked_timing_loop_and_catches_a_late_cheat(
 def test_many_candidates_share_one_reference_and_get_a_row_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], cpu_launcher: bool
 ) -> None:
-    from kernelopt.cli_verify import verify_many_command
+    from kernelopt.cli.verify import verify_many_command
 
     folder = tmp_path / "cands"
     folder.mkdir()
@@ -93,7 +93,7 @@ def test_problem_that_cannot_run_exits_2(
 def test_missing_gpu_is_could_not_run(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import kernelopt.cli_verify as cli
+    import kernelopt.cli.verify as cli
 
     monkeypatch.setattr(cli, "_cuda_available", lambda: False)
     code = verify_command(PROBLEM, HERE / "candidates" / "swish_fused.py", True)

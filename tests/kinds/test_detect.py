@@ -105,7 +105,7 @@ def test_missing_helion_says_how_to_install_it(
 def test_verify_reports_a_bad_kernel_file_as_could_not_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from kernelopt.cli_verify import verify_command
+    from kernelopt.cli.verify import verify_command
 
     code = verify_command(
         PROBLEMS / "swapped_args.py", PROBLEMS / "scale_add.py", True, device="cpu"

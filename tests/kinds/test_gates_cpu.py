@@ -15,7 +15,7 @@ import pytest
 
 from gates.runner import fast_launch
 from kernelopt.campaigns import prepare_problem
-from kernelopt.cli_verify import verify_command
+from kernelopt.cli.verify import verify_command
 from kernelopt.contracts import (
     BuiltinProposeInput,
     CandidateGateInput,

@@ -55,7 +55,7 @@ def test_builtin_variants_of_a_helion_kernel_pass_the_gates(
     compiled, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from gates.runner import fast_launch
-    from kernelopt.cli_verify import verify_command
+    from kernelopt.cli.verify import verify_command
     from kernelopt.contracts import BuiltinProposeInput
     from kernelopt.kinds.builtin import propose
 

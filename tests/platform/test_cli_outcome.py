@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kernelopt.cli import console, print_outcome
+from kernelopt.cli.campaign_commands import print_outcome
+from kernelopt.cli.output import console
 from tests.bench.helpers import outcome
 
 

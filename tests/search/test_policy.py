@@ -6,15 +6,14 @@ import math
 
 import pytest
 
+from kernelopt.contracts.directions import is_banned, normalize_direction
 from workflows.search_policy import (
     ROOT_ID,
     BeamUCB,
     SearchTree,
     Spend,
     budget_exhausted,
-    is_banned,
     meltdown_bans,
-    normalize_direction,
     remaining,
     reward,
     should_retry_fix,

@@ -1,4 +1,4 @@
-"""The CLI's first look at the files a user names: the right words before any work starts.
+"""The first look at the files a user names (CLI, ``campaigns``): the right words before any work.
 
 A directory is not "no such file", a candidate without ``ModelNew`` is not an
 "import-time failure", and ``launch()`` is a candidate form too.  These checks

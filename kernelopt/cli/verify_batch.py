@@ -39,8 +39,8 @@ def _rejected(problem: Path, candidate: Path, reason: str) -> CascadeResult:
 
 def _unusable(problem: Path, candidate: Path) -> str:
     """Why a candidate file cannot be checked at all ('' when it can)."""
-    from kernelopt.cli_files import check_candidate_file
     from kernelopt.errors import ProblemError
+    from kernelopt.file_checks import check_candidate_file
     from kernelopt.preflight_problem import preflight
 
     try:

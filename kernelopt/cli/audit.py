@@ -1,4 +1,4 @@
-"""The ``kernelopt audit ID [--json] [--html FILE]`` command."""
+"""The ``kernelopt audit ID [--json] [--html FILE]`` command (the report itself: ``kernelopt.audit``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from temporalio.client import Client
 
-from .load import load_report
+from kernelopt.audit.load import load_report
 
 
 async def waiting_now(client: Client, campaign_id: str, gpu_queue: str) -> list[str]:
@@ -45,7 +45,7 @@ async def audit_command(
     if client is not None and report.status == "running" and gpu_queue:
         report.waiting = await waiting_now(client, campaign_id, gpu_queue)
     if html is not None:
-        from .html import render_html
+        from kernelopt.audit.html import render_html
 
         html = Path(html)
         html.parent.mkdir(parents=True, exist_ok=True)
@@ -54,7 +54,7 @@ async def audit_command(
         # plain JSON (no markup, no wrapping) so it pipes into jq and friends
         console.file.write(report.model_dump_json(indent=2) + "\n")
     else:
-        from .render import print_report
+        from kernelopt.audit.render import print_report
 
         print_report(report, console)
         if html is not None:

@@ -182,8 +182,8 @@ def verify_command(
     verbose: bool = False,
 ) -> int:
     """Run the cascade and print a table (or JSON).  Returns the exit code."""
-    from kernelopt.cli_files import check_candidate_file, require_file
     from kernelopt.errors import ProblemError
+    from kernelopt.file_checks import check_candidate_file, require_file
     from kernelopt.problem import check_problem_file
 
     try:
@@ -219,7 +219,7 @@ def verify_command(
     launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
     from rich.console import Console
 
-    from kernelopt.verify_progress import ProgressWatcher
+    from kernelopt.cli.verify_progress import ProgressWatcher
 
     progress = Console(stderr=True)
     gates = "gates 1-4" if gate_settings.run_perf else "gates 1-3"
@@ -257,11 +257,11 @@ def verify_many_command(
     run_perf: bool = True,
 ) -> int:
     """Several candidates (files or folders) against one shared reference (``verify_batch``)."""
-    from kernelopt.cli_files import require_file
+    from kernelopt.cli.verify_batch import expand_candidates, verify_batch_command
     from kernelopt.errors import ProblemError
+    from kernelopt.file_checks import require_file
     from kernelopt.preflight_problem import preflight
     from kernelopt.problem import check_problem_file
-    from kernelopt.verify_batch import expand_candidates, verify_batch_command
 
     files = expand_candidates(candidates)
     if not files:

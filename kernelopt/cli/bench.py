@@ -16,16 +16,15 @@ from rich.console import Console
 from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from kernelopt.bench.aggregate import summarize
+from kernelopt.bench.report import ReportFiles, write_report
+from kernelopt.bench.results import BenchRun, load_errors, load_results, load_runs, record_run
+from kernelopt.bench.runner import run_suite
+from kernelopt.bench.suite import discover_suite
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignOptions, Outcome
 from kernelopt.contracts.search import ProposerKind
-
-from .aggregate import summarize
-from .report import ReportFiles, write_report
-from .results import BenchRun, load_errors, load_results, load_runs, record_run
-from .runner import run_suite
-from .suite import discover_suite
 
 
 def bench_campaign_id(suite_dir: Path, path: Path, level: int | None) -> str:
