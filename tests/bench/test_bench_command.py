@@ -14,10 +14,10 @@ from pathlib import Path
 from rich.console import Console
 
 from kernelopt.bench.cli import bench_command
+from kernelopt.bench.costs import export_costs
 from kernelopt.bench.results import load_results, load_runs
 from kernelopt.client import connect
 from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
-from scripts.bench_costs import export_costs
 from tests.durability.support import PROBLEM, DevServer, double_workers
 from tests.support.temporal import make_settings
 
