@@ -286,7 +286,7 @@ def compare_outputs(
 
 
 # ---------------------------------------------------------------------------
-# V_model: the float64 error-ratio rule (SPEC.md section 5, gate 3)
+# V_model: the float64 error-ratio rule (docs/method.md#gates, gate 3)
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ def model_error_rule(
 ) -> ModelErrorReport:
     """Decide V_model for one input set.
 
-    Order (SPEC.md section 5): the stricter ``tolerance`` first (scale-aware, so
+    Order (docs/method.md#gates): the stricter ``tolerance`` first (scale-aware, so
     tiny outputs cannot pass as zeros); failing that, the float64 fallback:
     ``rho = d_opt / d_ref <= rho_max`` when the baseline has rounding error
     (``d_ref >= d_ref_floor``), else a scale-relative bound with an absolute

@@ -791,7 +791,7 @@ class SearchKernel:
 
     # --- re-timing ------------------------------------------------------------------------
     async def _retime_winners(self) -> list[Decision]:
-        """Winners are timed again before they may seed a round (SPEC.md section 9)."""
+        """Winners are timed again before they may seed a round (docs/method.md#checker)."""
         decisions = []
         # patched() only in the last round: histories of earlier rounds carry no marker
         last = self.s.iteration + 1 >= self.inp.params.iterations and workflow.patched(

@@ -1,7 +1,7 @@
 """GPU timing helpers for compile and triage: do_bench, in-context profiling, comparisons.
 
 Every wall-time number here comes from ``triton.testing.do_bench`` with the
-SPEC's budgets (25 ms warm-up, 100 ms repetitions, median), the same timer
+budgets of docs/method.md#gates (25 ms warm-up, 100 ms repetitions, median), the same timer
 the perf gate uses, so compile-time numbers and gate numbers are comparable.
 Per-kernel GPU times come from the PyTorch profiler (CUPTI kernel records),
 summed per kernel name over several forwards and divided by their count.

@@ -1,4 +1,4 @@
-"""Triage: how much of the model can Triton work touch at all (SPEC section 7)?
+"""Triage: how much of the model can Triton work touch at all (docs/method.md#ceiling)?
 
 If library calls take a fraction f of the model's GPU time and stay as they
 are, making the Triton remainder S times faster gives at most
