@@ -29,10 +29,8 @@ def require_cuda() -> None:
 def init_cuda() -> None:
     """Create the CUDA context now, so a step's stage clock tells it apart from loading.
 
-    Split apart on the H200 (2026-11-30), triage's 15 s were 8.7 s of context (the
-    GPU's first since the machine started) and 6.5 s of loading kernels into a
-    compiler cache still cold on that worker; re-stitch with a warm cache: 0.1-0.2 s
-    and 0.6-1.1 s.
+    A cold context costs seconds; without this the time went to whichever stage
+    touched CUDA first and looked like slow loading.
     """
     import torch
 
