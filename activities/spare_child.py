@@ -1,8 +1,7 @@
 """The next supervised child, started while the current activity still runs.
 
-Every gate activity's child spent 3-5 s importing torch and the gate code
-before its first useful step (H200, ``import_target`` over 81 gate runs of
-the seventh session).  A GPU worker runs one activity at a time, so the
+Every gate activity's child spends seconds importing torch and the gate code
+before its first useful step.  A GPU worker runs one activity at a time, so the
 worker starts the next activity's process as soon as the current one has its
 own: it imports in the background and then waits on its stdin for a job.
 It is the same fresh, isolated process as before -- its own session, killed
@@ -52,9 +51,8 @@ def disable() -> None:
         _kill(spare.proc.pid)
 
 
-# What an Inductor wrapper imports at its top (2.0 s after torch on the CPU here,
-# 2026-11-30): triage and re-stitch load one and counted it in their 7-8 s ``load``
-# stage on the H200.  Importing it into every spare costs nothing on the critical path.
+# What an Inductor wrapper imports at its top (seconds after torch): triage and
+# re-stitch load one, and importing it into every spare takes that off the critical path.
 WRAPPER_RUNTIME = (
     "torch._inductor.select_algorithm",
     "torch._inductor.async_compile",

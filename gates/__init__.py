@@ -1,4 +1,4 @@
-"""The four-gate verification cascade (SPEC.md section 5): "the checker is the product".
+"""The four-gate verification cascade (docs/method.md#gates): "the checker is the product".
 
 Entry points: ``gates.cascade.verify_candidate`` (``kernelopt verify``),
 ``gates.campaign.gate_candidate`` / ``gate_model`` (the Temporal activities).

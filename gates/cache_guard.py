@@ -115,8 +115,7 @@ def worker_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
     """Digests from the GPU worker's memo (``gates.zygote_service``), else hashed here.
 
     A suite run's caches fill with autotuning kernels, and every gate process
-    would hash them all again (mid-suite on the H200, gate_candidate spent
-    5-6 s of its own outside its children).  The worker process hashes each
+    would hash them all again, seconds per gate activity.  The worker process hashes each
     file state once and remembers it.
     """
     from gates.zygote_service import SOCKET_ENV, ServiceError, request_digests

@@ -34,11 +34,9 @@ def comparison_threads(limit: int = 1) -> Iterator[None]:
     The comparisons are ~20 elementwise ops per 1M-element chunk, each ending at
     an OpenMP barrier.  With torch's default of one thread per CPU, two gate
     processes comparing at once (two GPU workers on one host) spin against each
-    other at every barrier: on the H200 host, level3/004's two workers compared
-    12.8M-element outputs at the same moment and took 31-33 s each, against
-    0.2-3 s alone (2026-11-30); two such processes on a 2-CPU machine here took
-    22.7 s with 2 threads each and 1.3 s with one.  One thread never waits on a
-    barrier and is at most ~1.5x slower than two on an idle machine.
+    other at every barrier, ten times slower or worse (docs/TEAM_NOTES.md,
+    "Measurements behind the code").  One thread never waits on a barrier and is
+    at most ~1.5x slower than two on an idle machine.
     """
     before = torch.get_num_threads()
     torch.set_num_threads(max(1, min(limit, before)))
@@ -195,7 +193,7 @@ def compare_tensor(
 
 # elements per chunk of the float comparison: its float64 temporaries (8 MiB each) are
 # reused from the allocator instead of being faulted in afresh for every operation
-# over the whole output -- 4-6x faster on a 7.4M-element output (2026-11-30, CPU)
+# over the whole output, several times faster on outputs of millions of elements
 _CHUNK = 1 << 20
 
 
@@ -286,7 +284,7 @@ def compare_outputs(
 
 
 # ---------------------------------------------------------------------------
-# V_model: the float64 error-ratio rule (SPEC.md section 5, gate 3)
+# V_model: the float64 error-ratio rule (docs/method.md#gates, gate 3)
 
 
 @dataclass(frozen=True)
@@ -341,7 +339,7 @@ def model_error_rule(
 ) -> ModelErrorReport:
     """Decide V_model for one input set.
 
-    Order (SPEC.md section 5): the stricter ``tolerance`` first (scale-aware, so
+    Order (docs/method.md#gates): the stricter ``tolerance`` first (scale-aware, so
     tiny outputs cannot pass as zeros); failing that, the float64 fallback:
     ``rho = d_opt / d_ref <= rho_max`` when the baseline has rounding error
     (``d_ref >= d_ref_floor``), else a scale-relative bound with an absolute

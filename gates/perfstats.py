@@ -4,7 +4,7 @@ The measurement itself (fresh processes, ``do_bench``, host timer) lives in
 ``gates.jobs.timing`` and ``gates.perf``; this module only turns numbers into
 a decision, so the decision rules are unit-tested without a GPU.
 
-Rules (SPEC.md sections 5-6):
+Rules (docs/method.md#gates, docs/method.md#outcomes):
 
 * each side's time is the median over rounds of the per-round medians (each
   round a fresh process); the *spread* of a side is (max - min) / median of

@@ -1,9 +1,7 @@
 """Where a timing child ran on the host: its CPUs, their NUMA nodes, and the GPU's node.
 
 Launch-bound forwards spread between fresh timing processes far more than GPU-bound
-ones: on the H200 (2026-11-29) a transformer block's 0.25-0.4 ms forward spread
-18-45% over six rounds, so gate 4 quarantined its candidates, while the mixer
-block's GPU-bound 0.76 ms forward spread under 1%.  A process that lands on CPUs
+ones, enough for gate 4 to quarantine their candidates (docs/TEAM_NOTES.md).  A process that lands on CPUs
 far from the GPU launches more slowly, which would explain it.  Each round
 records its placement, so the verdicts can confirm or refute that before
 anything is pinned.  Linux-only (procfs/sysfs); elsewhere every field is None.

@@ -30,7 +30,7 @@ class DeviceCeilings:
     measured: bool = False  # True when copy_bandwidth_gbs was measured, not a datasheet
 
 
-# Copy bandwidth measured on our H200 (KINDS.md: 8.6 GB in 2.0 ms); the FLOP
+# Copy bandwidth measured on our H200 (docs/TEAM_NOTES.md: 8.6 GB in 2.0 ms); the FLOP
 # peaks are the datasheet's SXM numbers, L2 as PyTorch reports it.
 _KNOWN = (
     DeviceCeilings("H200", 4300.0, 67.0, 495.0, 60 * 2**20, measured=True),

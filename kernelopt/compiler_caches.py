@@ -2,12 +2,10 @@
 
 The cache guard (``gates/cache_guard.py``) fails a candidate for any cached
 file whose content changed while the candidate's process ran.  That verdict is
-only right if nothing else writes those caches meanwhile.  GPU workers on one
-host shared the default caches, and on the H200 (two workers, suite run of
-2026-11-29) two of sixteen level-2 campaigns had candidates failed for writes
-that were not theirs: Inductor's benchmark-cache file, which every max-autotune
-compile rewrites, and a kernel's ``.best_config``, which Inductor rewrites
-after autotuning.  A GPU worker runs one activity at a time and its gate
+only right if nothing else writes those caches meanwhile; with shared
+default caches, other workers' compiles (Inductor's benchmark-cache file, a
+kernel's ``.best_config``) failed honest candidates (docs/TEAM_NOTES.md,
+"Measurements behind the code").  A GPU worker runs one activity at a time and its gate
 processes one after another, so with caches of its own the only process that
 can write them during a candidate's window is that candidate.
 """

@@ -1,6 +1,6 @@
 """Experience memory: small, situation -> action entries the planner can reuse.
 
-SPEC.md section 9: a prompt carries only high-confidence, actionable insights
+docs/method.md#checker: a prompt carries only high-confidence, actionable insights
 that name a situation and an action, retrieved by hierarchical tags plus
 keywords, and bounded -- in the first Proteus design most tokens went to
 reading and writing memory.  So:

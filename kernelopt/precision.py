@@ -4,10 +4,9 @@ The gates compare candidates with a float32 reference and time both sides with
 TF32 off.  Compile and triage used to run at PyTorch's defaults, where cuDNN
 may use TF32: max-autotune then chose convolution kernels for a regime the
 gates never run (and Inductor bakes ``ALLOW_TF32`` into its convolution
-templates at compile time), and triage profiled TF32 kernels.  On the H200 a
-level-2 convolution forward profiled at 0.09 ms in triage and timed at 0.455
-ms in gate 4: the library fraction f, the Amdahl ceilings and "compiled
-slower than eager" all described another program.  Every step that compiles,
+templates at compile time), and triage profiled TF32 kernels, so the library
+fraction f, the Amdahl ceilings and "compiled slower than eager" described
+another program than the one the gates time.  Every step that compiles,
 profiles, runs or times a model calls ``strict_fp32()`` first.
 """
 

@@ -3,7 +3,7 @@
 #   bash scripts/device_bench_chunk.sh SECONDS [SUITE] [RESULTS]
 # carry [".whl", ".device"]. Runs `kernelopt bench` for at most SECONDS (one campaign per
 # local GPU worker at a time), then puts the results folder, the bench log and the cost
-# table of every campaign this server finished (scripts/bench_costs.py) into
+# table of every campaign this server finished (python -m kernelopt.bench.costs) into
 # $OUT/results.tgz. A chunk cut by the time limit leaves the server and workers running:
 # the next call within ~30 s re-attaches to the campaigns in flight (deterministic ids),
 # finished problems travel with the (tracked) results folder and are skipped.
@@ -34,7 +34,7 @@ timeout "$seconds" python3 -m kernelopt.cli bench "$suite" --results "$results" 
     --proposer builtin --iterations 1 --plans 2 > /tmp/bench.log 2>&1
 echo "bench exit $? (124: cut by the time limit)"
 # the table itself travels in results.tgz; printed whole, it fills the output tail
-python3 scripts/bench_costs.py "$results" /tmp/costs | tail -n 1 || echo "no cost table"
+python3 -m kernelopt.bench.costs "$results" /tmp/costs | tail -n 1 || echo "no cost table"
 ls "$results"/level*/ 2>/dev/null | grep -c '\.json$' | sed 's/^/outcomes: /'
 tail -n 5 /tmp/costs/activity_durations.txt 2>/dev/null | cut -c1-160
 # how the GPU workers launched gate jobs (zygote or spawn), and their logs for reading here

@@ -2,6 +2,11 @@
 
     source scripts/device_env.sh; python3 scripts/gpu_e2e.py [--deadline S] PROBLEM...
 
+(``device_env.sh`` puts the repository root on ``PYTHONPATH``; elsewhere run it
+from the root with ``PYTHONPATH=.``.)  The regression check of the same machinery
+is ``tests/e2e/test_gpu_campaigns.py``; this tool stays for long multi-call runs
+(``--resume``) and for ``scripts/gpu_identity_corpus.py``, which calls it.
+
 Starts the embedded Temporal server and the local workers exactly as
 `kernelopt optimize` does (one CPU worker, one GPU worker per GPU), submits one
 campaign per problem with the built-in proposer and a small search, waits for
@@ -28,13 +33,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from kernelopt.campaigns import default_gpu_queue, prepare_problem, start_campaign  # noqa: E402
-from kernelopt.client import connect  # noqa: E402
-from kernelopt.config import Settings  # noqa: E402
-from kernelopt.contracts import (  # noqa: E402
+from kernelopt.bench.costs import TABLE_NAME, dump_histories
+from kernelopt.campaigns import default_gpu_queue, prepare_problem, start_campaign
+from kernelopt.client import connect
+from kernelopt.config import Settings
+from kernelopt.contracts import (
     CampaignOptions,
     CampaignProgress,
     Outcome,
@@ -42,149 +45,9 @@ from kernelopt.contracts import (  # noqa: E402
     ProposerKind,
     SearchParams,
 )
-from kernelopt.local_workers import ensure_local_workers, stop_local_workers  # noqa: E402
-from kernelopt.store import open_store  # noqa: E402
-
-
-def _tree(root: int) -> list[int]:
-    """``root`` and every descendant: supervised children run in sessions of their own."""
-    from gates.reaper import children_of
-
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children_of(pid))
-    return out
-
-
-async def kill_gpu_worker(
-    settings: Settings, not_before: float, fault: dict, freeze: bool = False
-) -> None:
-    """SIGKILL the GPU worker's process group mid-activity, then start a new worker.
-
-    ``freeze``: SIGSTOP the worker and every descendant instead -- a stuck worker that
-    stops heartbeating without dying; its activity must move to the new worker once the
-    heartbeat timeout passes.  The frozen processes are killed at the end of the run.
-    """
-    import signal
-
-    from kernelopt.local_workers import running
-
-    while time.monotonic() < not_before:
-        await asyncio.sleep(1.0)
-    log = settings.home / "workers" / "gpu0.log"
-    for _ in range(120):  # wait for a GPU activity to be under way
-        text = log.read_text(errors="replace") if log.is_file() else ""
-        if "gate_candidate" in text[-400:] and "child started" in text[-400:]:
-            break
-        await asyncio.sleep(0.5)
-    pid = running(settings).get("gpu0")
-    if pid is None:
-        fault["error"] = "no gpu0 worker to kill"
-        return
-    tail = log.read_text(errors="replace")[-600:] if log.is_file() else ""
-    if freeze:
-        frozen = _tree(pid)
-        for one in frozen:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(one, signal.SIGSTOP)
-        (settings.home / "workers" / "gpu0.pid").unlink(missing_ok=True)  # so a new one starts
-        fault.update(frozen_pids=frozen)
-    else:
-        os.killpg(pid, signal.SIGKILL)
-    what = "SIGSTOPped (frozen)" if freeze else "SIGKILLed"
-    fault.update(
-        fault="freeze" if freeze else "kill",
-        killed_pid=pid,
-        at_s=round(time.monotonic() - not_before, 1),
-        log_tail=tail,
-    )
-    print(f"fault test: {what} GPU worker {pid}", flush=True)
-    await asyncio.sleep(3.0)
-    fault["restarted"] = ensure_local_workers(settings)
-    print(f"fault test: workers now {fault['restarted']}", flush=True)
-
-
-def _candidate_of(event) -> str:
-    """The candidate id in a gate_candidate activity's input payload ('' if none)."""
-    attrs = event.activity_task_scheduled_event_attributes
-    for payload in attrs.input.payloads:
-        with contextlib.suppress(ValueError, AttributeError):
-            return str(json.loads(payload.data).get("candidate_id", ""))
-    return ""
-
-
-def _device_seconds(attrs) -> tuple[float, str]:
-    """The run time a completed GPU activity reported (``device_seconds``, else 0), and
-    where its time went (its ``stage_seconds``: compile, triage, both gates; '' if none)."""
-    for payload in attrs.result.payloads:
-        with contextlib.suppress(ValueError, AttributeError, TypeError):
-            result = json.loads(payload.data)
-            value = result.get("device_seconds")
-            stages = result.get("stage_seconds") or {}
-            split = ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
-            return (float(value) if value is not None else 0.0), split
-    return 0.0, ""
-
-
-async def dump_histories(
-    client, workflow_ids: list[str], out: Path
-) -> tuple[dict[str, int], dict[str, float]]:
-    """Each activity's duration (scheduled -> closed) per campaign, for the cost breakdown.
-
-    Returns how many times each candidate's gate_candidate activity completed (a
-    candidate gated to completion twice would be counted twice), and per campaign
-    the run time its GPU activities reported -- what its GPU-second budget must show.
-    """
-    from temporalio.api.enums.v1 import EventType
-
-    lines = []
-    completions: dict[str, int] = {}
-    held: dict[str, float] = {}
-    candidate_by_event: dict[int, str] = {}
-    for wf_id in workflow_ids:
-        history = await client.get_workflow_handle(wf_id).fetch_history()
-        ids = [wf_id] + [
-            e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
-        ]
-        for one in ids:
-            candidate_by_event.clear()  # event ids restart in every history
-            h = await client.get_workflow_handle(one).fetch_history()
-            (out / f"history-{one.replace('/', '_')}.json").write_text(h.to_json())
-            scheduled = {}
-            for e in h.events:
-                if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                    name = e.activity_task_scheduled_event_attributes.activity_type.name
-                    scheduled[e.event_id] = (name, e.event_time.ToDatetime())
-                    if name == "gate_candidate":
-                        candidate_by_event[e.event_id] = f"{one}/{_candidate_of(e)}"
-                elif e.event_type in (
-                    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-                    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-                ):
-                    attrs = (
-                        e.activity_task_completed_event_attributes
-                        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-                        else e.activity_task_failed_event_attributes
-                    )
-                    name, at = scheduled.get(attrs.scheduled_event_id, ("?", None))
-                    key = candidate_by_event.get(attrs.scheduled_event_id)
-                    ran, split = 0.0, ""
-                    if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-                        if key:
-                            completions[key] = completions.get(key, 0) + 1
-                        ran, split = _device_seconds(attrs)
-                        held[wf_id] = held.get(wf_id, 0.0) + ran
-                    if at is not None:
-                        secs = (e.event_time.ToDatetime() - at).total_seconds()
-                        split = f": {split}" if split else ""
-                        lines.append(f"{one:60} {name:16} {secs:7.1f} s  (ran {ran:6.1f} s{split})")
-    (out / "activity_durations.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[-40:]), flush=True)
-    return completions, held
+from kernelopt.local_workers import ensure_local_workers, stop_local_workers
+from kernelopt.store import open_store
+from tests.e2e.faults import kill_gpu_worker
 
 
 async def main() -> int:
@@ -306,6 +169,7 @@ async def main() -> int:
             )
         )
     gated, held = await dump_histories(client, [h.id for h in handles], out)
+    print("\n".join((out / TABLE_NAME).read_text().splitlines()[-40:]), flush=True)
     for handle in handles:  # the budget must charge what the GPU activities reported
         outcome = results.get(handle.id)
         if isinstance(outcome, Outcome):

@@ -1,6 +1,6 @@
 """Timeouts, retries and heartbeats for every activity call site, in one place.
 
-Temporal owns retries (DESIGN.md rule 7): infrastructure failures are retried
+Temporal owns retries (docs/architecture.md#retries): infrastructure failures are retried
 with backoff, deterministic ones (a broken problem file, a malformed reply the
 model will not fix) are raised non-retryable by the activities themselves.
 Every activity heartbeats (GPU ones through their supervisor, CPU ones through

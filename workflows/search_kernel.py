@@ -94,9 +94,9 @@ STORED_FEEDBACK_CHARS = 600  # decisions keep a trimmed copy; the gate's log has
 ARCHIVE_PAGE_ITEMS = search_log.PAGE_ITEMS
 ARCHIVE_PATCH = "archive-search-log"
 # A gate_candidate activity holds the GPU for all of its run time (reference, per-kernel
-# timing, imports), not only the gate children's wall time its verdicts report: on the
-# H200 the verdicts summed to ~17 s of the ~107 s four gate activities ran.  Budgets
-# charge the wrapper-measured run time once this marker is in the history.
+# timing, imports), not only the gate children's wall time its verdicts report, which
+# was a fraction of it.  Budgets charge the wrapper-measured run time once this marker
+# is in the history.
 CHARGE_HELD_PATCH = "charge-gate-run-time"
 # The tree (and each node's candidate, source and profile) is carried too: past
 # 2 x TREE_KEEP states it is pruned to the states the next beams can come from.
@@ -791,7 +791,7 @@ class SearchKernel:
 
     # --- re-timing ------------------------------------------------------------------------
     async def _retime_winners(self) -> list[Decision]:
-        """Winners are timed again before they may seed a round (SPEC.md section 9)."""
+        """Winners are timed again before they may seed a round (docs/method.md#checker)."""
         decisions = []
         # patched() only in the last round: histories of earlier rounds carry no marker
         last = self.s.iteration + 1 >= self.inp.params.iterations and workflow.patched(

@@ -1,6 +1,6 @@
 """The one place that talks to an OpenAI-compatible endpoint.
 
-``AsyncOpenAI(max_retries=0)``: Temporal owns retries (DESIGN.md rule 7), so
+``AsyncOpenAI(max_retries=0)``: Temporal owns retries (docs/architecture.md#retries), so
 every attempt is visible in history.  Failures are sorted once, here:
 endpoint problems that may pass (connection, timeout, 429, 5xx) are
 ``InfrastructureError`` (retryable); a wrong key, model or request is an

@@ -1,6 +1,6 @@
 """The paper-comparable numbers, as pure functions over finished problems.
 
-Conventions (spec section 6), applied here and nowhere else:
+Conventions (docs/method.md#outcomes), applied here and nowhere else:
 
 * a problem counts as *solved* when its category is ``optimized`` or
   ``matched``; only then does its measured speedup count.  ``fallback`` and

@@ -4,10 +4,16 @@ Numbers copied into prose by hand drift from the report they came from; this
 renders them from ``report.summary.json`` and ``runs.jsonl`` so the README
 states exactly what the committed report does, with what the paper's tables
 need beside them: when, on which GPU and software, with which search.
+
+    python -m kernelopt.bench.headline docs/results/h200 [--partial]
+
+prints it; paste the output into the README's results section.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 from .aggregate import BenchSummary
@@ -45,3 +51,21 @@ def headline_markdown(results_dir: str | Path, *, partial: bool = False) -> str:
     ]
     lines = ["Conditions: " + "; ".join(conditions) + ".", "", *md_table(level_table(summary))]
     return "\n".join(lines) + "\n"
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """Print the headline; refuse an incomplete suite unless ``--partial``."""
+    parser = argparse.ArgumentParser(description="Print the README's headline for a suite.")
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--partial", action="store_true", help="allow an incomplete suite")
+    args = parser.parse_args(argv)
+    try:
+        sys.stdout.write(headline_markdown(args.results, partial=args.partial))
+    except IncompleteSuite as exc:
+        sys.stderr.write(f"headline: {exc} (--partial to print it anyway)\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -1,4 +1,4 @@
-"""Single-kernel vs multi-kernel mode (SPEC section 1), with the reason recorded.
+"""Single-kernel vs multi-kernel mode (docs/method.md#dispatch-aware-search), with the reason recorded.
 
 Single-kernel mode makes the whole forward the one search target (the agent
 writes a complete implementation, library call included); multi-kernel mode
@@ -12,7 +12,7 @@ The rule reads the compiled graph, not the problem's label:
   by Triton kernels that prepare its operands (Inductor materialising
   ``diag(a)`` or ``tril(A)`` before a generic GEMM) -> single: the operator is
   the forward, and structure that the generic GEMM ignores is exactly where
-  the large algebraic wins are (SPEC section 8);
+  the large algebraic wins are (docs/method.md#algebraic-wins);
 * anything else -> multi.
 
 The user can force either mode; the reason then says so and keeps the

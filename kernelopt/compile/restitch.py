@@ -1,4 +1,4 @@
-"""Re-stitch accepted replacements into the baseline wrapper (SPEC section 1).
+"""Re-stitch accepted replacements into the baseline wrapper (docs/method.md#dispatch-aware-search).
 
 The text work (``restitch_source``) is pure and runs on CPU machines; the
 activity entry point (``restitch``) then loads the new wrapper, runs it on the

@@ -1,4 +1,4 @@
-"""Segmentation: the compiled wrapper as a structured artifact (SPEC section 1).
+"""Segmentation: the compiled wrapper as a structured artifact (docs/method.md#dispatch-aware-search).
 
 Every library call is recorded and frozen (``needs_triton_replacement=False``);
 every Triton kernel is exposed with its source, launch sites and the

@@ -1,7 +1,7 @@
 """GPU timing helpers for compile and triage: do_bench, in-context profiling, comparisons.
 
 Every wall-time number here comes from ``triton.testing.do_bench`` with the
-SPEC's budgets (25 ms warm-up, 100 ms repetitions, median), the same timer
+budgets of docs/method.md#gates (25 ms warm-up, 100 ms repetitions, median), the same timer
 the perf gate uses, so compile-time numbers and gate numbers are comparable.
 Per-kernel GPU times come from the PyTorch profiler (CUPTI kernel records),
 summed per kernel name over several forwards and divided by their count.
@@ -29,10 +29,8 @@ def require_cuda() -> None:
 def init_cuda() -> None:
     """Create the CUDA context now, so a step's stage clock tells it apart from loading.
 
-    Split apart on the H200 (2026-11-30), triage's 15 s were 8.7 s of context (the
-    GPU's first since the machine started) and 6.5 s of loading kernels into a
-    compiler cache still cold on that worker; re-stitch with a warm cache: 0.1-0.2 s
-    and 0.6-1.1 s.
+    A cold context costs seconds; without this the time went to whichever stage
+    touched CUDA first and looked like slow loading.
     """
     import torch
 

@@ -1,4 +1,4 @@
-"""Triage: how much of the model can Triton work touch at all (SPEC section 7)?
+"""Triage: how much of the model can Triton work touch at all (docs/method.md#ceiling)?
 
 If library calls take a fraction f of the model's GPU time and stay as they
 are, making the Triton remainder S times faster gives at most
@@ -181,8 +181,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         return run_call(module, args)
 
     # the wall time before the profiler touches the process: measured after it, a
-    # launch-bound RNN cell read 0.61 ms here against 0.41 ms in gate 4 (H200; whether
-    # the profiler's leftover state is the cause is to be seen on the next GPU run)
+    # launch-bound forward read slower here than in gate 4 (docs/TEAM_NOTES.md)
     wall = bench_ms(fn)
     stages.lap("wall")
     report({"step": "profile"})

@@ -1,4 +1,4 @@
-"""The profiler and the strategy analyst (SPEC.md section 3).
+"""The profiler and the strategy analyst (docs/method.md#agents).
 
 harness         find or write a standalone harness (get_args() + call(args))
 harness_runner  run it under ncu (one steady-state launch) or time it with CUDA events

@@ -1,6 +1,6 @@
 """The strategy analyst: a deterministic bottleneck class for a distilled profile.
 
-SPEC.md section 3: no LLM; ``near_optimal`` when any speed-of-light figure is
+docs/method.md#agents: no LLM; ``near_optimal`` when any speed-of-light figure is
 above 80 %, otherwise ``memory_bound`` / ``compute_bound`` when that unit is
 the clear limiter (>= 60 % of peak and ahead of the other), otherwise
 ``underutilized`` (neither unit busy: latency, occupancy, launch or tail

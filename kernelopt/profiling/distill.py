@@ -1,7 +1,7 @@
 """Distilling an Nsight Compute report into the few numbers a prompt can afford.
 
-A raw ``--set full`` report is ~60K tokens; the planner gets SPEC.md section
-3's fields only: SOL compute / memory (% of peak), duration, registers per
+A raw ``--set full`` report is ~60K tokens; the planner gets the fields of
+docs/method.md#agents only: SOL compute / memory (% of peak), duration, registers per
 thread, spills, achieved occupancy and the top-3 rule findings by estimated
 speedup.  Input is what ``ncu --import`` prints:
 

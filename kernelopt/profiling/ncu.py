@@ -1,7 +1,7 @@
 """Running Nsight Compute on one kernel harness, and telling why it could not run.
 
-``ncu --set full --clock-control none --replay-mode kernel`` (SPEC.md section
-3; ``--clock-control none`` because our hosts pin clocks themselves) with
+``ncu --set full --clock-control none --replay-mode kernel`` (docs/method.md#agents;
+``--clock-control none`` because our hosts pin clocks themselves) with
 ``--profile-from-start off``: the harness runner opens the profiler range
 around one steady-state launch.  The report is exported three ways (details
 CSV, details text, raw CSV) for the distiller; the ``.ncu-rep`` file itself

@@ -1,7 +1,7 @@
 """The scripted-LLM GPU run's script is checked on every CI run, so a device call never
-starts on replies that would not parse or route (``scripts/gpu_llm_e2e.py --check-only``:
-static routing checks, then one search iteration per problem through the real agent code
-and the real ``openai`` client over HTTP)."""
+starts on replies that would not parse or route (``python -m tests.e2e.llm_campaign
+--check-only``: static routing checks, then one search iteration per problem through the
+real agent code and the real ``openai`` client over HTTP)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.e2e import llm_campaign as script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_scripted_problem_routes_and_parses(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "gpu_llm_e2e.py"), "--check-only"],
+        [sys.executable, "-m", "tests.e2e.llm_campaign", "--check-only"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -28,11 +30,6 @@ def test_every_scripted_problem_routes_and_parses(tmp_path: Path) -> None:
 
 
 def test_a_reply_marker_shared_by_two_modules_is_caught() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import gpu_llm_e2e as script
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     problems = [script.ProblemScript.load(p) for p in script.DEFAULT_PROBLEMS]
     assert len(problems) >= 4 and script.check_script(problems) == []
     markers = dict(script.RETRY_MARKERS)

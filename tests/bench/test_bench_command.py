@@ -13,11 +13,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from kernelopt.bench.costs import export_costs
 from kernelopt.bench.results import load_results, load_runs
 from kernelopt.cli.bench import bench_command
 from kernelopt.client import connect
 from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
-from scripts.bench_costs import export_costs
 from tests.durability.support import PROBLEM, DevServer, double_workers
 from tests.support.temporal import make_settings
 

@@ -52,5 +52,5 @@ def test_readme_carries_the_committed_suites_headline() -> None:
     root = Path(__file__).resolve().parents[2]
     headline = headline_markdown(root / "docs" / "results" / "h200")
     assert headline in (root / "README.md").read_text(encoding="utf-8"), (
-        "README's suite headline differs from scripts/readme_headline.py docs/results/h200"
+        "README's suite headline differs from `python -m kernelopt.bench.headline docs/results/h200`"
     )

@@ -1,4 +1,4 @@
-"""GPU tests on the core problem set (run on the H200 host by scripts/gpu_compile.py).
+"""GPU tests on the core problem set (on the GPU host: ``scripts/device_gpu_tests.sh``).
 
 Per core problem: compile (forced, then again from the content-hash cache) and
 check the captured wrapper against torch.compile; the identity re-stitch is
@@ -7,7 +7,10 @@ committed fixture's wrapper, rehydrated (``compile/rehydrate.py``: arguments
 regenerated from the seed by recorded name), so they need no 30-50 s
 max-autotune compile.  Numbers go to ``$KERNELOPT_GPU_REPORT_DIR`` (one JSON
 file per problem and test) and, with ``$KERNELOPT_FIXTURE_OUT`` set, captured
-wrappers and segmentations are written there as CPU-test fixtures.
+wrappers and segmentations are written there as CPU-test fixtures::
+
+    source scripts/device_env.sh; KERNELOPT_FIXTURE_OUT=$OUT/fixtures \
+        python3 -m pytest -m gpu tests/compile/test_gpu.py
 """
 
 from __future__ import annotations

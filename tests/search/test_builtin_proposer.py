@@ -227,7 +227,7 @@ def test_variants_load_into_inductors_launcher_with_exactly_their_config(
 ):
     """Importing a variant builds Inductor's CachingAutotuner pinned to the labelled config.
 
-    (CPU: the GPU driver check is stubbed; compiling and running is scripts/gpu_search.py's job.)
+    (CPU: the GPU driver check is stubbed; compiling and running is tests/e2e/test_gpu_search.py's job.)
     """
     from torch._inductor.runtime import triton_helpers
     from torch._inductor.runtime.triton_heuristics import HeuristicType

@@ -207,7 +207,7 @@ def test_raw_page_fills_only_what_the_details_lack():
 
 
 def test_a_real_h200_report_distils_the_same_from_csv_and_text():
-    """ncu 2025.3.1 exports of an Inductor persistent softmax kernel, captured by gpu_search.py."""
+    """ncu 2025.3.1 exports of an Inductor persistent softmax kernel, captured by tests/e2e/test_gpu_search.py."""
     details_csv = (DATA / "h200_ncu_details.csv").read_text()
     details_text = (DATA / "h200_ncu_details.txt").read_text()
     raw_csv = (DATA / "h200_ncu_raw.csv").read_text()

@@ -1,4 +1,4 @@
-"""diag(a) @ B: Inductor dispatches a generic O(N^3) GEMM for an O(N^2) row scale (SPEC.md s8)."""
+"""diag(a) @ B: Inductor dispatches a generic O(N^3) GEMM for an O(N^2) row scale (docs/method.md#algebraic-wins)."""
 
 import os
 

@@ -1,8 +1,8 @@
-"""CPU rehearsal of scripts/gpu_llm_e2e.py: the whole run, with a stand-in for the GPU worker.
+"""CPU rehearsal of tests/e2e/llm_campaign.py: the whole run, with a stand-in for the GPU worker.
 
-    /work/venv/bin/python scripts/llm_e2e_replies/cpu_rehearsal.py [--deadline S]
+    python -m tests.e2e.llm_replies.cpu_rehearsal [--deadline S]   # from the repository root
 
-Runs ``scripts/gpu_llm_e2e.py`` unchanged (its own embedded Temporal server,
+Runs ``tests/e2e/llm_campaign.py`` unchanged (its own embedded Temporal server,
 CPU worker and scripted LLM server) on shrunken copies of the problems, in a
 private ``KERNELOPT_HOME`` on free ports, with a stand-in worker on the GPU
 queue.  The stand-in serves compile / triage / profile / re-stitch / gate_model
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import signal
 import socket
@@ -28,13 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from temporalio import activity
 
-from temporalio import activity  # noqa: E402
+from kernelopt.contracts import names
+from kernelopt.contracts.verdicts import CandidateGateInput, CandidateGateResult
 
-from kernelopt.contracts import names  # noqa: E402
-from kernelopt.contracts.verdicts import CandidateGateInput, CandidateGateResult  # noqa: E402
+ROOT = Path(__file__).resolve().parents[3]
 
 SLOW_MARK = 'plan "slower"'  # the slower modules' docstrings say so
 
@@ -87,20 +85,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _e2e_module():
-    spec = importlib.util.spec_from_file_location("gpu_llm_e2e", ROOT / "scripts/gpu_llm_e2e.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_llm_e2e"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def rehearse(deadline: float, extra: list[str], split_at: float | None = None) -> int:
     from kernelopt.campaigns import default_gpu_queue
     from kernelopt.config import Settings
     from kernelopt.temporal_server import EmbeddedServer
+    from tests.e2e import llm_campaign as e2e
 
-    e2e = _e2e_module()
     tmp = Path(tempfile.mkdtemp(prefix="llm-e2e-rehearsal-"))
     os.environ["KERNELOPT_HOME"] = str(tmp / "home")
     os.environ["KERNELOPT_SERVER_PORT"] = str(_free_port())
@@ -117,7 +107,7 @@ def rehearse(deadline: float, extra: list[str], split_at: float | None = None) -
     log = tmp / "gpu-stand-in.log"
     with log.open("w") as handle:
         stand_in = subprocess.Popen(
-            [sys.executable, __file__, "--gpu-stand-in", queue],
+            [sys.executable, "-m", "tests.e2e.llm_replies.cpu_rehearsal", "--gpu-stand-in", queue],
             stdout=handle,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
@@ -133,7 +123,7 @@ def rehearse(deadline: float, extra: list[str], split_at: float | None = None) -
             return 1
         print(f"GPU stand-in on {queue} (pid {stand_in.pid}); OUT={os.environ['OUT']}", flush=True)
         started = time.monotonic()
-        script = [sys.executable, str(ROOT / "scripts/gpu_llm_e2e.py"), "--problems", *copies]
+        script = [sys.executable, "-m", "tests.e2e.llm_campaign", "--problems", *copies]
         if split_at is None:
             calls = [["--deadline", str(deadline)]]
         else:  # two device calls: stop mid-campaign, then resume on the same server
@@ -145,7 +135,7 @@ def rehearse(deadline: float, extra: list[str], split_at: float | None = None) -
         for call in calls:
             rc = subprocess.call([*script, *call, *extra], cwd=ROOT)
             print(
-                f"gpu_llm_e2e.py {' '.join(call)} exited {rc} after {time.monotonic() - started:.0f} s"
+                f"llm_campaign {' '.join(call)} exited {rc} after {time.monotonic() - started:.0f} s"
             )
         return rc
     finally:

@@ -1,6 +1,6 @@
 """diag_matmul, plan "dispatch": the row-scale kernel, launched over a tile list built in Python.
 
-Scripted for gate 4's case (SPEC.md section 5): the kernel itself replays dozens
+Scripted for gate 4's case (docs/method.md#gates): the kernel itself replays dozens
 of times faster than Inductor's GEMM from a CUDA graph, but forward() enumerates
 every (row, column block) tile on the host on each call -- 262,144 tuples, some
 10-20 ms of Python -- so the model as dispatched is slower than the baseline.

@@ -1,7 +1,8 @@
 """The LLM search end to end on the GPU host, with scripted replies over real HTTP.
 
-    source scripts/device_env.sh; python3 scripts/gpu_llm_e2e.py [--deadline S] [--problems P ...]
+    source scripts/device_env.sh; python3 -m tests.e2e.llm_campaign [--deadline S] [--problems P ...]
 
+(``tests/e2e/test_gpu_llm_campaigns.py`` runs it as a GPU test; CI runs ``--check-only``.)
 Like ``scripts/gpu_e2e.py`` (embedded Temporal server, the local workers
 ``kernelopt optimize`` starts, one campaign per problem), but the proposer is
 the LLM path: ``tests/support/scripted_openai.py``'s server runs in this
@@ -12,7 +13,7 @@ re-timing, re-stitch and gates 3-4 are the real ones.
 
 Each problem runs in single-kernel mode (the search target is the whole
 forward, a candidate is a ``ModelNew`` module) with one iteration of four
-plans whose replies are scripted under ``scripts/llm_e2e_replies/``:
+plans whose replies are scripted under ``tests/e2e/llm_replies/``:
 
 * ``good``          a correct, fast Triton ``ModelNew`` -> accepted
 * ``compile-fail``  calls a nonexistent ``tl.fancy_*`` -> rejected by gate 1 (static),
@@ -32,7 +33,7 @@ Before any GPU work the same script is replayed through the real agent code
 that would not parse or route stops the run at once (``--check-only`` does
 only that; ``--cpu-check`` also runs every module through the gates on the
 CPU under the Triton interpreter, on shrunken copies of the problems).
-``scripts/llm_e2e_replies/cpu_rehearsal.py`` runs this whole script on the CPU
+``tests/e2e/llm_replies/cpu_rehearsal.py`` runs this whole script on the CPU
 with a stand-in GPU worker (real gates 1-2 under the interpreter, doubles for the rest).
 
 A device call lasts at most ten minutes and an LLM campaign about five on the one GPU
@@ -68,10 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from kernelopt.contracts import (  # noqa: E402
+from kernelopt.contracts import (
     CampaignOptions,
     CampaignProgress,
     Outcome,
@@ -80,8 +78,8 @@ from kernelopt.contracts import (  # noqa: E402
     SearchMode,
     SearchParams,
 )
-from kernelopt.contracts.compiled import SearchTarget, TargetKind  # noqa: E402
-from kernelopt.contracts.search import (  # noqa: E402
+from kernelopt.contracts.compiled import SearchTarget, TargetKind
+from kernelopt.contracts.search import (
     SEARCH_PROGRESS,
     Decision,
     ExecuteInput,
@@ -90,10 +88,13 @@ from kernelopt.contracts.search import (  # noqa: E402
     SearchProgress,
     SummarizeInput,
 )
-from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict  # noqa: E402
-from tests.support.scripted_openai import Reply, ScriptedOpenAI  # noqa: E402
+from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
+from tests.e2e.llm_replies.derived import HERE as REPLIES
+from tests.e2e.llm_replies.derived import has_reply, reply_source
+from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
-REPLIES = ROOT / "scripts" / "llm_e2e_replies"
+ROOT = Path(__file__).resolve().parents[2]
+
 DEFAULT_PROBLEMS = [
     ROOT / "problems" / "level1" / "009_softmax_rows.py",
     ROOT / "problems" / "level1" / "023_diag_matmul.py",
@@ -123,7 +124,7 @@ class Scenario:
     """One scripted plan: its reply modules and what the gates must decide, per attempt."""
 
     key: str
-    first: str  # reply module of attempt 0: scripts/llm_e2e_replies/<tag>_<first>.py
+    first: str  # reply of attempt 0: tests/e2e/llm_replies/<tag>_<first> (derived.py)
     retry: str | None  # reply module of attempt 1 (retry-fix), if the plan gets one
     expect: tuple[str, ...]  # per attempt: "accepted", "accepted-slower" or the deciding gate
     description: str
@@ -215,7 +216,7 @@ class ProblemScript:
         return tuple(swaps.get(s.key, s) for s in SCENARIOS)
 
     def module(self, name: str) -> str:
-        return (REPLIES / f"{self.tag}_{name}.py").read_text()
+        return reply_source(self.tag, name)
 
     def modules(self) -> dict[str, str]:
         names = [s.first for s in self.scenarios] + [s.retry for s in self.scenarios if s.retry]
@@ -294,7 +295,7 @@ def check_script(problems: list[ProblemScript]) -> list[str]:
     for p in problems:
         for s in p.scenarios:
             for name in (s.first, s.retry):
-                if name and not (REPLIES / f"{p.tag}_{name}.py").is_file():
+                if name and not has_reply(p.tag, name):
                     errors.append(f"{p.tag}: missing reply module {p.tag}_{name}.py")
         if not p.planner_match.strip():
             errors.append(f"{p.tag}: the problem file's first line is empty")
@@ -525,9 +526,11 @@ def cpu_gate_check(
             attempts = [s.first] + ([s.retry] if s.retry else [])
             for attempt, name in enumerate(attempts):
                 started = time.monotonic()
+                candidate = workdir / f"{p.tag}_{name}.py"
+                candidate.write_text(p.module(name))
                 result = verify_candidate(
                     problem,
-                    REPLIES / f"{p.tag}_{name}.py",
+                    candidate,
                     settings,
                     workdir=workdir / f"verify-{p.tag}-{name}",
                     bundle=bundle,
@@ -842,11 +845,11 @@ def llm_report(server: ScriptedOpenAI, names: dict[int, str], out: Path) -> dict
 
 
 async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript], out: Path) -> None:
+    from kernelopt.bench.costs import dump_histories  # the same dump and activity table
     from kernelopt.client import connect
     from kernelopt.config import Settings
     from kernelopt.local_workers import ensure_local_workers, stop_local_workers
     from kernelopt.store import open_store
-    from scripts.gpu_e2e import dump_histories  # the same dump and activity-duration table
 
     t0 = args.t0
     stop_at = t0 + args.deadline - POST_S
@@ -919,7 +922,7 @@ async def run_campaigns(args: argparse.Namespace, problems: list[ProblemScript],
             if run.handle is not None and run.outcome is None and not run.error:
                 # or the workers of a later run on this machine would pick its work up again
                 try:
-                    await run.handle.terminate(reason="gpu_llm_e2e.py deadline")
+                    await run.handle.terminate(reason="llm_campaign deadline")
                 except Exception as exc:  # it may have just finished
                     print(f"could not terminate {run.handle.id}: {describe(exc)}")
         llm = llm_report(server, names, out)

@@ -1,0 +1,136 @@
+"""Campaigns end to end on the GPU host, as ``kernelopt optimize`` runs them.
+
+    source scripts/device_env.sh; python3 -m pytest -m gpu tests/e2e/test_gpu_campaigns.py
+
+The embedded Temporal server and the local workers (one CPU worker, one GPU worker
+per GPU) start as ``kernelopt optimize`` starts them; campaigns use the built-in
+proposer and a small search.  Each test leaves outcomes, histories and the activity
+table (``kernelopt.bench.costs``) in ``gpu_out``.  Needs the Temporal binary
+(carry ``.device``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelopt.bench.costs import dump_histories
+from kernelopt.config import Settings
+from kernelopt.contracts import (
+    CampaignOptions,
+    Outcome,
+    OutcomeCategory,
+    ProposerConfig,
+    ProposerKind,
+    SearchParams,
+)
+from kernelopt.store import ArtifactStore
+from tests.e2e.conftest import ROOT
+from tests.e2e.faults import kill_gpu_worker
+
+pytestmark = pytest.mark.gpu
+
+PROBLEMS = [ROOT / "problems" / "level1" / "001_relu_chain.py"]
+FAULT_PROBLEM = ROOT / "problems" / "level2" / "001_gemm_bias_relu.py"
+CAMPAIGN_S = 420.0
+
+
+@pytest.fixture
+async def local_client(gpu_settings: Settings) -> AsyncIterator[Any]:
+    from kernelopt.client import connect
+    from kernelopt.local_workers import ensure_local_workers, stop_local_workers
+
+    client = await connect(gpu_settings)
+    ensure_local_workers(gpu_settings)
+    try:
+        yield client
+    finally:
+        stop_local_workers(gpu_settings, wait_s=5)
+
+
+def _options(settings: Settings, heartbeat_s: float | None = None) -> CampaignOptions:
+    from kernelopt.campaigns import default_gpu_queue
+
+    return CampaignOptions(
+        search=SearchParams(iterations=1, plans=3, beam=2, retries=1),
+        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
+        gpu_queue=default_gpu_queue(settings),
+        cpu_queue=settings.cpu_queue,
+        max_targets=2,
+        gpu_heartbeat_s=heartbeat_s,
+    )
+
+
+async def _run(client: Any, store: ArtifactStore, path: Path, options: CampaignOptions) -> Any:
+    from kernelopt.campaigns import prepare_problem, start_campaign
+
+    problem = prepare_problem(path, store, level=None)
+    handle = await start_campaign(client, problem, options)
+    outcome = await asyncio.wait_for(handle.result(), CAMPAIGN_S)
+    return handle.id, outcome
+
+
+def _keep_logs(settings: Settings, out: Path) -> None:
+    for name in ("cpu", "gpu0"):
+        log = settings.home / "workers" / f"{name}.log"
+        if log.is_file():
+            shutil.copy(log, out / f"worker-{name}.log")
+
+
+async def test_campaign_ends_in_an_outcome_and_charges_what_the_gpu_ran(
+    local_client: Any, gpu_settings: Settings, gpu_store: ArtifactStore, gpu_out: Path
+) -> None:
+    for path in PROBLEMS:
+        campaign_id, outcome = await _run(local_client, gpu_store, path, _options(gpu_settings))
+        assert isinstance(outcome, Outcome)
+        (gpu_out / f"{campaign_id}.outcome.json").write_text(outcome.model_dump_json(indent=2))
+        assert outcome.category in set(OutcomeCategory)
+        assert outcome.candidates_tried >= 1
+        gated, held = await dump_histories(local_client, [campaign_id], gpu_out)
+        assert all(n == 1 for n in gated.values()), gated
+        # the budget charges at least what the GPU activities reported running
+        assert outcome.used.gpu_seconds >= held.get(campaign_id, 0.0) - 1.0
+    _keep_logs(gpu_settings, gpu_out)
+
+
+@pytest.mark.parametrize("freeze", [False, True], ids=["killed", "frozen"])
+async def test_a_lost_gpu_worker_costs_a_retry_not_a_second_gate(
+    freeze: bool,
+    local_client: Any,
+    gpu_settings: Settings,
+    gpu_store: ArtifactStore,
+    gpu_out: Path,
+) -> None:
+    """The GPU worker is SIGKILLed (or SIGSTOPped: alive but silent) during a gate; a new
+    worker takes the activity over after the heartbeat timeout, and the campaign still
+    ends with no candidate gated to completion twice."""
+    import time
+
+    fault: dict[str, Any] = {}
+    killer = asyncio.create_task(
+        kill_gpu_worker(gpu_settings, time.monotonic() + 5.0, fault, freeze)
+    )
+    try:
+        campaign_id, outcome = await _run(
+            local_client, gpu_store, FAULT_PROBLEM, _options(gpu_settings, heartbeat_s=15.0)
+        )
+    finally:
+        killer.cancel()
+        for pid in fault.get("frozen_pids", []):  # the stuck worker never comes back
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+    assert "error" not in fault, fault
+    assert fault.get("killed_pid"), "no GPU activity was under way to interrupt"
+    assert isinstance(outcome, Outcome)
+    out = gpu_out / ("frozen" if freeze else "killed")
+    out.mkdir(exist_ok=True)
+    gated, _ = await dump_histories(local_client, [campaign_id], out)
+    assert sorted(c for c, n in gated.items() if n > 1) == []
+    _keep_logs(gpu_settings, out)
