@@ -84,3 +84,58 @@ async def test_a_builtin_campaign_proposes_a_rewrite_of_the_whole_forward(
         if e.HasField("marker_recorded_event_attributes")
     ]
     assert any(b"builtin-rewrites-whole-forward" in m for m in markers)
+
+
+def _fixture(stem: str):
+    from kernelopt.contracts.compiled import CompileResult, SegmentResult
+
+    base = ROOT / "tests" / "fixtures" / "wrappers"
+    compiled = CompileResult.model_validate_json((base / f"{stem}.compile.json").read_text())
+    segment = SegmentResult.model_validate_json((base / f"{stem}.segment.json").read_text())
+    return compiled, segment
+
+
+def test_a_multi_kernel_campaign_gets_a_forward_covering_every_kernel() -> None:
+    """Multi-kernel mode has no forward target: one is built, so the model-level step never
+    stitches a rewritten forward together with one of the kernel replacements."""
+    from kernelopt.contracts.compiled import TargetKind
+    from kernelopt.proposer.targets import rewrite_target
+
+    compiled, segment = _fixture("level3_001_small_mlp")
+    assert segment.mode.value == "multi"
+    assert all(t.kind != TargetKind.FORWARD for t in segment.targets)
+    forward = rewrite_target(compiled, segment, list(segment.targets))
+    assert forward.kind == TargetKind.FORWARD and forward.id == "forward"
+    assert forward.source == compiled.problem.source
+    assert set(forward.kernels) == {k.name for k in segment.kernels}
+    inputs = [r for r in compiled.arg_roles if r == "input"]
+    assert len(forward.signature) == len(inputs) > 0  # the user's inputs, not the weights
+    assert all(set(t.kernels) <= set(forward.kernels) for t in segment.targets)
+
+
+def test_single_kernel_mode_keeps_segmentations_own_forward() -> None:
+    from kernelopt.proposer.targets import rewrite_target
+
+    compiled, segment = _fixture("level1_023_diag_matmul")
+    (own,) = segment.targets
+    assert rewrite_target(compiled, segment, [own]) is own
+
+
+def test_a_library_only_forward_says_what_the_rewrites_found() -> None:
+    """With only the rewrite search run, the reason still names the kernel families' limit."""
+    from kernelopt.contracts import ArtifactRef, CampaignInput, CampaignOptions, ProblemSpec
+    from kernelopt.contracts.compiled import SearchTarget, TargetKind
+    from kernelopt.contracts.search import ProposerConfig, ProposerKind
+    from workflows.optimize_model import OptimizeModel
+
+    wf = OptimizeModel()
+    wf._input = CampaignInput(
+        campaign_id="c1",
+        problem=ProblemSpec(name="gemm", source=ArtifactRef(sha256="0" * 64, size=3, name="p.py")),
+        options=CampaignOptions(proposer=ProposerConfig(kind=ProposerKind.BUILTIN)),
+    )
+    wf._state.targets = [SearchTarget(id="forward", kind=TargetKind.FORWARD)]
+    stop = "built-in proposer has nothing left to try: no algebraic rewrite applies"
+    wf._state.results = [SearchKernelResult(target_id="forward", stopped_reason=stop)]
+    reason = wf._nothing_tried_reason()
+    assert "library calls only" in reason and reason.endswith(f"algebraic rewrites: {stop}")
