@@ -12,8 +12,9 @@ by).  Prints one row per candidate: problem, family, label, verdict, speedup
 gate did not time it).  Nothing here is a speed claim until it has run on the GPU.
 
 Environment: FAMILIES_PER_TARGET (default 2 candidates per target and family),
-FAMILIES_BUDGET_S (default 520: no new gate starts after it). Results: $OUT/families.json,
-$OUT/families.txt.
+FAMILIES_BUDGET_S (default 520: no new gate starts after it), FAMILIES_ONLY (label prefixes,
+comma-separated, e.g. ``template:scan``: gate only those candidates). Results:
+$OUT/families.json, $OUT/families.txt.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ OUT = Path(os.environ.get("OUT") or ROOT / ".gpu_families_out")
 OUT.mkdir(parents=True, exist_ok=True)
 PER_TARGET = int(os.environ.get("FAMILIES_PER_TARGET", "2"))
 BUDGET_S = float(os.environ.get("FAMILIES_BUDGET_S", "520"))
+ONLY = tuple(p for p in os.environ.get("FAMILIES_ONLY", "").split(",") if p) or (
+    "template:",
+    "rewrite:",
+)
 STARTED = time.monotonic()
 # where the families apply (the script picks problems; the proposer never sees these names)
 DEFAULT = [
@@ -43,6 +48,7 @@ DEFAULT = [
     "problems/level1/016_argmax_dim.py",
     "problems/level1/013_sum_middle_dim.py",
     "problems/level1/027_batched_diag_matmul.py",
+    "problems/level1/017_cumsum.py",
 ]
 ROWS: list[dict] = []
 
@@ -63,8 +69,10 @@ def candidates(compiled, seg, store):
     from kernelopt.contracts.compiled import SearchTarget, TargetKind
     from kernelopt.contracts.search import BuiltinProposeInput
     from kernelopt.proposer.builtin import propose
+    from kernelopt.proposer.targets import rewrite_target
 
-    targets = [t for t in seg.targets if t.kind == TargetKind.FORWARD]
+    # as a built-in campaign does: the forward for rewrites, every kernel for templates
+    targets = [rewrite_target(compiled, seg, seg.targets)]
     targets += [
         SearchTarget(
             id=k.name, kind=TargetKind.KERNEL, kernels=[k.name], source=k.source, signature=k.args
@@ -83,7 +91,7 @@ def candidates(compiled, seg, store):
             ),
             store,
         )
-        new = [v for v in result.variants if v.label.startswith(("template:", "rewrite:"))]
+        new = [v for v in result.variants if v.label.startswith(ONLY)]
         for variant in new[:PER_TARGET]:
             yield target, variant
 

@@ -64,6 +64,7 @@ with workflow.unsafe.imports_passed_through():
         SA_PHASE,
     )
     from kernelopt.contracts.verdicts import pinned_gates
+    from kernelopt.proposer.targets import rewrite_target
 
     from . import activity_options as opts
     from .export_campaign import start_export
@@ -73,6 +74,8 @@ FALLBACK_REASON_PATCH = "fallback-names-model-gate"
 MODEL_RUNNERS_UP_PATCH = "model-gates-try-runners-up"
 # A stop signal gives up the compile step instead of waiting for it to end.
 STOP_DURING_COMPILE_PATCH = "stop-gives-up-compile"
+# The built-in proposer's rewrite family gets the whole forward besides the kernel targets.
+BUILTIN_REWRITES_PATCH = "builtin-rewrites-whole-forward"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
@@ -226,6 +229,13 @@ class OptimizeModel:
             targets = [t for t in targets if t.kind != TargetKind.FUSION_GROUP]
         if inp.options.max_targets is not None:
             targets = targets[: inp.options.max_targets]
+        if self._builtin_on_module() and workflow.patched(BUILTIN_REWRITES_PATCH):
+            # first: a rewrite's wins are the largest and its search the cheapest (one CPU
+            # proposal, a handful of candidates); max_targets bounds the kernel searches
+            forward = rewrite_target(
+                state.compiled, state.segment, [*state.triage.targets, *state.segment.targets]
+            )
+            targets = [forward, *(t for t in targets if t.kind != TargetKind.FORWARD)]
         state.targets = targets
         self._progress.targets_total = len(targets)
         done = {r.target_id for r in state.results}
@@ -509,20 +519,25 @@ class OptimizeModel:
     def _nothing_tried_reason(self) -> str:
         """Why no candidate came to exist, in the searches' own words."""
         state = self._state
-        if not state.targets and not self._use_llm():
+        if not any(t.kind != TargetKind.FORWARD for t in state.targets) and not self._use_llm():
+            rewrites = [r.stopped_reason for r in state.results if r.stopped_reason]
             return (
                 "no candidate: the built-in proposer re-tunes the compiled forward's Triton "
                 "kernels and it has none (library calls only); an LLM proposer can write one"
+                + (f"; algebraic rewrites: {rewrites[0]}" if rewrites else "")
             )
         why = list(dict.fromkeys(f"{r.target_id}: {r.stopped_reason}" for r in state.results))
         return "no candidate: " + ("; ".join(why) if why else "no target was searched")
 
     # --- helpers ---------------------------------------------------------------------------
     def _builtin_on_forward(self, targets: list) -> bool:
-        """The built-in proposer tunes Inductor kernels; it cannot write a whole forward."""
-        if self._input.problem.kind != ProblemKind.MODULE:
-            return False  # a kernel problem's forward is its launcher: kinds' own variants
-        return not self._use_llm() and any(t.kind == TargetKind.FORWARD for t in targets)
+        """The built-in proposer's kernel families tune one Inductor kernel at a time."""
+        return self._builtin_on_module() and any(t.kind == TargetKind.FORWARD for t in targets)
+
+    def _builtin_on_module(self) -> bool:
+        """A module problem searched without an LLM (a kernel problem's forward is its
+        launcher, which the kinds' own variants tune)."""
+        return self._input.problem.kind == ProblemKind.MODULE and not self._use_llm()
 
     def _kernel_targets(self) -> list[SearchTarget]:
         """Each Triton kernel of the wrapper as its own target, largest share first."""

@@ -1,1 +1,1 @@
-"""The built-in, non-LLM proposer: mechanical launch-configuration variants of Inductor kernels."""
+"""The built-in, non-LLM proposer: expert templates, launch-config search and algebraic rewrites."""

@@ -189,6 +189,58 @@ def test_argreduce_template_keeps_first_index_and_nan_rules(rows, cols, kind):
     _run_all(view, tensors, ref, "argreduce")
 
 
+@needs_interpreter
+@pytest.mark.parametrize(
+    "shape,dim,op",
+    [
+        ((1, 37), 1, "cumsum"),
+        ((5, 300), -1, "cumsum"),
+        ((3, 2500), 1, "cumsum"),  # several chunks: the carry crosses them
+        ((4, 90), 1, "cumprod"),
+        ((2, 40, 6), 1, "cumsum"),  # a strided axis
+        ((3, 7, 5), 1, "cumprod"),
+    ],
+)
+def test_scan_template_matches_torch(shape, dim, op):
+    x = torch.randn(*shape)
+    if op == "cumprod":
+        x = 1.0 + 0.05 * x  # a long product of randn overflows or vanishes
+    ref = getattr(torch, op)(x, dim=dim)
+    out = torch.empty_like(ref)
+    view, tensors = _view({"x": x}, [f"c | aten.{op}.default | %x, {dim} | "], out, "c")
+    found = matches(view)
+    assert [t.name for t, _ in found] == ["scan"]
+    template, match = found[0]
+    grid = template.grid(match, 4)
+    # the grid's first points, and for a long row one that loops over several chunks
+    points = grid[:2] + [p for p in grid if p.get("BLOCK", 1 << 30) < shape[-1]][:1]
+    for params in points:
+        module = types.ModuleType("cand")
+        exec(compile(template.render(match, params), "<cand>", "exec"), module.__dict__)
+        out.fill_(float("nan"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module.launch(*tensors)
+        torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4, msg=f"{params}")
+    if shape == (3, 2500):
+        assert any(p["BLOCK"] < 2500 for p in points), "no looped point was run"
+
+
+def test_scan_near_misses_are_refused():
+    x = torch.randn(4, 64)
+    out = torch.empty_like(x)
+    assert matches(_view({"x": x}, ["c | aten.cumsum.default | %x, 1 | "], out, "c")[0])
+    with_dtype = ["c | aten.cumsum.default | %x, 1 | dtype: torch.float64"]
+    assert not matches(_view({"x": x}, with_dtype, out, "c")[0])
+    scaled = ["m | aten.mul.Tensor | %x, 2 | ", "c | aten.cumsum.default | %m, 1 | "]
+    assert not matches(_view({"x": x}, scaled, out, "c")[0])  # a fused pointwise op: not ours
+    t = torch.randn(64, 4).t()
+    assert not matches(_view({"x": t}, ["c | aten.cumsum.default | %x, 1 | "], out, "c")[0])
+    ints = torch.randint(0, 5, (4, 64))
+    view, _ = _view({"x": ints}, ["c | aten.cumsum.default | %x, 1 | "], ints.clone(), "c")
+    assert not matches(view)  # integer scans widen to int64 in torch: not modelled
+
+
 def test_near_misses_are_refused():
     x = torch.randn(4, 64)
     out = torch.empty_like(x)
@@ -258,4 +310,4 @@ def test_template_kernels_in_a_fresh_interpreter() -> None:
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0 and "19 passed" in done.stdout, done.stdout[-3000:]
+    assert done.returncode == 0 and "25 passed" in done.stdout, done.stdout[-3000:]

@@ -6,6 +6,7 @@ from kernelopt.proposer.templates.argreduce import ArgReduceTemplate
 from kernelopt.proposer.templates.base import KernelView, Template, TemplateMatch
 from kernelopt.proposer.templates.norm import NormTemplate
 from kernelopt.proposer.templates.reduce import ReduceTemplate
+from kernelopt.proposer.templates.scan import ScanTemplate
 from kernelopt.proposer.templates.softmax import SoftmaxTemplate
 
 TEMPLATES: tuple[Template, ...] = (
@@ -13,6 +14,7 @@ TEMPLATES: tuple[Template, ...] = (
     NormTemplate(),
     ReduceTemplate(),
     ArgReduceTemplate(),
+    ScanTemplate(),
 )
 
 

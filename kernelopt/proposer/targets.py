@@ -1,0 +1,57 @@
+"""Which targets the built-in proposer searches in a module campaign (pure: contracts only).
+
+Its families split by target: expert templates and launch-config search work on
+one Inductor kernel at a time, algebraic rewrites on the whole forward (a
+``ModelNew`` candidate).  So a built-in campaign searches the forward for
+rewrites *and* every kernel for templates; the workflow imports this module in
+its sandbox, which is why it reads contracts and nothing else.
+"""
+
+from __future__ import annotations
+
+from kernelopt.contracts.compiled import (
+    CompileResult,
+    KernelArg,
+    SearchTarget,
+    SegmentResult,
+    TargetKind,
+)
+
+FORWARD_ID = "forward"  # the id segmentation gives the forward target (child workflow ids)
+REWRITE_DESCRIPTION = "the whole forward, for algebraic rewrites of the traced model (ModelNew)"
+
+
+def forward_inputs(compiled: CompileResult) -> list[KernelArg]:
+    """The forward's user inputs as a signature (parameters are the module's own)."""
+    out = []
+    for i, role in enumerate(compiled.arg_roles):
+        if role != "input":
+            continue
+        spec = compiled.arg_specs[i] if i < len(compiled.arg_specs) else None
+        name = compiled.arg_names[i] if i < len(compiled.arg_names) else f"input:{i}"
+        out.append(KernelArg(name=name, tensor=spec, expr=name, role="in"))
+    return out
+
+
+def rewrite_target(
+    compiled: CompileResult, segment: SegmentResult, known: list[SearchTarget]
+) -> SearchTarget:
+    """The forward target the rewrite family searches.
+
+    Segmentation's own forward target where it made one (single-kernel mode);
+    otherwise one built here.  It covers every Triton kernel, so the model-level
+    step never stitches a rewritten forward together with a kernel replacement.
+    """
+    found = next((t for t in known if t.kind == TargetKind.FORWARD), None)
+    kernels = [k.name for k in segment.kernels]
+    if found is not None and set(found.kernels) == set(kernels):
+        return found
+    return SearchTarget(
+        id=FORWARD_ID,
+        kind=TargetKind.FORWARD,
+        kernels=kernels,
+        source=compiled.problem.source,
+        share=1.0,
+        signature=forward_inputs(compiled),
+        description=REWRITE_DESCRIPTION,
+    )
