@@ -1,0 +1,247 @@
+"""GPU-seconds and wall time of four-gate verdicts, per verdict and per stage (issue 22).
+
+    source scripts/device_env.sh
+    python3 scripts/gpu_verdict_cost.py --repeat 5 --before .old   # writes $OUT/verdict_cost*.json
+
+For each case (a problem and a candidate of ``tests/gates``) it runs ``--repeat``
+whole verdicts (reference, gates 1-3, gate 4) in this one warm process: jobs fork
+from a zygote started once (``gates.runner.fast_launch``), as in a GPU worker.
+Per verdict it keeps the cascade's own device-seconds (``CascadeResult.gpu_seconds``),
+the wall time of each stage, the number of gate processes started and the seconds
+per child phase (read from each child's ``progress.jsonl``, so an old checkout is
+measured the same way).  With ``--before DIR`` (``git archive 9ad0629`` extracted
+there) the same cases run first from that code, in a subprocess of this call, so
+before and after come from one device session.  ``--device cpu`` runs it under the
+Triton interpreter with the CPU suite's settings (small sizes, eager baseline, no
+speed claim): it counts processes and fixed costs, not GPU-seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CASES = (
+    "swish_bias:swish_fused",  # honest, clear win (4.3x on the H200)
+    "softmax:softmax_rows",  # honest, close to 1x: the hard case for timing
+    "diag_matmul:diag_rowscale",  # honest, 70x
+    "swish_bias:partial_write",  # rejected at gate 2: no timing
+)
+GPU_CASES = ("swish_bias:@identity",)  # the baseline against itself: must read ~1.00x
+IDENTITY = """\"\"\"The problem's own forward, compiled like the baseline: gate 4 must call it 1.00x.\"\"\"
+
+import importlib.util
+
+import torch
+
+_spec = importlib.util.spec_from_file_location("_problem", {problem!r})
+_mod = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_mod)
+
+
+class ModelNew(_mod.Model):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._compiled = torch.compile(super().forward, mode={mode!r})
+
+    def forward(self, *inputs):
+        return self._compiled(*inputs)
+"""
+STAGES = ("reference", "gates_1_3", "gate_4", "total")
+
+
+def _settings(device: str):
+    from kernelopt.contracts.verdicts import GateSettings
+
+    if device == "cpu":  # tests/gates/test_adversarial_cpu.py's settings
+        return GateSettings(
+            device="cpu",
+            baseline_mode="eager",
+            warmup_ms=2.0,
+            rep_ms=10.0,
+            min_rounds=1,
+            max_rounds=1,
+            static_timeout_s=120.0,
+            timing_timeout_s=120.0,
+        )
+    return GateSettings(device=device)
+
+
+def _child_phases(workdir: Path) -> tuple[int, dict[str, float]]:
+    """Gate processes under ``workdir`` and the seconds of each ``kind.phase`` they marked."""
+    count, seconds = 0, {}
+    for progress in workdir.rglob("progress.jsonl"):
+        marks = [json.loads(line) for line in progress.read_text().splitlines() if line.strip()]
+        if not marks:
+            continue
+        count += 1
+        kind = next((str(m.get("job")) for m in marks if m.get("job")), "probe")
+        for this, nxt in itertools.pairwise(marks):
+            key = f"{kind}.{this.get('phase')}"
+            seconds[key] = seconds.get(key, 0.0) + float(nxt["t"]) - float(this["t"])
+    return count, {k: round(v, 3) for k, v in sorted(seconds.items())}
+
+
+def one_verdict(problem: Path, candidate: Path, settings, workdir: Path) -> dict[str, Any]:
+    """One whole verdict through the cascade's public steps, each step's wall time kept."""
+    from gates.cascade import _too_slow_for_cpu_timing, check_candidate, time_candidate
+    from gates.reference import prepare_reference
+
+    t0 = time.monotonic()
+    bundle = prepare_reference(problem, settings, workdir / "reference")
+    t1 = time.monotonic()
+    result = check_candidate(bundle, candidate, settings, workdir)
+    t2 = time.monotonic()
+    timed = False
+    passed = bool(result.verdicts) and all(v.passed for v in result.verdicts)
+    if passed and not _too_slow_for_cpu_timing(result, settings):
+        result = time_candidate(result, bundle, settings, workdir)
+        timed = True
+    t3 = time.monotonic()
+    processes, phases = _child_phases(workdir)
+    stages = result.environment.get("stage_seconds") or {}
+    return {
+        "accepted": result.accepted,
+        "deciding_gate": result.deciding_gate.value if result.deciding_gate else None,
+        "category": result.category.value if result.category else None,
+        "speedup": result.speedup,
+        "timed": timed,
+        "gpu_seconds": round(result.gpu_seconds, 3),
+        "wall": {
+            "reference": round(t1 - t0, 3),
+            "gates_1_3": round(t2 - t1, 3),
+            "gate_4": round(t3 - t2, 3),
+            "total": round(t3 - t0, 3),
+        },
+        "processes": processes,
+        "child_phases": phases,
+        "cascade_stages": stages,
+    }
+
+
+def run_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from gates.runner import fast_launch
+
+    settings = _settings(args.device)
+    problems = ROOT / "tests" / "gates" / "problems"
+    candidates = ROOT / "tests" / "gates" / "candidates"
+    rows: list[dict[str, Any]] = []
+    cases = args.case or [*DEFAULT_CASES, *(GPU_CASES if args.device != "cpu" else ())]
+    with fast_launch(args.device) as launch, tempfile.TemporaryDirectory() as scratch:
+        sys.stderr.write(f"[{args.label}] launch: {launch.note}\n")
+        for case in cases:
+            prob, cand = case.split(":")
+            problem = problems / f"{prob}.py"
+            candidate = candidates / f"{cand}.py"
+            if cand == "@identity":
+                candidate = Path(scratch) / f"identity_{prob}.py"
+                mode = (
+                    None
+                    if settings.baseline_mode in ("eager", "default")
+                    else settings.baseline_mode
+                )
+                text = IDENTITY.format(problem=str(problem), mode=mode)
+                candidate.write_text(text)
+            for i in range(args.repeat):
+                with tempfile.TemporaryDirectory(prefix="verdict-cost-") as tmp:
+                    row = one_verdict(problem, candidate, settings, Path(tmp))
+                row.update(label=args.label, case=case, run=i)
+                rows.append(row)
+                sys.stderr.write(
+                    f"[{args.label}] {case:28} run{i} gpu_s={row['gpu_seconds']:6.2f} "
+                    f"wall={row['wall']['total']:6.2f} procs={row['processes']} "
+                    f"{row['deciding_gate'] or row['category']}\n"
+                )
+    return rows
+
+
+def _stat(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):6.2f} / {max(values):6.2f}"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Median / max per label and case: device-seconds, wall per stage, processes."""
+    head = f"| label | case | n | GPU-s | {' | '.join(f'{s} s' for s in STAGES)} | processes |"
+    lines = [
+        "median / max per verdict",
+        "",
+        head,
+        "|" + " --- |" * (head.count("|") - 1),
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["label"], row["case"]), []).append(row)
+    for label in dict.fromkeys(r["label"] for r in rows):
+        mine = [r for r in rows if r["label"] == label]
+        for (lab, case), group in [*list(groups.items()), ((label, "ALL"), mine)]:
+            if lab != label:
+                continue
+            walls = " | ".join(_stat([r["wall"][s] for r in group]) for s in STAGES)
+            procs = _stat([float(r["processes"]) for r in group])
+            gpu = _stat([r["gpu_seconds"] for r in group])
+            lines.append(f"| {label} | {case} | {len(group)} | {gpu} | {walls} | {procs} |")
+    lines += ["", "child phases (median seconds per verdict, summed over its processes)", ""]
+    for label in dict.fromkeys(r["label"] for r in rows):
+        mine = [r for r in rows if r["label"] == label]
+        keys = sorted({k for r in mine for k in r["child_phases"]})
+        parts = [
+            f"{k}={statistics.median([r['child_phases'].get(k, 0.0) for r in mine]):.2f}"
+            for k in keys
+        ]
+        lines.append(f"{label}: " + " ".join(parts))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--case", action="append", default=[], help="PROBLEM:CANDIDATE")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--before", type=Path, help="an old checkout to measure first")
+    parser.add_argument("--label", default="after")
+    parser.add_argument("--json", type=Path, help="write rows here (default $OUT)")
+    parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # run another checkout
+    args = parser.parse_args()
+    if args.code is not None:
+        sys.path.insert(0, str(args.code.resolve()))
+    else:
+        sys.path.insert(0, str(ROOT))
+    if args.device == "cpu":
+        os.environ.setdefault("KERNELOPT_GATES_SMALL", "1")
+    out = Path(os.environ.get("OUT") or ROOT / ".verdict_cost")
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    if args.before is not None:
+        before_json = out / "verdict_cost_before.json"
+        cmd = [sys.executable, __file__, "--device", args.device, "--repeat", str(args.repeat)]
+        cmd += [f"--case={c}" for c in args.case]
+        cmd += ["--label", "before", "--code", str(args.before), "--json", str(before_json)]
+        env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+        subprocess.run(cmd, check=True, env=env, cwd=args.before)
+        rows += json.loads(before_json.read_text())
+    after = run_cases(args)
+    (args.json or out / f"verdict_cost_{args.label}.json").write_text(json.dumps(after, indent=1))
+    if args.code is not None:
+        return 0
+    rows += after
+    text = table(rows)
+    (out / "verdict_cost.md").write_text(text + "\n")
+    (out / "verdict_cost.json").write_text(json.dumps(rows, indent=1))
+    sys.stdout.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
