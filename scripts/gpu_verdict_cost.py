@@ -1,7 +1,9 @@
 """GPU-seconds and wall time of four-gate verdicts, per verdict and per stage (issue 22).
 
-    source scripts/device_env.sh
-    python3 scripts/gpu_verdict_cost.py --repeat 5 --before .old   # writes $OUT/verdict_cost*.json
+    mkdir -p .device/old && git archive 9ad0629 | tar -x -C .device/old   # here, carried
+    source scripts/device_env.sh; source scripts/device_bwrap.sh
+    python3 scripts/gpu_verdict_cost.py --repeat 2 --deadline 380 --before .device/old
+    # -> $OUT/verdict_cost.md (the table), verdict_cost.json (every verdict)
 
 For each case (a problem and a candidate of ``tests/gates``) it runs ``--repeat``
 whole verdicts (reference, gates 1-3, gate 4) in this one warm process: jobs fork
@@ -9,7 +11,8 @@ from a zygote started once (``gates.runner.fast_launch``), as in a GPU worker.
 Per verdict it keeps the cascade's own device-seconds (``CascadeResult.gpu_seconds``),
 the wall time of each stage, the number of gate processes started and the seconds
 per child phase (read from each child's ``progress.jsonl``, so an old checkout is
-measured the same way).  With ``--before DIR`` (``git archive 9ad0629`` extracted
+measured the same way).  Each case first gets ``--warmup`` unrecorded verdicts
+(compiler caches), and no verdict starts after ``--deadline``.  With ``--before DIR`` (``git archive 9ad0629`` extracted
 there) the same cases run first from that code, in a subprocess of this call, so
 before and after come from one device session.  ``--device cpu`` runs it under the
 Triton interpreter with the CPU suite's settings (small sizes, eager baseline, no
@@ -60,21 +63,26 @@ class ModelNew(_mod.Model):
 STAGES = ("reference", "gates_1_3", "gate_4", "total")
 
 
-def _settings(device: str):
+def _settings(args: argparse.Namespace):
     from kernelopt.contracts.verdicts import GateSettings
 
-    if device == "cpu":  # tests/gates/test_adversarial_cpu.py's settings
+    rounds = {
+        k: v
+        for k, v in (("min_rounds", args.min_rounds), ("max_rounds", args.max_rounds))
+        if v is not None
+    }
+    if args.device == "cpu":  # tests/gates/test_adversarial_cpu.py's settings
+        cpu = {"min_rounds": 1, "max_rounds": 1, **rounds}
         return GateSettings(
             device="cpu",
             baseline_mode="eager",
             warmup_ms=2.0,
             rep_ms=10.0,
-            min_rounds=1,
-            max_rounds=1,
             static_timeout_s=120.0,
             timing_timeout_s=120.0,
+            **cpu,
         )
-    return GateSettings(device=device)
+    return GateSettings(device=args.device, **rounds)
 
 
 def _child_phases(workdir: Path) -> tuple[int, dict[str, float]]:
@@ -92,13 +100,21 @@ def _child_phases(workdir: Path) -> tuple[int, dict[str, float]]:
     return count, {k: round(v, 3) for k, v in sorted(seconds.items())}
 
 
-def one_verdict(problem: Path, candidate: Path, settings, workdir: Path) -> dict[str, Any]:
-    """One whole verdict through the cascade's public steps, each step's wall time kept."""
+def one_verdict(
+    problem: Path, candidate: Path, settings, workdir: Path, bundle=None
+) -> dict[str, Any]:
+    """One whole verdict through the cascade's public steps, each step's wall time kept.
+
+    With ``bundle`` (a reference shared by several verdicts, as batch ``verify``
+    shares one) the reference's cost is left out of the row.
+    """
     from gates.cascade import _too_slow_for_cpu_timing, check_candidate, time_candidate
     from gates.reference import prepare_reference
 
     t0 = time.monotonic()
-    bundle = prepare_reference(problem, settings, workdir / "reference")
+    shared = bundle is not None
+    if bundle is None:
+        bundle = prepare_reference(problem, settings, workdir / "reference")
     t1 = time.monotonic()
     result = check_candidate(bundle, candidate, settings, workdir)
     t2 = time.monotonic()
@@ -116,7 +132,7 @@ def one_verdict(problem: Path, candidate: Path, settings, workdir: Path) -> dict
         "category": result.category.value if result.category else None,
         "speedup": result.speedup,
         "timed": timed,
-        "gpu_seconds": round(result.gpu_seconds, 3),
+        "gpu_seconds": round(result.gpu_seconds - (bundle.gpu_seconds if shared else 0.0), 3),
         "wall": {
             "reference": round(t1 - t0, 3),
             "gates_1_3": round(t2 - t1, 3),
@@ -129,39 +145,53 @@ def one_verdict(problem: Path, candidate: Path, settings, workdir: Path) -> dict
     }
 
 
+def _candidate_file(cand: str, problem: Path, settings, scratch: Path) -> Path:
+    if cand != "@identity":
+        return ROOT / "tests" / "gates" / "candidates" / f"{cand}.py"
+    path = scratch / f"identity_{problem.stem}.py"
+    mode = None if settings.baseline_mode in ("eager", "default") else settings.baseline_mode
+    path.write_text(IDENTITY.format(problem=str(problem), mode=mode))
+    return path
+
+
 def run_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``--warmup`` unrecorded rounds, then ``--repeat`` recorded ones, each over every case
+    (so a deadline cuts repeats, not cases); none starts after ``--deadline``."""
+    from gates.reference import prepare_reference
     from gates.runner import fast_launch
 
-    settings = _settings(args.device)
+    started = time.monotonic()
+    settings = _settings(args)
     problems = ROOT / "tests" / "gates" / "problems"
-    candidates = ROOT / "tests" / "gates" / "candidates"
     rows: list[dict[str, Any]] = []
     cases = args.case or [*DEFAULT_CASES, *(GPU_CASES if args.device != "cpu" else ())]
-    with fast_launch(args.device) as launch, tempfile.TemporaryDirectory() as scratch:
+    label = args.label + (" (shared reference)" if args.shared_reference else "")
+    with fast_launch(args.device) as launch, tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
         sys.stderr.write(f"[{args.label}] launch: {launch.note}\n")
+        work = []
         for case in cases:
             prob, cand = case.split(":")
             problem = problems / f"{prob}.py"
-            candidate = candidates / f"{cand}.py"
-            if cand == "@identity":
-                candidate = Path(scratch) / f"identity_{prob}.py"
-                mode = (
-                    None
-                    if settings.baseline_mode in ("eager", "default")
-                    else settings.baseline_mode
-                )
-                text = IDENTITY.format(problem=str(problem), mode=mode)
-                candidate.write_text(text)
-            for i in range(args.repeat):
-                with tempfile.TemporaryDirectory(prefix="verdict-cost-") as tmp:
-                    row = one_verdict(problem, candidate, settings, Path(tmp))
-                row.update(label=args.label, case=case, run=i)
-                rows.append(row)
+            shared = None
+            if args.shared_reference:
+                shared = prepare_reference(problem, settings, scratch / f"ref-{prob}-{cand}")
+            work.append((case, problem, _candidate_file(cand, problem, settings, scratch), shared))
+        for i in range(-args.warmup, args.repeat):
+            for case, problem, candidate, shared in work:
+                if args.deadline and time.monotonic() - started > args.deadline:
+                    sys.stderr.write(f"[{args.label}] deadline: {case} run{i} not started\n")
+                    return rows
+                with tempfile.TemporaryDirectory(prefix="verdict-cost-") as verdict_dir:
+                    row = one_verdict(problem, candidate, settings, Path(verdict_dir), shared)
+                row.update(label=label, case=case, run=i)
                 sys.stderr.write(
                     f"[{args.label}] {case:28} run{i} gpu_s={row['gpu_seconds']:6.2f} "
                     f"wall={row['wall']['total']:6.2f} procs={row['processes']} "
-                    f"{row['deciding_gate'] or row['category']}\n"
+                    f"{row['deciding_gate'] or row['category']} {row['speedup'] or ''}\n"
                 )
+                if i >= 0:  # warm-up verdicts fill the compiler caches: not recorded
+                    rows.append(row)
     return rows
 
 
@@ -211,6 +241,17 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before", type=Path, help="an old checkout to measure first")
     parser.add_argument("--label", default="after")
+    parser.add_argument("--warmup", type=int, default=1, help="unrecorded rounds first")
+    parser.add_argument(
+        "--deadline", type=float, default=0.0, help="seconds; --before gets half of them"
+    )
+    parser.add_argument("--min-rounds", type=int, help="gate 4 rounds (default: the settings')")
+    parser.add_argument("--max-rounds", type=int)
+    parser.add_argument(
+        "--shared-reference",
+        action="store_true",
+        help="one reference per case for all its verdicts (as batch verify); rows leave it out",
+    )
     parser.add_argument("--json", type=Path, help="write rows here (default $OUT)")
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # run another checkout
     args = parser.parse_args()
@@ -223,14 +264,21 @@ def main() -> int:
     out = Path(os.environ.get("OUT") or ROOT / ".verdict_cost")
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
+    started = time.monotonic()
     if args.before is not None:
         before_json = out / "verdict_cost_before.json"
         cmd = [sys.executable, __file__, "--device", args.device, "--repeat", str(args.repeat)]
         cmd += [f"--case={c}" for c in args.case]
+        cmd += ["--shared-reference"] if args.shared_reference else []
+        cmd += ["--warmup", str(args.warmup), "--deadline", str(args.deadline / 2)]
+        for flag, value in (("--min-rounds", args.min_rounds), ("--max-rounds", args.max_rounds)):
+            cmd += [flag, str(value)] if value is not None else []
         cmd += ["--label", "before", "--code", str(args.before), "--json", str(before_json)]
         env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
         subprocess.run(cmd, check=True, env=env, cwd=args.before)
         rows += json.loads(before_json.read_text())
+    if args.deadline:  # what the old checkout left of the budget
+        args.deadline = max(1.0, args.deadline - (time.monotonic() - started))
     after = run_cases(args)
     (args.json or out / f"verdict_cost_{args.label}.json").write_text(json.dumps(after, indent=1))
     if args.code is not None:
