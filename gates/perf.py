@@ -103,11 +103,12 @@ EARLY_MARGIN = 2.0  # one round decides when its speedup is this far beyond the 
 def decided_by_one_round(baseline_ms: float, candidate_ms: float, gamma: float) -> bool:
     """True when a single round's speedup lies ``EARLY_MARGIN`` beyond the gamma band.
 
-    The widest cross-process spread seen on the H200 is a launch-bound
-    transformer block's rounds at 0.25-0.40 ms (1.6x, docs/TEAM_NOTES.md); a
-    speedup at least twice past the band edge (>= 2 gamma, or <= 1 / (2 gamma))
-    keeps its category even if both sides' next rounds moved that far the
-    wrong way, so a second process could only cost time.
+    A speedup at least twice past the band edge (>= 2 gamma, or <= 1 / (2
+    gamma)) changes category only if the round misread the ratio by more than
+    2x; the widest cross-process spread of one side seen on the H200 is 1.6x
+    (a launch-bound transformer block's rounds at 0.25-0.40 ms,
+    docs/TEAM_NOTES.md), and in a paired child both sides share the process's
+    state.  So a second process could only cost time.
     """
     if baseline_ms <= 0 or candidate_ms <= 0:
         return False
@@ -502,6 +503,10 @@ def perf_verdict(
         f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
         f"{decision.reason}"
     )
+    if len(cand_rounds) == 1 and settings.min_rounds > 1:
+        # decided_by_one_round ended the measurement: its noise is not known, and says so
+        metrics["one_round"] = True
+        summary += f"; one round decided it ({EARLY_MARGIN:g}x beyond the gamma band)"
     if decision.category == PerfCategory.SLOWER:
         return (
             verdict(

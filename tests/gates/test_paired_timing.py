@@ -141,3 +141,20 @@ def test_side_phases_keeps_process_start_up_with_the_baseline() -> None:
         "candidate.start": 0.1,
         "baseline.outside": 0.9,
     }
+
+
+def test_a_verdict_from_one_round_says_so() -> None:
+    from gates.perf import PerfMeasurement, perf_verdict
+    from kernelopt.contracts.verdicts import GateStatus, PerfCategory
+
+    m = PerfMeasurement(baseline=[_result("baseline", 1.0)], candidate=[_result("candidate", 0.2)])
+    v, category, _ = perf_verdict(
+        m, settings=GateSettings(device="cuda", min_rounds=2), gamma=GAMMA, roofline=None
+    )
+    assert v.status == GateStatus.PASS and category == PerfCategory.OPTIMIZED
+    assert v.metrics["one_round"] and "one round decided it" in v.reason
+    two = PerfMeasurement(baseline=m.baseline * 2, candidate=m.candidate * 2)
+    v2, _, _ = perf_verdict(
+        two, settings=GateSettings(device="cuda", min_rounds=2), gamma=GAMMA, roofline=None
+    )
+    assert "one_round" not in v2.metrics and "one round" not in v2.reason
