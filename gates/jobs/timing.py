@@ -199,6 +199,10 @@ def run(job: TimingJob) -> TimingResult:
     kit = TimerKit(job.device)
     baseline: bytes = b""
     if job.baseline is not None:
+        import torch._inductor.config as inductor_config
+
+        # a random forward's compiled baseline switches this on (jobs/build.py)
+        fallback_random = inductor_config.fallback_random
         child_mark("baseline")
         # kept as immutable bytes: candidate code that finds it (gc, frames) cannot edit it
         timed = _time_side(kit, job, job.baseline, "baseline", tag="base_")
@@ -206,6 +210,7 @@ def run(job: TimingJob) -> TimingResult:
         del timed
         child_mark("base_forget")
         _forget_side(job.device, compiled=job.baseline.kind == "compiled")
+        inductor_config.fallback_random = fallback_random  # the candidate's, as in gate 2
         child_mark("candidate")
     result = _time_side(kit, job, job.model, job.side, checks_file=job.checks_file)
     if not baseline:
