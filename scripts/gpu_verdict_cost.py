@@ -231,6 +231,19 @@ def table(rows: list[dict[str, Any]]) -> str:
             for k in keys
         ]
         lines.append(f"{label}: " + " ".join(parts))
+    lines += [
+        "",
+        "stage_seconds of the timed verdicts (median; *.outside = fork, CUDA init, exit)",
+        "",
+    ]
+    for label in dict.fromkeys(r["label"] for r in rows):
+        mine = [r for r in rows if r["label"] == label and "timing_children" in r["cascade_stages"]]
+        keys = sorted({k for r in mine for k in r["cascade_stages"]})
+        parts = [
+            f"{k}={statistics.median([r['cascade_stages'].get(k, 0.0) for r in mine]):.2f}"
+            for k in keys
+        ]
+        lines.append(f"{label}: " + (" ".join(parts) or "(not reported by this checkout)"))
     return "\n".join(lines)
 
 
