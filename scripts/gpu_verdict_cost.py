@@ -2,7 +2,8 @@
 
     mkdir -p .device/old && git archive 9ad0629 | tar -x -C .device/old   # here, carried
     source scripts/device_env.sh; source scripts/device_bwrap.sh
-    python3 scripts/gpu_verdict_cost.py --repeat 2 --deadline 380 --before .device/old
+    python3 scripts/gpu_verdict_cost.py --repeat 3 --deadline 240 --before .device/old \
+        --case swish_bias:swish_fused --case softmax:softmax_rows --case swish_bias:@identity
     # -> $OUT/verdict_cost.md (the table), verdict_cost.json (every verdict)
 
 For each case (a problem and a candidate of ``tests/gates``) it runs ``--repeat``
@@ -12,7 +13,8 @@ Per verdict it keeps the cascade's own device-seconds (``CascadeResult.gpu_secon
 the wall time of each stage, the number of gate processes started and the seconds
 per child phase (read from each child's ``progress.jsonl``, so an old checkout is
 measured the same way).  Each case first gets ``--warmup`` unrecorded verdicts
-(compiler caches), and no verdict starts after ``--deadline``.  With ``--before DIR`` (``git archive 9ad0629`` extracted
+(compiler caches; with ``--before``, once for both checkouts, before the
+deadline's clock starts), and no recorded verdict starts after ``--deadline``.  With ``--before DIR`` (``git archive 9ad0629`` extracted
 there) the same cases run first from that code, in a subprocess of this call, so
 before and after come from one device session.  ``--device cpu`` runs it under the
 Triton interpreter with the CPU suite's settings (small sizes, eager baseline, no
@@ -277,6 +279,12 @@ def main() -> int:
     out = Path(os.environ.get("OUT") or ROOT / ".verdict_cost")
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
+    if args.before is not None and args.warmup:
+        # one warm-up for both checkouts (the compiler caches they share), outside the deadline
+        run_cases(
+            argparse.Namespace(**{**vars(args), "repeat": 0, "label": "warm-up", "deadline": 0})
+        )
+        args.warmup = 0
     started = time.monotonic()
     if args.before is not None:
         before_json = out / "verdict_cost_before.json"
@@ -287,7 +295,10 @@ def main() -> int:
         for flag, value in (("--min-rounds", args.min_rounds), ("--max-rounds", args.max_rounds)):
             cmd += [flag, str(value)] if value is not None else []
         cmd += ["--label", "before", "--code", str(args.before), "--json", str(before_json)]
-        env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+        # the old checkout instead of this one; other entries (the device's wheels) stay
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        keep = [x for x in paths if x and Path(x).resolve() != ROOT]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(args.before.resolve()), *keep])}
         subprocess.run(cmd, check=True, env=env, cwd=args.before)
         rows += json.loads(before_json.read_text())
     if args.deadline:  # what the old checkout left of the budget
