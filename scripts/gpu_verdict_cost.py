@@ -2,7 +2,7 @@
 
     mkdir -p .device/old && git archive 9ad0629 | tar -x -C .device/old   # here, carried
     source scripts/device_env.sh; source scripts/device_bwrap.sh
-    python3 scripts/gpu_verdict_cost.py --repeat 3 --deadline 240 --before .device/old \
+    python3 scripts/gpu_verdict_cost.py --repeat 3 --deadline 200 --before .device/old \
         --case swish_bias:swish_fused --case softmax:softmax_rows --case swish_bias:@identity
     # -> $OUT/verdict_cost.md (the table), verdict_cost.json (every verdict)
 
@@ -156,9 +156,10 @@ def _candidate_file(cand: str, problem: Path, settings, scratch: Path) -> Path:
     return path
 
 
-def run_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_cases(args: argparse.Namespace, sink: Path | None = None) -> list[dict[str, Any]]:
     """``--warmup`` unrecorded rounds, then ``--repeat`` recorded ones, each over every case
-    (so a deadline cuts repeats, not cases); none starts after ``--deadline``."""
+    (so a deadline cuts repeats, not cases); none starts after ``--deadline``.  ``sink``
+    gets the rows after every verdict, so a killed run still leaves what it measured."""
     from gates.reference import prepare_reference
     from gates.runner import fast_launch
 
@@ -194,6 +195,8 @@ def run_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
                 )
                 if i >= 0:  # warm-up verdicts fill the compiler caches: not recorded
                     rows.append(row)
+                    if sink is not None:
+                        sink.write_text(json.dumps(rows, indent=1))
     return rows
 
 
@@ -269,7 +272,11 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="write rows here (default $OUT)")
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # run another checkout
+    parser.add_argument("--table", type=Path, nargs="+", help="only print the table of these")
     args = parser.parse_args()
+    if args.table:  # e.g. the JSON files of a device run that was cut short
+        sys.stdout.write(table([r for f in args.table for r in json.loads(f.read_text())]) + "\n")
+        return 0
     if args.code is not None:
         sys.path.insert(0, str(args.code.resolve()))
     else:
@@ -303,8 +310,7 @@ def main() -> int:
         rows += json.loads(before_json.read_text())
     if args.deadline:  # what the old checkout left of the budget
         args.deadline = max(1.0, args.deadline - (time.monotonic() - started))
-    after = run_cases(args)
-    (args.json or out / f"verdict_cost_{args.label}.json").write_text(json.dumps(after, indent=1))
+    after = run_cases(args, args.json or out / f"verdict_cost_{args.label}.json")
     if args.code is not None:
         return 0
     rows += after
