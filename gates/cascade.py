@@ -265,9 +265,16 @@ def check_candidate(
         kind="candidate", problem_path=problem_path, candidate_path=candidate_path
     )
     cand_dir = _candidate_dir(workdir, candidate_path)
-    verdicts, _ = run_gates_1_to_3(bundle, candidate, settings, cand_dir)
+    parts = StageClock()
+    verdicts, child = run_gates_1_to_3(bundle, candidate, settings, cand_dir, stages=parts)
     shutil.rmtree(cand_dir / "outputs", ignore_errors=True)  # judged: free the disk
     result = bundle.result
+    stages = {
+        "reference_child": round(bundle.outcome.wall_s, 3),
+        **bundle.outcome.phase_seconds("ref"),
+        **{f"gates_1_3.{k}": v for k, v in parts.seconds.items()},
+        **child.phase_seconds("cand"),
+    }
     return _finish(
         CascadeResult(
             problem=problem_path,
@@ -285,6 +292,7 @@ def check_candidate(
                 or ", ".join(s.name for s in bundle.input_sets if s.kind in ("holdout", "derived"))
                 or "not asked for",
                 **evaluation_environment(bundle),
+                "stage_seconds": stages,
             },
         ),
         bundle,
@@ -315,7 +323,14 @@ def time_candidate(
     v4, category, speedup = perf_verdict(
         m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)
     )
+    stages = {
+        **checked.environment.get("stage_seconds", {}),
+        "timing_children": round(m.seconds, 3),
+        "timing_rounds": len(m.candidate),
+        **m.phase_seconds,
+    }
     update: dict[str, Any] = {
+        "environment": {**checked.environment, "stage_seconds": stages},
         "verdicts": [*checked.verdicts, v4],
         "category": category,
         "speedup": speedup,

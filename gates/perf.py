@@ -1,10 +1,13 @@
 """Gate 4 -- V_perf: baseline and candidate timed the same way, in fresh processes.
 
-Each round times both sides, each in its own fresh child (no CUDA state,
-caches or patched timers leak between measurements), in alternating order
-(B C, C B, ...) so drift hits both sides alike.  Rounds repeat until each
-side's per-round medians agree within ``spread_target`` (the spread is then
-known) or ``max_rounds`` is reached.  Every timed call is checked (gates/checked_calls.py):
+Each round is one fresh child that times the baseline and then the
+candidate through the same checked loop; the baseline is timed before the
+candidate is imported (it cannot reach the baseline's numbers while they
+are made), and the baseline's objects and memory are gone when it is
+(``gates.jobs.timing``).  Rounds repeat until each side's per-round medians
+agree within ``spread_target`` (the spread is then known) or ``max_rounds``
+is reached; a first round far outside the gamma band decides alone
+(``decided_by_one_round``).  Every timed call is checked (gates/checked_calls.py):
 a wrong output in any of them ends the measurement.  Then, in order:
 
 0. a timed call returned a wrong output     -> FAIL (naming the call)
@@ -76,6 +79,43 @@ class RooflineInputs:
     flops: int | None
 
 
+def side_phases(outcome: ChildOutcome) -> dict[str, float]:
+    """A paired child's phase seconds keyed by the side they belong to.
+
+    ``baseline.*`` holds the process's start-up (``outside``: fork or
+    interpreter, CUDA, exit) and everything before the candidate's mark;
+    ``candidate.*`` the rest, so the two add up to the child's wall time.
+    """
+    out: dict[str, float] = {}
+    for key, value in outcome.phase_seconds("").items():
+        phase = key[1:]
+        if phase in ("outside", "load_job", "baseline") or phase.startswith("base_"):
+            name = "baseline." + ("start" if phase == "baseline" else phase.removeprefix("base_"))
+        else:
+            name = "candidate." + ("start" if phase == "candidate" else phase)
+        out[name] = round(out.get(name, 0.0) + value, 3)
+    return out
+
+
+EARLY_MARGIN = 2.0  # one round decides when its speedup is this far beyond the gamma band
+
+
+def decided_by_one_round(baseline_ms: float, candidate_ms: float, gamma: float) -> bool:
+    """True when a single round's speedup lies ``EARLY_MARGIN`` beyond the gamma band.
+
+    A speedup at least twice past the band edge (>= 2 gamma, or <= 1 / (2
+    gamma)) changes category only if the round misread the ratio by more than
+    2x; the widest cross-process spread of one side seen on the H200 is 1.6x
+    (a launch-bound transformer block's rounds at 0.25-0.40 ms,
+    docs/TEAM_NOTES.md), and in a paired child both sides share the process's
+    state.  So a second process could only cost time.
+    """
+    if baseline_ms <= 0 or candidate_ms <= 0:
+        return False
+    speedup = baseline_ms / candidate_ms
+    return speedup >= gamma * EARLY_MARGIN or speedup <= 1.0 / (gamma * EARLY_MARGIN)
+
+
 def measure(
     baseline: ModelSource,
     candidate: ModelSource,
@@ -90,84 +130,90 @@ def measure(
     gamma: float | None = None,
     graph_replay: bool = False,
 ) -> PerfMeasurement:
-    """Alternate fresh-process timings until the spread is known (or max_rounds).
+    """Fresh-process rounds, each timing the baseline and then the candidate, until the
+    spread is known (or ``max_rounds``).
 
-    ``tampered_inputs`` (the reference bundle's check) runs after every candidate
-    child, ``before_candidate`` before it: a candidate that rewrote the shared
-    input files or compiler caches is stopped there, before the baseline is
-    timed on what it left behind.  ``checks`` makes every timed call a checked
-    one: both sides rotate through the same input sets, and every candidate
-    child's recorded outputs are compared before its numbers count.
-    ``gamma`` (default: the settings') lets the
-    rounds stop as soon as their extremes agree on the category; ``graph_replay``
+    One child per round times both sides through the same checked loop: the
+    baseline first, before any candidate code exists in the process, then the
+    candidate (``gates.jobs.timing.run``); rounds are independent processes,
+    so cross-process noise shows as the spread of their medians.
+    ``tampered_inputs`` (the reference bundle's check) runs after every child,
+    ``before_candidate`` before it: a candidate that rewrote the shared input
+    files or compiler caches is stopped there, before the next round's
+    baseline loads what it left behind.  ``checks`` makes every timed call a
+    checked one: both sides rotate through the same input sets, and the
+    candidate's recorded outputs are compared before its numbers count.
+    ``gamma`` (default: the settings') lets the rounds stop as soon as their
+    extremes agree on the category, and a first round far outside the gamma
+    band (``decided_by_one_round``) ends the measurement; ``graph_replay``
     also times each side's kernels alone (``dispatch_overhead``).
     """
     m = PerfMeasurement()
+    gamma = settings.gamma if gamma is None else gamma
     for r in range(settings.max_rounds):
-        order = [("baseline", baseline), ("candidate", candidate)]
-        if r % 2:
-            order.reverse()
-        for side, src in order:
-            job = TimingJob(
-                side=side,
-                model=src,
-                device=settings.device,
-                model_seed=settings.model_seed,
-                inputs_dir=str(inputs_dir),
-                input_set=input_set,
-                input_sets=checks.input_sets,
-                expected=checks.expected,
-                checks_file=CHECKS_FILE,
-                min_rep_calls=settings.min_rep_calls,
-                warmup_ms=settings.warmup_ms,
-                rep_ms=settings.rep_ms,
-                graph_replay=graph_replay,
-            )
-            if side == "candidate" and before_candidate is not None:
-                before_candidate()
-            outcome = run_job(
-                job,
-                workdir / f"round{r}-{side}",
-                timeout_s=settings.timing_timeout_s,
-                device=settings.device,
-            )
-            m.seconds += outcome.wall_s
-            for key, value in outcome.phase_seconds(side).items():
-                m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)
-            m.order.append(side)
-            if side == "candidate" and tampered_inputs is not None:
-                m.inputs_tampered = tampered_inputs()
-                if m.inputs_tampered:
-                    return m
-            if not outcome.ok or outcome.result is None:
-                m.failure = (side, outcome)
+        job = TimingJob(
+            side="candidate",
+            model=candidate,
+            baseline=baseline,
+            device=settings.device,
+            model_seed=settings.model_seed,
+            inputs_dir=str(inputs_dir),
+            input_set=input_set,
+            input_sets=checks.input_sets,
+            expected=checks.expected,
+            checks_file=CHECKS_FILE,
+            min_rep_calls=settings.min_rep_calls,
+            warmup_ms=settings.warmup_ms,
+            rep_ms=settings.rep_ms,
+            graph_replay=graph_replay,
+        )
+        if before_candidate is not None:
+            before_candidate()
+        round_dir = workdir / f"round{r}"
+        outcome = run_job(
+            job, round_dir, timeout_s=settings.timing_timeout_s, device=settings.device
+        )
+        m.seconds += outcome.wall_s
+        for key, value in side_phases(outcome).items():
+            m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)
+        if tampered_inputs is not None:
+            m.inputs_tampered = tampered_inputs()
+            if m.inputs_tampered:
                 return m
-            result = TimingResult.model_validate(outcome.result)
-            if side == "candidate":
-                checked = checks.check(workdir / f"round{r}-{side}" / CHECKS_FILE)
-                m.checks.append(checked)
-                if not checked.ok:
-                    m.wrong_output = checked
-                    return m  # its numbers do not count: it did not compute the answer
-            (m.baseline if side == "baseline" else m.candidate).append(result)
-            if side == "candidate" and (result.tampered_before or result.tampered_after):
-                return m  # rejected whatever the numbers say: stop spending GPU time
-            if (
-                side == "candidate"
-                and not timers_agree(
-                    result.event_ms,
-                    result.host_ms,
-                    rel=settings.timer_disagree_rel,
-                    abs_ms=settings.timer_disagree_abs_ms,
-                ).agree
-            ):
-                return m  # quarantined whatever else is measured
+        if not outcome.ok or outcome.result is None:
+            # the candidate's part begins at its mark: before it, only trusted code ran
+            m.failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
+            return m
+        result = TimingResult.model_validate(outcome.result)
+        if result.baseline is None:
+            raise RuntimeError("a paired timing child returned no baseline timing")
+        m.order += ["baseline", "candidate"]
+        m.baseline.append(result.baseline)
+        checked = checks.check(round_dir / CHECKS_FILE)
+        m.checks.append(checked)
+        if not checked.ok:
+            m.wrong_output = checked
+            return m  # its numbers do not count: it did not compute the answer
+        m.candidate.append(result.model_copy(update={"baseline": None}))
+        if result.tampered_before or result.tampered_after:
+            return m  # rejected whatever the numbers say: stop spending GPU time
+        if not timers_agree(
+            result.event_ms,
+            result.host_ms,
+            rel=settings.timer_disagree_rel,
+            abs_ms=settings.timer_disagree_abs_ms,
+        ).agree:
+            return m  # quarantined whatever else is measured
+        base = [m.primary(x) for x in m.baseline]
+        cand = [m.primary(x) for x in m.candidate]
+        if len(cand) == 1 and decided_by_one_round(base[0], cand[0], gamma):
+            break
         if rounds_sufficient(
-            [m.primary(x) for x in m.baseline],
-            [m.primary(x) for x in m.candidate],
+            base,
+            cand,
             min_rounds=settings.min_rounds,
             spread_target=settings.spread_target,
-            gamma=settings.gamma if gamma is None else gamma,
+            gamma=gamma,
         ):
             break
     return m
@@ -457,6 +503,10 @@ def perf_verdict(
         f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
         f"{decision.reason}"
     )
+    if len(cand_rounds) == 1 and settings.min_rounds > 1:
+        # decided_by_one_round ended the measurement: its noise is not known, and says so
+        metrics["one_round"] = True
+        summary += f"; one round decided it ({EARLY_MARGIN:g}x beyond the gamma band)"
     if decision.category == PerfCategory.SLOWER:
         return (
             verdict(

@@ -173,6 +173,9 @@ class TimingJob(Frozen):
     host_batch_ms: float = 20.0  # each host-timer batch lasts about this long
     host_batches: int = 3
     graph_replay: bool = False  # also time the forward replayed from a CUDA graph
+    # time this side first, in the same process, before ``model`` is built or imported
+    # (gates/README.md "Processes"): one fresh process per round instead of one per side
+    baseline: ModelSource | None = None
 
 
 class TimingResult(Frozen):
@@ -198,3 +201,4 @@ class TimingResult(Frozen):
     cpus: list[int | None] = Field(default_factory=list)
     cpu_nodes: list[int | None] = Field(default_factory=list)
     gpu_node: int | None = None
+    baseline: TimingResult | None = None  # the side timed first in the same process

@@ -192,6 +192,13 @@ CASES: tuple[Case, ...] = (
         "reject",
         ("static", "correctness"),
     ),
+    Case(
+        "baseline_leftovers",
+        "swish_bias",
+        "reading what the baseline left in the shared timing process (none: it is honest)",
+        "accept",
+        perf_on_cpu=True,
+    ),
     # --- broken candidates: a verdict, never a crash of ours ----------------------------
     Case("syntax_error", "swish_bias", "syntax error", "reject", ("static",)),
     Case("raises", "swish_bias", "exception at first call", "reject", ("static",)),

@@ -1,0 +1,160 @@
+"""Gate 4's rounds: one paired child per round, a decisive first round, failures by side.
+
+``run_job`` is replaced by a double that answers like a paired timing child, so
+these run in milliseconds; the real child is exercised by the adversarial CPU
+suite (``baseline_leftovers`` among it) and ``scripts/gpu_verdict_cost.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gates.perf as perf
+from gates.perf import EARLY_MARGIN, TimingChecks, decided_by_one_round, measure, side_phases
+from gates.protocol import ModelSource, TimingJob, TimingResult
+from gates.runner import ChildOutcome
+from gates.timed_checks import TimedCheck
+from kernelopt.contracts.verdicts import GateSettings
+
+GAMMA = 1.03
+BASE = ModelSource(kind="eager", problem_path="p.py")
+CAND = ModelSource(kind="candidate", problem_path="p.py", candidate_path="c.py")
+
+
+def _result(side: str, ms: float) -> TimingResult:
+    return TimingResult(side=side, event_ms=ms, event_samples=[ms] * 5, host_ms=ms)
+
+
+class _Children:
+    """Answers each job like a paired child: the baseline's and candidate's round times."""
+
+    def __init__(self, rounds: list[tuple[float, float]], fail: list[str] | None = None) -> None:
+        self.rounds, self.fail, self.jobs = rounds, fail, []
+
+    def __call__(self, job: TimingJob, workdir: Path, **_: Any) -> ChildOutcome:
+        self.jobs.append(job)
+        if self.fail is not None:
+            return ChildOutcome(status="crashed", phase=self.fail[-1], wall_s=1.0, phases=self.fail)
+        b, c = self.rounds[len(self.jobs) - 1]
+        result = _result("candidate", c).model_copy(update={"baseline": _result("baseline", b)})
+        progress = [{"phase": "load_job", "t": 0.0}, {"phase": "baseline", "t": 0.1}]
+        progress += [{"phase": "base_warm", "t": 0.3}, {"phase": "base_forget", "t": 0.6}]
+        progress += [{"phase": "candidate", "t": 0.7}, {"phase": "warm", "t": 0.8}]
+        progress += [{"phase": "save_checks", "t": 1.2}]
+        return ChildOutcome(
+            status="ok",
+            phase="save_checks",
+            wall_s=1.5,
+            result=result.model_dump(mode="json"),
+            progress=progress,
+            phases=[p["phase"] for p in progress],
+        )
+
+
+def _measure(children: _Children, monkeypatch: pytest.MonkeyPatch, **settings: Any):
+    monkeypatch.setattr(perf, "run_job", children)
+    checks = TimingChecks(
+        input_sets=["seed0"], expected=[], check=lambda _p: TimedCheck(ok=True, calls=10)
+    )
+    return measure(
+        BASE,
+        CAND,
+        inputs_dir=Path("in"),
+        input_set="seed0",
+        settings=GateSettings(device="cuda", **settings),
+        workdir=Path("w"),
+        checks=checks,
+    )
+
+
+def test_one_round_needs_a_speedup_twice_past_the_gamma_band() -> None:
+    edge = GAMMA * EARLY_MARGIN
+    assert decided_by_one_round(edge * 1.01, 1.0, GAMMA)  # optimized beyond doubt
+    assert decided_by_one_round(1.0, edge * 1.01, GAMMA)  # slower beyond doubt
+    assert not decided_by_one_round(edge * 0.99, 1.0, GAMMA)  # a 2x win: two processes
+    assert not decided_by_one_round(1.10, 1.0, GAMMA)
+    assert not decided_by_one_round(1.0, 1.0, GAMMA)
+    assert not decided_by_one_round(0.0, 1.0, GAMMA)
+
+
+def test_every_round_is_one_child_timing_the_baseline_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    children = _Children([(1.0, 0.95), (1.0, 0.96), (1.0, 0.95)])
+    m = _measure(children, monkeypatch, min_rounds=2, max_rounds=3)
+    assert len(children.jobs) == 2  # two independent processes: the spread is known
+    assert all(j.baseline == BASE and j.model == CAND for j in children.jobs)
+    assert m.order == ["baseline", "candidate"] * 2
+    assert [r.event_ms for r in m.baseline] == [1.0, 1.0]
+    assert all(r.baseline is None for r in m.candidate)
+    # the child's phases are charged to the side they ran for, and add up to its wall time
+    assert m.phase_seconds["baseline.forget"] == pytest.approx(0.2)
+    assert m.phase_seconds["candidate.warm"] == pytest.approx(0.8)
+    assert sum(m.phase_seconds.values()) == pytest.approx(m.seconds)
+
+
+def test_a_first_round_far_outside_the_band_ends_the_measurement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    win = _Children([(1.0, 0.2)] * 3)
+    assert len(_measure(win, monkeypatch, min_rounds=2).candidate) == 1
+    loss = _Children([(0.2, 1.0)] * 3)
+    assert len(_measure(loss, monkeypatch, min_rounds=2).candidate) == 1
+    close = _Children([(1.0, 0.7)] * 3)  # 1.43x: optimized, but not beyond doubt
+    assert len(_measure(close, monkeypatch, min_rounds=2).candidate) == 2
+
+
+@pytest.mark.parametrize(
+    ("phases", "side"),
+    [
+        (["load_job", "baseline", "base_build"], "baseline"),
+        (["load_job", "baseline", "base_forget", "candidate", "import"], "candidate"),
+    ],
+)
+def test_a_failed_child_is_charged_to_the_side_whose_part_it_died_in(
+    monkeypatch: pytest.MonkeyPatch, phases: list[str], side: str
+) -> None:
+    m = _measure(_Children([], fail=phases), monkeypatch, min_rounds=2)
+    assert m.failure is not None and m.failure[0] == side
+    assert not m.baseline and not m.candidate
+
+
+def test_side_phases_keeps_process_start_up_with_the_baseline() -> None:
+    outcome = ChildOutcome(
+        status="ok",
+        phase="warm",
+        wall_s=2.0,
+        progress=[
+            {"phase": "load_job", "t": 0.0},
+            {"phase": "base_warm", "t": 0.5},
+            {"phase": "candidate", "t": 1.0},
+            {"phase": "warm", "t": 1.1},
+        ],
+    )
+    phases = side_phases(outcome)
+    assert phases == {
+        "baseline.load_job": 0.5,
+        "baseline.warm": 0.5,
+        "candidate.start": 0.1,
+        "baseline.outside": 0.9,
+    }
+
+
+def test_a_verdict_from_one_round_says_so() -> None:
+    from gates.perf import PerfMeasurement, perf_verdict
+    from kernelopt.contracts.verdicts import GateStatus, PerfCategory
+
+    m = PerfMeasurement(baseline=[_result("baseline", 1.0)], candidate=[_result("candidate", 0.2)])
+    v, category, _ = perf_verdict(
+        m, settings=GateSettings(device="cuda", min_rounds=2), gamma=GAMMA, roofline=None
+    )
+    assert v.status == GateStatus.PASS and category == PerfCategory.OPTIMIZED
+    assert v.metrics["one_round"] and "one round decided it" in v.reason
+    two = PerfMeasurement(baseline=m.baseline * 2, candidate=m.candidate * 2)
+    v2, _, _ = perf_verdict(
+        two, settings=GateSettings(device="cuda", min_rounds=2), gamma=GAMMA, roofline=None
+    )
+    assert "one_round" not in v2.metrics and "one round" not in v2.reason
