@@ -121,18 +121,13 @@ def test_side_stream_is_not_credited_with_a_speedup(gpu_suite: SuiteResult) -> N
     r = _need(gpu_suite, "side_stream")
     perf = r.verdicts[-1]
     assert not r.accepted and perf.gate == GateName.PERFORMANCE
-    cand = perf.metrics["candidate"]
-    # the device-synchronised host timer sees side-stream work the events miss
-    assert cand["host_median_ms"] > cand["median_ms"]
-    if perf.status == GateStatus.FAIL:
-        # H200, 2026-11-29 (settled timing): events 0.113 ms, host 0.139 ms against the
-        # baseline's 0.037 ms -- every round pair says slower (0.19x-0.48x), so gate 4 now
-        # rejects it outright instead of quarantining it over the rounds' spread
-        assert perf.metrics["decision"]["category"] == "slower"
-    else:
-        # before: 0.122 (host) vs 0.092 ms (events), below the disagreement threshold;
-        # the spread across fresh processes, 75-208 %, quarantined it
-        assert perf.status == GateStatus.QUARANTINE
+    if "candidate" in perf.metrics:
+        # the gate's number per call is at least the device-synchronised host timer's,
+        # which sees the side stream's work that events on the current stream miss
+        cand = perf.metrics["candidate"]
+        assert cand["median_ms"] >= cand["host_median_ms"] * 0.999
+    if "decision" in perf.metrics:
+        assert perf.metrics["decision"]["category"] != "optimized"
 
 
 def test_illegal_memory_access_is_an_error_verdict(gpu_suite: SuiteResult) -> None:

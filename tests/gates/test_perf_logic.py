@@ -180,3 +180,16 @@ def test_only_changes_the_baseline_does_not_show_are_the_candidates() -> None:
     )
     v, _, _ = perf_verdict(own, settings=settings, gamma=1.03, roofline=None)
     assert v.status == GateStatus.FAIL and v.metrics["tampered"] == [cheat]
+
+
+def test_a_call_is_timed_by_the_larger_of_events_and_host() -> None:
+    """Dispatch-bound forwards (or work on another stream) are timed by the host clock."""
+    from gates.perf import PerfMeasurement
+    from gates.protocol import TimingResult
+
+    r = TimingResult(side="candidate", event_ms=0.02, event_samples=[0.02, 0.021], host_ms=0.13)
+    assert PerfMeasurement.primary(r) == 0.13
+    gpu_bound = r.model_copy(update={"event_ms": 0.5, "host_ms": 0.45})
+    assert PerfMeasurement.primary(gpu_bound) == 0.5
+    cpu = r.model_copy(update={"event_ms": None})
+    assert PerfMeasurement.primary(cpu) == 0.0205
