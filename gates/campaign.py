@@ -1,4 +1,4 @@
-"""Campaign entry points: ``gate_candidate`` (gates 1-2) and ``gate_model`` (gates 3-4).
+"""Campaign entry points: ``gate_candidate`` (gates 1-2, or 1-3) and ``gate_model`` (gates 3-4).
 
 Library functions ``fn(inp, store) -> result`` that the activities run in a
 supervised child (``activities/gate_activities.py``); they spawn the gate
@@ -11,6 +11,14 @@ problem's own seed -- the weights the compile step captured.
   compile package's ``build_restitched`` and the re-stitched model is checked
   end to end.  A wrapper is specialised to the captured shapes, so held-out
   shapes are not used there (held-out seeds and new-values calls still are).
+
+With ``model_gate`` (the search asks for it), ``gate_candidate`` also runs gate 3
+on a candidate that passed gate 2: the reference child computes the float64
+outputs too and the parent compares the candidate child's outputs against them,
+so a small systematic error (a padding bug, reduced-precision arithmetic) that
+gate 2's 1e-3 lets through is rejected, and fixed, inside the search instead of
+after it.  No process is added; the cost is the float64 forward in the
+reference child and one more comparison.
 
 Timings rank candidates by the whole forward pass (the only time that moves
 between two candidates of one target is that target's): ``kernel_ms`` and
@@ -125,7 +133,7 @@ def _candidate_source(
 
 
 def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGateResult:
-    """Gates 1-2 for one candidate, plus forward timings to rank it in the beam."""
+    """Gates 1-2 (1-3 with ``model_gate``) for one candidate, plus forward timings to rank it."""
     forward = inp.target.kind == TargetKind.FORWARD
     settings = inp.settings.model_copy(
         update={
@@ -135,9 +143,10 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
             "static_timeout_s": inp.timeout_s,
             "model_seed": inp.compiled.problem.seed,
             "holdout_shapes": forward and inp.settings.holdout_shapes,
-            "run_model_gate": False,
+            "run_model_gate": inp.model_gate,
         }
     )
+    gates_stage = "gates_1_3" if inp.model_gate else "gates_1_2"
     stages = StageClock()
     ws = _Workspace(inp.compiled, store)
     try:
@@ -156,7 +165,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
         verdicts, child = run_gates_1_to_3(
             bundle, candidate, settings, ws.dir / "candidate", stages=parts
         )
-        _gate_stages(stages, "gates_1_2", parts, child)
+        _gate_stages(stages, gates_stage, parts, child)
         kernel_ms = baseline_ms = None
         if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
             timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})

@@ -77,7 +77,7 @@ def model_verdict_from_sets(
             reason=f"{name}: {worst.reason}",
             metrics=metrics,
             thresholds=thresholds,
-            feedback=_feedback(worst, rho_max),
+            feedback=_feedback(failed, worst, rho_max),
             gpu_seconds=seconds,
         )
     rules = sorted({r.rule for _, r in reports})
@@ -92,20 +92,50 @@ def model_verdict_from_sets(
     )
 
 
-def _feedback(report: ModelErrorReport, rho_max: float) -> str:
-    if report.rule == "rho" and report.rho is not None:
+def _feedback(
+    failed: list[tuple[str, ModelErrorReport]], worst: ModelErrorReport, rho_max: float
+) -> str:
+    """What the rule means once, then one ``- call NAME: ...`` line per kind of failure.
+
+    The lines have gate 2's bullet shape, so the agents' ``merge_failures`` folds
+    sets that fail alike (only their numbers differ) into one line too.
+    """
+    return "\n".join([_explain(worst, rho_max), *_bullets(failed, rho_max)])
+
+
+def _explain(report: ModelErrorReport, rho_max: float) -> str:
+    if report.rule == "rho":
         return (
-            f"End-to-end precision check failed. Against a float64 reference your output is off "
-            f"by {report.d_opt:.3g}, while the fp32 reference itself is off by only "
-            f"{report.d_ref:.3g} (ratio {report.rho:.3g}; honest fp32 kernels stay below "
-            f"{rho_max:g}). That is a systematic error, not rounding: a bias or offset, an "
-            "approximate function (tanh-GELU instead of erf, fast exp), or reduced precision "
-            "(fp16/bf16 arithmetic, TF32 matmul -- use tl.dot(..., input_precision='ieee')). "
-            "Compute in exact fp32."
+            "End-to-end precision check failed (gate 3): against a float64 reference your "
+            f"output is off by far more than the fp32 reference itself (honest fp32 kernels stay "
+            f"below {rho_max:g}x its error). That is a systematic error, not rounding: a bias "
+            "or offset, a dropped or padded term, an approximate function (tanh-GELU instead "
+            "of erf, fast exp), or reduced precision (fp16/bf16 arithmetic or accumulation, "
+            "TF32 matmul -- use tl.dot(..., input_precision='ieee')). Compute in exact fp32."
         )
     if report.rule == "structure":
-        return f"End-to-end check failed: {report.reason}."
+        return "End-to-end check failed (gate 3):"
     return (
-        f"End-to-end precision check failed: {report.reason}. The reference is exact here, so "
-        "any deviation beyond rounding means the computation differs."
+        "End-to-end precision check failed (gate 3). The reference is exact here, so any "
+        "deviation beyond rounding means the computation differs:"
     )
+
+
+def _bullets(failed: list[tuple[str, ModelErrorReport]], rho_max: float) -> list[str]:
+    """One line per input set, identical texts merged into one line naming every set."""
+    by_text: dict[str, list[str]] = {}
+    for name, report in failed:
+        by_text.setdefault(_line(report, rho_max), []).append(name)
+    return [
+        f"- {'call' if len(names) == 1 else 'calls'} {', '.join(names)}: {text}"
+        for text, names in by_text.items()
+    ]
+
+
+def _line(report: ModelErrorReport, rho_max: float) -> str:
+    if report.rule == "rho" and report.rho is not None:
+        return (
+            f"off by {report.d_opt:.3g} against float64 where the fp32 reference is off by "
+            f"{report.d_ref:.3g} (ratio {report.rho:.3g} > {rho_max:g})."
+        )
+    return f"{report.reason}."

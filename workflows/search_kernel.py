@@ -4,7 +4,7 @@ One run is a short loop over named steps::
 
     profile the root -> for each iteration:
         select beam (UCB) -> propose (LLM plans + executor, or built-in variants)
-        -> gates 1-2 per candidate, retry-fix on static/correctness failures
+        -> gates 1-3 per candidate, retry-fix on static/correctness/float64 failures
         -> re-time winners -> summarize into memory
     -> result (best by re-timed per-kernel speedup)
 
@@ -136,6 +136,10 @@ PLANS_PER_STATE = 8
 PLAN_CHARS = 300
 # An accepted candidate slower than gamma is told its timing once, for one more attempt.
 TIMING_RETRY_PATCH = "retry-after-timing"
+# gate_candidate runs gate 3 (float64) on every candidate that passes gate 2: a small
+# systematic error is rejected and goes back to the executor inside the search, instead
+# of failing the model gates after it.  Re-timing a winner does not repeat it.
+GATE3_PATCH = "gate3-in-search"
 DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
 
 
@@ -611,7 +615,7 @@ class SearchKernel:
             self.tree.record_rejection(node.id)
         return decision
 
-    # --- gates 1-2 --------------------------------------------------------------------------
+    # --- gates 1-3 --------------------------------------------------------------------------
     async def _evaluate(
         self, node: Node, cand: Candidate, parse_error: str
     ) -> tuple[Decision, list[GateVerdict]]:
@@ -648,14 +652,18 @@ class SearchKernel:
         self.s.sources[cand.id] = cand.source
         self.s.candidates[cand.id] = cand
         speed = f"{child.speedup:.3f}x" if child.speedup else "untimed"
-        reason = f"passed gates 1-2; per-kernel {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
+        reason = f"passed {result.gates_label}; per-kernel {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
         return self._decide(cand, "", reason, verdicts, result, accepted=True), verdicts
 
-    async def _gate(self, cand: Candidate) -> tuple[CandidateGateResult | None, str]:
+    async def _gate(
+        self, cand: Candidate, model_gate: bool = True
+    ) -> tuple[CandidateGateResult | None, str]:
         """gate_candidate on the GPU queue: (result, "") or (None, infrastructure error)."""
         if cand.source is None:
             return None, "no source"
         self.step = f"gating {cand.id}"
+        # patched() only where gate 3 is asked for: a re-timing writes no marker
+        float64 = model_gate and workflow.patched(GATE3_PATCH)
         inp = CandidateGateInput(
             compiled=self.inp.compiled,
             segment=self.inp.segment,
@@ -664,6 +672,7 @@ class SearchKernel:
             source=cand.source,
             seeds=list(self.inp.params.seeds),
             timeout_s=self.inp.gate_timeout_s,
+            model_gate=float64,
             **pinned_gates(self.inp.gates),
         )
         started = workflow.now()
@@ -802,7 +811,9 @@ class SearchKernel:
                 break
             cand = self.s.candidates[node.id]
             self.step = f"re-timing {node.id}"
-            result, infra = await self._gate(cand.model_copy(update={"id": f"{cand.id}:retime"}))
+            result, infra = await self._gate(
+                cand.model_copy(update={"id": f"{cand.id}:retime"}), model_gate=False
+            )
             ok = result is not None and not infra and result.passed and result.kernel_ms is not None
             first = node.speedup
             self.tree.apply_retime(

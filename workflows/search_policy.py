@@ -371,10 +371,11 @@ def remaining(spend: Spend, budget_left: dict[str, float | None]) -> dict[str, f
     return left
 
 
-# gates whose failures go back to the executor (SPEC.md section 3, retry-fix)
-FIXABLE_GATES = ("static", "correctness", "parse")
+# gates whose failures go back to the executor (SPEC.md section 3, retry-fix); "model" (gate 3,
+# float64) decides only for searches that run it (search_kernel.GATE3_PATCH)
+FIXABLE_GATES = ("static", "correctness", "model", "parse")
 
 
 def should_retry_fix(failed_gate: str, attempt: int, max_retries: int) -> bool:
-    """Compile/run errors and wrong numbers are fixable in the same conversation, K times."""
+    """Compile/run errors, wrong numbers and float64 errors are fixable in one conversation, K times."""
     return failed_gate in FIXABLE_GATES and attempt < max_retries

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from kernelopt.contracts.search import Analysis, Decision, KernelProfile, ProfileResult
-from kernelopt.contracts.verdicts import GateVerdict
+from kernelopt.contracts.verdicts import GateName, GateVerdict
 
 MAX_FEEDBACK_CHARS = 4000
 MAX_SIBLINGS = 6
@@ -88,7 +88,9 @@ def render_verdict_feedback(verdicts: list[GateVerdict], error: str = "") -> str
     verdict = failed[0]
     parts = [f"Gate `{verdict.gate.value}` said {verdict.status.value}: {verdict.reason}"]
     if verdict.feedback:
-        parts.append(_trim(merge_failures(verdict.feedback), MAX_FEEDBACK_CHARS))
+        # a held-out set failing gate 3 (float64) is a precision error, not a hard-coded size
+        hint = verdict.gate != GateName.MODEL
+        parts.append(_trim(merge_failures(verdict.feedback, hint), MAX_FEEDBACK_CHARS))
     numbers = {k: v for k, v in verdict.metrics.items() if isinstance(v, int | float | str)}
     if numbers:
         shown = ", ".join(f"{k}={v}" for k, v in list(numbers.items())[:8])
@@ -113,14 +115,15 @@ def _shape_key(text: str) -> str:
     return _NUMBER.sub("#", _HOLDOUT_HINT.sub("", text)).strip()
 
 
-def merge_failures(feedback: str) -> str:
+def merge_failures(feedback: str, holdout_hint: bool = True) -> str:
     """One line per kind of failure: bullets equal up to their numbers are merged.
 
     The gates already merge identical texts; calls that fail the same way with
     different numbers (another error size, another shape) still come as one
     bullet each.  The merged line keeps the first call's text and names every
     call.  The held-out hint stays only when held-out calls alone fail: if the
-    base inputs fail too, hard-coded sizes are not the problem.
+    base inputs fail too, hard-coded sizes are not the problem (and never with
+    ``holdout_hint`` False, for failures that sizes cannot cause).
     """
     lines = feedback.splitlines()
     groups: dict[str, list[tuple[list[str], str]]] = {}
@@ -137,7 +140,9 @@ def merge_failures(feedback: str) -> str:
             order.append(key)
         groups[key].append((names, match.group("text")))
     failing = [n for entries in groups.values() for names, _ in entries for n in names]
-    only_holdout = bool(failing) and all(n.startswith(HOLDOUT_PREFIXES) for n in failing)
+    only_holdout = (
+        holdout_hint and bool(failing) and all(n.startswith(HOLDOUT_PREFIXES) for n in failing)
+    )
     out: list[str] = []
     hinted = False
     for item in order:

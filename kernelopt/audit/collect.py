@@ -149,7 +149,8 @@ class _Target:
                     ),
                     accepted=result.passed,
                     deciding_gate="" if result.passed else (failed.gate.value if failed else ""),
-                    reason="passed gates 1-2" if result.passed else failed.reason if failed else "",
+                    reason=(f"passed {result.gates_label}" if result.passed else "")
+                    or (failed.reason if failed else ""),
                     verdicts=result.verdicts,
                     kernel_ms=result.kernel_ms,
                     baseline_kernel_ms=result.baseline_kernel_ms,

@@ -100,7 +100,7 @@ def pinned_gates(settings: GateSettings | None) -> dict[str, GateSettings]:
 
 
 class CandidateGateInput(Frozen):
-    """Gates 1-2 for one candidate of one search target."""
+    """Gates 1-2 (and gate 3 when ``model_gate``) for one candidate of one search target."""
 
     compiled: CompileResult
     segment: SegmentResult
@@ -113,6 +113,10 @@ class CandidateGateInput(Frozen):
     timeout_s: float = 300.0
     measure_kernel_speedup: bool = True  # per-target timing to rank candidates in the beam
     settings: GateSettings = GateSettings()  # seeds/rtol/atol/timeout_s above take precedence
+    # Gate 3 (float64 V_model, ``settings.model_tolerance``/``rho_max``) on every candidate that
+    # passes gate 2, so a small systematic error is rejected (and fixed) inside the search.
+    # False, the default, is what inputs scheduled before the field existed meant.
+    model_gate: bool = False
 
 
 class CandidateGateResult(DeviceTimed):
@@ -126,6 +130,11 @@ class CandidateGateResult(DeviceTimed):
     @property
     def passed(self) -> bool:
         return bool(self.verdicts) and all(v.passed for v in self.verdicts)
+
+    @property
+    def gates_label(self) -> str:
+        """What a passing decision says it passed: gates 1-3 when gate 3 ran, else gates 1-2."""
+        return "gates 1-3" if any(v.gate == GateName.MODEL for v in self.verdicts) else "gates 1-2"
 
 
 class ModelGateInput(Frozen):
