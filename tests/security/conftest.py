@@ -77,7 +77,7 @@ def bait() -> Iterator[Bait]:
         env.setenv("OPENAI_API_KEY", SECRET)
         env.setenv("KERNELOPT_API_KEY", SECRET)
         env.setenv("KERNELOPT_TEMPORAL_ADDRESS", f"127.0.0.1:{port}")
-        env.setenv("KERNELOPT_SANDBOX_NPROC", "64")
+        env.setenv("KERNELOPT_SANDBOX_NPROC", "128")  # threads count too
         env.setenv("KERNELOPT_SANDBOX_FSIZE_MB", "8")
         env.setenv("KERNELOPT_SANDBOX_TMP_MB", "16")
         env.delenv("KERNELOPT_SANDBOX", raising=False)
