@@ -601,11 +601,13 @@ def wrap_command(
     rw: Iterable[Path] = (),
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Any other process that imports candidate code (the ncu profiler's harness runner):
     ``argv`` inside a sandbox that sees ``ro``/``rw``, and its allow-listed environment.
 
-    With ``KERNELOPT_SANDBOX=off`` the command is returned as is (and a warning logged).
+    ``extra`` goes into the environment as ``sandbox_env`` allows.  With
+    ``KERNELOPT_SANDBOX=off`` the command is returned as is (and a warning logged).
     """
     base = dict(os.environ if env is None else env)
     if not enabled():
@@ -613,4 +615,4 @@ def wrap_command(
         return list(argv), base
     limits = SandboxLimits.from_env()
     args = bwrap_args(require(), ro=ro, rw=rw, chdir=cwd, tmp_bytes=limits.tmp_bytes)
-    return [*args, *argv], sandbox_env(base)
+    return [*args, *argv], sandbox_env(base, extra)
