@@ -209,10 +209,20 @@ def test_a_fork_bomb_hits_the_process_limit_and_dies_with_its_job(
     before = _existing(zygote)  # the session's own servers and workers are not the bomb's
     started = time.monotonic()
     outcome, report = _attack("fork_bomb", {"cap": cap}, tmp_path, launch, zygote, 30)
-    assert 0 < report["forks"] < limit and "BlockingIOError" in report["error"], report
-    assert outcome.status == "exception" and "fork refused" in outcome.describe()
+    assert report["forks"] > 0
+    if _nproc_holds():
+        assert report["forks"] < limit and "BlockingIOError" in report["error"], report
+        assert outcome.status == "exception" and "fork refused" in outcome.describe()
     assert _sleepers(zygote, before) == []
     assert time.monotonic() - started < 30  # contained at once, not by the job's timeout
+
+
+def _nproc_holds() -> bool:
+    """Whether RLIMIT_NPROC can hold here: not root, or root that can drop to another uid
+    (bwrap without a user namespace needs CAP_SYS_ADMIN; docs/security.md)."""
+    from gates import sandbox
+
+    return os.geteuid() != 0 or sandbox._root_mode(sandbox.require())
 
 
 def _existing(zygote: Zygote) -> set[int]:
