@@ -1,6 +1,6 @@
 """What the gate sandbox costs per child launch: spawned and forked, sandbox on and off.
 
-``python scripts/sandbox_cost.py [--device cpu|cuda] [--reps 5] [--out FILE]``
+``python scripts/sandbox_cost.py [--device cpu|cuda] [--reps 5] [--spawned-reps N] [--out FILE]``
 
 Runs one honest candidate (tests/gates/candidates/swish_fused.py on the
 swish_bias problem) through ``gates.runner.run_job`` ``reps`` times per
@@ -72,7 +72,7 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
-def measure(device: str, reps: int) -> dict[str, float]:
+def measure(device: str, reps: int, spawned_reps: int | None = None) -> dict[str, float]:
     from gates import sandbox
     from gates.runner import zygote_env
     from gates.zygote import Zygote
@@ -89,7 +89,7 @@ def measure(device: str, reps: int) -> dict[str, float]:
     _say(f"bwrap true: {result['bwrap_true_s']:.3f} s")
     for mode in ("off", "on"):
         os.environ["KERNELOPT_SANDBOX"] = mode
-        result[f"spawned_{mode}_s"] = _median_run(device, reps, None)
+        result[f"spawned_{mode}_s"] = _median_run(device, spawned_reps or reps, None)
         _say(f"sandbox {mode}: spawned {result[f'spawned_{mode}_s']:.3f} s")
         started = time.perf_counter()
         zygote = Zygote(zygote_env(device), start_timeout_s=300)
@@ -113,13 +113,14 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--out", default="")
+    parser.add_argument("--spawned-reps", type=int, default=0, help="default: --reps")
     parser.add_argument("--launches-per-verdict", type=int, default=2)
     parser.add_argument("--target-s", type=float, default=0.5)
     args = parser.parse_args()
     result: dict[str, object] = {
         "device": args.device,
         "reps": args.reps,
-        **measure(args.device, args.reps),
+        **measure(args.device, args.reps, args.spawned_reps or None),
     }
     per_verdict = round(args.launches_per_verdict * float(result["forked_added_s"]), 4)
     result["verdict_added_s"] = per_verdict
