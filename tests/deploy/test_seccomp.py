@@ -50,3 +50,12 @@ def test_every_worker_runs_with_the_profile_and_the_image_has_bubblewrap() -> No
         assert re.search(r"apt-get install[^\n]*\\?\n?[^\n]*\bbubblewrap\b", targets[target]), (
             target
         )
+
+
+def test_the_worker_pods_use_the_profile() -> None:
+    for name in ("cpu-worker.yaml", "gpu-worker.yaml"):
+        pod = load(DEPLOY / "k8s" / name)["spec"]["template"]["spec"]["securityContext"]
+        assert pod["seccompProfile"]["type"] == "Localhost", name
+        assert pod["seccompProfile"]["localhostProfile"].endswith("/" + PROFILE.name), name
+        assert pod["appArmorProfile"]["type"] == "Unconfined", name
+        assert pod["runAsNonRoot"] is True, name  # the process limit holds for non-root
