@@ -53,7 +53,7 @@ class Bait:
             count += 1
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # its environment must not leak into other packages
 def bait() -> Iterator[Bait]:
     # Not under /tmp: every sandbox has a private /tmp, where a plant would land unseen.
     root = Path(tempfile.mkdtemp(prefix="kernelopt-bait-", dir="/var/tmp"))
@@ -86,7 +86,7 @@ def bait() -> Iterator[Bait]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # its environment must not leak into other packages
 def zygote(bait: Bait) -> Iterator[Zygote]:
     """A sandboxed CPU zygote, started with the bait environment in place."""
     z = Zygote(zygote_env("cpu"), start_timeout_s=120.0)
