@@ -19,7 +19,10 @@ inside ``bwrap`` (Debian ``bubblewrap``; found on PATH or through
   secrets, no Temporal address);
 * resource limits (``SandboxLimits``), set by the child itself before the job
   is read (``apply_limits``), hard and soft alike so the candidate cannot
-  raise them.
+  raise them;
+* never host root: Linux exempts uid 0 from ``RLIMIT_NPROC`` even inside a user
+  namespace, so a root parent runs bwrap without a user namespace and the child
+  under ``setpriv`` as an unprivileged uid of its own (``root_drop_args``).
 
 ``KERNELOPT_SANDBOX=off`` runs children unsandboxed; it is an explicit opt-out
 that logs a warning on every launch.  With the sandbox on and no working
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import re
@@ -50,6 +54,12 @@ _LOG = get_logger(__name__)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SANDBOX_ENV = "KERNELOPT_SANDBOX"
 BWRAP_ENV = "KERNELOPT_BWRAP"
+SANDBOX_UID_ENV = "KERNELOPT_SANDBOX_UID"  # first uid a root parent's sandboxes run as
+_UID_SPAN = 50_000
+# What the unprivileged child keeps of root: reading and writing the files of its view
+# whatever their owner (the view is read-only where it must be); never CAP_SYS_ADMIN or
+# CAP_SYS_RESOURCE, which would lift RLIMIT_NPROC again.
+_KEPT_CAPS = ("dac_override", "dac_read_search")
 LIMITS_FILE = "sandbox.json"
 
 # Variables a gate child may see (besides those the runner sets itself).  Anything
@@ -141,6 +151,8 @@ def _probe(binary: str) -> str:
 def require() -> str:
     """The bwrap binary, proven to work here; raises ``SandboxUnavailable`` otherwise."""
     binary = bwrap_path()
+    if _root_mode(binary):
+        return binary
     reason = _probe(binary)
     if reason:
         raise SandboxUnavailable(
@@ -149,6 +161,99 @@ def require() -> str:
             "KERNELOPT_SANDBOX=off runs candidate code unsandboxed (not for shared hosts)"
         )
     return binary
+
+
+# --------------------------------------------------------------------------- root
+
+
+def _root_namespaces() -> list[str]:
+    """``--unshare-all`` less the user namespace: a root parent maps no uids."""
+    return [
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
+
+
+_UIDS = itertools.count()
+
+
+def sandbox_uid() -> int:
+    """A fresh unprivileged uid per sandbox: RLIMIT_NPROC counts per uid, so sandboxes
+    that share one would share one process budget (and one fork bomb would starve all)."""
+    base = _env_int(SANDBOX_UID_ENV, 1_500_000)
+    return base + (os.getpid() * 7919 + next(_UIDS)) % _UID_SPAN
+
+
+def root_drop_args(uid: int) -> list[str]:
+    """``setpriv`` between bwrap and the child: real, effective and saved uid ``uid``, no
+    groups, only ``_KEPT_CAPS`` (ambient, so they survive the exec), no new privileges
+    (a setuid binary in the view cannot make it root again)."""
+    caps = ",".join(f"+{c}" for c in _KEPT_CAPS)
+    return [
+        shutil.which("setpriv") or "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        f"--inh-caps=-all,{caps}",
+        f"--ambient-caps=-all,{caps}",
+        f"--bounding-set=-all,{caps}",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def _root_caps() -> list[str]:
+    """What bwrap hands to setpriv: the kept caps and what setpriv needs to switch uid."""
+    caps = [*_KEPT_CAPS, "setuid", "setgid", "setpcap"]
+    args = ["--cap-drop", "ALL"]
+    for cap in caps:
+        args += ["--cap-add", f"CAP_{cap.upper()}"]
+    return args
+
+
+@functools.lru_cache(maxsize=4)
+def _root_mode(binary: str) -> bool:
+    """True when this is a root parent and bwrap can drop its child to another uid here.
+
+    Root without CAP_SYS_ADMIN (a default Docker container) cannot create the namespaces
+    without a user namespace: then the sandbox keeps the user namespace, uid 0 inside,
+    and warns that RLIMIT_NPROC does not hold (docs/security.md).
+    """
+    if os.geteuid() != 0:
+        return False
+    if shutil.which("setpriv") is None:
+        _LOG.warning("sandbox as root without setpriv (util-linux): RLIMIT_NPROC does not hold")
+        return False
+    argv = [
+        binary,
+        *_root_namespaces(),
+        *_root_caps(),
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--",
+        *root_drop_args(sandbox_uid()),
+        "true",
+    ]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        reason = str(exc)
+    else:
+        if done.returncode == 0:
+            return True
+        reason = done.stderr.strip() or f"exit {done.returncode}"
+    _LOG.warning(
+        "sandbox as root keeps uid 0 in a user namespace: RLIMIT_NPROC does not hold "
+        "(run workers as a non-root user, or grant CAP_SYS_ADMIN)",
+        reason=reason[:300],
+    )
+    return False
 
 
 # --------------------------------------------------------------------------- limits
@@ -434,13 +539,14 @@ def bwrap_args(
     Paths keep their host names inside, so job files need no rewriting.  A
     writable path listed after a read-only one that contains it stays writable.
     """
+    root = _root_mode(binary)
     args = [
         binary,
-        "--unshare-all",  # user, pid, net, ipc, uts, cgroup
+        # user (unless root: see root_drop_args), pid, net, ipc, uts, cgroup
+        *(_root_namespaces() if root else ["--unshare-all"]),
         "--die-with-parent",
         "--new-session",
-        "--cap-drop",
-        "ALL",
+        *(_root_caps() if root else ["--cap-drop", "ALL"]),
         *_system_args(),
         "--size",
         str(tmp_bytes),
@@ -453,7 +559,7 @@ def bwrap_args(
         args += ["--chdir", str(chdir)]
     # The sandbox's own root (a tmpfs holding the mount points) becomes read-only too:
     # nothing may be created outside /tmp and the writable binds.
-    return [*args, "--remount-ro", "/", "--"]
+    return [*args, "--remount-ro", "/", "--", *(root_drop_args(sandbox_uid()) if root else [])]
 
 
 def _ordered_binds(ro: Iterable[Path], rw: Iterable[Path]) -> list[tuple[Path, bool]]:
@@ -495,11 +601,13 @@ def wrap_command(
     rw: Iterable[Path] = (),
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Any other process that imports candidate code (the ncu profiler's harness runner):
     ``argv`` inside a sandbox that sees ``ro``/``rw``, and its allow-listed environment.
 
-    With ``KERNELOPT_SANDBOX=off`` the command is returned as is (and a warning logged).
+    ``extra`` goes into the environment as ``sandbox_env`` allows.  With
+    ``KERNELOPT_SANDBOX=off`` the command is returned as is (and a warning logged).
     """
     base = dict(os.environ if env is None else env)
     if not enabled():
@@ -507,4 +615,4 @@ def wrap_command(
         return list(argv), base
     limits = SandboxLimits.from_env()
     args = bwrap_args(require(), ro=ro, rw=rw, chdir=cwd, tmp_bytes=limits.tmp_bytes)
-    return [*args, *argv], sandbox_env(base)
+    return [*args, *argv], sandbox_env(base, extra)

@@ -9,6 +9,14 @@ is kept as an artifact.  A missing binary, missing counter permission
 (``ERR_NVGPUCTRPERM``), a timeout or "no kernels were profiled" are returned
 as a note -- the caller falls back to event timing; profiling never fails a
 search.
+
+The harness imports candidate code, so ncu and its harness runner run in the
+gate children's sandbox (``gates.sandbox.wrap_command``: no network, the
+allow-listed environment, the project read-only, the workdir writable, of the
+store only the blobs the harness's ``compiled.json`` reaches).  ncu's own
+install directory is bound read-only; counters need the host's
+``NVreg_RestrictProfilingToAdminUsers=0``, since the sandbox holds no
+``CAP_SYS_ADMIN`` (without it ncu reports ``ERR_NVGPUCTRPERM``, a note).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from kernelopt.errors import InfrastructureError
 
 NCU_CANDIDATES = (
     "/usr/local/cuda/bin/ncu",
@@ -89,23 +99,65 @@ def profile_command(
     ]
 
 
+def tool_dirs(tool: str) -> list[Path]:
+    """The install directory of a profiler binary (``/opt/nvidia/nsight-compute/VER``, or
+    the prefix above a ``bin/``), read-only in the sandbox so ncu finds its own files."""
+    real = Path(os.path.realpath(tool)).parent
+    if real.name == "bin":
+        real = real.parent
+    return [real] if real.is_dir() and str(real) not in ("/", "/usr", "/usr/local") else []
+
+
+def sandboxed(
+    cmd: list[str], harness: Path, workdir: Path, store_root: Path | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """``cmd`` (ncu or the harness runner) in the gate sandbox, and its environment.
+
+    The harness directory and the workdir are writable (ncu writes its report
+    there); of the store only the blobs reachable from the harness's
+    ``compiled.json`` are visible, and ``KERNELOPT_HOME`` names that store so
+    ``open_store()`` inside finds them at their host paths.
+    """
+    from gates import sandbox
+
+    ro: list[Path] = tool_dirs(cmd[0]) if Path(cmd[0]).is_absolute() else []
+    extra: dict[str, str] = {}
+    compiled = Path(harness).parent / "compiled.json"
+    if store_root is not None and compiled.is_file():
+        ro += sandbox.store_blobs(Path(store_root), [compiled])
+        if Path(store_root).name == "artifacts":
+            extra["KERNELOPT_HOME"] = str(Path(store_root).parent)
+    return sandbox.wrap_command(
+        cmd, ro=ro, rw=[Path(workdir), Path(harness).parent], cwd=Path(workdir), extra=extra
+    )
+
+
 def run_ncu(
     harness: Path,
     workdir: Path,
     kernel_regex: str = "",
     timeout_s: float = 600.0,
     ncu: str | None = None,
+    store_root: Path | None = None,
 ) -> NcuRun:
+    """Profile one steady-state launch of ``harness`` under ncu, sandboxed (module docstring)."""
     import time
 
     ncu = ncu or find_ncu()
     if ncu is None:
         return NcuRun(ok=False, note="ncu not found (PATH, /usr/local/cuda/bin, /opt/nvidia)")
     stem = workdir / "profile"
-    cmd = profile_command(ncu, harness, stem, kernel_regex)
+    try:
+        cmd, env = sandboxed(
+            profile_command(ncu, harness, stem, kernel_regex), harness, workdir, store_root
+        )
+    except InfrastructureError as exc:  # no working sandbox: no candidate code runs
+        return NcuRun(ok=False, note=f"ncu not run: {exc}")
     started = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env
+        )
     except subprocess.TimeoutExpired:
         return NcuRun(
             ok=False, note=f"ncu timed out after {timeout_s:.0f} s", command=" ".join(cmd)

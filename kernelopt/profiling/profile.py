@@ -18,19 +18,26 @@ from pathlib import Path
 
 from kernelopt.checkpoint import report
 from kernelopt.contracts.search import KernelProfile, ProfileInput, ProfileResult
+from kernelopt.errors import InfrastructureError
 from kernelopt.profiling.analyst import classify
 from kernelopt.profiling.distill import distill
 from kernelopt.profiling.dominant import profiled_kernel
 from kernelopt.profiling.harness import candidate_harnesses
 from kernelopt.profiling.harness_runner import RESULT_PREFIX
-from kernelopt.profiling.ncu import find_ncu, run_ncu
+from kernelopt.profiling.ncu import find_ncu, run_ncu, sandboxed
 from kernelopt.store import ArtifactStore
 
 EVENTS_TIMEOUT_S = 300.0
 
 
-def run_events(harness: Path, reps: int = 50, timeout_s: float = EVENTS_TIMEOUT_S) -> dict:
-    """Event timing of the harness in a fresh process: {"median_ms": ...} or {"error": ...}."""
+def run_events(
+    harness: Path,
+    reps: int = 50,
+    timeout_s: float = EVENTS_TIMEOUT_S,
+    store_root: Path | None = None,
+) -> dict:
+    """Event timing of the harness in a fresh sandboxed process (it imports candidate code):
+    {"median_ms": ...} or {"error": ...}."""
     cmd = [
         sys.executable,
         "-m",
@@ -42,7 +49,13 @@ def run_events(harness: Path, reps: int = 50, timeout_s: float = EVENTS_TIMEOUT_
         str(reps),
     ]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        cmd, env = sandboxed(cmd, harness, harness.parent, store_root)
+    except InfrastructureError as exc:
+        return {"error": f"harness not run: {exc}"}
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"harness timed out after {timeout_s:.0f} s"}
     for line in proc.stdout.splitlines():
@@ -80,13 +93,19 @@ def _hardware():
         return None
 
 
+def _store_root(store: ArtifactStore) -> Path | None:
+    """The local store's directory (the sandbox shows the harness only its own blobs)."""
+    root = getattr(getattr(store, "backend", None), "root", None)
+    return Path(root) if root is not None else None
+
+
 def _first_working(
-    found: list[tuple[Path, str]], notes: list[str]
+    found: list[tuple[Path, str]], notes: list[str], store_root: Path | None = None
 ) -> tuple[Path, str, dict] | None:
     """The first harness that runs (event timing doubles as the check), noting the failures."""
     for path, how in found:
         report({"step": "events", "harness": how})
-        timed = run_events(path)
+        timed = run_events(path, store_root=store_root)
         if "error" not in timed:
             return path, how, timed
         notes.append(f"{how} harness: {timed['error']}")
@@ -101,7 +120,7 @@ def _profile(
     workdir: Path,
 ) -> KernelProfile:
     notes = [f"no {m}" if m.startswith("kernelopt") else m for m in missing] if not found else []
-    chosen = _first_working(found, notes)
+    chosen = _first_working(found, notes, _store_root(store))
     if chosen is None:
         return KernelProfile(source="none", note="; ".join(notes) or "no harness")
     harness, how, timed = chosen
@@ -119,7 +138,9 @@ def _profile(
         notes.append("ncu not found")
     else:
         report({"step": "ncu", "harness": how})
-        run = run_ncu(harness, workdir, _kernel_regex(inp, store), inp.timeout_s, ncu)
+        run = run_ncu(
+            harness, workdir, _kernel_regex(inp, store), inp.timeout_s, ncu, _store_root(store)
+        )
         if run.ok and run.report is not None:
             d = distill(run.details_csv, run.details_text, run.raw_csv)
             if d.sol_compute_pct is not None or d.duration_us is not None:

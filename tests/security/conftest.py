@@ -53,7 +53,7 @@ class Bait:
             count += 1
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # its environment must not leak into other packages
 def bait() -> Iterator[Bait]:
     # Not under /tmp: every sandbox has a private /tmp, where a plant would land unseen.
     root = Path(tempfile.mkdtemp(prefix="kernelopt-bait-", dir="/var/tmp"))
@@ -77,7 +77,7 @@ def bait() -> Iterator[Bait]:
         env.setenv("OPENAI_API_KEY", SECRET)
         env.setenv("KERNELOPT_API_KEY", SECRET)
         env.setenv("KERNELOPT_TEMPORAL_ADDRESS", f"127.0.0.1:{port}")
-        env.setenv("KERNELOPT_SANDBOX_NPROC", "64")
+        env.setenv("KERNELOPT_SANDBOX_NPROC", "128")  # threads count too
         env.setenv("KERNELOPT_SANDBOX_FSIZE_MB", "8")
         env.setenv("KERNELOPT_SANDBOX_TMP_MB", "16")
         env.delenv("KERNELOPT_SANDBOX", raising=False)
@@ -86,7 +86,7 @@ def bait() -> Iterator[Bait]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # its environment must not leak into other packages
 def zygote(bait: Bait) -> Iterator[Zygote]:
     """A sandboxed CPU zygote, started with the bait environment in place."""
     z = Zygote(zygote_env("cpu"), start_timeout_s=120.0)
