@@ -47,6 +47,7 @@ PLANS_2 = (
     ' {"direction": "persistent kernel", "description": "one program per SM"}]}'
 )
 SUMMARY = '{"entries": []}'
+POLL_S = 0.5  # longest pause between the search's checks (production default: 60 s)
 
 
 async def until(check, timeout: float = 90.0, what: str = "condition"):
@@ -65,8 +66,12 @@ class Site:
     def __init__(self, settings: Settings, cpu_queue: str, gpu_queue: str) -> None:
         self.settings = settings
         self.server = start_server(settings)
-        self.cpu = WorkerProcess(settings, "cpu", cpu_queue).wait_ready()
-        self.gpu = WorkerProcess(settings, "gpu", gpu_queue).wait_ready()
+        # both workers start at once: their imports overlap instead of adding up
+        cpu, gpu = (
+            WorkerProcess(settings, "cpu", cpu_queue),
+            WorkerProcess(settings, "gpu", gpu_queue),
+        )
+        self.cpu, self.gpu = cpu.wait_ready(), gpu.wait_ready()
 
     def stop(self) -> None:
         self.cpu.stop()
@@ -99,7 +104,7 @@ async def test_batch_pending_through_worker_kill_and_server_restart(tmp_path, mo
     ]
     with ScriptedOpenAI(script, hold_batches=True) as llm:
         proposer = ProposerConfig(
-            base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE", mode="batch", poll_s=2.0
+            base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE", mode="batch", poll_s=POLL_S
         )
         tag = uuid.uuid4().hex[:6]
         inp = search_input(
@@ -120,7 +125,7 @@ async def test_batch_pending_through_worker_kill_and_server_restart(tmp_path, mo
             site.gpu.stop()
             site.server.stop()
             paused = llm.batch_polls
-            await asyncio.sleep(3)
+            await asyncio.sleep(4 * POLL_S)
             assert llm.batch_polls == paused  # nobody polls while everything is down
             site = Site(settings, inp.cpu_queue, inp.gpu_queue)
             await until(lambda: llm.batch_polls > paused, what="polling resumed")
@@ -187,7 +192,7 @@ async def test_folder_mode_survives_moving_kernelopt_home(tmp_path, monkeypatch)
         tag,
         campaign_id=f"fold-{tag}",
         params=SearchParams(iterations=2, plans=2, retries=0, beam=1),
-        proposer=ProposerConfig(model="m", mode="folder", poll_s=2.0),
+        proposer=ProposerConfig(model="m", mode="folder", poll_s=POLL_S),
         use_llm=True,
     )
     site = Site(first, inp.cpu_queue, inp.gpu_queue)
