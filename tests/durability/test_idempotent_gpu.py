@@ -37,7 +37,7 @@ from tests.durability.support import (
 )
 from tests.support.temporal import make_settings
 
-GATE_S = 2.0  # 40 heartbeating steps of 50 ms
+GATE_S = 1.0  # 20 heartbeating steps of 50 ms; the kill lands in the last two
 DOWN_S = 6.0  # longer than the 3-s heartbeat timeout: the attempt is lost meanwhile
 MAX_OUTAGES = 3
 RETRY_SEEN_S = 30.0  # after the restart: heartbeat timeout, retry backoff, pollers reconnecting
