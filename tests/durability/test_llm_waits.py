@@ -48,6 +48,7 @@ PLANS_2 = (
 )
 SUMMARY = '{"entries": []}'
 POLL_S = 0.5  # longest pause between the search's checks (production default: 60 s)
+GPU_DELAY_S = "0.02"  # each GPU double's work: what is tested here is the LLM wait
 
 
 async def until(check, timeout: float = 90.0, what: str = "condition"):
@@ -69,7 +70,7 @@ class Site:
         # both workers start at once: their imports overlap instead of adding up
         cpu, gpu = (
             WorkerProcess(settings, "cpu", cpu_queue),
-            WorkerProcess(settings, "gpu", gpu_queue),
+            WorkerProcess(settings, "gpu", gpu_queue, KERNELOPT_DOUBLES_DELAY=GPU_DELAY_S),
         )
         self.cpu, self.gpu = cpu.wait_ready(), gpu.wait_ready()
 
@@ -216,15 +217,12 @@ async def test_folder_mode_survives_moving_kernelopt_home(tmp_path, monkeypatch)
         done = reply_cli(second, waiting["request_id"], path)
         assert done.returncode == 0, done.stderr
         assert "the search was told" in done.stdout
-        while True:  # round 1's executors and summarizer
-            task = asyncio.ensure_future(result_of(second, workflow_id))
-            await asyncio.sleep(1)
-            if task.done():
-                result = task.result()
-                break
-            task.cancel()
+        finished = asyncio.ensure_future(result_of(second, workflow_id))
+        while not finished.done():  # round 1's executors and summarizer, answered as asked
             for request in reply_folder.pending(folder):
                 reply_folder.deliver(folder, request["request_id"], answer(request))
+            await asyncio.wait({finished}, timeout=0.2)
+        result = finished.result()
     finally:
         site.stop()
     assert not first.home.exists()
