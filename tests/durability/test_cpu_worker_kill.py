@@ -33,7 +33,7 @@ from tests.durability.support import (
     submit,
     wait_until,
 )
-from tests.durability.worker_main import CPU_HEARTBEAT_ENV
+from tests.support.short_heartbeats import CPU_HEARTBEAT_ENV
 
 BODY_S = 4.0  # each slowed body; the kill lands ~1 s into it
 KILL_AFTER_S = 1.0

@@ -33,13 +33,13 @@ import sys
 
 from tests.durability import slow_cpu
 from tests.support.short_heartbeats import (
+    CPU_HEARTBEAT_ENV,
     sandbox_seeing_the_patch,
     shorten_cpu_heartbeats,
     shorten_gpu_heartbeats,
 )
 
 GPU_HEARTBEAT_ENV = "KERNELOPT_TEST_HEARTBEAT_S"
-CPU_HEARTBEAT_ENV = "KERNELOPT_TEST_CPU_HEARTBEAT_S"
 
 
 def workflow_runner():

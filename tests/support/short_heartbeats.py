@@ -22,6 +22,7 @@ from datetime import timedelta
 
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+CPU_HEARTBEAT_ENV = "KERNELOPT_TEST_CPU_HEARTBEAT_S"  # test workers read it (seconds)
 GPU_CALL_SITES = ("COMPILE", "TRIAGE", "PROFILE", "GATE_CANDIDATE", "RESTITCH", "GATE_MODEL")
 CPU_CALL_SITES = ("SEGMENT", "LLM", "LLM_STEP", "BUILTIN", "REPORT")
 BEATS_PER_TIMEOUT = 5  # CPU beats per heartbeat timeout (production: 6, every 5 s of 30)
