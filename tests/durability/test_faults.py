@@ -21,17 +21,14 @@ import os
 import signal
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from kernelopt.audit import load_report
 from kernelopt.audit.waiting import pending_work
 from kernelopt.client import connect
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignPhase, Outcome
 from kernelopt.follow import follow, has_pollers
-from kernelopt.store import open_store
 from kernelopt.temporal_server import EmbeddedServer
 from tests.durability.support import (
     Worker,
@@ -50,26 +47,6 @@ def records(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture(scope="module")
-async def reference(client: Client, temporal_settings: Settings, tmp_path_factory):
-    """An undisturbed campaign with the same options: what every faulty run must reproduce."""
-    logs = tmp_path_factory.mktemp("reference-logs")
-    cpu_q, gpu_q = queues()
-    cpu = Worker(temporal_settings, "cpu", cpu_q, logs)
-    gpu = Worker(temporal_settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0")
-    try:
-        cpu.wait_ready(), gpu.wait_ready()
-        handle = await submit(client, temporal_settings, options(cpu_q, gpu_q))
-        await asyncio.wait_for(handle.result(), 120)
-        store = open_store(temporal_settings.artifacts_dir)
-        report = await load_report(client, handle.id, store)
-    finally:
-        cpu.stop()
-        gpu.stop()
-    assert report.outcome is not None and report.outcome.candidates_tried > 0
-    return report
 
 
 async def test_gpu_worker_sigkill_mid_activity_resumes_from_its_checkpoint(

@@ -47,6 +47,8 @@ PLANS_2 = (
     ' {"direction": "persistent kernel", "description": "one program per SM"}]}'
 )
 SUMMARY = '{"entries": []}'
+POLL_S = 0.5  # longest pause between the search's checks (production default: 60 s)
+GPU_DELAY_S = "0.02"  # each GPU double's work: what is tested here is the LLM wait
 
 
 async def until(check, timeout: float = 90.0, what: str = "condition"):
@@ -65,8 +67,12 @@ class Site:
     def __init__(self, settings: Settings, cpu_queue: str, gpu_queue: str) -> None:
         self.settings = settings
         self.server = start_server(settings)
-        self.cpu = WorkerProcess(settings, "cpu", cpu_queue).wait_ready()
-        self.gpu = WorkerProcess(settings, "gpu", gpu_queue).wait_ready()
+        # both workers start at once: their imports overlap instead of adding up
+        cpu, gpu = (
+            WorkerProcess(settings, "cpu", cpu_queue),
+            WorkerProcess(settings, "gpu", gpu_queue, KERNELOPT_DOUBLES_DELAY=GPU_DELAY_S),
+        )
+        self.cpu, self.gpu = cpu.wait_ready(), gpu.wait_ready()
 
     def stop(self) -> None:
         self.cpu.stop()
@@ -99,7 +105,7 @@ async def test_batch_pending_through_worker_kill_and_server_restart(tmp_path, mo
     ]
     with ScriptedOpenAI(script, hold_batches=True) as llm:
         proposer = ProposerConfig(
-            base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE", mode="batch", poll_s=2.0
+            base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE", mode="batch", poll_s=POLL_S
         )
         tag = uuid.uuid4().hex[:6]
         inp = search_input(
@@ -120,7 +126,7 @@ async def test_batch_pending_through_worker_kill_and_server_restart(tmp_path, mo
             site.gpu.stop()
             site.server.stop()
             paused = llm.batch_polls
-            await asyncio.sleep(3)
+            await asyncio.sleep(4 * POLL_S)
             assert llm.batch_polls == paused  # nobody polls while everything is down
             site = Site(settings, inp.cpu_queue, inp.gpu_queue)
             await until(lambda: llm.batch_polls > paused, what="polling resumed")
@@ -187,7 +193,7 @@ async def test_folder_mode_survives_moving_kernelopt_home(tmp_path, monkeypatch)
         tag,
         campaign_id=f"fold-{tag}",
         params=SearchParams(iterations=2, plans=2, retries=0, beam=1),
-        proposer=ProposerConfig(model="m", mode="folder", poll_s=2.0),
+        proposer=ProposerConfig(model="m", mode="folder", poll_s=POLL_S),
         use_llm=True,
     )
     site = Site(first, inp.cpu_queue, inp.gpu_queue)
@@ -211,15 +217,12 @@ async def test_folder_mode_survives_moving_kernelopt_home(tmp_path, monkeypatch)
         done = reply_cli(second, waiting["request_id"], path)
         assert done.returncode == 0, done.stderr
         assert "the search was told" in done.stdout
-        while True:  # round 1's executors and summarizer
-            task = asyncio.ensure_future(result_of(second, workflow_id))
-            await asyncio.sleep(1)
-            if task.done():
-                result = task.result()
-                break
-            task.cancel()
+        finished = asyncio.ensure_future(result_of(second, workflow_id))
+        while not finished.done():  # round 1's executors and summarizer, answered as asked
             for request in reply_folder.pending(folder):
                 reply_folder.deliver(folder, request["request_id"], answer(request))
+            await asyncio.wait({finished}, timeout=0.2)
+        result = finished.result()
     finally:
         site.stop()
     assert not first.home.exists()

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
 
 from kernelopt.client import connect
 from kernelopt.config import Settings
@@ -26,7 +25,6 @@ from tests.durability.support import (
     assert_sound,
     options,
     queues,
-    reference_report,
     submit,
 )
 from tests.support.temporal import make_settings
@@ -48,13 +46,12 @@ def _db_mib(settings: Settings) -> float:
 
 @pytest.mark.slow
 async def test_twenty_campaigns_at_once_on_one_gpu_worker(
-    client: Client, temporal_settings: Settings, tmp_path: Path, request: pytest.FixtureRequest
+    reference, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     expr = request.config.getoption("markexpr") or ""
     wanted = os.environ.get("KERNELOPT_RUN_SLOW") == "1" or ("slow" in expr and "not" not in expr)
     if not wanted:
         pytest.skip("slow: run with -m slow or KERNELOPT_RUN_SLOW=1")
-    reference = await reference_report(client, temporal_settings, tmp_path / "reference")
     settings = make_settings(tmp_path / "home")
     server = DevServer(settings).start()
     cpu_q, gpu_q = queues()

@@ -20,14 +20,13 @@ import random
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
 
+from kernelopt.audit.model import AuditReport
 from kernelopt.audit.runs import campaign_histories
 from kernelopt.client import connect
-from kernelopt.config import Settings
 from tests.durability.executions import doubled, executions
 from tests.durability.random_faults import run_chaos
-from tests.durability.support import DevServer, assert_sound, reference_report
+from tests.durability.support import DevServer, assert_sound
 from tests.durability.test_replay import production_workflows, replay
 from tests.support.temporal import make_settings
 
@@ -44,8 +43,7 @@ def _slow_wanted(config: pytest.Config) -> bool:
     )
 
 
-async def _check(client: Client, temporal_settings: Settings, tmp_path: Path, kills: int) -> None:
-    reference = await reference_report(client, temporal_settings, tmp_path / "reference")
+async def _check(reference: AuditReport, tmp_path: Path, kills: int) -> None:
     seed = _seed()
     print(f"\nrandom faults: seed {seed} (KERNELOPT_FAULT_SEED={seed} repeats it)")
     settings = make_settings(tmp_path / "home")
@@ -74,16 +72,14 @@ async def _check(client: Client, temporal_settings: Settings, tmp_path: Path, ki
     assert len(run.kills) == kills
 
 
-async def test_ten_random_faults(
-    client: Client, temporal_settings: Settings, tmp_path: Path
-) -> None:
-    await _check(client, temporal_settings, tmp_path, kills=10)
+async def test_ten_random_faults(reference: AuditReport, tmp_path: Path) -> None:
+    await _check(reference, tmp_path, kills=10)
 
 
 @pytest.mark.slow
 async def test_fifty_random_faults(
-    client: Client, temporal_settings: Settings, tmp_path: Path, request: pytest.FixtureRequest
+    reference: AuditReport, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if not _slow_wanted(request.config):
         pytest.skip("slow: run with -m slow or KERNELOPT_RUN_SLOW=1")
-    await _check(client, temporal_settings, tmp_path, kills=50)
+    await _check(reference, tmp_path, kills=50)

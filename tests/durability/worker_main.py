@@ -13,6 +13,9 @@ activity doubles), plus what these tests need:
   production two minutes (the mechanism is the same, only the number moves).
   Changing a timeout does not change the commands a workflow issues, so
   histories recorded this way replay under the production settings.
+* ``KERNELOPT_TEST_CPU_HEARTBEAT_S``: the same for the CPU call sites, with CPU
+  bodies beating to match, so a killed CPU worker's activity is retried in
+  seconds instead of the production 30.
 * ``KERNELOPT_TEST_CPU_SLOW`` / ``KERNELOPT_TEST_CPU_MARKS``: slow CPU activity
   bodies, so a test can kill the CPU worker inside one (``slow_cpu.py``).
 * ``KERNELOPT_TEST_EXECUTIONS``: a JSONL file of finished physical GPU
@@ -29,14 +32,21 @@ import signal
 import sys
 
 from tests.durability import slow_cpu
-from tests.support.short_heartbeats import sandbox_seeing_the_patch, shorten_gpu_heartbeats
+from tests.support.short_heartbeats import (
+    CPU_HEARTBEAT_ENV,
+    sandbox_seeing_the_patch,
+    shorten_cpu_heartbeats,
+    shorten_gpu_heartbeats,
+)
+
+GPU_HEARTBEAT_ENV = "KERNELOPT_TEST_HEARTBEAT_S"
 
 
 def workflow_runner():
     """The production sandbox, or one that sees shortened heartbeats when they are set."""
     import worker
 
-    if not os.environ.get("KERNELOPT_TEST_HEARTBEAT_S"):
+    if not (os.environ.get(GPU_HEARTBEAT_ENV) or os.environ.get(CPU_HEARTBEAT_ENV)):
         return worker.workflow_runner()
     return sandbox_seeing_the_patch(worker.workflow_runner())
 
@@ -82,9 +92,12 @@ async def main(kind: str, queue: str) -> None:
     from kernelopt.config import Settings
     from kernelopt.log import configure
 
-    heartbeat = os.environ.get("KERNELOPT_TEST_HEARTBEAT_S")
+    heartbeat = os.environ.get(GPU_HEARTBEAT_ENV)
     if heartbeat:
         shorten_gpu_heartbeats(float(heartbeat))
+    cpu_heartbeat = os.environ.get(CPU_HEARTBEAT_ENV)
+    if cpu_heartbeat:
+        shorten_cpu_heartbeats(float(cpu_heartbeat))
     configure(level="warning")
     slow_cpu.install()
     client = await connect(Settings.from_env(), start_embedded=False)

@@ -8,6 +8,7 @@ timer-patching cheat, which is caught by identity checks, not by numbers).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,13 @@ import pytest
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
 from tests.gates.adversarial import SuiteResult, cases_for, format_table, run_suite
 
-CPU_CASES = cases_for("cpu")
+# A case's child-timeout override exists to end a candidate that never returns (the hang);
+# here gate children start in well under a second, so a few seconds end it as surely as
+# the suite's 20 s, which the GPU suite keeps.
+HANG_TIMEOUT_S = 6.0
+CPU_CASES = [
+    replace(c, timeout_s=HANG_TIMEOUT_S) if c.timeout_s is not None else c for c in cases_for("cpu")
+]
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,6 +95,38 @@ def sigint_as_a_terminal_gives_it() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+MIN_AGE_S = 5.0  # the campaign's age when `show` is asked: far from the 0 s of a wrong clock
+
+
+class StderrReader:
+    """A child's stderr read as it comes, so a test can wait for what it says."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self._chunks: list[str] = []
+        self._thread = threading.Thread(target=self._pump, args=(proc,), daemon=True)
+        self._thread.start()
+        self._proc = proc
+
+    def _pump(self, proc: subprocess.Popen) -> None:
+        for line in proc.stderr:
+            self._chunks.append(line)
+
+    def text(self) -> str:
+        """Everything so far, whitespace folded (rich wraps long lines at 80 columns)."""
+        if self._proc.poll() is not None:
+            self._thread.join(10)
+        return " ".join("".join(self._chunks).split())
+
+    def wait_for(self, phrase: str, timeout: float) -> float:
+        """Block until ``phrase`` has been printed; returns when it was first seen."""
+        deadline = time.monotonic() + timeout
+        while phrase not in self.text():
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                raise AssertionError(f"never said {phrase!r}: {self.text()}")
+            time.sleep(0.1)
+        return time.monotonic()
+
+
 def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
@@ -101,16 +134,19 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         [sys.executable, "-m", "kernelopt.cli", "optimize", "problems/level1/001_relu_chain.py"],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=sigint_as_a_terminal_gives_it,
     )
+    err = StderrReader(proc)
     try:
-        time.sleep(20)
+        # Ctrl-C once it says it waits (not after a fixed sleep)
+        submitted_at = err.wait_for("submitted", 90)
+        err.wait_for("waiting for a GPU worker", 60)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-        text = " ".join(err.split())
+        proc.wait(60)
+        text = err.text()
         assert "waiting for a GPU worker" in text and "kernelopt worker --queue gpu" in text, text
         assert "detached" in text
         # said once what it started in the background, where the logs are, and the UI
@@ -124,11 +160,14 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         campaign = re.search(r"campaign (\S+) submitted", text)
         assert campaign, text
         assert campaign.group(1) in listing.stdout  # whole, to copy into show/cancel
-        # show: the campaign's real age, and that it waits for a GPU worker
+        # show: the campaign's real age (at least the time since it said "submitted"),
+        # and that it waits for a GPU worker
+        time.sleep(max(0.0, MIN_AGE_S - (time.monotonic() - submitted_at)))
+        at_least = time.monotonic() - submitted_at
         show = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
         shown = " ".join(show.stdout.split())
         elapsed = re.search(r"elapsed (\d+) s", shown)
-        assert elapsed and int(elapsed.group(1)) >= 15, shown
+        assert elapsed and int(elapsed.group(1)) >= int(at_least), (at_least, shown)
         assert "waiting for a GPU worker" in shown, shown
         audit = kernelopt(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
         audited = " ".join(audit.stdout.split())

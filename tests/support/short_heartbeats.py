@@ -1,4 +1,4 @@
-"""Test workers with GPU heartbeat timeouts of a few seconds.
+"""Test workers with GPU (and, when asked, CPU) heartbeat timeouts of a few seconds.
 
 Fault tests want a killed GPU worker noticed in ~3 s.  The product refuses
 ``gpu_heartbeat_s`` below 10 s because its supervised GPU children heartbeat
@@ -7,6 +7,12 @@ may go lower.  The patch replaces the GPU call sites' options in
 ``workflows.activity_options`` in this process and passes that module through
 the workflow sandbox, so the workflows this worker runs see it (timeouts are
 not workflow commands: recorded histories replay the same).
+
+``shorten_cpu_heartbeats`` does the same for the CPU call sites (production:
+30 s) and makes the CPU activities beat several times per timeout, so a test
+that SIGKILLs the CPU worker waits seconds for the retry instead of half a
+minute; the production bound itself is checked statically
+(``tests/durability/test_cpu_heartbeats.py``).
 """
 
 from __future__ import annotations
@@ -16,15 +22,30 @@ from datetime import timedelta
 
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+CPU_HEARTBEAT_ENV = "KERNELOPT_TEST_CPU_HEARTBEAT_S"  # test workers read it (seconds)
 GPU_CALL_SITES = ("COMPILE", "TRIAGE", "PROFILE", "GATE_CANDIDATE", "RESTITCH", "GATE_MODEL")
+CPU_CALL_SITES = ("SEGMENT", "LLM", "LLM_STEP", "BUILTIN", "REPORT")
+BEATS_PER_TIMEOUT = 5  # CPU beats per heartbeat timeout (production: 6, every 5 s of 30)
+
+
+def _shorten(names: tuple[str, ...], seconds: float) -> None:
+    from workflows import activity_options as opts
+
+    for name in names:
+        current = getattr(opts, name)
+        setattr(opts, name, dataclasses.replace(current, heartbeat=timedelta(seconds=seconds)))
 
 
 def shorten_gpu_heartbeats(seconds: float) -> None:
-    from workflows import activity_options as opts
+    _shorten(GPU_CALL_SITES, seconds)
 
-    for name in GPU_CALL_SITES:
-        current = getattr(opts, name)
-        setattr(opts, name, dataclasses.replace(current, heartbeat=timedelta(seconds=seconds)))
+
+def shorten_cpu_heartbeats(seconds: float) -> None:
+    """CPU call sites time out after ``seconds`` without a beat; CPU bodies beat to match."""
+    import activities.heartbeat
+
+    _shorten(CPU_CALL_SITES, seconds)
+    activities.heartbeat.HEARTBEAT_EVERY_S = seconds / BEATS_PER_TIMEOUT
 
 
 def sandbox_seeing_the_patch(base: SandboxedWorkflowRunner) -> SandboxedWorkflowRunner:

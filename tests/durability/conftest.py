@@ -1,0 +1,23 @@
+"""Durability fixtures: one undisturbed reference campaign for the whole session.
+
+Every fault test compares its campaigns with an undisturbed one run with the
+default ``support.options`` (decisions and outcome do not depend on the server
+or the workers that ran it), so the reference is run once, not once per test.
+"""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.client import Client
+
+from kernelopt.audit.model import AuditReport
+from kernelopt.config import Settings
+from tests.durability.support import reference_report
+
+
+@pytest.fixture(scope="session")
+async def reference(
+    client: Client, temporal_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> AuditReport:
+    """An undisturbed campaign with the default options: what every faulty run must reproduce."""
+    return await reference_report(client, temporal_settings, tmp_path_factory.mktemp("reference"))
