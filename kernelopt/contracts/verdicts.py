@@ -68,7 +68,7 @@ class GateSettings(Frozen):
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
-    min_rounds: int = 2  # fresh-process timing rounds per side (order alternates)
+    min_rounds: int = 2  # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     max_rounds: int = 6  # with four or more, one outlier round is set aside
     spread_target: float = 0.03  # stop adding rounds once both sides agree this well
     noise_limit: float = 0.10  # beyond this after max_rounds the timing is quarantined
