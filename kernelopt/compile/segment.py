@@ -170,19 +170,6 @@ def _triton_kernels(parsed: ParsedWrapper, store: ArtifactStore) -> list[TritonK
     return out
 
 
-def _forward_signature(compiled: CompileResult | None) -> list[KernelArg]:
-    if compiled is None:
-        return []
-    out = []
-    for i, role in enumerate(compiled.arg_roles):
-        if role != "input":
-            continue
-        spec = compiled.arg_specs[i] if i < len(compiled.arg_specs) else None
-        name = compiled.arg_names[i] if i < len(compiled.arg_names) else f"input:{i}"
-        out.append(KernelArg(name=name, tensor=spec, expr=name, role="in"))
-    return out
-
-
 def build_segment(
     parsed: ParsedWrapper,
     store: ArtifactStore,
@@ -222,7 +209,7 @@ def build_segment(
                 kind=TargetKind.FORWARD,
                 kernels=[k.name for k in kernels],
                 source=source,
-                signature=_forward_signature(compiled),
+                signature=compiled.forward_inputs() if compiled is not None else [],
                 description="the whole forward: write ModelNew (same constructor as Model)",
             )
         )

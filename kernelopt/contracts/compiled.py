@@ -78,6 +78,17 @@ class CompileResult(DeviceTimed):
     # compile is a campaign's longest single activity (25-50 s on the H200)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
 
+    def forward_inputs(self) -> list[KernelArg]:
+        """The forward's user inputs as a signature (parameters are the module's own)."""
+        out = []
+        for i, role in enumerate(self.arg_roles):
+            if role != "input":
+                continue
+            spec = self.arg_specs[i] if i < len(self.arg_specs) else None
+            name = self.arg_names[i] if i < len(self.arg_names) else f"input:{i}"
+            out.append(KernelArg(name=name, tensor=spec, expr=name, role="in"))
+        return out
+
 
 class KernelArg(Frozen):
     name: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from kernelopt.contracts.compiled import (
     CompileResult,
-    KernelArg,
     SearchTarget,
     SegmentResult,
     TargetKind,
@@ -19,18 +18,6 @@ from kernelopt.contracts.compiled import (
 
 FORWARD_ID = "forward"  # the id segmentation gives the forward target (child workflow ids)
 REWRITE_DESCRIPTION = "the whole forward, for algebraic rewrites of the traced model (ModelNew)"
-
-
-def forward_inputs(compiled: CompileResult) -> list[KernelArg]:
-    """The forward's user inputs as a signature (parameters are the module's own)."""
-    out = []
-    for i, role in enumerate(compiled.arg_roles):
-        if role != "input":
-            continue
-        spec = compiled.arg_specs[i] if i < len(compiled.arg_specs) else None
-        name = compiled.arg_names[i] if i < len(compiled.arg_names) else f"input:{i}"
-        out.append(KernelArg(name=name, tensor=spec, expr=name, role="in"))
-    return out
 
 
 def rewrite_target(
@@ -52,6 +39,6 @@ def rewrite_target(
         kernels=kernels,
         source=compiled.problem.source,
         share=1.0,
-        signature=forward_inputs(compiled),
+        signature=compiled.forward_inputs(),
         description=REWRITE_DESCRIPTION,
     )

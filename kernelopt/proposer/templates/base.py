@@ -198,3 +198,45 @@ def rank_by_prior(
         return c + (extra(p) if extra is not None else 0.0)
 
     return sorted(points, key=lambda p: (round(cost(p), 6), label("", p)))
+
+
+def strided_tiles(
+    outer: int, n_axis: int, inner: int, sm_count: int, *, per_thread: int, cap_block: bool
+) -> list[dict[str, int]]:
+    """Ranked ``[BLOCK (along the axis), BLOCK_K (contiguous)]`` tiles for a strided axis.
+
+    ``cap_block`` skips blocks far longer than the axis (a scan's carry loop gains nothing
+    from them); ``per_thread`` bounds the elements one thread holds.
+    """
+    points: list[dict[str, int]] = []
+    for block_k in (16, 32, 64, 128, 256):
+        if block_k > next_pow2(inner) * 2:
+            continue
+        for block in (4, 8, 16, 32, 64):
+            if cap_block and block > next_pow2(n_axis) * 2:
+                continue
+            for warps in (2, 4, 8):
+                if 1 <= block * block_k / (32 * warps) <= per_thread:
+                    points.append({"BLOCK": block, "BLOCK_K": block_k, "num_warps": warps})
+    return rank_by_prior(
+        points,
+        tile=lambda p: p["BLOCK"] * p["BLOCK_K"],
+        programs=lambda p: outer * -(-inner // p["BLOCK_K"]),
+        sm_count=sm_count,
+    )
+
+
+def row_tiles(
+    outer: int, n_axis: int, blocks: tuple[int, ...], *, max_tile: int, per_thread: int
+) -> list[dict[str, int]]:
+    """``ROWS`` rows of ``BLOCK`` elements per program, unranked: a contiguous axis."""
+    points: list[dict[str, int]] = []
+    full = next_pow2(n_axis)
+    for block in sorted({min(b, full) for b in blocks}):
+        rows = 1
+        while rows * block <= max_tile and rows <= next_pow2(outer):
+            for warps in (1, 2, 4, 8, 16):
+                if 1 <= rows * block / (32 * warps) <= per_thread:
+                    points.append({"ROWS": rows, "BLOCK": block, "num_warps": warps})
+            rows *= 2
+    return points

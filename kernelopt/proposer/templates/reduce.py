@@ -10,9 +10,10 @@ from kernelopt.proposer.templates.base import (
     TemplateMatch,
     contiguous,
     dtype_name,
-    next_pow2,
     rank_by_prior,
     reduced_axis,
+    row_tiles,
+    strided_tiles,
 )
 
 _OPS = {
@@ -72,31 +73,13 @@ class ReduceTemplate(Template):
     def grid(self, match: TemplateMatch, sm_count: int) -> list[dict[str, int]]:
         c = match.consts
         outer, n_red, inner = c["outer"], c["n_red"], c["inner"]
-        points: list[dict[str, int]] = []
         if inner > 1:  # strided axis: tiles of [BLOCK (reduced), BLOCK_K (contiguous)]
-            for block_k in (16, 32, 64, 128, 256):
-                if block_k > next_pow2(inner) * 2:
-                    continue
-                for block in (4, 8, 16, 32, 64):
-                    for warps in (2, 4, 8):
-                        if 1 <= block * block_k / (32 * warps) <= 64:
-                            points.append({"BLOCK": block, "BLOCK_K": block_k, "num_warps": warps})
-            return rank_by_prior(
-                points,
-                tile=lambda p: p["BLOCK"] * p["BLOCK_K"],
-                programs=lambda p: outer * -(-inner // p["BLOCK_K"]),
-                sm_count=sm_count,
-            )
-        full = next_pow2(n_red)
-        for block in sorted({min(b, full) for b in (64, 128, 256, 512, 1024, 2048, 4096)}):
-            rows = 1
-            while rows * block <= MAX_TILE and rows <= next_pow2(outer):
-                for warps in (1, 2, 4, 8, 16):
-                    if 1 <= rows * block / (32 * warps) <= 64:
-                        points.append(
-                            {"ROWS": rows, "BLOCK": block, "SPLIT": 1, "num_warps": warps}
-                        )
-                rows *= 2
+            return strided_tiles(outer, n_red, inner, sm_count, per_thread=64, cap_block=False)
+        blocks = (64, 128, 256, 512, 1024, 2048, 4096)
+        points = [
+            {**p, "SPLIT": 1}
+            for p in row_tiles(outer, n_red, blocks, max_tile=MAX_TILE, per_thread=64)
+        ]
         if outer < 4 * sm_count and n_red >= 4096:  # few long rows: split them
             for split in (4, 8, 16, 32, 64):
                 if n_red // split >= 512:

@@ -11,9 +11,10 @@ from kernelopt.proposer.templates.base import (
     TemplateMatch,
     contiguous,
     dtype_name,
-    next_pow2,
     rank_by_prior,
     reduced_axis,
+    row_tiles,
+    strided_tiles,
 )
 
 _OPS = {"cumsum": "sum", "cumprod": "prod"}
@@ -64,31 +65,11 @@ class ScanTemplate(Template):
     def grid(self, match: TemplateMatch, sm_count: int) -> list[dict[str, int]]:
         c = match.consts
         outer, n_scan, inner = c["outer"], c["n_scan"], c["inner"]
-        points: list[dict[str, int]] = []
         if inner > 1:  # strided axis: tiles of [BLOCK (scanned), BLOCK_K (contiguous)]
-            for block_k in (16, 32, 64, 128, 256):
-                if block_k > next_pow2(inner) * 2:
-                    continue
-                for block in (4, 8, 16, 32, 64):
-                    if block > next_pow2(n_scan) * 2:
-                        continue
-                    for warps in (2, 4, 8):
-                        if 1 <= block * block_k / (32 * warps) <= 32:
-                            points.append({"BLOCK": block, "BLOCK_K": block_k, "num_warps": warps})
-            return rank_by_prior(
-                points,
-                tile=lambda p: p["BLOCK"] * p["BLOCK_K"],
-                programs=lambda p: outer * -(-inner // p["BLOCK_K"]),
-                sm_count=sm_count,
-            )
-        full = next_pow2(n_scan)
-        for block in sorted({min(b, full) for b in (128, 256, 512, 1024, 2048, 4096)}):
-            rows = 1
-            while rows * block <= SCAN_TILE and rows <= next_pow2(outer):
-                for warps in (1, 2, 4, 8, 16):
-                    if 1 <= rows * block / (32 * warps) <= 32:
-                        points.append({"ROWS": rows, "BLOCK": block, "num_warps": warps})
-                rows *= 2
+            return strided_tiles(outer, n_scan, inner, sm_count, per_thread=32, cap_block=True)
+        points = row_tiles(
+            outer, n_scan, (128, 256, 512, 1024, 2048, 4096), max_tile=SCAN_TILE, per_thread=32
+        )
         # a looped row costs a serial carry per chunk: fewer, wider chunks first among equals
         return rank_by_prior(
             points,
