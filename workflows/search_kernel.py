@@ -583,6 +583,8 @@ class SearchKernel:
             exclude=list(self.s.tried_labels),
             iteration=self.s.iteration,
         )
+        if self.s.memory is not None and workflow.patched("builtin-reads-memory"):
+            inp = inp.model_copy(update={"memory": self.s.memory, "memory_tags": self._tags()})
         try:
             result = await workflow.execute_activity(
                 names.PROPOSE_BUILTIN,

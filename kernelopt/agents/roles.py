@@ -31,6 +31,7 @@ from kernelopt.contracts.search import (
 from kernelopt.errors import LLMReplyError
 from kernelopt.log import get_logger
 from kernelopt.memory import ExperienceMemory, update_shared
+from kernelopt.proposer.knowledge import family_of, pattern_of
 from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
@@ -188,13 +189,23 @@ def mechanical_experience(inp: SummarizeInput) -> list[Experience]:
     if not winners:
         return []
     best = max(winners, key=lambda d: d.speedup or 0.0)  # first of equals: deterministic
-    what = best.candidate.label or (best.candidate.plan.direction if best.candidate.plan else "")
+    label = best.candidate.label
+    if not label:  # an LLM candidate summarised without an LLM
+        what = best.candidate.plan.direction if best.candidate.plan else ""
+        action, tags = f"apply {what}", ["direction/llm"]
+    else:
+        family, pattern = family_of(label), pattern_of(label)
+        action = {
+            "template": f"use the expert template {pattern} ({label})",
+            "rewrite": f"rewrite the forward: {pattern}",
+        }.get(family, f"pin launch config {label}")
+        tags = [f"direction/{family}", f"pattern/{pattern.replace(':', '/')}"]
     return [
         Experience(
             situation=f"{kind} kernel" + (f", {bottleneck}" if bottleneck else ""),
-            action=f"pin launch config {what}",
+            action=action,
             effect=f"{best.speedup:.3f}x per kernel on "
             + (", ".join(inp.target.kernels) or inp.target.id),
-            tags=[f"direction/{'launch-config' if best.candidate.label else 'llm'}"],
+            tags=tags,
         )
     ]

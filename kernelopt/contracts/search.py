@@ -289,6 +289,10 @@ class BuiltinProposeInput(Frozen):
     count: int = 4
     exclude: list[str] = Field(default_factory=list)  # variant labels already tried
     iteration: int = 0
+    # the campaign's experience memory and this target's situation tags: which family won
+    # on kernels like this one before (kernelopt.proposer.knowledge); None: no lessons
+    memory: ArtifactRef | None = None
+    memory_tags: list[str] = Field(default_factory=list)
 
 
 class BuiltinVariant(Frozen):

@@ -28,6 +28,7 @@ from typing import Any
 from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult, BuiltinVariant
+from kernelopt.memory import ExperienceMemory
 from kernelopt.proposer.inductor_source import (
     KernelSourceError,
     config_label,
@@ -35,6 +36,7 @@ from kernelopt.proposer.inductor_source import (
     with_fixed_config,
     without_eviction_hints,
 )
+from kernelopt.proposer.knowledge import family_gains, template_share
 from kernelopt.proposer.templates.base import read_header
 from kernelopt.proposer.templates.family import propose_templates
 from kernelopt.proposer.variants import (
@@ -66,8 +68,10 @@ def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeRes
     if read_header(source) is not None:  # a template state: walk the template's own grid
         variants, note = propose_templates(inp, store, source, inp.count, exclude)
         return BuiltinProposeResult(variants=variants, kernel_kind="template", note=note)
-    # an expert template that matches gets half the round, Inductor's launch space the rest
-    templates, _ = propose_templates(inp, store, source, (inp.count + 1) // 2, exclude)
+    # an expert template that matches gets its share of the round (half, unless earlier
+    # campaigns say which family wins on kernels like this), Inductor's launch space the rest
+    share = template_share(inp.count, remembered_gains(inp, store))
+    templates, _ = propose_templates(inp, store, source, share, exclude)
     result = propose_launch_configs(
         inp.model_copy(update={"count": inp.count - len(templates)}), store, source
     )
@@ -84,6 +88,13 @@ def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeRes
             "note": "" if len(templates) + len(result.variants) == inp.count else result.note,
         }
     )
+
+
+def remembered_gains(inp: BuiltinProposeInput, store: ArtifactStore) -> dict[str, float]:
+    """Each family's best measured gain on kernels of this kind, from the campaign memory."""
+    if inp.memory is None:
+        return {}
+    return family_gains(ExperienceMemory.load(store, inp.memory), inp.memory_tags)
 
 
 def propose_launch_configs(
