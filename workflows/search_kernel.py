@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from kernelopt.agents.plans import dedupe_plans
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
+    from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
     from kernelopt.contracts.search import (
         BUDGET_KEYS,
         SEARCH_PROGRESS,
@@ -454,7 +455,15 @@ class SearchKernel:
         """
 
         def cid(attempt: int) -> str:
-            return f"{self.inp.target.id}:i{self.s.iteration}-s{k}-p{j}-a{attempt}"
+            return str(
+                CandidateId(
+                    target=self.inp.target.id,
+                    iteration=self.s.iteration,
+                    state=k,
+                    plan=j,
+                    attempt=attempt,
+                )
+            )
 
         inp = ExecuteInput(
             target=self.inp.target,
@@ -603,7 +612,11 @@ class SearchKernel:
 
     async def _try_variant(self, node: Node, k: int, v: int, variant: BuiltinVariant) -> Decision:
         cand = Candidate(
-            id=f"{self.inp.target.id}:i{self.s.iteration}-s{k}-v{v}",
+            id=str(
+                CandidateId(
+                    target=self.inp.target.id, iteration=self.s.iteration, state=k, variant=v
+                )
+            ),
             target_id=self.inp.target.id,
             parent_id=node.id,
             iteration=self.s.iteration,
@@ -814,7 +827,7 @@ class SearchKernel:
             cand = self.s.candidates[node.id]
             self.step = f"re-timing {node.id}"
             result, infra = await self._gate(
-                cand.model_copy(update={"id": f"{cand.id}:retime"}), model_gate=False
+                cand.model_copy(update={"id": cand.id + RETIME_SUFFIX}), model_gate=False
             )
             ok = result is not None and not infra and result.passed and result.kernel_ms is not None
             first = node.speedup

@@ -11,7 +11,6 @@ counts (decisions, gate calls, the campaign's own counters, budgets).
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime
@@ -34,6 +33,7 @@ from kernelopt.contracts import (
     names,
 )
 from kernelopt.contracts.audit import WorkflowRun
+from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
 from kernelopt.contracts.search import LedgerEntry, SearchLogPage, SearchState
 
 from .history import ParsedRun, parse_run
@@ -50,9 +50,6 @@ from .model import (
     RunInfo,
     TargetAudit,
 )
-
-RETIME_SUFFIX = ":retime"
-_CANDIDATE_ID = re.compile(r":i(?P<iteration>\d+)-s\d+-(?:p\d+-a(?P<attempt>\d+)|v\d+)$")
 
 
 def _iso(value: datetime | None) -> str:
@@ -132,7 +129,7 @@ class _Target:
             cid = cid.removesuffix(RETIME_SUFFIX)
             if cid in known and not retime:
                 continue
-            match = _CANDIDATE_ID.search(cid)
+            parsed = CandidateId.parse(cid)
             failed = next((v for v in result.verdicts if not v.passed), None)
             speed = None
             if result.kernel_ms and result.baseline_kernel_ms:
@@ -143,8 +140,8 @@ class _Target:
                         id=cid,
                         target_id=self.target_id,
                         parent_id=None,
-                        iteration=int(match["iteration"]) if match else 0,
-                        attempt=int(match["attempt"] or 0) if match else 0,
+                        iteration=parsed.iteration if parsed else 0,
+                        attempt=parsed.attempt if parsed else 0,
                         source=call.input.get("source"),
                     ),
                     accepted=result.passed,
