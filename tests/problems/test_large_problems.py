@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2] / "problems" / "large"
 LARGE = sorted(ROOT.glob("[0-9][0-9][0-9]_*.py"))
 # the published models' sizes: ours are "-like" (no token embedding in the decoder)
 PARAMS = {"001_resnet50": 25.6e6, "002_vit_b16": 86.6e6, "003_gpt2_small": 124.4e6}
-DEPTH_MODULES = (torch.nn.Conv2d, torch.nn.Linear, torch.nn.LayerNorm)
+DEPTH_MODULES = (torch.nn.Conv2d, torch.nn.Linear, torch.nn.LayerNorm, torch.nn.BatchNorm2d)
 
 
 def _load(path: Path, small: bool, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
