@@ -3,6 +3,8 @@
     source scripts/device_env.sh
     python3 scripts/gpu_large_models.py --out "$OUT"
     # -> $OUT/large_models.md (the table), large_models.json (every number)
+    python3 scripts/gpu_large_models.py --out "$OUT" --model 001_resnet50  # one model:
+    # -> $OUT/large_models.001_resnet50.{md,json}
 
 Each model runs in its own child process (so peak host memory is its own): the
 compile step, segmentation and triage as a campaign's activities run them
@@ -161,13 +163,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # the child's model
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per model")
+    parser.add_argument(
+        "--model", action="append", default=[], help="only this model (file stem); repeatable"
+    )
     args = parser.parse_args()
     if args.one is not None:
         with tempfile.TemporaryDirectory() as home:
             print(RESULT + json.dumps(measure(args.one, Path(home))))
         return
     rows = []
-    for path in MODELS:
+    chosen = [p for p in MODELS if not args.model or p.stem in args.model]
+    suffix = "" if not args.model else "." + "+".join(p.stem for p in chosen)
+    for path in chosen:
         proc = subprocess.run(
             [sys.executable, __file__, "--one", str(path)],
             capture_output=True,
@@ -182,8 +189,8 @@ def main() -> None:
             rows.append({"model": path.stem, "error": proc.stderr[-2000:]})
         print(json.dumps(rows[-1])[:400], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "large_models.json").write_text(json.dumps(rows, indent=2) + "\n")
-    (args.out / "large_models.md").write_text(table(rows))
+    (args.out / f"large_models{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (args.out / f"large_models{suffix}.md").write_text(table(rows))
 
 
 if __name__ == "__main__":
