@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelopt.contracts import Outcome
+from kernelopt.contracts import CampaignProgress, Outcome
 
 CANCELLED = "cancelled"
 
@@ -49,4 +49,39 @@ def report_path(outcome: Outcome, home: Path) -> Path | None:
         return None
 
 
-__all__ = ["CANCELLED", "report_path", "status_of", "was_cancelled"]
+def _duration(seconds: float) -> str:
+    """'45 s', '12 min', '3.4 h': the unit a person reads a campaign's pace in."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_summary(p: CampaignProgress, elapsed_s: float | None = None) -> str:
+    """How far a campaign is and what is left, in one line.
+
+    At hundreds of targets a bare 'targets 12/340' says nothing about when it
+    ends; the pace so far (wall and GPU seconds per finished target, the compile
+    and triage before the first search included) turns the rest into an estimate.
+    """
+    total, done = p.targets_total, p.targets_done
+    if total <= 0:
+        return f"{p.phase.value}: no targets yet"
+    left = max(total - done, 0)
+    text = f"targets {done:,}/{total:,} done ({done / total:.0%}), {left:,} left"
+    if p.current_target:
+        text += f", now {p.current_target}"
+    text += f"; candidates {p.candidates_tried:,} gated, {p.candidates_accepted:,} passed gates 1-2"
+    wall = elapsed_s if elapsed_s is not None else p.used.wall_seconds
+    if done and wall > 0:
+        per_target = wall / done
+        text += (
+            f"; {_duration(per_target)} and {p.used.gpu_seconds / done:.0f} GPU-s per target so far"
+        )
+        if left:
+            text += f", ~{_duration(per_target * left)} left at that pace"
+    return text
+
+
+__all__ = ["CANCELLED", "progress_summary", "report_path", "status_of", "was_cancelled"]

@@ -21,6 +21,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
+from kernelopt.campaign_status import progress_summary
 from kernelopt.contracts import CampaignPhase, CampaignProgress, Outcome
 
 GPU_PHASES = {
@@ -118,11 +119,7 @@ def render(progress: CampaignProgress, hint: str | None, elapsed: float) -> Grou
     table.add_row("problem", p.problem)
     table.add_row("phase", p.phase.value + ("  (paused)" if p.paused else ""))
     table.add_row("proposer", p.proposer or "-")
-    table.add_row(
-        "targets",
-        f"{p.targets_done}/{p.targets_total}"
-        + (f"  now: {p.current_target}" if p.current_target else ""),
-    )
+    table.add_row("progress", progress_summary(p, elapsed))
     table.add_row(
         "candidates", f"{p.candidates_tried} tried, {p.candidates_accepted} passed gates 1-2"
     )
@@ -147,9 +144,7 @@ def status_line(progress: CampaignProgress | None, hint: str | None) -> str:
         best = f"{p.best_speedup:.3f}x" if p.best_speedup else "-"
         text = (
             f"{p.phase.value}{' (paused)' if p.paused else ''}; "
-            f"targets {p.targets_done}/{p.targets_total}"
-            + (f" (now {p.current_target})" if p.current_target else "")
-            + f"; candidates {p.candidates_tried} tried, {p.candidates_accepted} passed gates 1-2"
+            + progress_summary(p)
             + f"; best {best}"
         )
     return f"{text}; {hint}" if hint else text

@@ -1,11 +1,23 @@
-"""The campaign report a user reads: outcome, ceiling, and every decision with its reason."""
+"""The campaign report a user reads: outcome, ceiling, targets, and the decisions with reasons.
+
+At hundreds of targets and thousands of candidates a table row per decision is
+unreadable, so the tables show the rows that matter most (winners first) and
+count the rest by what happened to them; the audit (``kernelopt audit``) keeps
+every candidate.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kernelopt.compile.triage import CEILING_CAP
 from kernelopt.contracts import Decision, Outcome
-from kernelopt.contracts.compiled import SearchMode
+from kernelopt.contracts.compiled import SearchMode, TargetKind, TriageResult
 from kernelopt.contracts.problem import ProblemKind
+
+# rows per table before the rest is counted, not listed
+DECISIONS_SHOWN = 60
+TARGETS_SHOWN = 20
 
 
 def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
@@ -59,13 +71,100 @@ def triage_lines(o: Outcome) -> list[str]:
         "",
         f"Triton speedup needed for gamma: {need}",
         "",
+        *_cutoff_lines(t),
     ]
+
+
+def _cutoff_lines(t: TriageResult) -> list[str]:
+    """The targets triage ranked, largest Amdahl share first, and where it cut the search."""
+    lines = [f"Search cut-off: {t.cutoff}.", ""] if t.cutoff else []
+    ranked = [x for x in t.targets if x.kind != TargetKind.FORWARD]
+    if len(ranked) < 2:
+        return lines
+    lines += [
+        "| rank | target | kind | share of model time | ceiling if infinitely fast |",
+        "|---|---|---|---|---|",
+    ]
+    for i, target in enumerate(ranked[:TARGETS_SHOWN], 1):
+        gain = ceiling_text(1.0 / (1.0 - target.share)) if target.share < 1.0 else "unbounded"
+        lines.append(f"| {i} | {target.id} | {target.kind.value} | {target.share:.2%} | {gain} |")
+    rest = ranked[TARGETS_SHOWN:]
+    if rest:
+        lines.append(
+            f"| ... | {len(rest)} more searched targets | | "
+            f"{sum(x.share for x in rest if x.kind == TargetKind.KERNEL):.2%} (kernel targets) | |"
+        )
+    if t.deferred_targets:
+        lines.append(
+            f"| - | {len(t.deferred_targets)} targets below the cut-off, not searched | | "
+            f"{t.deferred_share:.2%} | |"
+        )
+    lines.append("")
+    return lines
 
 
 def _decision(d: Decision) -> str:
     if d.retime:
         return "re-timed" if d.accepted else "dropped at re-timing"
     return "passed" if d.accepted else "rejected"
+
+
+def shown_decisions(decisions: list[Decision], limit: int = DECISIONS_SHOWN) -> list[Decision]:
+    """At most ``limit`` rows: winners fastest first, then re-timings, then the newest others."""
+    if len(decisions) <= limit:
+        return decisions
+    newest = sorted(decisions, key=lambda d: d.at, reverse=True)
+    group = {"passed": 0, "re-timed": 1, "dropped at re-timing": 2, "rejected": 3}
+    ranked = sorted(newest, key=lambda d: (group[_decision(d)], -(d.speedup or 0.0)))
+    return ranked[:limit]
+
+
+def _remainder(decisions: list[Decision]) -> str:
+    """'1,200 rejected (correctness 900, compile 300), 40 passed': what the hidden rows hold."""
+    kinds = Counter(_decision(d) for d in decisions)
+    gates = Counter(d.deciding_gate or "-" for d in decisions if _decision(d) == "rejected")
+    parts = []
+    for kind, n in kinds.most_common():
+        text = f"{n:,} {kind}"
+        if kind == "rejected" and gates:
+            text += " (" + ", ".join(f"{g} {c:,}" for g, c in gates.most_common()) + ")"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def targets_lines(decisions: list[Decision]) -> list[str]:
+    """One row per searched target (best first), the rest counted."""
+    by_target: dict[str, list[Decision]] = {}
+    for d in decisions:
+        by_target.setdefault(d.candidate.target_id, []).append(d)
+    if len(by_target) < 2:
+        return []
+    rows = []
+    for target, ds in by_target.items():
+        tried = [d for d in ds if not d.retime]
+        passed = [d for d in tried if d.accepted]
+        best = max((d.speedup for d in passed if d.speedup is not None), default=None)
+        rows.append((target, len(tried), len(passed), best))
+    rows.sort(key=lambda r: (-(r[3] or 0.0), -r[1], r[0]))
+    lines = [
+        "## Targets",
+        "",
+        f"{len(rows)} targets searched, best kernel speedup first.",
+        "",
+        "| target | candidates | passed gates 1-2 | best kernel speedup |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {t} | {n:,} | {p:,} | {_fmt(b, '.3f', 'x')} |" for t, n, p, b in rows[:TARGETS_SHOWN]
+    ]
+    rest = rows[TARGETS_SHOWN:]
+    if rest:
+        lines.append(
+            f"| {len(rest)} more targets | {sum(r[1] for r in rest):,} | "
+            f"{sum(r[2] for r in rest):,} | {_fmt(max((r[3] or 0.0) for r in rest) or None, '.3f', 'x')} |"
+        )
+    lines.append("")
+    return lines
 
 
 def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
@@ -111,6 +210,8 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
             for i, v in enumerate(o.model_verdicts)
         ]
         lines.append("")
+    lines += targets_lines(decisions)
+    shown = shown_decisions(decisions)
     lines += [
         "## Decisions",
         "",
@@ -118,10 +219,20 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
         "only a re-timed winner faster than the baseline goes on to the model-level gates, "
         "and only what passes those is returned.",
         "",
+    ]
+    if shown is not decisions:
+        lines += [
+            f"{len(decisions):,} decisions; the {DECISIONS_SHOWN} shown are the winners "
+            "(fastest first), then the newest others. Not shown: "
+            f"{_remainder(_hidden(decisions, shown))}. Every candidate: "
+            f"`kernelopt audit {o.campaign_id}`.",
+            "",
+        ]
+    lines += [
         "| candidate | target | parent | proposer | plan | attempt | decision | gate | kernel ms | reason |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for d in decisions:
+    for d in shown:
         c = d.candidate
         plan = c.plan.direction if c.plan else "-"
         lines.append(
@@ -133,3 +244,8 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
         lines.append("| - | - | - | - | - | - | - | - | - | no candidates |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _hidden(decisions: list[Decision], shown: list[Decision]) -> list[Decision]:
+    kept = {id(d) for d in shown}
+    return [d for d in decisions if id(d) not in kept]

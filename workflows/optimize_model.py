@@ -22,6 +22,7 @@ from temporalio.exceptions import (
 
 with workflow.unsafe.imports_passed_through():
     from kernelopt.agents.facts import build_facts
+    from kernelopt.compile.segment_scope import scope_segment
     from kernelopt.contracts import (
         SEARCH_UPDATE_BUDGET,
         Budgets,
@@ -76,6 +77,8 @@ MODEL_RUNNERS_UP_PATCH = "model-gates-try-runners-up"
 STOP_DURING_COMPILE_PATCH = "stop-gives-up-compile"
 # The built-in proposer's rewrite family gets the whole forward besides the kernel targets.
 BUILTIN_REWRITES_PATCH = "builtin-rewrites-whole-forward"
+# A kernel search gets only its target's part of the segmentation (compile/segment_scope.py).
+SCOPED_SEGMENT_PATCH = "search-gets-scoped-segment"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
@@ -250,10 +253,13 @@ class OptimizeModel:
             if workflow.info().is_continue_as_new_suggested():
                 await self._continue_as_new(inp)
             self._progress.current_target = target.id
+            segment = state.segment
+            if workflow.patched(SCOPED_SEGMENT_PATCH):
+                segment = scope_segment(segment, target)
             child_input = SearchKernelInput(
                 campaign_id=inp.campaign_id,
                 compiled=state.compiled,
-                segment=state.segment,
+                segment=segment,
                 target=target,
                 params=inp.options.search,
                 proposer=inp.options.proposer,

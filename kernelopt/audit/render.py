@@ -1,6 +1,13 @@
-"""The audit in a terminal: a header, then tables (rich)."""
+"""The audit in a terminal: a header, then tables (rich).
+
+A long campaign gates thousands of candidates over hundreds of targets; the
+terminal shows the rows that matter (what shipped, the fastest, the newest)
+and counts the rest by what became of them.  ``render_html`` keeps every row.
+"""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from rich.console import Console, Group
 from rich.padding import Padding
@@ -9,7 +16,13 @@ from rich.text import Text
 
 from kernelopt.contracts import GateVerdict
 
-from .model import AuditReport, CandidateAudit
+from .model import AuditReport, CandidateAudit, TargetAudit
+
+# rows per table in a terminal before the rest is counted, not listed (None: every row)
+CANDIDATES_SHOWN = 60
+TARGETS_SHOWN = 20
+# which candidates a summary keeps first
+FINAL_ORDER = ("shipped", "duplicate", "superseded", "not_kept", "unverified", "pending")
 
 FINAL_STYLE = {
     "shipped": "bold green",
@@ -84,6 +97,8 @@ def header(report: AuditReport) -> Table:
         f"{u.gpu_seconds:.1f} GPU-s (max {b.max_gpu_seconds or '-'}), "
         f"{u.wall_seconds:.1f} wall-s (max {b.max_wall_seconds or '-'})",
     )
+    if report.targets:
+        t.add_row("targets", targets_line(report.targets))
     runs = {r.workflow_type: 0 for r in report.runs}
     for r in report.runs:
         runs[r.workflow_type] += 1
@@ -91,7 +106,43 @@ def header(report: AuditReport) -> Table:
     return t
 
 
-def candidates_table(report: AuditReport) -> Table:
+def shown_candidates(
+    candidates: list[CandidateAudit], limit: int | None = CANDIDATES_SHOWN
+) -> tuple[list[CandidateAudit], list[CandidateAudit]]:
+    """(rows to show, rows to count): what shipped or stands out, then the fastest, then the newest."""
+    if limit is None or len(candidates) <= limit:
+        return candidates, []
+    rank = {final: i for i, final in enumerate(FINAL_ORDER)}
+    newest = sorted(candidates, key=lambda c: c.at, reverse=True)
+    ranked = sorted(
+        newest,
+        key=lambda c: (
+            rank.get(c.final, len(rank)),
+            not c.passed_gates_1_2,
+            -(c.speedup or 0.0),
+        ),
+    )
+    shown = {id(c) for c in ranked[:limit]}
+    return (
+        [c for c in candidates if id(c) in shown],  # in the campaign's own order
+        [c for c in candidates if id(c) not in shown],
+    )
+
+
+def remainder_text(hidden: list[CandidateAudit]) -> str:
+    """'2,940 more: 2,100 rejected (correctness 1,500, compile 600), 840 not_kept'."""
+    finals = Counter(c.final or "-" for c in hidden)
+    gates = Counter(c.deciding_gate or "-" for c in hidden if c.final in ("rejected", "dropped"))
+    parts = []
+    for final, n in finals.most_common():
+        text = f"{n:,} {final}"
+        if final == "rejected" and gates:
+            text += " (" + ", ".join(f"{g} {k:,}" for g, k in gates.most_common()) + ")"
+        parts.append(text)
+    return f"{len(hidden):,} more: " + ", ".join(parts)
+
+
+def candidates_table(report: AuditReport, limit: int | None = CANDIDATES_SHOWN) -> Table:
     t = Table(title="candidates", show_lines=False)
     for col in (
         "candidate",
@@ -105,7 +156,10 @@ def candidates_table(report: AuditReport) -> Table:
         "decision",
     ):
         t.add_column(col, overflow="fold")
-    for c in report.candidates:
+    shown, hidden = shown_candidates(report.candidates, limit)
+    if hidden:
+        t.caption = remainder_text(hidden) + " (every row: the HTML audit)"
+    for c in shown:
         plan = c.label or c.plan_direction or "-"
         retime = "-"
         if c.retime is not None:
@@ -127,7 +181,7 @@ def candidates_table(report: AuditReport) -> Table:
 WIDE = 140  # below this many columns the candidates are listed, not tabulated
 
 
-def candidates_list(report: AuditReport) -> Group:
+def candidates_list(report: AuditReport, limit: int | None = CANDIDATES_SHOWN) -> Group:
     """The candidates for a narrow terminal: one short block each, ids never cut.
 
     Nine columns do not fit 80 characters without breaking words and ids; a block
@@ -136,7 +190,8 @@ def candidates_list(report: AuditReport) -> Group:
     parts: list = [Text(f"candidates ({len(report.candidates)})", style="bold")]
     if not report.candidates:
         parts.append(Text("  none yet" if report.status == "running" else "  none", style="dim"))
-    for c in report.candidates:
+    shown, hidden = shown_candidates(report.candidates, limit)
+    for c in shown:
         head = Text(c.id, style="bold", no_wrap=True, overflow="ignore")
         head.append("  ")
         head.append(c.final or "-", style=FINAL_STYLE.get(c.final, ""))
@@ -156,7 +211,44 @@ def candidates_list(report: AuditReport) -> Group:
         if c.final_reason:
             lines.append(Text(c.final_reason))
         parts += [Padding(line, (0, 0, 0, 2)) for line in lines]  # wrapped lines stay indented
+    if hidden:
+        parts.append(Text(remainder_text(hidden) + " (every row: the HTML audit)", style="dim"))
     return Group(*parts)
+
+
+def targets_line(targets: list[TargetAudit]) -> str:
+    """'340 searched: 300 completed, 1 running' -- how far the searches got."""
+    statuses = Counter(t.status or "-" for t in targets)
+    return f"{len(targets):,} searched: " + ", ".join(
+        f"{n:,} {s}" for s, n in statuses.most_common()
+    )
+
+
+def targets_table(report: AuditReport, limit: int | None = TARGETS_SHOWN) -> Table:
+    """Per-target searches, best kernel speedup first; the rest counted in the caption."""
+    t = Table(title="targets")
+    for col in ("target", "status", "candidates", "best", "GPU-s", "stopped"):
+        t.add_column(col, overflow="fold")
+    ranked = sorted(
+        report.targets, key=lambda x: (-(x.best_kernel_speedup or 0.0), -x.candidates_tried)
+    )
+    shown = ranked if limit is None else ranked[:limit]
+    for x in shown:
+        t.add_row(
+            x.target_id,
+            x.status or "-",
+            f"{x.candidates_tried:,}",
+            fmt_x(x.best_kernel_speedup),
+            f"{x.gpu_seconds:.0f}",
+            x.stopped_reason or "-",
+        )
+    rest = ranked[len(shown) :]
+    if rest:
+        t.caption = (
+            f"{len(rest):,} more targets, {sum(x.candidates_tried for x in rest):,} candidates, "
+            f"best {fmt_x(max((x.best_kernel_speedup or 0.0) for x in rest) or None)}"
+        )
+    return t
 
 
 def trials_table(report: AuditReport) -> Table:
@@ -217,10 +309,20 @@ def _short_time(value: str) -> str:
     return value[:19].replace("T", " ")
 
 
-def render(report: AuditReport, width: int = 200) -> Group:
-    """The whole audit; below ``WIDE`` columns the candidates come as a list."""
-    candidates = candidates_table(report) if width >= WIDE else candidates_list(report)
-    parts: list = [header(report), candidates]
+def render(report: AuditReport, width: int = 200, limit: int | None = CANDIDATES_SHOWN) -> Group:
+    """The whole audit; below ``WIDE`` columns the candidates come as a list.
+
+    ``limit`` bounds the candidate rows (None: all of them); the targets table
+    appears once a campaign has more than one target.
+    """
+    if width >= WIDE:
+        candidates = candidates_table(report, limit)
+    else:
+        candidates = candidates_list(report, limit)
+    parts: list = [header(report)]
+    if len(report.targets) > 1:
+        parts.append(targets_table(report, None if limit is None else TARGETS_SHOWN))
+    parts.append(candidates)
     if report.model_trials:
         parts.append(trials_table(report))
     if report.controls or report.incidents:
@@ -229,8 +331,20 @@ def render(report: AuditReport, width: int = 200) -> Group:
     return Group(*parts)
 
 
-def print_report(report: AuditReport, console: Console) -> None:
-    console.print(render(report, console.width))
+def print_report(
+    report: AuditReport, console: Console, limit: int | None = CANDIDATES_SHOWN
+) -> None:
+    console.print(render(report, console.width, limit))
 
 
-__all__ = ["fmt_x", "outcome_text", "print_report", "render", "verdict_text"]
+__all__ = [
+    "CANDIDATES_SHOWN",
+    "fmt_x",
+    "outcome_text",
+    "print_report",
+    "remainder_text",
+    "render",
+    "shown_candidates",
+    "targets_table",
+    "verdict_text",
+]

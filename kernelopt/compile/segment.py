@@ -44,8 +44,14 @@ log = get_logger(__name__)
 FORWARD_TARGET_ID = "forward"
 
 
+# Typing a launch's arguments only resolves expressions against the parsed buffers, so
+# the scanner gets no source: indexing the wrapper's bytes for every launch made
+# segmentation quadratic in the wrapper's size (tens of seconds at a few hundred kernels).
+_NO_SOURCE = _Source("")
+
+
 def _scanner_for(parsed: ParsedWrapper) -> _Scanner:
-    scanner = _Scanner(_Source(parsed.source), parsed.kernels, set(parsed.other_kernels))
+    scanner = _Scanner(_NO_SOURCE, parsed.kernels, set(parsed.other_kernels))
     scanner.buffers = parsed.buffers
     return scanner
 
@@ -132,14 +138,15 @@ def fusion_runs(parsed: ParsedWrapper) -> list[list[Event]]:
 
 def _triton_kernels(parsed: ParsedWrapper, store: ArtifactStore) -> list[TritonKernel]:
     out: list[TritonKernel] = []
-    seen: set[str] = set()
+    by_kernel: dict[str, list[Event]] = {}  # one pass: launches_of per kernel is quadratic
     for event in parsed.launches:
-        if event.name in seen:
-            continue
-        seen.add(event.name)
-        kernel = parsed.kernels[event.name]
+        by_kernel.setdefault(event.name, []).append(event)
+    seen = set(by_kernel)
+    for name, events in by_kernel.items():
+        event = events[0]
+        kernel = parsed.kernels[name]
         launches = []
-        for ev in parsed.launches_of(event.name):
+        for ev in events:
             launches.append(
                 KernelLaunch(
                     line=ev.span.line,

@@ -21,6 +21,7 @@ so nothing is frozen: the ceiling uses f = 0 and the verdict is always
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from kernelopt.contracts.compiled import (
     KernelTiming,
@@ -39,6 +40,10 @@ SPEEDUPS = (("2", 2.0), ("5", 5.0), ("10", 10.0), ("inf", math.inf))
 # JSON (and so Temporal payloads) has no infinity: an unbounded ceiling (f = 0, S = inf)
 # is reported as this cap.
 CEILING_CAP = 1e6
+# The search cut-off's defaults live on the contract (TriageInput), so the activity, the
+# CLI and the tests share one home for them.
+DEFAULT_COVERAGE = TriageInput.model_fields["coverage"].default
+DEFAULT_MIN_SHARE = TriageInput.model_fields["min_share"].default
 
 
 def ceiling(f: float, s: float) -> float:
@@ -96,6 +101,62 @@ def verdict(
     )
 
 
+class Cutoff(NamedTuple):
+    """Which ranked targets a campaign searches, and the rule in words."""
+
+    searched: list[SearchTarget]
+    deferred: list[SearchTarget]
+    deferred_share: float
+    rule: str
+
+
+def select_targets(
+    ranked: list[SearchTarget],
+    kernel_ms: dict[str, float],
+    total_ms: float,
+    coverage: float = DEFAULT_COVERAGE,
+    min_share: float = DEFAULT_MIN_SHARE,
+) -> Cutoff:
+    """Search the largest Amdahl shares first and stop where the rest cannot pay.
+
+    A target holding a share s of the model's GPU time gains at most 1/(1 - s)
+    even if made infinitely fast, so at hundreds of kernels most targets are not
+    worth a search slot.  In share order (``ranked``), targets are kept until the
+    kernel targets kept cover ``coverage`` of the Triton time (``kernel_ms``,
+    kernels counted once); a target under ``min_share`` is never kept; the first
+    always is.  Fusion groups ride along while they rank above the cut: they
+    overlap their kernels, so only kernel targets count towards the coverage.
+    """
+    triton_ms = sum(kernel_ms.values())
+    if triton_ms <= 0:
+        return Cutoff(list(ranked), [], 0.0, "no Triton time measured: every target searched")
+    covered: set[str] = set()
+    covered_ms = 0.0
+    searched: list[SearchTarget] = []
+    for target in ranked:
+        if searched and (covered_ms >= coverage * triton_ms or target.share < min_share):
+            break
+        searched.append(target)
+        if target.kind != TargetKind.FUSION_GROUP:
+            new = set(target.kernels) - covered
+            covered |= new
+            covered_ms += sum(kernel_ms.get(k, 0.0) for k in new)
+    deferred = ranked[len(searched) :]
+    left = {k for t in deferred for k in t.kernels} - covered
+    deferred_share = sum(kernel_ms.get(k, 0.0) for k in left) / total_ms if total_ms > 0 else 0.0
+    rule = (
+        f"largest Amdahl share first until the searched kernels cover {coverage:.0%} of the "
+        f"Triton time, none under {min_share:.1%} of the model's GPU time: {len(searched)} of "
+        f"{len(ranked)} targets searched"
+    )
+    if deferred:
+        rule += (
+            f"; {len(deferred)} deferred, their {len(left)} other kernels "
+            f"{deferred_share:.1%} of the model's GPU time"
+        )
+    return Cutoff(searched, deferred, deferred_share, rule)
+
+
 def summarize(
     per_kernel: list[KernelTiming],
     targets: list[SearchTarget],
@@ -104,6 +165,8 @@ def summarize(
     max_required: float = 10.0,
     wall_ms: float | None = None,
     method: str = "",
+    coverage: float = DEFAULT_COVERAGE,
+    min_share: float = DEFAULT_MIN_SHARE,
 ) -> TriageResult:
     """The triage result from per-kernel times (pure arithmetic; tested on the CPU)."""
     library_ms = sum(k.ms for k in per_kernel if k.is_library)
@@ -121,6 +184,7 @@ def summarize(
             share = sum(by_name.get(name, 0.0) for name in target.kernels) / total if total else 0.0
         ranked.append(target.model_copy(update={"share": share}))
     ranked.sort(key=lambda t: (-t.share, t.id))
+    cut = select_targets(ranked, by_name, total, coverage, min_share)
     return TriageResult(
         total_ms=total,
         library_ms=library_ms,
@@ -130,7 +194,10 @@ def summarize(
         required_speedup=need,
         verdict=label,
         per_kernel=sorted(per_kernel, key=lambda k: -k.ms),
-        targets=ranked,
+        targets=cut.searched,
+        deferred_targets=[t.id for t in cut.deferred],
+        deferred_share=cut.deferred_share,
+        cutoff=cut.rule,
         gamma=gamma,
         verdict_reason=reason,
         mode=mode,
@@ -226,6 +293,8 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         inp.max_required_speedup,
         wall_ms=wall,
         method=method,
+        coverage=inp.coverage,
+        min_share=inp.min_share,
     )
     log.info(
         "triaged",
@@ -233,6 +302,8 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         f=round(result.library_fraction, 4),
         verdict=result.verdict,
         total_ms=round(result.total_ms, 4),
+        searched=len(result.targets),
+        deferred=len(result.deferred_targets),
         **stages.seconds,
     )
     return result.model_copy(update={"stage_seconds": stages.seconds})

@@ -183,6 +183,11 @@ class TriageInput(Frozen):
     gamma: float = 1.03
     max_required_speedup: float = 10.0  # beyond this Triton speedup: library-dominated
     standalone: bool = True  # also time each Triton kernel alone on its captured args
+    # the search cut-off (compile/triage.py#select_targets): targets are searched largest
+    # Amdahl share first until those searched cover `coverage` of the Triton time; none
+    # below `min_share` of the model's GPU time (an infinite speedup of it gains less)
+    coverage: float = Field(default=0.9, gt=0.0, le=1.0)
+    min_share: float = Field(default=0.002, ge=0.0, lt=1.0)
 
 
 class TriageResult(DeviceTimed):
@@ -195,6 +200,11 @@ class TriageResult(DeviceTimed):
     verdict: Literal["worth_searching", "library_dominated"]
     per_kernel: list[KernelTiming] = Field(default_factory=list)
     targets: list[SearchTarget] = Field(default_factory=list)  # ordered by share, desc
+    # the targets below the search cut-off (ids, by share), what they hold, and the rule;
+    # `targets` then lists only those inside it, which is what the campaign searches
+    deferred_targets: list[str] = Field(default_factory=list)
+    deferred_share: float = 0.0  # of model GPU time, kernels counted once
+    cutoff: str = ""
     gamma: float = 1.03
     verdict_reason: str = ""
     mode: SearchMode = SearchMode.MULTI

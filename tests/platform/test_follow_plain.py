@@ -28,8 +28,8 @@ def test_a_line_says_phase_targets_candidates_and_best() -> None:
         "waiting for a GPU worker",
     )
     assert line == (
-        "searching; targets 1/3 (now k2); candidates 12 tried, 4 passed gates 1-2; best 1.250x; "
-        "waiting for a GPU worker"
+        "searching; targets 1/3 done (33%), 2 left, now k2; candidates 12 gated, 4 passed "
+        "gates 1-2; best 1.250x; waiting for a GPU worker"
     )
     assert status_line(None, None) == "starting"
 

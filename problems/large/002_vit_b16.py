@@ -1,0 +1,74 @@
+"""ViT-B/16-like encoder: 12 pre-LN blocks, width 768, 12 heads, batch 128 at 224x224.
+
+Category: large model (vision transformer encoder, issue 31).
+Why it is interesting: a patch-embedding GEMM, then per block two layer norms,
+an explicit softmax attention (scale, softmax, two batched GEMMs), GELU and two
+residual adds: about ten Triton kernel launches per block around the library
+GEMMs, 100+ per forward, with attention's softmax and the norms competing for
+the largest Amdahl share. ``KERNELOPT_SMALL=1`` keeps the depth but shrinks
+width, batch and resolution for CPU tests.
+"""
+
+import os
+
+import torch
+import torch.nn as nn
+
+SMALL = os.environ.get("KERNELOPT_SMALL") == "1"
+BATCH, IMAGE, PATCH, DIM, HEADS = (2, 32, 16, 64, 4) if SMALL else (128, 224, 16, 768, 12)
+DEPTH = 12
+CLASSES = 10 if SMALL else 1000
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).reshape(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+        attn = torch.softmax(scores, dim=-1) @ v
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.norm2(x))))
+
+
+class Model(nn.Module):
+    def __init__(self, image: int, patch: int, dim: int, heads: int, depth: int, classes: int):
+        super().__init__()
+        self.patch = patch
+        self.embed = nn.Linear(3 * patch * patch, dim)
+        self.cls = nn.Parameter(0.02 * torch.randn(1, 1, dim))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, (image // patch) ** 2 + 1, dim))
+        self.blocks = nn.Sequential(*(Block(dim, heads) for _ in range(depth)))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        p = self.patch
+        patches = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5)
+        tokens = self.embed(patches.reshape(b, (h // p) * (w // p), c * p * p))
+        tokens = torch.cat([self.cls.expand(b, -1, -1), tokens], dim=1)
+        # positions are learned for the main image size; other sizes use the leading ones
+        tokens = tokens + self.pos[:, : tokens.shape[1]]
+        return self.head(self.norm(self.blocks(tokens))[:, 0])
+
+
+def get_inputs():
+    return [torch.randn(BATCH, 3, IMAGE, IMAGE)]
+
+
+def get_holdout_inputs():
+    return [[torch.randn(1, 3, IMAGE, IMAGE)], [torch.randn(3, 3, IMAGE, IMAGE - PATCH)]]
+
+
+def get_init_inputs():
+    return [IMAGE, PATCH, DIM, HEADS, DEPTH, CLASSES]
