@@ -189,7 +189,7 @@ def export_state(settings: Settings, archive: Path, store_only: bool = False) ->
 def _server_state(settings: Settings) -> ServerState:
     """running; lost (a pid file with no server: it never stopped cleanly); or stopped."""
     server = EmbeddedServer(settings)
-    if server.status().running:
+    if server.status().pid is not None:  # alive, answering or not: it may still write
         return "running"
     return "lost" if server.pid_path.exists() else "stopped"
 
@@ -234,7 +234,10 @@ def _add_file(tar: tarfile.TarFile, path: Path, name: str) -> ManifestFile:
         info = tarfile.TarInfo(name)
         info.size, info.mode, info.mtime = stat.st_size, 0o600, int(stat.st_mtime)
         reader = _HashingReader(handle)
-        tar.addfile(info, reader)
+        try:
+            tar.addfile(info, reader)
+        except OSError as exc:  # truncated in place while read: not a write we make
+            raise StateTransferError(f"{path} changed while it was archived: {exc}") from exc
     return ManifestFile(path=name, size=stat.st_size, sha256=reader.digest.hexdigest())
 
 
@@ -296,6 +299,11 @@ def import_state(
     )
     record_move(open_store(settings.artifacts_dir), move)
     warnings = []
+    if manifest.server == "running":
+        warnings.append(
+            f"the archive is a snapshot of a running server on {manifest.source}: make sure "
+            "that machine's server and workers are stopped, or the campaign runs twice"
+        )
     if manifest.code != code_fingerprint():
         warnings.append(
             f"the exporting machine ran other code ({manifest.code}, here {code_fingerprint()}): "

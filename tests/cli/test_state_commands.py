@@ -198,6 +198,8 @@ def test_a_running_server_is_snapshotted_and_never_overwritten(kernelopt, tmp_pa
         done = kernelopt(settings.home, "state", "import", "--force", str(archive), **env)
         assert done.code == 2 and "kernelopt server stop" in done.err, done.err
         assert server.status().running
+        done = kernelopt(tmp_path / "b", "state", "import", str(archive))  # elsewhere: a copy
+        assert done.code == 0 and "snapshot of a running server" in done.err, done.err
     finally:
         server.stop()
     assert os.path.getsize(settings.home / DB_NAME) > 0
