@@ -12,8 +12,9 @@ The database is copied with SQLite's online backup API, never as a file: a
 copy of a file the server is writing can be torn, while a backup is one
 consistent transaction boundary -- what the server would find after a crash at
 that instant, which Temporal recovers from.  So export works on a running
-server (a periodic snapshot during a preemptible loan), a stopped one, and the
-database a killed server left behind (the backup folds in its write-ahead log).
+server (a periodic snapshot during a preemptible loan; the dev server's writes
+wait while it is read), a stopped one, and the database a killed server left
+behind (opening it recovers a hot journal, as the server's next start would).
 The database goes first and the store last: every artifact or result the
 snapshot references was written before it, so the archive holds it.
 

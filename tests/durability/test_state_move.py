@@ -255,3 +255,41 @@ async def test_campaign_carried_across_three_loans_and_two_lost_machines(
     """About 45 s on a 2-CPU machine (three servers and worker pairs start), inside the
     minute a durability test may take, so it runs by default."""
     await _carry(reference, tmp_path, monkeypatch, losses=2)
+
+
+@pytest.mark.slow  # about 40 s; the default run already carries a campaign across losses
+async def test_a_snapshot_taken_while_running_resumes_a_machine_lost_later(
+    reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The periodic-export pattern of a preemptible loan: export while the campaign runs,
+    keep working, lose the machine, resume from the (older) snapshot.  The histories go
+    back to the snapshot, so what ran after it runs again (or is found in the result
+    index); the campaign must still end like the undisturbed one."""
+    runs = tmp_path / "executions.jsonl"
+    env = {EXECUTIONS_ENV: str(runs), CPU_HEARTBEAT_ENV: "5"}
+    cpu_q, gpu_q = queues()
+    first, second = (
+        Machine(tmp_path / f"machine-{i}" / "home", cpu_q, gpu_q, tmp_path / "logs", env)
+        for i in range(2)
+    )
+    archive = tmp_path / "snapshot.tar.gz"
+    client = await first.boot()
+    try:
+        handle = await submit(client, first.settings, options(cpu_q, gpu_q))
+        await wait_until(lambda: gated(runs) >= GATED_PER_LOAN, 120, what="gated candidates")
+        exported = kernelopt(monkeypatch, first.settings, "state", "export", str(archive))
+        assert "server running" in exported, exported
+        after = gated(runs) + 1
+        await wait_until(lambda: gated(runs) >= after, 120, what="work after the snapshot")
+        first.lose({})
+    finally:
+        first.shut()
+    kernelopt(monkeypatch, second.settings, "state", "import", str(archive))
+    client = await second.boot()
+    try:
+        _, report = await asyncio.wait_for(
+            assert_sound(client, second.settings, handle.id, reference), 180
+        )
+    finally:
+        second.shut()
+    assert [m.source_server for m in report.moves] == ["running"]
