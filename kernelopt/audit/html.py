@@ -335,6 +335,15 @@ def render_html(report: AuditReport) -> str:
             for i in report.incidents
         ),
         "</table>",
+        "<h2>Machine moves (kernelopt state export / import)</h2><table><tr><th>source stopped"
+        "</th><th>how</th><th>from</th><th>resumed</th><th>on</th><th>archive</th></tr>",
+        *(
+            f"<tr><td>{_e(m.last_write_at)}</td><td>{_e(m.source_server)}</td>"
+            f"<td>{_e(m.exported_from)}</td><td>{_e(m.imported_at)}</td>"
+            f"<td>{_e(m.imported_to)}</td><td><code>{_e(m.archive_sha256[:12])}</code></td></tr>"
+            for m in report.moves
+        ),
+        "</table>",
         "<h2>Runs</h2><table><tr><th>workflow</th><th>run</th><th>type</th><th>status</th>"
         "<th>events</th></tr>",
         *(

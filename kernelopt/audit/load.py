@@ -11,6 +11,7 @@ from kernelopt.store import ArtifactStore, open_store
 from .collect import build_report
 from .export import find_export, load_histories
 from .model import AuditReport
+from .moves import moves_during, read_moves
 from .runs import campaign_histories
 
 
@@ -29,7 +30,7 @@ async def load_report(
     if client is not None and not prefer_export:
         try:
             runs = await campaign_histories(client, campaign_id)
-            return build_report(campaign_id, runs, "live")
+            return _with_moves(build_report(campaign_id, runs, "live"), store)
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
@@ -41,7 +42,14 @@ async def load_report(
             "refs/campaigns/)"
         )
     ref, index = found
-    return build_report(campaign_id, load_histories(store, index), f"export {ref.short}")
+    report = build_report(campaign_id, load_histories(store, index), f"export {ref.short}")
+    return _with_moves(report, store)
+
+
+def _with_moves(report: AuditReport, store: ArtifactStore) -> AuditReport:
+    """The machine losses and resumes during the campaign: they are not in its history."""
+    report.moves = moves_during(read_moves(store), report.started_at, report.closed_at)
+    return report
 
 
 __all__ = ["CampaignNotFound", "load_report"]

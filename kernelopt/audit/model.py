@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kernelopt.contracts import ArtifactRef, Budgets, BudgetUse, GateVerdict, Outcome
 
+from .moves import StateMove
+
 
 class AuditModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -174,6 +176,8 @@ class AuditReport(AuditModel):
     incidents: list[Incident] = Field(default_factory=list)
     runs: list[RunInfo] = Field(default_factory=list)
     checks: list[AuditCheck] = Field(default_factory=list)
+    # machine losses and the imports that resumed the campaign (kernelopt/audit/moves.py)
+    moves: list[StateMove] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -287,6 +287,23 @@ def events_table(report: AuditReport) -> Table:
         )
         for i in report.incidents
     ]
+    for m in report.moves:
+        rows.append(
+            (
+                _short_time(m.last_write_at),
+                "machine lost"
+                if m.source_server == "lost"
+                else f"state exported ({m.source_server})",
+                f"last write of the server's state on {m.exported_from}",
+            )
+        )
+        rows.append(
+            (
+                _short_time(m.imported_at),
+                "state resumed",
+                f"imported on {m.imported_to} (archive {m.archive_sha256[:12]}, {m.kind})",
+            )
+        )
     for row in sorted(rows):
         t.add_row(*row)
     return t
@@ -325,7 +342,7 @@ def render(report: AuditReport, width: int = 200, limit: int | None = CANDIDATES
     parts.append(candidates)
     if report.model_trials:
         parts.append(trials_table(report))
-    if report.controls or report.incidents:
+    if report.controls or report.incidents or report.moves:
         parts.append(events_table(report))
     parts.append(checks_table(report))
     return Group(*parts)

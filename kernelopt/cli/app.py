@@ -131,7 +131,19 @@ def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
     return render_prompt(args, settings)
 
 
-SYNC = {"server": cmd_server, "triage": cmd_triage, "verify": cmd_verify, "prompt": cmd_prompt}
+def cmd_state(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.cli.state import cmd_state as run_state
+
+    return run_state(args, settings)
+
+
+SYNC = {
+    "server": cmd_server,
+    "triage": cmd_triage,
+    "verify": cmd_verify,
+    "prompt": cmd_prompt,
+    "state": cmd_state,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kernelopt.cli.prompt import add_parser as add_prompt_parser
 
     add_prompt_parser(sub)
+    from kernelopt.cli.state import add_parser as add_state_parser
+
+    add_state_parser(sub)
     sub.add_parser("list", help="campaigns").add_argument("--limit", type=int, default=50)
     for name, text in [
         ("show", "progress or outcome of a campaign"),

@@ -1,0 +1,78 @@
+"""``kernelopt state export FILE`` / ``kernelopt state import FILE``: a campaign moves machines.
+
+The work is ``kernelopt.state_transfer``; this module parses and prints what
+was written or restored, and the next step on the new machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.table import Table
+
+from kernelopt.cli import output
+from kernelopt.config import Settings
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    state = sub.add_parser(
+        "state",
+        help="move a campaign's state (server database, artifact store) between machines",
+    )
+    actions = state.add_subparsers(dest="state_action", required=True)
+    exp = actions.add_parser(
+        "export",
+        help="write the state of $KERNELOPT_HOME to one archive (safe while the server runs)",
+    )
+    exp.add_argument("file", type=Path)
+    exp.add_argument(
+        "--store-only",
+        action="store_true",
+        help="the artifact store and results only (production: histories live in the cluster)",
+    )
+    imp = actions.add_parser(
+        "import", help="restore an archive into $KERNELOPT_HOME (its digests checked first)"
+    )
+    imp.add_argument("file", type=Path)
+    imp.add_argument("--force", action="store_true", help="replace state already in the home")
+    imp.add_argument(
+        "--store-only", action="store_true", help="restore the files, not the server database"
+    )
+
+
+def cmd_state(args: argparse.Namespace, settings: Settings) -> int:
+    from kernelopt.state_transfer import export_state, import_state
+
+    if args.state_action == "export":
+        report = export_state(settings, args.file, store_only=args.store_only)
+        verb = "exported"
+    else:
+        report = import_state(settings, args.file, force=args.force, store_only=args.store_only)
+        verb = "restored"
+    m = report.manifest
+    table = Table(title=f"{verb}: {report.archive} (sha256 {report.archive_sha256[:12]})")
+    for col in ("part", "files", "bytes"):
+        table.add_column(col, justify="left" if col == "part" else "right")
+    for part in report.parts:
+        table.add_row(part.part, str(part.files), f"{part.bytes:,}")
+    output.console.print(table)
+    output.console.print(
+        f"source {m.source}, server {m.server}, last write {m.last_write_at}, "
+        f"kernelopt {m.kernelopt_version}, temporal {m.temporal_cli_version}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for warning in report.warnings:
+        output.err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    if verb == "restored" and m.kind == "full" and not args.store_only:
+        output.console.print(
+            "next: `kernelopt server start`, then the workers (`kernelopt worker --queue cpu`, "
+            "`kernelopt worker --queue gpu --gpu N`): open campaigns continue where they stopped",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return 0
+
+
+__all__ = ["add_parser", "cmd_state"]
