@@ -561,6 +561,8 @@ class OptimizeModel:
             for k in state.segment.kernels
         ]
         targets.sort(key=lambda t: (-t.share, t.id))
+        if workflow.patched("builtin-kernel-targets-cutoff"):
+            targets = _share_cutoff(targets)
         return targets
 
     async def _continue_as_new(self, inp: CampaignInput) -> None:
@@ -730,3 +732,25 @@ class OptimizeModel:
 
 
 __all__ = ["OptimizeModel", "StopCampaign"]
+
+
+def _share_cutoff(ranked: list[SearchTarget]) -> list[SearchTarget]:
+    """Triage's cut-off for the built-in proposer's per-kernel targets (ranked by share).
+
+    Largest share first until the kept kernels cover ``coverage`` of the Triton time,
+    none under ``min_share`` of the model's GPU time, the first always kept: at
+    hundreds of kernels the tail cannot pay for its searches (docs/method.md).
+    """
+    coverage = TriageInput.model_fields["coverage"].default
+    min_share = TriageInput.model_fields["min_share"].default
+    triton = sum(t.share for t in ranked)
+    if triton <= 0:
+        return ranked  # no per-kernel times: nothing to rank by
+    kept: list[SearchTarget] = []
+    covered = 0.0
+    for target in ranked:
+        if kept and (covered >= coverage * triton or target.share < min_share):
+            break
+        kept.append(target)
+        covered += target.share
+    return kept

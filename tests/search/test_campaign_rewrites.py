@@ -139,3 +139,19 @@ def test_a_library_only_forward_says_what_the_rewrites_found() -> None:
     wf._state.results = [SearchKernelResult(target_id="forward", stopped_reason=stop)]
     reason = wf._nothing_tried_reason()
     assert "library calls only" in reason and reason.endswith(f"algebraic rewrites: {stop}")
+
+
+def test_builtin_kernel_targets_stop_where_the_tail_cannot_pay() -> None:
+    """Per-kernel targets: largest share first to 90% of the Triton time, none under 0.2%."""
+    from kernelopt.contracts.compiled import SearchTarget, TargetKind
+    from workflows.optimize_model import _share_cutoff
+
+    def target(name: str, share: float) -> SearchTarget:
+        return SearchTarget(id=name, kind=TargetKind.KERNEL, kernels=[name], share=share)
+
+    tail = [target(f"t{i}", 0.001) for i in range(300)]
+    ranked = [target("a", 0.5), target("b", 0.3), target("c", 0.05), *tail]
+    assert [t.id for t in _share_cutoff(ranked)] == ["a", "b", "c"]
+    untimed = [target(f"u{i}", 0.0) for i in range(5)]
+    assert _share_cutoff(untimed) == untimed  # no times: every kernel is searched
+    assert [t.id for t in _share_cutoff([target("x", 0.0001)])] == ["x"]  # the first always
