@@ -21,6 +21,7 @@ from typing import Any
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
+from kernelopt.loaded_problem import seeded
 from kernelopt.pyfile import code_dir, exec_file_once, safe_name, source_digest, write_source
 from kernelopt.store import ArtifactStore
 
@@ -153,7 +154,6 @@ class ForwardRunner:
         init_inputs: Sequence[Any],
         device: str = "cuda",
     ) -> None:
-        import torch
 
         module = _load_module(source, "forward_candidate", "candidate")
         model_new = getattr(module, "ModelNew", None)
@@ -161,9 +161,8 @@ class ForwardRunner:
             raise WrapperLoadError("single-kernel candidate defines no class ModelNew")
         self.arg_names = arg_names
         self.arg_roles = arg_roles
-        torch.manual_seed(seed)
         try:
-            self.model = model_new(*init_inputs).to(device)
+            self.model = seeded(seed, lambda: model_new(*init_inputs)).to(device)
         except Exception as exc:
             raise WrapperLoadError(
                 f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"

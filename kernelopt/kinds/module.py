@@ -8,6 +8,8 @@ built-in proposer searches the captured wrapper's kernels.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kernelopt.compile.capture import compile_module
 from kernelopt.contracts.compiled import CompileInput, CompileResult
 from kernelopt.contracts.problem import ProblemKind
@@ -27,7 +29,7 @@ class ModuleKind(Kind):
         check_problem_source(source, label)
 
     def load(self, text: ProblemText, name: str | None = None) -> LoadedProblem:
-        return load_module_file(text, name)
+        return replace(load_module_file(text, name), runtime=self)
 
     def compile(
         self, inp: CompileInput, store: ArtifactStore, device: str, bench: Bench
