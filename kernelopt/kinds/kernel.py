@@ -21,7 +21,7 @@ from kernelopt.kinds.compile import compile_kernel_problem
 from kernelopt.kinds.detect import check_kernel_source
 from kernelopt.kinds.problem import load_kernel_problem
 from kernelopt.loaded_problem import KernelProblem, LoadedProblem
-from kernelopt.problem import ProblemText
+from kernelopt.problem import ProblemText, problem_text
 from kernelopt.store import ArtifactStore
 
 
@@ -39,7 +39,10 @@ class KernelKind(Kind):
     def compile(
         self, inp: CompileInput, store: ArtifactStore, device: str, bench: Bench
     ) -> CompileResult:
-        return compile_kernel_problem(inp, store, device, bench)
+        source = store.get_text(inp.problem.source)
+        text = problem_text(source, inp.problem.path or inp.problem.name)
+        problem = load_kernel_problem(text.path, source, text.label, inp.problem.name)
+        return compile_kernel_problem(inp, problem, store, device, bench)
 
     def check_runtime(self, problem: LoadedProblem, device: str, seed: int) -> None:
         validate.check_runtime(_kernel(problem), device, seed)
