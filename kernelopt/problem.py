@@ -90,12 +90,6 @@ def check_problem_source(source: str, label: str = "<problem>") -> None:
         raise ProblemError(label, f"missing top-level function(s): {', '.join(missing)}")
 
 
-def check_module_file(path: str | Path) -> None:
-    """``check_problem_source`` on a file (the module kind's cheap check)."""
-    path = Path(path)
-    check_problem_source(read_problem_file(path), str(path))
-
-
 def _import_file(path: Path, module_name: str, label: str) -> ModuleType:
     try:
         return exec_file(path, module_name)
@@ -205,7 +199,6 @@ __all__ = [
     "LoadedProblem",
     "ProblemText",
     "apply_mode",
-    "check_module_file",
     "check_problem_source",
     "load_module_file",
     "load_module_problem",

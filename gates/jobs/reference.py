@@ -50,8 +50,8 @@ from gates.problem_io import (
     to_double,
 )
 from gates.protocol import EvaluationPolicy, InputSet, ReferenceJob, ReferenceResult, SetInfo
+from kernelopt.loaded_problem import apply_mode, resolve_mode
 from kernelopt.precision import strict_fp32
-from kernelopt.problem import apply_mode, resolve_mode
 
 JOB_TYPE = ReferenceJob
 
