@@ -30,8 +30,8 @@ from .supervise import run_supervised
 
 @activity.defn(name=names.COMPILE)
 async def compile_problem(inp: CompileInput) -> CompileResult:
-    """torch.compile (max-autotune-no-cudagraphs) + wrapper/args capture; cached by content hash."""
-    return await run_supervised("kernelopt.compile.capture:compile_problem", inp, CompileResult)
+    """The baseline, compiled by the problem's kind (Inductor capture for modules); cached."""
+    return await run_supervised("kernelopt.kinds.registry:compile_problem", inp, CompileResult)
 
 
 @activity.defn(name=names.SEGMENT)

@@ -1,21 +1,20 @@
 """Load KernelBench-style files and build what a gate child runs.
 
-A minimal loader of the gates' own: the checker must not depend on code it is
-checking, and ``kernelopt verify`` must work with nothing else of the project
-installed.  Semantics follow KernelBench: ``Model(*get_init_inputs())`` is the
+Problems load through the project's one loader (``kernelopt.kinds.registry``),
+the only code of the project the checker imports besides plain helpers: the
+compile step loaded the problem the same way, so both agree on Model, inputs
+and seeds.  Semantics follow KernelBench: ``Model(*get_init_inputs())`` is the
 reference, ``get_inputs()`` draws one call's inputs; both sides are built under
-the same ``torch.manual_seed`` so freshly initialised weights agree, and a
-``ModelNew`` with Model's parameter names gets Model's state dict outright.
-Standalone Triton / Helion kernel files load through the same loader
-(``kernelopt.kinds`` presents them as a parameterless ``Model`` wrapping
-their reference) and bring their own baseline.
+the same seed (``kernelopt.loaded_problem.seeded``) so freshly initialised
+weights agree, and a ``ModelNew`` with Model's parameter names gets Model's
+state dict outright.  Standalone Triton / Helion kernel files load through the
+same loader (presented as a parameterless ``Model`` wrapping their reference)
+and bring their own baseline.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +23,9 @@ from typing import Any
 import torch
 
 from kernelopt.errors import ProblemError
+from kernelopt.kinds.registry import load_problem
+from kernelopt.loaded_problem import LoadedProblem, seeded
+from kernelopt.pyfile import NoImportSpec, exec_file
 
 
 def load_module(path: str | Path, prefix: str) -> ModuleType:
@@ -32,73 +34,59 @@ def load_module(path: str | Path, prefix: str) -> ModuleType:
     if not path.is_file():
         raise ProblemError(str(path), "file not found")
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
-    name = f"_kernelopt_{prefix}_{path.stem}_{digest}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ProblemError(str(path), "not importable as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    try:
+        return exec_file(path, f"_kernelopt_{prefix}_{path.stem}_{digest}")
+    except NoImportSpec as exc:
+        raise ProblemError(str(path), "not importable as a Python module") from exc
 
 
 class ProblemFile:
-    """A KernelBench problem module: ``Model``, ``get_inputs``, ``get_init_inputs``.
+    """A problem of any kind, as a gate child uses it: ``Model``, inputs, held-out inputs.
 
-    Imported and validated by the project's loader (``kernelopt.problem``),
-    whose seeding rules the compile step used to capture weights; models are
-    left in the mode their constructor gives them, as KernelBench runs them,
-    unless the evaluation policy says otherwise (``gates.call_policy``).
+    Imported and validated by the one loader (``kernelopt.kinds.registry``), whose
+    seeding rule (``kernelopt.loaded_problem.seeded``) the compile step used too;
+    models are left in the mode their constructor gives them, as KernelBench runs
+    them, unless the evaluation policy says otherwise (``gates.call_policy``).  A
+    kernel problem's Model is its reference and its baseline the file's own
+    kernel; the loaded problem's kind answers for both.
     """
 
     def __init__(self, path: str | Path) -> None:
-        from kernelopt.problem import load_problem
-
         self.path = str(path)
-        loaded = load_problem(Path(path))
-        self.module = loaded.module
-        self.Model = loaded.model_class
-        self.get_inputs: Callable[[], Any] = loaded.get_inputs
-        self.get_init_inputs: Callable[[], Any] = loaded.get_init_inputs
-        self.get_holdout_inputs: Callable[[], Any] | None = loaded.get_holdout_inputs
-        # a standalone Triton / Helion problem (kernelopt.kinds): Model is its reference,
-        # the baseline is the file's own kernel (``baseline``), never torch.compile(Model)
-        self.kernel: Any = loaded.kernel
-        self.mode: str | None = loaded.mode  # the file's KERNELOPT_MODE (gates.call_policy)
+        self.loaded: LoadedProblem = load_problem(Path(path))
+        self.module = self.loaded.module
+        self.Model = self.loaded.model_class
+        self.get_inputs: Callable[[], Any] = self.loaded.get_inputs
+        self.get_init_inputs: Callable[[], Any] = self.loaded.get_init_inputs
+        self.get_holdout_inputs: Callable[[], Any] | None = self.loaded.get_holdout_inputs
+        self.mode: str | None = self.loaded.mode  # the file's KERNELOPT_MODE (gates.call_policy)
+
+    @property
+    def own_baseline(self) -> bool:
+        """True when the file brings its baseline (a kernel problem), else torch.compile's."""
+        return self.loaded.own_baseline
 
     def init_inputs(self, seed: int) -> list[Any]:
-        torch.manual_seed(seed)
-        return list(self.get_init_inputs())
+        return self.loaded.make_init_inputs(seed)
 
     def build(self, cls: type, seed: int, device: str) -> torch.nn.Module:
         """Construct ``cls(*init_inputs)`` under ``seed`` (Model and ModelNew alike)."""
-        if self.kernel is not None and cls is self.Model:
-            from kernelopt.kinds.validate import check_runtime
-
-            check_runtime(self.kernel, device, seed)  # fits in memory, reference deterministic
-        init = self.init_inputs(seed)
-        torch.manual_seed(seed)
-        model = cls(*init)
-        return model.to(device)
+        if cls is self.Model:
+            self.loaded.check_runtime(device, seed)  # a kernel: fits in memory, deterministic
+        return self.loaded.build(cls, seed).to(device)
 
     def baseline(self, seed: int, device: str) -> torch.nn.Module | None:
         """A kernel problem's baseline (its own launcher, Helion autotuned); None for modules."""
-        if self.kernel is None:
-            return None
-        from kernelopt.kinds.baseline import baseline_model
-
-        return baseline_model(self.kernel, device, seed)
+        return self.loaded.baseline_model(device, seed)
 
     def inputs(self, seed: int) -> list[Any]:
-        torch.manual_seed(seed)
-        return list(self.get_inputs())
+        return list(seeded(seed, self.get_inputs))
 
     def holdout_inputs(self, seed: int) -> list[list[Any]]:
         """Held-out input lists (another batch size); [] when the problem defines none."""
         if self.get_holdout_inputs is None:
             return []
-        torch.manual_seed(seed)
-        value = self.get_holdout_inputs()
+        value = seeded(seed, self.get_holdout_inputs)
         if not isinstance(value, list | tuple) or not value:
             raise ProblemError(self.path, "get_holdout_inputs() must return a list")
         if all(isinstance(v, list | tuple) for v in value):

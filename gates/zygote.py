@@ -48,7 +48,7 @@ PRELOAD = (
     "triton.language",
     "triton.testing",
     "pydantic",
-    "kernelopt.problem",
+    "kernelopt.kinds.registry",
     "gates.child",
     "gates.jobs.reference",
     "gates.jobs.candidate",

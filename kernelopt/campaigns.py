@@ -13,7 +13,6 @@ from kernelopt.contracts import (
     CampaignInput,
     CampaignOptions,
     Outcome,
-    ProblemKind,
     ProblemSpec,
     names,
 )
@@ -37,13 +36,6 @@ def default_gpu_queue(settings: Settings) -> str:
     return gpu_queue_for(local[0] if local else DEFAULT_GPU_MODEL)
 
 
-def detect_kind(source: str) -> ProblemKind:
-    """Module, standalone Triton or Helion problem, from decorators and classes (``ast``)."""
-    from kernelopt.kinds.detect import detect_kind as _detect
-
-    return _detect(source)
-
-
 def prepare_problem(
     path: Path, store: ArtifactStore, seed: int = 0, level: int | None = None
 ) -> ProblemSpec:
@@ -55,18 +47,13 @@ def prepare_problem(
         source = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ProblemError(str(path), f"cannot read: {exc}") from exc
-    kind = detect_kind(source)
-    if kind == ProblemKind.MODULE:
-        from kernelopt.problem import check_problem_file
+    from kernelopt.kinds.registry import kind_for
 
-        check_problem_file(path)
-    else:  # hook: kernel problems -- names, signatures, helion installed (kernelopt.kinds)
-        from kernelopt.kinds.detect import check_kernel_source
-
-        check_kernel_source(source, str(path))
+    kind = kind_for(source)
+    kind.check_source(source, str(path))  # each kind's text checks (helion installed, ...)
     ref = store.put_text(source, "text/x-python", path.name)
     return ProblemSpec(
-        name=path.stem, kind=kind, source=ref, path=str(path.resolve()), seed=seed, level=level
+        name=path.stem, kind=kind.kind, source=ref, path=str(path.resolve()), seed=seed, level=level
     )
 
 

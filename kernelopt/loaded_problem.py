@@ -4,7 +4,9 @@ The module-problem loader (``kernelopt.problem``), the kernel-problem loader
 (``kernelopt.kinds.problem``) and the kernel runtime checks
 (``kernelopt.kinds.validate``) all build or read these shapes; keeping them in
 one module below all three is what lets those modules import each other in one
-direction only.  Imports no torch (methods import it when called).
+direction only.  The seeding rule (``seeded``) lives here too, once, so the
+compile step, the gates and every kind draw the same tensors from a seed.
+Imports no torch (functions import it when called).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from kernelopt.contracts.problem import ProblemKind
 
@@ -44,6 +46,51 @@ def apply_mode(model: Any, mode: str) -> Any:
     return model
 
 
+T = TypeVar("T")
+
+
+def seeded(seed: int, generate: Callable[[], T]) -> T:
+    """``generate()`` right after ``torch.manual_seed(seed)``: the one seeding rule.
+
+    Generators draw on the CPU RNG, so a seed gives the same tensors on every
+    machine; both sides of a comparison (Model and ModelNew, baseline and
+    candidate) are built through this, so freshly initialised weights agree.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    return generate()
+
+
+class KindRuntime(Protocol):
+    """What a problem's kind adds at run time (``kernelopt.kinds.base.Kind`` implements it).
+
+    Declared here, below the kinds, so a ``LoadedProblem`` can carry its kind
+    and the gates can ask it for checks and a baseline without importing a kind.
+    """
+
+    own_baseline: bool
+
+    def check_runtime(self, problem: LoadedProblem, device: str, seed: int) -> None: ...
+
+    def baseline_model(self, problem: LoadedProblem, device: str, seed: int) -> Any: ...
+
+
+class ModuleRuntime:
+    """A KernelBench module's run time: no checks beyond building Model, no own baseline.
+
+    (Its baseline is ``torch.compile(Model)``, which the compile step captures.)
+    """
+
+    own_baseline = False
+
+    def check_runtime(self, problem: LoadedProblem, device: str, seed: int) -> None:
+        return None
+
+    def baseline_model(self, problem: LoadedProblem, device: str, seed: int) -> Any:
+        return None
+
+
 @dataclass(frozen=True)
 class LoadedProblem:
     """An imported, validated problem module."""
@@ -61,6 +108,20 @@ class LoadedProblem:
     kind: str = "module"
     kernel: Any = None
     mode: str | None = None  # the file's KERNELOPT_MODE, when it sets one
+    runtime: KindRuntime = field(default_factory=ModuleRuntime, compare=False)
+
+    @property
+    def own_baseline(self) -> bool:
+        """True when the file brings its baseline (a kernel), False when it is compiled."""
+        return self.runtime.own_baseline
+
+    def check_runtime(self, device: str, seed: int) -> None:
+        """The kind's checks before the reference runs (memory, determinism); a ProblemError."""
+        self.runtime.check_runtime(self, device, seed)
+
+    def baseline_model(self, device: str, seed: int) -> Any:
+        """The file's own baseline as a module on ``device``; None when the baseline is compiled."""
+        return self.runtime.baseline_model(self, device, seed)
 
     @property
     def resolved_mode(self) -> str:
@@ -71,10 +132,12 @@ class LoadedProblem:
         return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
 
     def make_init_inputs(self, seed: int) -> list[Any]:
-        import torch
+        return seeded(seed, lambda: list(self.get_init_inputs()))
 
-        torch.manual_seed(seed)
-        return list(self.get_init_inputs())
+    def build(self, cls: type, seed: int) -> Any:
+        """``cls(*get_init_inputs())`` with weights drawn from ``seed`` (Model and ModelNew alike)."""
+        init = self.make_init_inputs(seed)
+        return seeded(seed, lambda: cls(*init))
 
     def make_model(self, seed: int, device: str = "cuda", dtype: Any = None) -> Any:
         """``Model(*get_init_inputs())`` with weights drawn from ``seed`` (on the CPU, then moved).
@@ -84,32 +147,23 @@ class LoadedProblem:
         statistics, which is what the reference computation means.  A file's
         ``KERNELOPT_MODE`` overrides that, as it does in the gates.
         """
-        import torch
-
-        init = self.make_init_inputs(seed)
-        torch.manual_seed(seed)
-        model = apply_mode(self.model_class(*init), self.resolved_mode)
+        model = apply_mode(self.build(self.model_class, seed), self.resolved_mode)
         if dtype is not None:
             model = model.to(dtype=dtype)
         return model.to(device)
 
     def make_inputs(self, seed: int, device: str = "cuda", dtype: Any = None) -> list[Any]:
         """``get_inputs()`` drawn from ``seed`` (CPU RNG, so identical on every machine)."""
-        import torch
-
-        torch.manual_seed(seed)
-        return [_to(x, device, dtype) for x in self.get_inputs()]
+        return [_to(x, device, dtype) for x in seeded(seed, self.get_inputs)]
 
     def make_holdout_inputs(
         self, seed: int, device: str = "cuda", dtype: Any = None
     ) -> list[list[Any]]:
         """Held-out input sets (empty when the problem defines none)."""
-        import torch
-
         if self.get_holdout_inputs is None:
             return []
-        torch.manual_seed(seed)
-        return [[_to(x, device, dtype) for x in case] for case in self.get_holdout_inputs()]
+        cases = seeded(seed, self.get_holdout_inputs)
+        return [[_to(x, device, dtype) for x in case] for case in cases]
 
 
 def _to(value: Any, device: str, dtype: Any) -> Any:
@@ -151,18 +205,13 @@ class KernelProblem:
 
     def inputs(self, seed: int, device: str = "cpu") -> list[Any]:
         """``get_inputs()`` drawn from ``seed`` on the CPU RNG, then moved to ``device``."""
-        import torch
-
-        torch.manual_seed(seed)
-        return [_kernel_input_to(x, device) for x in self.get_inputs()]
+        return [_kernel_input_to(x, device) for x in seeded(seed, self.get_inputs)]
 
     def holdout_inputs(self, seed: int, device: str = "cpu") -> list[list[Any]]:
-        import torch
-
         if self.get_holdout_inputs is None:
             return []
-        torch.manual_seed(seed)
-        return [[_kernel_input_to(x, device) for x in case] for case in self.get_holdout_inputs()]
+        cases = seeded(seed, self.get_holdout_inputs)
+        return [[_kernel_input_to(x, device) for x in case] for case in cases]
 
     def reference_model_class(self) -> type:
         """``Model``: the reference as a parameterless module (one class per problem)."""
@@ -179,8 +228,8 @@ class KernelProblem:
         ReferenceModel.__qualname__ = ReferenceModel.__name__ = f"ReferenceModel_{self.name}"
         return ReferenceModel
 
-    def as_loaded(self) -> LoadedProblem:
-        """This problem as a ``LoadedProblem`` (Model = reference)."""
+    def as_loaded(self, runtime: KindRuntime) -> LoadedProblem:
+        """This problem as a ``LoadedProblem`` (Model = reference) that ``runtime`` serves."""
         return LoadedProblem(
             name=self.name,
             path=self.path,
@@ -192,6 +241,7 @@ class KernelProblem:
             get_holdout_inputs=self.get_holdout_inputs,
             kind=self.kind.value,
             kernel=self,
+            runtime=runtime,
         )
 
 
@@ -210,7 +260,10 @@ __all__ = [
     "MODES",
     "MODE_ATTR",
     "KernelProblem",
+    "KindRuntime",
     "LoadedProblem",
+    "ModuleRuntime",
     "apply_mode",
     "resolve_mode",
+    "seeded",
 ]

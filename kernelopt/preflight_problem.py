@@ -80,7 +80,7 @@ def _bind(fn: Any, inputs: list[Any], what: str, path: Path) -> None:
 
 def check_problem(path: Path) -> list[Any]:
     """Import, build and make inputs for the problem at ``path``; returns its init inputs."""
-    from kernelopt.problem import load_problem
+    from kernelopt.kinds.registry import load_problem
 
     try:
         loaded = load_problem(path)
@@ -95,7 +95,7 @@ def check_problem(path: Path) -> list[Any]:
 
 def check_candidate(problem: Path, candidate: Path) -> None:
     """Import the candidate; build ``ModelNew`` from the problem's init inputs, bind inputs."""
-    from kernelopt.problem import load_problem
+    from kernelopt.kinds.registry import load_problem
     from kernelopt.pyfile import exec_file
 
     loaded = load_problem(problem)

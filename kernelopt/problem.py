@@ -1,18 +1,19 @@
-"""Load and validate problems in the KernelBench file format.
+"""Load and validate problems in the KernelBench file format (the module kind).
 
 A problem file defines ``class Model(nn.Module)``, ``get_inputs()`` and
 ``get_init_inputs()``; ``Model(*get_init_inputs())(*get_inputs())`` is the
 reference computation.  ``get_holdout_inputs()`` (a list of input lists) is
 optional: shapes the search never sees, for the checker.  Standalone Triton
-and Helion kernel files are recognised here too and handed to
-``kernelopt.kinds``, which presents them in this same shape.
+and Helion kernel files are other kinds: ``kernelopt.kinds.registry`` tells
+the kinds apart and is the one loader of every problem; this module is what
+its module kind (and the compile step's Inductor capture) builds on.
 
 Two levels of checking, because they have different costs:
 
-* ``check_problem_file`` parses the file with ``ast`` only.  The CLI calls it
+* ``check_problem_source`` parses the file with ``ast`` only.  The CLI calls it
   before starting any workflow, so a typo fails in milliseconds and without
   importing torch.
-* ``load_problem`` imports the file, calls ``get_inputs``/``get_init_inputs``
+* ``load_module_problem`` imports the file, calls ``get_inputs``/``get_init_inputs``
   and builds the model once, so that a file which parses but cannot run is
   reported as a ``ProblemError`` (deterministic, never retried) instead of
   crashing a GPU activity later.
@@ -25,23 +26,22 @@ the same tensors on every machine.
 from __future__ import annotations
 
 import ast
-import hashlib
-import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.loaded_problem import MODE_ATTR, MODES, LoadedProblem, apply_mode, resolve_mode
-from kernelopt.pyfile import exec_file
+from kernelopt.pyfile import code_dir, exec_file, source_digest, write_source
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 OPTIONAL_FUNCTIONS = ("get_holdout_inputs",)
 
 
-def _read(path: Path) -> str:
+def read_problem_file(path: Path) -> str:
+    """The text of a problem file; a missing or unreadable file is a ``ProblemError``."""
     if not path.exists():
         raise ProblemError(str(path), "file does not exist")
     if not path.is_file():
@@ -90,28 +90,6 @@ def check_problem_source(source: str, label: str = "<problem>") -> None:
         raise ProblemError(label, f"missing top-level function(s): {', '.join(missing)}")
 
 
-def check_problem_file(path: str | Path) -> None:
-    """Cheap validation for the CLI: exists, parses, defines Model/get_inputs/get_init_inputs.
-
-    Standalone Triton / Helion kernel files get their own text checks
-    (``kernelopt.kinds``): reference, launcher, input generators, signatures.
-    """
-    path = Path(path)
-    source = _read(path)
-    from kernelopt.kinds.detect import check_kernel_source, detect_kind
-
-    if detect_kind(source) != ProblemKind.MODULE:  # hook: kernel problems (kernelopt.kinds)
-        check_kernel_source(source, str(path))
-        return
-    check_problem_source(source, str(path))
-
-
-def _problem_dir() -> Path:
-    from kernelopt.config import Settings
-
-    return Settings.from_env().home / "problems"
-
-
 def _import_file(path: Path, module_name: str, label: str) -> ModuleType:
     try:
         return exec_file(path, module_name)
@@ -123,41 +101,44 @@ def _looks_like_path(value: str) -> bool:
     return "\n" not in value and len(value) < 4096 and value.endswith(".py")
 
 
-def load_problem(path_or_source: str | Path, name: str | None = None) -> LoadedProblem:
-    """Import a problem (a path, or the source text itself) and validate that it runs.
+@dataclass(frozen=True)
+class ProblemText:
+    """A problem's text, the file it lives in and the label errors name."""
 
-    Source text is written to ``$KERNELOPT_HOME/problems/<sha>.py`` first: Triton
-    and Dynamo want a real file behind every function they inspect.
+    path: Path
+    source: str
+    label: str
+
+
+def problem_text(path_or_source: str | Path, name: str | None = None) -> ProblemText:
+    """Read a problem file, or write source text to ``$KERNELOPT_HOME/problems/<sha>.py``.
+
+    Triton and Dynamo want a real file behind every function they inspect, so
+    every kind is loaded from a file, whichever way the text arrived.
     """
     if isinstance(path_or_source, Path) or _looks_like_path(str(path_or_source)):
         path = Path(path_or_source)
-        source = _read(path)
-        label = str(path)
-    else:
-        source = str(path_or_source)
-        label = name or "<problem>"
-        path = None
-    from kernelopt.kinds.detect import detect_kind
+        return ProblemText(path, read_problem_file(path), str(path))
+    source = str(path_or_source)
+    path = code_dir("problems") / f"problem_{source_digest(source, 16)}.py"
+    return ProblemText(write_source(path, source), source, name or "<problem>")
 
-    if detect_kind(source) != ProblemKind.MODULE:  # hook: kernel problems (kernelopt.kinds)
-        from kernelopt.kinds.problem import load_kernel_problem
 
-        return load_kernel_problem(path, source, label, name).as_loaded()
-    check_problem_source(source, label)
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
-    if path is None:
-        directory = _problem_dir()
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            directory = Path(tempfile.gettempdir()) / "kernelopt-problems"
-            directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"problem_{digest[:16]}.py"
-        if not path.is_file() or path.read_text(encoding="utf-8") != source:
-            path.write_text(source, encoding="utf-8")
-    problem_name = name or Path(label).stem
-    module = _import_file(path, f"kernelopt_problem_{digest[:16]}", label)
-    return _validate(module, problem_name, label, source)
+def load_module_problem(path_or_source: str | Path, name: str | None = None) -> LoadedProblem:
+    """Import a KernelBench module problem (a path, or the source text itself) and validate it.
+
+    Only the module kind: the loader of every kind is ``kernelopt.kinds.registry.load_problem``.
+    """
+    text = problem_text(path_or_source, name)
+    return load_module_file(text, name)
+
+
+def load_module_file(text: ProblemText, name: str | None = None) -> LoadedProblem:
+    """Import the module problem in ``text.path`` (already read) and check that it runs."""
+    check_problem_source(text.source, text.label)
+    module_name = f"kernelopt_problem_{source_digest(text.source, 16)}"
+    module = _import_file(text.path, module_name, text.label)
+    return _validate(module, name or Path(text.label).stem, text.label, text.source)
 
 
 def _validate(module: ModuleType, name: str, label: str, source: str) -> LoadedProblem:
@@ -216,9 +197,12 @@ def _call_list(fn: Callable[[], Any], fn_name: str, label: str) -> list[Any]:
 
 __all__ = [
     "LoadedProblem",
+    "ProblemText",
     "apply_mode",
-    "check_problem_file",
     "check_problem_source",
-    "load_problem",
+    "load_module_file",
+    "load_module_problem",
+    "problem_text",
+    "read_problem_file",
     "resolve_mode",
 ]

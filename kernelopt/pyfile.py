@@ -1,26 +1,38 @@
 """Import a Python file (problem, candidate, wrapper) as a named module.
 
-Three callers load user or generated code from a path; they differ only in
-the error they raise, so the loading itself lives here once.
+Every loader of user or generated code goes through here: the problem kinds
+(``kernelopt.kinds``), the compile step's wrappers and candidates
+(``kernelopt.compile.runtime``) and the gates' candidate files.  They differ
+only in the error they raise, so the loading itself lives here once.
+Generated text is written to a file first because ``@triton.jit``,
+``@helion.kernel`` and Dynamo all read their function's source from a file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
+
+_IMPORTED: dict[str, ModuleType] = {}
+
+
+class NoImportSpec(ImportError):
+    """The path cannot be imported as a Python module at all (no spec, no loader)."""
 
 
 def exec_file(path: Path, module_name: str) -> ModuleType:
     """Import ``path`` as ``module_name`` (registered in ``sys.modules``).
 
     On failure the half-initialised module is removed again and the original
-    exception propagates; ``ImportError`` if no import spec can be made.
+    exception propagates; ``NoImportSpec`` if no import spec can be made.
     """
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot create an import spec for {path}")
+        raise NoImportSpec(f"cannot create an import spec for {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
@@ -29,3 +41,49 @@ def exec_file(path: Path, module_name: str) -> ModuleType:
         sys.modules.pop(module_name, None)
         raise
     return module
+
+
+def exec_file_once(path: Path, module_name: str) -> ModuleType:
+    """``exec_file`` memoised by module name: the same text is imported once per process."""
+    if module_name not in _IMPORTED:
+        _IMPORTED[module_name] = exec_file(path, module_name)
+    return _IMPORTED[module_name]
+
+
+def code_dir(*parts: str) -> Path:
+    """``$KERNELOPT_HOME/<parts>``, created; the temp directory when the home is read-only."""
+    from kernelopt.config import Settings
+
+    directory = Settings.from_env().home.joinpath(*parts)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        directory = Path(tempfile.gettempdir()).joinpath("kernelopt-code", *parts)
+        directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def source_digest(source: str, length: int) -> str:
+    """The first ``length`` hex digits of the text's sha256 (module and file names)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:length]
+
+
+def safe_name(text: str, fallback: str = "module") -> str:
+    """``text`` with every character a module name cannot hold replaced by ``_``."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in text) or fallback
+
+
+def write_source(path: Path, source: str) -> Path:
+    """Write ``source`` to ``path`` unless it already holds it (atomically: readers race)."""
+    if not path.is_file() or path.read_text(encoding="utf-8") != source:
+        tmp = path.with_suffix(f".{source_digest(source, 8)}.tmp")
+        tmp.write_text(source, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def import_source(source: str, module_name: str, directory: Path) -> ModuleType:
+    """Write ``source`` to ``directory/<module_name>.py`` and import it (once per process)."""
+    if module_name in _IMPORTED:
+        return _IMPORTED[module_name]
+    return exec_file_once(write_source(directory / f"{module_name}.py", source), module_name)

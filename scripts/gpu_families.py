@@ -98,11 +98,11 @@ def candidates(compiled, seg, store):
 
 def run_problem(path: str, store) -> None:
     from gates.campaign import gate_candidate
-    from kernelopt.compile.capture import compile_problem
     from kernelopt.compile.segment import segment
     from kernelopt.contracts.compiled import CompileInput, SegmentInput
     from kernelopt.contracts.problem import ProblemSpec
     from kernelopt.contracts.verdicts import CandidateGateInput
+    from kernelopt.kinds.registry import compile_problem
 
     name = Path(path).stem
     spec = ProblemSpec(

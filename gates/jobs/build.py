@@ -79,7 +79,7 @@ def build_callable(
         apply_mode(model, policy)
         return model, {"weights": how, "weights_note": note, "mode": policy.mode}
     on_phase("build")
-    baseline = problem.baseline(model_seed, device)  # hook: kernel problems (kernelopt.kinds)
+    baseline = problem.baseline(model_seed, device)  # the kind's own baseline, if it has one
     if baseline is not None:  # their baseline is their own kernel, whatever the compile mode
         return baseline, {"weights": "none", "baseline": "kernel problem's own launcher"}
     model = problem.build(problem.Model, model_seed, device)

@@ -50,8 +50,8 @@ from gates.problem_io import (
     to_double,
 )
 from gates.protocol import EvaluationPolicy, InputSet, ReferenceJob, ReferenceResult, SetInfo
+from kernelopt.loaded_problem import apply_mode, resolve_mode
 from kernelopt.precision import strict_fp32
-from kernelopt.problem import apply_mode, resolve_mode
 
 JOB_TYPE = ReferenceJob
 
@@ -184,7 +184,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
             input_sets.append(
                 InputSet(name=f"holdout{k}", seed=job.holdout_seed, kind="holdout", holdout_index=k)
             )
-        if not holdout_available and problem.kernel is None:
+        if not holdout_available and not problem.own_baseline:
             input_sets.append(
                 InputSet(name="holdout_derived", seed=job.holdout_seed, kind="derived")
             )
@@ -314,7 +314,7 @@ def _budget_probe(problem: ProblemFile, caller: _Caller, name: str) -> Callable[
     """What the CPU budget times: a kernel problem's own (interpreted) launcher, else the
     reference.  A Triton kernel under the interpreter is orders of magnitude slower than
     the eager reference, and the candidates of a kernel problem are Triton kernels."""
-    if problem.kernel is None:
+    if not problem.own_baseline:
         return functools.partial(_timed_call, caller, name=name)
     baseline = problem.baseline(caller.job.model_seed, caller.job.device)
 

@@ -26,7 +26,7 @@ from kernelopt.contracts.compiled import (
 )
 from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.errors import KernelOptError
-from kernelopt.problem import check_problem_file
+from kernelopt.kinds.registry import check_problem_file
 from kernelopt.store import ArtifactStore, open_store
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ async def run_triage(
     )
     spec = ProblemSpec(name=path.stem, source=source, path=str(path), seed=seed)
     compiled = await run_supervised(
-        "kernelopt.compile.capture:compile_problem", CompileInput(problem=spec), CompileResult
+        "kernelopt.kinds.registry:compile_problem", CompileInput(problem=spec), CompileResult
     )
     seg = segment(SegmentInput(compiled=compiled, mode=mode), store)
     tri = await run_supervised(

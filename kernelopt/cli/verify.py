@@ -184,7 +184,7 @@ def verify_command(
     """Run the cascade and print a table (or JSON).  Returns the exit code."""
     from kernelopt.errors import ProblemError
     from kernelopt.file_checks import check_candidate_file, require_file
-    from kernelopt.problem import check_problem_file
+    from kernelopt.kinds.registry import check_problem_file
 
     try:
         check_problem_file(require_file(problem_path, "problem"))
@@ -260,8 +260,8 @@ def verify_many_command(
     from kernelopt.cli.verify_batch import expand_candidates, verify_batch_command
     from kernelopt.errors import ProblemError
     from kernelopt.file_checks import require_file
+    from kernelopt.kinds.registry import check_problem_file
     from kernelopt.preflight_problem import preflight
-    from kernelopt.problem import check_problem_file
 
     files = expand_candidates(candidates)
     if not files:

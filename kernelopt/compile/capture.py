@@ -44,15 +44,15 @@ from kernelopt.compile.runtime import (
     save_tensors,
 )
 from kernelopt.compile.tensors import clone_exact
-from kernelopt.compile.timing import bench_ms, compare_outputs, require_cuda
+from kernelopt.compile.timing import compare_outputs
 from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult, TensorSpec
-from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import DeterministicError
+from kernelopt.loaded_problem import LoadedProblem
 from kernelopt.log import get_logger
 from kernelopt.precision import POLICY, strict_fp32
-from kernelopt.problem import LoadedProblem, load_problem
+from kernelopt.problem import load_module_problem
 from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
@@ -209,22 +209,16 @@ def warm(problem: LoadedProblem, mode: str, seed: int = 0, default_mode: bool = 
     return seconds
 
 
-def compile_problem(inp: CompileInput, store: ArtifactStore) -> CompileResult:
-    """Activity entry point: the compiled baseline of ``inp.problem`` (cached by content hash)."""
-    require_cuda()
-    return compile_on(inp, store, "cuda", bench_ms)
-
-
-def compile_on(
+def compile_module(
     inp: CompileInput,
     store: ArtifactStore,
     device: str,
     bench: Callable[[Callable[[], Any]], float],
 ) -> CompileResult:
-    """``compile_problem`` on any device with any timer (CPU tests use ``device="cpu"``).
+    """The module kind's compile step on any device with any timer (CPU tests use "cpu").
 
-    Standalone Triton / Helion problems have no Inductor graph: their compile
-    step is ``kernelopt.kinds.compile`` (the file's own kernel is the baseline).
+    Callers go through ``kernelopt.kinds.registry.compile_problem``, which hands
+    each kind to its own compile step.
     """
     from kernelopt.stages import StageClock
 
@@ -233,12 +227,6 @@ def compile_on(
 
     strict_fp32()  # before any compile: autotuning must choose for the numerics the gates run
     source = store.get_text(inp.problem.source)
-    from kernelopt.kinds.detect import detect_kind
-
-    if detect_kind(source) != ProblemKind.MODULE:  # hook: Triton/Helion kernel problems
-        from kernelopt.kinds.compile import compile_kernel_problem
-
-        return compile_kernel_problem(inp, store, device, bench)
     ver = versions()
     key = cache.cache_key(
         hashlib.sha256(source.encode()).hexdigest(),
@@ -255,7 +243,7 @@ def compile_on(
             log.info("compile cache hit", problem=inp.problem.name, key=key[:12])
             return hit
     stages.lap("imports")
-    problem = load_problem(source, name=inp.problem.name)
+    problem = load_module_problem(source, name=inp.problem.name)
     seed = inp.problem.seed
     model = problem.make_model(seed, device)
     init_inputs = problem.make_init_inputs(seed)

@@ -20,7 +20,7 @@ from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
 from kernelopt.precision import strict_fp32
-from kernelopt.problem import load_problem
+from kernelopt.problem import load_module_problem
 from kernelopt.store import ArtifactStore
 
 
@@ -80,7 +80,7 @@ def rehydrate(
             f"{recorded.problem.name}: the problem source changed since the wrapper was captured"
         )
     name = recorded.problem.name
-    problem = load_problem(problem_source, name=name)
+    problem = load_module_problem(problem_source, name=name)
     seed = recorded.problem.seed
     model = problem.make_model(seed, device)
     inputs = problem.make_inputs(seed, device)

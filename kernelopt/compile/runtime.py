@@ -13,58 +13,33 @@ so loading the same text twice compiles nothing twice.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
-from kernelopt.pyfile import exec_file
+from kernelopt.loaded_problem import seeded
+from kernelopt.pyfile import code_dir, exec_file_once, safe_name, source_digest, write_source
 from kernelopt.store import ArtifactStore
-
-_MODULES: dict[str, ModuleType] = {}
 
 
 class WrapperLoadError(DeterministicError):
     """A wrapper or candidate module failed to import (syntax, compile error, missing name)."""
 
 
-def _code_dir(kind: str) -> Path:
-    from kernelopt.config import Settings
-
-    directory = Settings.from_env().home / "code" / kind
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        directory = Path(tempfile.gettempdir()) / "kernelopt-code" / kind
-        directory.mkdir(parents=True, exist_ok=True)
-    return directory
-
-
 def _load_module(source: str, name: str, kind: str) -> ModuleType:
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:20]
-    safe = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "module"
-    module_name = f"kernelopt_{kind}_{safe}_{digest}"
-    if module_name in _MODULES:
-        return _MODULES[module_name]
-    path = _code_dir(kind) / f"{module_name}.py"
-    if not path.is_file() or path.read_text(encoding="utf-8") != source:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(source, encoding="utf-8")
-        tmp.replace(path)
+    """Import generated text through ``kernelopt.pyfile`` (the one loader of code files)."""
+    module_name = f"kernelopt_{kind}_{safe_name(name)}_{source_digest(source, 20)}"
+    path = write_source(code_dir("code", kind) / f"{module_name}.py", source)
     try:
-        module = exec_file(path, module_name)
+        return exec_file_once(path, module_name)
     except Exception as exc:
         raise WrapperLoadError(
             f"loading {kind} module {name} failed: {type(exc).__name__}: {exc}"
         ) from exc
-    _MODULES[module_name] = module
-    return module
 
 
 def compile_in_process() -> None:
@@ -179,7 +154,6 @@ class ForwardRunner:
         init_inputs: Sequence[Any],
         device: str = "cuda",
     ) -> None:
-        import torch
 
         module = _load_module(source, "forward_candidate", "candidate")
         model_new = getattr(module, "ModelNew", None)
@@ -187,9 +161,8 @@ class ForwardRunner:
             raise WrapperLoadError("single-kernel candidate defines no class ModelNew")
         self.arg_names = arg_names
         self.arg_roles = arg_roles
-        torch.manual_seed(seed)
         try:
-            self.model = model_new(*init_inputs).to(device)
+            self.model = seeded(seed, lambda: model_new(*init_inputs)).to(device)
         except Exception as exc:
             raise WrapperLoadError(
                 f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"

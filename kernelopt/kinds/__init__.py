@@ -13,21 +13,24 @@ Why an adapter and not a second pipeline: every guarantee of the checker
 (isolated children, poisoned allocations, held-out seeds and shapes, the
 float64 rule, fresh-process timing, the roofline) then holds for kernel
 problems without a line of it being copied, and a fix to one holds for all.
-The price is a handful of hooks, each a few lines and each naming this
-package: ``kernelopt.problem.load_problem`` / ``check_problem_file``
-(dispatch on the kind), ``kernelopt.campaigns`` (cheap validation before a
-campaign), ``kernelopt.compile.capture.compile_on`` (the compile step becomes
-``kinds.compile``), ``gates.problem_io.ProblemFile`` and ``gates.jobs.build``
-(the runtime checks, and the launcher instead of ``torch.compile`` as the
-baseline), ``kernelopt.cli.verify`` (launch-only candidates).
+Each kind is one class behind one base (``base.Kind``: text checks, load,
+compile, runtime checks, baseline, built-in variants): ``module.ModuleKind``,
+``kernel.TritonKind`` and ``kernel.HelionKind``.  ``registry`` picks the class
+for a file (or a recorded ``ProblemKind``) and holds the entry points every
+caller uses -- ``load_problem`` (the one loader, for the compile step and the
+gate children alike), ``check_problem_file`` and ``compile_problem`` -- so no
+module outside this package asks which kind a problem is.
 
-Modules: ``detect`` (kind and text-only checks, no torch), ``problem``
-(import and the KernelBench-shaped view), ``validate`` (memory, determinism,
-baseline correctness), ``baseline`` (the ``ModelNew`` shim of the baseline
-and of variants), ``helion_kernels`` (autotuned baseline, pinning),
-``compile`` (the compile step), ``builtin`` (the built-in proposer's launch
-space), ``candidates`` (launch-only candidates).  The file formats are in
-the README ("Standalone Triton and Helion kernels").
+Modules: ``base`` (the kind interface), ``module`` and ``kernel`` (the kinds),
+``registry`` (dispatch and entry points), ``detect`` (kind and text-only
+checks, no torch), ``problem`` (import of a kernel problem and its
+KernelBench-shaped view), ``validate`` (memory, determinism, baseline
+correctness), ``baseline`` (the ``ModelNew`` shim of the baseline and of
+variants), ``helion_kernels`` (autotuned baseline, pinning), ``compile`` (the
+kernel kinds' compile step), ``builtin`` (the built-in proposer's launch
+space), ``candidates`` (launch-only candidates), ``modules`` (generated code
+imported as modules).  The file formats are in the README ("Standalone
+Triton and Helion kernels").
 
 Importing this package imports no torch.
 """

@@ -37,7 +37,6 @@ from kernelopt.compile.versions import versions
 from kernelopt.contracts.compiled import CompileInput, CompileResult, TensorSpec
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
-from kernelopt.kinds.problem import load_kernel_problem
 from kernelopt.loaded_problem import KernelProblem
 from kernelopt.log import get_logger
 from kernelopt.precision import POLICY
@@ -119,11 +118,12 @@ def _clone(values: list[Any]) -> list[Any]:
 
 def compile_kernel_problem(
     inp: CompileInput,
+    problem: KernelProblem,
     store: ArtifactStore,
     device: str,
     bench: Callable[[Callable[[], Any]], float],
 ) -> CompileResult:
-    """``compile_on`` for Triton / Helion problems (same inputs, same result model)."""
+    """The compile step of a loaded Triton / Helion problem (same result model as modules)."""
     import torch
 
     from kernelopt.compile import cache
@@ -133,9 +133,8 @@ def compile_kernel_problem(
     from kernelopt.kinds.baseline import baseline_source
     from kernelopt.kinds.modules import import_source
 
-    source = store.get_text(inp.problem.source)
+    source = problem.source
     name, seed = inp.problem.name, inp.problem.seed
-    problem = load_kernel_problem(None, source, inp.problem.path or name, name)
     ver = versions()
     mode = baseline_mode(problem, device)
     key_mode = mode

@@ -3,7 +3,8 @@
 ``load_kernel_problem`` imports the file and checks what can be checked
 without running the kernel (names, callables, signatures, how many inputs
 ``get_inputs()`` yields -- counted on the meta device, so nothing big is
-allocated).  ``KernelProblem.as_loaded()`` then presents it as the
+allocated).  ``KernelProblem.as_loaded()`` (called by the kind classes of
+``kernelopt.kinds.kernel``) then presents it as the
 ``LoadedProblem`` every other part of kernelopt already understands:
 
 * ``Model`` is ``ReferenceModel``: no parameters, ``forward(*inputs)`` is
@@ -11,14 +12,13 @@ allocated).  ``KernelProblem.as_loaded()`` then presents it as the
   in float32 with TF32 off and in float64);
 * ``get_init_inputs()`` is ``[]``; ``get_inputs`` / ``get_holdout_inputs`` are
   the file's own;
-* ``kernel`` is this object: the compile step and the gates ask it for the
-  baseline (the file's own launcher, see ``kernelopt.kinds.baseline``) and for
-  the runtime checks (``kernelopt.kinds.validate``).
+* ``kernel`` is this object and ``runtime`` its kind: the gates ask the kind
+  for the baseline (the file's own launcher, see ``kernelopt.kinds.baseline``)
+  and for the runtime checks (``kernelopt.kinds.validate``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from pathlib import Path
 from types import ModuleType
@@ -27,8 +27,10 @@ from typing import Any
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.kinds.detect import Params, check_kernel_source, compare_params
+from kernelopt.kinds.modules import import_path, kinds_dir
 from kernelopt.kinds.validate import input_lists
 from kernelopt.loaded_problem import KernelProblem
+from kernelopt.pyfile import source_digest, write_source
 
 _TUNE_NAME = "TUNE"
 _EFFORT_NAME = "AUTOTUNE_EFFORT"
@@ -56,14 +58,10 @@ def load_kernel_problem(
     path: Path | None, source: str, label: str, name: str | None = None
 ) -> KernelProblem:
     """Import a kernel problem (``path``, or ``source`` written to a file) and validate it."""
-    from kernelopt.kinds.modules import code_dir, import_path
-
     info = check_kernel_source(source, label)
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    digest = source_digest(source, 16)
     if path is None:
-        path = code_dir() / f"problem_{digest}.py"
-        if not path.is_file() or path.read_text(encoding="utf-8") != source:
-            path.write_text(source, encoding="utf-8")
+        path = write_source(kinds_dir() / f"problem_{digest}.py", source)
     module = import_path(path, f"kernelopt_problem_{digest}", label)
     problem_name = name or Path(label).stem
     kernels = tuple(info.helion_kernels if info.kind == ProblemKind.HELION else info.triton_kernels)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelopt.errors import ProblemError
-from kernelopt.loaded_problem import KernelProblem
+from kernelopt.loaded_problem import KernelProblem, seeded
 
 GATE2_RTOL = 1e-3  # gate 2's defaults (GateSettings): the baseline must pass what candidates must
 GATE2_ATOL = 1e-3
@@ -82,16 +82,16 @@ def _generate(problem: KernelProblem, seed: int, meta: bool) -> Iterator[tuple[s
 
     label = problem.path
     with torch.device("meta") if meta else contextlib.nullcontext():
-        torch.manual_seed(seed)
-        main = _as_list(_call(problem.get_inputs, "get_inputs()", label), "get_inputs()", label)
+        drawn = seeded(seed, lambda: _call(problem.get_inputs, "get_inputs()", label))
+        main = _as_list(drawn, "get_inputs()", label)
         if not any(isinstance(x, torch.Tensor) for x in main):
             raise ProblemError(label, "get_inputs() returned no tensor")
         yield "get_inputs()", main
         if problem.get_holdout_inputs is None:
             return
-        torch.manual_seed(seed)
         what = "get_holdout_inputs()"
-        cases = _as_list(_call(problem.get_holdout_inputs, what, label), what, label)
+        holdout = problem.get_holdout_inputs
+        cases = _as_list(seeded(seed, lambda: _call(holdout, what, label)), what, label)
         for i, case in enumerate(cases):
             yield f"get_holdout_inputs()[{i}]", _as_list(case, f"{what}[{i}]", label)
 

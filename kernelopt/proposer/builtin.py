@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from kernelopt.contracts.compiled import TargetKind
-from kernelopt.contracts.problem import ProblemKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult, BuiltinVariant
+from kernelopt.kinds.registry import kind_named
 from kernelopt.memory import ExperienceMemory
 from kernelopt.proposer.inductor_source import (
     KernelSourceError,
@@ -53,11 +53,10 @@ NO_EVICTION_LABEL = "no-eviction-hints"
 
 
 def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeResult:
-    if inp.compiled.problem.kind != ProblemKind.MODULE:
-        # standalone Triton / Helion problems: their launcher's own configuration space
-        from kernelopt.kinds.builtin import propose as propose_kernel_problem
-
-        return propose_kernel_problem(inp, store)
+    # a kind with a launch space of its own (a standalone Triton / Helion kernel) searches it
+    own = kind_named(inp.compiled.problem.kind).builtin_variants(inp, store)
+    if own is not None:
+        return own
     if inp.target.kind == TargetKind.FORWARD:
         from kernelopt.proposer.rewrites.family import propose_rewrites  # imports torch
 

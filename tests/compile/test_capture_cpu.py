@@ -29,7 +29,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def cpu_compiled(home: Path) -> tuple[CompileResult, CompileResult, ArtifactStore]:
-    from kernelopt.compile.capture import compile_on
+    from kernelopt.kinds.registry import compile_on
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KERNELOPT_HOME", str(home))
@@ -103,7 +103,7 @@ def test_captured_args_are_the_real_weights(cpu_compiled) -> None:
     import torch
 
     from kernelopt.compile.runtime import load_tensors
-    from kernelopt.problem import load_problem
+    from kernelopt.kinds.registry import load_problem
 
     first, _, store = cpu_compiled
     args = load_tensors(store, first.args)
@@ -116,7 +116,7 @@ def test_wrapper_forward_feeds_fresh_inputs_with_captured_weights(cpu_compiled, 
     import torch
 
     from kernelopt.compile.runtime import load_tensors, wrapper_forward
-    from kernelopt.problem import load_problem
+    from kernelopt.kinds.registry import load_problem
 
     first, _, store = cpu_compiled
     with pytest.MonkeyPatch.context() as mp:

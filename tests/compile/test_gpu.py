@@ -70,8 +70,8 @@ def _spec(rel: str, store):
 
 def _compiled(rel: str, store):
     """The committed fixture's baseline, rehydrated (no compile); else compile (cached)."""
-    from kernelopt.compile.capture import compile_problem
     from kernelopt.contracts.compiled import CompileInput
+    from kernelopt.kinds.registry import compile_problem
 
     name = problem_name(rel)
     if name in fixture_names():
@@ -97,9 +97,9 @@ def _export(name: str, suffix: str, text: str) -> None:
 
 @pytest.mark.parametrize("rel", CORE)
 def test_compile_then_cache_hit(rel: str, gpu_store) -> None:
-    from kernelopt.compile.capture import compile_problem
     from kernelopt.compile.segment import segment
     from kernelopt.contracts.compiled import CompileInput, SegmentInput
+    from kernelopt.kinds.registry import compile_problem
 
     _before_deadline()
     spec = _spec(rel, gpu_store)

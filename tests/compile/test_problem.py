@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernelopt.errors import ProblemError
-from kernelopt.problem import check_problem_file, check_problem_source, load_problem
+from kernelopt.kinds.registry import check_problem_file, load_problem
+from kernelopt.problem import check_problem_source
 from tests.compile.helpers import DATA, ROOT
 
 GOOD = (DATA / "tiny_linear_relu.py").read_text()
@@ -45,7 +46,7 @@ def test_check_problem_file_does_not_import_torch(tmp_path: Path) -> None:
     path = tmp_path / "p.py"
     path.write_text(GOOD)
     code = (
-        "import sys; from kernelopt.problem import check_problem_file; "
+        "import sys; from kernelopt.kinds.registry import check_problem_file; "
         f"check_problem_file({str(path)!r}); print('torch' in sys.modules)"
     )
     out = subprocess.run(

@@ -48,9 +48,9 @@ def _needs_helion(rel: str) -> None:
 
 def _compile(rel: str, store: ArtifactStore) -> Any:
     from kernelopt.campaigns import prepare_problem
-    from kernelopt.compile.capture import compile_on
     from kernelopt.compile.timing import bench_ms
     from kernelopt.contracts import CompileInput
+    from kernelopt.kinds.registry import compile_on
 
     if rel not in _compiled:
         spec = prepare_problem(ROOT / rel, store)
@@ -86,10 +86,10 @@ def test_bad_problems_are_refused_on_the_gpu(
     name: str, expected: str, gpu_store: ArtifactStore
 ) -> None:
     from kernelopt.campaigns import prepare_problem
-    from kernelopt.compile.capture import compile_on
     from kernelopt.compile.timing import bench_ms
     from kernelopt.contracts import CompileInput
     from kernelopt.errors import ProblemError
+    from kernelopt.kinds.registry import compile_on
 
     spec = prepare_problem(ROOT / "tests" / "kinds" / "problems" / f"{name}.py", gpu_store)
     with pytest.raises(ProblemError) as refused:

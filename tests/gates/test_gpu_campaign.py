@@ -67,8 +67,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory):
     deadline = float(os.environ.get("KERNELOPT_GATES_DEADLINE", "0") or 0)
     if deadline and deadline - time.time() < 100:
         pytest.skip("not enough device time left for the campaign-path check")
-    from kernelopt.compile.capture import compile_problem
     from kernelopt.compile.segment import segment
+    from kernelopt.kinds.registry import compile_problem
 
     store = open_store(tmp_path_factory.mktemp("campaign-store"))
     spec = ProblemSpec(name="linear_gelu", source=store.put_text(PROBLEM, name="linear_gelu.py"))

@@ -44,7 +44,7 @@ _COMPILE_CHILD = """
 import sys
 from pathlib import Path
 from kernelopt.campaigns import prepare_problem
-from kernelopt.compile.capture import compile_on
+from kernelopt.kinds.registry import compile_on
 from kernelopt.contracts import CompileInput
 from kernelopt.store import open_store
 

@@ -49,8 +49,8 @@ def test_helion_moves_walk_one_coordinate() -> None:
 
 @pytest.fixture(scope="module")
 def compiled(kinds_env: Path):
-    from kernelopt.compile.capture import compile_on
     from kernelopt.compile.segment import segment
+    from kernelopt.kinds.registry import compile_on
 
     store = open_store(kinds_env / "artifacts")
     spec = prepare_problem(PROBLEMS / "scale_add.py", store)

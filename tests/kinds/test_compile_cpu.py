@@ -34,7 +34,7 @@ def _timer(calls: list[int]):
 
 @pytest.fixture(scope="module")
 def compiled(kinds_env: Path) -> tuple[CompileResult, CompileResult, ArtifactStore, list[int]]:
-    from kernelopt.compile.capture import compile_on
+    from kernelopt.kinds.registry import compile_on
 
     store = open_store(kinds_env / "artifacts")
     spec = prepare_problem(PROBLEMS / "scale_add.py", store, seed=5)
@@ -113,7 +113,7 @@ def test_baseline_wrapper_runs_like_the_model_and_restitches(compiled) -> None:
     ],
 )
 def test_bad_problems_stop_at_compile(kinds_env: Path, name: str, reason: str) -> None:
-    from kernelopt.compile.capture import compile_on
+    from kernelopt.kinds.registry import compile_on
 
     store = open_store(kinds_env / "artifacts")
     spec = prepare_problem(PROBLEMS / f"{name}.py", store)

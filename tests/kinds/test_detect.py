@@ -11,7 +11,7 @@ from kernelopt.campaigns import prepare_problem
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.kinds import check_kernel_source, detect_kind
-from kernelopt.problem import check_problem_file
+from kernelopt.kinds.registry import check_problem_file
 from kernelopt.store import open_store
 from tests.kinds.conftest import PROBLEMS, ROOT
 

@@ -73,10 +73,10 @@ def test_a_nondeterministic_reference_cannot_run(capsys, launcher: bool) -> None
 
 def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launcher: bool) -> None:
     from gates.campaign import gate_candidate, gate_model
-    from kernelopt.compile.capture import compile_on
     from kernelopt.compile.restitch import restitch
     from kernelopt.compile.segment import segment
     from kernelopt.kinds.builtin import propose
+    from kernelopt.kinds.registry import compile_on
 
     store = open_store(kinds_env / "artifacts")
     compiled = compile_on(

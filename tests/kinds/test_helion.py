@@ -30,7 +30,7 @@ def compiled(kinds_env: Path):
 
 
 def test_helion_problem_loads_with_the_kernel_as_its_launcher() -> None:
-    from kernelopt.problem import load_problem
+    from kernelopt.kinds.registry import load_problem
 
     loaded = load_problem(PROBLEM)
     assert loaded.kind == "helion"
@@ -81,7 +81,7 @@ def test_builtin_variants_of_a_helion_kernel_pass_the_gates(
 def test_autotuning_effort_is_stated_and_validated(monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelopt.errors import ProblemError
     from kernelopt.kinds.helion_kernels import DEFAULT_EFFORT, EFFORT_ENV, effort_for
-    from kernelopt.problem import load_problem
+    from kernelopt.kinds.registry import load_problem
 
     problem = load_problem(PROBLEM).kernel
     assert effort_for(problem, "cpu") == "none"
@@ -95,7 +95,7 @@ def test_autotuning_effort_is_stated_and_validated(monkeypatch: pytest.MonkeyPat
 
 
 def test_example_helion_problem_loads(kinds_env: Path) -> None:
-    from kernelopt.problem import check_problem_file, load_problem
+    from kernelopt.kinds.registry import check_problem_file, load_problem
     from tests.kinds.conftest import ROOT
 
     path = ROOT / "problems" / "helion" / "001_rmsnorm.py"

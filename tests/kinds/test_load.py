@@ -9,7 +9,7 @@ import torch
 
 from kernelopt.errors import ProblemError
 from kernelopt.kinds import validate
-from kernelopt.problem import load_problem
+from kernelopt.kinds.registry import load_problem
 from tests.kinds.conftest import PROBLEMS
 
 HEADER = """
