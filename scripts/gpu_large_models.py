@@ -45,7 +45,6 @@ def measure(path: Path, home: Path) -> dict[str, Any]:
     """One model, in this process: every number of the table."""
     import torch
 
-    from kernelopt.compile.capture import compile_problem
     from kernelopt.compile.segment import segment
     from kernelopt.compile.segment_scope import scope_segment
     from kernelopt.compile.triage import triage
@@ -54,6 +53,7 @@ def measure(path: Path, home: Path) -> dict[str, Any]:
     from kernelopt.contracts.problem import ProblemSpec
     from kernelopt.contracts.search import SearchKernelInput
     from kernelopt.contracts.verdicts import CandidateGateInput
+    from kernelopt.kinds.registry import compile_problem
     from kernelopt.store import open_store
 
     store = open_store(home / "artifacts")

@@ -18,8 +18,8 @@ from types import ModuleType
 import pytest
 import torch
 
+from kernelopt.kinds.registry import check_problem_file, load_problem
 from kernelopt.preflight_problem import check_problem
-from kernelopt.problem import check_problem_file, load_problem
 
 ROOT = Path(__file__).resolve().parents[2] / "problems" / "large"
 LARGE = sorted(ROOT.glob("[0-9][0-9][0-9]_*.py"))
