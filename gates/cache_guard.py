@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gates.zygote_client import SOCKET_ENV, ServiceError, request_digests
+
 Stat = tuple[int, int, int]  # inode, size, ctime_ns
 HASH_LIMIT = 16 * 2**20  # cubins and kernel sources are KBs; bigger files: state only
 
@@ -118,8 +120,6 @@ def worker_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
     would hash them all again, seconds per gate activity.  The worker process hashes each
     file state once and remembers it.
     """
-    from gates.zygote_service import SOCKET_ENV, ServiceError, request_digests
-
     path = os.environ.get(SOCKET_ENV)
     if path and items:
         try:

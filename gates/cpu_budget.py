@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from gates.child import mark
+from gates.job_progress import mark
 from gates.protocol import InputSet, ReferenceJob
 from kernelopt.durations import human_duration
 

@@ -29,7 +29,6 @@ from typing import Any
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
 from gates.perfstats import decide_category, iqr_rel, median, rounds_sufficient, timers_agree
 from gates.protocol import ModelSource, OutputLeaf, TimingJob, TimingResult
-from gates.roofline import ceilings_for, roofline_check
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck
 from kernelopt.contracts.verdicts import (
@@ -39,6 +38,7 @@ from kernelopt.contracts.verdicts import (
     GateVerdict,
     PerfCategory,
 )
+from kernelopt.roofline import ceilings_for, roofline_check
 
 
 @dataclass

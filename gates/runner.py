@@ -33,8 +33,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from gates import sandbox
+from gates.protocol import ModelSource, TimingJob
 from gates.zygote import Zygote, ZygoteError
-from gates.zygote_service import (
+from gates.zygote_client import (
     DEVICE_ENV,
     SOCKET_ENV,
     ServiceError,
@@ -338,8 +339,6 @@ def probe_zygote(zygote: Zygote, device: str, timeout_s: float = 120.0) -> Child
     import tempfile
 
     import torch
-
-    from gates.protocol import ModelSource, TimingJob
 
     tmp = Path(tempfile.mkdtemp(prefix="kernelopt-probe-"))
     try:

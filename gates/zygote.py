@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from gates import sandbox
+from gates.child import main as child_main
 from gates.sandbox_stage import Stage, new_root
 
 PRELOAD = (
@@ -76,9 +77,7 @@ def _child(workdir: str) -> None:
         os.dup2(null, 0)
         os.close(null)
         os.chdir(workdir)
-        from gates.child import main
-
-        main([workdir])  # calls os._exit
+        child_main([workdir])  # calls os._exit
     finally:
         os._exit(70)
 

@@ -36,62 +36,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gates.cache_guard import file_state
+from gates.cache_guard import compiler_cache_dirs, content_digest, file_state
+from gates.runner import probe_zygote, zygote_env
 from gates.zygote import Zygote, ZygoteError
+from gates.zygote_client import DEVICE_ENV, SOCKET_ENV
 from kernelopt.log import get_logger
 
 log = get_logger(__name__)
 
-SOCKET_ENV = "KERNELOPT_ZYGOTE_SOCKET"
-DEVICE_ENV = "KERNELOPT_ZYGOTE_DEVICE"
-# A job's answer may come this long after its own timeout (kill + reap).
-_ANSWER_GRACE_S = 60.0
-# Hashing a whole cold cache (tens of thousands of files) takes seconds, not minutes.
-_DIGEST_TIMEOUT_S = 300.0
-
-
-class ServiceError(RuntimeError):
-    """The shared zygote could not run a job (the caller spawns instead)."""
-
-
-def run_via_service(path: str, workdir: Path, timeout_s: float) -> tuple[int | None, bool]:
-    """Ask the worker's zygote to run one gate job; (returncode, timed_out)."""
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(10.0)
-            sock.connect(path)
-            request = {"workdir": str(workdir), "timeout_s": timeout_s}
-            sock.sendall((json.dumps(request) + "\n").encode())
-            sock.settimeout(timeout_s + _ANSWER_GRACE_S)
-            answer = sock.makefile("rb").readline()
-    except OSError as exc:
-        raise ServiceError(f"zygote service at {path} unreachable: {exc}") from exc
-    if not answer:
-        raise ServiceError("zygote service closed the connection without an answer")
-    reply = json.loads(answer)
-    if "error" in reply:
-        raise ServiceError(str(reply["error"]))
-    return reply.get("returncode"), bool(reply.get("timed_out"))
-
-
-def request_digests(path: str, items: list[tuple[str, tuple[int, int, int]]]) -> list[str | None]:
-    """Content digests of cache files in the given states, from the worker's memo."""
-    request = {"digests": [[p, *state] for p, state in items]}
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(_DIGEST_TIMEOUT_S)
-            sock.connect(path)
-            sock.sendall((json.dumps(request) + "\n").encode())
-            answer = sock.makefile("rb").readline()
-    except OSError as exc:
-        raise ServiceError(f"zygote service at {path} unreachable: {exc}") from exc
-    try:
-        digests = json.loads(answer)["digests"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ServiceError(f"bad digest answer: {exc}") from exc
-    if not isinstance(digests, list) or len(digests) != len(items):
-        raise ServiceError("digest answer does not match the request")
-    return digests
+# the socket's environment names are the client's; callers of the service find them here too
+__all__ = ["DEVICE_ENV", "SOCKET_ENV", "DigestMemo", "ZygoteService", "start_for_worker"]
 
 
 class DigestMemo:
@@ -111,8 +65,6 @@ class DigestMemo:
     LIMIT = 1_000_000  # states remembered before starting over (~200 MB)
 
     def __init__(self, dirs: list[Path] | None = None) -> None:
-        from gates.cache_guard import compiler_cache_dirs
-
         self.dirs = [os.path.abspath(d) for d in (dirs or compiler_cache_dirs())]
         self._memo: dict[tuple[str, int, int, int], str | None] = {}
         self._lock = threading.Lock()
@@ -127,8 +79,6 @@ class DigestMemo:
 
     def digest(self, path: str, state: tuple[int, int, int]) -> str | None:
         """The digest of ``path`` in ``state``; None if it is not there in that state."""
-        from gates.cache_guard import content_digest
-
         key = (path, *state)
         with self._lock:
             if key in self._memo:
@@ -205,8 +155,6 @@ class ZygoteService:
 
     def start(self, *, probe: bool = True) -> str:
         """Start the zygote (and prove it with one real job), then serve; a note on how."""
-        from gates.runner import probe_zygote, zygote_env
-
         started = time.monotonic()
         self._zygote = Zygote(zygote_env(self.device), start_timeout_s=120.0)
         note = "zygote ready"
@@ -227,8 +175,6 @@ class ZygoteService:
     def _live_zygote(self) -> Zygote:
         with self._lock:
             if self._zygote is None or not self._zygote.alive:
-                from gates.runner import zygote_env
-
                 if self._zygote is not None:
                     log.warning("zygote died; starting a new one", device=self.device)
                     self._zygote.close()

@@ -79,6 +79,8 @@ STOP_DURING_COMPILE_PATCH = "stop-gives-up-compile"
 BUILTIN_REWRITES_PATCH = "builtin-rewrites-whole-forward"
 # A kernel search gets only its target's part of the segmentation (compile/segment_scope.py).
 SCOPED_SEGMENT_PATCH = "search-gets-scoped-segment"
+# A pause or stop that arrived while a search was being started reaches it once it has.
+STEER_STARTING_SEARCH_PATCH = "steer-starting-search"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
@@ -146,6 +148,17 @@ class OptimizeModel:
             await self._child.signal(signal, *args)
         except ApplicationError as exc:  # it finished meanwhile
             workflow.logger.info("search ended before the %s signal: %s", signal, exc)
+
+    async def _steer_started_search(self) -> None:
+        """Tell a search just started about a pause or stop that came while it was starting.
+
+        Until its start resolves there is no handle to signal, so ``_tell_search``
+        dropped them, and the whole search would have run through a pause.
+        """
+        if self._stop_requested:
+            await self._tell_search("stop", self._stop_requested)
+        elif self._paused:
+            await self._tell_search("pause")
 
     @workflow.update(name="set_budgets")
     async def set_budgets(self, budgets: Budgets) -> Budgets:
@@ -281,6 +294,10 @@ class OptimizeModel:
                     task_queue=inp.options.cpu_queue,
                     result_type=SearchKernelResult,
                 )
+                if (self._paused or self._stop_requested) and workflow.patched(
+                    STEER_STARTING_SEARCH_PATCH
+                ):
+                    await self._steer_started_search()
                 result = await self._child
             except ChildWorkflowError as exc:
                 workflow.logger.warning("search of %s failed: %s", target.id, exc.cause or exc)

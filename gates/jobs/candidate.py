@@ -19,7 +19,7 @@ import torch
 
 from gates.call_policy import CallPreparer, load_policy
 from gates.checked_calls import output_problem
-from gates.child import mark
+from gates.job_progress import mark
 from gates.jobs.build import build_callable
 from gates.poison import PoisonAllocations, poison_cached_blocks
 from gates.problem_io import (

@@ -31,9 +31,9 @@ from gates.call_policy import (
     state_tensors,
 )
 from gates.checked_calls import shares_memory
-from gates.child import mark
 from gates.cpu_budget import CpuBudget
 from gates.float32_random import Float32Randomness
+from gates.job_progress import mark
 from gates.jobs.build import weights_path
 from gates.nondeterminism import divergent_op, nondeterministic_error
 from gates.problem_io import (

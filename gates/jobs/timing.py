@@ -29,8 +29,8 @@ import torch
 
 from gates.call_policy import CallPreparer, by_index, load_policy
 from gates.checked_calls import CheckedCalls, RotatingInputs
-from gates.child import job_file
-from gates.child import mark as child_mark
+from gates.job_progress import job_file
+from gates.job_progress import mark as child_mark
 from gates.jobs.build import build_callable
 from gates.perfstats import median, spread
 from gates.placement import cpu_node, current_cpu, gpu_node, pci_address

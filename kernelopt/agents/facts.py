@@ -22,6 +22,7 @@ from kernelopt.contracts.compiled import (
 )
 from kernelopt.contracts.search import Hardware, InductorKernelFact, PromptFacts
 from kernelopt.contracts.verdicts import GateSettings
+from kernelopt.roofline import ceilings_for
 
 DTYPE_BYTES = {
     "float64": 8,
@@ -77,10 +78,8 @@ def stand_in_hardware(gpu_name: str, wrapper_text: str = "") -> Hardware:
 
     Name: the compile record; SM count and compute capability: Inductor's
     ``DeviceProperties`` in the wrapper (written on the GPU at compile time);
-    bandwidth and L2: the gates' roofline table (measured copy bandwidth).
+    bandwidth and L2: the roofline table of measured copy bandwidths (kernelopt/roofline.py).
     """
-    from gates.roofline import ceilings_for
-
     sm_count: int | None = None
     capability = ""
     match = _DEVICE_PROPS.search(wrapper_text)
@@ -97,7 +96,7 @@ def stand_in_hardware(gpu_name: str, wrapper_text: str = "") -> Hardware:
     if match:
         parts.append("SM count from Inductor's DeviceProperties")
     if known is not None:
-        parts.append("bandwidth (measured copy) and L2 from gates/roofline.py")
+        parts.append("bandwidth (measured copy) and L2 from kernelopt/roofline.py")
     return Hardware(
         name=gpu_name or "unknown GPU",
         sm_count=sm_count,

@@ -12,12 +12,22 @@ import asyncio
 import json
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 
 from kernelopt.audit import load_report
+from kernelopt.audit.runs import campaign_histories
 from kernelopt.cli import main as cli
 from kernelopt.config import Settings
-from kernelopt.contracts import Budgets, CampaignPhase, Outcome, OutcomeCategory
+from kernelopt.contracts import (
+    SEARCH_PROGRESS,
+    Budgets,
+    CampaignPhase,
+    Outcome,
+    OutcomeCategory,
+    SearchProgress,
+    names,
+)
 from kernelopt.store import open_store
 from tests.durability.support import (
     double_workers,
@@ -66,19 +76,13 @@ async def test_pause_holds_the_campaign_between_steps_and_resume_continues(
     await wait_for_phase(handle, CampaignPhase.SEARCHING)
     code, out = await run_cli(capsys, "pause", handle.id)
     assert code == 0 and "paused" in out
-    # the running search finishes its step; then the campaign holds at the next boundary
+    # the step in flight (the search's iteration, or the search's end) finishes; then it holds
     await wait_until(
-        lambda: _message(handle, "paused"), 60, what="the campaign to hold at a checkpoint"
+        lambda: _held(client, handle), 60, what="the campaign to hold at a step boundary"
     )
-    held = await progress(handle)
-    assert held.paused
+    held = await _work_done(client, handle)
     await asyncio.sleep(2.0)
-    still = await progress(handle)
-    assert (still.targets_done, still.candidates_tried, still.phase) == (
-        held.targets_done,
-        held.candidates_tried,
-        held.phase,
-    ), "work went on while paused"
+    assert await _work_done(client, handle) == held, "work went on while paused"
     code, out = await run_cli(capsys, "show", handle.id, "--json")
     assert code == 0 and json.loads(out)["paused"] is True
 
@@ -89,10 +93,113 @@ async def test_pause_holds_the_campaign_between_steps_and_resume_continues(
     report = await load_report(client, handle.id, open_store(temporal_settings.artifacts_dir))
     signals = [e.name for e in report.controls if e.kind == "signal"]
     assert signals == ["pause", "resume"]
+    assert await _started_while_paused(client, handle.id) == []
 
 
-async def _message(handle, text: str) -> bool:
-    return (await progress(handle)).message == text
+async def _search_handle(client: Client, handle, target: str | None):
+    """The search of ``target`` if it is still running, else None."""
+    if target is None:
+        return None
+    search = client.get_workflow_handle(f"{handle.id}/search/{target}")
+    if (await search.describe()).status != WorkflowExecutionStatus.RUNNING:
+        return None
+    return search
+
+
+async def _held(client: Client, handle) -> bool:
+    """Paused and at a step boundary: the search waits between iterations, or none is running.
+
+    ``progress.paused`` says the pause was received, not that the step in flight
+    has ended; a search that ended must also be counted by the campaign.
+    """
+    p = await progress(handle)
+    if not p.paused:
+        return False
+    search = await _search_handle(client, handle, p.current_target)
+    if search is not None:
+        step = (await search.query(SEARCH_PROGRESS, result_type=SearchProgress)).step
+        return step == "paused"
+    state = await handle.query("state")
+    return p.current_target in {r["target_id"] for r in state["results"]} | {None}
+
+
+async def _work_done(client: Client, handle) -> tuple:
+    """What the campaign and its running search have done so far (the search counts its own)."""
+    p = await progress(handle)
+    search = await _search_handle(client, handle, p.current_target)
+    s = await search.query(SEARCH_PROGRESS, result_type=SearchProgress) if search else None
+    return (
+        p.targets_done,
+        p.candidates_tried,
+        p.phase,
+        (s.iteration, s.candidates_tried, s.step) if s else None,
+    )
+
+
+def _signalled(event, name: str) -> bool:
+    return (
+        event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and event.workflow_execution_signaled_event_attributes.signal_name == name
+    )
+
+
+def _while_paused(history) -> list | None:
+    """The events a workflow recorded between the pause it received and the resume; None: no pause.
+
+    Commands a workflow task sent after seeing the pause are recorded after it (a signal
+    that arrives during a task is written after that task's commands).
+    """
+    events = list(history.events)
+    start = next((i for i, e in enumerate(events) if _signalled(e, "pause")), None)
+    if start is None:
+        return None
+    end = next((i for i, e in enumerate(events) if i > start and _signalled(e, "resume")), None)
+    return events[start + 1 : end]
+
+
+async def _started_while_paused(client: Client, campaign_id: str) -> list[str]:
+    """Steps started after a workflow saw the pause, and searches that ran without being told.
+
+    A campaign step is an activity or a search; a search's step is an iteration, which
+    begins with its proposer.  What was in flight may end; nothing new may begin.
+    """
+    found: list[str] = []
+    ran_through: set[str] = set()  # searches that ended while the campaign was paused
+    unreachable: set[str] = set()  # a forwarded pause that found its search already ended
+    histories = await campaign_histories(client, campaign_id)
+    for run, history in histories:
+        if run.workflow_type != names.OPTIMIZE_MODEL or history is None:
+            continue
+        for e in _while_paused(history) or []:
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                name = e.activity_task_scheduled_event_attributes.activity_type.name
+                found.append(f"campaign: activity {name}")
+            elif e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+                child = e.start_child_workflow_execution_initiated_event_attributes.workflow_id
+                found.append(f"campaign: search {child}")
+            elif e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+                attrs = e.child_workflow_execution_completed_event_attributes
+                ran_through.add(attrs.workflow_execution.workflow_id)
+            elif e.event_type == EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED:
+                attrs = e.signal_external_workflow_execution_failed_event_attributes
+                unreachable.add(attrs.workflow_execution.workflow_id)
+    for run, history in histories:
+        if run.workflow_type != names.SEARCH_KERNEL or history is None:
+            continue
+        window = _while_paused(history)
+        if window is None:
+            if run.workflow_id in ran_through - unreachable:
+                found.append(f"{run.workflow_id}: ran through the pause without being told")
+            continue
+        for e in window:
+            attrs = e.activity_task_scheduled_event_attributes
+            if (
+                e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                and attrs.activity_type.name == names.PROPOSE_BUILTIN
+            ):
+                found.append(f"{run.workflow_id}: an iteration began")
+                break
+    return found
 
 
 async def test_cancel_returns_the_compilers_baseline(

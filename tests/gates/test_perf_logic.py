@@ -12,8 +12,8 @@ from gates.perfstats import (
     spread,
     timers_agree,
 )
-from gates.roofline import ceilings_for, roofline_check
 from kernelopt.contracts.verdicts import PerfCategory
+from kernelopt.roofline import ceilings_for, roofline_check
 
 
 def test_spread_is_relative_range() -> None:
