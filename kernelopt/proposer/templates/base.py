@@ -240,3 +240,54 @@ def row_tiles(
                     points.append({"ROWS": rows, "BLOCK": block, "num_warps": warps})
             rows *= 2
     return points
+
+
+@dataclass(frozen=True)
+class AxisOp:
+    """A kernel whose only op works along one axis of one dense float input."""
+
+    node: FxNode
+    x: int  # launch-argument index of the input
+    out: int  # ... and of the output
+    shape: list[int]  # the input's shape
+    out_shape: list[int]
+    axis: int
+
+    @property
+    def outer(self) -> int:
+        return math.prod(self.shape[: self.axis])
+
+    @property
+    def inner(self) -> int:
+        return math.prod(self.shape[self.axis + 1 :])
+
+
+def match_axis_op(view: KernelView, ops: Any) -> AxisOp | None:
+    """The kernel's one op when it is one of ``ops``, over one axis, on contiguous floats.
+
+    Refused: more than one op or input, an accumulation ``dtype`` we do not model, an
+    output that is not the op's own result, strided or non-float tensors.
+    """
+    counts = view.fragment.op_counts()
+    if len(counts) != 1 or next(iter(counts)) not in ops or sum(counts.values()) != 1:
+        return None
+    node = view.fragment.calls()[0]
+    if "dtype" in node.kwargs or len(view.tensor_args("in")) != 1:
+        return None
+    first = node.args[0] if node.args else None
+    x, x_node, out = view.arg_for(first), view.node(first), view.only_output()
+    if x is None or x_node is None or x_node.shape is None or out is None:
+        return None
+    axis = reduced_axis(node.args[1] if len(node.args) > 1 else None, len(x_node.shape))
+    y_spec = view.args[out].tensor
+    if (
+        axis is None
+        or y_spec is None
+        or view.stored_node(out) is not node
+        or not contiguous(x_node.shape, x_node.stride)
+        or not contiguous(y_spec.shape, y_spec.stride)
+        or dtype_name(x_node.dtype) not in FLOAT_DTYPES
+        or y_spec.dtype not in FLOAT_DTYPES
+    ):
+        return None
+    return AxisOp(node, x, out, list(x_node.shape), list(y_spec.shape), axis)

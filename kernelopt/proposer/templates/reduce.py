@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from kernelopt.proposer.templates.base import (
-    FLOAT_DTYPES,
     MAX_TILE,
     KernelView,
     Template,
     TemplateMatch,
-    contiguous,
-    dtype_name,
+    match_axis_op,
     rank_by_prior,
-    reduced_axis,
     row_tiles,
     strided_tiles,
 )
@@ -31,43 +28,16 @@ class ReduceTemplate(Template):
     kernel_file = "k_reduce.py"
 
     def match(self, view: KernelView) -> TemplateMatch | None:
-        ops = view.fragment.op_counts()
-        if len(ops) != 1 or next(iter(ops)) not in _OPS or sum(ops.values()) != 1:
+        found = match_axis_op(view, _OPS)
+        if found is None:
             return None
-        node = view.fragment.calls()[0]
-        op, mean = _OPS[node.short]
-        x = view.arg_for(node.args[0] if node.args else None)
-        x_node = view.node(node.args[0] if node.args else None)
-        out = view.only_output()
-        if x is None or x_node is None or x_node.shape is None or out is None:
-            return None
-        if "dtype" in node.kwargs or len(view.tensor_args("in")) != 1:
-            return None  # an accumulation dtype we do not model
-        axis = reduced_axis(node.args[1] if len(node.args) > 1 else None, len(x_node.shape))
-        y_spec = view.args[out].tensor
-        if (
-            axis is None
-            or y_spec is None
-            or view.stored_node(out) is not node
-            or not contiguous(x_node.shape, x_node.stride)
-            or not contiguous(y_spec.shape, y_spec.stride)
-            or dtype_name(x_node.dtype) not in FLOAT_DTYPES
-            or y_spec.dtype not in FLOAT_DTYPES
-        ):
-            return None
-        outer = _numel(x_node.shape[:axis])
-        inner = _numel(x_node.shape[axis + 1 :])
+        op, mean = _OPS[found.node.short]
+        outer, inner, n_red = found.outer, found.inner, found.shape[found.axis]
         return TemplateMatch(
             template=self.name,
-            args={"x": x, "y": out},
-            consts={
-                "outer": outer,
-                "n_red": x_node.shape[axis],
-                "inner": inner,
-                "op": op,
-                "mean": mean,
-            },
-            what=f"{node.short} over an axis of {x_node.shape[axis]} (outer {outer}, inner {inner})",
+            args={"x": found.x, "y": found.out},
+            consts={"outer": outer, "n_red": n_red, "inner": inner, "op": op, "mean": mean},
+            what=f"{found.node.short} over an axis of {n_red} (outer {outer}, inner {inner})",
         )
 
     def grid(self, match: TemplateMatch, sm_count: int) -> list[dict[str, int]]:
@@ -102,10 +72,3 @@ class ReduceTemplate(Template):
             f"ko_reduce(args[{a['x']}], args[{a['y']}], {c['outer']}, {c['n_red']}, "
             f"{c['inner']}, {c['op']!r}, {c['mean']}, {knobs})"
         )
-
-
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n

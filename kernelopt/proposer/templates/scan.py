@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 from kernelopt.proposer.templates.base import (
-    FLOAT_DTYPES,
     KernelView,
     Template,
     TemplateMatch,
-    contiguous,
-    dtype_name,
+    match_axis_op,
     rank_by_prior,
-    reduced_axis,
     row_tiles,
     strided_tiles,
 )
@@ -28,38 +23,20 @@ class ScanTemplate(Template):
     kernel_file = "k_scan.py"
 
     def match(self, view: KernelView) -> TemplateMatch | None:
-        ops = view.fragment.op_counts()
-        if len(ops) != 1 or next(iter(ops)) not in _OPS or sum(ops.values()) != 1:
-            return None
-        node = view.fragment.calls()[0]
-        if "dtype" in node.kwargs or len(node.args) != 2 or len(view.tensor_args("in")) != 1:
-            return None  # an accumulation dtype we do not model
-        x = view.arg_for(node.args[0])
-        x_node = view.node(node.args[0])
-        out = view.only_output()
-        if x is None or x_node is None or x_node.shape is None or out is None:
-            return None
-        axis = reduced_axis(node.args[1], len(x_node.shape))
-        y_spec = view.args[out].tensor
-        if (
-            axis is None
-            or y_spec is None
-            or view.stored_node(out) is not node
-            or list(y_spec.shape) != list(x_node.shape)
-            or not contiguous(x_node.shape, x_node.stride)
-            or not contiguous(y_spec.shape, y_spec.stride)
-            or dtype_name(x_node.dtype) not in FLOAT_DTYPES
-            or y_spec.dtype not in FLOAT_DTYPES
-        ):
-            return None
-        outer = math.prod(x_node.shape[:axis])
-        inner = math.prod(x_node.shape[axis + 1 :])
-        n_scan = x_node.shape[axis]
+        found = match_axis_op(view, _OPS)
+        if found is None or len(found.node.args) != 2 or found.out_shape != found.shape:
+            return None  # a scan names its axis and keeps the input's shape
+        outer, inner, n_scan = found.outer, found.inner, found.shape[found.axis]
         return TemplateMatch(
             template=self.name,
-            args={"x": x, "y": out},
-            consts={"outer": outer, "n_scan": n_scan, "inner": inner, "op": _OPS[node.short]},
-            what=f"{node.short} along an axis of {n_scan} (outer {outer}, inner {inner})",
+            args={"x": found.x, "y": found.out},
+            consts={
+                "outer": outer,
+                "n_scan": n_scan,
+                "inner": inner,
+                "op": _OPS[found.node.short],
+            },
+            what=f"{found.node.short} along an axis of {n_scan} (outer {outer}, inner {inner})",
         )
 
     def grid(self, match: TemplateMatch, sm_count: int) -> list[dict[str, int]]:
