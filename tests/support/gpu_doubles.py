@@ -261,7 +261,9 @@ async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResu
 async def restitch_double(inp: RestitchInput) -> RestitchResult:
     from kernelopt.compile.restitch import forward_wrapper, restitch_source
 
-    await _work(names.RESTITCH, ",".join(r.target.id for r in inp.replacements))
+    # one distinct call per replacement set: the same targets with a runner-up's source differ
+    sources = "+".join(r.source.sha256[:8] for r in inp.replacements)
+    await _work(names.RESTITCH, ",".join(r.target.id for r in inp.replacements) + f"@{sources}")
     store = open_store()
     base = store.get_text(inp.compiled.wrapper)
     forward = [r for r in inp.replacements if r.target.kind == TargetKind.FORWARD]
