@@ -100,7 +100,7 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     if options.proposer.kind == ProposerKind.LLM:
         proposer = f"LLM {options.proposer.model} @ {options.proposer.base_url or 'api.openai.com'}"
     else:
-        proposer = "built-in (no LLM endpoint configured: launch-configuration search)"
+        proposer = "built-in (no LLM endpoint configured: templates, rewrites, launch configs)"
     output.err_console.print(f"campaign [bold]{handle.id}[/] submitted; proposer: {proposer}")
     if args.no_follow:
         output.console.print(handle.id)
