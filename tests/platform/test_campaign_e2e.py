@@ -128,6 +128,10 @@ async def test_campaign_runs_end_to_end(reference_outcome: Outcome) -> None:
     assert outcome.numerics == "test-numerics"  # the compile's numerics reach the outcome
 
 
+# In the default run tests/durability/test_cpu_worker_kill.py (CPU worker killed in segment
+# and in report writing) and test_random_faults.py (ten kills of workers and the server)
+# prove the same; this end-to-end pair runs with `pytest -m slow`.
+@pytest.mark.slow
 async def test_sigkill_cpu_worker_mid_campaign(
     client: Client, temporal_settings: Settings, reference_outcome: Outcome
 ) -> None:
@@ -149,6 +153,7 @@ async def test_sigkill_cpu_worker_mid_campaign(
     assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"
 
 
+@pytest.mark.slow  # the default run kills the server in test_random_faults and test_idempotent_gpu
 async def test_server_restart_mid_campaign(tmp_path: Path, reference_outcome: Outcome) -> None:
     from kernelopt.client import connect
 
