@@ -64,6 +64,7 @@ with workflow.unsafe.imports_passed_through():
         SA_OUTCOME,
         SA_PHASE,
     )
+    from kernelopt.contracts.target_cutoff import select_targets
     from kernelopt.contracts.verdicts import pinned_gates
     from kernelopt.proposer.targets import rewrite_target
 
@@ -752,22 +753,6 @@ __all__ = ["OptimizeModel", "StopCampaign"]
 
 
 def _share_cutoff(ranked: list[SearchTarget]) -> list[SearchTarget]:
-    """Triage's cut-off for the built-in proposer's per-kernel targets (ranked by share).
-
-    Largest share first until the kept kernels cover ``coverage`` of the Triton time,
-    none under ``min_share`` of the model's GPU time, the first always kept: at
-    hundreds of kernels the tail cannot pay for its searches (docs/method.md).
-    """
-    coverage = TriageInput.model_fields["coverage"].default
-    min_share = TriageInput.model_fields["min_share"].default
-    triton = sum(t.share for t in ranked)
-    if triton <= 0:
-        return ranked  # no per-kernel times: nothing to rank by
-    kept: list[SearchTarget] = []
-    covered = 0.0
-    for target in ranked:
-        if kept and (covered >= coverage * triton or target.share < min_share):
-            break
-        kept.append(target)
-        covered += target.share
-    return kept
+    """Triage's cut-off for the built-in proposer's per-kernel targets (ranked by share)."""
+    shares = {k: t.share for t in ranked for k in t.kernels}
+    return select_targets(ranked, shares, 1.0).searched

@@ -21,7 +21,6 @@ so nothing is frozen: the ceiling uses f = 0 and the verdict is always
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from kernelopt.contracts.compiled import (
     KernelTiming,
@@ -30,6 +29,11 @@ from kernelopt.contracts.compiled import (
     TargetKind,
     TriageInput,
     TriageResult,
+)
+from kernelopt.contracts.target_cutoff import (
+    DEFAULT_COVERAGE,
+    DEFAULT_MIN_SHARE,
+    select_targets,
 )
 from kernelopt.log import get_logger
 from kernelopt.store import ArtifactStore
@@ -40,10 +44,6 @@ SPEEDUPS = (("2", 2.0), ("5", 5.0), ("10", 10.0), ("inf", math.inf))
 # JSON (and so Temporal payloads) has no infinity: an unbounded ceiling (f = 0, S = inf)
 # is reported as this cap.
 CEILING_CAP = 1e6
-# The search cut-off's defaults live on the contract (TriageInput), so the activity, the
-# CLI and the tests share one home for them.
-DEFAULT_COVERAGE = TriageInput.model_fields["coverage"].default
-DEFAULT_MIN_SHARE = TriageInput.model_fields["min_share"].default
 
 
 def ceiling(f: float, s: float) -> float:
@@ -99,62 +99,6 @@ def verdict(
         f"f = {f:.3f}: a {need:.2f}x faster Triton remainder reaches gamma = {gamma}",
         need,
     )
-
-
-class Cutoff(NamedTuple):
-    """Which ranked targets a campaign searches, and the rule in words."""
-
-    searched: list[SearchTarget]
-    deferred: list[SearchTarget]
-    deferred_share: float
-    rule: str
-
-
-def select_targets(
-    ranked: list[SearchTarget],
-    kernel_ms: dict[str, float],
-    total_ms: float,
-    coverage: float = DEFAULT_COVERAGE,
-    min_share: float = DEFAULT_MIN_SHARE,
-) -> Cutoff:
-    """Search the largest Amdahl shares first and stop where the rest cannot pay.
-
-    A target holding a share s of the model's GPU time gains at most 1/(1 - s)
-    even if made infinitely fast, so at hundreds of kernels most targets are not
-    worth a search slot.  In share order (``ranked``), targets are kept until the
-    kernel targets kept cover ``coverage`` of the Triton time (``kernel_ms``,
-    kernels counted once); a target under ``min_share`` is never kept; the first
-    always is.  Fusion groups ride along while they rank above the cut: they
-    overlap their kernels, so only kernel targets count towards the coverage.
-    """
-    triton_ms = sum(kernel_ms.values())
-    if triton_ms <= 0:
-        return Cutoff(list(ranked), [], 0.0, "no Triton time measured: every target searched")
-    covered: set[str] = set()
-    covered_ms = 0.0
-    searched: list[SearchTarget] = []
-    for target in ranked:
-        if searched and (covered_ms >= coverage * triton_ms or target.share < min_share):
-            break
-        searched.append(target)
-        if target.kind != TargetKind.FUSION_GROUP:
-            new = set(target.kernels) - covered
-            covered |= new
-            covered_ms += sum(kernel_ms.get(k, 0.0) for k in new)
-    deferred = ranked[len(searched) :]
-    left = {k for t in deferred for k in t.kernels} - covered
-    deferred_share = sum(kernel_ms.get(k, 0.0) for k in left) / total_ms if total_ms > 0 else 0.0
-    rule = (
-        f"largest Amdahl share first until the searched kernels cover {coverage:.0%} of the "
-        f"Triton time, none under {min_share:.1%} of the model's GPU time: {len(searched)} of "
-        f"{len(ranked)} targets searched"
-    )
-    if deferred:
-        rule += (
-            f"; {len(deferred)} deferred, their {len(left)} other kernels "
-            f"{deferred_share:.1%} of the model's GPU time"
-        )
-    return Cutoff(searched, deferred, deferred_share, rule)
 
 
 def summarize(

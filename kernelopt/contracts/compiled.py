@@ -183,7 +183,7 @@ class TriageInput(Frozen):
     gamma: float = 1.03
     max_required_speedup: float = 10.0  # beyond this Triton speedup: library-dominated
     standalone: bool = True  # also time each Triton kernel alone on its captured args
-    # the search cut-off (compile/triage.py#select_targets): targets are searched largest
+    # the search cut-off (contracts/target_cutoff.py): targets are searched largest
     # Amdahl share first until those searched cover `coverage` of the Triton time; none
     # below `min_share` of the model's GPU time (an infinite speedup of it gains less)
     coverage: float = Field(default=0.9, gt=0.0, le=1.0)

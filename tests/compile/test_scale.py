@@ -18,7 +18,7 @@ from kernelopt.compile import segment as segment_module
 from kernelopt.compile.restitch import build_restitched
 from kernelopt.compile.segment import build_segment
 from kernelopt.compile.segment_scope import scope_segment
-from kernelopt.compile.triage import select_targets, summarize
+from kernelopt.compile.triage import summarize
 from kernelopt.compile.wrapper_parse import _Source, parse_wrapper
 from kernelopt.contracts import CampaignState
 from kernelopt.contracts.compiled import (
@@ -32,6 +32,7 @@ from kernelopt.contracts.compiled import (
     TargetKind,
 )
 from kernelopt.contracts.search import SearchKernelInput
+from kernelopt.contracts.target_cutoff import select_targets
 from kernelopt.store import ArtifactStore, open_store
 from tests.compile.helpers import fixture_json, wrapper_text
 from tests.compile.synthetic_wrapper import kernel_name, synthetic_wrapper
