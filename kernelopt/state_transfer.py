@@ -49,7 +49,7 @@ from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.errors import KernelOptError
 from kernelopt.log import get_logger
-from kernelopt.store import dir_mode, file_mode, open_store, private_dir
+from kernelopt.store import dir_mode, file_digest, file_mode, open_store, private_dir
 from kernelopt.temporal_server import EmbeddedServer, temporal_binary
 
 log = get_logger(__name__)
@@ -180,7 +180,7 @@ def export_state(settings: Settings, archive: Path, store_only: bool = False) ->
     log.info("state exported", archive=str(archive), files=len(entries), server=server)
     return TransferReport(
         archive=archive,
-        archive_sha256=_digest_file(archive),
+        archive_sha256=file_digest(archive),
         manifest=manifest,
         parts=_summaries(entries),
         warnings=warnings,
@@ -212,7 +212,7 @@ def _backup_database(source: Path, target: Path) -> None:
         raise StateTransferError(f"cannot read the server database {source}: {exc}") from exc
     if check != "ok":
         raise StateTransferError(f"the server database {source} is damaged: {check}")
-    os.chmod(target, 0o600)
+    os.chmod(target, file_mode())
 
 
 def _files_of(root: Path) -> list[Path]:
@@ -287,7 +287,7 @@ def import_state(
             _swap_in(staging, home, part)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    archive_sha = _digest_file(archive)
+    archive_sha = file_digest(archive)
     move = StateMove(
         archive_sha256=archive_sha,
         exported_at=manifest.created_at,
@@ -435,7 +435,7 @@ class _BytesReader:
 
 @contextlib.contextmanager
 def _open_private(path: Path):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, file_mode())
     with os.fdopen(fd, "wb") as handle:
         yield handle
         handle.flush()
@@ -450,14 +450,6 @@ def _summaries(entries: list[ManifestFile]) -> list[PartSummary]:
         summary.files += 1
         summary.bytes += entry.size
     return list(out.values())
-
-
-def _digest_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _now() -> str:

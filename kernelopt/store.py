@@ -101,15 +101,20 @@ class ArtifactBackend(Protocol):
     def write(self, sha256: str, data: bytes) -> None: ...
 
 
-def _digest_of(path: Path) -> str:
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes, read in chunks (raises OSError if unreadable)."""
     digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _digest_of(path: Path) -> str:
     try:
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
+        return file_digest(path)
     except OSError:
         return ""
-    return digest.hexdigest()
 
 
 class LocalBackend:
