@@ -67,6 +67,7 @@ class PerfMeasurement:
         return max(r.event_ms, r.host_ms)
 
 
+DISPATCH_BOUND = 1.2  # host time beyond this many times the GPU work: the verdict says so
 CHECKS_FILE = "checks.pt"  # what a timing child recorded of its calls, in its workdir
 
 
@@ -244,6 +245,21 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
         ],
         "median_ms": median([PerfMeasurement.primary(r) for r in results]),
         "host_median_ms": median([r.host_ms for r in results]),
+    }
+
+
+def _gpu_work(base_event: float | None, cand_event: float | None) -> dict[str, float]:
+    """Each side's GPU work alone (its events), beside the gate's wall-time number.
+
+    Where a side is dispatch-bound the verdict's speedup is mostly host time; the
+    report states the GPU-only ratio next to it so a user sees where the win comes from.
+    """
+    if base_event is None or cand_event is None or cand_event <= 0:
+        return {}
+    return {
+        "baseline_ms": base_event,
+        "candidate_ms": cand_event,
+        "speedup": base_event / cand_event,
     }
 
 
@@ -458,6 +474,18 @@ def perf_verdict(
         "baseline": {"agree": base_agreement.agree, "reason": base_agreement.reason},
     }
     host_note = "" if agreement.agree else f"; timed by the host clock ({agreement.reason})"
+    gpu_work = _gpu_work(base_event, cand_event)
+    if gpu_work:
+        metrics["gpu_work"] = gpu_work
+        host_bound = (
+            agreement.host_ms > DISPATCH_BOUND * cand_event
+            or base_agreement.host_ms > DISPATCH_BOUND * base_event
+        )
+        if host_bound:
+            host_note += (
+                f"; GPU work alone {gpu_work['baseline_ms']:.4g} -> "
+                f"{gpu_work['candidate_ms']:.4g} ms ({gpu_work['speedup']:.3g}x)"
+            )
     if roofline is not None:
         ceilings = ceilings_for(roofline.device_name, settings.copy_bandwidth_gbs)
         if ceilings is not None:

@@ -54,6 +54,9 @@ def main(argv: list[str]) -> int:
                 "speedup": r.speedup,
                 "interval": r.speedup_interval,
                 "noise": noise,
+                "gpu_work": (v4.metrics.get("gpu_work") or {}).get("speedup"),
+                "gate": v4.gate.value,
+                "reason": v4.reason[:400],
                 "gpu_seconds": round(v4.gpu_seconds, 2),
                 "wall_s": round(time.monotonic() - started, 1),
             }

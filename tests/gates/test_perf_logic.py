@@ -193,3 +193,28 @@ def test_a_call_is_timed_by_the_larger_of_events_and_host() -> None:
     assert PerfMeasurement.primary(gpu_bound) == 0.5
     cpu = r.model_copy(update={"event_ms": None})
     assert PerfMeasurement.primary(cpu) == 0.0205
+
+
+def test_a_dispatch_bound_verdict_states_the_gpu_work_alone() -> None:
+    """A win that is mostly host time says so: the GPU-only ratio stands beside it."""
+    from gates.perf import PerfMeasurement, perf_verdict
+    from gates.protocol import TimingResult
+    from kernelopt.contracts.verdicts import GateSettings, GateStatus
+
+    def side(name: str, event: float, host: float) -> TimingResult:
+        return TimingResult(side=name, event_ms=event, event_samples=[event] * 5, host_ms=host)
+
+    settings = GateSettings(device="cuda", min_rounds=1, max_rounds=1)
+    m = PerfMeasurement(
+        baseline=[side("baseline", 0.020, 0.060)], candidate=[side("candidate", 0.019, 0.021)]
+    )
+    v, _, speedup = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
+    assert v.status == GateStatus.PASS and speedup == pytest.approx(0.060 / 0.021)
+    assert v.metrics["gpu_work"]["speedup"] == pytest.approx(0.020 / 0.019)
+    assert "GPU work alone 0.02 -> 0.019 ms (1.05x)" in v.reason
+    gpu_bound = PerfMeasurement(
+        baseline=[side("baseline", 0.5, 0.45)], candidate=[side("candidate", 0.25, 0.2)]
+    )
+    v, _, _ = perf_verdict(gpu_bound, settings=settings, gamma=1.03, roofline=None)
+    assert v.metrics["gpu_work"]["speedup"] == pytest.approx(2.0)
+    assert "GPU work alone" not in v.reason  # both timers agree: the ratio is the GPU's
