@@ -121,7 +121,8 @@ def test_side_stream_is_not_credited_with_a_speedup(gpu_suite: SuiteResult) -> N
     r = _need(gpu_suite, "side_stream")
     perf = r.verdicts[-1]
     assert not r.accepted and perf.gate == GateName.PERFORMANCE
-    if "candidate" in perf.metrics:
+    if perf.metrics.get("candidate", {}).get("rounds"):
+        # (a wrong timed output leaves no candidate rounds: its numbers do not count)
         # the gate's number per call is at least the device-synchronised host timer's,
         # which sees the side stream's work that events on the current stream miss
         cand = perf.metrics["candidate"]
