@@ -104,9 +104,7 @@ def test_an_estimate_is_never_accepted_as_a_verdict(store: ArtifactStore) -> Non
 
 
 @pytest.mark.slow
-def test_screening_costs_a_fraction_of_gate_candidate(
-    store: ArtifactStore, cpu_launcher: bool
-) -> None:
+def test_screening_costs_a_fraction_of_gate_candidate(store: ArtifactStore) -> None:
     """CPU numbers for the report: per-candidate screening seconds vs one gate_candidate."""
     cands = [_candidate(store, f"c{i}", _read("swish_fused") + f"\n# {i}\n") for i in range(4)]
     started = time.perf_counter()
