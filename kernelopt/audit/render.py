@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelopt.contracts import GateVerdict
+from kernelopt.contracts.screening import ScreeningEstimate
 
 from .model import AuditReport, CandidateAudit, TargetAudit
 
@@ -33,6 +34,7 @@ FINAL_STYLE = {
     "unverified": "yellow",
     "pending": "dim",
     "duplicate": "bold red",
+    "screened_out": "dim",
 }
 
 
@@ -52,6 +54,13 @@ def verdict_text(v: GateVerdict) -> str:
     limits = " ".join(f"{k}={fmt_num(x)}" for k, x in v.thresholds.items())
     numbers = " | ".join(p for p in (metrics, limits) if p)
     return f"{v.gate.value} {v.status.value}: {v.reason}" + (f" [{numbers}]" if numbers else "")
+
+
+def screening_text(e: ScreeningEstimate) -> str:
+    """'screening (untrusted): ~1.40x, gated: ...': the first tier, never a result."""
+    estimate = f"~{fmt_x(e.estimated_speedup)}" if e.estimated_speedup else "no estimate"
+    fate = "gated" if e.selected else "screened out"
+    return f"screening (untrusted): {estimate}, {fate}: {e.why}"
 
 
 def gates_cell(c: CandidateAudit) -> Text:

@@ -9,12 +9,20 @@ show).  The history replays.
 
 from __future__ import annotations
 
+import gzip
+import json
 import uuid
+from pathlib import Path
 
 import pytest
 from temporalio import activity
+from temporalio.client import WorkflowHistory
 
+from kernelopt.audit.collect import build_report
+from kernelopt.audit.html import render_html
+from kernelopt.audit.model import AuditReport
 from kernelopt.contracts import names
+from kernelopt.contracts.audit import WorkflowRun
 from kernelopt.contracts.screening import (
     SCREENED_OUT,
     ScreeningEstimate,
@@ -73,7 +81,7 @@ async def test_only_the_selected_candidates_reach_the_cascade_and_both_tiers_are
 ):
     gpu = ScreeningGpu()
     cap = 2
-    result, _ = await run_search(
+    result, history = await run_search(
         env, _input(store, ScreenParams(enabled=True, cap=cap, margin=0.05)), gpu
     )
     assert result.stopped_reason == "completed 2 iterations"
@@ -109,6 +117,40 @@ async def test_only_the_selected_candidates_reach_the_cascade_and_both_tiers_are
     )
     # the screening activity held the GPU too: budgets charge it
     assert result.gpu_seconds >= 0.5 * len(gpu.rounds)
+    # the audit shows both tiers: every candidate's estimate, the cascade's verdicts for the gated
+    rows = {c.id: c for c in _audit(history).candidates}
+    for d in tried:
+        row = rows[d.candidate.id]
+        assert row.screening == d.screening and row.verdicts == d.verdicts
+        assert (row.final == "screened_out") == (d in out)
+    html = render_html(_audit(history))
+    assert html.count("screening (untrusted)") == len(tried)
+    assert html.count("screened out:") == len(out)
+
+
+def _audit(search: WorkflowHistory) -> AuditReport:
+    """The search's history as a target of a recorded campaign (the audit's unit)."""
+    histories = Path(__file__).resolve().parents[1] / "histories"
+    index = json.loads((histories / "INDEX.json").read_text())["histories"]
+    row = next(r for r in index if r["workflow_type"] == "OptimizeModel")
+    text = gzip.decompress((histories / row["file"]).read_bytes()).decode()
+    own = WorkflowRun(
+        workflow_id=row["workflow_id"],
+        run_id=row["run_id"],
+        workflow_type=row["workflow_type"],
+        status=row["status"],
+    )
+    run = WorkflowRun(
+        workflow_id=search.workflow_id,
+        run_id="screened",
+        workflow_type="SearchKernel",
+        status="completed",
+    )
+    return build_report(
+        row["workflow_id"],
+        [(own, WorkflowHistory.from_json(row["workflow_id"], text)), (run, search)],
+        "test",
+    )
 
 
 async def test_with_screening_off_every_candidate_is_gated_and_none_screened(env, store):
