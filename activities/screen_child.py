@@ -54,6 +54,13 @@ class ChildLine(BaseModel):
     note: str = ""
     ms: float | None = None
     seconds: float = 0.0
+    restart: bool = False  # it left the CUDA context unusable: the rest need a fresh child
+
+
+def context_lost(exc: BaseException) -> bool:
+    """A CUDA error is sticky: every later call in this process would fail with it too."""
+    text = f"{type(exc).__name__}: {exc}"
+    return "AcceleratorError" in text or "CUDA error" in text
 
 
 def _sync(device: str) -> None:
@@ -174,11 +181,13 @@ def run(workdir: Path) -> None:
                 line = _screen_one(src, job, inputs, want)
             except Exception as exc:  # a broken candidate is an estimate, not our failure
                 tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-                line = ChildLine(note=f"raised {tail}"[:400])
+                line = ChildLine(note=f"raised {tail}"[:400], restart=context_lost(exc))
             line = line.model_copy(
                 update={"candidate_id": cid, "seconds": time.perf_counter() - started}
             )
             _write(out, line)
+            if line.restart:
+                os._exit(3)  # the parent starts a fresh child for the candidates after it
 
 
 def main(argv: list[str]) -> int:

@@ -214,6 +214,10 @@ def _screen(inp: ScreenInput, store: ArtifactStore, workdir: Path) -> ScreenResu
         pending = [cid for cid, _ in sources if cid not in done and cid not in lost]
         if not pending:
             break
+        lines = _lines(workdir)
+        if lines and lines[-1].restart:  # its line names the CUDA error it left behind
+            log.info("screen.child_restart", after=lines[-1].candidate_id)
+            continue
         # the child works in order: the first candidate without a line ended it
         lost[pending[0]] = f"screening child died on it: {ended or 'exited early'}"
         log.info("screen.child_lost", candidate_id=pending[0], why=ended)

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from temporalio.testing import ActivityEnvironment
 
+from activities.screen import screen_candidates as screen_activity
 from activities.screen_job import screen_candidates
 from gates.campaign import gate_candidate
 from kernelopt.contracts.screening import ScreenCandidate, ScreeningEstimate, ScreenInput
@@ -39,11 +41,24 @@ class ModelNew(nn.Module):
 """
 
 
+STICKY = """
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+
+    def forward(self, x):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+"""
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ArtifactStore:
     monkeypatch.setenv("KERNELOPT_GATES_SMALL", "1")  # the interpreter needs small sizes
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
-    return open_store(tmp_path / "artifacts")
+    return open_store(tmp_path / "home" / "artifacts")  # the one a supervised child opens
 
 
 def _candidate(store: ArtifactStore, cid: str, text: str) -> ScreenCandidate:
@@ -74,12 +89,14 @@ def test_a_round_is_screened_in_one_child_and_a_crash_costs_only_its_candidate(
         _candidate(store, "wrong", WRONG),
         _candidate(store, "segv", _read("segfault")),
         _candidate(store, "raises", _read("raises")),
+        _candidate(store, "sticky", STICKY),
         _candidate(store, "fused_again", _read("swish_fused") + "\n# same kernel\n"),
     ]
     result = screen_candidates(_input(store, cands), store)
     by_id = {e.candidate_id: e for e in result.estimates}
     assert [e.candidate_id for e in result.estimates] == [c.candidate_id for c in cands]
-    assert result.child_starts == 2  # the segfault ended the first child
+    # the segfault ended the first child; a CUDA error (sticky) ends the second after its line
+    assert result.child_starts == 3
     for cid in ("fused", "fused_again"):
         e = by_id[cid]
         assert e.smoke_ok and e.untrusted, e
@@ -90,6 +107,26 @@ def test_a_round_is_screened_in_one_child_and_a_crash_costs_only_its_candidate(
     assert by_id["wrong"].estimated_speedup is None
     assert "died on it" in by_id["segv"].smoke_note and by_id["segv"].estimated_ms is None
     assert not by_id["raises"].smoke_ok and "raised" in by_id["raises"].smoke_note
+    assert not by_id["sticky"].smoke_ok and "illegal memory access" in by_id["sticky"].smoke_note
+
+
+async def test_the_activity_screens_in_a_supervised_child_and_reports_its_run_time(
+    store: ArtifactStore,
+) -> None:
+    cands = [
+        _candidate(store, "fused", _read("swish_fused")),
+        _candidate(store, "wrong", WRONG),
+    ]
+    started = time.perf_counter()
+    result = await ActivityEnvironment().run(screen_activity, _input(store, cands))
+    wall = time.perf_counter() - started
+    assert [(e.candidate_id, e.smoke_ok) for e in result.estimates] == [
+        ("fused", True),
+        ("wrong", False),
+    ]
+    assert result.child_starts == 1
+    # set by the activity wrapper (the GPU it held), never by the child the candidates ran in
+    assert result.device_seconds is not None and 0 < result.device_seconds <= wall
 
 
 def test_an_estimate_is_never_accepted_as_a_verdict(store: ArtifactStore) -> None:
