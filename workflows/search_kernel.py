@@ -8,6 +8,12 @@ One run is a short loop over named steps::
         -> re-time winners -> summarize into memory
     -> result (best by re-timed per-kernel speedup)
 
+With ``SearchParams.screen`` on, a built-in round has two tiers: one untrusted
+screening activity ranks all its candidates, and only those that could enter
+the beam (or, in the last round, beat the best) go through the gates
+(``workflows.screen_policy``); the others are decisions with their estimate and
+no verdict.  Screening numbers never become results.
+
 Every choice (beam, bans, winners, budgets, best) comes from
 ``workflows.search_policy``; this module only sequences activities.  Every
 candidate gets a ``Decision`` with its verdicts -- a rejection is data.
