@@ -101,9 +101,7 @@ with workflow.unsafe.imports_passed_through():
         should_retry_fix,
     )
 
-BUILTIN_LABEL = (
-    "builtin (no LLM): expert templates, algebraic rewrites and launch-configuration search"
-)
+BUILTIN_LABEL = "builtin (no LLM): expert templates, algebraic rewrites and launch-configuration search"
 STORED_FEEDBACK_CHARS = 600  # decisions keep a trimmed copy; the gate's log has the rest
 # Decisions (~1.3 KB) and ledger entries (~0.5 KB) move to the artifact store in pages of
 # about this many items: the carried state and the result stay far below Temporal's 2 MB
