@@ -65,6 +65,9 @@ def screening_text(e: ScreeningEstimate) -> str:
 
 def gates_cell(c: CandidateAudit) -> Text:
     text = Text()
+    if c.screening is not None:  # the untrusted first tier, dimmed: ranking data only
+        estimate = c.screening.estimated_speedup
+        text.append(f"screen:{'~' + fmt_x(estimate) if estimate else 'none'} ", style="dim")
     for i, v in enumerate(c.verdicts):
         if i:
             text.append(" ")

@@ -10,17 +10,20 @@ show).  The history replays.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import uuid
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from temporalio import activity
 from temporalio.client import WorkflowHistory
 
 from kernelopt.audit.collect import build_report
 from kernelopt.audit.html import render_html
 from kernelopt.audit.model import AuditReport
+from kernelopt.audit.render import print_report
 from kernelopt.contracts import names
 from kernelopt.contracts.audit import WorkflowRun
 from kernelopt.contracts.screening import (
@@ -123,9 +126,13 @@ async def test_only_the_selected_candidates_reach_the_cascade_and_both_tiers_are
         row = rows[d.candidate.id]
         assert row.screening == d.screening and row.verdicts == d.verdicts
         assert (row.final == "screened_out") == (d in out)
-    html = render_html(_audit(history))
+    report = _audit(history)
+    html = render_html(report)
     assert html.count("screening (untrusted)") == len(tried)
     assert html.count("screened out:") == len(out)
+    console = Console(record=True, width=250, file=io.StringIO())
+    print_report(report, console, limit=None)
+    assert console.export_text().count("screen:~") == len(tried)
 
 
 def _audit(search: WorkflowHistory) -> AuditReport:
