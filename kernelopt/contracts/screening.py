@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from .base import ArtifactRef, DeviceTimed, Frozen
 from .compiled import CompileResult, SearchTarget, SegmentResult
@@ -59,9 +59,10 @@ class ScreenInput(Frozen):
 
 
 class ScreeningEstimate(Frozen):
-    """An untrusted, in-process estimate of one candidate: ranking data, never a result."""
+    """An untrusted, in-process estimate of one candidate: ranking data, never a result.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    It shares no required field with ``GateVerdict``, so neither validates as the other.
+    """
 
     candidate_id: str
     untrusted: Literal[True] = True

@@ -20,7 +20,7 @@ from activities.screen_job import screen_candidates
 from gates.campaign import gate_candidate
 from kernelopt.contracts.screening import ScreenCandidate, ScreeningEstimate, ScreenInput
 from kernelopt.contracts.search import Candidate, Decision
-from kernelopt.contracts.verdicts import GateVerdict
+from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from kernelopt.store import ArtifactStore, open_store
 from tests.gates.test_campaign_cpu import _forward_input
 
@@ -136,8 +136,9 @@ def test_an_estimate_is_never_accepted_as_a_verdict(store: ArtifactStore) -> Non
     cand = Candidate(id="c", target_id="t", parent_id=None, iteration=0, source=None, proposer="t")
     with pytest.raises(ValidationError):
         Decision(candidate=cand, accepted=False, reason="x", verdicts=[estimate])
+    verdict = GateVerdict(gate=GateName.PERFORMANCE, status=GateStatus.PASS, reason="1.5x")
     with pytest.raises(ValidationError):  # and a verdict is not an estimate either
-        ScreeningEstimate.model_validate({"candidate_id": "c", "gate": "static", "status": "pass"})
+        ScreeningEstimate.model_validate(verdict.model_dump())
 
 
 @pytest.mark.slow
