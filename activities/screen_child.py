@@ -1,4 +1,4 @@
-"""The screening child: ``python -m activities.screen_child WORKDIR``, in the gates' sandbox.
+"""The screening child: ``python -m activities.screen_child JOBDIR OUTDIR``, in the gates' sandbox.
 
 One process screens a whole round: it builds the baseline once, runs it on one
 input, then for each candidate in turn imports and builds it, compares its
@@ -6,6 +6,8 @@ output with the baseline's (a smoke check, not gate 2) and times both sides a
 few times.  That is what makes screening sub-second per candidate: the process,
 torch and the baseline are paid once per round, not once per candidate.
 
+The job, the problem and every candidate's file are read-only in the sandbox
+(one candidate cannot rewrite another's source); only ``OUTDIR`` is writable.
 Every candidate's line goes to ``results.jsonl`` as soon as it is known, so when
 a candidate kills the process (a segfault, a hang the parent ends) the parent
 knows which one did it and starts a child for the rest.  Candidates share this
@@ -147,20 +149,20 @@ def _write(out: Any, line: ChildLine) -> None:
     os.fsync(out.fileno())
 
 
-def run(workdir: Path) -> None:
+def run(jobdir: Path, outdir: Path) -> None:
     import torch
 
     from gates.call_policy import seed_everything
     from gates.jobs.build import build_callable
     from gates.problem_io import ProblemFile, flatten_output, to_device
 
-    job = ScreenChildJob.model_validate_json((workdir / JOB).read_text())
+    job = ScreenChildJob.model_validate_json((jobdir / JOB).read_text())
     problem = ProblemFile(job.baseline.problem_path)
     inputs = to_device(problem.inputs(job.seed), job.device)
-    with (workdir / RESULTS).open("a") as out:
+    with (outdir / RESULTS).open("a") as out:
         done = {
             ChildLine.model_validate_json(line).candidate_id
-            for line in (workdir / RESULTS).read_text().splitlines()
+            for line in (outdir / RESULTS).read_text().splitlines()
         }
         started = time.perf_counter()
         # a restart builds the baseline again: its outputs are the smoke check's reference
@@ -192,7 +194,7 @@ def run(workdir: Path) -> None:
 
 def main(argv: list[str]) -> int:
     die_with_parent()
-    run(Path(argv[0]))
+    run(Path(argv[0]), Path(argv[1]))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # a candidate's atexit hooks or a wedged context must not hang the exit

@@ -102,7 +102,7 @@ def _safe(cand: ScreenCandidate) -> str:
     return "".join(c if c.isalnum() else "_" for c in cand.candidate_id)[:80]
 
 
-def _command(layout: _Layout, workdir: Path) -> tuple[list[str], dict[str, str]]:
+def _command(layout: _Layout, outdir: Path) -> tuple[list[str], dict[str, str]]:
     base = dict(os.environ)
     base.pop("KERNELOPT_ZYGOTE_SOCKET", None)  # candidate code has no business with the zygote
     base["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
@@ -111,17 +111,17 @@ def _command(layout: _Layout, workdir: Path) -> tuple[list[str], dict[str, str]]
         path = base.get("PYTHONPATH", "")
         base["PYTHONPATH"] = str(_REPO_ROOT) + (os.pathsep + path if path else "")
         base.update(extra)
-    argv = [sys.executable, "-m", "activities.screen_child", str(workdir)]
+    argv = [sys.executable, "-m", "activities.screen_child", str(layout.dir), str(outdir)]
     blobs = (
         sandbox.store_blobs(Path(layout.store_root), layout.json_files) if layout.store_root else []
     )
     return sandbox.wrap_command(
-        argv, ro=[Path(layout.problem), *blobs], rw=[workdir], cwd=workdir, env=base, extra=extra
+        argv, ro=[layout.dir, *blobs], rw=[outdir], cwd=outdir, env=base, extra=extra
     )
 
 
-def _lines(workdir: Path) -> list[ChildLine]:
-    path = workdir / RESULTS
+def _lines(outdir: Path) -> list[ChildLine]:
+    path = outdir / RESULTS
     if not path.is_file():
         return []
     out = []
@@ -135,20 +135,21 @@ def _lines(workdir: Path) -> list[ChildLine]:
 
 def _run_child(argv: list[str], env: dict[str, str], workdir: Path, stall_s: float) -> str:
     """Run one child until it exits, or until no line arrived for ``stall_s``: how it ended."""
+    results = workdir / "out" / RESULTS
     with open(workdir / "child.log", "ab") as logf:
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=logf,
             stderr=subprocess.STDOUT,
-            cwd=str(workdir),
+            cwd=str(workdir / "out"),
             env=env,
             start_new_session=True,
         )
         seen, last = -1, time.monotonic()
         try:
             while proc.poll() is None:
-                size = (workdir / RESULTS).stat().st_size if (workdir / RESULTS).exists() else 0
+                size = results.stat().st_size if results.exists() else 0
                 if size != seen:
                     seen, last = size, time.monotonic()
                 elif time.monotonic() - last > stall_s:
@@ -181,7 +182,10 @@ def screen_candidates(inp: ScreenInput, store: ArtifactStore) -> ScreenResult:
 
 
 def _screen(inp: ScreenInput, store: ArtifactStore, workdir: Path) -> ScreenResult:
-    layout = _Layout(inp, store, workdir)
+    jobdir, outdir = workdir / "in", workdir / "out"  # read-only and writable in the sandbox
+    jobdir.mkdir()
+    outdir.mkdir()
+    layout = _Layout(inp, store, jobdir)
     early: dict[str, ScreeningEstimate] = {}
     sources: list[tuple[str, ModelSource]] = []
     for cand in inp.candidates:
@@ -191,30 +195,30 @@ def _screen(inp: ScreenInput, store: ArtifactStore, workdir: Path) -> ScreenResu
             early[cand.candidate_id] = ScreeningEstimate(
                 candidate_id=cand.candidate_id, smoke_note=f"cannot be re-stitched: {exc}"[:400]
             )
-    (workdir / "inputs").mkdir()
+    (jobdir / "inputs").mkdir()
     job = ScreenChildJob(
         device=inp.device,
         seed=inp.seed,
         model_seed=inp.compiled.problem.seed,
-        inputs_dir=str(workdir / "inputs"),
+        inputs_dir=str(jobdir / "inputs"),
         baseline=layout.baseline(),
         candidates=sources,
         params=inp.params,
     )
-    (workdir / JOB).write_text(job.model_dump_json())
-    argv, env = _command(layout, workdir)
+    (jobdir / JOB).write_text(job.model_dump_json())
+    argv, env = _command(layout, outdir)
     lost: dict[str, str] = {}  # candidates that ended a child: why
     starts = 0
     while sources:
         starts += 1
         ended = _run_child(argv, env, workdir, inp.params.timeout_s)
-        done = {line.candidate_id for line in _lines(workdir)}
+        done = {line.candidate_id for line in _lines(outdir)}
         if "" not in done:  # the baseline itself did not run: not the candidates' fault
             raise InfrastructureError(f"screening baseline failed ({ended}): {_tail(workdir)}")
         pending = [cid for cid, _ in sources if cid not in done and cid not in lost]
         if not pending:
             break
-        lines = _lines(workdir)
+        lines = _lines(outdir)
         if lines and lines[-1].restart:  # its line names the CUDA error it left behind
             log.info("screen.child_restart", after=lines[-1].candidate_id)
             continue
@@ -222,10 +226,8 @@ def _screen(inp: ScreenInput, store: ArtifactStore, workdir: Path) -> ScreenResu
         lost[pending[0]] = f"screening child died on it: {ended or 'exited early'}"
         log.info("screen.child_lost", candidate_id=pending[0], why=ended)
         job = job.model_copy(update={"candidates": [s for s in sources if s[0] not in lost]})
-        (workdir / JOB).write_text(job.model_dump_json())
-    return ScreenResult(
-        estimates=_estimates(inp, _lines(workdir), early, lost), child_starts=starts
-    )
+        (jobdir / JOB).write_text(job.model_dump_json())
+    return ScreenResult(estimates=_estimates(inp, _lines(outdir), early, lost), child_starts=starts)
 
 
 def _estimates(

@@ -54,6 +54,27 @@ class ModelNew(nn.Module):
 """
 
 
+VANDAL = """
+import contextlib
+from pathlib import Path
+
+import torch.nn as nn
+
+with contextlib.suppress(OSError):  # the sandbox makes this read-only
+    for other in Path(__file__).parent.glob("cand_*.py"):
+        if other.resolve() != Path(__file__).resolve():
+            other.write_text("raise SystemExit('vandalised')\\n")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+"""
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ArtifactStore:
     monkeypatch.setenv("KERNELOPT_GATES_SMALL", "1")  # the interpreter needs small sizes
@@ -127,6 +148,17 @@ async def test_the_activity_screens_in_a_supervised_child_and_reports_its_run_ti
     assert result.child_starts == 1
     # set by the activity wrapper (the GPU it held), never by the child the candidates ran in
     assert result.device_seconds is not None and 0 < result.device_seconds <= wall
+
+
+def test_a_candidate_cannot_rewrite_the_sources_screened_after_it(store: ArtifactStore) -> None:
+    cands = [
+        _candidate(store, "vandal", VANDAL),
+        _candidate(store, "fused", _read("swish_fused")),
+    ]
+    result = screen_candidates(_input(store, cands), store)
+    vandal, fused = result.estimates
+    assert not vandal.smoke_ok and "max abs error" in vandal.smoke_note
+    assert fused.smoke_ok and fused.estimated_speedup, fused
 
 
 def test_an_estimate_is_never_accepted_as_a_verdict(store: ArtifactStore) -> None:
