@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 from temporalio import activity
 from temporalio.client import WorkflowHistory
+from temporalio.exceptions import ApplicationError
 
 from kernelopt.audit.collect import build_report
 from kernelopt.audit.html import render_html
@@ -43,14 +44,17 @@ OPTIMISM = 2.0  # the screening double's estimates are this much faster than the
 class ScreeningGpu(Gpu):
     """The GPU doubles plus a screening activity that records each round it was asked."""
 
-    def __init__(self) -> None:
+    def __init__(self, broken: bool = False) -> None:
         super().__init__()
         self.rounds: list[list[str]] = []
+        self.broken = broken
 
     def activities(self):
         @activity.defn(name=names.SCREEN)
         async def screen_candidates(inp: ScreenInput) -> ScreenResult:
             self.rounds.append([c.candidate_id for c in inp.candidates])
+            if self.broken:
+                raise ApplicationError("screening baseline failed", non_retryable=True)
             out = []
             for c in inp.candidates:
                 ms = builtin_ms(open_store().get_text(c.source)) / OPTIMISM
@@ -169,3 +173,15 @@ async def test_with_screening_off_every_candidate_is_gated_and_none_screened(env
         d.candidate.id for d in tried
     )
     assert all(d.screening is None and d.deciding_gate != SCREENED_OUT for d in tried)
+
+
+async def test_a_failed_screening_gates_every_candidate_of_its_round(env, store):
+    gpu = ScreeningGpu(broken=True)
+    result, _ = await run_search(env, _input(store, ScreenParams(enabled=True, cap=1)), gpu)
+    assert result.stopped_reason == "completed 2 iterations"
+    tried = [d for d in result.decisions if not d.retime]
+    assert len(gpu.rounds) == 2
+    assert sorted(c for c in gpu.gated if not c.endswith(":retime")) == sorted(
+        d.candidate.id for d in tried
+    )
+    assert len(tried) > 2 and all(d.deciding_gate != SCREENED_OUT for d in tried)
