@@ -23,6 +23,7 @@ def cpu_activities() -> list[Callable[..., Any]]:
 def gpu_activities() -> list[Callable[..., Any]]:
     from .compile_activities import GPU_ACTIVITIES as compile_gpu
     from .gate_activities import GPU_ACTIVITIES as gate_gpu
+    from .screen import GPU_ACTIVITIES as screen_gpu
     from .search_activities import GPU_ACTIVITIES as search_gpu
 
-    return [*compile_gpu, *gate_gpu, *search_gpu]
+    return [*compile_gpu, *gate_gpu, *search_gpu, *screen_gpu]

@@ -8,6 +8,12 @@ One run is a short loop over named steps::
         -> re-time winners -> summarize into memory
     -> result (best by re-timed per-kernel speedup)
 
+With ``SearchParams.screen`` on, a built-in round has two tiers: one untrusted
+screening activity ranks all its candidates, and only those that could enter
+the beam (or, in the last round, beat the best) go through the gates
+(``workflows.screen_policy``); the others are decisions with their estimate and
+no verdict.  Screening numbers never become results.
+
 Every choice (beam, bans, winners, budgets, best) comes from
 ``workflows.search_policy``; this module only sequences activities.  Every
 candidate gets a ``Decision`` with its verdicts -- a rejection is data.
@@ -31,6 +37,13 @@ with workflow.unsafe.imports_passed_through():
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
+    from kernelopt.contracts.screening import (
+        SCREENED_OUT,
+        ScreenCandidate,
+        ScreeningEstimate,
+        ScreenInput,
+        ScreenResult,
+    )
     from kernelopt.contracts.search import (
         BUDGET_KEYS,
         SEARCH_PROGRESS,
@@ -75,6 +88,7 @@ with workflow.unsafe.imports_passed_through():
     from . import activity_options as opts
     from . import search_log
     from .deferred_llm import DeferredLLM
+    from .screen_policy import select_for_cascade
     from .search_policy import (
         ROOT_ID,
         BeamUCB,
@@ -141,6 +155,10 @@ TIMING_RETRY_PATCH = "retry-after-timing"
 # systematic error is rejected and goes back to the executor inside the search, instead
 # of failing the model gates after it.  Re-timing a winner does not repeat it.
 GATE3_PATCH = "gate3-in-search"
+# Two tiers (``SearchParams.screen``): a built-in round's candidates are screened in one
+# untrusted child, and only those that could change the beam or the outcome
+# (``workflows.screen_policy``) go through gate_candidate.  Off unless the setting asks.
+SCREEN_PATCH = "two-tier-screening"
 DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
 
 
@@ -172,6 +190,8 @@ class SearchKernel:
         self.step = "starting"
         self.paused = False
         self.notes: list[str] = []  # the built-in proposer's notes of the current round
+        # a gated candidate's screening estimate until its decision takes it (same round)
+        self.screened: dict[str, ScreeningEstimate] = {}
         self.run_started = workflow.now()
         p = inp.proposer
         self.proposer = (
@@ -568,17 +588,20 @@ class SearchKernel:
     async def _builtin_round(self, beam: list[Node]) -> list[Decision]:
         self.notes = []
         proposals = await asyncio.gather(*(self._propose(node) for node in beam))
-        jobs = []
+        picks: list[tuple[Node, Candidate]] = []
         for k, (node, variants) in enumerate(zip(beam, proposals, strict=True)):
             for v, variant in enumerate(variants):
                 if variant.label in self.s.tried_labels:
                     continue  # two states proposed the same config this round
                 self.s.tried_labels.append(variant.label)
-                jobs.append(self._try_variant(node, k, v, variant))
-        if not jobs and not self.s.stopped_reason:
+                picks.append((node, self._variant_candidate(node, k, v, variant)))
+        if not picks and not self.s.stopped_reason:
             note = next((n for n in self.notes if n), "launch space exhausted")
             self.s.stopped_reason = f"built-in proposer has nothing left to try: {note}"[:500]
-        return list(await asyncio.gather(*jobs))
+        screen = self.inp.params.screen
+        if screen.enabled and len(picks) > 1 and workflow.patched(SCREEN_PATCH):
+            return await self._screened_round(picks)
+        return list(await asyncio.gather(*(self._try_variant(n, c) for n, c in picks)))
 
     async def _propose(self, node: Node) -> list[BuiltinVariant]:
         if self._exhausted():
@@ -610,8 +633,8 @@ class SearchKernel:
             self.notes.append(result.note)
         return result.variants
 
-    async def _try_variant(self, node: Node, k: int, v: int, variant: BuiltinVariant) -> Decision:
-        cand = Candidate(
+    def _variant_candidate(self, node: Node, k: int, v: int, variant: BuiltinVariant) -> Candidate:
+        return Candidate(
             id=str(
                 CandidateId(
                     target=self.inp.target.id, iteration=self.s.iteration, state=k, variant=v
@@ -625,10 +648,82 @@ class SearchKernel:
             proposer="builtin",
             label=variant.label,
         )
+
+    async def _try_variant(self, node: Node, cand: Candidate) -> Decision:
         decision, _ = await self._evaluate(node, cand, "")
         if not decision.accepted:
             self.tree.record_rejection(node.id)
         return decision
+
+    # --- two tiers: screening, then the cascade for the few that matter ---------------------
+    async def _screened_round(self, picks: list[tuple[Node, Candidate]]) -> list[Decision]:
+        """Screen the round's new sources, gate the policy's choice, record the rest.
+
+        Duplicates and candidates without a source are decided as before; a
+        screened-out candidate's decision names the screening and carries its
+        estimate, and has no verdicts, numbers or speedup (they are untrusted).
+        """
+        fresh = [
+            (node, cand)
+            for node, cand in picks
+            if cand.source is not None and not self.tree.has_source(cand.source.sha256)
+        ]
+        estimates = await self._screen([cand for _, cand in fresh]) if fresh else None
+        if estimates is None:  # screening is an aid: without it, every candidate is gated
+            return list(await asyncio.gather(*(self._try_variant(n, c) for n, c in picks)))
+        members = [n.speedup for n in self.tree.eligible()]
+        last = self.s.iteration + 1 >= self.inp.params.iterations
+        judged = select_for_cascade(
+            estimates, members, self.inp.params.beam, self.inp.params.screen, last_round=last
+        )
+        by_id = {e.candidate_id: e for e in judged}
+        jobs = []
+        out: list[Decision] = []
+        for node, cand in picks:
+            estimate = by_id.get(cand.id)
+            if estimate is None or estimate.selected:
+                if estimate is not None:
+                    self.screened[cand.id] = estimate
+                jobs.append(self._try_variant(node, cand))
+                continue
+            self.s.candidates_tried += 1
+            self.tree.record_rejection(node.id)
+            reason = f"screened out (untrusted estimate, no verdict): {estimate.why}"[:500]
+            out.append(self._decide(cand, SCREENED_OUT, reason, [], screening=estimate))
+        return out + list(await asyncio.gather(*jobs))
+
+    async def _screen(self, cands: list[Candidate]) -> list[ScreeningEstimate] | None:
+        """The screening activity on the GPU queue; None when it failed (then all are gated)."""
+        if self._exhausted():
+            return None
+        self.step = f"iteration {self.s.iteration}: screening {len(cands)} candidates"
+        inp = ScreenInput(
+            compiled=self.inp.compiled,
+            segment=self.inp.segment,
+            target=self.inp.target,
+            candidates=[ScreenCandidate(candidate_id=c.id, source=c.source) for c in cands],
+            device=(self.inp.gates or GateSettings()).device,
+            seed=self.inp.params.seeds[0] if self.inp.params.seeds else 0,
+            params=self.inp.params.screen,
+        )
+        started = workflow.now()
+        try:
+            result = await workflow.execute_activity(
+                names.SCREEN,
+                inp,
+                result_type=ScreenResult,
+                task_queue=self.inp.gpu_queue,
+                **opts.GATE_CANDIDATE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
+            )
+        except ActivityError as exc:
+            self.s.gpu_seconds += (workflow.now() - started).total_seconds()
+            workflow.logger.warning("screening failed, gating every candidate: %s", _cause(exc))
+            return None
+        held = result.device_seconds
+        self.s.gpu_seconds += (
+            held if held is not None else (workflow.now() - started).total_seconds()
+        )
+        return result.estimates
 
     # --- gates 1-3 --------------------------------------------------------------------------
     async def _evaluate(
@@ -721,6 +816,7 @@ class SearchKernel:
         result: CandidateGateResult | None = None,
         accepted: bool = False,
         retime: bool = False,
+        screening: ScreeningEstimate | None = None,
     ) -> Decision:
         kernel_ms = result.kernel_ms if result else None
         baseline_ms = result.baseline_kernel_ms if result else None
@@ -736,6 +832,7 @@ class SearchKernel:
             at=workflow.now().isoformat(),
             retime=retime,
             speedup=speedup,
+            screening=screening or self.screened.pop(cand.id, None),
         )
         self.s.decisions.append(decision)
         return decision
@@ -874,7 +971,8 @@ class SearchKernel:
             memory=self.s.memory,
             share_memory=self.inp.share_memory,
             iteration=self.s.iteration,
-            decisions=[d for d in decisions if not d.retime],
+            # screened-out candidates have no verdict: their untrusted numbers teach nothing
+            decisions=[d for d in decisions if not d.retime and d.deciding_gate != SCREENED_OUT],
         )
         if self.deferred is not None:
             ids = (self.inp.campaign_id, self.inp.target.id, self.s.iteration)

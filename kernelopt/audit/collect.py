@@ -34,6 +34,7 @@ from kernelopt.contracts import (
 )
 from kernelopt.contracts.audit import WorkflowRun
 from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
+from kernelopt.contracts.screening import SCREENED_OUT
 from kernelopt.contracts.search import LedgerEntry, SearchLogPage, SearchState
 
 from .history import ParsedRun, parse_run
@@ -402,6 +403,7 @@ def _candidates(
                 source=c.source,
                 conversation=c.conversation,
                 prompts=_prompts(c.id, c.parent_id, c.iteration, ledger),
+                screening=d.screening,
                 verdicts=list(d.verdicts),
                 passed_gates_1_2=d.accepted,
                 deciding_gate=d.deciding_gate,
@@ -427,6 +429,8 @@ def _final(
     row: CandidateAudit, t: _Target, report: AuditReport, outcome: Outcome | None
 ) -> tuple[str, str]:
     running = report.status == "running"
+    if not row.passed_gates_1_2 and row.deciding_gate == SCREENED_OUT:
+        return "screened_out", row.reason  # the first tier only: no verdict exists
     if not row.passed_gates_1_2:
         return "rejected", f"{row.deciding_gate or 'rejected'}: {row.reason}"
     if row.retime is not None and not row.retime.ok:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .model import AuditReport, CandidateAudit
-from .render import FINAL_STYLE, fmt_x, outcome_text, verdict_text
+from .render import FINAL_STYLE, fmt_x, outcome_text, screening_text, verdict_text
 
 _COLOURS = {
     "shipped": "#1a7f37",
@@ -25,6 +25,7 @@ _COLOURS = {
     "rejected": "#cf222e",
     "pending": "#8c959f",
     "duplicate": "#000000",
+    "screened_out": "#8c959f",
 }
 
 CSS = """
@@ -216,6 +217,8 @@ def _candidate_row(c: CandidateAudit) -> str:
         f'<span class="{"pass" if v.passed else "reject"}">{_e(verdict_text(v))}</span>'
         for v in c.verdicts
     ) or _e(c.deciding_gate or "-")
+    if c.screening is not None:  # the first tier, above the cascade's verdicts
+        gates = f"<small>{_e(screening_text(c.screening))}</small><br>{gates}"
     refs = []
     if c.source:
         refs.append(f"source <code>{_e(c.source.short)}</code>")

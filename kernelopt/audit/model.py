@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelopt.contracts import ArtifactRef, Budgets, BudgetUse, GateVerdict, Outcome
+from kernelopt.contracts.screening import ScreeningEstimate
 
 from .moves import StateMove
 
@@ -58,6 +59,8 @@ class CandidateAudit(AuditModel):
     source: ArtifactRef | None = None
     conversation: ArtifactRef | None = None
     prompts: list[PromptRef] = Field(default_factory=list)
+    # the first tier: the search's untrusted screening estimate, and whether it earned gates
+    screening: ScreeningEstimate | None = None
     verdicts: list[GateVerdict] = Field(default_factory=list)
     passed_gates_1_2: bool = False
     deciding_gate: str = ""  # the first gate (or step) that stopped it; empty when it passed
@@ -68,7 +71,7 @@ class CandidateAudit(AuditModel):
     at: str = ""  # workflow time of the decision
     retime: RetimeAudit | None = None
     provisional: bool = False  # reconstructed from a running search's activities
-    final: str = ""  # shipped / rejected / dropped / superseded / not_kept / pending / unverified
+    final: str = ""  # shipped / rejected / screened_out / dropped / superseded / not_kept / pending / unverified
     final_reason: str = ""
 
 

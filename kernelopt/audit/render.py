@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelopt.contracts import GateVerdict
+from kernelopt.contracts.screening import ScreeningEstimate
 
 from .model import AuditReport, CandidateAudit, TargetAudit
 
@@ -33,6 +34,7 @@ FINAL_STYLE = {
     "unverified": "yellow",
     "pending": "dim",
     "duplicate": "bold red",
+    "screened_out": "dim",
 }
 
 
@@ -54,8 +56,18 @@ def verdict_text(v: GateVerdict) -> str:
     return f"{v.gate.value} {v.status.value}: {v.reason}" + (f" [{numbers}]" if numbers else "")
 
 
+def screening_text(e: ScreeningEstimate) -> str:
+    """'screening (untrusted): ~1.40x, gated: ...': the first tier, never a result."""
+    estimate = f"~{fmt_x(e.estimated_speedup)}" if e.estimated_speedup else "no estimate"
+    fate = "gated" if e.selected else "screened out"
+    return f"screening (untrusted): {estimate}, {fate}: {e.why}"
+
+
 def gates_cell(c: CandidateAudit) -> Text:
     text = Text()
+    if c.screening is not None:  # the untrusted first tier, dimmed: ranking data only
+        estimate = c.screening.estimated_speedup
+        text.append(f"screen:{'~' + fmt_x(estimate) if estimate else 'none'} ", style="dim")
     for i, v in enumerate(c.verdicts):
         if i:
             text.append(" ")

@@ -18,6 +18,7 @@ PROFILE = "profile"
 GATE_CANDIDATE = "gate_candidate"  # gates 1-2: static + multi-seed correctness
 RESTITCH = "restitch"
 GATE_MODEL = "gate_model"  # gates 3-4: V_model and V_perf on the re-stitched model
+SCREEN = "screen_candidates"  # the search's untrusted first tier: rank a round cheaply
 
 # CPU activities
 SEGMENT = "segment"
@@ -30,7 +31,7 @@ WRITE_REPORT = "write_report"
 EXPORT_HISTORY = "export_history"
 ARCHIVE_SEARCH_LOG = "archive_search_log"  # decisions + ledger out of a search's carried state
 
-GPU_ACTIVITIES = (COMPILE, TRIAGE, PROFILE, GATE_CANDIDATE, RESTITCH, GATE_MODEL)
+GPU_ACTIVITIES = (COMPILE, TRIAGE, PROFILE, GATE_CANDIDATE, RESTITCH, GATE_MODEL, SCREEN)
 CPU_ACTIVITIES = (
     SEGMENT,
     PLAN,

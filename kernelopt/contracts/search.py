@@ -9,6 +9,7 @@ from pydantic import Field
 
 from .base import ArtifactRef, Contract, DeviceTimed, Frozen
 from .compiled import CompileResult, SearchTarget, SegmentResult
+from .screening import ScreeningEstimate, ScreenParams
 from .verdicts import GateSettings, GateVerdict
 
 
@@ -23,6 +24,8 @@ class SearchParams(Frozen):
     meltdown_window: int = 6
     meltdown_distinct: int = 2
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    # two tiers: screen a round's candidates cheaply, gate only those that could matter
+    screen: ScreenParams = ScreenParams()
 
 
 class ProposerKind(StrEnum):
@@ -334,6 +337,8 @@ class Decision(Frozen):
     at: str = ""  # workflow time, ISO
     retime: bool = False  # a winner's re-timing before it seeds the next round
     speedup: float | None = None  # baseline_kernel_ms / kernel_ms
+    # the first tier's untrusted estimate (two-tier search); never read as a result
+    screening: ScreeningEstimate | None = None
 
 
 def passed_gates_1_2(decisions: list[Decision]) -> int:

@@ -1,0 +1,32 @@
+"""The screening activity: the search's untrusted first tier, on the GPU queue.
+
+It runs ``activities.screen_job`` in a supervised child like the gates (a
+candidate's crash or CUDA fault never reaches the worker), and that child starts
+one sandboxed process for the round.  Its estimates only rank candidates; the
+search sends the ones that matter through ``gate_candidate``.
+"""
+
+from __future__ import annotations
+
+import structlog
+from temporalio import activity
+
+from kernelopt.contracts import names
+from kernelopt.contracts.screening import ScreenInput, ScreenResult
+
+from .supervise import run_supervised
+
+_MARGIN_S = 120.0  # set-up and re-stitching around the children's own time limits
+
+
+@activity.defn(name=names.SCREEN)
+async def screen_candidates(inp: ScreenInput) -> ScreenResult:
+    """Untrusted estimates for a round's candidates (one sandboxed child for all of them)."""
+    with structlog.contextvars.bound_contextvars(candidates=len(inp.candidates)):
+        limit = inp.params.timeout_s * (len(inp.candidates) + 1) + _MARGIN_S
+        return await run_supervised(
+            "activities.screen_job:screen_candidates", inp, ScreenResult, timeout_s=limit
+        )
+
+
+GPU_ACTIVITIES = [screen_candidates]

@@ -1,0 +1,192 @@
+"""The screening tier on the CPU: one sandboxed child, the Triton interpreter, real candidates.
+
+The honest fused kernel gets an estimate; a wrong one, one that raises and one
+that segfaults the child get none, each with its reason, and the crash costs
+only its own estimate (a fresh child screens the rest).  The estimate is its own
+model: nothing typed as a verdict accepts it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.screen import screen_candidates as screen_activity
+from activities.screen_job import screen_candidates
+from gates.campaign import gate_candidate
+from kernelopt.contracts.screening import ScreenCandidate, ScreeningEstimate, ScreenInput
+from kernelopt.contracts.search import Candidate, Decision
+from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
+from kernelopt.store import ArtifactStore, open_store
+from tests.gates.test_campaign_cpu import _forward_input
+
+GATES = Path(__file__).resolve().parents[1] / "gates"
+WRONG = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(d))
+        self.scale = scale
+
+    def forward(self, x):
+        return x * self.scale + self.bias  # forgot the sigmoid
+"""
+
+
+STICKY = """
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+
+    def forward(self, x):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+"""
+
+
+VANDAL = """
+import contextlib
+from pathlib import Path
+
+import torch.nn as nn
+
+with contextlib.suppress(OSError):  # the sandbox makes this read-only
+    for other in Path(__file__).parent.glob("cand_*.py"):
+        if other.resolve() != Path(__file__).resolve():
+            other.write_text("raise SystemExit('vandalised')\\n")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+"""
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ArtifactStore:
+    monkeypatch.setenv("KERNELOPT_GATES_SMALL", "1")  # the interpreter needs small sizes
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
+    return open_store(tmp_path / "home" / "artifacts")  # the one a supervised child opens
+
+
+def _candidate(store: ArtifactStore, cid: str, text: str) -> ScreenCandidate:
+    return ScreenCandidate(candidate_id=cid, source=store.put_text(text, name=f"{cid}.py"))
+
+
+def _input(store: ArtifactStore, cands: list[ScreenCandidate]) -> ScreenInput:
+    base = _forward_input(store, "swish_fused")
+    return ScreenInput(
+        compiled=base.compiled,
+        segment=base.segment,
+        target=base.target,
+        candidates=cands,
+        device="cpu",
+        baseline="eager",
+    )
+
+
+def _read(name: str) -> str:
+    return (GATES / "candidates" / f"{name}.py").read_text()
+
+
+def test_a_round_is_screened_in_one_child_and_a_crash_costs_only_its_candidate(
+    store: ArtifactStore,
+) -> None:
+    cands = [
+        _candidate(store, "fused", _read("swish_fused")),
+        _candidate(store, "wrong", WRONG),
+        _candidate(store, "segv", _read("segfault")),
+        _candidate(store, "raises", _read("raises")),
+        _candidate(store, "sticky", STICKY),
+        _candidate(store, "fused_again", _read("swish_fused") + "\n# same kernel\n"),
+    ]
+    result = screen_candidates(_input(store, cands), store)
+    by_id = {e.candidate_id: e for e in result.estimates}
+    assert [e.candidate_id for e in result.estimates] == [c.candidate_id for c in cands]
+    # the segfault ended the first child; a CUDA error (sticky) ends the second after its line
+    assert result.child_starts == 3
+    for cid in ("fused", "fused_again"):
+        e = by_id[cid]
+        assert e.smoke_ok and e.untrusted, e
+        assert e.estimated_ms and e.estimated_ms > 0 and e.baseline_ms and e.baseline_ms > 0
+        assert e.estimated_speedup == pytest.approx(e.baseline_ms / e.estimated_ms)
+        assert 0 < e.seconds < 10
+    assert not by_id["wrong"].smoke_ok and "max abs error" in by_id["wrong"].smoke_note
+    assert by_id["wrong"].estimated_speedup is None
+    assert "died on it" in by_id["segv"].smoke_note and by_id["segv"].estimated_ms is None
+    assert not by_id["raises"].smoke_ok and "raised" in by_id["raises"].smoke_note
+    assert not by_id["sticky"].smoke_ok and "illegal memory access" in by_id["sticky"].smoke_note
+
+
+async def test_the_activity_screens_in_a_supervised_child_and_reports_its_run_time(
+    store: ArtifactStore,
+) -> None:
+    cands = [
+        _candidate(store, "fused", _read("swish_fused")),
+        _candidate(store, "wrong", WRONG),
+    ]
+    started = time.perf_counter()
+    result = await ActivityEnvironment().run(screen_activity, _input(store, cands))
+    wall = time.perf_counter() - started
+    assert [(e.candidate_id, e.smoke_ok) for e in result.estimates] == [
+        ("fused", True),
+        ("wrong", False),
+    ]
+    assert result.child_starts == 1
+    # set by the activity wrapper (the GPU it held), never by the child the candidates ran in
+    assert result.device_seconds is not None and 0 < result.device_seconds <= wall
+
+
+def test_a_candidate_cannot_rewrite_the_sources_screened_after_it(store: ArtifactStore) -> None:
+    cands = [
+        _candidate(store, "vandal", VANDAL),
+        _candidate(store, "fused", _read("swish_fused")),
+    ]
+    result = screen_candidates(_input(store, cands), store)
+    vandal, fused = result.estimates
+    assert not vandal.smoke_ok and "max abs error" in vandal.smoke_note
+    assert fused.smoke_ok and fused.estimated_speedup, fused
+
+
+def test_an_estimate_is_never_accepted_as_a_verdict(store: ArtifactStore) -> None:
+    estimate = ScreeningEstimate(candidate_id="c", smoke_ok=True, estimated_speedup=9.0)
+    with pytest.raises(ValidationError):
+        GateVerdict.model_validate(estimate.model_dump())
+    cand = Candidate(id="c", target_id="t", parent_id=None, iteration=0, source=None, proposer="t")
+    with pytest.raises(ValidationError):
+        Decision(candidate=cand, accepted=False, reason="x", verdicts=[estimate])
+    verdict = GateVerdict(gate=GateName.PERFORMANCE, status=GateStatus.PASS, reason="1.5x")
+    with pytest.raises(ValidationError):  # and a verdict is not an estimate either
+        ScreeningEstimate.model_validate(verdict.model_dump())
+
+
+@pytest.mark.slow
+def test_screening_costs_a_fraction_of_gate_candidate(store: ArtifactStore) -> None:
+    """CPU numbers for the report: per-candidate screening seconds vs one gate_candidate."""
+    cands = [_candidate(store, f"c{i}", _read("swish_fused") + f"\n# {i}\n") for i in range(4)]
+    started = time.perf_counter()
+    result = screen_candidates(_input(store, cands), store)
+    screen_wall = time.perf_counter() - started
+    started = time.perf_counter()
+    gated = gate_candidate(_forward_input(store, "swish_fused"), store)
+    gate_wall = time.perf_counter() - started
+    assert gated.passed and all(e.smoke_ok for e in result.estimates)
+    per_candidate = max(e.seconds for e in result.estimates)
+    print(
+        f"\nscreening: {screen_wall:.2f} s for {len(cands)} candidates (one child), "
+        f"max {per_candidate:.3f} s per candidate; gate_candidate: {gate_wall:.2f} s"
+    )
+    assert per_candidate < 1.0 and screen_wall < gate_wall

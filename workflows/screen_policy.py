@@ -1,0 +1,86 @@
+"""Which screened candidates earn the four-gate cascade (the search's second tier).
+
+Pure: the search hands it the beam's full-cascade speedups and a round's
+untrusted screening estimates, and gets back every estimate marked selected or
+not, with the reason.  A candidate goes to the cascade only when it could
+change what the search does next: enter a full beam (beat its worst member), or
+in the last round, where no beam follows, beat the best so far.  Screening is
+noisy and untrusted, so "could" means within ``margin`` of the bar; a candidate
+that inflates its estimate only buys itself a cascade that judges it properly.
+At least one candidate per round is gated, so a round is never decided by
+screening alone, and at most ``cap`` are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kernelopt.contracts.screening import ScreeningEstimate, ScreenParams
+
+
+@dataclass(frozen=True)
+class Bar:
+    """What a candidate's estimate must reach (within the margin) to be gated."""
+
+    speedup: float | None  # None: the beam has room, any working candidate could enter
+    what: str
+
+
+def bar_for(member_speedups: Sequence[float | None], width: int, last_round: bool) -> Bar:
+    """The bar from the beam's members' full-cascade speedups (the root counts as 1.0)."""
+    known = sorted(s for s in member_speedups if s is not None)
+    if last_round:
+        best = max([1.0, *known])
+        return Bar(best, f"the best so far ({best:.3f}x)")
+    if len(known) < width:
+        return Bar(None, f"the beam has room ({len(known)} of {width})")
+    worst = known[-width]  # the weakest of the ``width`` fastest
+    return Bar(worst, f"the beam's worst member ({worst:.3f}x)")
+
+
+def _rank_key(e: ScreeningEstimate) -> tuple[int, float, str]:
+    usable = e.smoke_ok and e.estimated_speedup is not None
+    return (0 if usable else 1, -(e.estimated_speedup or 0.0), e.candidate_id)
+
+
+def select_for_cascade(
+    estimates: Sequence[ScreeningEstimate],
+    member_speedups: Sequence[float | None],
+    width: int,
+    params: ScreenParams,
+    last_round: bool = False,
+) -> list[ScreeningEstimate]:
+    """Every estimate, best first, with ``selected`` and ``why`` set."""
+    bar = bar_for(member_speedups, width, last_round)
+    ranked = sorted(estimates, key=_rank_key)
+    out: list[ScreeningEstimate] = []
+    chosen = 0
+    for e in ranked:
+        selected, why = _judge(e, bar, params.margin)
+        if selected and chosen >= params.cap:
+            selected, why = False, f"over the round's cap of {params.cap} cascades ({why})"
+        chosen += selected
+        out.append(e.model_copy(update={"selected": selected, "why": why}))
+    if out and chosen == 0:  # a round is never decided by screening alone
+        first = out[0]
+        out[0] = first.model_copy(
+            update={"selected": True, "why": f"the round's best estimate ({first.why})"}
+        )
+    return out
+
+
+def _judge(e: ScreeningEstimate, bar: Bar, margin: float) -> tuple[bool, str]:
+    if not e.smoke_ok:
+        return False, f"smoke check failed: {e.smoke_note or 'no output'}"[:300]
+    est = e.estimated_speedup
+    if est is None:
+        return False, "no estimate"
+    if bar.speedup is None:
+        return True, f"estimate {est:.3f}x; {bar.what}"
+    if est * (1.0 + margin) >= bar.speedup:
+        return True, f"estimate {est:.3f}x could beat {bar.what} within {margin:.0%}"
+    return False, f"estimate {est:.3f}x below {bar.what} by more than {margin:.0%}"
+
+
+__all__ = ["Bar", "bar_for", "select_for_cascade"]
