@@ -276,6 +276,7 @@ class OptimizeModel:
                     SegmentResult,
                     opts.SEGMENT,
                 )
+                await self._checkpoint()  # a pause or stop that came meanwhile: before the search
                 facts = self._facts_for(inp, target, segment)
             else:
                 segment = state.segment
