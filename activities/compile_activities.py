@@ -15,8 +15,12 @@ from kernelopt.contracts import (
     CompileResult,
     RestitchInput,
     RestitchResult,
+    ScopeSegmentInput,
     SegmentInput,
+    SegmentRef,
     SegmentResult,
+    SegmentTargetsInput,
+    SegmentTargetsResult,
     TriageInput,
     TriageResult,
     names,
@@ -45,6 +49,43 @@ async def segment(inp: SegmentInput) -> SegmentResult:
         raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
 
+@activity.defn(name=names.SEGMENT_TO_STORE)
+async def segment_to_store(inp: SegmentInput) -> SegmentRef:
+    """Segment as ``segment`` does, but hand back a reference: the result stays in the store."""
+    from kernelopt.compile.segment import segment as segment_impl
+    from kernelopt.compile.segment_store import store_segment
+
+    def run() -> SegmentRef:
+        store = open_store()
+        result = segment_impl(inp, store)
+        return store_segment(result, store, f"{inp.compiled.problem.name}.segment.json")
+
+    try:
+        return await in_thread(run)
+    except DeterministicError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+
+@activity.defn(name=names.SCOPE_SEGMENT)
+async def scope_segment(inp: ScopeSegmentInput) -> SegmentResult:
+    """One target's part of a stored segmentation: what its search carries."""
+    from kernelopt.compile.segment_store import scoped
+
+    return await in_thread(scoped, inp, open_store())
+
+
+@activity.defn(name=names.SEGMENT_TARGETS)
+async def segment_targets(inp: SegmentTargetsInput) -> SegmentTargetsResult:
+    """The built-in proposer's targets, read from a stored segmentation."""
+    from kernelopt.compile.segment_store import load_segment
+    from kernelopt.proposer.targets import builtin_targets
+
+    def run() -> SegmentTargetsResult:
+        return builtin_targets(inp, load_segment(inp.segment, open_store()))
+
+    return await in_thread(run)
+
+
 @activity.defn(name=names.TRIAGE)
 async def triage(inp: TriageInput) -> TriageResult:
     """Per-kernel GPU time, library fraction f, Amdahl ceiling, verdict."""
@@ -58,4 +99,4 @@ async def restitch(inp: RestitchInput) -> RestitchResult:
 
 
 GPU_ACTIVITIES = [compile_problem, triage, restitch]
-CPU_ACTIVITIES = [segment]
+CPU_ACTIVITIES = [segment, segment_to_store, scope_segment, segment_targets]

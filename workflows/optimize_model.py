@@ -44,13 +44,17 @@ with workflow.unsafe.imports_passed_through():
         ReportResult,
         RestitchInput,
         RestitchResult,
+        ScopeSegmentInput,
         SearchBudgetUpdate,
         SearchKernelInput,
         SearchKernelResult,
         SearchMode,
         SearchTarget,
         SegmentInput,
+        SegmentRef,
         SegmentResult,
+        SegmentTargetsInput,
+        SegmentTargetsResult,
         TargetKind,
         TriageInput,
         TriageResult,
@@ -82,6 +86,9 @@ BUILTIN_REWRITES_PATCH = "builtin-rewrites-whole-forward"
 SCOPED_SEGMENT_PATCH = "search-gets-scoped-segment"
 # A pause or stop that arrived while a search was being started reaches it once it has.
 STEER_STARTING_SEARCH_PATCH = "steer-starting-search"
+# The segmentation goes to the artifact store; the state and activity inputs carry its
+# reference, and activities that read kernels or launches load it (compile/segment_store.py).
+SEGMENT_BY_REF_PATCH = "segmentation-by-reference"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
@@ -211,25 +218,28 @@ class OptimizeModel:
         if state.compiled is None:
             await self._enter(CampaignPhase.COMPILING)
             state.compiled = await self._compile(inp)
-        if state.segment is None:
+        if state.segment is None and state.segment_ref is None:
             await self._enter(CampaignPhase.SEGMENTING)
-            state.segment = await self._cpu(
-                names.SEGMENT,
-                SegmentInput(compiled=state.compiled, mode=inp.options.mode),
-                SegmentResult,
-                opts.SEGMENT,
-            )
+            segment_input = SegmentInput(compiled=state.compiled, mode=inp.options.mode)
+            if workflow.patched(SEGMENT_BY_REF_PATCH):
+                state.segment_ref = await self._cpu(
+                    names.SEGMENT_TO_STORE, segment_input, SegmentRef, opts.SEGMENT
+                )
+            else:
+                state.segment = await self._cpu(
+                    names.SEGMENT, segment_input, SegmentResult, opts.SEGMENT
+                )
         if state.triage is None:
             await self._enter(CampaignPhase.TRIAGING)
             state.triage = await self._gpu(
                 names.TRIAGE,
                 TriageInput(
-                    compiled=state.compiled, segment=state.segment, gamma=inp.options.gamma
+                    compiled=state.compiled, gamma=inp.options.gamma, **self._segment_fields()
                 ),
                 TriageResult,
                 opts.TRIAGE,
             )
-        skip = self._skip_reason(inp, state.segment, state.triage)
+        skip = self._skip_reason(inp, state.triage)
         if skip:
             return await self._finish_with_baseline(inp, skip)
         await self._search_targets(inp)
@@ -238,21 +248,12 @@ class OptimizeModel:
     # --- search -------------------------------------------------------------------------
     async def _search_targets(self, inp: CampaignInput) -> None:
         state = self._state
-        targets = list(state.triage.targets or state.segment.targets)
-        if self._builtin_on_forward(targets) and workflow.patched("builtin-single-kernel-targets"):
-            targets = self._kernel_targets()
-        if not self._use_llm() and workflow.patched("builtin-skips-fusion-groups"):
-            # fusing kernels takes new code; the built-in proposer only re-tunes one kernel
-            targets = [t for t in targets if t.kind != TargetKind.FUSION_GROUP]
-        if inp.options.max_targets is not None:
-            targets = targets[: inp.options.max_targets]
-        if self._builtin_on_module() and workflow.patched(BUILTIN_REWRITES_PATCH):
-            # first: a rewrite's wins are the largest and its search the cheapest (one CPU
-            # proposal, a handful of candidates); max_targets bounds the kernel searches
-            forward = rewrite_target(
-                state.compiled, state.segment, [*state.triage.targets, *state.segment.targets]
-            )
-            targets = [forward, *(t for t in targets if t.kind != TargetKind.FORWARD)]
+        by_ref = state.segment_ref is not None
+        if by_ref and state.targets:
+            # chosen by an earlier run of this campaign (before a continue-as-new)
+            targets = list(state.targets)
+        else:
+            targets = await self._choose_targets(inp)
         state.targets = targets
         self._progress.targets_total = len(targets)
         done = {r.target_id for r in state.results}
@@ -267,73 +268,129 @@ class OptimizeModel:
             if workflow.info().is_continue_as_new_suggested():
                 await self._continue_as_new(inp)
             self._progress.current_target = target.id
-            segment = state.segment
-            if workflow.patched(SCOPED_SEGMENT_PATCH):
-                segment = scope_segment(segment, target)
-            child_input = SearchKernelInput(
-                campaign_id=inp.campaign_id,
-                compiled=state.compiled,
-                segment=segment,
-                target=target,
-                params=inp.options.search,
-                proposer=inp.options.proposer,
-                use_llm=self._use_llm(),
-                gpu_queue=inp.options.gpu_queue,
-                cpu_queue=inp.options.cpu_queue,
-                gpu_heartbeat_s=inp.options.gpu_heartbeat_s,
-                gates=inp.options.gates,
-                budget_left=self._budget_left(),
-                memory=state.memory,
-                share_memory=inp.options.share_memory,
-                facts=self._facts_for(inp, target),
-            )
-            try:
-                self._child = await workflow.start_child_workflow(
-                    names.SEARCH_KERNEL,
-                    child_input,
-                    id=f"{workflow.info().workflow_id}/search/{target.id}",
-                    task_queue=inp.options.cpu_queue,
-                    result_type=SearchKernelResult,
+            if by_ref:
+                # the store holds the segmentation: an activity cuts out the target's part
+                segment = await self._cpu(
+                    names.SCOPE_SEGMENT,
+                    ScopeSegmentInput(segment=state.segment_ref, target=target),
+                    SegmentResult,
+                    opts.SEGMENT,
                 )
-                if (self._paused or self._stop_requested) and workflow.patched(
-                    STEER_STARTING_SEARCH_PATCH
-                ):
-                    await self._steer_started_search()
-                result = await self._child
-            except ChildWorkflowError as exc:
-                workflow.logger.warning("search of %s failed: %s", target.id, exc.cause or exc)
-                result = SearchKernelResult(
-                    target_id=target.id, stopped_reason=f"search failed: {exc.cause or exc}"
-                )
-            finally:
-                self._child = None
-            if result.memory is not None:
-                state.memory = result.memory
-            if result.proposer:
-                self._progress.proposer = result.proposer
-            # experience lives in the memory artifact; carrying it per target only grows the state
-            state.results.append(result.model_copy(update={"experience": []}))
-            state.used.add(result.usage, result.gpu_seconds)
-            state.candidates_tried += result.candidates_tried
-            state.candidates_accepted += (
-                result.candidates_accepted  # archived pages included
-                if result.candidates_accepted is not None
-                else passed_gates_1_2(result.decisions)
-            )
-            self._progress.targets_done = len(state.results)
-            self._sync_progress()
+                await self._checkpoint()  # a pause or stop that came meanwhile: before the search
+                facts = self._facts_for(inp, target, segment)
+            else:
+                segment = state.segment
+                if workflow.patched(SCOPED_SEGMENT_PATCH):
+                    segment = scope_segment(segment, target)
+                facts = self._facts_for(inp, target, state.segment)
+            await self._search_one(inp, target, segment, facts)
         self._progress.current_target = None
 
-    def _facts_for(self, inp: CampaignInput, target: SearchTarget) -> PromptFacts | None:
+    async def _choose_targets(self, inp: CampaignInput) -> list[SearchTarget]:
+        """Triage's targets, as the proposer and the options narrow or widen them."""
+        state = self._state
+        if state.segment_ref is not None:
+            # triage keeps at least one target whenever segmentation made any
+            targets = list(state.triage.targets)
+        else:
+            targets = list(state.triage.targets or state.segment.targets)
+        builtin: SegmentTargetsResult | None = None
+        if self._builtin_on_forward(targets) and workflow.patched("builtin-single-kernel-targets"):
+            builtin = await self._builtin_targets()
+            targets = self._kernel_targets(builtin)
+        if not self._use_llm() and workflow.patched("builtin-skips-fusion-groups"):
+            # fusing kernels takes new code; the built-in proposer only re-tunes one kernel
+            targets = [t for t in targets if t.kind != TargetKind.FUSION_GROUP]
+        if inp.options.max_targets is not None:
+            targets = targets[: inp.options.max_targets]
+        if self._builtin_on_module() and workflow.patched(BUILTIN_REWRITES_PATCH):
+            # first: a rewrite's wins are the largest and its search the cheapest (one CPU
+            # proposal, a handful of candidates); max_targets bounds the kernel searches
+            if state.segment_ref is not None:
+                forward = (builtin or await self._builtin_targets()).forward
+            else:
+                forward = rewrite_target(
+                    state.compiled, state.segment, [*state.triage.targets, *state.segment.targets]
+                )
+            targets = [forward, *(t for t in targets if t.kind != TargetKind.FORWARD)]
+        return targets
+
+    async def _search_one(
+        self,
+        inp: CampaignInput,
+        target: SearchTarget,
+        segment: SegmentResult,
+        facts: PromptFacts | None,
+    ) -> None:
+        """One target's search as a child workflow; its result joins the state."""
+        state = self._state
+        child_input = SearchKernelInput(
+            campaign_id=inp.campaign_id,
+            compiled=state.compiled,
+            segment=segment,
+            target=target,
+            params=inp.options.search,
+            proposer=inp.options.proposer,
+            use_llm=self._use_llm(),
+            gpu_queue=inp.options.gpu_queue,
+            cpu_queue=inp.options.cpu_queue,
+            gpu_heartbeat_s=inp.options.gpu_heartbeat_s,
+            gates=inp.options.gates,
+            budget_left=self._budget_left(),
+            memory=state.memory,
+            share_memory=inp.options.share_memory,
+            facts=facts,
+        )
+        try:
+            self._child = await workflow.start_child_workflow(
+                names.SEARCH_KERNEL,
+                child_input,
+                id=f"{workflow.info().workflow_id}/search/{target.id}",
+                task_queue=inp.options.cpu_queue,
+                result_type=SearchKernelResult,
+            )
+            if (self._paused or self._stop_requested) and workflow.patched(
+                STEER_STARTING_SEARCH_PATCH
+            ):
+                await self._steer_started_search()
+            result = await self._child
+        except ChildWorkflowError as exc:
+            workflow.logger.warning("search of %s failed: %s", target.id, exc.cause or exc)
+            result = SearchKernelResult(
+                target_id=target.id, stopped_reason=f"search failed: {exc.cause or exc}"
+            )
+        finally:
+            self._child = None
+        if result.memory is not None:
+            state.memory = result.memory
+        if result.proposer:
+            self._progress.proposer = result.proposer
+        # experience lives in the memory artifact; carrying it per target only grows the state
+        state.results.append(result.model_copy(update={"experience": []}))
+        state.used.add(result.usage, result.gpu_seconds)
+        state.candidates_tried += result.candidates_tried
+        state.candidates_accepted += (
+            result.candidates_accepted  # archived pages included
+            if result.candidates_accepted is not None
+            else passed_gates_1_2(result.decisions)
+        )
+        self._progress.targets_done = len(state.results)
+        self._sync_progress()
+
+    def _facts_for(
+        self, inp: CampaignInput, target: SearchTarget, segment: SegmentResult
+    ) -> PromptFacts | None:
         """The target's prompt facts (pure arithmetic over contracts, so deterministic here).
 
-        They are an aid to the agents: a target whose records the arithmetic cannot
-        read is searched without them rather than failing the workflow task.
+        ``segment`` may be the target's scoped part: the facts read only the target's
+        own kernels (a forward target's are all of them).  They are an aid to the
+        agents: a target whose records the arithmetic cannot read is searched
+        without them rather than failing the workflow task.
         """
         state = self._state
         try:
             return build_facts(
-                state.compiled, state.segment, target, state.triage, gates=inp.options.gates
+                state.compiled, segment, target, state.triage, gates=inp.options.gates
             )
         except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
             workflow.logger.warning("no prompt facts for %s: %s", target.id, exc)
@@ -365,7 +422,8 @@ class OptimizeModel:
 
         await self._enter(CampaignPhase.VERIFYING)
         winners.sort(key=lambda r: -(r.best_kernel_speedup or 0.0))
-        target_by_id = {t.id: t for t in [*state.segment.targets, *state.triage.targets]}
+        own = state.segment.targets if state.segment is not None else []
+        target_by_id = {t.id: t for t in [*own, *state.triage.targets]}
         target_by_id.update({t.id: t for t in state.targets})
         accepted: list[Replacement] = []
         best: ModelGateResult | None = None
@@ -388,7 +446,7 @@ class OptimizeModel:
                 stitched = await self._gpu(
                     names.RESTITCH,
                     RestitchInput(
-                        compiled=state.compiled, segment=state.segment, replacements=trial
+                        compiled=state.compiled, replacements=trial, **self._segment_fields()
                     ),
                     RestitchResult,
                     opts.RESTITCH,
@@ -516,8 +574,8 @@ class OptimizeModel:
             baseline_note=compiled.mode_reason if compiled else "",
             kind=compiled.problem.kind if compiled else inp.problem.kind,
             proposer=self._progress.proposer or self._proposer_label(),
-            mode=state.segment.mode if state.segment else None,
-            mode_reason=state.segment.mode_reason if state.segment else "",
+            mode=self._segment_mode(),
+            mode_reason=self._segment_mode_reason(),
             triage=state.triage,
             used=state.used,
             candidates_tried=state.candidates_tried,
@@ -563,21 +621,43 @@ class OptimizeModel:
         launcher, which the kinds' own variants tune)."""
         return self._input.problem.kind == ProblemKind.MODULE and not self._use_llm()
 
-    def _kernel_targets(self) -> list[SearchTarget]:
-        """Each Triton kernel of the wrapper as its own target, largest share first."""
+    async def _builtin_targets(self) -> SegmentTargetsResult:
+        """The per-kernel and forward targets, read from the stored segmentation."""
+        state = self._state
+        forward = next((t for t in state.triage.targets if t.kind == TargetKind.FORWARD), None)
+        return await self._cpu(
+            names.SEGMENT_TARGETS,
+            SegmentTargetsInput(
+                compiled=state.compiled, segment=state.segment_ref, forward=forward
+            ),
+            SegmentTargetsResult,
+            opts.SEGMENT,
+        )
+
+    def _kernel_targets(self, builtin: SegmentTargetsResult | None) -> list[SearchTarget]:
+        """Each Triton kernel of the wrapper as its own target, largest share first.
+
+        ``builtin`` lists them where the segmentation is stored, not carried.
+        """
         state = self._state
         times = {k.name: k.ms for k in state.triage.per_kernel if not k.is_library}
         total = state.triage.total_ms or 1.0
-        targets = [
-            SearchTarget(
-                id=k.name,
-                kind=TargetKind.KERNEL,
-                kernels=[k.name],
-                source=k.source,
-                share=times.get(k.name, 0.0) / total,
-            )
-            for k in state.segment.kernels
-        ]
+        if builtin is not None:
+            targets = [
+                t.model_copy(update={"share": times.get(t.id, 0.0) / total})
+                for t in builtin.kernels
+            ]
+        else:
+            targets = [
+                SearchTarget(
+                    id=k.name,
+                    kind=TargetKind.KERNEL,
+                    kernels=[k.name],
+                    source=k.source,
+                    share=times.get(k.name, 0.0) / total,
+                )
+                for k in state.segment.kernels
+            ]
         targets.sort(key=lambda t: (-t.share, t.id))
         if workflow.patched("builtin-kernel-targets-cutoff"):
             targets = _share_cutoff(targets)
@@ -590,13 +670,16 @@ class OptimizeModel:
         self._state.stop_requested = self._stop_requested
         workflow.continue_as_new(inp.model_copy(update={"state": self._state}))
 
-    def _skip_reason(
-        self, inp: CampaignInput, segment: SegmentResult, triage: TriageResult
-    ) -> str | None:
-        if not segment.targets and not triage.targets:
+    def _skip_reason(self, inp: CampaignInput, triage: TriageResult) -> str | None:
+        state = self._state
+        if state.segment is not None:
+            segment_targets = len(state.segment.targets)
+        else:
+            segment_targets = state.segment_ref.targets if state.segment_ref else 0
+        if not segment_targets and not triage.targets:
             return "the compiled graph has no Triton kernel to search (all library calls)"
         if (
-            segment.mode == SearchMode.MULTI
+            self._segment_mode() == SearchMode.MULTI
             and triage.verdict == "library_dominated"
             and not inp.options.search_library_dominated
         ):
@@ -606,6 +689,24 @@ class OptimizeModel:
                 " search skipped (--search-library-dominated to search anyway)"
             )
         return None
+
+    def _segment_fields(self) -> dict:
+        """The segmentation as an activity input carries it: inline, or by reference."""
+        if self._state.segment_ref is not None:
+            return {"segment_ref": self._state.segment_ref}
+        return {"segment": self._state.segment}
+
+    def _segment_mode(self) -> SearchMode | None:
+        state = self._state
+        if state.segment is not None:
+            return state.segment.mode
+        return state.segment_ref.mode if state.segment_ref is not None else None
+
+    def _segment_mode_reason(self) -> str:
+        state = self._state
+        if state.segment is not None:
+            return state.segment.mode_reason
+        return state.segment_ref.mode_reason if state.segment_ref is not None else ""
 
     def _use_llm(self) -> bool:
         proposer = self._input.options.proposer

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from kernelopt.compile.segment import group_signature
+from kernelopt.compile.segment_store import segment_of
 from kernelopt.compile.wrapper_parse import Event, ParsedWrapper, _Source, parse_kernel_source
 from kernelopt.contracts.compiled import (
     CompileResult,
@@ -264,7 +265,7 @@ def build_restitched(inp: RestitchInput, store: ArtifactStore) -> tuple[str, dic
         target, cand = forward[0]
         detect_form(target, cand)
         return forward_wrapper(inp.compiled, cand), {target.id: FORM_FORWARD}
-    return restitch_source(baseline, inp.segment, pairs)
+    return restitch_source(baseline, segment_of(inp, store), pairs)
 
 
 def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:

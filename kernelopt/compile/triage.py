@@ -175,12 +175,14 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         prepare_wrapper_process,
         run_call,
     )
+    from kernelopt.compile.segment_store import segment_of
     from kernelopt.compile.timing import bench_ms, profile_kernels
 
     stages.lap("imports")  # torch and Inductor: outside the process's import_target
     prepare_wrapper_process()  # TF32 off: profile the program the gates time
     stages.lap("cuda_init")
     compiled = inp.compiled
+    segment = segment_of(inp, store)  # before any GPU work: a missing one is the input's fault
     module = load_wrapper_module(
         store.get_text(compiled.wrapper), f"{compiled.problem.name}_baseline"
     )
@@ -196,7 +198,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
     wall = bench_ms(fn)
     stages.lap("wall")
     report({"step": "profile"})
-    triton_names = {k.name for k in inp.segment.kernels}
+    triton_names = {k.name for k in segment.kernels}
     profile = profile_kernels(fn)
     method = PROFILER_METHOD
     library_names: set[str] = set()
@@ -231,8 +233,8 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         )
     result = summarize(
         per_kernel,
-        inp.segment.targets,
-        inp.segment.mode,
+        segment.targets,
+        segment.mode,
         inp.gamma,
         inp.max_required_speedup,
         wall_ms=wall,

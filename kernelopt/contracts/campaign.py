@@ -7,7 +7,14 @@ from enum import StrEnum
 from pydantic import Field
 
 from .base import ArtifactRef, Contract, Frozen
-from .compiled import CompileResult, SearchMode, SearchTarget, SegmentResult, TriageResult
+from .compiled import (
+    CompileResult,
+    SearchMode,
+    SearchTarget,
+    SegmentRef,
+    SegmentResult,
+    TriageResult,
+)
 from .problem import ProblemKind, ProblemSpec
 from .search import Decision, ProposerConfig, SearchKernelResult, SearchParams, Usage
 from .verdicts import GateSettings, GateVerdict
@@ -157,7 +164,10 @@ class CampaignState(Contract):
     budgets: Budgets = Budgets()
     started_at: str = ""  # workflow time of the first run, ISO
     compiled: CompileResult | None = None
+    # the segmentation itself (campaigns from before "segmentation-by-reference") or,
+    # since then, its reference: the whole of it is megabytes at hundreds of kernels
     segment: SegmentResult | None = None
+    segment_ref: SegmentRef | None = None
     triage: TriageResult | None = None
     targets: list[SearchTarget] = Field(default_factory=list)  # what the search covers
     memory: ArtifactRef | None = None  # experience memory, carried from search to search

@@ -169,6 +169,65 @@ class SegmentResult(Frozen):
     wrapper_format: str = ""  # e.g. "runner-class" (graph_partition) or "call-function"
 
 
+class SegmentRef(Frozen):
+    """A segmentation by reference: its JSON lives in the artifact store, this travels.
+
+    At a few hundred kernels a ``SegmentResult`` is megabytes; a campaign's state,
+    its continue-as-new inputs and every activity input that carried it grew with
+    the model.  The workflow decides from these few fields; activities that read
+    kernels or launches load the whole segmentation by ``artifact``.
+    """
+
+    artifact: ArtifactRef
+    mode: SearchMode
+    mode_reason: str
+    mode_forced: bool = False
+    wrapper_format: str = ""
+    kernels: int = 0
+    library_calls: int = 0
+    fusion_groups: int = 0
+    targets: int = 0
+
+    @classmethod
+    def of(cls, segment: SegmentResult, artifact: ArtifactRef) -> SegmentRef:
+        """The reference to ``segment`` once it is stored as ``artifact``."""
+        return cls(
+            artifact=artifact,
+            mode=segment.mode,
+            mode_reason=segment.mode_reason,
+            mode_forced=segment.mode_forced,
+            wrapper_format=segment.wrapper_format,
+            kernels=len(segment.kernels),
+            library_calls=len(segment.library_calls),
+            fusion_groups=len(segment.fusion_groups),
+            targets=len(segment.targets),
+        )
+
+
+class ScopeSegmentInput(Frozen):
+    """One target's part of a stored segmentation (``compile/segment_scope.py``)."""
+
+    segment: SegmentRef
+    target: SearchTarget
+
+
+class SegmentTargetsInput(Frozen):
+    """The targets the built-in proposer adds: every kernel alone, and the whole forward.
+
+    ``forward`` is triage's forward target, if it made one: it comes first, as in
+    ``rewrite_target``'s ``known`` list.
+    """
+
+    compiled: CompileResult
+    segment: SegmentRef
+    forward: SearchTarget | None = None
+
+
+class SegmentTargetsResult(Frozen):
+    kernels: list[SearchTarget] = Field(default_factory=list)  # program order, share unset
+    forward: SearchTarget
+
+
 class KernelTiming(Frozen):
     name: str
     ms: float  # GPU time per forward, in context (profiler, summed over its launches)
@@ -179,7 +238,10 @@ class KernelTiming(Frozen):
 
 class TriageInput(Frozen):
     compiled: CompileResult
-    segment: SegmentResult
+    # the segmentation, or (campaigns since "segmentation-by-reference") a reference
+    # the activity resolves before the GPU child reads ``segment``
+    segment: SegmentResult | None = None
+    segment_ref: SegmentRef | None = None
     gamma: float = 1.03
     max_required_speedup: float = 10.0  # beyond this Triton speedup: library-dominated
     standalone: bool = True  # also time each Triton kernel alone on its captured args
@@ -221,7 +283,8 @@ class Replacement(Frozen):
 
 class RestitchInput(Frozen):
     compiled: CompileResult
-    segment: SegmentResult
+    segment: SegmentResult | None = None  # or ``segment_ref``, as in TriageInput
+    segment_ref: SegmentRef | None = None
     replacements: list[Replacement] = Field(default_factory=list)
     run: bool = True  # load the re-stitched wrapper and run it on the captured args
 

@@ -22,6 +22,10 @@ SCREEN = "screen_candidates"  # the search's untrusted first tier: rank a round 
 
 # CPU activities
 SEGMENT = "segment"
+# the segmentation written to the artifact store; the campaign carries its reference
+SEGMENT_TO_STORE = "segment_to_store"
+SCOPE_SEGMENT = "scope_segment"  # one target's part of a stored segmentation
+SEGMENT_TARGETS = "segment_targets"  # the built-in proposer's per-kernel and forward targets
 PLAN = "plan"
 EXECUTE = "execute"
 RETRY_FIX = "retry_fix"
@@ -34,6 +38,9 @@ ARCHIVE_SEARCH_LOG = "archive_search_log"  # decisions + ledger out of a search'
 GPU_ACTIVITIES = (COMPILE, TRIAGE, PROFILE, GATE_CANDIDATE, RESTITCH, GATE_MODEL, SCREEN)
 CPU_ACTIVITIES = (
     SEGMENT,
+    SEGMENT_TO_STORE,
+    SCOPE_SEGMENT,
+    SEGMENT_TARGETS,
     PLAN,
     EXECUTE,
     RETRY_FIX,

@@ -13,6 +13,8 @@ from kernelopt.contracts.compiled import (
     CompileResult,
     SearchTarget,
     SegmentResult,
+    SegmentTargetsInput,
+    SegmentTargetsResult,
     TargetKind,
 )
 
@@ -41,4 +43,21 @@ def rewrite_target(
         share=1.0,
         signature=compiled.forward_inputs(),
         description=REWRITE_DESCRIPTION,
+    )
+
+
+def builtin_targets(inp: SegmentTargetsInput, segment: SegmentResult) -> SegmentTargetsResult:
+    """Every Triton kernel as its own target (program order), and the rewrite family's forward.
+
+    ``segment`` is the one ``inp.segment`` names, loaded by the caller: the campaign
+    carries only its reference, so it asks an activity for what it used to read here.
+    The workflow ranks the kernel targets by triage's times and cuts them.
+    """
+    kernels = [
+        SearchTarget(id=k.name, kind=TargetKind.KERNEL, kernels=[k.name], source=k.source)
+        for k in segment.kernels
+    ]
+    known = [*([inp.forward] if inp.forward is not None else []), *segment.targets]
+    return SegmentTargetsResult(
+        kernels=kernels, forward=rewrite_target(inp.compiled, segment, known)
     )

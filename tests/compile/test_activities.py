@@ -23,7 +23,13 @@ def test_activity_names_and_queues() -> None:
         names.TRIAGE,
         names.RESTITCH,
     }
-    assert {name_of(f) for f in acts.CPU_ACTIVITIES} == {names.SEGMENT}
+    assert {name_of(f) for f in acts.CPU_ACTIVITIES} == {
+        names.SEGMENT,
+        names.SEGMENT_TO_STORE,
+        names.SCOPE_SEGMENT,
+        names.SEGMENT_TARGETS,
+    }
+    assert set(map(name_of, acts.CPU_ACTIVITIES)) <= set(names.CPU_ACTIVITIES)
     assert set(map(name_of, acts.GPU_ACTIVITIES)) <= set(names.GPU_ACTIVITIES)
 
 

@@ -21,7 +21,8 @@ campaign between targets, every search between iterations); and an LLM
 campaign whose gates charge their reported run time; one long search
 whose tree is pruned; and one whose best winner fails the model gates and
 whose runner-up is verified instead; a built-in campaign whose last round re-times only
-the candidates that can still win; one long search with bounded pages and tree.
+the candidates that can still win; one long search with bounded pages and tree; a built-in
+campaign that carries its segmentation by reference across a continue-as-new.
 """
 
 from __future__ import annotations
@@ -192,6 +193,15 @@ def _gpu_worker_env(scenario: str, scratch: Path) -> dict[str, str]:
     return {}
 
 
+async def by_reference(client, settings, cpu_q, gpu_q) -> list[str]:
+    """A built-in campaign that carries its segmentation by reference and continues as new
+    between targets (the next run reuses the chosen targets): recorded after the patch
+    ``segmentation-by-reference``."""
+    handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-by-reference")
+    await outcome_of(client, handle.id)
+    return [handle.id]
+
+
 # (scenario, dynamic config of its server)
 async def bounded(client, settings, cpu_q, gpu_q) -> list[str]:
     """One long search (12 x 60 candidates) after issue 25's bounded carried state: pages cut
@@ -222,6 +232,7 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("second_chance", second_chance, {}),
     ("last_round", last_round, {}),
     ("bounded", bounded, {}),
+    ("by_reference", by_reference, {"limit.historyCount.suggestContinueAsNew": 30}),
 ]
 
 

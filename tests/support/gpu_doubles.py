@@ -185,18 +185,20 @@ async def compile_double(inp: CompileInput) -> CompileResult:
 
 @activity.defn(name=names.TRIAGE)
 async def triage_double(inp: TriageInput) -> TriageResult:
+    from kernelopt.compile.segment_store import segment_of
     from kernelopt.compile.triage import summarize
 
     await _work(names.TRIAGE, inp.compiled.problem.name)
+    segment = segment_of(inp, open_store())  # as the real triage: inline or by reference
     timings = [
         KernelTiming(name=k.name, ms=0.2 + (_digest(k.name) % 5) / 10, is_library=False)
-        for k in inp.segment.kernels
+        for k in segment.kernels
     ]
     timings += [
         KernelTiming(name=f"{c.name}@{c.line}", ms=0.1, is_library=True)
-        for c in inp.segment.library_calls
+        for c in segment.library_calls
     ]
-    return summarize(timings, inp.segment.targets, inp.segment.mode, inp.gamma)
+    return summarize(timings, segment.targets, segment.mode, inp.gamma)
 
 
 @activity.defn(name=names.PROFILE)
@@ -260,6 +262,7 @@ async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResu
 @activity.defn(name=names.RESTITCH)
 async def restitch_double(inp: RestitchInput) -> RestitchResult:
     from kernelopt.compile.restitch import forward_wrapper, restitch_source
+    from kernelopt.compile.segment_store import segment_of
 
     # one distinct call per replacement set: the same targets with a runner-up's source differ
     sources = "+".join(r.source.sha256[:8] for r in inp.replacements)
@@ -271,7 +274,7 @@ async def restitch_double(inp: RestitchInput) -> RestitchResult:
         text = forward_wrapper(inp.compiled, store.get_text(forward[0].source))
     else:
         pairs = [(r.target, store.get_text(r.source)) for r in inp.replacements]
-        text, _ = restitch_source(base, inp.segment, pairs)
+        text, _ = restitch_source(base, segment_of(inp, store), pairs)
     ref = store.put_text(text, "text/x-python", "restitched.py")
     return RestitchResult(wrapper=ref, replaced=[r.target.id for r in inp.replacements])
 
