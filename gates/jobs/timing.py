@@ -82,7 +82,8 @@ class CheckedLoop:
     outside the events, and a call's check is queued before the next flush;
     the flush and a GPU spin keep the device busy while the timed call is
     queued, so the events time the call's GPU work, as do_bench's do once it
-    runs ahead (dispatch-bound candidates are caught by the host timer).  ``host_batch(n)`` times ``n`` back-to-back calls
+    runs ahead (dispatch-bound candidates are caught by the host timer).
+    ``host_batch(n)`` times ``n`` back-to-back calls, each on new input values,
     between device-wide synchronisations and checks their outputs afterwards.
     """
 
@@ -91,6 +92,7 @@ class CheckedLoop:
     ) -> None:
         self.kit, self.fn, self.rotation, self.checks = kit, fn, rotation, checks
         self._flush: torch.Tensor | None = None
+        self.dispatch_ns: list[int] = []  # host time of each call in the latest timed()
 
     def untimed(self, n: int) -> None:
         for _ in range(n):
@@ -111,6 +113,7 @@ class CheckedLoop:
             return samples
         if self._flush is None:
             self._flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        self.dispatch_ns = []
         pairs = []
         pending: tuple[Any, int, list[Any]] | None = None
         for _ in range(n):
@@ -126,7 +129,9 @@ class CheckedLoop:
             kit.cover(_COVER_CYCLES)
             start, end = kit.event(), kit.event()
             start.record()
+            d0 = kit.now_ns()
             out = self.fn(*args)
+            self.dispatch_ns.append(kit.now_ns() - d0)
             end.record()
             pending = (out, k, args)
             del out
@@ -137,24 +142,46 @@ class CheckedLoop:
         return [float(s.elapsed_time(e)) for s, e in pairs]
 
     def host_batch(self, n: int) -> float:
-        """Mean ms per call of ``n`` back-to-back calls on the two input buffers as they are."""
-        held = [self.rotation.fixed(0), self.rotation.fixed(1 % len(self.rotation.slots))]
+        """Mean ms per call of ``n`` back-to-back calls, each on new input values.
+
+        Every call gets another set's values, as every timed call does: a batch on
+        unchanged buffers would let a memo keyed on pointer and version counter (or a
+        candidate that recognises back-to-back calls) return a right answer without the
+        work.  The copies are the harness's, so the same ``n`` copies alone, timed just
+        before, are taken off; the per-call dispatch seen in the checked loop (a CPU
+        time the GPU cannot shorten) is a floor, so a slower copy batch cannot hide it.
+        """
+        copies_ms = self._copies_ms(n)
         outs = []
         prepared_ns = 0  # host time spent seeding / restoring between calls: not the model's
         self.kit.sync()
         t0 = self.kit.now_ns()
-        for i in range(n):
-            k, args = held[i % 2]
+        for _ in range(n):
+            k, args = self.rotation.next()
             if self.checks.prepare is not None:
                 p0 = self.kit.now_ns()
                 self.checks.before(k)
                 prepared_ns += self.kit.now_ns() - p0
             outs.append((k, args, self.fn(*args)))
         self.kit.sync()
-        ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
+        batch_ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
         for k, args, out in outs:
             self.checks.record(out, k, args)
-        return ms
+        floor = min(self.dispatch_ms(), batch_ms) if self.dispatch_ns else 0.0
+        return max(batch_ms - copies_ms, floor)
+
+    def _copies_ms(self, n: int) -> float:
+        """Mean ms of one rotation's copies alone, back to back: the batch's own overhead."""
+        self.kit.sync()
+        t0 = self.kit.now_ns()
+        for _ in range(n):
+            self.rotation.next()
+        self.kit.sync()
+        return (self.kit.now_ns() - t0) / 1e6 / n
+
+    def dispatch_ms(self) -> float:
+        """Median host time to issue one checked call (the GPU kept busy meanwhile)."""
+        return median(self.dispatch_ns) / 1e6 if self.dispatch_ns else 0.0
 
 
 def graph_replay_ms(

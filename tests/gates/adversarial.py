@@ -205,6 +205,15 @@ CASES: tuple[Case, ...] = (
         perf_on_cpu=True,
         gpu_expect="no_win",  # its honest eager path is slower than the compiled baseline
     ),
+    Case(
+        "dispatch_memo",
+        "swish_bias",
+        "a memo that hits only in back-to-back host batches, hiding a slow dispatch",
+        "accept",
+        ("performance",),
+        perf_on_cpu=True,
+        gpu_expect="reject",  # its honest eager path is slower than the compiled baseline
+    ),
     # --- broken candidates: a verdict, never a crash of ours ----------------------------
     Case("syntax_error", "swish_bias", "syntax error", "reject", ("static",)),
     Case("raises", "swish_bias", "exception at first call", "reject", ("static",)),

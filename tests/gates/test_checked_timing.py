@@ -144,3 +144,28 @@ def test_an_output_must_be_on_the_device_the_reference_put_it() -> None:
     on_meta = [OutputLeaf(shape=[4, 8], dtype="float32", device="meta")]
     assert output_problem(off, on_meta, "cpu", [x]) == ""  # the reference returned it there
     assert "is on cpu" in output_problem(x * 2, on_meta, "cpu", [x])
+
+
+def test_host_batches_give_every_call_new_values_so_no_memo_can_hit() -> None:
+    """The host batch calls like the checked loop: a (pointer, version) memo never hits."""
+    from gates.jobs.timing import CheckedLoop
+    from gates.timers import TimerKit
+
+    seen: dict[tuple[int, int], float] = {}
+    last_value: dict[int, float] = {}
+    hits = 0
+
+    def memo_forward(x: torch.Tensor) -> torch.Tensor:
+        nonlocal hits
+        key = (x.data_ptr(), x._version)
+        hits += key in seen
+        seen[key] = float(x[0, 0])
+        assert last_value.get(x.data_ptr()) != float(x[0, 0]), "a buffer was reused unchanged"
+        last_value[x.data_ptr()] = float(x[0, 0])
+        return x * 2
+
+    checks = CheckedCalls(expected=SPEC, device="cpu", samples=4)
+    loop = CheckedLoop(TimerKit("cpu"), memo_forward, RotatingInputs(_sets()), checks)
+    ms = loop.host_batch(25)
+    assert hits == 0 and len(seen) == 25
+    assert checks.calls == 25 and ms >= 0.0
