@@ -13,7 +13,7 @@ from collections import Counter
 from kernelopt.compile.triage import CEILING_CAP
 from kernelopt.contracts import Decision, Outcome
 from kernelopt.contracts.compiled import SearchMode, TargetKind, TriageResult
-from kernelopt.contracts.problem import ProblemKind
+from kernelopt.kinds.registry import kind_named
 
 # rows per table before the rest is counted, not listed
 DECISIONS_SHOWN = 60
@@ -26,10 +26,7 @@ def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
 
 def baseline_name(o: Outcome, quote: str = "`") -> str:
     """What the speedup is measured against: torch.compile, or the file's own kernel."""
-    mode = f"({quote}{o.compile_mode}{quote})"
-    if o.kind == ProblemKind.MODULE:
-        return f"torch.compile {mode}"
-    return f"the file's own {o.kind.value.capitalize()} kernel {mode}"
+    return kind_named(o.kind).baseline_label(o.compile_mode, quote)
 
 
 def ceiling_text(value: float | None) -> str:

@@ -122,17 +122,13 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
     console.print(f"candidate: {result.candidate}")
     env = result.environment
     if env:
-        from kernelopt.kinds.detect import detect_kind
+        from kernelopt.kinds.registry import kind_for, kind_named
 
-        try:  # hook: a kernel problem's baseline is its own launcher (kernelopt.kinds)
-            kind = detect_kind(Path(result.problem).read_text(encoding="utf-8")).value
+        try:  # a kernel problem's baseline is its own launcher (kernelopt.kinds)
+            kind = kind_for(Path(result.problem).read_text(encoding="utf-8"))
         except OSError:
-            kind = "module"
-        baseline = (
-            f"torch.compile mode={result.settings.baseline_mode}"
-            if kind == "module"
-            else f"the {kind} problem's own kernel"
-        )
+            kind = kind_named("module")
+        baseline = kind.baseline_label(result.settings.baseline_mode, quote="")
         console.print(
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "
             f"baseline: {baseline}"

@@ -50,6 +50,13 @@ class Kind(ABC):
     ) -> CompileResult:
         """The compile step: capture the baseline as a ``CompileResult`` (cached by content)."""
 
+    def baseline_label(self, compile_mode: str, quote: str = "`") -> str:
+        """What a speedup is measured against, for reports and the CLI."""
+        mode = f"({quote}{compile_mode}{quote})"
+        if not self.own_baseline:
+            return f"torch.compile {mode}"
+        return f"the file's own {self.kind.value.capitalize()} kernel {mode}"
+
     def check_runtime(self, problem: LoadedProblem, device: str, seed: int) -> None:
         """Checks that need the device (memory, determinism) before the reference runs."""
         return None
