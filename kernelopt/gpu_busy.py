@@ -238,6 +238,16 @@ class BusySampler:
                 end=self.snapshot(),
             )
             record_activity(home, record)
+            if self.measured:
+                t = record.totals
+                log.info(
+                    "gpu busy",
+                    campaign=campaign_id,
+                    activity=activity,
+                    gpu_pct=round(t.mean_gpu, 1) if t.mean_gpu is not None else None,
+                    samples=t.samples,
+                    seconds=round(record.ended_at - record.started_at, 2),
+                )
 
 
 def start_sampler(device: str, interval_s: float = DEFAULT_INTERVAL_S) -> BusySampler:

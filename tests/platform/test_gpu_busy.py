@@ -143,6 +143,20 @@ def test_a_torn_line_is_skipped(tmp_path: Path) -> None:
     assert len(load_activities(tmp_path, "camp")) == 1
 
 
+def test_a_failing_activity_is_noted_and_an_unwritable_home_never_fails_one(
+    tmp_path: Path,
+) -> None:
+    sampler, _ = _sampler([(50, 0)] * 2)
+    with pytest.raises(RuntimeError), sampler.window("camp", names.GATE_CANDIDATE, tmp_path):
+        raise RuntimeError("the activity's own failure")
+    assert len(load_activities(tmp_path, "camp")) == 1
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    with capture_logs() as logs, sampler.window("camp", names.GATE_CANDIDATE, blocked):
+        pass
+    assert "gpu busy: could not record" in [e["event"] for e in logs]
+
+
 def _fake_pynvml(monkeypatch: pytest.MonkeyPatch, init_error: bool) -> types.ModuleType:
     fake = types.ModuleType("pynvml")
 
