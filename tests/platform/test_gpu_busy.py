@@ -257,3 +257,20 @@ def test_real_nvml_sees_a_busy_gpu(tmp_path: Path) -> None:
     busy = summarize_campaign(load_activities(tmp_path, "camp"))
     assert busy.while_searching.samples >= 10
     assert (busy.while_searching.mean_gpu or 0.0) > 50.0
+
+
+async def test_a_stored_result_returned_by_memoized_does_no_gpu_work_and_leaves_no_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from activities.idempotent import memoized
+
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
+    sampler, _ = _sampler([(60, 0)] * 4)
+    wrapped = memoized(sampled(_gate, sampler, tmp_path))  # as build_gpu_worker stacks them
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(
+        env.info, workflow_id="camp-2", activity_type=names.GATE_CANDIDATE
+    )
+    assert (await env.run(wrapped, _In(n=1))).n == 2
+    assert (await env.run(wrapped, _In(n=1))).n == 2  # the same call again: stored
+    assert len(load_activities(tmp_path, "camp-2")) == 1
