@@ -21,6 +21,7 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
@@ -32,6 +33,7 @@ from kernelopt.compiler_caches import isolate_compiler_caches
 from kernelopt.config import Settings
 from kernelopt.contracts.names import gpu_queue_for
 from kernelopt.errors import KernelOptError, NoGpuError
+from kernelopt.gpu_busy import BusySampler, start_sampler
 from kernelopt.gpu_info import gpu_names
 from kernelopt.log import configure, get_logger
 
@@ -81,11 +83,15 @@ def build_gpu_worker(
     client: Client,
     task_queue: str,
     activities: Sequence[Callable[..., Any]] | None = None,
+    busy: BusySampler | None = None,
+    home: Path | None = None,
 ) -> Worker:
     """GPU activities only, strictly one at a time, each idempotent per call.
 
     ``memoized``: a result is stored before its completion is reported, so an
     attempt Temporal runs again after losing that completion returns it at once.
+    ``busy``: each activity that runs notes the GPU's utilisation for its
+    campaign's report under ``home`` (issue 22 point 4).
     """
     from activities.idempotent import memoized
 
@@ -93,6 +99,11 @@ def build_gpu_worker(
         from activities import gpu_activities
 
         activities = gpu_activities()
+    if busy is not None:
+        from activities.gpu_busy import sampled
+
+        notes = home or Settings.from_env().home
+        activities = [sampled(a, busy, notes) for a in activities]
     return Worker(
         client,
         task_queue=task_queue,
@@ -151,11 +162,13 @@ async def run_worker(
 
     settings = settings or Settings.from_env()
     zygote = None
+    busy = None
     if queue == "gpu":
         index, name = prepare_gpu_worker(settings, gpu)
         task_queue = task_queue or settings.gpu_queue or gpu_queue_for(name)
         client = await connect(settings)
-        worker = build_gpu_worker(client, task_queue)
+        busy = start_sampler(os.environ["CUDA_VISIBLE_DEVICES"])
+        worker = build_gpu_worker(client, task_queue, busy=busy, home=settings.home)
         zygote = await asyncio.to_thread(_shared_zygote, settings, index)
         if settings.spare_child:
             spare_child.enable()
@@ -178,6 +191,8 @@ async def run_worker(
         spare_child.disable()
         if zygote is not None:
             zygote.close()
+        if busy is not None:
+            busy.close()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

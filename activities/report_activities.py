@@ -6,6 +6,7 @@ import asyncio
 
 from temporalio import activity
 
+from kernelopt.config import Settings
 from kernelopt.contracts import (
     ArtifactRef,
     ExportInput,
@@ -15,6 +16,7 @@ from kernelopt.contracts import (
     SearchLogPage,
     names,
 )
+from kernelopt.gpu_busy import campaign_busy
 from kernelopt.report import render_markdown
 from kernelopt.store import ArtifactStore, open_store
 
@@ -31,7 +33,8 @@ def _write_report(inp: ReportInput) -> ReportResult:
     """Render and store the report (in a thread: long searches archive many log pages)."""
     store = open_store()
     archived = [d for page in expand_pages(store, inp.log_pages) for d in page.decisions]
-    text = render_markdown(inp.outcome, [*archived, *inp.decisions])
+    busy = campaign_busy(Settings.from_env().home, inp.outcome.campaign_id)
+    text = render_markdown(inp.outcome, [*archived, *inp.decisions], busy)
     report = store.put_text(text, "text/markdown", f"{inp.outcome.campaign_id}.md")
     summary = store.put_json(inp, f"{inp.outcome.campaign_id}.json")
     return ReportResult(report=report, summary=summary)

@@ -13,6 +13,7 @@ from collections import Counter
 from kernelopt.compile.triage import CEILING_CAP
 from kernelopt.contracts import Decision, Outcome
 from kernelopt.contracts.compiled import SearchMode, TargetKind, TriageResult
+from kernelopt.gpu_busy import BusyTotals, CampaignBusy
 from kernelopt.kinds.registry import kind_named
 
 # rows per table before the rest is counted, not listed
@@ -164,7 +165,60 @@ def targets_lines(decisions: list[Decision]) -> list[str]:
     return lines
 
 
-def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
+BUSY_TARGET = 80.0  # issue 22 point 4: the GPU at least this busy (%) during the search
+
+
+def _busy_row(label: str, t: BusyTotals, seconds: float | None = None) -> str:
+    over = t.seconds if seconds is None else seconds
+    above = None if t.busy_fraction is None else 100 * t.busy_fraction
+    return (
+        f"| {label} | {_fmt(t.mean_gpu, '.0f', '%')} | {_fmt(t.mean_memory, '.0f', '%')} | "
+        f"{_fmt(above, '.0f', '%')} | {t.samples:,} | "
+        f"{over:.1f} |"
+    )
+
+
+def gpu_busy_lines(busy: CampaignBusy | None) -> list[str]:
+    """How busy the GPU was while the campaign searched (NVML samples of the GPU worker).
+
+    The headline is taken over the search's span, idle gaps between its GPU
+    activities included, because those gaps are what overlapping CPU work removes.
+    """
+    lines = ["## GPU utilisation (NVML)", ""]
+    if busy is None or not busy.measured:
+        why = busy.reason if busy is not None else "no GPU worker recorded samples for it"
+        return [*lines, f"GPU busy during search: not measured ({why}).", ""]
+    span = busy.search_span
+    if busy.search_activities == 0 or span.samples == 0:
+        head = "GPU busy during search: no samples (no search activity ran on the GPU)."
+    else:
+        mean = span.mean_gpu or 0.0
+        verdict = "meets" if mean >= BUSY_TARGET else "is below"
+        head = (
+            f"GPU busy during search: {mean:.0f}% ({span.samples:,} samples over "
+            f"{busy.search_span_seconds:.1f} s); this {verdict} the {BUSY_TARGET:.0f}% target."
+        )
+    return [
+        *lines,
+        head,
+        "",
+        "Mean of NVML's utilisation rates (GPU: time a kernel ran; memory: time device "
+        "memory was read or written), sampled by the GPU worker. The search span runs from "
+        "the first search activity (profile, screening, gates 1-2) to the last, gaps "
+        "included.",
+        "",
+        "| while | GPU | memory | samples above 0 | samples | seconds |",
+        "|---|---|---|---|---|---|",
+        _busy_row("search span", span, busy.search_span_seconds),
+        _busy_row(f"search activities ({busy.search_activities})", busy.while_searching),
+        _busy_row(f"all GPU activities ({busy.activities})", busy.all_activities),
+        "",
+    ]
+
+
+def render_markdown(
+    outcome: Outcome, decisions: list[Decision], gpu_busy: CampaignBusy | None = None
+) -> str:
     """A self-contained Markdown report of one campaign."""
     o = outcome
     lines = [
@@ -189,6 +243,7 @@ def render_markdown(outcome: Outcome, decisions: list[Decision]) -> str:
         "",
     ]
     lines += triage_lines(o)
+    lines += gpu_busy_lines(gpu_busy)
     if o.model_verdicts:
         trials = o.model_trials if len(o.model_trials) == len(o.model_verdicts) else None
         lines += [

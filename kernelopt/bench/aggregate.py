@@ -27,6 +27,7 @@ from kernelopt.contracts import Outcome, OutcomeCategory
 from kernelopt.contracts.base import Frozen
 from kernelopt.contracts.compiled import SearchMode
 
+from .gpu_cost import GpuCost
 from .results import ProblemResult
 
 FAST_P: tuple[float, ...] = (1.0, 1.03, 1.5, 2.0)
@@ -171,6 +172,8 @@ class BenchSummary(Frozen):
     suite_problems: int | None = None  # how many the suite has (None: not known)
     search_settings: list[str] = Field(default_factory=list)  # every setting the runs used
     failed: dict[str, str] = Field(default_factory=dict)  # problem key -> its last error
+    gpu_cost: GpuCost | None = None  # GPU-seconds per verdict and per problem (issue 22)
+    gpu_cost_before: GpuCost | None = None  # the same of an earlier run, to compare
 
     @property
     def baseline_mode(self) -> str:
@@ -259,6 +262,8 @@ def summarize(
     suite_problems: int | None = None,
     search_settings: Sequence[str] = (),
     failed: dict[str, str] | None = None,
+    gpu_cost: GpuCost | None = None,
+    gpu_cost_before: GpuCost | None = None,
 ) -> BenchSummary:
     """Per-level and overall aggregates plus the per-problem table."""
     ordered = sorted(results, key=lambda r: (r.level if r.level is not None else -1, r.name))
@@ -280,4 +285,6 @@ def summarize(
         suite_problems=suite_problems,
         search_settings=list(dict.fromkeys(search_settings)),
         failed=dict(failed or {}),
+        gpu_cost=gpu_cost,
+        gpu_cost_before=gpu_cost_before,
     )

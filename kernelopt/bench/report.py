@@ -20,12 +20,12 @@ from kernelopt.log import get_logger
 from kernelopt.report import ceiling_text
 
 from .aggregate import BELOW_BUCKETS, BUCKETS, CATEGORIES, FAST_P, BenchSummary
+from .gpu_cost import COST_NOTE, cost_table, problem_cost_table
 from .plots import FIGURES
 from .results import SUMMARY_SUFFIX
+from .tables import Table, html_table, md_table
 
 log = get_logger(__name__)
-
-Table = tuple[list[str], list[list[str]]]
 
 
 class ReportFiles(Frozen):
@@ -179,26 +179,6 @@ def failed_table(summary: BenchSummary) -> Table:
     return ["problem", "error of its last attempt"], rows
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def md_table(table: Table) -> list[str]:
-    head, rows = table
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def _html_table(table: Table) -> str:
-    head, rows = table
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
-
-
 NOTE = (
     "Speedups are over the torch.compile baseline named above. Geometric means are taken "
     "over all problems of a level, with synthesis failures and fallbacks counted at 1.0x; "
@@ -219,11 +199,38 @@ SECTIONS = (
 FAILED_TITLE = "Problems that failed (in no count above; re-running the bench retries them)"
 
 
+def gpu_cost_table(summary: BenchSummary) -> Table:
+    """GPU-seconds per verdict and per problem (issue 22 point 5), the earlier run beside."""
+    if summary.gpu_cost is None:
+        return [], []
+    return cost_table(summary.gpu_cost, summary.gpu_cost_before)
+
+
+def gpu_cost_problem_table(summary: BenchSummary) -> Table:
+    if summary.gpu_cost is None:
+        return [], []
+    return problem_cost_table(summary.gpu_cost, summary.gpu_cost_before)
+
+
+SECTION_NOTES: dict[Callable[[BenchSummary], Table], str] = {gpu_cost_table: COST_NOTE}
+
+
+def _cost_sections(summary: BenchSummary) -> list[tuple[str, Callable[[BenchSummary], Table]]]:
+    if summary.gpu_cost is None:
+        return []
+    than = ", before and after" if summary.gpu_cost_before is not None else ""
+    return [
+        (f"GPU-seconds per verdict and per problem{than}", gpu_cost_table),
+        (f"GPU cost per problem{than}", gpu_cost_problem_table),
+    ]
+
+
 def _sections(summary: BenchSummary) -> list[tuple[str, Callable[[BenchSummary], Table]]]:
-    """Every table's title names the baseline its speedups are over."""
+    """Every speedup table's title names the baseline its speedups are over."""
     baseline = f" -- speedups over torch.compile `{summary.baseline_mode}`"
     sections = [(title + baseline, build) for title, build in SECTIONS]
-    return [*sections, *([(FAILED_TITLE, failed_table)] if summary.failed else [])]
+    failed = [(FAILED_TITLE, failed_table)] if summary.failed else []
+    return [*sections, *_cost_sections(summary), *failed]
 
 
 FIGURE_TITLES = {
@@ -239,7 +246,8 @@ def render_markdown(summary: BenchSummary, figure_files: dict[str, str] | None =
     lines += [f"- **{k}**: {v}" for k, v in header_lines(summary)]
     lines += ["", NOTE, ""]
     for title, build in _sections(summary):
-        lines += [f"## {title}", "", *md_table(build(summary)), ""]
+        note = [SECTION_NOTES[build], ""] if build in SECTION_NOTES else []
+        lines += [f"## {title}", "", *note, *md_table(build(summary)), ""]
         if build is level_table and figure_files:
             for name, rel in figure_files.items():
                 lines += [f"![{FIGURE_TITLES.get(name, name)}]({rel})", ""]
@@ -270,7 +278,10 @@ def render_html(summary: BenchSummary, figures: dict[str, bytes] | None = None) 
         f"<ul>{facts}</ul><p>{html.escape(NOTE)}</p>",
     ]
     for title, build in _sections(summary):
-        parts.append(f"<h2>{html.escape(title.replace('`', ''))}</h2>{_html_table(build(summary))}")
+        parts.append(f"<h2>{html.escape(title.replace('`', ''))}</h2>")
+        if build in SECTION_NOTES:
+            parts.append(f"<p>{html.escape(SECTION_NOTES[build])}</p>")
+        parts.append(html_table(build(summary)))
         if build is level_table:
             for name, png in figures.items():
                 data = base64.b64encode(png).decode("ascii")

@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from kernelopt.bench.aggregate import summarize
+from kernelopt.bench.gpu_cost import collect_notes, gpu_cost
 from kernelopt.bench.report import ReportFiles, write_report
 from kernelopt.bench.results import BenchRun, load_errors, load_results, load_runs, record_run
 from kernelopt.bench.runner import run_suite
@@ -51,14 +52,22 @@ def results_dir_for(suite_dir: Path, results_dir: Path | None) -> Path:
     return Path(results_dir or Path(suite_dir) / "results")
 
 
-def write_bench_report(results: Path, suite_problems: int, gamma: float) -> ReportFiles:
-    """The report of whatever has finished, stating how much of the suite that is."""
+def write_bench_report(
+    results: Path, suite_problems: int, gamma: float, home: Path | None = None
+) -> ReportFiles:
+    """The report of whatever has finished, stating how much of the suite that is.
+
+    The GPU workers' notes of each campaign (under ``home``) are copied beside the
+    outcomes first, so the GPU-cost section travels with the results.
+    """
+    collect_notes(results, home or Settings.from_env().home)
     summary = summarize(
         load_results(results),
         gamma=gamma,
         suite_problems=suite_problems,
         search_settings=[r.search for r in load_runs(results)],
         failed=load_errors(results),
+        gpu_cost=gpu_cost(results),
     )
     return write_report(summary, results)
 
@@ -118,7 +127,7 @@ async def bench_command(
         concurrency=concurrency,
         start_within=start_within,
     )
-    files = write_bench_report(results, problems, options.gamma)
+    files = write_bench_report(results, problems, options.gamma, settings.home)
     later = f", {len(run.deferred)} left for a later run (--start-within)" if run.deferred else ""
     console.print(
         f"{len(run.ran)} run, {len(run.skipped)} already done, {len(run.errors)} failed{later}; "

@@ -101,3 +101,49 @@ def test_a_kernel_problem_reads_against_its_own_kernel_and_an_unbounded_ceiling(
     assert "| model ceiling | 2.000x | 5.000x | 10.000x | unbounded |" in md
     module = render_markdown(outcome.model_copy(update={"kind": ProblemKind.MODULE}), [])
     assert "over torch.compile (`helion-autotuned:quick`)" in module
+
+
+def _busy_report(busy) -> list[str]:
+    md = render_markdown(
+        _outcome(category=OutcomeCategory.FALLBACK, speedup=1.0, reason="r"), [], busy
+    )
+    return [line for line in md.splitlines() if line.startswith("GPU busy during search")]
+
+
+def test_gpu_busy_reads_not_measured_with_its_reason() -> None:
+    from kernelopt.gpu_busy import NVML_UNAVAILABLE, CampaignBusy
+
+    assert _busy_report(CampaignBusy(measured=False, reason=NVML_UNAVAILABLE)) == [
+        "GPU busy during search: not measured (NVML not available)."
+    ]
+    assert _busy_report(None) == [
+        "GPU busy during search: not measured (no GPU worker recorded samples for it)."
+    ]
+
+
+def test_gpu_busy_states_the_search_span_and_the_target() -> None:
+    from kernelopt.gpu_busy import BusyTotals, CampaignBusy
+
+    def busy(gpu_sum: float) -> CampaignBusy:
+        span = BusyTotals(samples=40, busy_samples=36, gpu_sum=gpu_sum, memory_sum=400, seconds=7.8)
+        return CampaignBusy(
+            measured=True,
+            activities=3,
+            search_activities=2,
+            search_span=span,
+            search_span_seconds=8.0,
+            while_searching=span,
+            all_activities=span,
+        )
+
+    assert _busy_report(busy(3400)) == [
+        "GPU busy during search: 85% (40 samples over 8.0 s); this meets the 80% target."
+    ]
+    assert _busy_report(busy(2000)) == [
+        "GPU busy during search: 50% (40 samples over 8.0 s); this is below the 80% target."
+    ]
+    md = render_markdown(
+        _outcome(category=OutcomeCategory.FALLBACK, speedup=1.0, reason="r"), [], busy(2000)
+    )
+    assert "| search span | 50% | 10% | 90% | 40 | 8.0 |" in md
+    assert "| all GPU activities (3) | 50% | 10% | 90% | 40 | 7.8 |" in md
