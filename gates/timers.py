@@ -22,11 +22,15 @@ CUDA events, which only see the current stream.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from kernelopt import measure
+from kernelopt.measure import samples_ms
 
 _perf_counter_ns = time.perf_counter_ns
 
@@ -107,6 +111,17 @@ def _watched() -> list[tuple[str, Any, str]]:
         ("torch.cuda.Event.query", torch.cuda.Event, "query"),
         ("torch.cuda.Stream.synchronize", torch.cuda.Stream, "synchronize"),
         ("torch.cuda.current_stream", torch.cuda, "current_stream"),
+    ]
+    # this kit's own code and the shared sampler: replacing them would fake every number
+    me = sys.modules[__name__]
+    items += [
+        ("gates.timers.samples_ms", me, "samples_ms"),
+        ("gates.timers._perf_counter_ns", me, "_perf_counter_ns"),
+        ("kernelopt.measure.samples_ms", measure, "samples_ms"),
+    ]
+    items += [
+        (f"gates.timers.TimerKit.{name}", TimerKit, name)
+        for name in ("event_samples", "host_batch_ms", "sync", "now_ns", "event", "cover")
     ]
     base = getattr(torch._C, "_CudaEventBase", None)
     if base is not None:
@@ -190,24 +205,15 @@ class TimerKit:
         return self._event_cls(enable_timing=True)
 
     def event_samples(self, fn: Callable[[], Any], warmup_ms: float, rep_ms: float) -> list[float]:
-        """``triton.testing.do_bench`` samples (ms); on the CPU, per-call host samples."""
-        if self._do_bench is not None:
-            samples = self._do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
-            return [float(s) for s in samples]
-        return self._cpu_samples(fn, warmup_ms, rep_ms)
-
-    def _cpu_samples(self, fn: Callable[[], Any], warmup_ms: float, rep_ms: float) -> list[float]:
-        deadline = _perf_counter_ns() + int(warmup_ms * 1e6)
-        fn()
-        while _perf_counter_ns() < deadline:
-            fn()
-        samples: list[float] = []
-        end = _perf_counter_ns() + int(rep_ms * 1e6)
-        while _perf_counter_ns() < end or len(samples) < 3:
-            t0 = _perf_counter_ns()
-            fn()
-            samples.append((_perf_counter_ns() - t0) / 1e6)
-        return samples
+        """``kernelopt.measure`` samples (ms) with the do_bench and clock captured here."""
+        return samples_ms(
+            fn,
+            cuda=self._do_bench is not None,
+            warmup_ms=warmup_ms,
+            rep_ms=rep_ms,
+            do_bench=self._do_bench,
+            clock=_perf_counter_ns,
+        )
 
     def host_batch_ms(self, fn: Callable[[], Any], calls: int) -> float:
         """Mean ms per call over ``calls`` back-to-back calls, device-wide sync at both ends."""

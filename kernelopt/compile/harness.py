@@ -17,6 +17,7 @@ from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
+from kernelopt.measure import Stopwatch, elapsed
 from kernelopt.store import ArtifactStore
 
 PROBE_LINE = "_ko_probe = __import__('kernelopt.compile.harness', fromlist=['Probe']).Probe()\n"
@@ -162,33 +163,26 @@ class EventTimer:
     """CUDA event pairs around wrapper statements, summed per statement index."""
 
     def __init__(self) -> None:
-        self.pairs: list[tuple[int, Any, Any]] = []
+        self.pairs: list[tuple[int, Stopwatch]] = []
         self.active = False
-        self._open: dict[int, Any] = {}
+        self._open: dict[int, Stopwatch] = {}
 
     def a(self, i: int) -> None:
         if self.active:
-            import torch
-
-            start = torch.cuda.Event(enable_timing=True)
-            start.record()
-            self._open[i] = start
+            watch = Stopwatch(cuda=True)
+            watch.start()
+            self._open[i] = watch
 
     def b(self, i: int) -> None:
         if self.active and i in self._open:
-            import torch
-
-            end = torch.cuda.Event(enable_timing=True)
-            end.record()
-            self.pairs.append((i, self._open.pop(i), end))
+            watch = self._open.pop(i)
+            watch.stop()
+            self.pairs.append((i, watch))
 
     def totals_ms(self) -> dict[int, float]:
-        import torch
-
-        torch.cuda.synchronize()
         out: dict[int, float] = {}
-        for i, start, end in self.pairs:
-            out[i] = out.get(i, 0.0) + float(start.elapsed_time(end))
+        for (i, _), ms in zip(self.pairs, elapsed([w for _, w in self.pairs]), strict=True):
+            out[i] = out.get(i, 0.0) + ms
         return out
 
 

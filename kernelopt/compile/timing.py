@@ -14,9 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kernelopt.errors import NoGpuError
-
-WARMUP_MS = 25.0
-REP_MS = 100.0
+from kernelopt.measure import REP_MS, WARMUP_MS, median_ms
 
 
 def require_cuda() -> None:
@@ -39,10 +37,8 @@ def init_cuda() -> None:
 
 
 def bench_ms(fn: Callable[[], Any], warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> float:
-    """Median wall time of ``fn`` in ms (triton.testing.do_bench, L2 flushed between reps)."""
-    from triton.testing import do_bench
-
-    return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+    """Median wall time of ``fn`` in ms on the GPU (``kernelopt.measure``, L2 flushed)."""
+    return median_ms(fn, cuda=True, warmup_ms=warmup_ms, rep_ms=rep_ms)
 
 
 def compare_outputs(got: Sequence[Any], want: Sequence[Any]) -> tuple[bool, float | None]:

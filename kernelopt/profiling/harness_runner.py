@@ -20,9 +20,10 @@ import importlib.util
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from kernelopt.measure import Stopwatch, elapsed
 
 RESULT_PREFIX = "KERNELOPT_HARNESS "
 WARMUP_CALLS = 3
@@ -86,14 +87,7 @@ def run(path: Path, mode: str, reps: int) -> dict[str, Any]:
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
     else:
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        for start, end in zip(starts, ends, strict=True):
-            start.record()
-            module.call(args)
-            end.record()
-        torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+        samples = _stopwatch_ms(module, args, reps, cuda=True)
         result["median_ms"] = statistics.median(samples)
         result["min_ms"] = min(samples)
         result["reps"] = reps
@@ -101,12 +95,18 @@ def run(path: Path, mode: str, reps: int) -> dict[str, Any]:
     return result
 
 
-def _wall_times(module: Any, args: Any, reps: int) -> dict[str, Any]:
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
+def _stopwatch_ms(module: Any, args: Any, reps: int, cuda: bool) -> list[float]:
+    """One stopwatch per call (``kernelopt.measure``): events on the GPU, the host clock else."""
+    watches = [Stopwatch(cuda) for _ in range(reps)]
+    for watch in watches:
+        watch.start()
         module.call(args)
-        samples.append((time.perf_counter() - start) * 1000.0)
+        watch.stop()
+    return elapsed(watches)
+
+
+def _wall_times(module: Any, args: Any, reps: int) -> dict[str, Any]:
+    samples = _stopwatch_ms(module, args, reps, cuda=False)
     return {"median_ms": statistics.median(samples), "min_ms": min(samples), "reps": reps}
 
 
