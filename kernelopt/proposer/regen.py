@@ -166,6 +166,7 @@ class Regenerated:
     signature: list[Any]
     output: str  # "tensor", "tuple" or "list": how forward returns the wrapper's outputs
     names: list[str]  # forward's input names, the keys of ``L`` besides ``self``
+    training: bool  # the module mode it was compiled in (batch-norm, dropout differ)
 
     @property
     def code(self) -> str:
@@ -244,7 +245,9 @@ def regenerate(
             got = run_call(module, [eval(name, {}, scope) for name in names])
     if len(got) != leaves:
         raise RegenError(f"the wrapper returns {len(got)} outputs, the forward {leaves}")
-    return Regenerated(sources[-1], names, input_signature(inputs), output, inputs_named)
+    return Regenerated(
+        sources[-1], names, input_signature(inputs), output, inputs_named, model.training
+    )
 
 
 def forward_names(model: Any) -> list[str]:
@@ -286,6 +289,7 @@ _KO_STATIC_WRAPPER = {static_wrapper}
 _KO_DYNAMIC_WRAPPER = {dynamic_wrapper}
 _KO_OUTPUT = {output!r}
 _KO_NAMES = {names}
+_KO_TRAINING = {training}
 
 
 def _ko_signature(values):
@@ -316,6 +320,8 @@ class ModelNew(Model):
         return self._ko_runs[static]
 
     def forward(self, *inputs):
+        if self.training != _KO_TRAINING:
+            raise RuntimeError(f"compiled for training={{_KO_TRAINING}}, called in the other mode")
         call, codes = self._ko_run(_ko_signature(inputs) == _KO_SIGNATURE)
         scope = {{"L": {{"self": self, **dict(zip(_KO_NAMES, inputs))}}}}
         out = call([eval(code, {{}}, scope) for code in codes])
@@ -347,6 +353,7 @@ def candidate_source(
         dynamic_wrapper=repr(dynamic.wrapper),
         output=static.output,
         names=repr(static.names),
+        training=repr(static.training),
         label=label_of(diff),
     )
 
