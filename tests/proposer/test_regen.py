@@ -30,7 +30,6 @@ from kernelopt.proposer.regen import (
     single_diffs,
 )
 from kernelopt.store import ArtifactStore, open_store
-from tests.gates.conftest import cpu_launcher, gates_env  # noqa: F401  (session fixtures)
 from tests.gates.test_campaign_cpu import _compiled
 
 # a small reduction whose CPU code depends on one of Inductor's C++ choices (horizontal
@@ -247,8 +246,6 @@ def test_the_builtin_round_offers_regenerations_whose_code_differs(regenerated) 
 
 def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(
     regenerated,
-    problem: Path,
-    cpu_launcher: bool,  # noqa: F811
 ) -> None:
     store, inp, result = regenerated
     variant = result.variants[0]
