@@ -96,8 +96,8 @@ def propose_forward(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinPr
     regeneration won more; regeneration (a compile per variant) fills the rest
     of the round up to its own per-round cap.
     """
-    from kernelopt.proposer.regen import propose_regen  # both import torch
-    from kernelopt.proposer.rewrites.family import propose_rewrites
+    from kernelopt.proposer.regen import propose_regen
+    from kernelopt.proposer.rewrites.family import propose_rewrites  # imports torch
 
     exclude = set(inp.exclude)
     families = [propose_rewrites, propose_regen]

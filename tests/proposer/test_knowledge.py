@@ -157,6 +157,7 @@ def test_the_builtin_proposer_gives_the_remembered_winner_the_round(store) -> No
 def test_a_forward_round_leads_with_the_family_that_won(store, monkeypatch, tmp_path) -> None:
     """Rewrites lead a forward round (cheap, rare); a remembered regeneration win leads instead."""
     import kernelopt.proposer.regen as regen
+    import kernelopt.proposer.regen.family as regen_family
 
     assert not regen_first({}) and regen_first({"regen": 1.1})
     assert not regen_first({"regen": 1.1, "rewrite": 1.5})
@@ -175,7 +176,7 @@ def test_a_forward_round_leads_with_the_family_that_won(store, monkeypatch, tmp_
         return regen.HEADER + "{}\n" + source
 
     family = regen.RegenFamily(cache_dir=tmp_path / "regen", generate=distinct, build=build)
-    monkeypatch.setattr(regen, "FAMILY", family)
+    monkeypatch.setattr(regen_family, "FAMILY", family)
 
     def families(memory: ExperienceMemory | None) -> list[str]:
         inp = _forward_input(store, problem, memory)
