@@ -1,15 +1,15 @@
-"""The built-in proposer's new families (expert templates, algebraic rewrites) through the gates.
+"""The built-in proposer's new families (templates, rewrites, regeneration) through the gates.
 
     source scripts/device_env.sh; python scripts/gpu_families.py [PROBLEM.py ...]   # under $OUT
 
 For each problem: compile the baseline (max-autotune, as a campaign does), segment it,
 ask the built-in proposer for candidates -- kernel targets for templates (every Triton
 kernel as its own target, as the workflow does for the built-in proposer), the forward
-target for rewrites -- keep only the new families' candidates, and put each through
-``gates.campaign.gate_candidate`` (gates 1-2 plus the forward timing a campaign ranks
-by).  Prints one row per candidate: problem, family, label, verdict, speedup
-(baseline forward ms / candidate forward ms, from the gate's own timing; blank when the
-gate did not time it).  Nothing here is a speed claim until it has run on the GPU.
+target for rewrites and Inductor regenerations -- keep only the new families'
+candidates, and put each through ``gates.campaign.gate_candidate`` (gates 1-2 plus the
+forward timing a campaign ranks by).  Prints one row per candidate: problem, family,
+label, verdict, speedup (baseline forward ms / candidate forward ms, from the gate's own
+timing; blank when the gate did not time it).  Nothing here is a speed claim until it has run on the GPU.
 
 Environment: FAMILIES_PER_TARGET (default 2 candidates per target and family),
 FAMILIES_BUDGET_S (default 520: no new gate starts after it), FAMILIES_ONLY (label prefixes,
@@ -36,6 +36,7 @@ BUDGET_S = float(os.environ.get("FAMILIES_BUDGET_S", "520"))
 ONLY = tuple(p for p in os.environ.get("FAMILIES_ONLY", "").split(",") if p) or (
     "template:",
     "rewrite:",
+    "regen:",
 )
 STARTED = time.monotonic()
 # where the families apply (the script picks problems; the proposer never sees these names)

@@ -8,7 +8,10 @@ shapes or per-problem tables anywhere):
 * ``launch-config`` -- launch-configuration variants of Inductor's own kernel
   (below);
 * ``rewrite`` -- algebraic rewrites of the traced model as whole-forward
-  ``ModelNew`` candidates, for forward targets (``kernelopt.proposer.rewrites``).
+  ``ModelNew`` candidates, for forward targets (``kernelopt.proposer.rewrites``);
+* ``regen`` -- the forward compiled again by Inductor under other config choices,
+  also whole-forward candidates, a bounded number per round
+  (``kernelopt.proposer.regen``).
 
 The launch-config family:
 
@@ -36,7 +39,7 @@ from kernelopt.proposer.inductor_source import (
     with_fixed_config,
     without_eviction_hints,
 )
-from kernelopt.proposer.knowledge import family_gains, template_share
+from kernelopt.proposer.knowledge import family_gains, regen_first, template_share
 from kernelopt.proposer.templates.base import read_header
 from kernelopt.proposer.templates.family import propose_templates
 from kernelopt.proposer.variants import (
@@ -58,10 +61,7 @@ def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeRes
     if own is not None:
         return own
     if inp.target.kind == TargetKind.FORWARD:
-        from kernelopt.proposer.rewrites.family import propose_rewrites  # imports torch
-
-        variants, note = propose_rewrites(inp, store, inp.count, set(inp.exclude))
-        return BuiltinProposeResult(variants=variants, kernel_kind="forward", note=note)
+        return propose_forward(inp, store)
     source = store.get_text(inp.state_source)
     exclude = set(inp.exclude)
     if read_header(source) is not None:  # a template state: walk the template's own grid
@@ -87,6 +87,30 @@ def propose(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeRes
             "note": "" if len(templates) + len(result.variants) == inp.count else result.note,
         }
     )
+
+
+def propose_forward(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinProposeResult:
+    """Whole-forward candidates: algebraic rewrites and Inductor regenerations.
+
+    Rewrites are cheap and rare, so they go first unless earlier campaigns say
+    regeneration won more; regeneration (a compile per variant) fills the rest
+    of the round up to its own per-round cap.
+    """
+    from kernelopt.proposer.regen import propose_regen
+    from kernelopt.proposer.rewrites.family import propose_rewrites  # imports torch
+
+    exclude = set(inp.exclude)
+    families = [propose_rewrites, propose_regen]
+    if regen_first(remembered_gains(inp, store)):
+        families.reverse()
+    variants: list[BuiltinVariant] = []
+    notes = []
+    for family in families:
+        found, note = family(inp, store, inp.count - len(variants), exclude)
+        variants += found
+        notes += [note] if note else []
+    note = "" if len(variants) == inp.count else "; ".join(notes)
+    return BuiltinProposeResult(variants=variants, kernel_kind="forward", note=note)
 
 
 def remembered_gains(inp: BuiltinProposeInput, store: ArtifactStore) -> dict[str, float]:

@@ -15,15 +15,15 @@ from collections.abc import Sequence
 
 from kernelopt.memory import ExperienceMemory, tag_score
 
-TEMPLATE, REWRITE, LAUNCH = "template", "rewrite", "launch-config"
-FAMILIES = (TEMPLATE, REWRITE, LAUNCH)
+TEMPLATE, REWRITE, REGEN, LAUNCH = "template", "rewrite", "regen", "launch-config"
+FAMILIES = (TEMPLATE, REWRITE, REGEN, LAUNCH)
 _GAIN = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)x")
 
 
 def family_of(label: str) -> str:
     """The family a built-in variant's label belongs to (launch configs carry no prefix)."""
     head = label.split(":", 1)[0]
-    return head if head in (TEMPLATE, REWRITE) else LAUNCH
+    return head if head in (TEMPLATE, REWRITE, REGEN) else LAUNCH
 
 
 def pattern_of(label: str) -> str:
@@ -70,3 +70,10 @@ def template_share(count: int, gains: dict[str, float]) -> int:
     if launch is not None and template is None:
         return max(1, count // 4) if count > 1 else 0
     return default
+
+
+def regen_first(gains: dict[str, float]) -> bool:
+    """Whether Inductor regeneration leads a whole-forward round: it won here before and
+    algebraic rewrites did not do better."""
+    regen, rewrite = gains.get(REGEN), gains.get(REWRITE)
+    return regen is not None and (rewrite is None or regen > rewrite)

@@ -8,9 +8,10 @@ import pytest
 
 from kernelopt.agents.roles import mechanical_experience
 from kernelopt.compile.wrapper_parse import parse_wrapper
-from kernelopt.contracts import ProposerConfig
+from kernelopt.contracts import ProblemSpec, ProposerConfig
 from kernelopt.contracts.compiled import (
     CompileResult,
+    SearchMode,
     SearchTarget,
     SegmentResult,
     TargetKind,
@@ -29,6 +30,7 @@ from kernelopt.proposer.knowledge import (
     family_of,
     gain_of,
     pattern_of,
+    regen_first,
     template_share,
 )
 from kernelopt.store import ArtifactStore, open_store
@@ -48,6 +50,8 @@ def test_labels_name_their_family_and_pattern() -> None:
     assert pattern_of("template:softmax:BLOCK=1024,ROWS=2,num_warps=4") == "template:softmax"
     assert family_of("rewrite:diag-broadcast") == "rewrite"
     assert pattern_of("rewrite:diag-broadcast") == "rewrite:diag-broadcast"
+    assert family_of("regen:persistent_reductions=False") == "regen"
+    assert pattern_of("regen:persistent_reductions=False") == "regen:persistent_reductions=False"
     assert family_of("XBLOCK=1024,num_warps=4") == "launch-config"
     assert family_of("no-eviction-hints") == "launch-config"
     assert gain_of("1.240x per kernel on k") == 1.24 and gain_of("faster") is None
@@ -79,6 +83,13 @@ def test_a_template_win_is_remembered_as_the_template_with_its_gain() -> None:
     assert lesson.action.startswith("use the expert template template:softmax")
     assert "direction/template" in lesson.tags and "pattern/template/softmax" in lesson.tags
     assert gain_of(lesson.effect) == 1.24
+
+
+def test_a_regeneration_win_is_remembered_as_its_inductor_options() -> None:
+    (lesson,) = mechanical_experience(_summary(_won("regen:persistent_reductions=False", 1.1)))
+    assert lesson.action.startswith("regenerate the forward with Inductor under regen:")
+    assert "direction/regen" in lesson.tags
+    assert "pattern/regen/persistent_reductions=False" in lesson.tags
 
 
 def _memory(*lessons: tuple[str, str, float]) -> ExperienceMemory:
@@ -141,3 +152,71 @@ def test_the_builtin_proposer_gives_the_remembered_winner_the_round(store) -> No
     assert launch_won.count("template") == 1 and launch_won.count("launch-config") == 3
     elsewhere = _families(store, _memory(("pointwise", "template", 2.0)))
     assert elsewhere == plain  # another kind of kernel teaches nothing here
+
+
+def test_a_forward_round_leads_with_the_family_that_won(store, monkeypatch, tmp_path) -> None:
+    """Rewrites lead a forward round (cheap, rare); a remembered regeneration win leads instead."""
+    import kernelopt.proposer.regen as regen
+    import kernelopt.proposer.regen.family as regen_family
+
+    assert not regen_first({}) and regen_first({"regen": 1.1})
+    assert not regen_first({"regen": 1.1, "rewrite": 1.5})
+    problem = HEAD + (
+        "class Model(nn.Module):\n"
+        "    def forward(self, x, v):\n"
+        "        return torch.diag(v) @ x\n"
+        "def get_inputs():\n    return [torch.randn(4, 4), torch.randn(4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+    def distinct(source, seed, device, options):  # every option set: code of its own
+        return repr(sorted(options.items()))
+
+    def build(source, seed, device, options, diff):
+        return regen.HEADER + "{}\n" + source
+
+    family = regen.RegenFamily(cache_dir=tmp_path / "regen", generate=distinct, build=build)
+    monkeypatch.setattr(regen_family, "FAMILY", family)
+
+    def families(memory: ExperienceMemory | None) -> list[str]:
+        inp = _forward_input(store, problem, memory)
+        return [family_of(v.label) for v in propose(inp, store).variants]
+
+    assert families(None) == ["rewrite", "regen", "regen"]  # the cap: two regenerations
+    won = _memory(("reduction", "regen", 1.2))
+    assert families(won) == ["regen", "regen", "rewrite"]
+
+
+HEAD = "import torch\nimport torch.nn as nn\n"
+
+
+def _forward_input(
+    store: ArtifactStore, problem: str, memory: ExperienceMemory | None
+) -> BuiltinProposeInput:
+    target = SearchTarget(id="forward", kind=TargetKind.FORWARD)
+    blob = store.put_text("unused in forward mode")
+    compiled = CompileResult(
+        problem=ProblemSpec(name="p", source=store.put_text(problem)),
+        cache_key="test",
+        mode="default",
+        torch_version="test",
+        triton_version="test",
+        gpu_name="cpu",
+        wrapper=blob,
+        args=blob,
+        inputs=blob,
+        eager_ms=0.0,
+        compiled_ms=0.0,
+    )
+    segment = SegmentResult(
+        kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="t", targets=[target]
+    )
+    return BuiltinProposeInput(
+        compiled=compiled,
+        segment=segment,
+        target=target,
+        state_source=compiled.problem.source,
+        count=3,
+        memory=memory.save(store) if memory is not None else None,
+        memory_tags=["kind/reduction", "target/forward"],  # the first kernel's kind
+    )

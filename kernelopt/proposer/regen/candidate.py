@@ -1,0 +1,123 @@
+"""A regeneration as a whole-forward candidate: the problem file plus a ``ModelNew`` that
+runs Inductor's wrappers (why not ``torch.compile`` at run time: the package docstring)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+from kernelopt.proposer.regen.choices import label_of
+from kernelopt.proposer.regen.code import Regenerated, RegenError, regenerate
+
+HEADER = "# kernelopt regen: "
+
+
+def read_header(source: str) -> dict[str, Any] | None:
+    """The diff a regeneration candidate was made with (None: not one of ours)."""
+    first = source.split("\n", 1)[0]
+    if not first.startswith(HEADER):
+        return None
+    try:
+        value = json.loads(first[len(HEADER) :])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+CANDIDATE = """\
+{header}
+{problem}
+
+
+import torch as _ko_torch  # noqa: E402
+
+from kernelopt.compile.runtime import load_wrapper_module as _ko_load  # noqa: E402
+
+# Inductor's own code for Model.forward under these options (kernelopt.proposer.regen):
+# the static-shape wrapper for the shapes it was compiled for, the dynamic-shape one for
+# any other, as torch.compile itself specialises and falls back.
+_KO_INDUCTOR_OPTIONS = {options}
+_KO_SIGNATURE = {signature}
+_KO_STATIC_ARGS = {static_args}
+_KO_DYNAMIC_ARGS = {dynamic_args}
+_KO_STATIC_WRAPPER = {static_wrapper}
+_KO_DYNAMIC_WRAPPER = {dynamic_wrapper}
+_KO_OUTPUT = {output!r}
+_KO_NAMES = {names}
+_KO_TRAINING = {training}
+
+
+def _ko_signature(values):
+    return [
+        [list(v.shape), list(v.stride()), str(v.dtype), v.device.type]
+        if isinstance(v, _ko_torch.Tensor)
+        else None
+        for v in values
+    ]
+
+
+class ModelNew(Model):
+    \"\"\"Model with the forward Inductor generates under {label}.\"\"\"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._ko_runs = {{}}
+
+    def _ko_run(self, static):
+        if static not in self._ko_runs:
+            text, names = (
+                (_KO_STATIC_WRAPPER, _KO_STATIC_ARGS)
+                if static
+                else (_KO_DYNAMIC_WRAPPER, _KO_DYNAMIC_ARGS)
+            )
+            codes = [compile(n, "<graph input>", "eval") for n in names]
+            self._ko_runs[static] = (_ko_load(text, "regen").call, codes)
+        return self._ko_runs[static]
+
+    def forward(self, *inputs):
+        if self.training != _KO_TRAINING:
+            raise RuntimeError(f"compiled for training={{_KO_TRAINING}}, called in the other mode")
+        call, codes = self._ko_run(_ko_signature(inputs) == _KO_SIGNATURE)
+        scope = {{"L": {{"self": self, **dict(zip(_KO_NAMES, inputs))}}}}
+        out = call([eval(code, {{}}, scope) for code in codes])
+        if _KO_OUTPUT == "tensor":
+            return out[0]
+        return tuple(out) if _KO_OUTPUT == "tuple" else list(out)
+"""
+
+
+def candidate_source(
+    problem_source: str,
+    options: dict[str, Any],
+    diff: dict[str, Any],
+    static: Regenerated,
+    dynamic: Regenerated,
+) -> str:
+    """The problem file plus ``ModelNew`` running the regenerated wrappers."""
+    text = repr(dict(sorted(options.items())))
+    if ast.literal_eval(text) != options:  # only literals can be written into the candidate
+        raise RegenError(f"options that cannot be written as source: {text[:120]}")
+    return CANDIDATE.format(
+        header=HEADER + json.dumps(diff, sort_keys=True),
+        problem=problem_source.rstrip(),
+        options=text,
+        signature=repr(static.signature),
+        static_args=repr(static.args),
+        dynamic_args=repr(dynamic.args),
+        static_wrapper=repr(static.wrapper),
+        dynamic_wrapper=repr(dynamic.wrapper),
+        output=static.output,
+        names=repr(static.names),
+        training=repr(static.training),
+        label=label_of(diff),
+    )
+
+
+def regenerated_candidate(
+    source: str, seed: int, device: str, options: dict[str, Any], diff: dict[str, Any]
+) -> str:
+    """A candidate's text: the static and the dynamic-shape regeneration under ``options``."""
+    static = regenerate(source, seed, device, options)
+    dynamic = regenerate(source, seed, device, options, dynamic=True)
+    return candidate_source(source, options, diff, static, dynamic)

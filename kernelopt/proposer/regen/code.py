@@ -1,0 +1,145 @@
+"""One Inductor compile of a module problem's forward, and the code it generates."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kernelopt.errors import DeterministicError
+
+# Inductor's config is process-global and Dynamo's caches too: one regeneration at a time
+_LOCK = threading.Lock()
+
+
+class RegenError(DeterministicError):
+    """Inductor produced no code for the forward under the given options."""
+
+
+def normalised(sources: Sequence[str]) -> str:
+    """Generated code without comment lines (Inductor numbers its graphs in them)."""
+    text = "\n".join(sources)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Regenerated:
+    """One Inductor compile of the forward: its wrapper and how to call it from ``forward``.
+
+    ``args`` are Dynamo's sources of the graph's inputs (``L['self']._parameters['w']``,
+    ``L['x']``, ``L['x'].size()[0]``): Python expressions over ``forward``'s locals, so
+    the candidate hands the wrapper its own parameters and inputs, as Dynamo does.
+    """
+
+    wrapper: str
+    args: list[str]
+    signature: list[Any]
+    output: str  # "tensor", "tuple" or "list": how forward returns the wrapper's outputs
+    names: list[str]  # forward's input names, the keys of ``L`` besides ``self``
+    training: bool  # the module mode it was compiled in (batch-norm, dropout differ)
+
+    @property
+    def code(self) -> str:
+        return normalised([self.wrapper])
+
+
+def _source_name(node: Any) -> str:
+    grapharg = node.meta.get("grapharg")
+    source = getattr(grapharg, "source", None)
+    if source is None:
+        raise RegenError(f"graph input {node.name} has no source in the module")
+    name = source.name  # a property in newer torch, a method in older
+    return name if isinstance(name, str) else name()
+
+
+def input_signature(values: Sequence[Any]) -> list[Any]:
+    """What the static wrapper was compiled for: each tensor's shape, stride and dtype."""
+    import torch
+
+    return [
+        [list(v.shape), list(v.stride()), str(v.dtype), v.device.type]
+        if isinstance(v, torch.Tensor)
+        else None
+        for v in values
+    ]
+
+
+def regenerate(
+    source: str, seed: int, device: str, options: dict[str, Any], dynamic: bool = False
+) -> Regenerated:
+    """Inductor's wrapper for the problem's forward under ``options``.
+
+    Compiled as the baseline is (one graph, no grad, the gates' numerics) on the
+    problem's seeded model and inputs, then loaded and called once through the same
+    argument expressions the candidate uses, so a candidate that cannot call its own
+    wrapper is never offered.
+    """
+    import torch
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import run_and_get_code
+
+    from kernelopt.compile.runtime import load_wrapper_module, run_call
+    from kernelopt.precision import strict_fp32
+    from kernelopt.problem import load_module_problem
+
+    problem = load_module_problem(source)
+    names: list[str] = []
+
+    def backend(gm: Any, example_inputs: list[Any]) -> Any:
+        names[:] = [_source_name(n) for n in gm.graph.find_nodes(op="placeholder")]
+        return compile_fx(gm, example_inputs, config_patches=dict(options))
+
+    with _LOCK:
+        strict_fp32()  # the numerics the gates run: autotuning must choose for them
+        torch._dynamo.reset()
+        try:
+            model = problem.make_model(seed, device)
+            inputs = problem.make_inputs(seed, device)
+            compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=dynamic)
+            with torch.no_grad():
+                out, sources = run_and_get_code(compiled, *inputs)
+        finally:
+            torch._dynamo.reset()
+        if not sources:
+            raise RegenError("Inductor produced no code for the forward")
+        if isinstance(out, torch.Tensor):
+            output, leaves = "tensor", 1
+        elif isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
+            output, leaves = type(out).__name__, len(out)
+        else:
+            raise RegenError(f"the forward returns {type(out).__name__}, not tensors")
+        module = load_wrapper_module(sources[-1], "regen")
+        inputs_named = forward_names(model)
+        scope = {"L": {"self": model, **dict(zip(inputs_named, inputs, strict=False))}}
+        with torch.no_grad():
+            got = run_call(module, [eval(name, {}, scope) for name in names])
+    if len(got) != leaves:
+        raise RegenError(f"the wrapper returns {len(got)} outputs, the forward {leaves}")
+    return Regenerated(
+        sources[-1], names, input_signature(inputs), output, inputs_named, model.training
+    )
+
+
+def forward_names(model: Any) -> list[str]:
+    """``forward``'s positional parameter names (Dynamo's ``L[...]`` keys for the inputs)."""
+    import inspect
+
+    params = list(inspect.signature(model.forward).parameters.values())
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+        raise RegenError("forward takes *args, **kwargs or keyword-only inputs")
+    return [p.name for p in params]
+
+
+def generated_code(source: str, seed: int, device: str, options: dict[str, Any]) -> str:
+    """The static-shape code a diff produces (normalised), for comparing diffs.
+
+    Building the candidate compiles the same graph again; Inductor's FX-graph cache
+    serves that second compile, so only the dynamic-shape one costs a full compile.
+    """
+    return regenerate(source, seed, device, options).code

@@ -1,0 +1,213 @@
+"""The regeneration strategy: the diffs a round offers, deduped by code, cached, budgeted."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernelopt.contracts.compiled import CompileResult, TargetKind
+from kernelopt.contracts.problem import ProblemKind
+from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
+from kernelopt.log import get_logger
+from kernelopt.proposer.regen.candidate import read_header, regenerated_candidate
+from kernelopt.proposer.regen.choices import CHOICES, REGEN, Choice, label_of, single_diffs
+from kernelopt.proposer.regen.code import digest, generated_code
+from kernelopt.store import ArtifactStore
+
+log = get_logger(__name__)
+_ERROR = "error"
+
+
+def generation_device(compiled: CompileResult) -> str | None:
+    """Where to regenerate: the baseline's device when this process sees it (None: it does not)."""
+    import torch
+
+    if compiled.gpu_name in ("", "cpu"):
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else None
+
+
+def graph_key(compiled: CompileResult, source: str, device: str) -> str:
+    """What fixes the captured graph and its code: problem, seed, mode, versions, device."""
+    import torch
+
+    payload = {
+        "baseline": compiled.cache_key,
+        "source": digest(source),
+        "seed": compiled.problem.seed,
+        "mode": compiled.mode,
+        "device": device,
+        "torch": torch.__version__,
+    }
+    return digest(json.dumps(payload, sort_keys=True))
+
+
+class DigestCache:
+    """Code digests of earlier regenerations of one graph, by diff label, on disk.
+
+    A later round (or campaign) on the same graph then knows which diffs change
+    nothing without compiling them again.
+    """
+
+    def __init__(self, directory: Path, key: str) -> None:
+        self.path = directory / f"{key}.json"
+        try:
+            loaded = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            loaded = {}
+        self.entries: dict[str, str] = loaded if isinstance(loaded, dict) else {}
+
+    def get(self, label: str) -> str | None:
+        return self.entries.get(label)
+
+    def put(self, label: str, value: str) -> None:
+        self.entries[label] = value
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".tmp{threading.get_ident()}")
+        tmp.write_text(json.dumps(self.entries, indent=1, sort_keys=True))
+        tmp.replace(self.path)
+
+
+def default_cache_dir() -> Path:
+    from kernelopt.config import Settings
+
+    return Settings.from_env().home / "regen_cache"
+
+
+Generate = Callable[[str, int, str, dict[str, Any]], str]
+Build = Callable[[str, int, str, dict[str, Any], dict[str, Any]], str]
+
+
+class RegenFamily:
+    """Strategy: one more Inductor option moved per candidate, from the search state's own.
+
+    A root state is the baseline, so the first rounds try single options; once a
+    regeneration is accepted its diff is the state and the next rounds add one
+    option to it (coordinate descent over Inductor's choices).
+    """
+
+    name = REGEN
+
+    def __init__(
+        self,
+        per_round: int = 2,
+        budget_s: float = 240.0,
+        cache_dir: Path | None = None,
+        generate: Generate = generated_code,
+        build: Build = regenerated_candidate,
+        choices: Sequence[Choice] = CHOICES,
+    ) -> None:
+        self.per_round = per_round
+        self.budget_s = budget_s
+        self.cache_dir = cache_dir
+        self.generate = generate
+        self.build = build
+        self.choices = tuple(choices)
+
+    def propose(
+        self, inp: BuiltinProposeInput, store: ArtifactStore, count: int, exclude: set[str]
+    ) -> tuple[list[BuiltinVariant], str]:
+        """Up to ``min(count, per_round)`` regenerations whose code differs from the state's."""
+        count = min(count, self.per_round)
+        if count <= 0:
+            return [], ""
+        if inp.target.kind != TargetKind.FORWARD:
+            return [], "Inductor regeneration applies to whole-forward targets only"
+        if inp.compiled.problem.kind != ProblemKind.MODULE:
+            return [], "Inductor regeneration applies to module problems only"
+        device = generation_device(inp.compiled)
+        if device is None:
+            return [], "the baseline was compiled for a GPU this process cannot see"
+        from kernelopt.compile.capture import mode_options
+
+        source = store.get_text(inp.compiled.problem.source)
+        state = read_header(store.get_text(inp.state_source)) or {}
+        base = {**mode_options(inp.compiled.mode), **state}
+        backend = "cpp" if device == "cpu" else "triton"
+        diffs = [
+            {**state, **one}
+            for one in single_diffs(backend, base, self.choices)
+            if not set(one) & set(state)
+        ]
+        cache = DigestCache(
+            self.cache_dir or default_cache_dir(), graph_key(inp.compiled, source, device)
+        )
+        started = time.monotonic()
+        code = self._digest_of(cache, source, inp, device, base, state)
+        if code is None:
+            return [], "Inductor could not compile the forward here"
+        # code an earlier round already offered (under another diff) is not offered again
+        tried = {cache.get(label) for label in exclude} - {None, _ERROR}
+        seen, out, same, note = {code, *tried}, [], 0, ""
+        for diff in diffs:
+            label = label_of(diff)
+            if label in exclude:
+                continue
+            if len(out) >= count:
+                break
+            if cache.get(label) is None and time.monotonic() - started > self.budget_s:
+                note = f"regeneration time budget ({self.budget_s:.0f} s) spent"
+                break
+            found = self._digest_of(cache, source, inp, device, {**base, **diff}, diff)
+            if found is None:
+                continue
+            if found in seen:  # the same code as the state's or an earlier candidate's
+                same += 1
+                continue
+            seen.add(found)
+            try:
+                text = self.build(source, inp.compiled.problem.seed, device, {**base, **diff}, diff)
+            except Exception as exc:  # as in _digest_of: a diff that cannot be built is skipped
+                log.info("regeneration not buildable", label=label, error=str(exc)[:300])
+                cache.put(label, _ERROR)
+                continue
+            ref = store.put_text(text, "text/x-python", f"{label.replace(':', '_')}.py")
+            out.append(
+                BuiltinVariant(
+                    label=label,
+                    source=ref,
+                    config=dict(diff),
+                    description=f"Inductor's own code for the forward under {label[len(REGEN) + 1 :]}",
+                )
+            )
+        if not out and not note:
+            note = f"no Inductor option left that changes the code ({same} gave the same code)"
+        return out, note
+
+    def _digest_of(
+        self,
+        cache: DigestCache,
+        source: str,
+        inp: BuiltinProposeInput,
+        device: str,
+        options: dict[str, Any],
+        diff: dict[str, Any],
+    ) -> str | None:
+        label = label_of(diff)
+        known = cache.get(label)
+        if known is not None:
+            return None if known == _ERROR else known
+        started = time.monotonic()
+        try:
+            found = digest(self.generate(source, inp.compiled.problem.seed, device, options))
+        except Exception as exc:  # Inductor and the user's module ran here: a failure is a note
+            log.info("regeneration failed", label=label, error=f"{type(exc).__name__}: {exc}"[:300])
+            cache.put(label, _ERROR)
+            return None
+        log.info("regenerated", label=label, seconds=round(time.monotonic() - started, 1))
+        cache.put(label, found)
+        return found
+
+
+FAMILY = RegenFamily()
+
+
+def propose_regen(
+    inp: BuiltinProposeInput, store: ArtifactStore, count: int, exclude: set[str]
+) -> tuple[list[BuiltinVariant], str]:
+    """The built-in proposer's entry: the default regeneration strategy."""
+    return FAMILY.propose(inp, store, count, exclude)

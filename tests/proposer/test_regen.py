@@ -1,0 +1,286 @@
+"""Inductor regeneration: probing, code dedupe, budget, a real CPU regeneration through gates 1-3."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from gates.campaign import gate_candidate
+from kernelopt.contracts import CandidateGateInput
+from kernelopt.contracts.compiled import SearchMode, SearchTarget, SegmentResult, TargetKind
+from kernelopt.contracts.search import BuiltinProposeInput
+from kernelopt.contracts.verdicts import GateName, GateSettings
+from kernelopt.proposer.builtin import propose
+from kernelopt.proposer.knowledge import family_of
+from kernelopt.proposer.regen import (
+    BOTH,
+    CHOICES,
+    HEADER,
+    Choice,
+    RegenFamily,
+    generated_code,
+    label_of,
+    normalised,
+    read_header,
+    single_diffs,
+)
+from kernelopt.store import ArtifactStore, open_store
+from tests.gates.test_campaign_cpu import _compiled
+
+# a small reduction whose CPU code depends on one of Inductor's C++ choices (horizontal
+# fusion of the softmax's and the row sum's loops), small enough for the CPU gates
+PROBLEM = '''"""Softmax of scaled rows plus each row's sum."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x * self.scale, dim=-1) + x.sum(dim=-1, keepdim=True)
+
+
+def get_init_inputs():
+    return [64]
+
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+
+def get_holdout_inputs():
+    return [[torch.randn(5, 64)]]
+'''
+TARGET = SearchTarget(id="forward", kind=TargetKind.FORWARD)
+
+
+def _input(
+    store: ArtifactStore, problem: Path, count: int = 4, state: str = ""
+) -> BuiltinProposeInput:
+    compiled = _compiled(store, problem)  # a CPU baseline in mode "default"
+    segment = SegmentResult(
+        kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="test", targets=[TARGET]
+    )
+    return BuiltinProposeInput(
+        compiled=compiled,
+        segment=segment,
+        target=TARGET,
+        state_source=compiled.problem.source if not state else store.put_text(state),
+        count=count,
+    )
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("regen") / "rows.py"
+    path.write_text(PROBLEM)
+    return path
+
+
+def test_probing_keeps_only_options_the_installed_torch_has() -> None:
+    from torch._inductor import config
+
+    values = config.get_config_copy()  # every option of the installed torch, dotted
+    known = set(values)
+    fake = (Choice("triton.ko_no_such_option"), Choice("ko_no_such_option", BOTH))
+    for backend in ("triton", "cpp"):
+        diffs = single_diffs(backend, {}, (*CHOICES, *fake))
+        options = [next(iter(d)) for d in diffs]
+        assert options and set(options) <= known, set(options) - known
+        assert not {"triton.ko_no_such_option", "ko_no_such_option"} & set(options)
+        for diff in diffs:  # each moves its option away from what the config says now
+            ((option, value),) = diff.items()
+            assert value != values[option]
+    # the C++ backend's options are not compiled for a GPU, nor Triton's for the CPU
+    assert not any(next(iter(d)).startswith("cpp.") for d in single_diffs("triton", {}))
+    assert not any(next(iter(d)).startswith("triton.") for d in single_diffs("cpp", {}))
+    # the compile mode's own patches are the baseline the flip starts from
+    flipped = single_diffs("triton", {"coordinate_descent_tuning": True})
+    assert {"coordinate_descent_tuning": False} in flipped
+
+
+def test_labels_and_headers_name_the_diff() -> None:
+    diff = {"triton.persistent_reductions": False, "split_reductions": False}
+    assert label_of(diff) == "regen:persistent_reductions=False,split_reductions=False"
+    assert family_of(label_of(diff)) == "regen"
+    assert read_header(HEADER + json.dumps(diff)) == diff and read_header(PROBLEM) is None
+
+
+class FakeInductor:
+    """Generated code per option set, counted: what the family sees of Inductor."""
+
+    def __init__(self, codes: dict[str, str]) -> None:
+        self.codes = codes
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, source: str, seed: int, device: str, options: dict[str, Any]) -> str:
+        self.calls.append(dict(options))
+        key = ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+        return self.codes.get(key, "baseline code")
+
+
+def fake_build(source: str, seed: int, device: str, options: dict, diff: dict) -> str:
+    return HEADER + json.dumps(diff, sort_keys=True) + "\n" + source
+
+
+CHOICES_AB = (
+    Choice("aggressive_fusion", BOTH),
+    Choice("epilogue_fusion", BOTH),
+    Choice("split_reductions", BOTH),
+    Choice("cpp.max_horizontal_fusion_size", ("cpp",), values=(1,)),
+)
+
+
+def test_identical_code_is_dropped_and_verdicts_are_cached(tmp_path: Path, problem: Path) -> None:
+    store = open_store(tmp_path / "artifacts")
+    fake = FakeInductor(
+        {
+            # aggressive_fusion: the baseline's code; epilogue and split: one new code twice
+            "epilogue_fusion=False": "code B",
+            "split_reductions=False": "code B",
+            "cpp.max_horizontal_fusion_size=1": "code C",
+        }
+    )
+    family = RegenFamily(
+        per_round=4,
+        cache_dir=tmp_path / "cache",
+        generate=fake,
+        build=fake_build,
+        choices=CHOICES_AB,
+    )
+    variants, note = family.propose(_input(store, problem), store, 4, set())
+    assert [v.label for v in variants] == [
+        "regen:epilogue_fusion=False",
+        "regen:cpp.max_horizontal_fusion_size=1",
+    ], note
+    assert len(fake.calls) == 5  # the baseline and four diffs
+    text = store.get_text(variants[0].source)
+    assert read_header(text) == {"epilogue_fusion": False} == variants[0].config
+    # a later round: every digest is known, nothing compiles; exclusions are respected
+    again, _ = family.propose(_input(store, problem), store, 4, {"regen:epilogue_fusion=False"})
+    assert [v.label for v in again] == ["regen:cpp.max_horizontal_fusion_size=1"]
+    assert len(fake.calls) == 5
+    # nothing left that changes the code: an empty round says why
+    none, note = family.propose(_input(store, problem), store, 4, {v.label for v in variants})
+    assert none == [] and "same code" in note
+
+
+def test_rounds_are_capped_and_budgeted(tmp_path: Path, problem: Path) -> None:
+    store = open_store(tmp_path / "artifacts")
+    codes = {
+        "epilogue_fusion=False": "B",
+        "split_reductions=False": "C",
+        "aggressive_fusion=True": "D",
+    }
+    fake = FakeInductor(codes)
+    capped = RegenFamily(
+        per_round=2, cache_dir=tmp_path / "a", generate=fake, build=fake_build, choices=CHOICES_AB
+    )
+    variants, _ = capped.propose(_input(store, problem), store, 4, set())
+    assert len(variants) == 2
+    spent = RegenFamily(
+        budget_s=0.0, cache_dir=tmp_path / "b", generate=FakeInductor(codes), build=fake_build
+    )
+    variants, note = spent.propose(_input(store, problem), store, 4, set())
+    assert variants == [] and "budget" in note
+
+
+def test_a_regenerated_state_moves_one_more_option(tmp_path: Path, problem: Path) -> None:
+    store = open_store(tmp_path / "artifacts")
+    state = fake_build(PROBLEM, 0, "cpu", {}, {"epilogue_fusion": False})
+    seen: list[dict[str, Any]] = []
+
+    def distinct(source: str, seed: int, device: str, options: dict[str, Any]) -> str:
+        seen.append(dict(options))
+        return repr(sorted(options.items()))  # every option set: code of its own
+
+    family = RegenFamily(
+        per_round=4,
+        cache_dir=tmp_path / "c",
+        generate=distinct,
+        build=fake_build,
+        choices=CHOICES_AB,
+    )
+    variants, _ = family.propose(_input(store, problem, state=state), store, 4, set())
+    assert len(variants) == 3, [v.label for v in variants]  # the state's option stays put
+    assert all(v.config["epilogue_fusion"] is False and len(v.config) == 2 for v in variants)
+    assert seen[0] == {"epilogue_fusion": False}  # the state's own code is the one to beat
+
+
+# --- the real thing: Inductor's C++ backend on the CPU, then gates 1-3 --------------------
+
+
+@pytest.fixture(scope="module")
+def regenerated(
+    problem: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ArtifactStore, BuiltinProposeInput, Any]]:
+    home = tmp_path_factory.mktemp("regen-home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KERNELOPT_HOME", str(home))
+        store = open_store(home / "artifacts")
+        inp = _input(store, problem, count=4)
+        result = propose(inp, store)  # the built-in proposer's forward round
+        yield store, inp, result
+
+
+def test_the_builtin_round_offers_regenerations_whose_code_differs(regenerated) -> None:
+    store, _, result = regenerated
+    labels = [v.label for v in result.variants]
+    assert labels and all(family_of(label) == "regen" for label in labels), labels
+    assert len(labels) <= RegenFamily().per_round  # the family's per-round cap
+    assert result.kernel_kind == "forward"
+    for variant in result.variants:
+        text = store.get_text(variant.source)
+        assert read_header(text) == variant.config
+        assert text.startswith("# kernelopt regen: ") and PROBLEM.rstrip() in text
+
+
+def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(
+    regenerated,
+) -> None:
+    store, inp, result = regenerated
+    variant = result.variants[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(store.get_text(variant.source), "<regen>", "exec"), namespace)
+    torch.manual_seed(0)
+    model = namespace["Model"](64)
+    new = namespace["ModelNew"](64)
+    new.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        for x in (torch.randn(8, 64), torch.randn(5, 64)):  # the compiled shape, and another
+            torch.testing.assert_close(new(x), model(x))
+    assert set(new._ko_runs) == {True, False}  # the static wrapper, then the dynamic one
+    baseline = generated_code(PROBLEM, 0, "cpu", {})
+    assert normalised([namespace["_KO_STATIC_WRAPPER"]]) != baseline
+    gated = gate_candidate(
+        CandidateGateInput(
+            compiled=inp.compiled,
+            segment=inp.segment,
+            target=inp.target,
+            candidate_id="regen0",
+            source=variant.source,
+            measure_kernel_speedup=False,
+            timeout_s=180,
+            model_gate=True,
+            settings=GateSettings(device="cpu"),
+        ),
+        store,
+    )
+    reasons = [
+        (v.gate.value, v.status.value, v.reason[:300], v.feedback[:3000]) for v in gated.verdicts
+    ]
+    assert [v.gate for v in gated.verdicts] == [
+        GateName.STATIC,
+        GateName.CORRECTNESS,
+        GateName.MODEL,
+    ], reasons
+    assert gated.passed, [v.reason for v in gated.verdicts]
