@@ -6,6 +6,7 @@ import asyncio
 
 from temporalio import activity
 
+from kernelopt.compile.triage_store import load_triage
 from kernelopt.contracts import (
     ArtifactRef,
     ExportInput,
@@ -31,7 +32,11 @@ def _write_report(inp: ReportInput) -> ReportResult:
     """Render and store the report (in a thread: long searches archive many log pages)."""
     store = open_store()
     archived = [d for page in expand_pages(store, inp.log_pages) for d in page.decisions]
-    text = render_markdown(inp.outcome, [*archived, *inp.decisions])
+    outcome = inp.outcome
+    if outcome.triage is None and outcome.triage_ref is not None:
+        # the per-target table needs the whole triage, which the campaign left in the store
+        outcome = outcome.model_copy(update={"triage": load_triage(outcome.triage_ref, store)})
+    text = render_markdown(outcome, [*archived, *inp.decisions])
     report = store.put_text(text, "text/markdown", f"{inp.outcome.campaign_id}.md")
     summary = store.put_json(inp, f"{inp.outcome.campaign_id}.json")
     return ReportResult(report=report, summary=summary)

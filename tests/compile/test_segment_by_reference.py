@@ -233,8 +233,9 @@ async def test_a_campaign_carries_the_reference_and_replays(
     ]
     kinds = [a.activity_type.name for a in scheduled]
     assert names.SEGMENT_TO_STORE in kinds and names.SEGMENT not in kinds
-    assert kinds.count(names.SCOPE_SEGMENT) == len(state.results) > 0
-    triage = next(a for a in scheduled if a.activity_type.name == names.TRIAGE)
+    # since "triage-by-reference" one activity scopes each target and builds its facts
+    assert kinds.count(names.TARGET_SCOPE) == len(state.results) > 0
+    triage = next(a for a in scheduled if a.activity_type.name == names.TRIAGE_TO_STORE)
     payload = triage.input.payloads[0].data
     assert state.segment_ref.artifact.sha256.encode() in payload
     assert b'"kernels":[' not in payload  # no segmentation inline
