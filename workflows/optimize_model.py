@@ -312,16 +312,19 @@ class OptimizeModel:
         """
         state = self._state
         if state.plan is None:
+            builtin = self._builtin_on_module()
+            # each choice stays behind the patch that introduced it, as in _choose_targets
             state.plan = await self._cpu(
                 names.PLAN_TARGETS,
                 PlanTargetsInput(
                     compiled=state.compiled,
                     segment=state.segment_ref,
                     triage=state.triage_ref,
-                    builtin_kernels=self._builtin_on_module(),
-                    skip_fusion_groups=not self._use_llm(),
+                    builtin_kernels=builtin and workflow.patched("builtin-single-kernel-targets"),
+                    skip_fusion_groups=not self._use_llm()
+                    and workflow.patched("builtin-skips-fusion-groups"),
                     max_targets=inp.options.max_targets,
-                    rewrites_first=self._builtin_on_module(),
+                    rewrites_first=builtin and workflow.patched(BUILTIN_REWRITES_PATCH),
                 ),
                 TargetPlan,
                 opts.SEGMENT,
@@ -349,8 +352,9 @@ class OptimizeModel:
                 TargetScope,
                 opts.SEGMENT,
             )
-            self._progress.current_target = scope.target.id
             await self._checkpoint()  # a pause or stop that came meanwhile: before the search
+            # named once its search starts: a pause held above is between two targets
+            self._progress.current_target = scope.target.id
             await self._search_one(inp, scope.target, scope.segment, scope.facts)
         self._progress.current_target = None
 
