@@ -314,6 +314,7 @@ class OptimizeModel:
         if state.plan is None:
             builtin = self._builtin_on_module()
             # each choice stays behind the patch that introduced it, as in _choose_targets
+            # (the per-kernel targets' share cut-off, always on since this patch, excepted)
             state.plan = await self._cpu(
                 names.PLAN_TARGETS,
                 PlanTargetsInput(
