@@ -13,6 +13,8 @@ from temporalio.exceptions import ApplicationError
 from kernelopt.contracts import (
     CompileInput,
     CompileResult,
+    PlanLookupInput,
+    PlanTargetsInput,
     RestitchInput,
     RestitchResult,
     ScopeSegmentInput,
@@ -21,15 +23,23 @@ from kernelopt.contracts import (
     SegmentResult,
     SegmentTargetsInput,
     SegmentTargetsResult,
+    TargetList,
+    TargetPlan,
+    TargetScope,
+    TargetScopeInput,
     TriageInput,
+    TriageRef,
     TriageResult,
     names,
 )
 from kernelopt.errors import DeterministicError
+from kernelopt.log import get_logger
 from kernelopt.store import open_store
 
 from .heartbeat import in_thread
 from .supervise import run_supervised
+
+log = get_logger(__name__)
 
 
 @activity.defn(name=names.COMPILE)
@@ -92,11 +102,73 @@ async def triage(inp: TriageInput) -> TriageResult:
     return await run_supervised("kernelopt.compile.triage:triage", inp, TriageResult)
 
 
+@activity.defn(name=names.TRIAGE_TO_STORE)
+async def triage_to_store(inp: TriageInput) -> TriageRef:
+    """Triage as ``triage`` does, but hand back a reference: the result stays in the store.
+
+    Stored here, after the child returns, so the GPU child keeps one job (measuring)
+    and the reference carries the device seconds the supervisor charged.
+    """
+    from kernelopt.compile.triage_store import store_triage
+
+    result = await run_supervised("kernelopt.compile.triage:triage", inp, TriageResult)
+    name = f"{inp.compiled.problem.name}.triage.json"
+    return await in_thread(store_triage, result, open_store(), name)
+
+
+@activity.defn(name=names.PLAN_TARGETS)
+async def plan_targets(inp: PlanTargetsInput) -> TargetPlan:
+    """A by-reference campaign's search order, stored (``proposer/plan.py``)."""
+    from kernelopt.proposer.plan import plan_targets as plan_impl
+
+    return await in_thread(plan_impl, inp, open_store())
+
+
+@activity.defn(name=names.TARGET_SCOPE)
+async def target_scope(inp: TargetScopeInput) -> TargetScope:
+    """One planned target, its part of the segmentation and its prompt facts."""
+    from kernelopt.agents.facts import build_facts
+    from kernelopt.compile.triage_store import load_triage, planned_target
+
+    def run() -> TargetScope:
+        store = open_store()
+        target, segment = planned_target(inp, store)
+        try:
+            triage = load_triage(inp.triage, store)
+            facts = build_facts(inp.compiled, segment, target, triage, gates=inp.gates)
+        except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+            # an aid to the agents: the target is searched without them
+            log.warning("no prompt facts", target=target.id, error=str(exc))
+            facts = None
+        return TargetScope(target=target, segment=segment, facts=facts)
+
+    try:
+        return await in_thread(run)
+    except DeterministicError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+
+@activity.defn(name=names.PLAN_LOOKUP)
+async def plan_lookup(inp: PlanLookupInput) -> TargetList:
+    """Planned targets by id: the winners a campaign re-stitches."""
+    from kernelopt.compile.triage_store import plan_lookup as lookup_impl
+
+    return await in_thread(lookup_impl, inp, open_store())
+
+
 @activity.defn(name=names.RESTITCH)
 async def restitch(inp: RestitchInput) -> RestitchResult:
     """Put replacements back into the wrapper, run it on the captured args, compare."""
     return await run_supervised("kernelopt.compile.restitch:restitch", inp, RestitchResult)
 
 
-GPU_ACTIVITIES = [compile_problem, triage, restitch]
-CPU_ACTIVITIES = [segment, segment_to_store, scope_segment, segment_targets]
+GPU_ACTIVITIES = [compile_problem, triage, triage_to_store, restitch]
+CPU_ACTIVITIES = [
+    segment,
+    segment_to_store,
+    scope_segment,
+    segment_targets,
+    plan_targets,
+    target_scope,
+    plan_lookup,
+]

@@ -6,6 +6,7 @@ import asyncio
 
 from temporalio import activity
 
+from kernelopt.compile.triage_store import load_triage
 from kernelopt.config import Settings
 from kernelopt.contracts import (
     ArtifactRef,
@@ -33,8 +34,12 @@ def _write_report(inp: ReportInput) -> ReportResult:
     """Render and store the report (in a thread: long searches archive many log pages)."""
     store = open_store()
     archived = [d for page in expand_pages(store, inp.log_pages) for d in page.decisions]
-    busy = campaign_busy(Settings.from_env().home, inp.outcome.campaign_id)
-    text = render_markdown(inp.outcome, [*archived, *inp.decisions], busy)
+    outcome = inp.outcome
+    if outcome.triage is None and outcome.triage_ref is not None:
+        # the per-target table needs the whole triage, which the campaign left in the store
+        outcome = outcome.model_copy(update={"triage": load_triage(outcome.triage_ref, store)})
+    busy = campaign_busy(Settings.from_env().home, outcome.campaign_id)
+    text = render_markdown(outcome, [*archived, *inp.decisions], busy)
     report = store.put_text(text, "text/markdown", f"{inp.outcome.campaign_id}.md")
     summary = store.put_json(inp, f"{inp.outcome.campaign_id}.json")
     return ReportResult(report=report, summary=summary)

@@ -37,6 +37,8 @@ with workflow.unsafe.imports_passed_through():
         Outcome,
         OutcomeCategory,
         PerfCategory,
+        PlanLookupInput,
+        PlanTargetsInput,
         ProblemKind,
         ProposerKind,
         Replacement,
@@ -56,7 +58,12 @@ with workflow.unsafe.imports_passed_through():
         SegmentTargetsInput,
         SegmentTargetsResult,
         TargetKind,
+        TargetList,
+        TargetPlan,
+        TargetScope,
+        TargetScopeInput,
         TriageInput,
+        TriageRef,
         TriageResult,
         names,
     )
@@ -89,6 +96,10 @@ STEER_STARTING_SEARCH_PATCH = "steer-starting-search"
 # The segmentation goes to the artifact store; the state and activity inputs carry its
 # reference, and activities that read kernels or launches load it (compile/segment_store.py).
 SEGMENT_BY_REF_PATCH = "segmentation-by-reference"
+# Triage's result goes to the artifact store too; the state carries its reference and the
+# searched targets as a stored plan, and activities hand out one target at a time with its
+# scoped segmentation and prompt facts (compile/triage_store.py, proposer/plan.py).
+TRIAGE_BY_REF_PATCH = "triage-by-reference"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
@@ -229,20 +240,26 @@ class OptimizeModel:
                 state.segment = await self._cpu(
                     names.SEGMENT, segment_input, SegmentResult, opts.SEGMENT
                 )
-        if state.triage is None:
+        if state.triage is None and state.triage_ref is None:
             await self._enter(CampaignPhase.TRIAGING)
-            state.triage = await self._gpu(
-                names.TRIAGE,
-                TriageInput(
-                    compiled=state.compiled, gamma=inp.options.gamma, **self._segment_fields()
-                ),
-                TriageResult,
-                opts.TRIAGE,
+            triage_input = TriageInput(
+                compiled=state.compiled, gamma=inp.options.gamma, **self._segment_fields()
             )
-        skip = self._skip_reason(inp, state.triage)
+            if state.segment_ref is not None and workflow.patched(TRIAGE_BY_REF_PATCH):
+                state.triage_ref = await self._gpu(
+                    names.TRIAGE_TO_STORE, triage_input, TriageRef, opts.TRIAGE
+                )
+            else:
+                state.triage = await self._gpu(
+                    names.TRIAGE, triage_input, TriageResult, opts.TRIAGE
+                )
+        skip = self._skip_reason(inp, state.triage or state.triage_ref)
         if skip:
             return await self._finish_with_baseline(inp, skip)
-        await self._search_targets(inp)
+        if state.triage_ref is not None:
+            await self._search_planned(inp)
+        else:
+            await self._search_targets(inp)
         return await self._verify_and_finish(inp)
 
     # --- search -------------------------------------------------------------------------
@@ -284,6 +301,62 @@ class OptimizeModel:
                     segment = scope_segment(segment, target)
                 facts = self._facts_for(inp, target, state.segment)
             await self._search_one(inp, target, segment, facts)
+        self._progress.current_target = None
+
+    async def _search_planned(self, inp: CampaignInput) -> None:
+        """The search when triage is stored: the state carries the plan's reference only.
+
+        Targets are searched in plan order, one result each, so the next one is
+        ``len(state.results)``; an activity hands it out with its scoped segmentation
+        and prompt facts, which need the full triage and segmentation.
+        """
+        state = self._state
+        if state.plan is None:
+            builtin = self._builtin_on_module()
+            # each choice stays behind the patch that introduced it, as in _choose_targets
+            # (the per-kernel targets' share cut-off, always on since this patch, excepted)
+            state.plan = await self._cpu(
+                names.PLAN_TARGETS,
+                PlanTargetsInput(
+                    compiled=state.compiled,
+                    segment=state.segment_ref,
+                    triage=state.triage_ref,
+                    builtin_kernels=builtin and workflow.patched("builtin-single-kernel-targets"),
+                    skip_fusion_groups=not self._use_llm()
+                    and workflow.patched("builtin-skips-fusion-groups"),
+                    max_targets=inp.options.max_targets,
+                    rewrites_first=builtin and workflow.patched(BUILTIN_REWRITES_PATCH),
+                ),
+                TargetPlan,
+                opts.SEGMENT,
+            )
+        plan = state.plan
+        self._progress.targets_total = plan.count
+        self._progress.targets_done = len(state.results)
+        await self._enter(CampaignPhase.SEARCHING)
+        for index in range(len(state.results), plan.count):
+            await self._checkpoint()
+            if self._budget_exhausted():
+                break
+            if workflow.info().is_continue_as_new_suggested():
+                await self._continue_as_new(inp)
+            scope = await self._cpu(
+                names.TARGET_SCOPE,
+                TargetScopeInput(
+                    compiled=state.compiled,
+                    segment=state.segment_ref,
+                    triage=state.triage_ref,
+                    plan=plan,
+                    index=index,
+                    gates=inp.options.gates,
+                ),
+                TargetScope,
+                opts.SEGMENT,
+            )
+            await self._checkpoint()  # a pause or stop that came meanwhile: before the search
+            # named once its search starts: a pause held above is between two targets
+            self._progress.current_target = scope.target.id
+            await self._search_one(inp, scope.target, scope.segment, scope.facts)
         self._progress.current_target = None
 
     async def _choose_targets(self, inp: CampaignInput) -> list[SearchTarget]:
@@ -422,9 +495,18 @@ class OptimizeModel:
 
         await self._enter(CampaignPhase.VERIFYING)
         winners.sort(key=lambda r: -(r.best_kernel_speedup or 0.0))
-        own = state.segment.targets if state.segment is not None else []
-        target_by_id = {t.id: t for t in [*own, *state.triage.targets]}
-        target_by_id.update({t.id: t for t in state.targets})
+        if state.plan is not None:
+            listed = await self._cpu(
+                names.PLAN_LOOKUP,
+                PlanLookupInput(plan=state.plan, ids=[r.target_id for r in winners]),
+                TargetList,
+                opts.SEGMENT,
+            )
+            target_by_id = {t.id: t for t in listed.targets}
+        else:
+            own = state.segment.targets if state.segment is not None else []
+            target_by_id = {t.id: t for t in [*own, *state.triage.targets]}
+            target_by_id.update({t.id: t for t in state.targets})
         accepted: list[Replacement] = []
         best: ModelGateResult | None = None
         best_wrapper = None
@@ -577,6 +659,7 @@ class OptimizeModel:
             mode=self._segment_mode(),
             mode_reason=self._segment_mode_reason(),
             triage=state.triage,
+            triage_ref=state.triage_ref,
             used=state.used,
             candidates_tried=state.candidates_tried,
             candidates_accepted=state.candidates_accepted,
@@ -601,7 +684,11 @@ class OptimizeModel:
     def _nothing_tried_reason(self) -> str:
         """Why no candidate came to exist, in the searches' own words."""
         state = self._state
-        if not any(t.kind != TargetKind.FORWARD for t in state.targets) and not self._use_llm():
+        if state.plan is not None:
+            kernel_targets = state.plan.kernel_targets > 0
+        else:
+            kernel_targets = any(t.kind != TargetKind.FORWARD for t in state.targets)
+        if not kernel_targets and not self._use_llm():
             rewrites = [r.stopped_reason for r in state.results if r.stopped_reason]
             return (
                 "no candidate: the built-in proposer re-tunes the compiled forward's Triton "
@@ -670,13 +757,14 @@ class OptimizeModel:
         self._state.stop_requested = self._stop_requested
         workflow.continue_as_new(inp.model_copy(update={"state": self._state}))
 
-    def _skip_reason(self, inp: CampaignInput, triage: TriageResult) -> str | None:
+    def _skip_reason(self, inp: CampaignInput, triage: TriageResult | TriageRef) -> str | None:
         state = self._state
         if state.segment is not None:
             segment_targets = len(state.segment.targets)
         else:
             segment_targets = state.segment_ref.targets if state.segment_ref else 0
-        if not segment_targets and not triage.targets:
+        searched = triage.searched if isinstance(triage, TriageRef) else len(triage.targets)
+        if not segment_targets and not searched:
             return "the compiled graph has no Triton kernel to search (all library calls)"
         if (
             self._segment_mode() == SearchMode.MULTI

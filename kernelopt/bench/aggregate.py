@@ -191,7 +191,8 @@ def level_label(level: int | None) -> str:
 
 def problem_row(result: ProblemResult, gamma: float = GAMMA) -> ProblemRow:
     o = result.outcome
-    f = o.triage.library_fraction if o.triage is not None else None
+    triage = o.triage or o.triage_ref  # both carry f
+    f = triage.library_fraction if triage is not None else None
     # single-kernel mode replaces the library call too: nothing is frozen, no ceiling applies
     single = o.mode == SearchMode.SINGLE
     frozen = None if f is None else frozen_fraction(f, o.mode)
@@ -218,7 +219,7 @@ def problem_row(result: ProblemResult, gamma: float = GAMMA) -> ProblemRow:
 
 def summarize_level(label: str, outcomes: Sequence[Outcome]) -> LevelSummary:
     speedups = [effective_speedup(o) for o in outcomes]
-    fractions = [o.triage.library_fraction for o in outcomes if o.triage is not None]
+    fractions = [t.library_fraction for o in outcomes if (t := o.triage or o.triage_ref)]
     counts = {c.value: sum(1 for o in outcomes if o.category == c) for c in CATEGORIES}
     solved = [o for o in outcomes if is_solved(o)]
     optimized = [o for o in outcomes if o.category == OutcomeCategory.OPTIMIZED]

@@ -137,8 +137,8 @@ def print_outcome(outcome: Outcome, as_json: bool, home: Path | None = None) -> 
         table.add_row("baseline", f"{outcome.baseline_ms:.4f} ms")
     if outcome.optimized_ms is not None:
         table.add_row("optimized", f"{outcome.optimized_ms:.4f} ms")
-    if outcome.triage is not None:
-        t = outcome.triage
+    t = outcome.triage or outcome.triage_ref  # both carry f and the ceilings
+    if t is not None:
         table.add_row(
             "library fraction f",
             f"{t.library_fraction:.3f} (ceiling {ceiling_text(t.ceilings.get('inf'))})",

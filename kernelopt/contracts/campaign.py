@@ -13,10 +13,19 @@ from .compiled import (
     SearchTarget,
     SegmentRef,
     SegmentResult,
+    TargetPlan,
+    TriageRef,
     TriageResult,
 )
 from .problem import ProblemKind, ProblemSpec
-from .search import Decision, ProposerConfig, SearchKernelResult, SearchParams, Usage
+from .search import (
+    Decision,
+    PromptFacts,
+    ProposerConfig,
+    SearchKernelResult,
+    SearchParams,
+    Usage,
+)
 from .verdicts import GateSettings, GateVerdict
 
 
@@ -138,7 +147,10 @@ class Outcome(Frozen):
     proposer: str = ""
     mode: SearchMode | None = None
     mode_reason: str = ""
+    # the full triage (outcomes from before "triage-by-reference") or its reference;
+    # the report loads the full one by reference for its per-target table
     triage: TriageResult | None = None
+    triage_ref: TriageRef | None = None
     wrapper: ArtifactRef | None = None  # the model we hand back (baseline or re-stitched)
     replaced: list[str] = Field(default_factory=list)
     model_verdicts: list[GateVerdict] = Field(default_factory=list)
@@ -168,8 +180,13 @@ class CampaignState(Contract):
     # since then, its reference: the whole of it is megabytes at hundreds of kernels
     segment: SegmentResult | None = None
     segment_ref: SegmentRef | None = None
+    # triage itself (campaigns from before "triage-by-reference") or its reference, and
+    # then the searched targets as a stored plan instead of ``targets``: both grew
+    # with the model (hundreds of KB at hundreds of kernels, mostly signatures)
     triage: TriageResult | None = None
+    triage_ref: TriageRef | None = None
     targets: list[SearchTarget] = Field(default_factory=list)  # what the search covers
+    plan: TargetPlan | None = None
     memory: ArtifactRef | None = None  # experience memory, carried from search to search
     results: list[SearchKernelResult] = Field(default_factory=list)
     candidates_tried: int = 0
@@ -178,6 +195,25 @@ class CampaignState(Contract):
     stop_reason: str = ""
     paused: bool = False
     stop_requested: str = ""
+
+
+class TargetScopeInput(Frozen):
+    """The plan's ``index``-th target, ready to search: what a by-reference campaign asks."""
+
+    compiled: CompileResult
+    segment: SegmentRef
+    triage: TriageRef
+    plan: TargetPlan
+    index: int = Field(ge=0)
+    gates: GateSettings | None = None  # the campaign's pinned settings, for the facts' gamma
+
+
+class TargetScope(Frozen):
+    """A target, its part of the segmentation, and its prompt facts (None: not computable)."""
+
+    target: SearchTarget
+    segment: SegmentResult
+    facts: PromptFacts | None = None
 
 
 class ReportInput(Frozen):

@@ -276,6 +276,98 @@ class TriageResult(DeviceTimed):
     stage_seconds: dict[str, float] = Field(default_factory=dict)
 
 
+class TriageRef(DeviceTimed):
+    """Triage by reference: its full result lives in the artifact store, this travels.
+
+    At a few hundred kernels a ``TriageResult`` is hundreds of KB, mostly its
+    targets' signatures and the per-kernel table; the campaign sequences on these
+    numbers alone, and activities that need a target or a kernel's time load the
+    whole result by ``artifact``.  Field names match ``TriageResult``'s where they
+    mean the same, so a reader of f, ceilings or the verdict takes either.
+    """
+
+    artifact: ArtifactRef
+    total_ms: float
+    library_ms: float
+    triton_ms: float
+    library_fraction: float
+    ceilings: dict[str, float]
+    required_speedup: float | None
+    verdict: Literal["worth_searching", "library_dominated"]
+    verdict_reason: str = ""
+    gamma: float = 1.03
+    mode: SearchMode = SearchMode.MULTI
+    wall_ms: float | None = None
+    cutoff: str = ""
+    deferred_share: float = 0.0
+    searched: int = 0  # len(targets): the targets inside the cut-off
+    deferred: int = 0  # len(deferred_targets)
+    timed: int = 0  # len(per_kernel)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, triage: TriageResult, artifact: ArtifactRef) -> TriageRef:
+        """The reference to ``triage`` once it is stored as ``artifact``."""
+        return cls(
+            artifact=artifact,
+            device_seconds=triage.device_seconds,
+            total_ms=triage.total_ms,
+            library_ms=triage.library_ms,
+            triton_ms=triage.triton_ms,
+            library_fraction=triage.library_fraction,
+            ceilings=dict(triage.ceilings),
+            required_speedup=triage.required_speedup,
+            verdict=triage.verdict,
+            verdict_reason=triage.verdict_reason,
+            gamma=triage.gamma,
+            mode=triage.mode,
+            wall_ms=triage.wall_ms,
+            cutoff=triage.cutoff,
+            deferred_share=triage.deferred_share,
+            searched=len(triage.targets),
+            deferred=len(triage.deferred_targets),
+            timed=len(triage.per_kernel),
+            stage_seconds=dict(triage.stage_seconds),
+        )
+
+
+class TargetList(Frozen):
+    """The targets a campaign searches, in order: the stored body of a ``TargetPlan``."""
+
+    targets: list[SearchTarget] = Field(default_factory=list)
+
+
+class TargetPlan(Frozen):
+    """A campaign's chosen targets by reference: how many, and where the list is stored."""
+
+    artifact: ArtifactRef
+    count: int = 0
+    kernel_targets: int = 0  # those that are not the whole forward
+
+
+class PlanTargetsInput(Frozen):
+    """What narrows or widens triage's targets into the campaign's search order.
+
+    The workflow decides the flags from its options and proposer; the activity
+    reads the stored segmentation and triage (``compile/triage_store.py``).
+    """
+
+    compiled: CompileResult
+    segment: SegmentRef
+    triage: TriageRef
+    builtin_kernels: bool = False  # every Triton kernel its own target, ranked by triage
+    skip_fusion_groups: bool = False  # the built-in proposer cannot fuse kernels
+    max_targets: int | None = None
+    rewrites_first: bool = False  # the built-in rewrite family's forward target first
+
+
+class PlanLookupInput(Frozen):
+    """Some of a plan's targets by id (the winners that model verification re-stitches)."""
+
+    plan: TargetPlan
+    ids: list[str] = Field(default_factory=list)
+
+
 class Replacement(Frozen):
     target: SearchTarget
     source: ArtifactRef

@@ -14,6 +14,8 @@ SEARCH_KERNEL = "SearchKernel"
 # GPU activities (one per GPU, max_concurrent_activities=1)
 COMPILE = "compile"
 TRIAGE = "triage"
+# triage's full result written to the artifact store; the campaign carries its reference
+TRIAGE_TO_STORE = "triage_to_store"
 PROFILE = "profile"
 GATE_CANDIDATE = "gate_candidate"  # gates 1-2: static + multi-seed correctness
 RESTITCH = "restitch"
@@ -26,6 +28,9 @@ SEGMENT = "segment"
 SEGMENT_TO_STORE = "segment_to_store"
 SCOPE_SEGMENT = "scope_segment"  # one target's part of a stored segmentation
 SEGMENT_TARGETS = "segment_targets"  # the built-in proposer's per-kernel and forward targets
+PLAN_TARGETS = "plan_targets"  # a by-reference campaign's search order, stored
+TARGET_SCOPE = "target_scope"  # one planned target with its scoped segmentation and facts
+PLAN_LOOKUP = "plan_lookup"  # planned targets by id
 PLAN = "plan"
 EXECUTE = "execute"
 RETRY_FIX = "retry_fix"
@@ -35,12 +40,24 @@ WRITE_REPORT = "write_report"
 EXPORT_HISTORY = "export_history"
 ARCHIVE_SEARCH_LOG = "archive_search_log"  # decisions + ledger out of a search's carried state
 
-GPU_ACTIVITIES = (COMPILE, TRIAGE, PROFILE, GATE_CANDIDATE, RESTITCH, GATE_MODEL, SCREEN)
+GPU_ACTIVITIES = (
+    COMPILE,
+    TRIAGE,
+    TRIAGE_TO_STORE,
+    PROFILE,
+    GATE_CANDIDATE,
+    RESTITCH,
+    GATE_MODEL,
+    SCREEN,
+)
 CPU_ACTIVITIES = (
     SEGMENT,
     SEGMENT_TO_STORE,
     SCOPE_SEGMENT,
     SEGMENT_TARGETS,
+    PLAN_TARGETS,
+    TARGET_SCOPE,
+    PLAN_LOOKUP,
     PLAN,
     EXECUTE,
     RETRY_FIX,

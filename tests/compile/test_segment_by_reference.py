@@ -35,6 +35,7 @@ from kernelopt.compile.segment_store import (
     store_segment,
 )
 from kernelopt.compile.triage import summarize
+from kernelopt.compile.triage_store import load_plan, load_triage
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.config import Settings
 from kernelopt.contracts import (
@@ -224,6 +225,15 @@ async def test_a_campaign_carries_the_reference_and_replays(
     segment = load_segment(state.segment_ref, store)  # in the store, which state export moves
     assert state.segment_ref.kernels == len(segment.kernels) > 0
     assert outcome.mode == segment.mode and outcome.mode_reason == segment.mode_reason
+    # triage too: the state and the outcome carry its reference, the plan holds the targets
+    assert state.triage is None and state.triage_ref is not None and not state.targets
+    triage = load_triage(state.triage_ref, store)
+    assert state.triage_ref.searched == len(triage.targets) > 0
+    assert outcome.triage is None and outcome.triage_ref == state.triage_ref
+    planned = load_plan(state.plan, store)
+    assert [r.target_id for r in state.results] == [t.id for t in planned][: len(state.results)]
+    assert outcome.report is not None
+    assert "## Triage" in store.get_text(outcome.report)  # the report loaded it by reference
 
     history = await handle.fetch_history()
     scheduled = [
@@ -233,11 +243,19 @@ async def test_a_campaign_carries_the_reference_and_replays(
     ]
     kinds = [a.activity_type.name for a in scheduled]
     assert names.SEGMENT_TO_STORE in kinds and names.SEGMENT not in kinds
-    assert kinds.count(names.SCOPE_SEGMENT) == len(state.results) > 0
-    triage = next(a for a in scheduled if a.activity_type.name == names.TRIAGE)
-    payload = triage.input.payloads[0].data
+    # since "triage-by-reference" one activity scopes each target and builds its facts
+    assert kinds.count(names.TARGET_SCOPE) == len(state.results) > 0
+    triaged = next(a for a in scheduled if a.activity_type.name == names.TRIAGE_TO_STORE)
+    payload = triaged.input.payloads[0].data
     assert state.segment_ref.artifact.sha256.encode() in payload
     assert b'"kernels":[' not in payload  # no segmentation inline
+    completed = [
+        e.activity_task_completed_event_attributes.result.payloads[0].data
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+    ]
+    triage_result = next(p for p in completed if state.triage_ref.artifact.sha256.encode() in p)
+    assert b'"per_kernel"' not in triage_result and b'"signature"' not in triage_result
 
     replayer = Replayer(
         workflows=worker.workflows(),
@@ -251,3 +269,4 @@ async def test_a_campaign_carries_the_reference_and_replays(
         if e.HasField("marker_recorded_event_attributes")
     ]
     assert any(b"segmentation-by-reference" in m for m in markers)
+    assert any(b"triage-by-reference" in m for m in markers)

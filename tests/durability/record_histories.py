@@ -22,7 +22,8 @@ campaign whose gates charge their reported run time; one long search
 whose tree is pruned; and one whose best winner fails the model gates and
 whose runner-up is verified instead; a built-in campaign whose last round re-times only
 the candidates that can still win; one long search with bounded pages and tree; a built-in
-campaign that carries its segmentation by reference across a continue-as-new.
+campaign that carries its segmentation by reference across a continue-as-new; one that
+carries its triage and search plan by reference too.
 """
 
 from __future__ import annotations
@@ -202,6 +203,15 @@ async def by_reference(client, settings, cpu_q, gpu_q) -> list[str]:
     return [handle.id]
 
 
+async def triage_by_reference(client, settings, cpu_q, gpu_q) -> list[str]:
+    """A built-in campaign that carries triage by reference too (a ``TriageRef`` and a stored
+    plan, one target handed out at a time) and continues as new between targets: recorded
+    after the patch ``triage-by-reference``."""
+    handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-triage-by-reference")
+    await outcome_of(client, handle.id)
+    return [handle.id]
+
+
 # (scenario, dynamic config of its server)
 async def bounded(client, settings, cpu_q, gpu_q) -> list[str]:
     """One long search (12 x 60 candidates) after issue 25's bounded carried state: pages cut
@@ -233,6 +243,11 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     ("last_round", last_round, {}),
     ("bounded", bounded, {}),
     ("by_reference", by_reference, {"limit.historyCount.suggestContinueAsNew": 30}),
+    (
+        "triage_by_reference",
+        triage_by_reference,
+        {"limit.historyCount.suggestContinueAsNew": 30},
+    ),
 ]
 
 

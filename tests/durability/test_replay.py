@@ -111,6 +111,13 @@ def test_the_corpus_covers_what_campaigns_do() -> None:
         names.RESTITCH,
         names.WRITE_REPORT,
     } <= activities
+    # a campaign that carries triage and its plan by reference ("triage-by-reference")
+    assert {
+        names.TRIAGE_TO_STORE,
+        names.PLAN_TARGETS,
+        names.TARGET_SCOPE,
+        names.PLAN_LOOKUP,
+    } <= activities
     started = {c.workflow_type for r in runs for c in r.children}
     assert {names.SEARCH_KERNEL, EXPORT_CAMPAIGN} <= started  # a campaign that exports itself
     messages = {(m.kind, m.name) for r in runs for m in r.messages}

@@ -58,6 +58,7 @@ from kernelopt.contracts import (
     RestitchResult,
     TargetKind,
     TriageInput,
+    TriageRef,
     TriageResult,
     names,
 )
@@ -185,10 +186,23 @@ async def compile_double(inp: CompileInput) -> CompileResult:
 
 @activity.defn(name=names.TRIAGE)
 async def triage_double(inp: TriageInput) -> TriageResult:
+    await _work(names.TRIAGE, inp.compiled.problem.name)
+    return _triaged(inp)
+
+
+@activity.defn(name=names.TRIAGE_TO_STORE)
+async def triage_to_store_double(inp: TriageInput) -> TriageRef:
+    """As the real one: the double's triage, stored, and its reference returned."""
+    from kernelopt.compile.triage_store import store_triage
+
+    await _work(names.TRIAGE_TO_STORE, inp.compiled.problem.name)
+    return store_triage(_triaged(inp), open_store(), f"{inp.compiled.problem.name}.triage.json")
+
+
+def _triaged(inp: TriageInput) -> TriageResult:
     from kernelopt.compile.segment_store import segment_of
     from kernelopt.compile.triage import summarize
 
-    await _work(names.TRIAGE, inp.compiled.problem.name)
     segment = segment_of(inp, open_store())  # as the real triage: inline or by reference
     timings = [
         KernelTiming(name=k.name, ms=0.2 + (_digest(k.name) % 5) / 10, is_library=False)
@@ -327,6 +341,7 @@ async def gate_model_double(inp: ModelGateInput) -> ModelGateResult:
 GPU_DOUBLES = [
     compile_double,
     triage_double,
+    triage_to_store_double,
     profile_double,
     gate_candidate_double,
     restitch_double,

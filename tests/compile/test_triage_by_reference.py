@@ -1,0 +1,301 @@
+"""The campaign carries triage by reference (patch ``triage-by-reference``).
+
+After segmentation went by reference, triage was what grew with the model: its
+result holds every searched target's signature and the per-kernel table, and
+the state kept a second copy of the targets.  Now the full result is stored,
+the state carries a ``TriageRef`` and a ``TargetPlan``, and CPU activities hand
+out one target at a time.  Sizes are measured as Temporal's pydantic data
+converter encodes them, on the synthetic wrapper of
+tests/compile/synthetic_wrapper.py (the campaign itself runs in
+tests/compile/test_segment_by_reference.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import compile_activities as acts
+from activities import report_activities
+from kernelopt.agents.facts import build_facts
+from kernelopt.compile.segment import build_segment
+from kernelopt.compile.segment_scope import scope_segment
+from kernelopt.compile.segment_store import store_segment
+from kernelopt.compile.triage import summarize
+from kernelopt.compile.triage_store import load_plan, load_triage, store_triage
+from kernelopt.compile.wrapper_parse import parse_wrapper
+from kernelopt.contracts import (
+    CampaignState,
+    CompileResult,
+    KernelTiming,
+    Outcome,
+    OutcomeCategory,
+    PlanLookupInput,
+    PlanTargetsInput,
+    ReportInput,
+    SearchKernelInput,
+    SearchMode,
+    SegmentRef,
+    SegmentResult,
+    TargetKind,
+    TargetPlan,
+    TargetScopeInput,
+    TriageRef,
+    TriageResult,
+)
+from kernelopt.proposer.plan import plan_targets
+from kernelopt.store import ArtifactStore, open_store
+from tests.compile.helpers import fixture_json
+from tests.compile.synthetic_wrapper import synthetic_wrapper
+
+KIB = 1024
+SMALL, LARGE = 10, 300
+BUILTIN = {"builtin_kernels": True, "skip_fusion_groups": True, "rewrites_first": True}
+
+
+def _size(value: object) -> int:
+    return pydantic_data_converter.payload_converter.to_payloads([value])[0].ByteSize()
+
+
+class Model:
+    """One synthetic model, its segmentation and triage, stored as a campaign stores them."""
+
+    def __init__(self, n: int, store: ArtifactStore, compiled: CompileResult) -> None:
+        self.segment: SegmentResult = build_segment(
+            parse_wrapper(synthetic_wrapper(n)), store, SearchMode.MULTI
+        )
+        times = [  # a long tail: most kernels fall below triage's cut-off
+            KernelTiming(name=k.name, ms=1.0 / (i + 1), is_library=False)
+            for i, k in enumerate(self.segment.kernels)
+        ]
+        times.append(KernelTiming(name="extern_kernels.mm", ms=2.0, is_library=True))
+        self.triage: TriageResult = summarize(times, self.segment.targets, self.segment.mode)
+        self.segment_ref: SegmentRef = store_segment(self.segment, store)
+        self.triage_ref: TriageRef = store_triage(self.triage, store)
+        self.compiled = compiled
+
+    def plan_input(self, **flags: object) -> PlanTargetsInput:
+        return PlanTargetsInput(
+            compiled=self.compiled, segment=self.segment_ref, triage=self.triage_ref, **flags
+        )
+
+    def scope_input(self, plan: TargetPlan, index: int) -> TargetScopeInput:
+        return TargetScopeInput(
+            compiled=self.compiled,
+            segment=self.segment_ref,
+            triage=self.triage_ref,
+            plan=plan,
+            index=index,
+        )
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("triageref")
+
+
+@pytest.fixture(scope="module")
+def store(home: Path) -> ArtifactStore:
+    return open_store(home / "artifacts")  # what the activities open under KERNELOPT_HOME
+
+
+@pytest.fixture(scope="module")
+def models(store: ArtifactStore) -> dict[int, Model]:
+    compiled = CompileResult.model_validate(fixture_json("level3_002_transformer_block", "compile"))
+    return {n: Model(n, store, compiled) for n in (SMALL, LARGE)}
+
+
+def test_the_state_after_triage_no_longer_grows_with_the_model(
+    models: dict[int, Model], store: ArtifactStore
+) -> None:
+    """Inline, triage and its targets (twice) grew the state; by reference they do not."""
+    inline, by_ref = {}, {}
+    for n, m in models.items():
+        inline[n] = _size(
+            CampaignState(
+                compiled=m.compiled,
+                segment_ref=m.segment_ref,
+                triage=m.triage,
+                targets=list(m.triage.targets),
+            )
+        )
+        plan = plan_targets(m.plan_input(), store)
+        by_ref[n] = _size(
+            CampaignState(
+                compiled=m.compiled, segment_ref=m.segment_ref, triage_ref=m.triage_ref, plan=plan
+            )
+        )
+    assert inline[LARGE] > 256 * KIB, inline  # what continue-as-new carried at 300 kernels
+    assert abs(by_ref[LARGE] - by_ref[SMALL]) < 1 * KIB, by_ref
+    assert by_ref[LARGE] < 8 * KIB, by_ref
+    # triage's own result, as the activity returned it, against its reference
+    assert _size(models[LARGE].triage) > 128 * KIB
+    assert _size(models[LARGE].triage_ref) < 2 * KIB
+    assert abs(_size(models[LARGE].triage_ref) - _size(models[SMALL].triage_ref)) < 64
+
+
+def test_the_new_activities_inputs_and_results_stay_small(
+    models: dict[int, Model], store: ArtifactStore
+) -> None:
+    """Every payload of the by-reference steps, kernel targets' scopes included, is flat in n."""
+    sizes: dict[str, dict[int, int]] = {}
+    for n, m in models.items():
+        plan = plan_targets(m.plan_input(**BUILTIN), store)
+        targets = load_plan(plan, store)
+        kernel = next(i for i, t in enumerate(targets) if t.kind == TargetKind.KERNEL)
+        ids = [t.id for t in targets[:4]]  # a campaign looks up its winners only
+        measured = {
+            "plan input": m.plan_input(**BUILTIN),
+            "plan": plan,
+            "scope input": m.scope_input(plan, kernel),
+            "lookup input": PlanLookupInput(plan=plan, ids=ids),
+        }
+        for name, value in measured.items():
+            sizes.setdefault(name, {})[n] = _size(value)
+    for name, by_n in sizes.items():
+        assert abs(by_n[LARGE] - by_n[SMALL]) < 1 * KIB, (name, by_n)
+        assert by_n[LARGE] < 8 * KIB, (name, by_n)
+
+
+async def test_a_kernel_targets_scope_is_flat_and_the_forwards_grows(
+    models: dict[int, Model], store: ArtifactStore, home: Path, monkeypatch
+) -> None:
+    """What a search gets: a kernel target's own part stays small; the whole forward's is the model.
+
+    The forward target (the built-in rewrite family's) covers every kernel, so its
+    scoped segmentation, and with it that search's input, grows with the model.  A
+    kernel target's scope still carries every library call and fusion group
+    (compile/segment_scope.py keeps them), which grow too: not measured flat here.
+    """
+    monkeypatch.setenv("KERNELOPT_HOME", str(home))
+    scopes: dict[str, dict[int, int]] = {"kernel": {}, "forward": {}}
+    inputs: dict[int, int] = {}
+    env = ActivityEnvironment()
+    for n, m in models.items():
+        plan = plan_targets(m.plan_input(**BUILTIN), store)
+        targets = load_plan(plan, store)
+        kernel = next(i for i, t in enumerate(targets) if t.kind == TargetKind.KERNEL)
+        forward = next(i for i, t in enumerate(targets) if t.kind == TargetKind.FORWARD)
+        for name, index in (("kernel", kernel), ("forward", forward)):
+            scope = await env.run(acts.target_scope, m.scope_input(plan, index))
+            own = scope.model_copy(
+                update={
+                    "segment": scope.segment.model_copy(
+                        update={"library_calls": [], "fusion_groups": []}
+                    )
+                }
+            )
+            scopes[name][n] = _size(own if name == "kernel" else scope)
+            if name == "forward":
+                inputs[n] = _size(
+                    SearchKernelInput(
+                        campaign_id="c",
+                        compiled=m.compiled,
+                        segment=scope.segment,
+                        target=scope.target,
+                        gpu_queue="g",
+                        cpu_queue="c",
+                        facts=scope.facts,
+                    )
+                )
+    assert abs(scopes["kernel"][LARGE] - scopes["kernel"][SMALL]) < 2 * KIB, scopes
+    assert scopes["forward"][LARGE] > 10 * scopes["forward"][SMALL], scopes
+    assert inputs[LARGE] > 10 * inputs[SMALL], inputs
+
+
+def test_a_stored_triage_reads_back_equal_and_its_reference_carries_the_numbers(
+    models: dict[int, Model], store: ArtifactStore
+) -> None:
+    m = models[LARGE]
+    ref = m.triage_ref
+    assert load_triage(ref, store) == m.triage
+    assert store_triage(m.triage, store).artifact == ref.artifact  # content-addressed
+    t = m.triage
+    assert (ref.library_fraction, ref.ceilings, ref.verdict, ref.required_speedup) == (
+        t.library_fraction,
+        t.ceilings,
+        t.verdict,
+        t.required_speedup,
+    )
+    assert (ref.searched, ref.deferred, ref.timed) == (
+        len(t.targets),
+        len(t.deferred_targets),
+        len(t.per_kernel),
+    )
+    assert ref.searched > 0 and ref.deferred > 0  # the synthetic tail is cut
+
+
+def test_the_plan_orders_targets_as_the_campaign_searches_them(
+    models: dict[int, Model], store: ArtifactStore
+) -> None:
+    m = models[LARGE]
+    # an LLM campaign searches triage's targets, in triage's order
+    llm = plan_targets(m.plan_input(), store)
+    assert load_plan(llm, store) == m.triage.targets
+    assert (llm.count, llm.kernel_targets) == (len(m.triage.targets), len(m.triage.targets))
+
+    # the built-in proposer: its rewrite forward first, then single kernels by share
+    builtin = load_plan(plan_targets(m.plan_input(**BUILTIN), store), store)
+    head, rest = builtin[0], builtin[1:]
+    assert head.kind == TargetKind.FORWARD
+    assert rest and all(t.kind == TargetKind.KERNEL and t.kernels == [t.id] for t in rest)
+    times = {k.name: k.ms for k in m.triage.per_kernel}
+    assert [t.share for t in rest] == [times[t.id] / m.triage.total_ms for t in rest]
+    assert [t.share for t in rest] == sorted((t.share for t in rest), reverse=True)
+    assert len(rest) < len(m.segment.kernels)  # the cut-off applies to them too
+
+    capped = load_plan(plan_targets(m.plan_input(**BUILTIN, max_targets=3), store), store)
+    assert capped == [head, *rest[:3]]  # max_targets bounds the kernel searches
+    no_groups = load_plan(plan_targets(m.plan_input(skip_fusion_groups=True), store), store)
+    assert no_groups == [t for t in m.triage.targets if t.kind != TargetKind.FUSION_GROUP]
+    assert len(no_groups) < len(m.triage.targets)
+
+
+async def test_target_scope_hands_out_the_target_its_part_and_its_facts(
+    models: dict[int, Model], store: ArtifactStore, home: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("KERNELOPT_HOME", str(home))
+    m = models[SMALL]
+    plan = plan_targets(m.plan_input(), store)
+    env = ActivityEnvironment()
+    for index, target in enumerate(load_plan(plan, store)):
+        scope = await env.run(acts.target_scope, m.scope_input(plan, index))
+        assert scope.target == target
+        assert scope.segment == scope_segment(m.segment, target)
+        assert scope.facts == build_facts(m.compiled, scope.segment, target, m.triage)
+    with pytest.raises(ApplicationError) as err:
+        await env.run(acts.target_scope, m.scope_input(plan, plan.count))
+    assert err.value.non_retryable
+
+    wanted = [t.id for t in load_plan(plan, store)[1:3]]
+    found = await env.run(acts.plan_lookup, PlanLookupInput(plan=plan, ids=[*wanted, "nope"]))
+    assert [t.id for t in found.targets] == wanted
+
+
+async def test_the_report_loads_the_full_triage_by_reference(
+    models: dict[int, Model], store: ArtifactStore, home: Path, monkeypatch
+) -> None:
+    """The outcome carries the reference; the report's ranked-target table comes from the store."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(home))
+    m = models[LARGE]
+    outcome = Outcome(
+        campaign_id="triageref",
+        problem="synthetic",
+        category=OutcomeCategory.FALLBACK,
+        speedup=1.0,
+        reason="test",
+        mode=SearchMode.MULTI,
+        triage_ref=m.triage_ref,
+    )
+    assert _size(outcome) < 4 * KIB
+    result = await ActivityEnvironment().run(
+        report_activities.write_report, ReportInput(outcome=outcome)
+    )
+    text = store.get_text(result.report)
+    assert f"Search cut-off: {m.triage.cutoff}." in text
+    assert f"| 1 | {m.triage.targets[0].id} |" in text
+    assert f"{m.triage_ref.deferred} targets below the cut-off" in text
