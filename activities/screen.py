@@ -21,9 +21,11 @@ _MARGIN_S = 120.0  # set-up and re-stitching around the children's own time limi
 
 @activity.defn(name=names.SCREEN)
 async def screen_candidates(inp: ScreenInput) -> ScreenResult:
-    """Untrusted estimates for a round's candidates (one sandboxed child for all of them)."""
+    """Untrusted estimates for a round's candidates, in one sandboxed child unless one is hostile."""
     with structlog.contextvars.bound_contextvars(candidates=len(inp.candidates)):
-        limit = inp.params.timeout_s * (len(inp.candidates) + 1) + _MARGIN_S
+        # each line may take timeout_s: the round, a fresh child for the disturbed, and at
+        # worst one child per candidate (baseline and candidate) after forged lines
+        limit = inp.params.timeout_s * (4 * len(inp.candidates) + 2) + _MARGIN_S
         return await run_supervised(
             "activities.screen_job:screen_candidates", inp, ScreenResult, timeout_s=limit
         )

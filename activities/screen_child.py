@@ -12,13 +12,19 @@ Every candidate's line goes to ``results.jsonl`` as soon as it is known, so when
 a candidate kills the process (a segfault, a hang the parent ends) the parent
 knows which one did it and starts a child for the rest.  Candidates share this
 process, so one could slow another's timings down: the estimates are untrusted
-by construction and only rank; the four-gate cascade decides.
+by construction and only rank; the four-gate cascade decides.  After each
+candidate the child looks for what it left behind (Python threads still
+running, a baseline that no longer gives its outputs) and names it on the
+candidate's line (``suspect``), so the parent can screen the ones after it
+again in a fresh child.  A candidate that hides its traces from these checks
+is not caught here: see gates/README.md's anti-gaming table.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -57,6 +63,7 @@ class ChildLine(BaseModel):
     ms: float | None = None
     seconds: float = 0.0
     restart: bool = False  # it left the CUDA context unusable: the rest need a fresh child
+    suspect: str = ""  # what it left behind that could disturb the candidates after it
 
 
 def context_lost(exc: BaseException) -> bool:
@@ -143,6 +150,30 @@ def _screen_one(
         return ChildLine(ok=True, ms=time_ms(side, job.device, job.params))
 
 
+def left_behind(base: _Side, want: list[Any], threads: int, job: ScreenChildJob) -> str:
+    """What the last candidate left that could disturb the next ones ("" when nothing seen).
+
+    Cheap on purpose (one baseline call): a Python thread still running (a GPU
+    hog, a timer), or a baseline whose output changed (a patched torch op).
+    """
+    import torch
+
+    from gates.call_policy import seed_everything
+
+    extra = threading.active_count() - threads
+    if extra > 0:
+        return f"left {extra} thread(s) running"
+    try:
+        seed_everything(job.seed)
+        with torch.no_grad():
+            got = base()
+            _sync(job.device)
+    except Exception as exc:
+        return f"the baseline raised after it: {type(exc).__name__}"[:200]
+    note = smoke_note(got, want)
+    return f"the baseline's output changed after it: {note}"[:200] if note else ""
+
+
 def _write(out: Any, line: ChildLine) -> None:
     out.write(line.model_dump_json() + "\n")
     out.flush()
@@ -175,6 +206,7 @@ def run(jobdir: Path, outdir: Path) -> None:
             base_ms = time_ms(base, job.device, job.params)
         if "" not in done:
             _write(out, ChildLine(ok=True, ms=base_ms, seconds=time.perf_counter() - started))
+        threads = threading.active_count()
         for cid, src in job.candidates:
             if cid in done:
                 continue
@@ -187,6 +219,9 @@ def run(jobdir: Path, outdir: Path) -> None:
             line = line.model_copy(
                 update={"candidate_id": cid, "seconds": time.perf_counter() - started}
             )
+            if not line.restart:  # a lost context ends this process: nothing to disturb
+                line = line.model_copy(update={"suspect": left_behind(base, want, threads, job)})
+                threads = threading.active_count()
             _write(out, line)
             if line.restart:
                 os._exit(3)  # the parent starts a fresh child for the candidates after it

@@ -9,6 +9,13 @@ noisy and untrusted, so "could" means within ``margin`` of the bar; a candidate
 that inflates its estimate only buys itself a cascade that judges it properly.
 At least one candidate per round is gated, so a round is never decided by
 screening alone, and at most ``cap`` are.
+
+An LLM round (``select_for_llm_round``) keeps each candidate's fix loop: a
+candidate that fails the smoke check, or has no estimate, is gated so that the
+cascade's full feedback reaches its retry-fix; only one correct on the smoke
+input and below the bar is kept out.  No cap applies there: every such
+candidate cost an LLM call, and one that could change the beam is worth its
+cascade.
 """
 
 from __future__ import annotations
@@ -70,6 +77,32 @@ def select_for_cascade(
     return out
 
 
+def select_for_llm_round(
+    estimates: Sequence[ScreeningEstimate],
+    member_speedups: Sequence[float | None],
+    width: int,
+    params: ScreenParams,
+    last_round: bool = False,
+) -> list[ScreeningEstimate]:
+    """Every estimate, best first, with ``selected`` and ``why`` set (module docstring)."""
+    bar = bar_for(member_speedups, width, last_round)
+    out: list[ScreeningEstimate] = []
+    for e in sorted(estimates, key=_rank_key):
+        if not e.smoke_ok or e.estimated_speedup is None:
+            failed = e.smoke_note or "no estimate"
+            why = f"smoke check failed ({failed}): gated for its feedback"[:300]
+            out.append(e.model_copy(update={"selected": True, "why": why}))
+            continue
+        selected, why = _judge(e, bar, params.margin)
+        out.append(e.model_copy(update={"selected": selected, "why": why}))
+    if out and not any(e.selected for e in out):  # a round is never decided by screening alone
+        first = out[0]
+        out[0] = first.model_copy(
+            update={"selected": True, "why": f"the round's best estimate ({first.why})"}
+        )
+    return out
+
+
 def _judge(e: ScreeningEstimate, bar: Bar, margin: float) -> tuple[bool, str]:
     if not e.smoke_ok:
         return False, f"smoke check failed: {e.smoke_note or 'no output'}"[:300]
@@ -83,4 +116,4 @@ def _judge(e: ScreeningEstimate, bar: Bar, margin: float) -> tuple[bool, str]:
     return False, f"estimate {est:.3f}x below {bar.what} by more than {margin:.0%}"
 
 
-__all__ = ["Bar", "bar_for", "select_for_cascade"]
+__all__ = ["Bar", "bar_for", "select_for_cascade", "select_for_llm_round"]

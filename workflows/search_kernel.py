@@ -8,11 +8,13 @@ One run is a short loop over named steps::
         -> re-time winners -> summarize into memory
     -> result (best by re-timed per-kernel speedup)
 
-With ``SearchParams.screen`` on, a built-in round has two tiers: one untrusted
-screening activity ranks all its candidates, and only those that could enter
-the beam (or, in the last round, beat the best) go through the gates
-(``workflows.screen_policy``); the others are decisions with their estimate and
-no verdict.  Screening numbers never become results.
+With ``SearchParams.screen`` on (the default), a round has two tiers: one
+untrusted screening activity ranks all its new candidates, and only those that
+could enter the beam (or, in the last round, beat the best) go through the
+gates (``workflows.screen_policy``); the others are decisions with their
+estimate and no verdict.  In an LLM round a candidate that fails the smoke
+check is gated anyway, for the feedback its fix loop needs.  Screening numbers
+never become results.
 
 Every choice (beam, bans, winners, budgets, best) comes from
 ``workflows.search_policy``; this module only sequences activities.  Every
@@ -88,7 +90,7 @@ with workflow.unsafe.imports_passed_through():
     from . import activity_options as opts
     from . import search_log
     from .deferred_llm import DeferredLLM
-    from .screen_policy import select_for_cascade
+    from .screen_policy import select_for_cascade, select_for_llm_round
     from .search_policy import (
         ROOT_ID,
         BeamUCB,
@@ -157,8 +159,11 @@ TIMING_RETRY_PATCH = "retry-after-timing"
 GATE3_PATCH = "gate3-in-search"
 # Two tiers (``SearchParams.screen``): a built-in round's candidates are screened in one
 # untrusted child, and only those that could change the beam or the outcome
-# (``workflows.screen_policy``) go through gate_candidate.  Off unless the setting asks.
+# (``workflows.screen_policy``) go through gate_candidate.  On unless the setting says off.
 SCREEN_PATCH = "two-tier-screening"
+# The same for an LLM round's first attempts, with the fix loop intact: only a candidate
+# correct on the smoke input and judged unable to change the beam is kept out.
+SCREEN_LLM_PATCH = "two-tier-screening-llm"
 DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
 
 
@@ -359,7 +364,7 @@ class SearchKernel:
         p = self.inp.params
         banned = meltdown_bans(self.s.directions, p.meltdown_window, p.meltdown_distinct)
         planned = await asyncio.gather(*(self._plan(node, banned) for node in beam))
-        jobs = []
+        jobs: list[tuple[Node, int, int, Plan]] = []
         this_round: list[Plan] = []
         for k, (node, plans) in enumerate(zip(beam, planned, strict=True)):
             keep = self._new_plans(node, plans, this_round)
@@ -367,11 +372,47 @@ class SearchKernel:
             for j, plan in enumerate(plans):
                 self.s.directions.append(plan.direction)
                 if id(plan) in kept:  # j stays the planner's position: a dropped plan leaves a gap
-                    jobs.append(self._develop(node, k, j, plan))
+                    jobs.append((node, k, j, plan))
             this_round.extend(keep)
             self._remember_plans(node.id, keep)
-        outcomes = await asyncio.gather(*jobs)
+        screen = self.inp.params.screen
+        if screen.enabled and len(jobs) > 1 and workflow.patched(SCREEN_LLM_PATCH):
+            outcomes = await self._screened_llm_round(jobs)
+        else:
+            outcomes = await asyncio.gather(*(self._develop(*job) for job in jobs))
         return [d for decisions in outcomes for d in decisions]
+
+    async def _screened_llm_round(
+        self, jobs: list[tuple[Node, int, int, Plan]]
+    ) -> list[list[Decision]]:
+        """Every plan's first reply, one screening of the new sources, then each plan's loop.
+
+        A candidate the policy keeps out of the cascade ends its plan with a
+        screened-out decision whose reason tells the agent why; every other
+        reply, smoke failures included, is gated and keeps its fix loop.
+        """
+        firsts = await asyncio.gather(*(self._execute(*job) for job in jobs))
+        fresh = [
+            ScreenCandidate(candidate_id=self._cid(k, j, 0), source=reply.source)
+            for (_, k, j, _), (_, reply) in zip(jobs, firsts, strict=True)
+            if reply is not None
+            and reply.source is not None
+            and not self.tree.has_source(reply.source.sha256)
+        ]
+        by_id: dict[str, ScreeningEstimate] = {}
+        estimates = await self._screen(fresh) if len(fresh) > 1 else None
+        if estimates is not None:
+            members = [n.speedup for n in self.tree.eligible()]
+            last = self.s.iteration + 1 >= self.inp.params.iterations
+            judged = select_for_llm_round(
+                estimates, members, self.inp.params.beam, self.inp.params.screen, last
+            )
+            by_id = {e.candidate_id: e for e in judged}
+        loops = [
+            self._develop(node, k, j, plan, first, by_id.get(self._cid(k, j, 0)))
+            for (node, k, j, plan), first in zip(jobs, firsts, strict=True)
+        ]
+        return list(await asyncio.gather(*loops))
 
     def _new_plans(self, node: Node, plans: list[Plan], this_round: list[Plan]) -> list[Plan]:
         """The plans worth code: repeats of the state's lineage or of this round are dropped."""
@@ -467,31 +508,28 @@ class SearchKernel:
             self._ledger("planner", f"{call_id}/retry", result.usage, result.prompt, result.reply)
         return result.plans
 
-    async def _develop(self, node: Node, k: int, j: int, plan: Plan) -> list[Decision]:
-        """One plan: execute, gate, and retry-fix in the same conversation up to K times.
-
-        A candidate that passes but is slower than gamma is told its timing once
-        (``timing_feedback``) and gets one more attempt, if attempts remain.
-        """
-
-        def cid(attempt: int) -> str:
-            return str(
-                CandidateId(
-                    target=self.inp.target.id,
-                    iteration=self.s.iteration,
-                    state=k,
-                    plan=j,
-                    attempt=attempt,
-                )
+    def _cid(self, k: int, j: int, attempt: int) -> str:
+        return str(
+            CandidateId(
+                target=self.inp.target.id,
+                iteration=self.s.iteration,
+                state=k,
+                plan=j,
+                attempt=attempt,
             )
+        )
 
+    async def _execute(
+        self, node: Node, k: int, j: int, plan: Plan
+    ) -> tuple[ExecuteInput, ExecuteResult | None]:
+        """The executor's first reply to one plan (None: no budget, or the endpoint failed)."""
         inp = ExecuteInput(
             target=self.inp.target,
             state_source=self.s.sources[node.id],
             plan=plan,
             proposer=self.inp.proposer,
             campaign_id=self.inp.campaign_id,
-            candidate_id=cid(0),
+            candidate_id=self._cid(k, j, 0),
             profile=self.s.profiles.get(node.id),
             facts=self._facts(),
             memory=self.s.memory,
@@ -504,6 +542,32 @@ class SearchKernel:
         reply = (
             await self._llm(names.EXECUTE, inp, ExecuteResult) if not self._exhausted() else None
         )
+        return inp, reply
+
+    async def _develop(
+        self,
+        node: Node,
+        k: int,
+        j: int,
+        plan: Plan,
+        first: tuple[ExecuteInput, ExecuteResult | None] | None = None,
+        screened: ScreeningEstimate | None = None,
+    ) -> list[Decision]:
+        """One plan: execute, gate, and retry-fix in the same conversation up to K times.
+
+        A candidate that passes but is slower than gamma is told its timing once
+        (``timing_feedback``) and gets one more attempt, if attempts remain.  With
+        ``first`` the executor already replied (a screened round); a ``screened``
+        estimate the policy did not select keeps that reply out of the cascade.
+        """
+
+        def cid(attempt: int) -> str:
+            return self._cid(k, j, attempt)
+
+        inp, reply = first if first is not None else await self._execute(node, k, j, plan)
+        if screened is not None and screened.selected:
+            self.screened[cid(0)] = screened  # its decision carries the estimate
+            screened = None
         decisions: list[Decision] = []
         attempt = 0
         timed = False  # the one retry after timing was spent
@@ -526,6 +590,9 @@ class SearchKernel:
                 attempt=attempt,
                 conversation=reply.conversation,
             )
+            if screened is not None and attempt == 0:
+                decisions.append(self._screened_out_llm(cand, screened))
+                break
             decision, verdicts = await self._evaluate(node, cand, reply.error)
             decisions.append(decision)
             timing = ""
@@ -554,6 +621,13 @@ class SearchKernel:
         if not any(d.accepted for d in decisions):
             self.tree.record_rejection(node.id)
         return decisions
+
+    def _screened_out_llm(self, cand: Candidate, estimate: ScreeningEstimate) -> Decision:
+        """Kept out of the cascade: the reason the agent's later rounds read says why."""
+        self.s.candidates_tried += 1
+        why = "screened out as slower by an untrusted estimate (not gated, no verdict)"
+        reason = f"{why}: {estimate.why}"
+        return self._decide(cand, SCREENED_OUT, reason[:500], [], screening=estimate)
 
     def _too_slow(self, decision: Decision, attempt: int) -> bool:
         """Passed the checks, timed below gamma, attempts left: worth one retry after timing."""
@@ -668,7 +742,8 @@ class SearchKernel:
             for node, cand in picks
             if cand.source is not None and not self.tree.has_source(cand.source.sha256)
         ]
-        estimates = await self._screen([cand for _, cand in fresh]) if fresh else None
+        screen = [ScreenCandidate(candidate_id=c.id, source=c.source) for _, c in fresh]
+        estimates = await self._screen(screen) if fresh else None
         if estimates is None:  # screening is an aid: without it, every candidate is gated
             return list(await asyncio.gather(*(self._try_variant(n, c) for n, c in picks)))
         members = [n.speedup for n in self.tree.eligible()]
@@ -692,7 +767,7 @@ class SearchKernel:
             out.append(self._decide(cand, SCREENED_OUT, reason, [], screening=estimate))
         return out + list(await asyncio.gather(*jobs))
 
-    async def _screen(self, cands: list[Candidate]) -> list[ScreeningEstimate] | None:
+    async def _screen(self, cands: list[ScreenCandidate]) -> list[ScreeningEstimate] | None:
         """The screening activity on the GPU queue; None when it failed (then all are gated)."""
         if self._exhausted():
             return None
@@ -701,7 +776,7 @@ class SearchKernel:
             compiled=self.inp.compiled,
             segment=self.inp.segment,
             target=self.inp.target,
-            candidates=[ScreenCandidate(candidate_id=c.id, source=c.source) for c in cands],
+            candidates=cands,
             device=(self.inp.gates or GateSettings()).device,
             seed=self.inp.params.seeds[0] if self.inp.params.seeds else 0,
             params=self.inp.params.screen,
@@ -971,8 +1046,13 @@ class SearchKernel:
             memory=self.s.memory,
             share_memory=self.inp.share_memory,
             iteration=self.s.iteration,
-            # screened-out candidates have no verdict: their untrusted numbers teach nothing
-            decisions=[d for d in decisions if not d.retime and d.deciding_gate != SCREENED_OUT],
+            # a screened-out variant has no verdict: its untrusted number teaches nothing; an
+            # LLM candidate's reason tells the agent's later rounds it was screened out
+            decisions=[
+                d
+                for d in decisions
+                if not d.retime and (self.inp.use_llm or d.deciding_gate != SCREENED_OUT)
+            ],
         )
         if self.deferred is not None:
             ids = (self.inp.campaign_id, self.inp.target.id, self.s.iteration)

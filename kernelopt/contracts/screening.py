@@ -26,10 +26,12 @@ class ScreenParams(Frozen):
 
     ``margin`` is the screening noise the policy allows for: an estimate within
     it of the beam's worst member still goes to the cascade.  ``cap`` bounds the
-    cascades per round; at least one candidate per round is always gated.
+    cascades per round of built-in variants; at least one candidate per round is
+    always gated.  On by default: a search with no screening activity to call
+    (or one that fails) gates every candidate, as before.
     """
 
-    enabled: bool = False
+    enabled: bool = True
     margin: float = Field(0.15, ge=0.0)
     cap: int = Field(4, ge=1)
     warmup_ms: float = Field(5.0, gt=0.0)  # do_bench's warm-up budget on CUDA
@@ -80,3 +82,6 @@ class ScreeningEstimate(Frozen):
 class ScreenResult(DeviceTimed):
     estimates: list[ScreeningEstimate]
     child_starts: int = 0  # screening children started (one, plus one after each crash)
+    # candidates measured again in a fresh child because one screened before them, in the
+    # same process, crashed, raised or tampered (``activities.screen_job``)
+    rescreened: list[str] = Field(default_factory=list)

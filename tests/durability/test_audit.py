@@ -83,9 +83,14 @@ async def test_live_audit_explains_every_candidate(finished) -> None:
     assert report.source == "live" and report.status == "completed"
     assert len(report.candidates) == outcome.candidates_tried > 0
     assert len({c.id for c in report.candidates}) == len(report.candidates)
+    screened_out = [c for c in report.candidates if c.final == "screened_out"]
     for c in report.candidates:
         assert c.parent_id and c.proposer == "builtin" and c.label, c.id  # lineage
         assert c.source is not None  # the code that was judged
+        if c in screened_out:  # screening is on by default: the first tier's estimate only
+            assert c.screening and not c.screening.selected and not c.verdicts, c.id
+            assert c.final_reason
+            continue
         assert c.verdicts and c.verdicts[0].gate == GateName.STATIC
         assert c.final in {"shipped", "rejected", "superseded", "dropped", "not_kept"}
         assert c.final_reason
@@ -193,7 +198,8 @@ async def test_cli_audit_table_json_and_self_contained_html(
     data = json.loads(capsys.readouterr().out)
     assert data["campaign_id"] == campaign_id
     assert len(data["candidates"]) == outcome.candidates_tried
-    assert all(c["verdicts"] for c in data["candidates"])
+    # every candidate has the cascade's verdicts, or was screened out before it
+    assert all(c["verdicts"] or c["final"] == "screened_out" for c in data["candidates"])
 
     page = html_path.read_text()
     assert page.startswith("<!doctype html>")

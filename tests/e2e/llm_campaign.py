@@ -79,6 +79,7 @@ from kernelopt.contracts import (
     SearchParams,
 )
 from kernelopt.contracts.compiled import SearchTarget, TargetKind
+from kernelopt.contracts.screening import ScreenParams
 from kernelopt.contracts.search import (
     SEARCH_PROGRESS,
     Decision,
@@ -588,7 +589,15 @@ def campaign_options(settings: Any, base_url: str, beam: int) -> CampaignOptions
 
     return CampaignOptions(
         mode=SearchMode.SINGLE,
-        search=SearchParams(iterations=1, plans=len(SCENARIOS), beam=beam, retries=1),
+        # every scenario's expected verdicts come from the cascade: no screening tier, which
+        # would keep the deliberately slower plan out of it
+        search=SearchParams(
+            iterations=1,
+            plans=len(SCENARIOS),
+            beam=beam,
+            retries=1,
+            screen=ScreenParams(enabled=False),
+        ),
         proposer=proposer_config(base_url),
         gpu_queue=default_gpu_queue(settings),
         cpu_queue=settings.cpu_queue,

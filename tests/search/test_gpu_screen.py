@@ -105,7 +105,8 @@ def test_a_round_of_builtin_variants_screens_in_a_fraction_of_one_gate(tmp_path:
     by_id = {e.candidate_id: e for e in result.estimates}
     lines = [
         f"screening round: {round_s:.2f} s for {len(cands)} candidates "
-        f"({result.child_starts} child); gate_candidate (identity): {gate_s:.2f} s, "
+        f"({result.child_starts} child, re-screened {result.rescreened}); "
+        f"gate_candidate (identity): {gate_s:.2f} s, "
         f"per-kernel {gated.baseline_kernel_ms} ms -> {gated.kernel_ms} ms",
         *(
             f"  {e.candidate_id}: smoke={e.smoke_ok} est={e.estimated_speedup} "
@@ -123,3 +124,5 @@ def test_a_round_of_builtin_variants_screens_in_a_fraction_of_one_gate(tmp_path:
     assert identity.smoke_ok and 0.5 < identity.estimated_speedup < 2.0  # itself, roughly
     assert all(e.smoke_ok for e in result.estimates if e.candidate_id.startswith("v"))
     assert round_s < gate_s
+    # no honest candidate (nor a wrong one) leaves threads or a changed baseline behind
+    assert result.rescreened == [] and result.child_starts == 1

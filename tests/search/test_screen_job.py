@@ -75,6 +75,68 @@ class ModelNew(nn.Module):
 """
 
 
+# Hostile to the candidates screened after it, each in one way the child or its parent sees.
+PATCHER = """
+import torch
+import torch.nn as nn
+
+torch.sigmoid = lambda x: torch.zeros_like(x)  # every later swish is now wrong
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(d))
+        self.scale = scale
+
+    def forward(self, x):
+        return x * torch.sigmoid(x) * self.scale + self.bias
+"""
+
+SPINNER = """
+import threading
+import time
+
+import torch.nn as nn
+
+
+def _spin():
+    while True:  # steals the CPU from every later timing in this process
+        time.time()
+
+
+threading.Thread(target=_spin, daemon=True).start()
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+"""
+
+FORGER = """
+import json
+from pathlib import Path
+
+import torch.nn as nn
+
+# every later candidate "screened" as correct and a thousand times slower than the baseline
+with open(Path.cwd() / "results.jsonl", "a") as out:
+    for cid in ("fused", "fused_again"):
+        out.write(json.dumps({"candidate_id": cid, "ok": True, "ms": 1e6}) + "\\n")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+"""
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ArtifactStore:
     monkeypatch.setenv("KERNELOPT_GATES_SMALL", "1")  # the interpreter needs small sizes
@@ -190,3 +252,41 @@ def test_screening_costs_a_fraction_of_gate_candidate(store: ArtifactStore) -> N
         f"max {per_candidate:.3f} s per candidate; gate_candidate: {gate_wall:.2f} s"
     )
     assert per_candidate < 1.0 and screen_wall < gate_wall
+
+
+@pytest.mark.parametrize("hostile", [PATCHER, SPINNER], ids=["patches-torch", "spins-a-thread"])
+def test_candidates_screened_after_a_suspect_are_screened_again_in_a_fresh_child(
+    store: ArtifactStore, hostile: str
+) -> None:
+    cands = [
+        _candidate(store, "before", _read("swish_fused") + "\n# before\n"),
+        _candidate(store, "hostile", hostile),
+        _candidate(store, "fused", _read("swish_fused")),
+    ]
+    result = screen_candidates(_input(store, cands), store)
+    before, hostile_est, fused = result.estimates
+    assert "may disturb others" in hostile_est.smoke_note
+    # only the candidate screened after it in the same child is measured again, without it
+    assert result.rescreened == ["fused"] and result.child_starts == 2
+    assert fused.smoke_ok and fused.estimated_speedup, fused
+    assert before.smoke_ok and before.estimated_speedup, before
+
+
+def test_forged_lines_send_every_candidate_to_a_child_of_its_own(store: ArtifactStore) -> None:
+    cands = [
+        _candidate(store, "forger", FORGER),
+        _candidate(store, "fused", _read("swish_fused")),
+        _candidate(store, "fused_again", _read("swish_fused") + "\n# again\n"),
+    ]
+    result = screen_candidates(_input(store, cands), store)
+    assert result.rescreened == ["forger", "fused", "fused_again"]
+    assert result.child_starts == 1 + len(cands)
+    for e in result.estimates[1:]:
+        assert e.smoke_ok and e.estimated_ms and e.estimated_ms < 1e6, e
+
+
+def test_an_honest_round_is_screened_once(store: ArtifactStore) -> None:
+    cands = [_candidate(store, f"c{i}", _read("swish_fused") + f"\n# {i}\n") for i in range(2)]
+    result = screen_candidates(_input(store, cands), store)
+    assert result.rescreened == [] and result.child_starts == 1
+    assert all(e.smoke_ok and e.smoke_note == "" for e in result.estimates)

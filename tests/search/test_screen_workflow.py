@@ -49,7 +49,7 @@ class ScreeningGpu(Gpu):
         self.rounds: list[list[str]] = []
         self.broken = broken
 
-    def activities(self):
+    def screen_activity(self):
         @activity.defn(name=names.SCREEN)
         async def screen_candidates(inp: ScreenInput) -> ScreenResult:
             self.rounds.append([c.candidate_id for c in inp.candidates])
@@ -70,7 +70,7 @@ class ScreeningGpu(Gpu):
                 )
             return ScreenResult(estimates=out, device_seconds=0.5)
 
-        return [*super().activities(), screen_candidates]
+        return screen_candidates
 
 
 def _input(store, screen: ScreenParams):

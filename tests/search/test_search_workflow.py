@@ -3,7 +3,7 @@
 The workflow, the CPU activities (planner / executor / retry-fix /
 summarizer over a scripted OpenAI-compatible HTTP server, the built-in
 proposer) and the payload converter are the real ones; only the GPU
-activities (gate_candidate, profile) are test implementations registered
+activities (gate_candidate, profile, screening) are test implementations registered
 under the real names on the GPU task queue.  Their verdicts follow markers in
 the candidate source, so each scenario says exactly what the gates will do.
 """
@@ -33,6 +33,12 @@ from kernelopt.contracts.compiled import (
     TritonKernel,
 )
 from kernelopt.contracts.problem import ProblemSpec
+from kernelopt.contracts.screening import (
+    SCREENED_OUT,
+    ScreeningEstimate,
+    ScreenInput,
+    ScreenResult,
+)
 from kernelopt.contracts.search import (
     SEARCH_PROGRESS,
     SEARCH_UPDATE_BUDGET,
@@ -82,6 +88,7 @@ class Gpu:
     def __init__(self) -> None:
         self.gated: list[str] = []
         self.profiled: list[str] = []
+        self.screened: list[list[str]] = []  # each screening call's candidates
         self.release = asyncio.Event()
         self.release.set()
 
@@ -103,7 +110,32 @@ class Gpu:
                 gpu_seconds=1.5,
             )
 
-        return [gate_candidate, profile]
+        return [gate_candidate, profile, self.screen_activity()]
+
+    def screen_activity(self):
+        """Screening on by default: estimates from the number the gate double will report."""
+
+        @activity.defn(name=names.SCREEN)
+        async def screen_candidates(inp: ScreenInput) -> ScreenResult:
+            self.screened.append([c.candidate_id for c in inp.candidates])
+            out = []
+            for c in inp.candidates:
+                source = open_store().get_text(c.source)
+                ms = gate_ms(source)
+                ok = "FAILS_COMPILE" not in source and "WRONG" not in source
+                out.append(
+                    ScreeningEstimate(
+                        candidate_id=c.candidate_id,
+                        smoke_ok=ok,
+                        smoke_note="" if ok else "output 0 differs (test double)",
+                        estimated_ms=ms if ok else None,
+                        baseline_ms=1.0,
+                        estimated_speedup=1.0 / ms if ok else None,
+                    )
+                )
+            return ScreenResult(estimates=out, device_seconds=0.01)
+
+        return screen_candidates
 
 
 STATIC_OK = GateVerdict(
@@ -124,6 +156,16 @@ def builtin_ms(source: str) -> float:
     return 0.6 + 0.05 * abs(math.log2(x / 4096)) + 0.04 * abs(math.log2(w / 8))
 
 
+def gate_ms(source: str, retime: bool = False) -> float:
+    """The per-kernel ms the gate double reports for a correct candidate."""
+    if "kernelopt built-in variant" in source:
+        return builtin_ms(source)
+    found = re.search(r"# (RETIME_)?MS=([\d.]+)", source)
+    ms = float(found.group(2)) if found else 0.9
+    slower = re.search(r"# RETIME_MS=([\d.]+)", source)
+    return float(slower.group(1)) if retime and slower else ms
+
+
 def verdicts_for(inp: CandidateGateInput, source: str) -> CandidateGateResult:
     if "FAILS_COMPILE" in source:
         bad = GateVerdict(
@@ -142,14 +184,7 @@ def verdicts_for(inp: CandidateGateInput, source: str) -> CandidateGateResult:
         )
         return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[STATIC_OK, wrong])
     retime = inp.candidate_id.endswith(":retime")
-    if "kernelopt built-in variant" in source:
-        ms = builtin_ms(source)
-    else:
-        found = re.search(r"# (RETIME_)?MS=([\d.]+)", source)
-        ms = float(found.group(2)) if found else 0.9
-        slower = re.search(r"# RETIME_MS=([\d.]+)", source)
-        if retime and slower:
-            ms = float(slower.group(1))
+    ms = gate_ms(source, retime)
     return CandidateGateResult(
         candidate_id=inp.candidate_id,
         verdicts=[STATIC_OK, CORRECT],
@@ -443,6 +478,14 @@ async def test_builtin_search_walks_the_launch_space_without_an_llm(env, store):
     assert result.best.label in {d.candidate.label for d in tried}
     assert any(d.retime for d in result.decisions)
     assert result.experience and result.experience[0].action.startswith("pin launch config XBLOCK=")
+    # two tiers by default: every round was screened, a full beam's round screened some
+    # variants out, and exactly the others went through the cascade
+    assert inp.params.screen.enabled and len(gpu.screened) == 3
+    gated = {c for c in gpu.gated if not c.endswith(":retime")}
+    out = [d for d in tried if d.deciding_gate == SCREENED_OUT]
+    assert out and gated == {d.candidate.id for d in tried if d not in out}
+    assert all(d.screening is not None and d.screening.untrusted for d in tried)
+    assert all(d.verdicts == [] and d.speedup is None for d in out)
 
 
 async def test_budget_signal_stops_a_running_search_cleanly(env, store):
@@ -519,5 +562,7 @@ async def test_gates_charge_the_activity_run_time_not_only_the_verdicts(env, sto
     )
     result, _ = await run_search(env, inp, gpu)
     assert len(gpu.gated) >= 2
-    # 7 s per gate activity; the verdicts' own 0.5 s each would undercount 14x
-    assert result.gpu_seconds == pytest.approx(7.0 * len(gpu.gated))
+    # 7 s per gate activity; the verdicts' own 0.5 s each would undercount 14x (plus the
+    # screening double's 0.01 s per round: screening is on by default)
+    assert gpu.screened
+    assert result.gpu_seconds == pytest.approx(7.0 * len(gpu.gated) + 0.01 * len(gpu.screened))

@@ -85,7 +85,7 @@ class RecordingGpu(Gpu):
         self.profile_inputs: list[ProfileInput] = []
 
     def activities(self):
-        gate, _ = super().activities()
+        gate, _, screen = super().activities()
 
         @activity.defn(name=names.PROFILE)
         async def profile(inp: ProfileInput) -> ProfileResult:
@@ -96,7 +96,7 @@ class RecordingGpu(Gpu):
                 hardware=Hardware(name="Double GPU", sm_count=132, source="device"),
             )
 
-        return [gate, profile]
+        return [gate, profile, screen]
 
 
 def triage(per_kernel: dict[str, float]) -> TriageResult:

@@ -62,6 +62,7 @@ from kernelopt.contracts import (
     TriageResult,
     names,
 )
+from kernelopt.contracts.screening import ScreeningEstimate, ScreenInput, ScreenResult
 from kernelopt.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -236,10 +237,46 @@ async def gate_candidate_double(inp: CandidateGateInput) -> CandidateGateResult:
     return result.model_copy(update={"device_seconds": time.monotonic() - started})
 
 
+def _smoke(source: str) -> tuple[bool, float]:
+    """What the gate double will say of ``source``: (correct, per-kernel ms if correct)."""
+    h = _digest(source)
+    if "SYNTAX_ERROR" in source or h % 3 == 0:
+        return False, 0.0
+    return True, 0.6 + (h % 50) / 100
+
+
+@activity.defn(name=names.SCREEN)
+async def screen_double(inp: ScreenInput) -> ScreenResult:
+    """Untrusted estimates from the per-kernel number the gate double will report.
+
+    A candidate the gate double rejects fails the smoke check here (as a wrong
+    kernel would on the real screening child), so a search gates it for its feedback.
+    """
+    started = time.monotonic()
+    await _work(names.SCREEN, ",".join(c.candidate_id for c in inp.candidates))
+    store = open_store()
+    estimates = []
+    for cand in inp.candidates:
+        ok, ms = _smoke(store.get_text(cand.source))
+        estimates.append(
+            ScreeningEstimate(
+                candidate_id=cand.candidate_id,
+                smoke_ok=ok,
+                smoke_note="" if ok else "output 0 differs from the baseline's (test double)",
+                estimated_ms=ms if ok else None,
+                baseline_ms=1.0,
+                estimated_speedup=1.0 / ms if ok else None,
+            )
+        )
+    return ScreenResult(
+        estimates=estimates, child_starts=1, device_seconds=time.monotonic() - started
+    )
+
+
 async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResult:
     await _work(names.GATE_CANDIDATE, inp.candidate_id)
     source = open_store().get_text(inp.source)
-    h = _digest(source)
+    ok, ms = _smoke(source)
     static = GateVerdict(gate=GateName.STATIC, status=GateStatus.PASS, reason="imports and runs")
     if "SYNTAX_ERROR" in source:
         bad = GateVerdict(
@@ -249,7 +286,7 @@ async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResu
             feedback="SyntaxError: invalid syntax (test double)",
         )
         return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[bad])
-    if h % 3 == 0:
+    if not ok:
         wrong = GateVerdict(
             gate=GateName.CORRECTNESS,
             status=GateStatus.FAIL,
@@ -268,7 +305,7 @@ async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResu
     return CandidateGateResult(
         candidate_id=inp.candidate_id,
         verdicts=[static, right],
-        kernel_ms=0.6 + (h % 50) / 100,
+        kernel_ms=ms,
         baseline_kernel_ms=1.0,
     )
 
@@ -344,6 +381,7 @@ GPU_DOUBLES = [
     triage_to_store_double,
     profile_double,
     gate_candidate_double,
+    screen_double,
     restitch_double,
     gate_model_double,
 ]
