@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from gates.protocol import ModelSource
 from kernelopt.contracts.base import Frozen
 from kernelopt.contracts.screening import ScreenParams
+from kernelopt.measure import Stopwatch, elapsed, median_ms
 from kernelopt.pidfile import die_with_parent
 
 RESULTS = "results.jsonl"
@@ -80,18 +81,16 @@ def _sync(device: str) -> None:
 
 
 def time_ms(fn: Callable[[], Any], device: str, params: ScreenParams) -> float:
-    """Median ms of one call: ``do_bench`` with small budgets on CUDA, a few calls on the CPU."""
+    """Median ms of one call (``kernelopt.measure``): small do_bench budgets on CUDA, a
+    fixed number of calls on the CPU, where the Triton interpreter is slow."""
     if device.startswith("cuda"):
-        from triton.testing import do_bench
-
-        return float(do_bench(fn, warmup=params.warmup_ms, rep=params.rep_ms, return_mode="median"))
-    samples = []
-    for _ in range(params.cpu_calls):
-        start = time.perf_counter()
+        return median_ms(fn, cuda=True, warmup_ms=params.warmup_ms, rep_ms=params.rep_ms)
+    watches = [Stopwatch(cuda=False) for _ in range(params.cpu_calls)]
+    for watch in watches:
+        watch.start()
         fn()
-        _sync(device)
-        samples.append((time.perf_counter() - start) * 1000.0)
-    return median(samples)
+        watch.stop()
+    return median(elapsed(watches))
 
 
 def smoke_note(got: Any, want: list[Any]) -> str:
