@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 
+from kernelopt.agents.roles import mechanical_experience
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts import (
     Decision,
@@ -26,9 +27,14 @@ from kernelopt.contracts.compiled import (
     TargetKind,
 )
 from kernelopt.contracts.problem import ProblemSpec
-from kernelopt.contracts.search import BuiltinProposeInput, Candidate
+from kernelopt.contracts.search import (
+    BuiltinProposeInput,
+    Candidate,
+    ProposerConfig,
+    SummarizeInput,
+)
 from kernelopt.proposer.builtin import propose
-from kernelopt.proposer.knowledge import family_of, pattern_of
+from kernelopt.proposer.knowledge import family_of, gain_of, pattern_of
 from kernelopt.proposer.library import (
     LibraryError,
     candidate_source,
@@ -323,6 +329,14 @@ def test_knowledge_names_the_family_and_its_pattern() -> None:
     assert label_of(["cudnn_benchmark", "channels_last"]) == "library:channels_last+cudnn_benchmark"
     assert family_of("library:channels_last") == "library"
     assert pattern_of("library:addmm_activation") == "library:addmm_activation"
+    won = _decision("c1", "library:channels_last+cudnn_benchmark", True)
+    (lesson,) = mechanical_experience(
+        SummarizeInput(
+            target=TARGET, outcomes=[], decisions=[won], proposer=ProposerConfig(), use_llm=False
+        )
+    )
+    assert lesson.action.startswith("make the library choice library:channels_last+")
+    assert "direction/library" in lesson.tags and gain_of(lesson.effect) == 1.2
 
 
 # --- outcome and report ----------------------------------------------------------------------
