@@ -90,7 +90,11 @@ def _epilogue_class(problem_source: str, seed: int) -> tuple[str, list[str]]:
     text = model_new_source(problem_source, gm, done)
     # model_new_source writes header + problem + "class ModelNew(Model)"; keep the class
     tail = text.split(problem_source.rstrip(), 1)[1]
-    return tail.replace("class ModelNew(Model):", f"class {_BASE}(Model):", 1), done
+    tail = tail.replace("class ModelNew(Model):", f"class {_BASE}(Model):", 1)
+    tail = tail.replace(
+        "Model with an algebraically rewritten forward", "Model with cuBLASLt epilogues", 1
+    )
+    return tail, done
 
 
 def candidate_source(problem_source: str, choices: Sequence[str], seed: int = 0) -> str:
