@@ -60,6 +60,9 @@ class Settings(BaseModel):
     # the time-limited CPU import of a problem before anything is submitted
     # (kernelopt.preflight_problem reads the variable itself: it runs before settings load)
     preflight_seconds: float = 90.0
+    # opt-in: the built-in proposer may change how cuBLAS/cuDNN calls run (changes f;
+    # kernelopt.proposer.library); read where the proposer runs, on the workers
+    library_choices: bool = False
 
     @property
     def embedded(self) -> bool:
@@ -123,6 +126,7 @@ class Settings(BaseModel):
             "SANDBOX": "sandbox",
             "SHARED_GROUP": "shared_group",
             "PREFLIGHT_SECONDS": "preflight_seconds",
+            "LIBRARY_CHOICES": "library_choices",
         }
         for env_name, field in mapping.items():
             value = _env(env_name)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import Counter
 
 from kernelopt.compile.triage import CEILING_CAP
-from kernelopt.contracts import Decision, Outcome
+from kernelopt.contracts import Decision, Outcome, library_choices_of
+from kernelopt.contracts.campaign import LIBRARY_PREFIX
 from kernelopt.contracts.compiled import SearchMode, TargetKind, TriageResult
 from kernelopt.gpu_busy import BusyTotals, CampaignBusy
 from kernelopt.kinds.registry import kind_named
@@ -165,6 +166,38 @@ def targets_lines(decisions: list[Decision]) -> list[str]:
     return lines
 
 
+def library_lines(o: Outcome, decisions: list[Decision]) -> list[str]:
+    """The opt-in library choices, apart from the kernel work: they change f itself.
+
+    Shown when the returned model makes any, or when the search tried any, so a
+    user who opted in sees what came of it either way.
+    """
+    tried = [d for d in decisions if d.candidate.label.startswith(LIBRARY_PREFIX) and not d.retime]
+    if not o.library_choices and not tried:
+        return []
+    kept = ", ".join(f"`{c}`" for c in o.library_choices) or "none (no library choice was kept)"
+    lines = [
+        "## Library choices (change f)",
+        "",
+        "Opt-in choices of how cuBLAS/cuDNN calls run. They change the library fraction f "
+        "that the triage above measured on the baseline, so their gain is not kernel work; "
+        "the returned model carries them in its own code (scoped to its forward), which is "
+        "how a deployment reproduces them.",
+        "",
+        f"Kept: {kept}.",
+        "",
+    ]
+    if tried:
+        lines += ["| candidate | choices | decision | kernel speedup |", "|---|---|---|---|"]
+        lines += [
+            f"| {d.candidate.id} | {', '.join(library_choices_of([d.candidate.label]))} | "
+            f"{_decision(d)} | {_fmt(d.speedup, '.3f', 'x')} |"
+            for d in tried[:TARGETS_SHOWN]
+        ]
+        lines.append("")
+    return lines
+
+
 BUSY_TARGET = 80.0  # issue 22 point 4: the GPU at least this busy (%) during the search
 
 
@@ -235,6 +268,7 @@ def render_markdown(
         f"| proposer | {o.proposer or '-'} |",
         f"| search mode | {o.mode.value if o.mode else '-'} ({o.mode_reason or 'n/a'}) |",
         f"| replaced | {', '.join(o.replaced) or 'nothing (baseline returned)'} |",
+        f"| library choices (change f) | {', '.join(o.library_choices) or '-'} |",
         f"| candidates tried / passed gates 1-2 | {o.candidates_tried} / {o.candidates_accepted} |",
         f"| tokens / USD / GPU-s / wall-s | {o.used.tokens} / {o.used.usd:.4f} / "
         f"{o.used.gpu_seconds:.1f} / {o.used.wall_seconds:.1f} |",
@@ -263,6 +297,7 @@ def render_markdown(
         ]
         lines.append("")
     lines += targets_lines(decisions)
+    lines += library_lines(o, decisions)
     shown = shown_decisions(decisions)
     lines += [
         "## Decisions",

@@ -199,6 +199,7 @@ def mechanical_experience(inp: SummarizeInput) -> list[Experience]:
             "template": f"use the expert template {pattern} ({label})",
             "rewrite": f"rewrite the forward: {pattern}",
             "regen": f"regenerate the forward with Inductor under {pattern}",
+            "library": f"make the library choice {label} (changes f)",
         }.get(family, f"pin launch config {label}")
         tags = [f"direction/{family}", f"pattern/{pattern.replace(':', '/')}"]
     return [

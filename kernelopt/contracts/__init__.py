@@ -27,6 +27,7 @@ from .campaign import (
     ReportResult,
     TargetScope,
     TargetScopeInput,
+    library_choices_of,
 )
 from .compiled import (
     BASELINE_MODE,
@@ -203,5 +204,6 @@ __all__ = [
     "TriageResult",
     "TritonKernel",
     "Usage",
+    "library_choices_of",
     "names",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from pydantic import Field
@@ -166,6 +167,27 @@ class Outcome(Frozen):
     gpu_name: str = ""
     numerics: str = ""  # the compile's kernelopt.precision.POLICY ("": not recorded then)
     stop_reason: str = ""  # why the search ended early (a budget, a cancel), if it did
+    # the opt-in library choices the returned model makes (library_choices_of the kept
+    # candidates' labels): they change f, and a deployment reproduces them from here
+    library_choices: list[str] = Field(default_factory=list)
+
+
+LIBRARY_PREFIX = "library:"
+
+
+def library_choices_of(labels: Iterable[str]) -> list[str]:
+    """The library choices behind built-in labels (``library:a+b`` -> ``library:a``, ``library:b``).
+
+    Pure and stdlib-only, so the campaign workflow can fill ``Outcome.library_choices``
+    from the labels of the candidates it kept.
+    """
+    found: dict[str, None] = {}
+    for label in labels:
+        if label.startswith(LIBRARY_PREFIX):
+            for choice in label[len(LIBRARY_PREFIX) :].split("+"):
+                if choice:
+                    found[LIBRARY_PREFIX + choice] = None
+    return list(found)
 
 
 class CampaignState(Contract):

@@ -11,7 +11,11 @@ shapes or per-problem tables anywhere):
   ``ModelNew`` candidates, for forward targets (``kernelopt.proposer.rewrites``);
 * ``regen`` -- the forward compiled again by Inductor under other config choices,
   also whole-forward candidates, a bounded number per round
-  (``kernelopt.proposer.regen``).
+  (``kernelopt.proposer.regen``);
+* ``library`` -- explicit cuBLAS/cuDNN choices (memory format, cuDNN benchmark
+  mode, cuBLASLt epilogues) as whole-forward candidates, only when the user opts in
+  (``KERNELOPT_LIBRARY_CHOICES=1``): they change the library fraction f
+  (``kernelopt.proposer.library``).
 
 The launch-config family:
 
@@ -94,8 +98,11 @@ def propose_forward(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinPr
 
     Rewrites are cheap and rare, so they go first unless earlier campaigns say
     regeneration won more; regeneration (a compile per variant) fills the rest
-    of the round up to its own per-round cap.
+    of the round up to its own per-round cap.  Library choices, when the user
+    opted in, come between the two: they are cheap to build but change f.
     """
+    from kernelopt.config import Settings
+    from kernelopt.proposer.library import propose_library
     from kernelopt.proposer.regen import propose_regen
     from kernelopt.proposer.rewrites.family import propose_rewrites  # imports torch
 
@@ -103,6 +110,8 @@ def propose_forward(inp: BuiltinProposeInput, store: ArtifactStore) -> BuiltinPr
     families = [propose_rewrites, propose_regen]
     if regen_first(remembered_gains(inp, store)):
         families.reverse()
+    if Settings.from_env().library_choices:
+        families.insert(1, propose_library)
     variants: list[BuiltinVariant] = []
     notes = []
     for family in families:

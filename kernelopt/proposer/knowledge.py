@@ -16,14 +16,15 @@ from collections.abc import Sequence
 from kernelopt.memory import ExperienceMemory, tag_score
 
 TEMPLATE, REWRITE, REGEN, LAUNCH = "template", "rewrite", "regen", "launch-config"
-FAMILIES = (TEMPLATE, REWRITE, REGEN, LAUNCH)
+LIBRARY = "library"  # opt-in library choices (kernelopt.proposer.library)
+FAMILIES = (TEMPLATE, REWRITE, REGEN, LAUNCH, LIBRARY)
 _GAIN = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)x")
 
 
 def family_of(label: str) -> str:
     """The family a built-in variant's label belongs to (launch configs carry no prefix)."""
     head = label.split(":", 1)[0]
-    return head if head in (TEMPLATE, REWRITE, REGEN) else LAUNCH
+    return head if head in (TEMPLATE, REWRITE, REGEN, LIBRARY) else LAUNCH
 
 
 def pattern_of(label: str) -> str:
