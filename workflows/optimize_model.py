@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
         names,
     )
     from kernelopt.contracts.audit import EXPORT_PATCH
+    from kernelopt.contracts.campaign import library_choices_of
     from kernelopt.contracts.search import PromptFacts, passed_gates_1_2
     from kernelopt.contracts.search_attributes import (
         SA_BEST,
@@ -508,6 +509,7 @@ class OptimizeModel:
             target_by_id = {t.id: t for t in [*own, *state.triage.targets]}
             target_by_id.update({t.id: t for t in state.targets})
         accepted: list[Replacement] = []
+        kept_labels: list[str] = []  # the built-in labels behind the kept replacements
         best: ModelGateResult | None = None
         best_wrapper = None
         verdicts = []
@@ -550,6 +552,7 @@ class OptimizeModel:
                 better = best is None or (gate.speedup or 0.0) > (best.speedup or 0.0)
                 if gate.verdict.passed and (gate.speedup or 0.0) >= 1.0 and better:
                     accepted = trial
+                    kept_labels.append(choice.label)
                     best = gate
                     best_wrapper = stitched.wrapper
                     state.best_speedup = gate.speedup
@@ -588,6 +591,7 @@ class OptimizeModel:
             replaced=[r.target.id for r in accepted],
             model_verdicts=verdicts,
             model_trials=trials,
+            library_choices=library_choices_of(kept_labels),
         )
         return await self._report(outcome)
 
