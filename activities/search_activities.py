@@ -115,6 +115,14 @@ async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
         return await in_thread(builtin.propose, inp, open_store())
 
 
+@activity.defn(name=names.PROPOSE_BUILTIN_GPU)
+async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResult:
+    """The built-in proposer in the GPU worker: its compiles take turns with the gates."""
+    with _sorted_failures():
+        async with heartbeating():
+            return await in_thread(builtin.propose, inp, open_store())
+
+
 @activity.defn(name=names.ARCHIVE_SEARCH_LOG)
 async def archive_search_log(page: SearchLogPage) -> ArtifactRef:
     """Store one page of a search's decisions and ledger; the search then forgets them."""
@@ -123,4 +131,4 @@ async def archive_search_log(page: SearchLogPage) -> ArtifactRef:
 
 
 CPU_ACTIVITIES = [plan, execute, retry_fix, summarize, propose_builtin, archive_search_log]
-GPU_ACTIVITIES = [profile]
+GPU_ACTIVITIES = [profile, propose_builtin_on_gpu]

@@ -85,4 +85,5 @@ LLM = CallOptions(start_to_close=15 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=
 # batch / folder mode's short steps (prepare, submit, poll, answer): the waiting is timers
 LLM_STEP = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=6)
 BUILTIN = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=3)
+BUILTIN_GPU = CallOptions(start_to_close=15 * MINUTE, heartbeat=2 * MINUTE, attempts=3, gpu=True)
 REPORT = CallOptions(start_to_close=10 * MINUTE, heartbeat=CPU_HEARTBEAT, attempts=5)

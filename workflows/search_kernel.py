@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
+    from kernelopt.contracts.compiled import TargetKind
     from kernelopt.contracts.screening import (
         SCREENED_OUT,
         ScreenCandidate,
@@ -161,6 +162,9 @@ GATE3_PATCH = "gate3-in-search"
 # untrusted child, and only those that could change the beam or the outcome
 # (``workflows.screen_policy``) go through gate_candidate.  On unless the setting says off.
 SCREEN_PATCH = "two-tier-screening"
+# A CUDA campaign's whole-forward proposals (Inductor regeneration compiles and autotunes)
+# run in the GPU worker, taking turns with the gates instead of overlapping their timing.
+BUILTIN_FORWARD_ON_GPU_PATCH = "builtin-forward-on-gpu"
 # The same for an LLM round's first attempts, with the fix loop intact: only a candidate
 # correct on the smoke input and judged unable to change the beam is kept out.
 SCREEN_LLM_PATCH = "two-tier-screening-llm"
@@ -691,13 +695,18 @@ class SearchKernel:
         )
         if self.s.memory is not None and workflow.patched("builtin-reads-memory"):
             inp = inp.model_copy(update={"memory": self.s.memory, "memory_tags": self._tags()})
+        name, queue, call = names.PROPOSE_BUILTIN, self.inp.cpu_queue, opts.BUILTIN.kwargs()
+        on_cuda = (self.inp.gates or GateSettings()).device.startswith("cuda")
+        if (
+            on_cuda
+            and self.inp.target.kind == TargetKind.FORWARD
+            and workflow.patched(BUILTIN_FORWARD_ON_GPU_PATCH)
+        ):
+            name, queue = names.PROPOSE_BUILTIN_GPU, self.inp.gpu_queue
+            call = opts.BUILTIN_GPU.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs()
         try:
             result = await workflow.execute_activity(
-                names.PROPOSE_BUILTIN,
-                inp,
-                result_type=BuiltinProposeResult,
-                task_queue=self.inp.cpu_queue,
-                **opts.BUILTIN.kwargs(),
+                name, inp, result_type=BuiltinProposeResult, task_queue=queue, **call
             )
         except ActivityError as exc:
             workflow.logger.warning("built-in proposer failed on %s: %s", node.id, _cause(exc))

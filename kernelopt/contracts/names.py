@@ -36,6 +36,9 @@ EXECUTE = "execute"
 RETRY_FIX = "retry_fix"
 SUMMARIZE = "summarize"
 PROPOSE_BUILTIN = "propose_builtin"
+# the same proposer on the GPU queue, for whole-forward targets of a CUDA campaign: Inductor
+# regeneration compiles and autotunes on the GPU, which must not overlap a gate's timing
+PROPOSE_BUILTIN_GPU = "propose_builtin_gpu"
 WRITE_REPORT = "write_report"
 EXPORT_HISTORY = "export_history"
 ARCHIVE_SEARCH_LOG = "archive_search_log"  # decisions + ledger out of a search's carried state
@@ -49,6 +52,7 @@ GPU_ACTIVITIES = (
     RESTITCH,
     GATE_MODEL,
     SCREEN,
+    PROPOSE_BUILTIN_GPU,
 )
 CPU_ACTIVITIES = (
     SEGMENT,
