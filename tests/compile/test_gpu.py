@@ -344,9 +344,9 @@ def test_forward_form_candidate_runs_model_new(gpu_store) -> None:
 def test_standalone_harness_reproduces_in_model_launch(gpu_store) -> None:
     import torch
 
-    from kernelopt.compile.harness import KernelHarness
     from kernelopt.compile.runtime import load_tensors
     from kernelopt.compile.segment import segment
+    from kernelopt.compile.standalone_kernels import KernelHarness
     from kernelopt.contracts.compiled import SearchMode, SegmentInput
 
     _before_deadline()
