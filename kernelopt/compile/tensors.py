@@ -29,9 +29,7 @@ def clone_exact(t: Any) -> Any:
 __all__ = ["clone_exact"]
 
 
-def exact_match_and_max_diff(
-    got: Sequence[Any], want: Sequence[Any]
-) -> tuple[bool, float | None]:
+def exact_match_and_max_diff(got: Sequence[Any], want: Sequence[Any]) -> tuple[bool, float | None]:
     """(bitwise equal, max |got - want|) over tuples of tensors; None when shapes differ.
 
     The compile step needs both: exactness decides whether a wrapper reproduces
