@@ -1,7 +1,7 @@
 """Per-statement CUDA-event timing of a wrapper: triage's fallback when the profiler sees nothing.
 
 Every launch and library call of the baseline wrapper is bracketed by a CUDA
-event pair (``_ko_timer.a(i)`` / ``_ko_timer.b(i)``), and the pairs are summed
+event pair (``_ko_timer.start(i)`` / ``_ko_timer.stop(i)``), and the pairs are summed
 per statement over several forwards.
 """
 
@@ -22,7 +22,7 @@ def instrument_timers(source: str) -> tuple[str, list[tuple[str, bool]]]:
 
     Returns the text and, per event index, (name, is_library).  The fallback
     for triage when the profiler records no kernels: each statement becomes
-    ``_ko_timer.a(i); <statement>; _ko_timer.b(i)`` on its own line(s).
+    ``_ko_timer.start(i); <statement>; _ko_timer.stop(i)`` on its own line(s).
     """
     parsed = parse_wrapper(source)
     data = source.encode("utf-8")
@@ -31,7 +31,11 @@ def instrument_timers(source: str) -> tuple[str, list[tuple[str, bool]]]:
     for i, event in enumerate(parsed.events):
         labels.append((event.name, event.kind == "library"))
         edits.append(
-            (event.span.start, event.span.end, f"_ko_timer.a({i}); {event.text}; _ko_timer.b({i})")
+            (
+                event.span.start,
+                event.span.end,
+                f"_ko_timer.start({i}); {event.text}; _ko_timer.stop({i})",
+            )
         )
     anchor = parsed.wait_span.start if parsed.wait_span else 0
     edits.append((anchor, anchor, TIMER_LINE))
@@ -48,13 +52,15 @@ class EventTimer:
         self.active = False
         self._open: dict[int, Stopwatch] = {}
 
-    def a(self, i: int) -> None:
+    def start(self, i: int) -> None:
+        """Open statement ``i``'s event pair (only while timing is active)."""
         if self.active:
             watch = Stopwatch(cuda=True)
             watch.start()
             self._open[i] = watch
 
-    def b(self, i: int) -> None:
+    def stop(self, i: int) -> None:
+        """Close statement ``i``'s pair; its time is read once, after the last forward."""
         if self.active and i in self._open:
             watch = self._open.pop(i)
             watch.stop()
