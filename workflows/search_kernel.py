@@ -34,8 +34,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from kernelopt.agents.deferred import LLM_REPLY_SIGNAL
-    from kernelopt.agents.feedback import sibling_lines, timing_feedback
     from kernelopt.agents.plans import dedupe_plans
+    from kernelopt.agents.result_text import sibling_lines, timing_feedback
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId

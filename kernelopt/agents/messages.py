@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelopt.agents import prompts, sections
 from kernelopt.agents.budget import BUDGETS, Section, estimate_tokens, fit_sections
-from kernelopt.agents.feedback import (
+from kernelopt.agents.result_text import (
     render_profile_result,
     render_verdict_feedback,
 )

@@ -14,9 +14,9 @@ import json
 
 from kernelopt.agents import messages as messages_mod
 from kernelopt.agents import prompts
-from kernelopt.agents.feedback import render_outcome
 from kernelopt.agents.parsing import parse_experiences, parse_kernel_reply, parse_plans
 from kernelopt.agents.plans import dedupe_plans
+from kernelopt.agents.result_text import render_outcome
 from kernelopt.agents.transport import ChatTransport, Message
 from kernelopt.contracts.search import (
     ExecuteInput,

@@ -445,14 +445,14 @@ def _final(
                 "passed gates 1-2, but no state of its target beat Inductor's kernel",
             )
         return "superseded", (
-            f"passed gates 1-2 at {_x(row.speedup)}; the target's best is {best} "
-            f"({_x(t.result.best_kernel_speedup)})"
+            f"passed gates 1-2 at {_speedup_text(row.speedup)}; the target's best is {best} "
+            f"({_speedup_text(t.result.best_kernel_speedup)})"
         )
     trials = [m for m in report.model_trials if m.added == row.target_id]
     if outcome is not None and row.target_id in outcome.replaced:
         return "shipped", (
-            f"best of {row.target_id} ({_x(t.result.best_kernel_speedup)} per kernel); the "
-            f"verified model runs {_x(outcome.speedup)} vs torch.compile"
+            f"best of {row.target_id} ({_speedup_text(t.result.best_kernel_speedup)} per kernel); the "
+            f"verified model runs {_speedup_text(outcome.speedup)} vs torch.compile"
         )
     if trials:
         trial = trials[-1]
@@ -461,7 +461,7 @@ def _final(
             what = f"{failed.gate.value}: {failed.reason}" if failed else "the model gates"
             return "not_kept", f"re-stitched model failed {what}"
         return "not_kept", (
-            f"re-stitched model passed ({_x(trial.speedup)}) but was not faster than "
+            f"re-stitched model passed ({_speedup_text(trial.speedup)}) but was not faster than "
             "the model without it"
         )
     if running:
@@ -470,7 +470,8 @@ def _final(
     return "unverified", f"best of its target, never re-stitched: {reason}"
 
 
-def _x(value: float | None) -> str:
+def _speedup_text(value: float | None) -> str:
+    """A speedup as the audit prints it, "1.234x" ("-" when there is none)."""
     return "-" if value is None else f"{value:.3f}x"
 
 

@@ -42,7 +42,7 @@ code{font-size:11px} details summary{cursor:pointer}
 """
 
 
-def _e(value: object) -> str:
+def _escape(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
@@ -203,48 +203,50 @@ PLOT_TITLES = {
 
 def _plot_html(name: str, plot: Plot | None) -> str:
     if plot is None:
-        return f"<p class='nodata'>{_e(PLOT_TITLES[name])}: no data yet</p>"
+        return f"<p class='nodata'>{_escape(PLOT_TITLES[name])}: no data yet</p>"
     axes = ";".join(",".join(str(v) for v in box) for box in plot.axes)
     legend = ",".join(str(v) for v in plot.legend) if plot.legend else ""
     return (
-        f"<img alt='{_e(PLOT_TITLES[name])}' data-plot='{name}' data-axes='{axes}' "
+        f"<img alt='{_escape(PLOT_TITLES[name])}' data-plot='{name}' data-axes='{axes}' "
         f"data-legend='{legend}' src='data:image/png;base64,{plot.png}'>"
     )
 
 
 def _candidate_row(c: CandidateAudit) -> str:
     gates = "<br>".join(
-        f'<span class="{"pass" if v.passed else "reject"}">{_e(verdict_text(v))}</span>'
+        f'<span class="{"pass" if v.passed else "reject"}">{_escape(verdict_text(v))}</span>'
         for v in c.verdicts
-    ) or _e(c.deciding_gate or "-")
+    ) or _escape(c.deciding_gate or "-")
     if c.screening is not None:  # the first tier, above the cascade's verdicts
-        gates = f"<small>{_e(screening_text(c.screening))}</small><br>{gates}"
+        gates = f"<small>{_escape(screening_text(c.screening))}</small><br>{gates}"
     refs = []
     if c.source:
-        refs.append(f"source <code>{_e(c.source.short)}</code>")
+        refs.append(f"source <code>{_escape(c.source.short)}</code>")
     if c.conversation:
-        refs.append(f"conversation <code>{_e(c.conversation.short)}</code>")
+        refs.append(f"conversation <code>{_escape(c.conversation.short)}</code>")
     for p in c.prompts:
-        parts = [f"{_e(p.role)}"]
+        parts = [f"{_escape(p.role)}"]
         if p.prompt:
-            parts.append(f"prompt <code>{_e(p.prompt.short)}</code>")
+            parts.append(f"prompt <code>{_escape(p.prompt.short)}</code>")
         if p.reply:
-            parts.append(f"reply <code>{_e(p.reply.short)}</code>")
+            parts.append(f"reply <code>{_escape(p.reply.short)}</code>")
         refs.append(" ".join(parts))
     retime = "-"
     if c.retime is not None:
-        retime = _e(f"{fmt_x(c.retime.speedup) if c.retime.ok else 'dropped'}: {c.retime.reason}")
+        retime = _escape(
+            f"{fmt_x(c.retime.speedup) if c.retime.ok else 'dropped'}: {c.retime.reason}"
+        )
     colour = _COLOURS.get(c.final, "#1f2328")
     return (
         "<tr>"
-        f"<td><code>{_e(c.id)}</code>{' <em>(provisional)</em>' if c.provisional else ''}</td>"
-        f"<td><code>{_e(c.parent_id or '-')}</code></td>"
-        f"<td>{_e(c.label or c.plan_direction or '-')}<br><small>{_e(c.plan_description)}</small></td>"
-        f"<td>{_e(c.proposer or '-')}</td><td class='num'>{c.iteration}</td>"
+        f"<td><code>{_escape(c.id)}</code>{' <em>(provisional)</em>' if c.provisional else ''}</td>"
+        f"<td><code>{_escape(c.parent_id or '-')}</code></td>"
+        f"<td>{_escape(c.label or c.plan_direction or '-')}<br><small>{_escape(c.plan_description)}</small></td>"
+        f"<td>{_escape(c.proposer or '-')}</td><td class='num'>{c.iteration}</td>"
         f"<td class='num'>{c.attempt}</td><td>{gates}</td>"
-        f"<td class='num'>{_e(fmt_x(c.speedup))}</td><td>{retime}</td>"
+        f"<td class='num'>{_escape(fmt_x(c.speedup))}</td><td>{retime}</td>"
         f"<td>{'<br>'.join(refs) or '-'}</td>"
-        f"<td style='color:{colour}'><b>{_e(c.final)}</b>: {_e(c.final_reason)}</td>"
+        f"<td style='color:{colour}'><b>{_escape(c.final)}</b>: {_escape(c.final_reason)}</td>"
         "</tr>"
     )
 
@@ -282,27 +284,27 @@ def render_html(report: AuditReport) -> str:
     )
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>kernelopt audit {_e(report.campaign_id)}</title><style>{CSS}</style></head><body>",
-        f"<h1>kernelopt audit: <code>{_e(report.campaign_id)}</code></h1>",
+        f"<title>kernelopt audit {_escape(report.campaign_id)}</title><style>{CSS}</style></head><body>",
+        f"<h1>kernelopt audit: <code>{_escape(report.campaign_id)}</code></h1>",
         "<table>"
-        + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in head)
+        + "".join(f"<tr><th>{_escape(k)}</th><td>{_escape(v)}</td></tr>" for k, v in head)
         + "</table>",
         "<h2>Plots</h2>",
         *(_plot_html(name, images.get(name)) for name in PLOT_TITLES),
         "<h2>Consistency checks</h2><table><tr><th>check</th><th>ok</th><th>detail</th></tr>",
         *(
-            f"<tr><td>{_e(c.name)}</td><td class='{'ok' if c.ok else 'fail'}'>"
-            f"{'ok' if c.ok else 'FAIL'}</td><td>{_e(c.detail)}</td></tr>"
+            f"<tr><td>{_escape(c.name)}</td><td class='{'ok' if c.ok else 'fail'}'>"
+            f"{'ok' if c.ok else 'FAIL'}</td><td>{_escape(c.detail)}</td></tr>"
             for c in report.checks
         ),
         "</table>",
         "<h2>Searches</h2><table><tr><th>target</th><th>runs</th><th>status</th><th>tried</th>"
         "<th>best</th><th>speedup</th><th>tokens</th><th>GPU-s</th><th>stopped</th></tr>",
         *(
-            f"<tr><td>{_e(t.target_id)}</td><td class='num'>{t.runs}</td><td>{_e(t.status)}</td>"
-            f"<td class='num'>{t.candidates_tried}</td><td><code>{_e(t.best or '-')}</code></td>"
-            f"<td class='num'>{_e(fmt_x(t.best_kernel_speedup))}</td><td class='num'>{t.tokens}</td>"
-            f"<td class='num'>{t.gpu_seconds:.1f}</td><td>{_e(t.stopped_reason)}</td></tr>"
+            f"<tr><td>{_escape(t.target_id)}</td><td class='num'>{t.runs}</td><td>{_escape(t.status)}</td>"
+            f"<td class='num'>{t.candidates_tried}</td><td><code>{_escape(t.best or '-')}</code></td>"
+            f"<td class='num'>{_escape(fmt_x(t.best_kernel_speedup))}</td><td class='num'>{t.tokens}</td>"
+            f"<td class='num'>{t.gpu_seconds:.1f}</td><td>{_escape(t.stopped_reason)}</td></tr>"
             for t in report.targets
         ),
         "</table>",
@@ -315,43 +317,43 @@ def render_html(report: AuditReport) -> str:
         "<h2>Model-level gates (re-stitched models)</h2><table><tr><th>#</th><th>targets</th>"
         "<th>verdicts [numbers | thresholds]</th><th>speedup</th><th>kept</th><th>wrapper</th></tr>",
         *(
-            f"<tr><td>{m.index}</td><td>{_e(', '.join(m.targets))}</td><td>"
-            + "<br>".join(_e(verdict_text(v)) for v in m.verdicts)
-            + f"</td><td class='num'>{_e(fmt_x(m.speedup))}</td><td>{'yes' if m.kept else 'no'}</td>"
-            f"<td><code>{_e(m.wrapper.short if m.wrapper else '-')}</code></td></tr>"
+            f"<tr><td>{m.index}</td><td>{_escape(', '.join(m.targets))}</td><td>"
+            + "<br>".join(_escape(verdict_text(v)) for v in m.verdicts)
+            + f"</td><td class='num'>{_escape(fmt_x(m.speedup))}</td><td>{'yes' if m.kept else 'no'}</td>"
+            f"<td><code>{_escape(m.wrapper.short if m.wrapper else '-')}</code></td></tr>"
             for m in report.model_trials
         ),
         "</table>",
         "<h2>Control events</h2><table><tr><th>at</th><th>kind</th><th>name</th><th>args</th>"
         "<th>result</th><th>identity</th></tr>",
         *(
-            f"<tr><td>{_e(e.at)}</td><td>{_e(e.kind)}</td><td>{_e(e.name)}</td><td>{_e(e.args)}</td>"
-            f"<td>{_e(e.result)}</td><td>{_e(e.identity)}</td></tr>"
+            f"<tr><td>{_escape(e.at)}</td><td>{_escape(e.kind)}</td><td>{_escape(e.name)}</td><td>{_escape(e.args)}</td>"
+            f"<td>{_escape(e.result)}</td><td>{_escape(e.identity)}</td></tr>"
             for e in report.controls
         ),
         "</table>",
         "<h2>Infrastructure incidents (retried or failed activities)</h2><table><tr><th>at</th>"
         "<th>workflow</th><th>activity</th><th>attempts</th><th>outcome</th><th>last failure</th></tr>",
         *(
-            f"<tr><td>{_e(i.at)}</td><td>{_e(i.workflow_id)}</td><td>{_e(i.activity)}</td>"
-            f"<td class='num'>{i.attempts}</td><td>{_e(i.outcome)}</td><td>{_e(i.last_failure)}</td></tr>"
+            f"<tr><td>{_escape(i.at)}</td><td>{_escape(i.workflow_id)}</td><td>{_escape(i.activity)}</td>"
+            f"<td class='num'>{i.attempts}</td><td>{_escape(i.outcome)}</td><td>{_escape(i.last_failure)}</td></tr>"
             for i in report.incidents
         ),
         "</table>",
         "<h2>Machine moves (kernelopt state export / import)</h2><table><tr><th>source stopped"
         "</th><th>how</th><th>from</th><th>resumed</th><th>on</th><th>archive</th></tr>",
         *(
-            f"<tr><td>{_e(m.last_write_at)}</td><td>{_e(m.source_server)}</td>"
-            f"<td>{_e(m.exported_from)}</td><td>{_e(m.imported_at)}</td>"
-            f"<td>{_e(m.imported_to)}</td><td><code>{_e(m.archive_sha256[:12])}</code></td></tr>"
+            f"<tr><td>{_escape(m.last_write_at)}</td><td>{_escape(m.source_server)}</td>"
+            f"<td>{_escape(m.exported_from)}</td><td>{_escape(m.imported_at)}</td>"
+            f"<td>{_escape(m.imported_to)}</td><td><code>{_escape(m.archive_sha256[:12])}</code></td></tr>"
             for m in report.moves
         ),
         "</table>",
         "<h2>Runs</h2><table><tr><th>workflow</th><th>run</th><th>type</th><th>status</th>"
         "<th>events</th></tr>",
         *(
-            f"<tr><td>{_e(r.workflow_id)}</td><td><code>{_e(r.run_id)}</code></td>"
-            f"<td>{_e(r.workflow_type)}</td><td>{_e(r.status)}</td><td class='num'>{r.events}</td></tr>"
+            f"<tr><td>{_escape(r.workflow_id)}</td><td><code>{_escape(r.run_id)}</code></td>"
+            f"<td>{_escape(r.workflow_type)}</td><td>{_escape(r.status)}</td><td class='num'>{r.events}</td></tr>"
             for r in report.runs
         ),
         "</table></body></html>",

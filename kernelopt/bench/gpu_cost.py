@@ -148,7 +148,7 @@ def collect_notes(results_dir: str | Path, home: Path) -> int:
     return copied
 
 
-def _s(value: float | None, spec: str = ".1f") -> str:
+def _number_text(value: float | None, spec: str = ".1f") -> str:
     return "-" if value is None else f"{value:{spec}}"
 
 
@@ -180,10 +180,21 @@ def cost_table(after: GpuCost, before: GpuCost | None = None) -> Table:
     news = dict(_rows(after))
     for label in labels:
         new = news.get(label, Spread())
-        row = [label, str(new.count), _s(new.median), _s(new.p90), _s(new.total, ".0f")]
+        row = [
+            label,
+            str(new.count),
+            _number_text(new.median),
+            _number_text(new.p90),
+            _number_text(new.total, ".0f"),
+        ]
         if before is not None:
             old = olds.get(label, Spread())
-            row += [str(old.count), _s(old.median), _s(old.p90), _ratio(new.median, old.median)]
+            row += [
+                str(old.count),
+                _number_text(old.median),
+                _number_text(old.p90),
+                _ratio(new.median, old.median),
+            ]
         rows.append(row)
     return head, rows
 
@@ -209,18 +220,18 @@ def problem_cost_table(after: GpuCost, before: GpuCost | None = None) -> Table:
         gates = new.activities.get("gate_candidate", []) if new else []
         row = [
             key,
-            _s(new.gpu_seconds if new else None, ".0f"),
+            _number_text(new.gpu_seconds if new else None, ".0f"),
             str(new.candidates) if new else "-",
-            _s(new.per_candidate if new else None),
+            _number_text(new.per_candidate if new else None),
             str(len(gates)) if new else "-",
-            _s(statistics.median(gates) if gates else None),
-            _s(new.busy_search if new else None, ".0f")
+            _number_text(statistics.median(gates) if gates else None),
+            _number_text(new.busy_search if new else None, ".0f")
             + ("%" if new and new.busy_search is not None else ""),
         ]
         if before is not None:
             row += [
-                _s(old.gpu_seconds if old else None, ".0f"),
-                _s(old.per_candidate if old else None),
+                _number_text(old.gpu_seconds if old else None, ".0f"),
+                _number_text(old.per_candidate if old else None),
                 _ratio(new.gpu_seconds if new else None, old.gpu_seconds if old else None),
             ]
         rows.append(row)

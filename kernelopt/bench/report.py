@@ -35,7 +35,7 @@ class ReportFiles(Frozen):
     figures: list[Path]
 
 
-def _x(value: float | None, digits: int = 2) -> str:
+def _speedup_text(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "-"
     return "inf" if math.isinf(value) else f"{value:.{digits}f}x"
@@ -95,8 +95,8 @@ def level_table(summary: BenchSummary) -> Table:
                 s.label,
                 str(s.problems),
                 *[str(s.counts.get(c.value, 0)) for c in CATEGORIES],
-                _x(s.geomean, 3),
-                _x(s.optimized_geomean, 3),
+                _speedup_text(s.geomean, 3),
+                _speedup_text(s.optimized_geomean, 3),
                 _pct(s.pass_rate),
                 *[_pct(s.fast_p.get(str(p))) for p in FAST_P],
                 _num(s.mean_library_fraction),
@@ -134,14 +134,14 @@ def problem_table(summary: BenchSummary) -> Table:
         needed = (
             "impossible"
             if r.library_fraction is not None and r.required_speedup is None
-            else _x(r.required_speedup, 1)
+            else _speedup_text(r.required_speedup, 1)
         )
         rows.append(
             [
                 "-" if r.level is None else str(r.level),
                 r.name,
                 r.category.value,
-                _x(r.speedup, 3),
+                _speedup_text(r.speedup, 3),
                 _num(r.library_fraction) + ("*" if r.single_kernel else ""),
                 ceiling_text(r.ceiling_10),
                 ceiling_text(r.ceiling),

@@ -43,8 +43,7 @@ from kernelopt.compile.runtime import (
     run_call,
     save_tensors,
 )
-from kernelopt.compile.tensors import clone_exact
-from kernelopt.compile.timing import compare_outputs
+from kernelopt.compile.tensors import clone_exact, exact_match_and_max_diff
 from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult, TensorSpec
@@ -270,7 +269,7 @@ def compile_module(
     module = load_wrapper_module(cap.source, f"{name}_baseline")
     reference = run_call(module, [clone_exact(a) for a in cap.args])
     kernel_configs = chosen_configs(module, list(parsed.kernels))
-    matches, max_diff = compare_outputs(reference, cap.output)
+    matches, max_diff = exact_match_and_max_diff(reference, cap.output)
     reference_ref = save_tensors(store, reference, f"{name}_reference_out.pt")
     stages.lap("reference")
 

@@ -286,7 +286,7 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
         save_tensors,
         wrapper_call,
     )
-    from kernelopt.compile.timing import compare_outputs
+    from kernelopt.compile.tensors import exact_match_and_max_diff
 
     stages.lap("imports")
     prepare_wrapper_process()
@@ -300,7 +300,7 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
     bit_exact, max_diff = None, None
     if inp.compiled.reference_output is not None:
         baseline = load_tensors(store, inp.compiled.reference_output, "cuda")
-        bit_exact, max_diff = compare_outputs(outputs, baseline)
+        bit_exact, max_diff = exact_match_and_max_diff(outputs, baseline)
     stages.lap("compare")
     log.info(
         "restitched", problem=inp.compiled.problem.name, replaced=replaced, bit_exact=bit_exact

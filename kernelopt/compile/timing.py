@@ -1,4 +1,4 @@
-"""GPU timing helpers for compile and triage: do_bench, in-context profiling, comparisons.
+"""GPU timing helpers for compile and triage: do_bench and in-context profiling.
 
 Every wall-time number here comes from ``triton.testing.do_bench`` with the
 budgets of docs/method.md#gates (25 ms warm-up, 100 ms repetitions, median), the same timer
@@ -10,7 +10,7 @@ summed per kernel name over several forwards and divided by their count.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from kernelopt.errors import NoGpuError
@@ -39,37 +39,6 @@ def init_cuda() -> None:
 def bench_ms(fn: Callable[[], Any], warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> float:
     """Median wall time of ``fn`` in ms on the GPU (``kernelopt.measure``, L2 flushed)."""
     return median_ms(fn, cuda=True, warmup_ms=warmup_ms, rep_ms=rep_ms)
-
-
-def compare_outputs(got: Sequence[Any], want: Sequence[Any]) -> tuple[bool, float | None]:
-    """(bitwise equal, max |got - want|) over tuples of tensors."""
-    import torch
-
-    if len(got) != len(want):
-        return False, None
-    exact = True
-    worst = 0.0
-    for a, b in zip(got, want, strict=True):
-        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            exact = exact and a == b
-            continue
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False, None
-        a_c, b_c = a.detach(), b.detach().to(a.device)
-        if not torch.equal(a_c, b_c):
-            # NaNs in the same places are equal for our purpose (equal_nan)
-            same_nan = (
-                torch.equal(torch.isnan(a_c), torch.isnan(b_c)) if a.is_floating_point() else False
-            )
-            mask = ~torch.isnan(a_c) if a.is_floating_point() else None
-            if not (same_nan and mask is not None and torch.equal(a_c[mask], b_c[mask])):
-                exact = False
-        if a.numel():
-            diff = (a_c.double() - b_c.double()).abs()
-            diff = diff[~torch.isnan(diff)]
-            if diff.numel():
-                worst = max(worst, float(diff.max()))
-    return exact, worst
 
 
 def profile_kernels(

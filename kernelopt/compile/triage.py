@@ -167,7 +167,6 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
 
     stages = StageClock()
     from kernelopt.checkpoint import report
-    from kernelopt.compile.harness import KernelHarness, event_times
     from kernelopt.compile.runtime import (
         load_tensors,
         load_wrapper_module,
@@ -176,6 +175,8 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         run_call,
     )
     from kernelopt.compile.segment_store import segment_of
+    from kernelopt.compile.standalone_kernels import KernelHarness
+    from kernelopt.compile.statement_timing import event_times
     from kernelopt.compile.timing import bench_ms, profile_kernels
 
     stages.lap("imports")  # torch and Inductor: outside the process's import_target

@@ -244,7 +244,7 @@ class ExecuteInput(Frozen):
     memory_tags: list[str] = Field(default_factory=list)
     memory_max_tokens: int = 300
     siblings: list[str] = Field(default_factory=list)  # sibling outcomes (feedback.sibling_lines)
-    timing: str = ""  # retry after timing: agents.feedback.timing_feedback's text
+    timing: str = ""  # retry after timing: agents.result_text.timing_feedback's text
 
 
 class ExecuteResult(Frozen):

@@ -128,7 +128,7 @@ def compile_kernel_problem(
 
     from kernelopt.compile import cache
     from kernelopt.compile.runtime import save_tensors, wrapper_call
-    from kernelopt.compile.timing import compare_outputs
+    from kernelopt.compile.tensors import exact_match_and_max_diff
     from kernelopt.kinds import validate
     from kernelopt.kinds.baseline import baseline_source
     from kernelopt.kinds.modules import import_source
@@ -213,7 +213,7 @@ def compile_kernel_problem(
     report({"step": "reference"})
     call = wrapper_call(result, store, None, device)
     wrapper_out = list(call(_clone(pristine)))
-    matches, max_diff = compare_outputs(wrapper_out, baseline_out)
+    matches, max_diff = exact_match_and_max_diff(wrapper_out, baseline_out)
 
     report({"step": "timing"})
     bench_args = _clone(pristine)

@@ -1,6 +1,6 @@
 """The profiler and the strategy analyst (docs/method.md#agents).
 
-harness         find or write a standalone harness (get_args() + call(args))
+harness_files   find or write a standalone harness (get_args() + call(args))
 harness_runner  run it under ncu (one steady-state launch) or time it with CUDA events
 ncu             the ncu command line, exports, and why it could not run
 distill         report exports -> SOL %, duration, registers, spills, occupancy, top-3 rules

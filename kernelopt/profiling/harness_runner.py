@@ -4,7 +4,7 @@
 
 A harness is a Python file defining ``get_args()`` and ``call(args)`` -- the
 protocol of the per-kernel benchmark modules Inductor writes with
-``benchmark_kernel=True``, and of ``kernelopt.profiling.harness.build_harness``.
+``benchmark_kernel=True``, and of ``kernelopt.profiling.harness_files.build_harness``.
 It is imported under a private name (its ``__main__`` block does not run).
 Warm-up calls (Triton compile, Inductor autotuning) happen before the
 profiler range opens, so ncu (``--profile-from-start off``) sees exactly one

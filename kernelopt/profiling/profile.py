@@ -22,7 +22,7 @@ from kernelopt.errors import InfrastructureError
 from kernelopt.profiling.analyst import classify
 from kernelopt.profiling.distill import distill
 from kernelopt.profiling.dominant import profiled_kernel
-from kernelopt.profiling.harness import candidate_harnesses
+from kernelopt.profiling.harness_files import candidate_harnesses
 from kernelopt.profiling.harness_runner import RESULT_PREFIX
 from kernelopt.profiling.ncu import find_ncu, run_ncu, sandboxed
 from kernelopt.store import ArtifactStore

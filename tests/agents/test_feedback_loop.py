@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from kernelopt.agents.feedback import (
+from kernelopt.agents.parsing import extract_json, parse_kernel_reply, parse_plans
+from kernelopt.agents.plans import dedupe_plans
+from kernelopt.agents.result_text import (
     HOLDOUT_HINT,
     merge_failures,
     render_verdict_feedback,
     sibling_lines,
     timing_feedback,
 )
-from kernelopt.agents.parsing import extract_json, parse_kernel_reply, parse_plans
-from kernelopt.agents.plans import dedupe_plans
 from kernelopt.contracts.search import Candidate, Decision, Plan
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 

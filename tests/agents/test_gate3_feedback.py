@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelopt.agents.feedback import HOLDOUT_HINT, render_verdict_feedback
+from kernelopt.agents.result_text import HOLDOUT_HINT, render_verdict_feedback
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 
 

@@ -241,14 +241,14 @@ def test_triage_profiles_the_numerics_the_gates_time(gpu_store) -> None:
 @pytest.mark.parametrize("rel", CORE[:4])
 def test_wrapper_forward_reproduces_reference(rel: str, gpu_store) -> None:
     from kernelopt.compile.runtime import load_tensors, wrapper_forward
-    from kernelopt.compile.timing import compare_outputs
+    from kernelopt.compile.tensors import exact_match_and_max_diff
 
     _before_deadline()
     compiled = _compiled(rel, gpu_store)
     forward = wrapper_forward(compiled, gpu_store)
     inputs = load_tensors(gpu_store, compiled.inputs, "cuda")
     reference = load_tensors(gpu_store, compiled.reference_output, "cuda")
-    exact, _ = compare_outputs(forward(*inputs), reference)
+    exact, _ = exact_match_and_max_diff(forward(*inputs), reference)
     assert exact
 
 
@@ -344,9 +344,9 @@ def test_forward_form_candidate_runs_model_new(gpu_store) -> None:
 def test_standalone_harness_reproduces_in_model_launch(gpu_store) -> None:
     import torch
 
-    from kernelopt.compile.harness import KernelHarness
     from kernelopt.compile.runtime import load_tensors
     from kernelopt.compile.segment import segment
+    from kernelopt.compile.standalone_kernels import KernelHarness
     from kernelopt.contracts.compiled import SearchMode, SegmentInput
 
     _before_deadline()

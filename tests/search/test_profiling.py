@@ -23,7 +23,7 @@ from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.contracts.search import Bottleneck, KernelProfile, ProfileInput
 from kernelopt.profiling.analyst import classify
 from kernelopt.profiling.distill import distill, distill_raw_csv, parse_rules_text
-from kernelopt.profiling.harness import candidate_harnesses, is_self_harness
+from kernelopt.profiling.harness_files import candidate_harnesses, is_self_harness
 from kernelopt.profiling.ncu import profile_command
 from kernelopt.profiling.profile import profile_target
 from kernelopt.store import open_store

@@ -1,4 +1,4 @@
-"""Finding or writing a standalone harness for the kernel state being profiled.
+"""Finding or writing the harness files ``harness_runner`` runs for the kernel being profiled.
 
 A harness is a Python file with ``get_args()`` and ``call(args)`` (see
 ``harness_runner``).  Candidates, in order of preference (the profiler uses
@@ -30,7 +30,7 @@ from kernelopt.profiling.dominant import profiled_kernel
 from kernelopt.store import ArtifactStore
 
 HARNESS_TEMPLATE = '''\
-"""Standalone harness for {kernel} (written by kernelopt.profiling.harness)."""
+"""Standalone harness for {kernel} (written by kernelopt.profiling.harness_files)."""
 
 import importlib.util
 import json
@@ -98,12 +98,12 @@ if __name__ == "__main__":
 
 
 CAPTURED_TEMPLATE = '''\
-"""Harness for {kernel} on the arguments it saw inside the model (kernelopt.compile.harness)."""
+"""Harness for {kernel} on the arguments it saw inside the model (kernelopt.compile.standalone_kernels)."""
 
 import importlib.util
 from pathlib import Path
 
-from kernelopt.compile.harness import KernelHarness
+from kernelopt.compile.standalone_kernels import KernelHarness
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.store import open_store
 
@@ -188,7 +188,7 @@ def build_harness(kernel: str, source_path: Path, args: list[KernelArg]) -> str:
 
 def _compile_harness_available() -> bool:
     try:
-        from kernelopt.compile.harness import KernelHarness  # noqa: F401
+        from kernelopt.compile.standalone_kernels import KernelHarness  # noqa: F401
     except ImportError:
         return False
     return True
@@ -210,7 +210,7 @@ def candidate_harnesses(
     if not kernel:
         missing.append("the target names no kernel")
     elif not _compile_harness_available():
-        missing.append("kernelopt.compile.harness is not available")
+        missing.append("kernelopt.compile.standalone_kernels is not available")
     else:
         compiled_path = directory / "compiled.json"
         compiled_path.write_text(inp.compiled.model_dump_json())

@@ -1,4 +1,4 @@
-"""Rendering what the agents read: profiles, gate verdicts, iteration outcomes.
+"""The results an agent reads, rendered as text: profiles, gate verdicts, iteration outcomes.
 
 Everything is bounded: a prompt carries the distilled profile (never the raw
 ~60K-token ncu report), the failing gate's own feedback trimmed to a few
