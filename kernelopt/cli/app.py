@@ -25,6 +25,7 @@ from kernelopt.cli.campaign_commands import (
 )
 from kernelopt.cli.interrupts import INTERRUPTED_EXIT, install_sigint_handler
 from kernelopt.cli.parser import build_parser, campaign_options
+from kernelopt.cli.process_exit import ExitBeforeFinalizing
 from kernelopt.config import Settings
 from kernelopt.errors import KernelOptError
 from kernelopt.log import configure
@@ -111,6 +112,8 @@ async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     )
 
 
+# the commands that talk to Temporal (``pending`` only reads files): they run under
+# asyncio.run and, as the process's entry point, end through ``ExitBeforeFinalizing``
 ASYNC = {
     "optimize": cmd_optimize,
     "list": cmd_list,
@@ -147,6 +150,13 @@ SYNC = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command and return its exit status.
+
+    Called without ``argv`` this is the process's entry point (the ``kernelopt``
+    script, ``python -m kernelopt.cli``): a command that talks to Temporal then ends
+    the process itself, before interpreter finalisation (``process_exit`` says why).
+    Called with ``argv`` (tests, other Python code) it only returns.
+    """
     install_sigint_handler()
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -158,6 +168,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_level is None and "KERNELOPT_LOG_LEVEL" not in os.environ:
         settings = settings.model_copy(update={"log_level": "warning"})
     configure(json=settings.log_json, level=settings.log_level)
+    if argv is None and args.command in ASYNC:
+        with ExitBeforeFinalizing() as ending:
+            ending.code = run_command(args, settings)
+        return ending.code
+    return run_command(args, settings)
+
+
+def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Dispatch to the command; the errors a user can act on become one line and status 2."""
     try:
         if args.command in SYNC:
             return SYNC[args.command](args, settings)
