@@ -126,8 +126,13 @@ async def plan_targets(inp: PlanTargetsInput) -> TargetPlan:
 
 @activity.defn(name=names.TARGET_SCOPE)
 async def target_scope(inp: TargetScopeInput) -> TargetScope:
-    """One planned target, its part of the segmentation and its prompt facts."""
+    """One planned target, its part of the segmentation and its prompt facts.
+
+    Asked ``by_reference``, the scope is stored and only its reference and the
+    bounded facts come back: the whole forward's scope is the whole model.
+    """
     from kernelopt.agents.facts import build_facts
+    from kernelopt.compile.segment_store import store_scope
     from kernelopt.compile.triage_store import load_triage, planned_target
 
     def run() -> TargetScope:
@@ -140,7 +145,11 @@ async def target_scope(inp: TargetScopeInput) -> TargetScope:
             # an aid to the agents: the target is searched without them
             log.warning("no prompt facts", target=target.id, error=str(exc))
             facts = None
-        return TargetScope(target=target, segment=segment, facts=facts)
+        if not inp.by_reference:
+            return TargetScope(target=target, segment=segment, facts=facts)
+        ref = store_scope(target, segment, facts, store)
+        bounded = facts.bounded() if facts is not None else None
+        return TargetScope(target=target, facts=bounded, scope=ref)
 
     try:
         return await in_thread(run)

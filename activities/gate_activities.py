@@ -20,6 +20,7 @@ from kernelopt.contracts import (
     names,
 )
 
+from .scope import resolve_scope
 from .supervise import run_supervised
 
 # Headroom over the gates' own timeouts: the reference child, the candidate child
@@ -32,6 +33,7 @@ _MODEL_MARGIN_S = 900.0
 async def gate_candidate(inp: CandidateGateInput) -> CandidateGateResult:
     """Gates 1-2 (static, multi-seed correctness) plus forward timings for ranking."""
     with structlog.contextvars.bound_contextvars(candidate_id=inp.candidate_id):
+        inp = await resolve_scope(inp)
         return await run_supervised(
             "gates.campaign:gate_candidate",
             inp,

@@ -14,6 +14,7 @@ from temporalio import activity
 from kernelopt.contracts import names
 from kernelopt.contracts.screening import ScreenInput, ScreenResult
 
+from .scope import resolve_scope
 from .supervise import run_supervised
 
 _MARGIN_S = 120.0  # set-up and re-stitching around the children's own time limits
@@ -26,6 +27,7 @@ async def screen_candidates(inp: ScreenInput) -> ScreenResult:
         # each line may take timeout_s: the round, a fresh child for the disturbed, and at
         # worst one child per candidate (baseline and candidate) after forged lines
         limit = inp.params.timeout_s * (4 * len(inp.candidates) + 2) + _MARGIN_S
+        inp = await resolve_scope(inp)
         return await run_supervised(
             "activities.screen_job:screen_candidates", inp, ScreenResult, timeout_s=limit
         )

@@ -17,6 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating, in_thread
+from activities.scope import resolve_scope
 from activities.supervise import run_supervised
 from kernelopt.agents import roles
 from kernelopt.agents.plan_retry import planner_transport
@@ -68,6 +69,7 @@ def _home():
 @activity.defn(name=names.PROFILE)
 async def profile(inp: ProfileInput) -> ProfileResult:
     """GPU: ncu on one kernel state's harness (event timing when ncu cannot run)."""
+    inp = await resolve_scope(inp)
     return await run_supervised(
         "kernelopt.profiling.profile:profile_target",
         inp,
@@ -112,7 +114,7 @@ async def summarize(inp: SummarizeInput) -> SummarizeResult:
 @activity.defn(name=names.PROPOSE_BUILTIN)
 async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
     with _sorted_failures():
-        return await in_thread(builtin.propose, inp, open_store())
+        return await in_thread(builtin.propose, await resolve_scope(inp), open_store())
 
 
 @activity.defn(name=names.PROPOSE_BUILTIN_GPU)

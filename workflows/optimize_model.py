@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         ReportResult,
         RestitchInput,
         RestitchResult,
+        ScopeRef,
         ScopeSegmentInput,
         SearchBudgetUpdate,
         SearchKernelInput,
@@ -101,6 +102,10 @@ SEGMENT_BY_REF_PATCH = "segmentation-by-reference"
 # searched targets as a stored plan, and activities hand out one target at a time with its
 # scoped segmentation and prompt facts (compile/triage_store.py, proposer/plan.py).
 TRIAGE_BY_REF_PATCH = "triage-by-reference"
+# A by-reference campaign's searches get their target's scope by reference too: target_scope
+# stores the scoped segmentation and full facts, the search carries a ScopeRef and bounded
+# facts, and its activities load the scope (compile/segment_store.py, activities/scope.py).
+SCOPE_BY_REF_PATCH = "scope-by-reference"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
@@ -350,6 +355,7 @@ class OptimizeModel:
                     plan=plan,
                     index=index,
                     gates=inp.options.gates,
+                    by_reference=workflow.patched(SCOPE_BY_REF_PATCH),
                 ),
                 TargetScope,
                 opts.SEGMENT,
@@ -357,7 +363,7 @@ class OptimizeModel:
             await self._checkpoint()  # a pause or stop that came meanwhile: before the search
             # named once its search starts: a pause held above is between two targets
             self._progress.current_target = scope.target.id
-            await self._search_one(inp, scope.target, scope.segment, scope.facts)
+            await self._search_one(inp, scope.target, scope.segment, scope.facts, scope.scope)
         self._progress.current_target = None
 
     async def _choose_targets(self, inp: CampaignInput) -> list[SearchTarget]:
@@ -393,8 +399,9 @@ class OptimizeModel:
         self,
         inp: CampaignInput,
         target: SearchTarget,
-        segment: SegmentResult,
+        segment: SegmentResult | None,
         facts: PromptFacts | None,
+        scope: ScopeRef | None = None,
     ) -> None:
         """One target's search as a child workflow; its result joins the state."""
         state = self._state
@@ -402,6 +409,7 @@ class OptimizeModel:
             campaign_id=inp.campaign_id,
             compiled=state.compiled,
             segment=segment,
+            scope=scope,
             target=target,
             params=inp.options.search,
             proposer=inp.options.proposer,

@@ -337,6 +337,7 @@ class SearchKernel:
         inp = ProfileInput(
             compiled=self.inp.compiled,
             segment=self.inp.segment,
+            scope=self.inp.scope,
             target=self.inp.target,
             source=self.s.sources[node.id],
             harness=self.inp.harness if node.id == ROOT_ID else None,
@@ -687,6 +688,7 @@ class SearchKernel:
         inp = BuiltinProposeInput(
             compiled=self.inp.compiled,
             segment=self.inp.segment,
+            scope=self.inp.scope,
             target=self.inp.target,
             state_source=self.s.sources[node.id],
             count=self.inp.params.plans,
@@ -784,6 +786,7 @@ class SearchKernel:
         inp = ScreenInput(
             compiled=self.inp.compiled,
             segment=self.inp.segment,
+            scope=self.inp.scope,
             target=self.inp.target,
             candidates=cands,
             device=(self.inp.gates or GateSettings()).device,
@@ -861,6 +864,7 @@ class SearchKernel:
         inp = CandidateGateInput(
             compiled=self.inp.compiled,
             segment=self.inp.segment,
+            scope=self.inp.scope,
             target=self.inp.target,
             candidate_id=cand.id,
             source=cand.source,
@@ -1031,10 +1035,12 @@ class SearchKernel:
     # --- memory -----------------------------------------------------------------------------
     def _tags(self) -> list[str]:
         kind = self.inp.target.kind.value
-        if self.inp.target.kernels:
+        if self.inp.target.kernels and self.inp.segment is not None:
             for kernel in self.inp.segment.kernels:
                 if kernel.name == self.inp.target.kernels[0] and kernel.kind:
                     kind = kernel.kind
+        elif self.inp.scope is not None and self.inp.scope.kernel_kind:
+            kind = self.inp.scope.kernel_kind  # the scope's reference names it
         tags = [f"kind/{kind}", f"target/{self.inp.target.kind.value}"]
         root = self.s.profiles.get(ROOT_ID)
         if root is not None:

@@ -10,6 +10,7 @@ from pydantic import Field
 from .base import ArtifactRef, Contract, Frozen
 from .compiled import (
     CompileResult,
+    ScopeRef,
     SearchMode,
     SearchTarget,
     SegmentRef,
@@ -228,14 +229,22 @@ class TargetScopeInput(Frozen):
     plan: TargetPlan
     index: int = Field(ge=0)
     gates: GateSettings | None = None  # the campaign's pinned settings, for the facts' gamma
+    # store the scope and hand back its reference (campaigns since "scope-by-reference");
+    # False, the default, is what inputs scheduled before the field existed meant
+    by_reference: bool = False
 
 
 class TargetScope(Frozen):
-    """A target, its part of the segmentation, and its prompt facts (None: not computable)."""
+    """A target, its part of the segmentation, and its prompt facts (None: not computable).
+
+    Asked ``by_reference``, the scoped segmentation and the full facts stay in the
+    store (``scope`` names them) and ``facts`` lists only the slowest kernels.
+    """
 
     target: SearchTarget
-    segment: SegmentResult
+    segment: SegmentResult | None = None
     facts: PromptFacts | None = None
+    scope: ScopeRef | None = None
 
 
 class ReportInput(Frozen):

@@ -204,6 +204,24 @@ class SegmentRef(Frozen):
         )
 
 
+class ScopeRef(Frozen):
+    """One target's search scope by reference: what a search carries instead of its segmentation.
+
+    The artifact is a stored ``TargetScope`` (the target, its scoped segmentation and
+    its full prompt facts); the activities of a search load it.  At a few hundred
+    kernels the whole forward's scope is a megabyte, and it rode in the search's
+    input and in every profile, proposal, screening and gate input.  The search
+    workflow reads only these fields.
+    """
+
+    artifact: ArtifactRef
+    target: str  # the target's id
+    kernels: int = 0
+    library_calls: int = 0
+    fusion_groups: int = 0
+    kernel_kind: str = ""  # Inductor's kind of the target's first kernel (memory tags)
+
+
 class ScopeSegmentInput(Frozen):
     """One target's part of a stored segmentation (``compile/segment_scope.py``)."""
 

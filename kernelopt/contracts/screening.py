@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import ArtifactRef, DeviceTimed, Frozen
-from .compiled import CompileResult, SearchTarget, SegmentResult
+from .compiled import CompileResult, ScopeRef, SearchTarget, SegmentResult
 
 # The deciding step of a candidate the screening kept out of the cascade.
 SCREENED_OUT = "screening"
@@ -49,7 +49,10 @@ class ScreenInput(Frozen):
     """One round's candidates of one target, screened in one child."""
 
     compiled: CompileResult
-    segment: SegmentResult
+    # the scoped segmentation inline, or (searches since "scope-by-reference") its
+    # reference: the activity loads it before anything reads ``segment``
+    segment: SegmentResult | None = None
+    scope: ScopeRef | None = None
     target: SearchTarget
     candidates: list[ScreenCandidate]
     device: str = "cuda"

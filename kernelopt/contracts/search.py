@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import ArtifactRef, Contract, DeviceTimed, Frozen
-from .compiled import CompileResult, SearchTarget, SegmentResult
+from .compiled import CompileResult, ScopeRef, SearchTarget, SegmentResult
 from .screening import ScreeningEstimate, ScreenParams
 from .verdicts import GateSettings, GateVerdict
 
@@ -82,7 +82,10 @@ class Bottleneck(StrEnum):
 
 class ProfileInput(Frozen):
     compiled: CompileResult
-    segment: SegmentResult
+    # the scoped segmentation inline, or (searches since "scope-by-reference") its
+    # reference: the activity loads it before anything reads ``segment``
+    segment: SegmentResult | None = None
+    scope: ScopeRef | None = None
     target: SearchTarget
     source: ArtifactRef  # the kernel state to profile
     harness: ArtifactRef | None = None  # a standalone harness script (get_args() + call(args))
@@ -140,6 +143,12 @@ class ProfileResult(DeviceTimed):
     hardware: Hardware | None = None  # read on the GPU worker that profiled
 
 
+# the most Inductor kernels a search's prompt facts list (``PromptFacts.bounded``): a
+# role's whole request is 6000-9500 tokens (agents/budget.py), which the prompt's
+# Inductor section, cut to fit, fills with fewer trimmed kernel sources than this
+FACT_KERNELS = 32
+
+
 class InductorKernelFact(Frozen):
     """One of Inductor's kernels, for a whole-model target's prompt (the code to beat)."""
 
@@ -176,6 +185,25 @@ class PromptFacts(Frozen):
     rho_max: float = 10.0
     inductor_kernels: list[InductorKernelFact] = Field(default_factory=list)  # slowest first
     dominant_kernel: str = ""  # the slowest of them by measured time, when measured
+    # how many of Inductor's kernels ``bounded`` left out of ``inductor_kernels`` (the
+    # fastest ones); the stored scope of a by-reference search keeps them all
+    inductor_kernels_left_out: int = 0
+
+    def bounded(self, limit: int = FACT_KERNELS) -> PromptFacts:
+        """These facts with only the ``limit`` slowest Inductor kernels listed.
+
+        A whole-forward target lists every kernel, which made the facts -- carried in
+        the search's input and every LLM role's -- grow with the model; the prompt's
+        Inductor section is cut to the role's token budget long before a few hundred.
+        """
+        if len(self.inductor_kernels) <= limit:
+            return self
+        return self.model_copy(
+            update={
+                "inductor_kernels": self.inductor_kernels[:limit],
+                "inductor_kernels_left_out": len(self.inductor_kernels) - limit,
+            }
+        )
 
     @property
     def bytes_floor(self) -> int | None:
@@ -286,7 +314,10 @@ class SummarizeResult(Frozen):
 
 class BuiltinProposeInput(Frozen):
     compiled: CompileResult
-    segment: SegmentResult
+    # the scoped segmentation inline, or (searches since "scope-by-reference") its
+    # reference: the activity loads it before anything reads ``segment``
+    segment: SegmentResult | None = None
+    scope: ScopeRef | None = None
     target: SearchTarget
     state_source: ArtifactRef
     count: int = 4
@@ -394,7 +425,10 @@ class SearchProgress(Frozen):
 class SearchKernelInput(Contract):
     campaign_id: str
     compiled: CompileResult
-    segment: SegmentResult
+    # the scoped segmentation inline, or (searches since "scope-by-reference") its
+    # reference: the activity loads it before anything reads ``segment``
+    segment: SegmentResult | None = None
+    scope: ScopeRef | None = None
     target: SearchTarget
     params: SearchParams = SearchParams()
     proposer: ProposerConfig = ProposerConfig()

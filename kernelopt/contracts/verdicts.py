@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import ArtifactRef, DeviceTimed, Frozen
-from .compiled import CompileResult, SearchTarget, SegmentResult
+from .compiled import CompileResult, ScopeRef, SearchTarget, SegmentResult
 
 
 class GateName(StrEnum):
@@ -103,7 +103,10 @@ class CandidateGateInput(Frozen):
     """Gates 1-2 (and gate 3 when ``model_gate``) for one candidate of one search target."""
 
     compiled: CompileResult
-    segment: SegmentResult
+    # the scoped segmentation inline, or (searches since "scope-by-reference") its
+    # reference: the activity loads it before anything reads ``segment``
+    segment: SegmentResult | None = None
+    scope: ScopeRef | None = None
     target: SearchTarget
     candidate_id: str
     source: ArtifactRef

@@ -21,6 +21,7 @@ def test_activity_names_and_queues() -> None:
     assert {name_of(f) for f in acts.GPU_ACTIVITIES} == {
         names.COMPILE,
         names.TRIAGE,
+        names.TRIAGE_TO_STORE,
         names.RESTITCH,
     }
     assert {name_of(f) for f in acts.CPU_ACTIVITIES} == {
@@ -28,6 +29,9 @@ def test_activity_names_and_queues() -> None:
         names.SEGMENT_TO_STORE,
         names.SCOPE_SEGMENT,
         names.SEGMENT_TARGETS,
+        names.PLAN_TARGETS,
+        names.TARGET_SCOPE,
+        names.PLAN_LOOKUP,
     }
     assert set(map(name_of, acts.CPU_ACTIVITIES)) <= set(names.CPU_ACTIVITIES)
     assert set(map(name_of, acts.GPU_ACTIVITIES)) <= set(names.GPU_ACTIVITIES)

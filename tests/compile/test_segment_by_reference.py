@@ -30,6 +30,7 @@ from kernelopt.compile.segment import build_segment
 from kernelopt.compile.segment_scope import scope_segment
 from kernelopt.compile.segment_store import (
     SegmentMissingError,
+    load_scope,
     load_segment,
     segment_of,
     store_segment,
@@ -46,11 +47,13 @@ from kernelopt.contracts import (
     Replacement,
     RestitchInput,
     ScopeSegmentInput,
+    SearchKernelInput,
     SearchMode,
     SegmentInput,
     SegmentResult,
     SegmentTargetsInput,
     TargetKind,
+    TargetScope,
     TriageInput,
     TriageResult,
     names,
@@ -256,6 +259,35 @@ async def test_a_campaign_carries_the_reference_and_replays(
     ]
     triage_result = next(p for p in completed if state.triage_ref.artifact.sha256.encode() in p)
     assert b'"per_kernel"' not in triage_result and b'"signature"' not in triage_result
+    # since "scope-by-reference" no target's scoped segmentation travels: target_scope
+    # stores it, the searches and their activities carry its reference
+    scope_ids = {
+        e.event_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == names.TARGET_SCOPE
+    }
+    scopes = [
+        TargetScope.model_validate_json(
+            e.activity_task_completed_event_attributes.result.payloads[0].data
+        )
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and e.activity_task_completed_event_attributes.scheduled_event_id in scope_ids
+    ]
+    assert len(scopes) == len(state.results)
+    assert all(s.segment is None and s.scope is not None for s in scopes)
+    assert all(load_scope(s.scope, store).segment is not None for s in scopes)
+    searches = [
+        SearchKernelInput.model_validate_json(
+            e.start_child_workflow_execution_initiated_event_attributes.input.payloads[0].data
+        )
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+        and e.start_child_workflow_execution_initiated_event_attributes.workflow_type.name
+        == names.SEARCH_KERNEL
+    ]
+    assert [(c.segment, c.scope) for c in searches] == [(None, s.scope) for s in scopes]
 
     replayer = Replayer(
         workflows=worker.workflows(),
@@ -270,3 +302,4 @@ async def test_a_campaign_carries_the_reference_and_replays(
     ]
     assert any(b"segmentation-by-reference" in m for m in markers)
     assert any(b"triage-by-reference" in m for m in markers)
+    assert any(b"scope-by-reference" in m for m in markers)

@@ -161,50 +161,51 @@ def test_the_new_activities_inputs_and_results_stay_small(
         assert by_n[LARGE] < 8 * KIB, (name, by_n)
 
 
-async def test_a_kernel_targets_scope_is_flat_and_the_forwards_grows(
+async def test_a_kernel_targets_scope_is_flat_and_the_forwards_goes_by_reference(
     models: dict[int, Model], store: ArtifactStore, home: Path, monkeypatch
 ) -> None:
-    """What a search gets: a kernel target's own part stays small; the whole forward's is the model.
+    """What a search gets: a kernel target's part stays small; the whole forward's is the model.
 
     The forward target (the built-in rewrite family's) covers every kernel, so its
-    scoped segmentation, and with it that search's input, grows with the model.  A
-    kernel target's scope still carries every library call and fusion group
-    (compile/segment_scope.py keeps them), which grow too: not measured flat here.
+    scoped segmentation inline, and with it that search's input, grows with the
+    model; asked by reference (patch "scope-by-reference") it stays in the store.
+    A kernel target's scope keeps no library call or fusion group
+    (compile/segment_scope.py), so it is flat even inline.
     """
     monkeypatch.setenv("KERNELOPT_HOME", str(home))
-    scopes: dict[str, dict[int, int]] = {"kernel": {}, "forward": {}}
-    inputs: dict[int, int] = {}
+    scopes: dict[tuple[str, bool], dict[int, int]] = {}
+    inputs: dict[bool, dict[int, int]] = {}
     env = ActivityEnvironment()
     for n, m in models.items():
         plan = plan_targets(m.plan_input(**BUILTIN), store)
         targets = load_plan(plan, store)
         kernel = next(i for i, t in enumerate(targets) if t.kind == TargetKind.KERNEL)
         forward = next(i for i, t in enumerate(targets) if t.kind == TargetKind.FORWARD)
-        for name, index in (("kernel", kernel), ("forward", forward)):
-            scope = await env.run(acts.target_scope, m.scope_input(plan, index))
-            own = scope.model_copy(
-                update={
-                    "segment": scope.segment.model_copy(
-                        update={"library_calls": [], "fusion_groups": []}
+        for by_ref in (False, True):
+            for name, index in (("kernel", kernel), ("forward", forward)):
+                asked = m.scope_input(plan, index).model_copy(update={"by_reference": by_ref})
+                scope = await env.run(acts.target_scope, asked)
+                scopes.setdefault((name, by_ref), {})[n] = _size(scope)
+                if name == "forward":
+                    inputs.setdefault(by_ref, {})[n] = _size(
+                        SearchKernelInput(
+                            campaign_id="c",
+                            compiled=m.compiled,
+                            segment=scope.segment,
+                            scope=scope.scope,
+                            target=scope.target,
+                            gpu_queue="g",
+                            cpu_queue="c",
+                            facts=scope.facts,
+                        )
                     )
-                }
-            )
-            scopes[name][n] = _size(own if name == "kernel" else scope)
-            if name == "forward":
-                inputs[n] = _size(
-                    SearchKernelInput(
-                        campaign_id="c",
-                        compiled=m.compiled,
-                        segment=scope.segment,
-                        target=scope.target,
-                        gpu_queue="g",
-                        cpu_queue="c",
-                        facts=scope.facts,
-                    )
-                )
-    assert abs(scopes["kernel"][LARGE] - scopes["kernel"][SMALL]) < 2 * KIB, scopes
-    assert scopes["forward"][LARGE] > 10 * scopes["forward"][SMALL], scopes
-    assert inputs[LARGE] > 10 * inputs[SMALL], inputs
+    for by_ref in (False, True):
+        kernel_sizes = scopes[("kernel", by_ref)]
+        assert abs(kernel_sizes[LARGE] - kernel_sizes[SMALL]) < 256, scopes
+    assert scopes[("forward", False)][LARGE] > 10 * scopes[("forward", False)][SMALL], scopes
+    assert inputs[False][LARGE] > 10 * inputs[False][SMALL], inputs
+    assert scopes[("forward", True)][LARGE] < 32 * KIB, scopes
+    assert inputs[True][LARGE] < 32 * KIB, inputs
 
 
 def test_a_stored_triage_reads_back_equal_and_its_reference_carries_the_numbers(

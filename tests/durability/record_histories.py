@@ -212,6 +212,15 @@ async def triage_by_reference(client, settings, cpu_q, gpu_q) -> list[str]:
     return [handle.id]
 
 
+async def scope_by_reference(client, settings, cpu_q, gpu_q) -> list[str]:
+    """A built-in campaign whose searches get their target's scope by reference (a
+    ``ScopeRef`` in the search's and its activities' inputs, the scope in the store) and
+    that continues as new between targets: recorded after the patch ``scope-by-reference``."""
+    handle = await submit(client, settings, options(cpu_q, gpu_q), "rec-scope-by-reference")
+    await outcome_of(client, handle.id)
+    return [handle.id]
+
+
 # (scenario, dynamic config of its server)
 async def bounded(client, settings, cpu_q, gpu_q) -> list[str]:
     """One long search (12 x 60 candidates) after issue 25's bounded carried state: pages cut
@@ -246,6 +255,11 @@ SCENARIOS: list[tuple[str, Scenario, dict]] = [
     (
         "triage_by_reference",
         triage_by_reference,
+        {"limit.historyCount.suggestContinueAsNew": 30},
+    ),
+    (
+        "scope_by_reference",
+        scope_by_reference,
         {"limit.historyCount.suggestContinueAsNew": 30},
     ),
 ]

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from temporalio import activity
 
+from activities.scope import resolve_scope
 from kernelopt.contracts import (
     Analysis,
     Bottleneck,
@@ -218,6 +219,7 @@ def _triaged(inp: TriageInput) -> TriageResult:
 
 @activity.defn(name=names.PROFILE)
 async def profile_double(inp: ProfileInput) -> ProfileResult:
+    await resolve_scope(inp)  # as the real activity: a search's scope must load
     await _work(names.PROFILE, inp.target.id)
     return ProfileResult(
         profile=KernelProfile(source="events", note="test double", duration_us=12.0),
@@ -233,6 +235,7 @@ async def gate_candidate_double(inp: CandidateGateInput) -> CandidateGateResult:
     the GPU for (``device_seconds``), which the workflows charge to the GPU budget.
     """
     started = time.monotonic()
+    await resolve_scope(inp)  # as the real activity: a search's scope must load
     result = await _gate_candidate_verdicts(inp)
     return result.model_copy(update={"device_seconds": time.monotonic() - started})
 
@@ -253,6 +256,7 @@ async def screen_double(inp: ScreenInput) -> ScreenResult:
     kernel would on the real screening child), so a search gates it for its feedback.
     """
     started = time.monotonic()
+    await resolve_scope(inp)  # as the real activity: a search's scope must load
     await _work(names.SCREEN, ",".join(c.candidate_id for c in inp.candidates))
     store = open_store()
     estimates = []
