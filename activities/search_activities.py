@@ -122,7 +122,7 @@ async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResu
     """The built-in proposer in the GPU worker: its compiles take turns with the gates."""
     with _sorted_failures():
         async with heartbeating():
-            return await in_thread(builtin.propose, inp, open_store())
+            return await in_thread(builtin.propose, await resolve_scope(inp), open_store())
 
 
 @activity.defn(name=names.ARCHIVE_SEARCH_LOG)
