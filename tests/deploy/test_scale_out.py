@@ -39,7 +39,7 @@ from temporalio.service import RPCError
 
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
-from kernelopt.contracts import CampaignOptions, Outcome, OutcomeCategory
+from kernelopt.contracts import CampaignOptions, Outcome, OutcomeCategory, names
 from kernelopt.store import open_store
 from kernelopt.temporal_server import SEARCH_ATTRIBUTES, temporal_binary
 from tests.deploy.hosts import Hosts
@@ -327,7 +327,8 @@ async def test_sigkill_gpu_worker_mid_activity_loses_nothing(cluster: Cluster) -
     cluster.gpus["a"].kill()
     killed_at = time.time()
     assert not cluster.gpus["a"].alive()
-    assert "/search/" in workflow_id and activity_type in ("profile", "gate_candidate")
+    assert "/search/" in workflow_id
+    assert activity_type in (names.PROFILE, names.GATE_CANDIDATE, names.SCREEN)
     outcome = await asyncio.wait_for(
         cluster.client.get_workflow_handle(handle.id, result_type=Outcome).result(), 240
     )
