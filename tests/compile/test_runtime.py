@@ -92,16 +92,18 @@ def test_tensors_round_trip_with_strides(tmp_path: Path) -> None:
     assert back[1:] == [7, [1, 2]]
 
 
-def test_compile_in_process_turns_off_inductors_worker_pool(monkeypatch) -> None:
+def test_compile_in_process_turns_off_inductors_worker_pool() -> None:
     """Triage and re-stitch load cached kernels in-process: no pool beside them."""
     from torch._inductor import async_compile, config
 
     from kernelopt.compile.runtime import compile_in_process
 
-    monkeypatch.setattr(config, "compile_threads", 8)
-    compile_in_process()
-    assert async_compile.get_compile_threads() == 1
-    assert async_compile.AsyncCompile.use_process_pool() is False
+    # config.patch, not monkeypatch: undoing a monkeypatch deletes the option from
+    # Inductor's config module, and every later compile in this process then fails
+    with config.patch(compile_threads=8):
+        compile_in_process()
+        assert async_compile.get_compile_threads() == 1
+        assert async_compile.AsyncCompile.use_process_pool() is False
 
 
 def test_wrapper_process_without_a_gpu_says_so() -> None:
