@@ -6,10 +6,9 @@ kernel) rode in ``target_scope``'s result, the search's input and every profile,
 proposal, screening and gate input -- a megabyte at 300 kernels -- and a single
 kernel's scope kept every library call and fusion group.  Now ``target_scope``
 stores the scope and returns a ``ScopeRef`` with facts bounded to the slowest
-kernels, and the activities load it.  Sizes are measured as Temporal's pydantic
-data converter encodes them, on the synthetic wrapper of
-tests/compile/synthetic_wrapper.py (the campaign itself runs in
-tests/compile/test_segment_by_reference.py).
+kernels, and the activities load it.  Sizes and the
+synthetic models come from tests/compile/by_reference_support.py (the campaign
+itself runs in tests/compile/test_segment_by_reference.py).
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@ After segmentation went by reference, triage was what grew with the model: its
 result holds every searched target's signature and the per-kernel table, and
 the state kept a second copy of the targets.  Now the full result is stored,
 the state carries a ``TriageRef`` and a ``TargetPlan``, and CPU activities hand
-out one target at a time.  Sizes are measured as Temporal's pydantic data
-converter encodes them, on the synthetic wrapper of
-tests/compile/synthetic_wrapper.py (the campaign itself runs in
-tests/compile/test_segment_by_reference.py).
+out one target at a time.  Sizes and the
+synthetic models come from tests/compile/by_reference_support.py (the campaign
+itself runs in tests/compile/test_segment_by_reference.py).
 """
 
 from __future__ import annotations
