@@ -8,7 +8,6 @@ Segmentation is pure text parsing, so it runs in-process on the CPU queue.
 from __future__ import annotations
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from kernelopt.contracts import (
     CompileInput,
@@ -32,11 +31,10 @@ from kernelopt.contracts import (
     TriageResult,
     names,
 )
-from kernelopt.errors import DeterministicError
 from kernelopt.log import get_logger
 from kernelopt.store import open_store
 
-from .heartbeat import in_thread
+from .heartbeat import in_thread, in_thread_final
 from .supervise import run_supervised
 
 log = get_logger(__name__)
@@ -53,10 +51,7 @@ async def segment(inp: SegmentInput) -> SegmentResult:
     """Library calls frozen, Triton kernels and fusion groups exposed (pure text)."""
     from kernelopt.compile.segment import segment as segment_impl
 
-    try:
-        return await in_thread(segment_impl, inp, open_store())
-    except DeterministicError as exc:
-        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+    return await in_thread_final(segment_impl, inp, open_store())
 
 
 @activity.defn(name=names.SEGMENT_TO_STORE)
@@ -70,10 +65,7 @@ async def segment_to_store(inp: SegmentInput) -> SegmentRef:
         result = segment_impl(inp, store)
         return store_segment(result, store, f"{inp.compiled.problem.name}.segment.json")
 
-    try:
-        return await in_thread(run)
-    except DeterministicError as exc:
-        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+    return await in_thread_final(run)
 
 
 @activity.defn(name=names.SCOPE_SEGMENT)
@@ -151,10 +143,7 @@ async def target_scope(inp: TargetScopeInput) -> TargetScope:
         bounded = facts.bounded() if facts is not None else None
         return TargetScope(target=target, facts=bounded, scope=ref)
 
-    try:
-        return await in_thread(run)
-    except DeterministicError as exc:
-        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+    return await in_thread_final(run)
 
 
 @activity.defn(name=names.PLAN_LOOKUP)

@@ -17,6 +17,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from kernelopt.errors import DeterministicError
 
 T = TypeVar("T")
 
@@ -54,3 +57,11 @@ async def in_thread(fn: Callable[..., T], /, *args: Any) -> T:
     """``fn(*args)`` in a worker thread while this activity heartbeats."""
     async with heartbeating():
         return await asyncio.to_thread(fn, *args)
+
+
+async def in_thread_final(fn: Callable[..., T], /, *args: Any) -> T:
+    """``in_thread``, a ``DeterministicError`` raised non-retryable: another attempt cannot help."""
+    try:
+        return await in_thread(fn, *args)
+    except DeterministicError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc

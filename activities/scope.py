@@ -7,23 +7,17 @@ it here before their library code (or its child process) reads ``segment``.
 
 from __future__ import annotations
 
-from temporalio.exceptions import ApplicationError
-
 from kernelopt.compile.segment_store import SearchStep, with_scope
-from kernelopt.errors import DeterministicError
 from kernelopt.store import open_store
 
-from .heartbeat import in_thread
+from .heartbeat import in_thread_final
 
 
 async def resolve_scope(inp: SearchStep) -> SearchStep:
     """``inp`` with its segmentation inline; a scope that names none fails for good."""
     if inp.segment is not None:
         return inp
-    try:
-        return await in_thread(with_scope, inp, open_store())
-    except DeterministicError as exc:
-        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+    return await in_thread_final(with_scope, inp, open_store())
 
 
 __all__ = ["resolve_scope"]

@@ -69,12 +69,7 @@ def select_for_cascade(
             selected, why = False, f"over the round's cap of {params.cap} cascades ({why})"
         chosen += selected
         out.append(e.model_copy(update={"selected": selected, "why": why}))
-    if out and chosen == 0:  # a round is never decided by screening alone
-        first = out[0]
-        out[0] = first.model_copy(
-            update={"selected": True, "why": f"the round's best estimate ({first.why})"}
-        )
-    return out
+    return _never_none(out)
 
 
 def select_for_llm_round(
@@ -95,7 +90,13 @@ def select_for_llm_round(
             continue
         selected, why = _judge(e, bar, params.margin)
         out.append(e.model_copy(update={"selected": selected, "why": why}))
-    if out and not any(e.selected for e in out):  # a round is never decided by screening alone
+    return _never_none(out)
+
+
+def _never_none(out: list[ScreeningEstimate]) -> list[ScreeningEstimate]:
+    """``out`` with its first estimate selected where none is: a round is never decided by
+    screening alone."""
+    if out and not any(e.selected for e in out):
         first = out[0]
         out[0] = first.model_copy(
             update={"selected": True, "why": f"the round's best estimate ({first.why})"}

@@ -6,10 +6,9 @@ kernel) rode in ``target_scope``'s result, the search's input and every profile,
 proposal, screening and gate input -- a megabyte at 300 kernels -- and a single
 kernel's scope kept every library call and fusion group.  Now ``target_scope``
 stores the scope and returns a ``ScopeRef`` with facts bounded to the slowest
-kernels, and the activities load it.  Sizes are measured as Temporal's pydantic
-data converter encodes them, on the synthetic wrapper of
-tests/compile/synthetic_wrapper.py (the campaign itself runs in
-tests/compile/test_segment_by_reference.py).
+kernels, and the activities load it.  Sizes and the
+synthetic models come from tests/compile/by_reference_support.py (the campaign
+itself runs in tests/compile/test_segment_by_reference.py).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from kernelopt.compile.triage_store import load_plan
 from kernelopt.contracts import (
     BuiltinProposeInput,
     CandidateGateInput,
-    CompileResult,
     ProfileInput,
     ScopeRef,
     SearchKernelInput,
@@ -48,10 +46,16 @@ from kernelopt.contracts.search import (
 from kernelopt.proposer.plan import plan_targets
 from kernelopt.proposer.targets import rewrite_target
 from kernelopt.store import ArtifactStore, open_store
-from tests.compile.helpers import fixture_json
-from tests.compile.test_triage_by_reference import BUILTIN, LARGE, SMALL, Model, _size
+from tests.compile.by_reference_support import (
+    BUILTIN,
+    KIB,
+    LARGE,
+    SMALL,
+    Model,
+    payload_size,
+    stored_models,
+)
 
-KIB = 1024
 # what any one workflow input, activity input or result of a by-reference search may be
 # at 300 kernels; Temporal warns at 512 KB and fails a payload at 2 MB
 BOUND = 128 * KIB
@@ -69,8 +73,7 @@ def store(home: Path) -> ArtifactStore:
 
 @pytest.fixture(scope="module")
 def models(store: ArtifactStore) -> dict[int, Model]:
-    compiled = CompileResult.model_validate(fixture_json("level3_002_transformer_block", "compile"))
-    return {n: Model(n, store, compiled) for n in (SMALL, LARGE)}
+    return stored_models(store)
 
 
 def _plan(m: Model, store: ArtifactStore) -> TargetPlan:
@@ -140,7 +143,7 @@ async def test_no_payload_of_a_search_exceeds_the_bound_at_300_kernels(
                 measured = {"scope input": m.scope_input(_plan(m, store), 0), "scope": scope}
                 measured.update(_search_payloads(m, scope))
                 for name, value in measured.items():
-                    sizes.setdefault((kind.value, name, by_ref), {})[n] = _size(value)
+                    sizes.setdefault((kind.value, name, by_ref), {})[n] = payload_size(value)
     for (kind, name, by_ref), by_n in sizes.items():
         if by_ref:
             assert by_n[LARGE] < BOUND, (kind, name, by_n)
@@ -258,7 +261,7 @@ def test_a_scope_keeps_what_its_kind_of_target_reads(models: dict[int, Model]) -
     sizes = {}
     for n, m in models.items():
         kernel = next(t for t in m.triage.targets if t.kind == TargetKind.KERNEL)
-        sizes[n] = _size(scope_segment(m.segment, kernel))
+        sizes[n] = payload_size(scope_segment(m.segment, kernel))
     assert abs(sizes[LARGE] - sizes[SMALL]) < 256 and sizes[LARGE] < 4 * KIB, sizes
 
 

@@ -60,18 +60,13 @@ from kernelopt.contracts import (
 )
 from kernelopt.proposer.targets import rewrite_target
 from kernelopt.store import ArtifactStore, open_store
+from tests.compile.by_reference_support import KIB, LARGE, SMALL, payload_size
 from tests.compile.helpers import fixture_json, wrapper_text
 from tests.compile.synthetic_wrapper import synthetic_wrapper
 from tests.support.campaigns import small_options
 from tests.support.processes import start_workers
 
 ROOT = Path(__file__).resolve().parents[2]
-KIB = 1024
-SMALL, LARGE = 10, 300
-
-
-def _size(value: object) -> int:
-    return pydantic_data_converter.payload_converter.to_payloads([value])[0].ByteSize()
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +100,11 @@ def test_the_campaign_state_no_longer_grows_with_the_segmentation(
     segments: dict[int, SegmentResult], store: ArtifactStore, compiled: CompileResult
 ) -> None:
     """The state after the segment step: inline it grew with the kernels, by reference not."""
-    inline = {n: _size(CampaignState(compiled=compiled, segment=s)) for n, s in segments.items()}
+    inline = {
+        n: payload_size(CampaignState(compiled=compiled, segment=s)) for n, s in segments.items()
+    }
     by_ref = {
-        n: _size(CampaignState(compiled=compiled, segment_ref=store_segment(s, store)))
+        n: payload_size(CampaignState(compiled=compiled, segment_ref=store_segment(s, store)))
         for n, s in segments.items()
     }
     assert inline[LARGE] > 1024 * KIB  # what continue-as-new carried at 300 kernels
@@ -124,13 +121,13 @@ def test_triage_and_restitch_inputs_carry_the_reference(
         ref = store_segment(segment, store)
         target = segment.targets[0]
         replacement = Replacement(target=target, source=compiled.wrapper)
-        sizes["triage"][n] = _size(TriageInput(compiled=compiled, segment_ref=ref))
-        sizes["restitch"][n] = _size(
+        sizes["triage"][n] = payload_size(TriageInput(compiled=compiled, segment_ref=ref))
+        sizes["restitch"][n] = payload_size(
             RestitchInput(compiled=compiled, segment_ref=ref, replacements=[replacement])
         )
-        sizes["scope"][n] = _size(ScopeSegmentInput(segment=ref, target=target))
+        sizes["scope"][n] = payload_size(ScopeSegmentInput(segment=ref, target=target))
         # inline, the whole segmentation rode along: megabytes at 300 kernels
-        assert _size(TriageInput(compiled=compiled, segment=segment)) > _size(segment)
+        assert payload_size(TriageInput(compiled=compiled, segment=segment)) > payload_size(segment)
     for name, by_n in sizes.items():
         assert abs(by_n[LARGE] - by_n[SMALL]) < 2 * KIB, (name, by_n)
 

@@ -4,10 +4,9 @@ After segmentation went by reference, triage was what grew with the model: its
 result holds every searched target's signature and the per-kernel table, and
 the state kept a second copy of the targets.  Now the full result is stored,
 the state carries a ``TriageRef`` and a ``TargetPlan``, and CPU activities hand
-out one target at a time.  Sizes are measured as Temporal's pydantic data
-converter encodes them, on the synthetic wrapper of
-tests/compile/synthetic_wrapper.py (the campaign itself runs in
-tests/compile/test_segment_by_reference.py).
+out one target at a time.  Sizes and the
+synthetic models come from tests/compile/by_reference_support.py (the campaign
+itself runs in tests/compile/test_segment_by_reference.py).
 """
 
 from __future__ import annotations
@@ -15,82 +14,35 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import compile_activities as acts
 from activities import report_activities
 from kernelopt.agents.facts import build_facts
-from kernelopt.compile.segment import build_segment
 from kernelopt.compile.segment_scope import scope_segment
-from kernelopt.compile.segment_store import store_segment
-from kernelopt.compile.triage import summarize
 from kernelopt.compile.triage_store import load_plan, load_triage, store_triage
-from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts import (
     CampaignState,
-    CompileResult,
-    KernelTiming,
     Outcome,
     OutcomeCategory,
     PlanLookupInput,
-    PlanTargetsInput,
     ReportInput,
     SearchKernelInput,
     SearchMode,
-    SegmentRef,
-    SegmentResult,
     TargetKind,
-    TargetPlan,
-    TargetScopeInput,
-    TriageRef,
-    TriageResult,
 )
 from kernelopt.proposer.plan import plan_targets
 from kernelopt.store import ArtifactStore, open_store
-from tests.compile.helpers import fixture_json
-from tests.compile.synthetic_wrapper import synthetic_wrapper
-
-KIB = 1024
-SMALL, LARGE = 10, 300
-BUILTIN = {"builtin_kernels": True, "skip_fusion_groups": True, "rewrites_first": True}
-
-
-def _size(value: object) -> int:
-    return pydantic_data_converter.payload_converter.to_payloads([value])[0].ByteSize()
-
-
-class Model:
-    """One synthetic model, its segmentation and triage, stored as a campaign stores them."""
-
-    def __init__(self, n: int, store: ArtifactStore, compiled: CompileResult) -> None:
-        self.segment: SegmentResult = build_segment(
-            parse_wrapper(synthetic_wrapper(n)), store, SearchMode.MULTI
-        )
-        times = [  # a long tail: most kernels fall below triage's cut-off
-            KernelTiming(name=k.name, ms=1.0 / (i + 1), is_library=False)
-            for i, k in enumerate(self.segment.kernels)
-        ]
-        times.append(KernelTiming(name="extern_kernels.mm", ms=2.0, is_library=True))
-        self.triage: TriageResult = summarize(times, self.segment.targets, self.segment.mode)
-        self.segment_ref: SegmentRef = store_segment(self.segment, store)
-        self.triage_ref: TriageRef = store_triage(self.triage, store)
-        self.compiled = compiled
-
-    def plan_input(self, **flags: object) -> PlanTargetsInput:
-        return PlanTargetsInput(
-            compiled=self.compiled, segment=self.segment_ref, triage=self.triage_ref, **flags
-        )
-
-    def scope_input(self, plan: TargetPlan, index: int) -> TargetScopeInput:
-        return TargetScopeInput(
-            compiled=self.compiled,
-            segment=self.segment_ref,
-            triage=self.triage_ref,
-            plan=plan,
-            index=index,
-        )
+from tests.compile.by_reference_support import (
+    BUILTIN,
+    KIB,
+    LARGE,
+    SMALL,
+    Model,
+    payload_size,
+    stored_models,
+)
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +57,7 @@ def store(home: Path) -> ArtifactStore:
 
 @pytest.fixture(scope="module")
 def models(store: ArtifactStore) -> dict[int, Model]:
-    compiled = CompileResult.model_validate(fixture_json("level3_002_transformer_block", "compile"))
-    return {n: Model(n, store, compiled) for n in (SMALL, LARGE)}
+    return stored_models(store)
 
 
 def test_the_state_after_triage_no_longer_grows_with_the_model(
@@ -115,7 +66,7 @@ def test_the_state_after_triage_no_longer_grows_with_the_model(
     """Inline, triage and its targets (twice) grew the state; by reference they do not."""
     inline, by_ref = {}, {}
     for n, m in models.items():
-        inline[n] = _size(
+        inline[n] = payload_size(
             CampaignState(
                 compiled=m.compiled,
                 segment_ref=m.segment_ref,
@@ -124,7 +75,7 @@ def test_the_state_after_triage_no_longer_grows_with_the_model(
             )
         )
         plan = plan_targets(m.plan_input(), store)
-        by_ref[n] = _size(
+        by_ref[n] = payload_size(
             CampaignState(
                 compiled=m.compiled, segment_ref=m.segment_ref, triage_ref=m.triage_ref, plan=plan
             )
@@ -133,9 +84,9 @@ def test_the_state_after_triage_no_longer_grows_with_the_model(
     assert abs(by_ref[LARGE] - by_ref[SMALL]) < 1 * KIB, by_ref
     assert by_ref[LARGE] < 8 * KIB, by_ref
     # triage's own result, as the activity returned it, against its reference
-    assert _size(models[LARGE].triage) > 128 * KIB
-    assert _size(models[LARGE].triage_ref) < 2 * KIB
-    assert abs(_size(models[LARGE].triage_ref) - _size(models[SMALL].triage_ref)) < 64
+    assert payload_size(models[LARGE].triage) > 128 * KIB
+    assert payload_size(models[LARGE].triage_ref) < 2 * KIB
+    assert abs(payload_size(models[LARGE].triage_ref) - payload_size(models[SMALL].triage_ref)) < 64
 
 
 def test_the_new_activities_inputs_and_results_stay_small(
@@ -155,7 +106,7 @@ def test_the_new_activities_inputs_and_results_stay_small(
             "lookup input": PlanLookupInput(plan=plan, ids=ids),
         }
         for name, value in measured.items():
-            sizes.setdefault(name, {})[n] = _size(value)
+            sizes.setdefault(name, {})[n] = payload_size(value)
     for name, by_n in sizes.items():
         assert abs(by_n[LARGE] - by_n[SMALL]) < 1 * KIB, (name, by_n)
         assert by_n[LARGE] < 8 * KIB, (name, by_n)
@@ -185,9 +136,9 @@ async def test_a_kernel_targets_scope_is_flat_and_the_forwards_goes_by_reference
             for name, index in (("kernel", kernel), ("forward", forward)):
                 asked = m.scope_input(plan, index).model_copy(update={"by_reference": by_ref})
                 scope = await env.run(acts.target_scope, asked)
-                scopes.setdefault((name, by_ref), {})[n] = _size(scope)
+                scopes.setdefault((name, by_ref), {})[n] = payload_size(scope)
                 if name == "forward":
-                    inputs.setdefault(by_ref, {})[n] = _size(
+                    inputs.setdefault(by_ref, {})[n] = payload_size(
                         SearchKernelInput(
                             campaign_id="c",
                             compiled=m.compiled,
@@ -292,7 +243,7 @@ async def test_the_report_loads_the_full_triage_by_reference(
         mode=SearchMode.MULTI,
         triage_ref=m.triage_ref,
     )
-    assert _size(outcome) < 4 * KIB
+    assert payload_size(outcome) < 4 * KIB
     result = await ActivityEnvironment().run(
         report_activities.write_report, ReportInput(outcome=outcome)
     )

@@ -19,6 +19,7 @@ from kernelopt.contracts import (
 )
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
 from kernelopt.store import ArtifactStore, open_store
+from tests.support.compiled import forward_compiled
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "wrappers"
@@ -31,21 +32,8 @@ def store(tmp_path: Path) -> ArtifactStore:
 
 def _compiled(store: ArtifactStore, problem: Path) -> CompileResult:
     blob = store.put_text("unused in forward mode", name="placeholder")
-    return CompileResult(
-        problem=ProblemSpec(
-            name=problem.stem, source=store.put_text(problem.read_text(), name=problem.name)
-        ),
-        cache_key="test",
-        mode="default",
-        torch_version="test",
-        triton_version="test",
-        gpu_name="cpu",
-        wrapper=blob,
-        args=blob,
-        inputs=blob,
-        eager_ms=0.0,
-        compiled_ms=0.0,
-    )
+    source = store.put_text(problem.read_text(), name=problem.name)
+    return forward_compiled(ProblemSpec(name=problem.stem, source=source), blob)
 
 
 def _forward_input(store: ArtifactStore, candidate: str) -> CandidateGateInput:

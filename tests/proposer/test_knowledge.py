@@ -34,6 +34,7 @@ from kernelopt.proposer.knowledge import (
     template_share,
 )
 from kernelopt.store import ArtifactStore, open_store
+from tests.support.compiled import forward_compiled
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wrappers"
 SOFTMAX = "level1_009_softmax_rows"
@@ -195,19 +196,7 @@ def _forward_input(
 ) -> BuiltinProposeInput:
     target = SearchTarget(id="forward", kind=TargetKind.FORWARD)
     blob = store.put_text("unused in forward mode")
-    compiled = CompileResult(
-        problem=ProblemSpec(name="p", source=store.put_text(problem)),
-        cache_key="test",
-        mode="default",
-        torch_version="test",
-        triton_version="test",
-        gpu_name="cpu",
-        wrapper=blob,
-        args=blob,
-        inputs=blob,
-        eager_ms=0.0,
-        compiled_ms=0.0,
-    )
+    compiled = forward_compiled(ProblemSpec(name="p", source=store.put_text(problem)), blob)
     segment = SegmentResult(
         kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="t", targets=[target]
     )

@@ -20,7 +20,6 @@ from kernelopt.contracts import (
     library_choices_of,
 )
 from kernelopt.contracts.compiled import (
-    CompileResult,
     SearchMode,
     SearchTarget,
     SegmentResult,
@@ -46,6 +45,7 @@ from kernelopt.proposer.library import (
 from kernelopt.proposer.library.family import CPU_NOTE
 from kernelopt.report import render_markdown
 from kernelopt.store import ArtifactStore, open_store
+from tests.support.compiled import forward_compiled
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "wrappers"
 TARGET = SearchTarget(id="forward", kind=TargetKind.FORWARD)
@@ -249,19 +249,7 @@ def _input(
 ) -> BuiltinProposeInput:
     blob = store.put_text("unused in forward mode", name="placeholder")
     problem = store.put_text(source, name="p.py")
-    compiled = CompileResult(
-        problem=ProblemSpec(name="p", source=problem),
-        cache_key="test",
-        mode="default",
-        torch_version="test",
-        triton_version="test",
-        gpu_name=gpu,
-        wrapper=blob,
-        args=blob,
-        inputs=blob,
-        eager_ms=0.0,
-        compiled_ms=0.0,
-    )
+    compiled = forward_compiled(ProblemSpec(name="p", source=problem), blob, gpu)
     segment = SegmentResult(
         kernels=[],
         library_calls=[LibraryCall(name=n, line=i + 1, statement=n) for i, n in enumerate(calls)],

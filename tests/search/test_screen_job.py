@@ -54,7 +54,18 @@ class ModelNew(nn.Module):
 """
 
 
-VANDAL = """
+# the do-nothing model each hostile candidate below ends with: its harm is at import
+IDENTITY = """
+class ModelNew(nn.Module):
+    def __init__(self, d, scale):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+"""
+
+VANDAL = (
+    """
 import contextlib
 from pathlib import Path
 
@@ -65,14 +76,9 @@ with contextlib.suppress(OSError):  # the sandbox makes this read-only
         if other.resolve() != Path(__file__).resolve():
             other.write_text("raise SystemExit('vandalised')\\n")
 
-
-class ModelNew(nn.Module):
-    def __init__(self, d, scale):
-        super().__init__()
-
-    def forward(self, x):
-        return x
 """
+    + IDENTITY
+)
 
 
 # Hostile to the candidates screened after it, each in one way the child or its parent sees.
@@ -93,7 +99,8 @@ class ModelNew(nn.Module):
         return x * torch.sigmoid(x) * self.scale + self.bias
 """
 
-SPINNER = """
+SPINNER = (
+    """
 import threading
 import time
 
@@ -107,16 +114,12 @@ def _spin():
 
 threading.Thread(target=_spin, daemon=True).start()
 
-
-class ModelNew(nn.Module):
-    def __init__(self, d, scale):
-        super().__init__()
-
-    def forward(self, x):
-        return x
 """
+    + IDENTITY
+)
 
-FORGER = """
+FORGER = (
+    """
 import json
 from pathlib import Path
 
@@ -127,14 +130,9 @@ with open(Path.cwd() / "results.jsonl", "a") as out:
     for cid in ("fused", "fused_again"):
         out.write(json.dumps({"candidate_id": cid, "ok": True, "ms": 1e6}) + "\\n")
 
-
-class ModelNew(nn.Module):
-    def __init__(self, d, scale):
-        super().__init__()
-
-    def forward(self, x):
-        return x
 """
+    + IDENTITY
+)
 
 
 @pytest.fixture

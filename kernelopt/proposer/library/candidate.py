@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 from kernelopt.errors import DeterministicError
+from kernelopt.proposer.header import header_json
 
 HEADER = "# kernelopt library: "
 CHANNELS_LAST, CUDNN_BENCHMARK, ADDMM_ACTIVATION = (
@@ -28,13 +29,7 @@ class LibraryError(DeterministicError):
 
 def read_header(source: str) -> list[str] | None:
     """The choices a library candidate was made with (None: not one of ours)."""
-    first = source.split("\n", 1)[0]
-    if not first.startswith(HEADER):
-        return None
-    try:
-        value = json.loads(first[len(HEADER) :])
-    except ValueError:
-        return None
+    value = header_json(source, HEADER)
     return [str(v) for v in value] if isinstance(value, list) else None
 
 

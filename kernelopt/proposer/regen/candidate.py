@@ -7,6 +7,7 @@ import ast
 import json
 from typing import Any
 
+from kernelopt.proposer.header import header_json
 from kernelopt.proposer.regen.choices import label_of
 from kernelopt.proposer.regen.code import Regenerated, RegenError, regenerate
 
@@ -15,13 +16,7 @@ HEADER = "# kernelopt regen: "
 
 def read_header(source: str) -> dict[str, Any] | None:
     """The diff a regeneration candidate was made with (None: not one of ours)."""
-    first = source.split("\n", 1)[0]
-    if not first.startswith(HEADER):
-        return None
-    try:
-        value = json.loads(first[len(HEADER) :])
-    except ValueError:
-        return None
+    value = header_json(source, HEADER)
     return value if isinstance(value, dict) else None
 
 
