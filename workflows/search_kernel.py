@@ -104,7 +104,9 @@ with workflow.unsafe.imports_passed_through():
         should_retry_fix,
     )
 
-BUILTIN_LABEL = "builtin (no LLM): expert templates, algebraic rewrites and launch-configuration search"
+BUILTIN_LABEL = (
+    "builtin (no LLM): expert templates, algebraic rewrites and launch-configuration search"
+)
 STORED_FEEDBACK_CHARS = 600  # decisions keep a trimmed copy; the gate's log has the rest
 # Decisions (~1.3 KB) and ledger entries (~0.5 KB) move to the artifact store in pages of
 # about this many items: the carried state and the result stay far below Temporal's 2 MB
@@ -192,10 +194,10 @@ class SearchKernel:
     def __init__(self, inp: SearchKernelInput) -> None:
         self.inp = inp
         if inp.state:
-            self.s = SearchState.model_validate(inp.state)
+            self.state = SearchState.model_validate(inp.state)
         else:
-            self.s = SearchState(budget_left=dict(inp.budget_left), memory=inp.memory)
-        self.tree = SearchTree.from_dict(self.s.tree) if self.s.tree else None
+            self.state = SearchState(budget_left=dict(inp.budget_left), memory=inp.memory)
+        self.tree = SearchTree.from_dict(self.state.tree) if self.state.tree else None
         self.step = "starting"
         self.paused = False
         self.notes: list[str] = []  # the built-in proposer's notes of the current round
@@ -218,22 +220,22 @@ class SearchKernel:
     @workflow.run
     async def run(self, inp: SearchKernelInput) -> SearchKernelResult:
         if inp.target.source is None:
-            self.s.stopped_reason = "the target has no source to start from"
+            self.state.stopped_reason = "the target has no source to start from"
             return self._result()
         if self.tree is None:
             self.tree = SearchTree.with_root(inp.target.source.sha256)
-            self.s.sources[ROOT_ID] = inp.target.source
+            self.state.sources[ROOT_ID] = inp.target.source
         # The built-in proposer does not read profiles: spare the GPU the ncu run.
         needs_profile = self.inp.use_llm or not workflow.patched("profile-root-llm-only")
-        if ROOT_ID not in self.s.profiles and needs_profile:
+        if ROOT_ID not in self.state.profiles and needs_profile:
             await self._profile(self.tree.root)
-        while self.s.iteration < inp.params.iterations and not self._exhausted():
+        while self.state.iteration < inp.params.iterations and not self._exhausted():
             if self.paused:  # the campaign was paused: hold at this iteration boundary
                 self.step = "paused"
                 await workflow.wait_condition(lambda: not self.paused or self._exhausted())
                 continue
             beam = BeamUCB(inp.params.beam, inp.params.ucb_c).select(self.tree)
-            self.step = f"iteration {self.s.iteration}: proposing for {len(beam)} states"
+            self.step = f"iteration {self.state.iteration}: proposing for {len(beam)} states"
             if inp.use_llm:
                 decisions = await self._llm_round(beam)
             else:
@@ -242,16 +244,16 @@ class SearchKernel:
             if self._exhausted():
                 break  # an interrupted iteration is not counted (nor summarised)
             await self._summarize(decisions)
-            self.s.iteration += 1
+            self.state.iteration += 1
             await self._archive_if_long()
             self._prune_if_large()
             if (
                 workflow.info().is_continue_as_new_suggested()
-                and self.s.iteration < inp.params.iterations
+                and self.state.iteration < inp.params.iterations
             ):
                 workflow.continue_as_new(self._carry())
-        if not self.s.stopped_reason:
-            self.s.stopped_reason = f"completed {self.s.iteration} iterations"
+        if not self.state.stopped_reason:
+            self.state.stopped_reason = f"completed {self.state.iteration} iterations"
         await self._archive_if_long(final=True)
         return self._result()
 
@@ -259,17 +261,17 @@ class SearchKernel:
     def update_budget(self, update: SearchBudgetUpdate) -> None:
         for key, value in update.budget_left.items():
             if key in BUDGET_KEYS:
-                self.s.budget_left[key] = value
-        if self.s.stopped_reason.startswith("budget exhausted") and not budget_exhausted(
-            self._spend(), self.s.budget_left
+                self.state.budget_left[key] = value
+        if self.state.stopped_reason.startswith("budget exhausted") and not budget_exhausted(
+            self._spend(), self.state.budget_left
         ):
-            self.s.stopped_reason = ""  # more budget: the loop goes on at its next check
+            self.state.stopped_reason = ""  # more budget: the loop goes on at its next check
 
     @workflow.signal(name="stop")
     def stop(self, reason: str = "cancelled by user") -> None:
         """The campaign was cancelled: wind down before the next activity, keep what we have."""
-        if not self.s.stopped_reason:
-            self.s.stopped_reason = f"stopped: {reason}"
+        if not self.state.stopped_reason:
+            self.state.stopped_reason = f"stopped: {reason}"
 
     @workflow.signal(name=LLM_REPLY_SIGNAL)
     def llm_reply(self, request_id: str = "") -> None:
@@ -291,55 +293,55 @@ class SearchKernel:
         return SearchProgress(
             target_id=self.inp.target.id,
             proposer=self.proposer,
-            iteration=self.s.iteration,
+            iteration=self.state.iteration,
             iterations=self.inp.params.iterations,
-            candidates_tried=self.s.candidates_tried,
+            candidates_tried=self.state.candidates_tried,
             candidates_accepted=self._accepted(),
             best_kernel_speedup=best.speedup if best else None,
-            usage=self.s.usage,
-            gpu_seconds=self.s.gpu_seconds,
-            budget_left=remaining(self._spend(), self.s.budget_left),
-            stopped_reason=self.s.stopped_reason,
+            usage=self.state.usage,
+            gpu_seconds=self.state.gpu_seconds,
+            budget_left=remaining(self._spend(), self.state.budget_left),
+            stopped_reason=self.state.stopped_reason,
             step=self.step,
         )
 
     # --- budgets --------------------------------------------------------------------------
     def _spend(self) -> Spend:
-        wall = self.s.wall_seconds + (workflow.now() - self.run_started).total_seconds()
+        wall = self.state.wall_seconds + (workflow.now() - self.run_started).total_seconds()
         return Spend(
-            tokens=self.s.usage.total_tokens,
-            usd=self.s.usage.usd,
-            gpu_seconds=self.s.gpu_seconds,
+            tokens=self.state.usage.total_tokens,
+            usd=self.state.usage.usd,
+            gpu_seconds=self.state.gpu_seconds,
             wall_seconds=wall,
         )
 
     def should_stop(self) -> str:
         """Why the search is ending ("" while it goes on): the deferred waits check it."""
-        return self.s.stopped_reason if self._exhausted() else ""
+        return self.state.stopped_reason if self._exhausted() else ""
 
     def end_search(self, reason: str) -> None:
-        if not self.s.stopped_reason:
-            self.s.stopped_reason = reason
+        if not self.state.stopped_reason:
+            self.state.stopped_reason = reason
 
     def _exhausted(self) -> bool:
-        if self.s.stopped_reason:
+        if self.state.stopped_reason:
             return True
-        key = budget_exhausted(self._spend(), self.s.budget_left)
+        key = budget_exhausted(self._spend(), self.state.budget_left)
         if key:
-            self.s.stopped_reason = f"budget exhausted: {key}"
+            self.state.stopped_reason = f"budget exhausted: {key}"
         return key is not None
 
     # --- profiling ------------------------------------------------------------------------
     async def _profile(self, node: Node) -> ProfileResult:
-        if node.id in self.s.profiles:
-            return self.s.profiles[node.id]
+        if node.id in self.state.profiles:
+            return self.state.profiles[node.id]
         self.step = f"profiling {node.id}"
         inp = ProfileInput(
             compiled=self.inp.compiled,
             segment=self.inp.segment,
             scope=self.inp.scope,
             target=self.inp.target,
-            source=self.s.sources[node.id],
+            source=self.state.sources[node.id],
             harness=self.inp.harness if node.id == ROOT_ID else None,
             state_id=node.id,
             kernel_times=self._kernel_times(),
@@ -360,14 +362,14 @@ class SearchKernel:
             )
         # what the activity wrapper measured, else (older histories) the profiler's own clock
         held = result.device_seconds
-        self.s.gpu_seconds += held if held is not None else result.gpu_seconds
-        self.s.profiles[node.id] = result
+        self.state.gpu_seconds += held if held is not None else result.gpu_seconds
+        self.state.profiles[node.id] = result
         return result
 
     # --- LLM rounds -----------------------------------------------------------------------
     async def _llm_round(self, beam: list[Node]) -> list[Decision]:
         p = self.inp.params
-        banned = meltdown_bans(self.s.directions, p.meltdown_window, p.meltdown_distinct)
+        banned = meltdown_bans(self.state.directions, p.meltdown_window, p.meltdown_distinct)
         planned = await asyncio.gather(*(self._plan(node, banned) for node in beam))
         jobs: list[tuple[Node, int, int, Plan]] = []
         this_round: list[Plan] = []
@@ -375,7 +377,7 @@ class SearchKernel:
             keep = self._new_plans(node, plans, this_round)
             kept = {id(p) for p in keep}  # by identity: two equal plans are one kept, one dropped
             for j, plan in enumerate(plans):
-                self.s.directions.append(plan.direction)
+                self.state.directions.append(plan.direction)
                 if id(plan) in kept:  # j stays the planner's position: a dropped plan leaves a gap
                     jobs.append((node, k, j, plan))
             this_round.extend(keep)
@@ -384,7 +386,7 @@ class SearchKernel:
         if screen.enabled and len(jobs) > 1 and workflow.patched(SCREEN_LLM_PATCH):
             outcomes = await self._screened_llm_round(jobs)
         else:
-            outcomes = await asyncio.gather(*(self._develop(*job) for job in jobs))
+            outcomes = await asyncio.gather(*(self._pursue_plan(*job) for job in jobs))
         return [d for decisions in outcomes for d in decisions]
 
     async def _screened_llm_round(
@@ -398,7 +400,7 @@ class SearchKernel:
         """
         firsts = await asyncio.gather(*(self._execute(*job) for job in jobs))
         fresh = [
-            ScreenCandidate(candidate_id=self._cid(k, j, 0), source=reply.source)
+            ScreenCandidate(candidate_id=self._candidate_id(k, j, 0), source=reply.source)
             for (_, k, j, _), (_, reply) in zip(jobs, firsts, strict=True)
             if reply is not None
             and reply.source is not None
@@ -408,13 +410,13 @@ class SearchKernel:
         estimates = await self._screen(fresh) if len(fresh) > 1 else None
         if estimates is not None:
             members = [n.speedup for n in self.tree.eligible()]
-            last = self.s.iteration + 1 >= self.inp.params.iterations
+            last = self.state.iteration + 1 >= self.inp.params.iterations
             judged = select_for_llm_round(
                 estimates, members, self.inp.params.beam, self.inp.params.screen, last
             )
             by_id = {e.candidate_id: e for e in judged}
         loops = [
-            self._develop(node, k, j, plan, first, by_id.get(self._cid(k, j, 0)))
+            self._pursue_plan(node, k, j, plan, first, by_id.get(self._candidate_id(k, j, 0)))
             for (node, k, j, plan), first in zip(jobs, firsts, strict=True)
         ]
         return list(await asyncio.gather(*loops))
@@ -439,7 +441,7 @@ class SearchKernel:
         plans: list[Plan] = []
         current: str | None = node.id
         while current is not None:
-            plans.extend(self.s.tried_plans.get(current, []))
+            plans.extend(self.state.tried_plans.get(current, []))
             parent = self.tree.nodes.get(current)
             current = parent.parent_id if parent is not None else None
         return plans[-TRIED_PLANS_KEPT:] if len(plans) > TRIED_PLANS_KEPT else plans
@@ -447,13 +449,13 @@ class SearchKernel:
     def _remember_plans(self, node_id: str, plans: list[Plan]) -> None:
         if plans:
             cut = [p.model_copy(update={"description": p.description[:PLAN_CHARS]}) for p in plans]
-            tried = [*self.s.tried_plans.get(node_id, []), *cut]
-            self.s.tried_plans[node_id] = tried[-PLANS_PER_STATE:]
+            tried = [*self.state.tried_plans.get(node_id, []), *cut]
+            self.state.tried_plans[node_id] = tried[-PLANS_PER_STATE:]
 
     def _facts(self) -> PromptFacts | None:
         """The campaign's prompt facts, with the GPU worker's hardware once the root is profiled."""
         facts = self.inp.facts
-        root = self.s.profiles.get(ROOT_ID)
+        root = self.state.profiles.get(ROOT_ID)
         if facts is None or facts.hardware is not None or root is None or root.hardware is None:
             return facts
         return facts.model_copy(update={"hardware": root.hardware})
@@ -472,30 +474,30 @@ class SearchKernel:
     async def _plan(self, node: Node, banned: list[str]) -> list[Plan]:
         if self._exhausted():
             return []
-        profile = self.s.profiles.get(node.id)
+        profile = self.state.profiles.get(node.id)
         if profile is None and self.inp.profile_children:
             profile = await self._profile(node)
         inp = PlanInput(
             target=self.inp.target,
-            state_source=self.s.sources[node.id],
-            profile=profile or self.s.profiles.get(ROOT_ID),
+            state_source=self.state.sources[node.id],
+            profile=profile or self.state.profiles.get(ROOT_ID),
             banned_directions=banned,
             plans=self.inp.params.plans,
             proposer=self.inp.proposer,
             campaign_id=self.inp.campaign_id,
-            memory=self.s.memory,
+            memory=self.state.memory,
             memory_tags=self._tags(),
             share_memory=self.inp.share_memory,
             state_id=node.id,
             state_speedup=node.speedup,
-            iteration=self.s.iteration,
+            iteration=self.state.iteration,
             facts=self._facts(),
             tried_plans=self._lineage_plans(node),
         )
         result = await self._llm(names.PLAN, inp, PlanResult)
         if result is None:
             return []
-        call_id = f"{node.id}/i{self.s.iteration}/plan"
+        call_id = f"{node.id}/i{self.state.iteration}/plan"
         self._ledger("planner", call_id, result.usage, result.prompt, result.reply)
         if (
             result.error
@@ -513,34 +515,34 @@ class SearchKernel:
             self._ledger("planner", f"{call_id}/retry", result.usage, result.prompt, result.reply)
         return result.plans
 
-    def _cid(self, k: int, j: int, attempt: int) -> str:
+    def _candidate_id(self, state_index: int, plan_index: int, attempt: int) -> str:
         return str(
             CandidateId(
                 target=self.inp.target.id,
-                iteration=self.s.iteration,
-                state=k,
-                plan=j,
+                iteration=self.state.iteration,
+                state=state_index,
+                plan=plan_index,
                 attempt=attempt,
             )
         )
 
     async def _execute(
-        self, node: Node, k: int, j: int, plan: Plan
+        self, node: Node, state_index: int, plan_index: int, plan: Plan
     ) -> tuple[ExecuteInput, ExecuteResult | None]:
         """The executor's first reply to one plan (None: no budget, or the endpoint failed)."""
         inp = ExecuteInput(
             target=self.inp.target,
-            state_source=self.s.sources[node.id],
+            state_source=self.state.sources[node.id],
             plan=plan,
             proposer=self.inp.proposer,
             campaign_id=self.inp.campaign_id,
-            candidate_id=self._cid(k, j, 0),
-            profile=self.s.profiles.get(node.id),
+            candidate_id=self._candidate_id(state_index, plan_index, 0),
+            profile=self.state.profiles.get(node.id),
             facts=self._facts(),
-            memory=self.s.memory,
+            memory=self.state.memory,
             memory_tags=self._tags(),
             siblings=sibling_lines(
-                [d for d in self.s.decisions if d.candidate.parent_id == node.id],
+                [d for d in self.state.decisions if d.candidate.parent_id == node.id],
                 plan.direction,
             ),
         )
@@ -549,11 +551,11 @@ class SearchKernel:
         )
         return inp, reply
 
-    async def _develop(
+    async def _pursue_plan(
         self,
         node: Node,
-        k: int,
-        j: int,
+        state_index: int,
+        plan_index: int,
         plan: Plan,
         first: tuple[ExecuteInput, ExecuteResult | None] | None = None,
         screened: ScreeningEstimate | None = None,
@@ -567,9 +569,11 @@ class SearchKernel:
         """
 
         def cid(attempt: int) -> str:
-            return self._cid(k, j, attempt)
+            return self._candidate_id(state_index, plan_index, attempt)
 
-        inp, reply = first if first is not None else await self._execute(node, k, j, plan)
+        inp, reply = (
+            first if first is not None else await self._execute(node, state_index, plan_index, plan)
+        )
         if screened is not None and screened.selected:
             self.screened[cid(0)] = screened  # its decision carries the estimate
             screened = None
@@ -588,7 +592,7 @@ class SearchKernel:
                 id=cid(attempt),
                 target_id=self.inp.target.id,
                 parent_id=node.id,
-                iteration=self.s.iteration,
+                iteration=self.state.iteration,
                 source=reply.source,
                 plan=plan,
                 proposer=self.proposer,
@@ -629,7 +633,7 @@ class SearchKernel:
 
     def _screened_out_llm(self, cand: Candidate, estimate: ScreeningEstimate) -> Decision:
         """Kept out of the cascade: the reason the agent's later rounds read says why."""
-        self.s.candidates_tried += 1
+        self.state.candidates_tried += 1
         why = "screened out as slower by an untrusted estimate (not gated, no verdict)"
         reason = f"{why}: {estimate.why}"
         return self._decide(cand, SCREENED_OUT, reason[:500], [], screening=estimate)
@@ -647,8 +651,8 @@ class SearchKernel:
     async def _llm(self, activity: str, inp: Any, result_type: type) -> Any:
         """An LLM activity; after Temporal's retries, a failing endpoint stops the search cleanly."""
         if self.deferred is not None:
-            self.step = f"iteration {self.s.iteration}: waiting for LLM replies"
-            ids = (self.inp.campaign_id, self.inp.target.id, self.s.iteration)
+            self.step = f"iteration {self.state.iteration}: waiting for LLM replies"
+            ids = (self.inp.campaign_id, self.inp.target.id, self.state.iteration)
             return await self.deferred.call(activity, inp, result_type, ids)
         try:
             return await workflow.execute_activity(
@@ -659,8 +663,8 @@ class SearchKernel:
                 **opts.LLM.kwargs(),
             )
         except ActivityError as exc:
-            if not self.s.stopped_reason:
-                self.s.stopped_reason = f"LLM {activity} failed: {_cause(exc)}"[:500]
+            if not self.state.stopped_reason:
+                self.state.stopped_reason = f"LLM {activity} failed: {_cause(exc)}"[:500]
             return None
 
     # --- built-in rounds ------------------------------------------------------------------
@@ -670,13 +674,13 @@ class SearchKernel:
         picks: list[tuple[Node, Candidate]] = []
         for k, (node, variants) in enumerate(zip(beam, proposals, strict=True)):
             for v, variant in enumerate(variants):
-                if variant.label in self.s.tried_labels:
+                if variant.label in self.state.tried_labels:
                     continue  # two states proposed the same config this round
-                self.s.tried_labels.append(variant.label)
+                self.state.tried_labels.append(variant.label)
                 picks.append((node, self._variant_candidate(node, k, v, variant)))
-        if not picks and not self.s.stopped_reason:
+        if not picks and not self.state.stopped_reason:
             note = next((n for n in self.notes if n), "launch space exhausted")
-            self.s.stopped_reason = f"built-in proposer has nothing left to try: {note}"[:500]
+            self.state.stopped_reason = f"built-in proposer has nothing left to try: {note}"[:500]
         screen = self.inp.params.screen
         if screen.enabled and len(picks) > 1 and workflow.patched(SCREEN_PATCH):
             return await self._screened_round(picks)
@@ -690,13 +694,13 @@ class SearchKernel:
             segment=self.inp.segment,
             scope=self.inp.scope,
             target=self.inp.target,
-            state_source=self.s.sources[node.id],
+            state_source=self.state.sources[node.id],
             count=self.inp.params.plans,
-            exclude=list(self.s.tried_labels),
-            iteration=self.s.iteration,
+            exclude=list(self.state.tried_labels),
+            iteration=self.state.iteration,
         )
-        if self.s.memory is not None and workflow.patched("builtin-reads-memory"):
-            inp = inp.model_copy(update={"memory": self.s.memory, "memory_tags": self._tags()})
+        if self.state.memory is not None and workflow.patched("builtin-reads-memory"):
+            inp = inp.model_copy(update={"memory": self.state.memory, "memory_tags": self._tags()})
         name, queue, call = names.PROPOSE_BUILTIN, self.inp.cpu_queue, opts.BUILTIN.kwargs()
         on_cuda = (self.inp.gates or GateSettings()).device.startswith("cuda")
         if (
@@ -722,12 +726,12 @@ class SearchKernel:
         return Candidate(
             id=str(
                 CandidateId(
-                    target=self.inp.target.id, iteration=self.s.iteration, state=k, variant=v
+                    target=self.inp.target.id, iteration=self.state.iteration, state=k, variant=v
                 )
             ),
             target_id=self.inp.target.id,
             parent_id=node.id,
-            iteration=self.s.iteration,
+            iteration=self.state.iteration,
             source=variant.source,
             plan=Plan(direction="launch-config", description=variant.description),
             proposer="builtin",
@@ -758,7 +762,7 @@ class SearchKernel:
         if estimates is None:  # screening is an aid: without it, every candidate is gated
             return list(await asyncio.gather(*(self._try_variant(n, c) for n, c in picks)))
         members = [n.speedup for n in self.tree.eligible()]
-        last = self.s.iteration + 1 >= self.inp.params.iterations
+        last = self.state.iteration + 1 >= self.inp.params.iterations
         judged = select_for_cascade(
             estimates, members, self.inp.params.beam, self.inp.params.screen, last_round=last
         )
@@ -772,7 +776,7 @@ class SearchKernel:
                     self.screened[cand.id] = estimate
                 jobs.append(self._try_variant(node, cand))
                 continue
-            self.s.candidates_tried += 1
+            self.state.candidates_tried += 1
             self.tree.record_rejection(node.id)
             reason = f"screened out (untrusted estimate, no verdict): {estimate.why}"[:500]
             out.append(self._decide(cand, SCREENED_OUT, reason, [], screening=estimate))
@@ -782,7 +786,7 @@ class SearchKernel:
         """The screening activity on the GPU queue; None when it failed (then all are gated)."""
         if self._exhausted():
             return None
-        self.step = f"iteration {self.s.iteration}: screening {len(cands)} candidates"
+        self.step = f"iteration {self.state.iteration}: screening {len(cands)} candidates"
         inp = ScreenInput(
             compiled=self.inp.compiled,
             segment=self.inp.segment,
@@ -803,11 +807,11 @@ class SearchKernel:
                 **opts.GATE_CANDIDATE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
             )
         except ActivityError as exc:
-            self.s.gpu_seconds += (workflow.now() - started).total_seconds()
+            self.state.gpu_seconds += (workflow.now() - started).total_seconds()
             workflow.logger.warning("screening failed, gating every candidate: %s", _cause(exc))
             return None
         held = result.device_seconds
-        self.s.gpu_seconds += (
+        self.state.gpu_seconds += (
             held if held is not None else (workflow.now() - started).total_seconds()
         )
         return result.estimates
@@ -817,17 +821,19 @@ class SearchKernel:
         self, node: Node, cand: Candidate, parse_error: str
     ) -> tuple[Decision, list[GateVerdict]]:
         """Gate one candidate and record its decision (and its state, if it passed)."""
-        self.s.candidates_tried += 1
+        self.state.candidates_tried += 1
         if cand.source is None:
             return self._decide(cand, "parse", f"unusable reply: {parse_error}", []), []
         if self.tree.has_source(cand.source.sha256):
             return self._decide(cand, "duplicate", "same source as an existing state", []), []
         if self._exhausted():
-            return self._decide(cand, "budget", f"not evaluated: {self.s.stopped_reason}", []), []
+            return self._decide(
+                cand, "budget", f"not evaluated: {self.state.stopped_reason}", []
+            ), []
         result, infra = await self._gate(cand)
         verdicts = list(result.verdicts) if result else []
         if any(v.gate == GateName.STATIC and v.passed for v in verdicts):
-            self.s.candidates_compiled += 1
+            self.state.candidates_compiled += 1
         if infra or result is None:
             return self._decide(cand, "infrastructure", infra, verdicts), verdicts
         failed = [v for v in verdicts if not v.passed]
@@ -840,14 +846,14 @@ class SearchKernel:
             node.id,
             cand.id,
             cand.source.sha256,
-            self.s.iteration,
+            self.state.iteration,
             result.kernel_ms,
             result.baseline_kernel_ms,
             direction=cand.plan.direction if cand.plan else "",
             label=cand.label,
         )
-        self.s.sources[cand.id] = cand.source
-        self.s.candidates[cand.id] = cand
+        self.state.sources[cand.id] = cand.source
+        self.state.candidates[cand.id] = cand
         speed = f"{child.speedup:.3f}x" if child.speedup else "untimed"
         reason = f"passed {result.gates_label}; per-kernel {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
         return self._decide(cand, "", reason, verdicts, result, accepted=True), verdicts
@@ -883,14 +889,14 @@ class SearchKernel:
                 **opts.GATE_CANDIDATE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
             )
         except ActivityError as exc:
-            self.s.gpu_seconds += (workflow.now() - started).total_seconds()
+            self.state.gpu_seconds += (workflow.now() - started).total_seconds()
             return None, f"gate_candidate failed: {_cause(exc)}"[:500]
         held = result.device_seconds  # the activity's own run time (None: older history)
         if held is not None and workflow.patched(CHARGE_HELD_PATCH):
-            self.s.gpu_seconds += held
+            self.state.gpu_seconds += held
             return result, ""
         measured = sum(v.gpu_seconds for v in result.verdicts)
-        self.s.gpu_seconds += measured or (
+        self.state.gpu_seconds += measured or (
             held if held is not None else (workflow.now() - started).total_seconds()
         )
         return result, ""
@@ -922,33 +928,33 @@ class SearchKernel:
             speedup=speedup,
             screening=screening or self.screened.pop(cand.id, None),
         )
-        self.s.decisions.append(decision)
+        self.state.decisions.append(decision)
         return decision
 
     def _accepted(self) -> int:
-        return self.s.archived_accepted + passed_gates_1_2(self.s.decisions)
+        return self.state.archived_accepted + passed_gates_1_2(self.state.decisions)
 
     async def _archive_if_long(self, final: bool = False) -> None:
         """Page decisions and ledger out: at an iteration boundary once there are many (or
         they are large), and everything left when the search ends."""
-        items = len(self.s.decisions) + len(self.s.ledger)
+        items = len(self.state.decisions) + len(self.state.ledger)
         if final:
             # never archived at the end before bounded pages: only with their marker
-            work = items > 0 or len(self.s.log_pages) > PAGES_INLINE
+            work = items > 0 or len(self.state.log_pages) > PAGES_INLINE
             if not work or not workflow.patched(BOUNDED_PAGES_PATCH):
                 return
         elif items < ARCHIVE_PAGE_ITEMS:
             # nor below the count: only with the marker, and when the log is large
-            due = search_log.due(self.s.decisions, self.s.ledger)
+            due = search_log.due(self.state.decisions, self.state.ledger)
             if not due or not workflow.patched(BOUNDED_PAGES_PATCH):
                 return
         elif not workflow.patched(ARCHIVE_PATCH):
             return  # a history from before paging: replay it as it ran
         bounded = workflow.patched(BOUNDED_PAGES_PATCH)
         if not bounded:
-            pages = [(self.s.decisions, self.s.ledger)]  # one page, as histories before
+            pages = [(self.state.decisions, self.state.ledger)]  # one page, as histories before
         else:
-            pages = search_log.cut_pages(self.s.decisions, self.s.ledger) if items else []
+            pages = search_log.cut_pages(self.state.decisions, self.state.ledger) if items else []
         for decisions, ledger in pages:
             page = SearchLogPage(
                 campaign_id=self.inp.campaign_id,
@@ -956,18 +962,18 @@ class SearchKernel:
                 decisions=decisions,
                 ledger=ledger,
             )
-            self.s.log_pages.append(await self._archive(page))
-            self.s.archived_accepted += passed_gates_1_2(decisions)
-        self.s.decisions = []
-        self.s.ledger = []
-        if bounded and len(self.s.log_pages) > PAGES_INLINE:
+            self.state.log_pages.append(await self._archive(page))
+            self.state.archived_accepted += passed_gates_1_2(decisions)
+        self.state.decisions = []
+        self.state.ledger = []
+        if bounded and len(self.state.log_pages) > PAGES_INLINE:
             # the page list itself grows with the search: fold it into an index page
             index = SearchLogPage(
                 campaign_id=self.inp.campaign_id,
                 target_id=self.inp.target.id,
-                pages=self.s.log_pages,
+                pages=self.state.log_pages,
             )
-            self.s.log_pages = [await self._archive(index)]
+            self.state.log_pages = [await self._archive(index)]
 
     async def _archive(self, page: SearchLogPage) -> ArtifactRef:
         return await workflow.execute_activity(
@@ -989,12 +995,12 @@ class SearchKernel:
         if not workflow.patched(PRUNE_PATCH):
             return  # a history from before pruning: replay it as it ran
         for node_id in self.tree.prune(keep, self.inp.params.ucb_c):
-            self.s.candidates.pop(node_id, None)
-            self.s.sources.pop(node_id, None)
-            self.s.profiles.pop(node_id, None)
-            self.s.tried_plans.pop(node_id, None)
+            self.state.candidates.pop(node_id, None)
+            self.state.sources.pop(node_id, None)
+            self.state.profiles.pop(node_id, None)
+            self.state.tried_plans.pop(node_id, None)
         keep = max(DIRECTIONS_KEPT, self.inp.params.meltdown_window)
-        self.s.directions = self.s.directions[-keep:]
+        self.state.directions = self.state.directions[-keep:]
         if keep == TREE_KEEP_BOUNDED:  # the same patch caps the pruned digests
             del self.tree.pruned_sources[:-PRUNED_SOURCES_KEPT]
 
@@ -1003,13 +1009,13 @@ class SearchKernel:
         """Winners are timed again before they may seed a round (docs/method.md#checker)."""
         decisions = []
         # patched() only in the last round: histories of earlier rounds carry no marker
-        last = self.s.iteration + 1 >= self.inp.params.iterations and workflow.patched(
+        last = self.state.iteration + 1 >= self.inp.params.iterations and workflow.patched(
             RETIME_LAST_PATCH
         )
-        for node in self.tree.winners_to_retime(self.s.iteration, self.inp.params.beam, last):
+        for node in self.tree.winners_to_retime(self.state.iteration, self.inp.params.beam, last):
             if self._exhausted():
                 break
-            cand = self.s.candidates[node.id]
+            cand = self.state.candidates[node.id]
             self.step = f"re-timing {node.id}"
             result, infra = await self._gate(
                 cand.model_copy(update={"id": cand.id + RETIME_SUFFIX}), model_gate=False
@@ -1042,7 +1048,7 @@ class SearchKernel:
         elif self.inp.scope is not None and self.inp.scope.kernel_kind:
             kind = self.inp.scope.kernel_kind  # the scope's reference names it
         tags = [f"kind/{kind}", f"target/{self.inp.target.kind.value}"]
-        root = self.s.profiles.get(ROOT_ID)
+        root = self.state.profiles.get(ROOT_ID)
         if root is not None:
             tags.append(f"bottleneck/{root.analysis.bottleneck.value}")
         return tags
@@ -1050,7 +1056,7 @@ class SearchKernel:
     async def _summarize(self, decisions: list[Decision]) -> None:
         if not decisions or self._exhausted():
             return
-        self.step = f"summarizing iteration {self.s.iteration}"
+        self.step = f"summarizing iteration {self.state.iteration}"
         inp = SummarizeInput(
             target=self.inp.target,
             outcomes=[],
@@ -1058,9 +1064,9 @@ class SearchKernel:
             campaign_id=self.inp.campaign_id,
             use_llm=self.inp.use_llm,
             tags=self._tags(),
-            memory=self.s.memory,
+            memory=self.state.memory,
             share_memory=self.inp.share_memory,
-            iteration=self.s.iteration,
+            iteration=self.state.iteration,
             # a screened-out variant has no verdict: its untrusted number teaches nothing; an
             # LLM candidate's reason tells the agent's later rounds it was screened out
             decisions=[
@@ -1070,7 +1076,7 @@ class SearchKernel:
             ],
         )
         if self.deferred is not None:
-            ids = (self.inp.campaign_id, self.inp.target.id, self.s.iteration)
+            ids = (self.inp.campaign_id, self.inp.target.id, self.state.iteration)
             result = await self.deferred.call(
                 names.SUMMARIZE, inp, SummarizeResult, ids, fatal=False
             )
@@ -1091,14 +1097,14 @@ class SearchKernel:
         if self.inp.use_llm:
             self._ledger(
                 "summarizer",
-                f"i{self.s.iteration}/summary",
+                f"i{self.state.iteration}/summary",
                 result.usage,
                 result.prompt,
                 result.reply,
             )
-        self.s.experience.extend(result.entries)
-        del self.s.experience[:-EXPERIENCE_KEPT]  # the memory artifact keeps them all
-        self.s.memory = result.memory or self.s.memory
+        self.state.experience.extend(result.entries)
+        del self.state.experience[:-EXPERIENCE_KEPT]  # the memory artifact keeps them all
+        self.state.memory = result.memory or self.state.memory
 
     # --- bookkeeping ------------------------------------------------------------------------
     def _ledger(
@@ -1109,8 +1115,8 @@ class SearchKernel:
         prompt: ArtifactRef | None,
         reply: ArtifactRef | None,
     ) -> None:
-        self.s.usage = self.s.usage.plus(usage)
-        self.s.ledger.append(
+        self.state.usage = self.state.usage.plus(usage)
+        self.state.ledger.append(
             LedgerEntry(
                 role=role,
                 call_id=call_id,
@@ -1125,37 +1131,37 @@ class SearchKernel:
         )
 
     def _carry(self) -> SearchKernelInput:
-        self.s.tree = self.tree.to_dict()
-        self.s.wall_seconds = self._spend().wall_seconds
-        return self.inp.model_copy(update={"state": self.s.model_dump(mode="json")})
+        self.state.tree = self.tree.to_dict()
+        self.state.wall_seconds = self._spend().wall_seconds
+        return self.inp.model_copy(update={"state": self.state.model_dump(mode="json")})
 
     def _result(self) -> SearchKernelResult:
         best = self.tree.best() if self.tree else None
         runners_up: list[Node] = []
         if self.tree and workflow.patched(RUNNERS_UP_PATCH):
             ranked = self.tree.ranked_winners(1 + RUNNERS_UP)[1:]
-            runners_up = [n for n in ranked if n.id in self.s.candidates]
+            runners_up = [n for n in ranked if n.id in self.state.candidates]
         return SearchKernelResult(
             target_id=self.inp.target.id,
-            best=self.s.candidates.get(best.id) if best else None,
+            best=self.state.candidates.get(best.id) if best else None,
             best_kernel_speedup=best.speedup if best else None,
             best_kernel_ms=best.kernel_ms if best else None,
             baseline_kernel_ms=best.baseline_ms if best else None,
-            decisions=self.s.decisions,
-            candidates_tried=self.s.candidates_tried,
-            candidates_compiled=self.s.candidates_compiled,
-            usage=self.s.usage,
-            gpu_seconds=self.s.gpu_seconds,
-            stopped_reason=self.s.stopped_reason,
-            experience=self.s.experience,
+            decisions=self.state.decisions,
+            candidates_tried=self.state.candidates_tried,
+            candidates_compiled=self.state.candidates_compiled,
+            usage=self.state.usage,
+            gpu_seconds=self.state.gpu_seconds,
+            stopped_reason=self.state.stopped_reason,
+            experience=self.state.experience,
             proposer=self.proposer,
-            root_profile=self.s.profiles.get(ROOT_ID),
-            memory=self.s.memory,
-            ledger=self.s.ledger,
-            iterations_done=self.s.iteration,
-            log_pages=self.s.log_pages,
+            root_profile=self.state.profiles.get(ROOT_ID),
+            memory=self.state.memory,
+            ledger=self.state.ledger,
+            iterations_done=self.state.iteration,
+            log_pages=self.state.log_pages,
             candidates_accepted=self._accepted(),
-            runners_up=[self.s.candidates[n.id] for n in runners_up],
+            runners_up=[self.state.candidates[n.id] for n in runners_up],
         )
 
 

@@ -98,7 +98,7 @@ class PlanWithoutProfile(SearchKernel):
             profile=KernelProfile(source="none", note="variant: not profiled"),
             analysis=Analysis(bottleneck=Bottleneck.UNKNOWN, reasoning="variant"),
         )
-        self.s.profiles[node.id] = stub
+        self.state.profiles[node.id] = stub
         return stub
 
 
