@@ -370,6 +370,20 @@ class SuiteResult:
         }
 
 
+def cpu_suite_settings() -> GateSettings:
+    """The CPU suite's gates: the Triton interpreter, an eager baseline, one short round."""
+    return GateSettings(
+        device="cpu",
+        baseline_mode="eager",
+        warmup_ms=2.0,
+        rep_ms=10.0,
+        min_rounds=1,
+        max_rounds=1,
+        static_timeout_s=120.0,
+        timing_timeout_s=120.0,
+    )
+
+
 def _settings_for(case: Case, base: GateSettings) -> GateSettings:
     update: dict[str, Any] = {}
     if case.timeout_s is not None:

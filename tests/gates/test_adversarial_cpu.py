@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
-from tests.gates.adversarial import SuiteResult, cases_for, format_table, run_suite
+from tests.gates.adversarial import (
+    SuiteResult,
+    cases_for,
+    cpu_suite_settings,
+    format_table,
+    run_suite,
+)
 
 # A case's child-timeout override exists to end a candidate that never returns (the hang);
 # here gate children start in well under a second, so a few seconds end it as surely as
@@ -41,17 +47,7 @@ def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def suite(cpu_launcher: bool, tmp_path_factory: pytest.TempPathFactory) -> SuiteResult:
-    settings = GateSettings(
-        device="cpu",
-        baseline_mode="eager",
-        warmup_ms=2.0,
-        rep_ms=10.0,
-        min_rounds=1,
-        max_rounds=1,
-        static_timeout_s=120.0,
-        timing_timeout_s=120.0,
-    )
-    result = run_suite(settings, tmp_path_factory.mktemp("suite"), CPU_CASES, parallel=2)
+    result = run_suite(cpu_suite_settings(), tmp_path_factory.mktemp("suite"), CPU_CASES, parallel=2)
     print("\n" + format_table(result))
     return result
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from gates.cascade import check_candidate, time_candidate
 from gates.reference import prepare_reference
-from kernelopt.contracts.verdicts import GateName, GateSettings
+from kernelopt.contracts.verdicts import GateName
 from kernelopt.proposer.library import candidate_source
+from tests.gates.adversarial import cpu_suite_settings
 from tests.proposer.test_library import CONV, MLP
 
 LEAKY = '''
@@ -22,16 +23,7 @@ class ModelNew(Model):
         return super().forward(x)
 '''
 
-SETTINGS = GateSettings(
-    device="cpu",
-    baseline_mode="eager",
-    warmup_ms=2.0,
-    rep_ms=10.0,
-    min_rounds=1,
-    max_rounds=1,
-    static_timeout_s=120.0,
-    timing_timeout_s=120.0,
-)
+SETTINGS = cpu_suite_settings()
 
 
 def _checked(tmp_path: Path, bundle, name: str, text: str):
