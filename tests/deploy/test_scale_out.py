@@ -328,7 +328,12 @@ async def test_sigkill_gpu_worker_mid_activity_loses_nothing(cluster: Cluster) -
     killed_at = time.time()
     assert not cluster.gpus["a"].alive()
     assert "/search/" in workflow_id
-    assert activity_type in (names.PROFILE, names.GATE_CANDIDATE, names.SCREEN)
+    assert activity_type in (
+        names.PROFILE,
+        names.GATE_CANDIDATE,
+        names.SCREEN,
+        names.PROPOSE_BUILTIN_GPU,
+    )
     outcome = await asyncio.wait_for(
         cluster.client.get_workflow_handle(handle.id, result_type=Outcome).result(), 240
     )

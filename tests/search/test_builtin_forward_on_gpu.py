@@ -11,6 +11,7 @@ import uuid
 import pytest
 from temporalio import activity
 
+from activities.search_activities import propose_builtin_on_gpu
 from kernelopt.contracts import names
 from kernelopt.contracts.compiled import SearchTarget, TargetKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult, SearchParams
@@ -38,7 +39,8 @@ class GpuWithProposer(Gpu):
             self.proposed.append(inp.target.id)
             return BuiltinProposeResult(variants=[], note="proposed in the GPU worker")
 
-        return [*super().activities(), propose_on_gpu]
+        doubles = [a for a in super().activities() if a is not propose_builtin_on_gpu]
+        return [*doubles, propose_on_gpu]
 
 
 async def _search(env, store, kind: TargetKind) -> tuple[GpuWithProposer, object]:

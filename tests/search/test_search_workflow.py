@@ -23,6 +23,7 @@ from temporalio.worker import Replayer, Worker
 
 from activities import search_activities
 from activities.report_activities import expand_pages
+from activities.search_activities import propose_builtin_on_gpu
 from kernelopt.contracts import names
 from kernelopt.contracts.compiled import (
     CompileResult,
@@ -110,7 +111,8 @@ class Gpu:
                 gpu_seconds=1.5,
             )
 
-        return [gate_candidate, profile, self.screen_activity()]
+        # the built-in proposer of a CUDA forward target runs on the GPU queue (itself, no double)
+        return [gate_candidate, profile, self.screen_activity(), propose_builtin_on_gpu]
 
     def screen_activity(self):
         """Screening on by default: estimates from the number the gate double will report."""

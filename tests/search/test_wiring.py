@@ -85,7 +85,7 @@ class RecordingGpu(Gpu):
         self.profile_inputs: list[ProfileInput] = []
 
     def activities(self):
-        gate, _, screen = super().activities()
+        gate, _, screen, propose = super().activities()
 
         @activity.defn(name=names.PROFILE)
         async def profile(inp: ProfileInput) -> ProfileResult:
@@ -96,7 +96,7 @@ class RecordingGpu(Gpu):
                 hardware=Hardware(name="Double GPU", sm_count=132, source="device"),
             )
 
-        return [gate, profile, screen]
+        return [gate, profile, screen, propose]
 
 
 def triage(per_kernel: dict[str, float]) -> TriageResult:

@@ -38,6 +38,7 @@ from pathlib import Path
 from temporalio import activity
 
 from activities.scope import resolve_scope
+from activities.search_activities import propose_builtin_on_gpu
 from kernelopt.contracts import (
     Analysis,
     Bottleneck,
@@ -64,6 +65,7 @@ from kernelopt.contracts import (
     names,
 )
 from kernelopt.contracts.screening import ScreeningEstimate, ScreenInput, ScreenResult
+from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult
 from kernelopt.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,6 +162,17 @@ async def _work(name: str, key: str) -> None:
             "resumed_from": resumed_from,
         }
         _append(log_path, record)
+
+
+@activity.defn(name=names.PROPOSE_BUILTIN_GPU)
+async def propose_builtin_gpu_double(inp: BuiltinProposeInput) -> BuiltinProposeResult:
+    """The real built-in proposer (CPU code), recorded and heartbeating like the doubles.
+
+    A CUDA campaign's forward target asks for it on the GPU queue
+    (``builtin-forward-on-gpu``), so the GPU worker's concurrency checks see it too.
+    """
+    await _work(names.PROPOSE_BUILTIN_GPU, inp.target.id)
+    return await propose_builtin_on_gpu(inp)
 
 
 @activity.defn(name=names.COMPILE)
@@ -380,6 +393,7 @@ async def gate_model_double(inp: ModelGateInput) -> ModelGateResult:
 
 
 GPU_DOUBLES = [
+    propose_builtin_gpu_double,
     compile_double,
     triage_double,
     triage_to_store_double,
