@@ -15,7 +15,10 @@ cache regenerates it from source instead of serving what the candidate left.
 A file rewritten with the same bytes (two processes compiling the same kernel
 at once) is not a change; neither is a removed file (it regenerates) nor a new
 one (compiling its own kernels is what a candidate does).  Files above
-``HASH_LIMIT`` are judged by their state alone.  Planting a file under a key
+``HASH_LIMIT`` are judged by their state alone.  Autotuning records
+(``AUTOTUNE_RECORDS``) are dropped but blame no one: a paired timing child
+re-tunes the trusted baseline and rewrites them itself, and a dropped record
+re-tunes in the next process's warm-up, before anything is timed.  Planting a file under a key
 the baseline has not compiled yet is not detected (gates/README).
 """
 
@@ -37,6 +40,9 @@ from gates.zygote_client import SOCKET_ENV, ServiceError, request_digests
 
 Stat = tuple[int, int, int]  # inode, size, ctime_ns
 HASH_LIMIT = 16 * 2**20  # cubins and kernel sources are KBs; bigger files: state only
+# which launch configuration a tuned kernel uses (Inductor's runtime autotuner, Triton's
+# ``autotune(cache_results=True)``): a choice among the kernel's own configs, never code
+AUTOTUNE_RECORDS = (".best_config", ".autotune.json")
 
 
 def compiler_cache_dirs() -> list[Path]:
@@ -153,6 +159,7 @@ class CacheGuard:
         self.seconds = 0.0  # spent arming and checking, for the gate's stage timings
         self._before: dict[str, Stat] | None = None
         self._known: dict[str, tuple[Stat, str | None]] = {}  # path -> (state, digest then)
+        self.retuned: list[str] = []  # autotuning records rewritten and dropped, unblamed
 
     def arm(self) -> None:
         started = time.monotonic()
@@ -164,7 +171,11 @@ class CacheGuard:
         self.seconds += time.monotonic() - started
 
     def check(self) -> list[str]:
-        """Cache files whose content the process changed (deleted now); [] if not armed."""
+        """Cache files whose content the process changed (deleted now); [] if not armed.
+
+        Rewritten autotuning records are deleted too but not returned; they are
+        listed in ``retuned``.
+        """
         started = time.monotonic()
         try:
             return self._check()
@@ -187,9 +198,15 @@ class CacheGuard:
                 touched.append(path)
             else:
                 self._known[path] = (now, digest)  # same bytes written again: benign
-        for path in touched:
+        retuned = [p for p in touched if p.endswith(AUTOTUNE_RECORDS)]
+        for path in retuned:  # a record alone: the kernel beside it stays
+            Path(path).unlink(missing_ok=True)
+            self._known.pop(path, None)
+        self.retuned += retuned
+        blamed = sorted(set(touched) - set(retuned))
+        for path in blamed:
             self._drop_entry(Path(path))
-        return sorted(touched)
+        return blamed
 
     def _drop_entry(self, path: Path) -> None:
         """Delete the cache entry holding ``path``: its whole directory, below a cache root.

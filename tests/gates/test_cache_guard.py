@@ -185,3 +185,33 @@ def test_a_fifo_or_symlink_left_in_the_cache_neither_hangs_nor_hides_a_swap(
     (root / "ab" / "k.cubin").symlink_to(own)  # the baseline would load the candidate's file
     assert guard.check() == [str(root / "ab" / "k.cubin")]
     assert not (root / "ab" / "k.cubin").is_symlink()
+
+
+def test_a_rewritten_autotuning_record_is_dropped_without_blame(tmp_path: Path) -> None:
+    root = _cache(tmp_path)
+    record = root / "ab" / "k.best_config"
+    record.write_text('{"XBLOCK": 128, "num_warps": 4}')
+    time.sleep(0.05)
+    guard = CacheGuard([root])
+    guard.arm()
+    # the trusted baseline re-tuned in a paired timing child and picked another config
+    fresh = root / "ab" / "tmp.best"
+    fresh.write_text('{"XBLOCK": 256, "num_warps": 8}')
+    os.replace(fresh, record)
+    assert guard.check() == []
+    assert guard.retuned == [str(record)]
+    assert not record.exists()  # re-tunes in the next process's warm-up, never timed
+    assert (root / "ab" / "k.cubin").exists()  # the kernel beside it stays
+
+
+def test_an_autotuning_record_does_not_excuse_code_rewritten_with_it(tmp_path: Path) -> None:
+    root = _cache(tmp_path)
+    (root / "ab" / "k.best_config").write_text("{}")
+    time.sleep(0.05)
+    guard = CacheGuard([root])
+    guard.arm()
+    (root / "ab" / "k.best_config").write_text('{"num_warps": 1}')
+    with open(root / "ab" / "k.cubin", "ab") as handle:
+        handle.write(b"\0")
+    assert guard.check() == [str(root / "ab" / "k.cubin")]
+    assert not (root / "ab").exists()
