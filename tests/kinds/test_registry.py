@@ -18,6 +18,7 @@ from kernelopt.kinds.registry import (
     check_problem_file,
     kind_for,
     kind_named,
+    kind_of_file,
     load_problem,
 )
 from kernelopt.loaded_problem import seeded
@@ -47,6 +48,12 @@ def test_each_kinds_capabilities_agree_with_its_class() -> None:
         assert not kind.whole_forward_only or own_variants
     assert ProblemKind.MODULE.inductor_variants and not ProblemKind.MODULE.whole_forward_only
     assert ProblemKind.TRITON.whole_forward_only and ProblemKind.HELION.whole_forward_only
+
+
+def test_the_kind_of_a_file_for_display(tmp_path: Path) -> None:
+    assert isinstance(kind_of_file(TRITON), TritonKind)
+    assert isinstance(kind_of_file(str(MODULE)), ModuleKind)
+    assert isinstance(kind_of_file(tmp_path / "gone.py"), ModuleKind)  # unreadable: a module
 
 
 @pytest.mark.parametrize(
