@@ -69,7 +69,8 @@ class KindRuntime(Protocol):
     and the gates can ask it for checks and a baseline without importing a kind.
     """
 
-    own_baseline: bool
+    @property
+    def own_baseline(self) -> bool: ...
 
     def check_runtime(self, problem: LoadedProblem, device: str, seed: int) -> None: ...
 

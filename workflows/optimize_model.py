@@ -39,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
         PerfCategory,
         PlanLookupInput,
         PlanTargetsInput,
-        ProblemKind,
         ProposerKind,
         Replacement,
         ReportInput,
@@ -716,9 +715,9 @@ class OptimizeModel:
         return self._builtin_on_module() and any(t.kind == TargetKind.FORWARD for t in targets)
 
     def _builtin_on_module(self) -> bool:
-        """A module problem searched without an LLM (a kernel problem's forward is its
-        launcher, which the kinds' own variants tune)."""
-        return self._input.problem.kind == ProblemKind.MODULE and not self._use_llm()
+        """The built-in proposer's Inductor families on a problem they apply to (not a kernel
+        problem: its forward is its launcher, which the kind's own variants tune)."""
+        return self._input.problem.kind.inductor_variants and not self._use_llm()
 
     async def _builtin_targets(self) -> SegmentTargetsResult:
         """The per-kernel and forward targets, read from the stored segmentation."""

@@ -122,12 +122,10 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
     console.print(f"candidate: {result.candidate}")
     env = result.environment
     if env:
-        from kernelopt.kinds.registry import kind_for, kind_named
+        from kernelopt.kinds.registry import kind_of_file
 
-        try:  # a kernel problem's baseline is its own launcher (kernelopt.kinds)
-            kind = kind_for(Path(result.problem).read_text(encoding="utf-8"))
-        except OSError:
-            kind = kind_named("module")
+        # a kernel problem's baseline is its own launcher (kernelopt.kinds)
+        kind = kind_of_file(result.problem)
         baseline = kind.baseline_label(result.settings.baseline_mode, quote="")
         console.print(
             f"device: {env.get('device')}  torch {env.get('torch')}  triton {env.get('triton')}  "

@@ -35,7 +35,6 @@ from kernelopt.contracts.compiled import (
     TensorSpec,
     TritonKernel,
 )
-from kernelopt.contracts.problem import ProblemKind
 from kernelopt.log import get_logger
 from kernelopt.store import ArtifactStore
 
@@ -198,8 +197,8 @@ def build_segment(
         for run in runs
     ]
     mode, reason, forced = select_mode(parsed, requested)
-    kind = compiled.problem.kind if compiled is not None else ProblemKind.MODULE
-    if kind != ProblemKind.MODULE:
+    kind = compiled.problem.kind if compiled is not None else None
+    if kind is not None and kind.whole_forward_only:
         mode, forced = SearchMode.SINGLE, False
         reason = (
             f"{kind.value} kernel problem: the launcher is the one target, its inputs and "

@@ -33,8 +33,11 @@ class Kind(ABC):
     """A kind of problem: its checks, its loader, its compile step, its baseline, its variants."""
 
     kind: ClassVar[ProblemKind]
-    # True when the file brings its own baseline (a kernel); False when it is compiled
-    own_baseline: ClassVar[bool]
+
+    @property
+    def own_baseline(self) -> bool:
+        """True when the file brings its own baseline (a kernel); False when it is compiled."""
+        return self.kind.own_baseline
 
     @abstractmethod
     def check_source(self, source: str, label: str) -> None:

@@ -28,8 +28,6 @@ from kernelopt.store import ArtifactStore
 class KernelKind(Kind):
     """A problem whose file is a kernel with its launcher and a reference."""
 
-    own_baseline = True
-
     def check_source(self, source: str, label: str) -> None:
         check_kernel_source(source, label)
 

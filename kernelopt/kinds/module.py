@@ -23,7 +23,6 @@ class ModuleKind(Kind):
     """A KernelBench ``nn.Module`` problem."""
 
     kind = ProblemKind.MODULE
-    own_baseline = False
 
     def check_source(self, source: str, label: str) -> None:
         check_problem_source(source, label)

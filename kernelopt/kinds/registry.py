@@ -39,6 +39,17 @@ def kind_for(source: str) -> Kind:
     return KINDS[detect_kind(source)]
 
 
+def kind_of_file(path: str | Path) -> Kind:
+    """The kind of the file at ``path``, for display; a file that cannot be read is a module.
+
+    (As text that does not parse is: whatever reads the file to run it checks it then.)
+    """
+    try:
+        return kind_for(Path(path).read_text(encoding="utf-8"))
+    except OSError:
+        return KINDS[ProblemKind.MODULE]
+
+
 def check_problem_file(path: str | Path) -> Kind:
     """Cheap validation for the CLI (no torch): the file exists, parses and fits its kind.
 
@@ -82,5 +93,6 @@ __all__ = [
     "compile_problem",
     "kind_for",
     "kind_named",
+    "kind_of_file",
     "load_problem",
 ]

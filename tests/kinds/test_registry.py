@@ -10,6 +10,7 @@ import torch
 from gates.problem_io import ProblemFile
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
+from kernelopt.kinds.base import Kind
 from kernelopt.kinds.kernel import HelionKind, TritonKind
 from kernelopt.kinds.module import ModuleKind
 from kernelopt.kinds.registry import (
@@ -17,6 +18,7 @@ from kernelopt.kinds.registry import (
     check_problem_file,
     kind_for,
     kind_named,
+    kind_of_file,
     load_problem,
 )
 from kernelopt.loaded_problem import seeded
@@ -33,6 +35,25 @@ def test_every_problem_kind_has_exactly_one_class() -> None:
     for kind, impl in KINDS.items():
         assert impl.kind == kind and kind_named(kind.value) is impl
     assert isinstance(kind_named(ProblemKind.HELION), HelionKind)
+
+
+def test_each_kinds_capabilities_agree_with_its_class() -> None:
+    """What callers ask of ``ProblemKind`` is what the kind's class does."""
+    for kind, impl in KINDS.items():
+        assert impl.own_baseline is kind.own_baseline
+        own_variants = type(impl).builtin_variants is not Kind.builtin_variants
+        # the built-in proposer walks the kind's own launch space, or Inductor's: never both
+        assert kind.inductor_variants is not own_variants
+        # a launcher that is the whole forward is a launch space of the kind's own
+        assert not kind.whole_forward_only or own_variants
+    assert ProblemKind.MODULE.inductor_variants and not ProblemKind.MODULE.whole_forward_only
+    assert ProblemKind.TRITON.whole_forward_only and ProblemKind.HELION.whole_forward_only
+
+
+def test_the_kind_of_a_file_for_display(tmp_path: Path) -> None:
+    assert isinstance(kind_of_file(TRITON), TritonKind)
+    assert isinstance(kind_of_file(str(MODULE)), ModuleKind)
+    assert isinstance(kind_of_file(tmp_path / "gone.py"), ModuleKind)  # unreadable: a module
 
 
 @pytest.mark.parametrize(

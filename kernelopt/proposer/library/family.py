@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from kernelopt.contracts.compiled import TargetKind
-from kernelopt.contracts.problem import ProblemKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
 from kernelopt.proposer.library.candidate import (
@@ -59,7 +58,7 @@ class LibraryFamily:
             return [], ""
         if inp.target.kind != TargetKind.FORWARD:
             return [], "library choices apply to whole-forward targets only"
-        if inp.compiled.problem.kind != ProblemKind.MODULE:
+        if not inp.compiled.problem.kind.inductor_variants:
             return [], "library choices apply to module problems only"
         use = library_use(inp.segment.library_calls)
         if not use.any:

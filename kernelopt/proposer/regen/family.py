@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.contracts.compiled import CompileResult, TargetKind
-from kernelopt.contracts.problem import ProblemKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
 from kernelopt.proposer.regen.candidate import read_header, regenerated_candidate
@@ -117,7 +116,7 @@ class RegenFamily:
             return [], ""
         if inp.target.kind != TargetKind.FORWARD:
             return [], "Inductor regeneration applies to whole-forward targets only"
-        if inp.compiled.problem.kind != ProblemKind.MODULE:
+        if not inp.compiled.problem.kind.inductor_variants:
             return [], "Inductor regeneration applies to module problems only"
         device = generation_device(inp.compiled)
         if device is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from kernelopt.contracts.compiled import TargetKind
-from kernelopt.contracts.problem import ProblemKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
 from kernelopt.proposer.rewrites import RULES
@@ -39,7 +38,7 @@ def propose_rewrites(
         return [], ""
     if inp.target.kind != TargetKind.FORWARD:
         return [], "algebraic rewrites apply to whole-forward targets only"
-    if inp.compiled.problem.kind != ProblemKind.MODULE:
+    if not inp.compiled.problem.kind.inductor_variants:
         return [], "algebraic rewrites apply to module problems only"
     source = store.get_text(inp.compiled.problem.source)
     try:
