@@ -5,9 +5,10 @@
 one ``screen`` job (``gates.jobs.screen``) for the whole round through the gate
 runner (``run_job``): the same launch as every gate job, so the same sandbox,
 resource limits and zygote.  The child marks progress before each candidate and
-the runner kills it when a candidate stalls it for ``timeout_s``; a child that
-dies or stalls on a candidate costs that candidate an estimate with the reason,
-and a fresh child screens the rest.
+the runner kills it when a candidate stalls it for ``timeout_s`` (a candidate
+that forges marks is still stopped by the job's own limit, ``timeout_s`` per
+line); a child that dies or stalls on a candidate costs that candidate an
+estimate with the reason, and a fresh child, in a fresh workdir, screens the rest.
 
 Candidates of a round share that child (that is what makes screening cheap), so
 a hostile one can disturb the estimates of those screened after it (denial of
