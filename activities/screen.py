@@ -1,9 +1,10 @@
 """The screening activity: the search's untrusted first tier, on the GPU queue.
 
-It runs ``activities.screen_job`` in a supervised child like the gates (a
-candidate's crash or CUDA fault never reaches the worker), and that child starts
-one sandboxed process for the round.  Its estimates only rank candidates; the
-search sends the ones that matter through ``gate_candidate``.
+It runs ``gates.screening`` in a supervised child like the gates (a candidate's
+crash or CUDA fault never reaches the worker), and that child runs one ``screen``
+job for the round through the gate runner: the gates' own launch path, sandbox
+and zygote.  Its estimates only rank candidates; the search sends the ones that
+matter through ``gate_candidate``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ async def screen_candidates(inp: ScreenInput) -> ScreenResult:
         limit = inp.params.timeout_s * (4 * len(inp.candidates) + 2) + _MARGIN_S
         inp = await resolve_scope(inp)
         return await run_supervised(
-            "activities.screen_job:screen_candidates", inp, ScreenResult, timeout_s=limit
+            "gates.screening:screen_candidates", inp, ScreenResult, timeout_s=limit
         )
 
 

@@ -37,6 +37,8 @@ def main(argv: list[str]) -> int:
             from gates.jobs import candidate as job_module
         elif kind == "timing":
             from gates.jobs import timing as job_module
+        elif kind == "screen":
+            from gates.jobs import screen as job_module
         else:
             raise ValueError(f"unknown job kind {kind!r}")
         result = job_module.run(job_module.JOB_TYPE.model_validate(raw))

@@ -4,7 +4,8 @@
 use) mark their phases here rather than in ``gates.child``, so the entry point
 imports the jobs and nothing below it imports the entry point back.  Markers go
 to ``WORKDIR/progress.jsonl``, flushed and fsynced line by line, so that when
-the process dies hard the parent still knows which phase it died in.
+the process dies hard the parent still knows which phase it died in, and while
+it runs the parent can tell a child that stopped marking (``StallWatch``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 _progress_path: Path | None = None
@@ -46,3 +48,57 @@ def job_file(name: str) -> Path:
 
 def current_phase() -> str:
     return _phase
+
+
+# --------------------------------------------------------------------------- parent side
+
+_POLL_S = 0.05  # how often a parent looks at a child that may stall
+
+
+class StallWatch:
+    """Whether a running child has stopped marking progress for ``stall_s`` (parent side).
+
+    A job that marks progress as it goes (the screen job: one mark per
+    candidate) can be ended when it stops, so one hung candidate costs
+    ``stall_s``, not the whole job's budget.  ``workdir`` is where the child
+    writes its marks (its stage, when it forks from a sandboxed zygote).
+    """
+
+    def __init__(self, workdir: Path, stall_s: float | None) -> None:
+        self.path = Path(workdir) / "progress.jsonl"
+        self.stall_s = stall_s
+        self._size = 0
+        self._since = time.monotonic()
+
+    def stalled(self) -> bool:
+        if self.stall_s is None:
+            return False
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            size = 0
+        now = time.monotonic()
+        if size != self._size:
+            self._size, self._since = size, now
+            return False
+        return now - self._since > self.stall_s
+
+
+def wait_for(
+    poll: Callable[[float], int | None], timeout_s: float, watch: StallWatch
+) -> tuple[int | None, str]:
+    """Wait for a child: ``(code, "")`` when it exited, ``(None, "timeout" | "stall")`` when not.
+
+    ``poll(seconds)`` waits at most that long and gives the exit code, or None
+    while the child runs.  Without a stall limit it is called once.
+    """
+    deadline = time.monotonic() + timeout_s
+    step = timeout_s if watch.stall_s is None else _POLL_S
+    while True:
+        code = poll(max(0.0, min(step, deadline - time.monotonic())))
+        if code is not None:
+            return code, ""
+        if time.monotonic() >= deadline:
+            return None, "timeout"
+        if watch.stalled():
+            return None, "stall"

@@ -3,16 +3,19 @@
 Each child process gets one job (JSON on disk) and writes one result.  Tensors
 travel as ``torch.save`` files in directories the parent chooses; reference
 outputs are never in a directory a candidate process is told about (and are
-deleted from disk before any candidate runs, see ``gates.cascade``).
+deleted from disk before any candidate runs, see ``gates.cascade``).  A screen job
+(the search's untrusted first tier) also streams one line per candidate to a results
+file in its workdir, so a child that dies mid-round still leaves what it measured.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from kernelopt.contracts.base import Frozen
+from kernelopt.contracts.screening import ScreenParams
 
 
 class ModelSource(Frozen):
@@ -202,3 +205,50 @@ class TimingResult(Frozen):
     cpu_nodes: list[int | None] = Field(default_factory=list)
     gpu_node: int | None = None
     baseline: TimingResult | None = None  # the side timed first in the same process
+
+
+class ScreenEntry(Frozen):
+    """One candidate of a screen job: its id and how the child builds it."""
+
+    candidate_id: str
+    model: ModelSource
+
+
+class ScreenJob(Frozen):
+    """A round's untrusted screening (``gates.jobs.screen``): one process, many candidates.
+
+    ``candidates`` are those still to screen; the child skips any that already
+    have a line in its results file (a fresh child after a crash continues there).
+    """
+
+    job: Literal["screen"] = "screen"
+    device: str
+    seed: int  # the one input the smoke check and the timings use
+    model_seed: int
+    inputs_dir: str  # the call policy and weights a gate reference would leave (here: none)
+    baseline: ModelSource
+    candidates: list[ScreenEntry]
+    params: ScreenParams
+
+
+SCREEN_RESULTS = "results.jsonl"  # a screen job's lines, in its workdir
+
+
+class ScreenLine(BaseModel):
+    """One line of a screen job's results file: the baseline's (``candidate_id`` "") or a
+    candidate's.  Not frozen and not trusted: candidate code can write this file too."""
+
+    candidate_id: str = ""
+    ok: bool = False
+    note: str = ""
+    ms: float | None = None
+    seconds: float = 0.0
+    restart: bool = False  # it left the CUDA context unusable: the rest need a fresh child
+    suspect: str = ""  # what it left behind that could disturb the candidates after it
+
+
+class ScreenJobResult(Frozen):
+    """How the child ended its run; the estimates themselves are the results file's lines."""
+
+    lines: int  # lines this child wrote
+    restart: bool = False  # it stopped after a candidate that lost the CUDA context

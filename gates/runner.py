@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gates import sandbox
+from gates.job_progress import StallWatch, wait_for
 from gates.protocol import ModelSource, TimingJob
 from gates.zygote import Zygote, ZygoteError
 from gates.zygote_client import (
@@ -62,12 +63,13 @@ class ChildOutcome:
     phases: list[str] = field(default_factory=list)
     progress: list[dict[str, Any]] = field(default_factory=list)
     workdir: str = ""
+    stalled: bool = False  # "timeout" because it stopped marking progress (``stall_s``)
 
     @property
     def where(self) -> str:
-        """The last phase with its detail, e.g. ``call seed1``."""
+        """The last phase with its detail, e.g. ``call seed1`` or ``screen cand3``."""
         last = self.progress[-1] if self.progress else {}
-        detail = last.get("set") or last.get("job") or ""
+        detail = last.get("set") or last.get("candidate") or last.get("job") or ""
         return f"{self.phase} {detail}".strip()
 
     @property
@@ -79,6 +81,8 @@ class ChildOutcome:
         if self.status == "ok":
             return "ok"
         if self.status == "timeout":
+            if self.stalled:
+                return f"stalled during {self.where}: {self.message} (killed)"
             return f"timed out during {self.where} (killed)"
         if self.status == "crashed":
             how = (
@@ -152,12 +156,16 @@ def run_job(
     device: str,
     env: dict[str, str] | None = None,
     via: Zygote | None = None,
+    stall_s: float | None = None,
 ) -> ChildOutcome:
     """Run ``job`` in a fresh child process and wait for it (at most ``timeout_s``).
 
     The child forks from ``via`` if given, else from this process's zygote
     (``fast_launch``), else from the worker's shared zygote (``gates.zygote_service``),
     else it is a freshly spawned interpreter.  A custom ``env`` always spawns.
+    With ``stall_s``, a child that marks no progress for that long is killed too
+    (a ``timeout`` outcome with ``stalled`` set): a job of many candidates, each
+    of which may hang, says so.
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -167,23 +175,29 @@ def run_job(
     sandbox.write_limits(workdir, sandbox.SandboxLimits.from_env(timeout_s))
     log_path = workdir / "child.log"
     started = time.monotonic()
-    returncode, timed_out = _launch(workdir, log_path, timeout_s, device, env, via)
+    returncode, killed = _launch(workdir, log_path, timeout_s, device, env, via, stall_s)
     wall = time.monotonic() - started
     progress = _read_progress(workdir / "progress.jsonl")
     phases = [str(p.get("phase", "")) for p in progress]
     phase = phases[-1] if phases else "start"
     tail = _tail(log_path)
-    if timed_out:
+    if killed:
+        stalled = killed == "stall"
         return ChildOutcome(
             "timeout",
             phase,
             wall,
             returncode=returncode,
-            message=f"no result within {timeout_s:g} s",
+            message=(
+                f"no progress within {stall_s:g} s"
+                if stalled
+                else f"no result within {timeout_s:g} s"
+            ),
             log_tail=tail,
             phases=phases,
             progress=progress,
             workdir=str(workdir),
+            stalled=stalled,
         )
     result_path = workdir / "result.json"
     payload: dict[str, Any] | None = None
@@ -235,22 +249,28 @@ def _launch(
     device: str,
     env: dict[str, str] | None,
     via: Zygote | None,
-) -> tuple[int | None, bool]:
+    stall_s: float | None,
+) -> tuple[int | None, str]:
+    """How the child ended: its exit code, and "" or why it was killed ("timeout", "stall")."""
     zygote = via or (_ZYGOTES.get(device) if env is None else None)
     if zygote is not None and zygote.alive:
-        return _run_forked(zygote, workdir, timeout_s)
+        return _run_forked(zygote, workdir, timeout_s, stall_s)
     service = os.environ.get(SOCKET_ENV)
     if env is None and service and os.environ.get(DEVICE_ENV) == device:
         try:
-            return run_via_service(service, workdir, timeout_s)
+            return run_via_service(service, workdir, timeout_s, stall_s)
         except ServiceError as exc:
             _LOG.warning("shared zygote failed; spawning", reason=str(exc))
-    return _run_spawned(workdir, log_path, timeout_s, child_env(device, env))
+    return _run_spawned(workdir, log_path, timeout_s, stall_s, child_env(device, env))
 
 
 def _run_spawned(
-    workdir: Path, log_path: Path, timeout_s: float, env: dict[str, str]
-) -> tuple[int | None, bool]:
+    workdir: Path,
+    log_path: Path,
+    timeout_s: float,
+    stall_s: float | None,
+    env: dict[str, str],
+) -> tuple[int | None, str]:
     """A fresh interpreter: the most isolated launch, used when no zygote is running.
 
     Sandboxed, it gets a sandbox of its own: a PID namespace that dies with it
@@ -273,31 +293,42 @@ def _run_spawned(
             env=env,
             start_new_session=True,
         )
-        timed_out = False
+        killed = ""
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            proc.wait()
+            _, killed = wait_for(_poll(proc), timeout_s, StallWatch(workdir, stall_s))
+            if killed:
+                _kill_group(proc.pid)
+                proc.wait()
         finally:
             # Grandchildren (compile workers, anything the candidate spawned) go too.
             _kill_group(proc.pid)
     code = proc.returncode
     if argv[0] != sys.executable and code is not None and 128 < code <= 128 + 64:
         code = 128 - code  # bwrap reports its child's death by signal N as exit 128 + N
-    return code, timed_out
+    return code, killed
 
 
-def _run_forked(zygote: Zygote, workdir: Path, timeout_s: float) -> tuple[int | None, bool]:
+def _poll(proc: subprocess.Popen[bytes]) -> Callable[[float], int | None]:
+    def poll(seconds: float) -> int | None:
+        try:
+            return proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
+    return poll
+
+
+def _run_forked(
+    zygote: Zygote, workdir: Path, timeout_s: float, stall_s: float | None
+) -> tuple[int | None, str]:
     pid = zygote.spawn(workdir)
-    code = zygote.wait(pid, timeout_s)
-    timed_out = code is None
-    if timed_out:
+    watch = StallWatch(zygote.workdir_of(pid, workdir), stall_s)
+    code, killed = wait_for(lambda seconds: zygote.wait(pid, seconds), timeout_s, watch)
+    if killed:
         zygote.kill(pid)
         code = zygote.wait(pid, 30.0)
     zygote.kill(pid)  # the child's process group: anything it spawned
-    return code, timed_out
+    return code, killed
 
 
 _ZYGOTES: dict[str, Zygote] = {}

@@ -396,7 +396,8 @@ def job_view(job: Mapping[str, Any], workdir: Path) -> JobView:
     """What the job names: its model files and inputs (read-only), outputs (writable).
 
     A reference job writes the inputs the candidate later reads, so its
-    ``inputs_dir`` is writable.  A wrapper model's ``store_root`` is never
+    ``inputs_dir`` is writable.  Models nested in lists (a screen job's
+    candidates) are visited too.  A wrapper model's ``store_root`` is never
     exposed whole: only the blobs its compiled/wrapper JSON reach (``store_blobs``).
     """
     view = JobView(rw=[Path(workdir)])
@@ -406,9 +407,12 @@ def job_view(job: Mapping[str, Any], workdir: Path) -> JobView:
 
     def visit(value: object) -> None:
         nonlocal store_root
-        if isinstance(value, Mapping):
+        if isinstance(value, list):  # a screen job's candidates: every one is in the view
+            for item in value:
+                visit(item)
+        elif isinstance(value, Mapping):
             for key, item in value.items():
-                if isinstance(item, Mapping):
+                if isinstance(item, Mapping | list):
                     visit(item)
                 elif not isinstance(item, str) or not item:
                     continue
@@ -422,6 +426,7 @@ def job_view(job: Mapping[str, Any], workdir: Path) -> JobView:
                         json_files.append(Path(item))
 
     visit(job)
+    view.ro = list(dict.fromkeys(view.ro))  # one problem file named by many models: once
     if store_root:
         view.blobs = store_blobs(Path(store_root), json_files)
     return view

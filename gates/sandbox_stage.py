@@ -93,6 +93,7 @@ class Stage:
         n = next(_COUNTER)
         self.ro = Path(root) / "ro" / str(n)
         self.rw = Path(root) / "rw" / str(n)
+        self.work = self.rw / "work"  # the staged workdir (the host path the child writes)
         self.back: list[tuple[Path, Path]] = []
 
     def enter(self) -> Path:
@@ -110,7 +111,7 @@ class Stage:
             _copy_tree(path, staged)
             mapping[str(path)] = str(staged)
             self.back.append((staged, path))
-        work = self.rw / "work"
+        work = self.work
         _copy_tree(self.workdir, work)
         for name in _NOT_BACK:
             if (self.workdir / name).is_file():

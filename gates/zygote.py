@@ -54,6 +54,7 @@ PRELOAD = (
     "gates.jobs.reference",
     "gates.jobs.candidate",
     "gates.jobs.timing",
+    "gates.jobs.screen",
 )
 # Seconds each for a compiled baseline; imported without initialising CUDA.
 OPTIONAL_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx")
@@ -291,6 +292,12 @@ class Zygote:
             if token not in self._started:
                 raise ZygoteError("zygote died")
             return self._started.pop(token)
+
+    def workdir_of(self, pid: int, workdir: Path) -> Path:
+        """Where child ``pid`` (started on ``workdir``) writes while it runs: its stage."""
+        with self._cond:
+            stage = self._stages.get(pid)
+        return stage.work if stage is not None else Path(workdir)
 
     def wait(self, pid: int, timeout_s: float) -> int | None:
         """The child's exit code, or None if it is still running after ``timeout_s``."""

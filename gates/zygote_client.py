@@ -25,13 +25,18 @@ class ServiceError(RuntimeError):
     """The shared zygote could not run a job (the caller spawns instead)."""
 
 
-def run_via_service(path: str, workdir: Path, timeout_s: float) -> tuple[int | None, bool]:
-    """Ask the worker's zygote to run one gate job; (returncode, timed_out)."""
+def run_via_service(
+    path: str, workdir: Path, timeout_s: float, stall_s: float | None = None
+) -> tuple[int | None, str]:
+    """Ask the worker's zygote to run one gate job: its exit code, and "" or why it was
+    killed ("timeout", or "stall" when it marked no progress for ``stall_s``)."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(10.0)
             sock.connect(path)
-            request = {"workdir": str(workdir), "timeout_s": timeout_s}
+            request: dict[str, object] = {"workdir": str(workdir), "timeout_s": timeout_s}
+            if stall_s is not None:
+                request["stall_s"] = stall_s
             sock.sendall((json.dumps(request) + "\n").encode())
             sock.settimeout(timeout_s + _ANSWER_GRACE_S)
             answer = sock.makefile("rb").readline()
@@ -42,7 +47,8 @@ def run_via_service(path: str, workdir: Path, timeout_s: float) -> tuple[int | N
     reply = json.loads(answer)
     if "error" in reply:
         raise ServiceError(str(reply["error"]))
-    return reply.get("returncode"), bool(reply.get("timed_out"))
+    killed = "stall" if reply.get("stalled") else "timeout" if reply.get("timed_out") else ""
+    return reply.get("returncode"), killed
 
 
 def request_digests(path: str, items: list[tuple[str, tuple[int, int, int]]]) -> list[str | None]:

@@ -14,8 +14,9 @@ spawning when it is missing or broken (slower, same isolation).  Each forked
 child is still a fresh process for everything that matters (own CUDA
 context, allocator, module state), exactly as with ``fast_launch``.
 
-Protocol: one JSON line per connection, ``{"workdir", "timeout_s"}``; the
-answer is ``{"returncode", "timed_out"}`` or ``{"error"}``.  If the client
+Protocol: one JSON line per connection, ``{"workdir", "timeout_s"}`` (and
+``"stall_s"`` for a job killed when it stops marking progress); the answer is
+``{"returncode", "timed_out", "stalled"}`` or ``{"error"}``.  If the client
 goes away first (its activity was cancelled), the job is killed.  A
 ``{"digests": [[path, inode, size, ctime_ns], ...]}`` request is answered from
 the worker's ``DigestMemo`` (the compiler-cache guard's content digests).
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gates.cache_guard import compiler_cache_dirs, content_digest, file_state
+from gates.job_progress import StallWatch
 from gates.runner import probe_zygote, zygote_env
 from gates.zygote import Zygote, ZygoteError
 from gates.zygote_client import DEVICE_ENV, SOCKET_ENV
@@ -104,6 +106,7 @@ class DigestMemo:
 class _Job:
     workdir: str
     timeout_s: float
+    stall_s: float | None = None
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -117,16 +120,21 @@ class _Handler(socketserver.StreamRequestHandler):
                 items = [(str(i[0]), (int(i[1]), int(i[2]), int(i[3]))) for i in raw["digests"]]
                 self._answer({"digests": [memo.digest(p, st) for p, st in items]})
                 return
-            job = _Job(workdir=str(raw["workdir"]), timeout_s=float(raw["timeout_s"]))
+            stall = raw.get("stall_s")
+            job = _Job(
+                workdir=str(raw["workdir"]),
+                timeout_s=float(raw["timeout_s"]),
+                stall_s=None if stall is None else float(stall),
+            )
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             self._answer({"error": f"bad request: {exc}"})
             return
         try:
-            code, timed_out = self.server.service.run(job, self.connection)
+            code, killed = self.server.service.run(job, self.connection)
         except ZygoteError as exc:
             self._answer({"error": str(exc)})
             return
-        self._answer({"returncode": code, "timed_out": timed_out})
+        self._answer({"returncode": code, "timed_out": bool(killed), "stalled": killed == "stall"})
 
     def _answer(self, payload: dict) -> None:
         with contextlib.suppress(OSError):
@@ -181,20 +189,27 @@ class ZygoteService:
                 self._zygote = Zygote(zygote_env(self.device), start_timeout_s=120.0)
             return self._zygote
 
-    def run(self, job: _Job, client: socket.socket) -> tuple[int | None, bool]:
-        """Fork the job, wait for it, kill it on timeout or when the client leaves."""
+    def run(self, job: _Job, client: socket.socket) -> tuple[int | None, str]:
+        """Fork the job, wait for it, kill it on timeout, stall or when the client leaves.
+
+        Returns the exit code and "" or why it was killed ("timeout", "stall").
+        """
         zygote = self._live_zygote()
         pid = zygote.spawn(Path(job.workdir))
         self.jobs += 1
+        watch = StallWatch(zygote.workdir_of(pid, Path(job.workdir)), job.stall_s)
         deadline = time.monotonic() + job.timeout_s
         code: int | None = None
-        timed_out = False
+        killed = ""
         while True:
-            code = zygote.wait(pid, 0.5)
+            code = zygote.wait(pid, 0.5 if job.stall_s is None else 0.05)
             if code is not None:
                 break
             if time.monotonic() > deadline:
-                timed_out = True
+                killed = "timeout"
+                break
+            if watch.stalled():
+                killed = "stall"
                 break
             if _client_gone(client):
                 log.info("gate client left; killing its job", pid=pid)
@@ -204,7 +219,7 @@ class ZygoteService:
             zygote.kill(pid)
             code = zygote.wait(pid, 30.0)
         zygote.kill(pid)  # the job's process group: anything it spawned
-        return code, timed_out
+        return code, killed
 
     def close(self) -> None:
         if self._server is not None:

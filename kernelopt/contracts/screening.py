@@ -86,5 +86,5 @@ class ScreenResult(DeviceTimed):
     estimates: list[ScreeningEstimate]
     child_starts: int = 0  # screening children started (one, plus one after each crash)
     # candidates measured again in a fresh child because one screened before them, in the
-    # same process, crashed, raised or tampered (``activities.screen_job``)
+    # same process, crashed, raised or tampered (``gates.screening``)
     rescreened: list[str] = Field(default_factory=list)

@@ -240,3 +240,23 @@ def test_a_daemon_left_behind_by_a_job_is_killed_with_it(tmp_path: Path, gates_e
         while _descendants(root) != before and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _descendants(root) == before
+
+
+def _stalled(tmp: Path, name: str, stall_s: float) -> None:
+    """The hanging candidate, given all the time in the world but ``stall_s`` between marks."""
+    out = run_job(_job(tmp, "hang.py"), tmp / name, timeout_s=600, device="cpu", stall_s=stall_s)
+    assert out.status == "timeout" and out.stalled and out.phase == "dry_run", out.describe()
+    assert f"no progress within {stall_s:g} s" in out.describe()
+    assert out.wall_s < stall_s + 60
+
+
+def test_a_job_that_stops_marking_progress_is_killed_after_stall_s(
+    tmp_path: Path, gates_env: Path
+) -> None:
+    """Spawned and forked from this process's zygote, whose sandbox stages the child's
+    progress file elsewhere (the worker's shared zygote: tests/gates/test_screening.py)."""
+    torch.save([torch.randn(8, 64)], tmp_path / "seed0.pt")
+    _stalled(tmp_path, "spawned", 12.0)  # longer than a spawned child's torch import
+    with fast_launch("cpu") as started:
+        assert started
+        _stalled(tmp_path, "forked", 4.0)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from gates import sandbox
-from gates.protocol import CandidateJob, InputSet, ModelSource, ReferenceJob
+from gates.protocol import CandidateJob, InputSet, ModelSource, ReferenceJob, ScreenEntry, ScreenJob
 from gates.runner import run_job
+from kernelopt.contracts.screening import ScreenParams
 
 
 def _job(tmp: Path) -> CandidateJob:
@@ -85,6 +86,31 @@ def test_the_view_holds_only_what_the_job_names(tmp_path: Path) -> None:
     )
     view = sandbox.job_view(json.loads(ref.model_dump_json()), tmp_path / "w")
     assert tmp_path / "inputs" in view.rw  # the reference writes the inputs candidates read
+
+
+def test_a_screen_job_sees_every_candidate_it_names_read_only(tmp_path: Path) -> None:
+    problem = str(tmp_path / "p.py")
+    job = ScreenJob(
+        device="cpu",
+        seed=0,
+        model_seed=0,
+        inputs_dir=str(tmp_path / "inputs"),
+        baseline=ModelSource(kind="eager", problem_path=problem),
+        candidates=[
+            ScreenEntry(
+                candidate_id=c,
+                model=ModelSource(
+                    kind="candidate", problem_path=problem, candidate_path=str(tmp_path / c)
+                ),
+            )
+            for c in ("a.py", "b.py")
+        ],
+        params=ScreenParams(),
+    )
+    view = sandbox.job_view(json.loads(job.model_dump_json()), tmp_path / "w")
+    names = {tmp_path / n for n in ("p.py", "inputs", "a.py", "b.py")}
+    assert set(view.ro) == names and len(view.ro) == len(names)  # the problem only once
+    assert view.rw == [tmp_path / "w"]  # its results file lives in its own workdir
 
 
 def test_a_wrapper_sees_only_the_blobs_its_json_reaches(tmp_path: Path) -> None:

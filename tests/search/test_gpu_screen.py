@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.screen_job import screen_candidates
 from gates.campaign import gate_candidate
+from gates.screening import screen_candidates
 from kernelopt.contracts import CandidateGateInput, CompileInput, ProblemSpec, SegmentInput
 from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.screening import ScreenCandidate, ScreenInput

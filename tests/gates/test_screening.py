@@ -1,9 +1,11 @@
-"""The screening tier on the CPU: one sandboxed child, the Triton interpreter, real candidates.
+"""The screening tier on the CPU: one screen job through the gate runner, real candidates.
 
-The honest fused kernel gets an estimate; a wrong one, one that raises and one
-that segfaults the child get none, each with its reason, and the crash costs
-only its own estimate (a fresh child screens the rest).  The estimate is its own
-model: nothing typed as a verdict accepts it.
+The honest fused kernel gets an estimate; a wrong one, one that raises, one
+that segfaults the child and one that hangs it get none, each with its reason,
+and the crash or hang costs only its own estimate (a fresh child screens the
+rest).  Spawned (a fresh sandboxed interpreter) and forked from the worker's
+zygote, as gate jobs are.  The estimate is its own model: nothing typed as a
+verdict accepts it.
 """
 
 from __future__ import annotations
@@ -16,15 +18,21 @@ from pydantic import ValidationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.screen import screen_candidates as screen_activity
-from activities.screen_job import screen_candidates
 from gates.campaign import gate_candidate
-from kernelopt.contracts.screening import ScreenCandidate, ScreeningEstimate, ScreenInput
+from gates.screening import screen_candidates
+from gates.zygote_service import DEVICE_ENV, SOCKET_ENV, ZygoteService
+from kernelopt.contracts.screening import (
+    ScreenCandidate,
+    ScreeningEstimate,
+    ScreenInput,
+    ScreenParams,
+)
 from kernelopt.contracts.search import Candidate, Decision
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from kernelopt.store import ArtifactStore, open_store
 from tests.gates.test_campaign_cpu import _forward_input
 
-GATES = Path(__file__).resolve().parents[1] / "gates"
+GATES = Path(__file__).resolve().parent
 WRONG = """
 import torch
 import torch.nn as nn
@@ -146,7 +154,9 @@ def _candidate(store: ArtifactStore, cid: str, text: str) -> ScreenCandidate:
     return ScreenCandidate(candidate_id=cid, source=store.put_text(text, name=f"{cid}.py"))
 
 
-def _input(store: ArtifactStore, cands: list[ScreenCandidate]) -> ScreenInput:
+def _input(
+    store: ArtifactStore, cands: list[ScreenCandidate], params: ScreenParams | None = None
+) -> ScreenInput:
     base = _forward_input(store, "swish_fused")
     return ScreenInput(
         compiled=base.compiled,
@@ -155,6 +165,7 @@ def _input(store: ArtifactStore, cands: list[ScreenCandidate]) -> ScreenInput:
         candidates=cands,
         device="cpu",
         baseline="eager",
+        params=params or ScreenParams(),
     )
 
 
@@ -288,3 +299,35 @@ def test_an_honest_round_is_screened_once(store: ArtifactStore) -> None:
     result = screen_candidates(_input(store, cands), store)
     assert result.rescreened == [] and result.child_starts == 1
     assert all(e.smoke_ok and e.smoke_note == "" for e in result.estimates)
+
+
+def test_a_round_forks_from_the_workers_zygote_and_a_hang_costs_only_its_candidate(
+    store: ArtifactStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU worker's path: screen jobs fork from its shared zygote, staged into its
+    sandbox like gate jobs; a candidate that hangs is killed once it stops the child's
+    progress for ``timeout_s``, not after the whole round's time."""
+    service = ZygoteService("cpu", str(tmp_path / "z.sock"))
+    service.start()
+    monkeypatch.setenv(SOCKET_ENV, service.path)
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    try:
+        probed = service.jobs
+        cands = [
+            _candidate(store, "fused", _read("swish_fused")),
+            _candidate(store, "hang", _read("hang")),
+            _candidate(store, "segv", _read("segfault")),
+            _candidate(store, "fused_again", _read("swish_fused") + "\n# again\n"),
+        ]
+        started = time.perf_counter()
+        result = screen_candidates(_input(store, cands, ScreenParams(timeout_s=10)), store)
+        wall = time.perf_counter() - started
+        assert service.jobs - probed == result.child_starts == 3
+    finally:
+        service.close()
+    fused, hang, segv, again = result.estimates
+    assert fused.smoke_ok and again.smoke_ok and again.estimated_speedup, result
+    assert "died on it: stalled during screen hang" in hang.smoke_note
+    assert "no progress within 10 s" in hang.smoke_note and hang.estimated_ms is None
+    assert "died on it: process died (signal SIGSEGV) during screen segv" in segv.smoke_note
+    assert wall < 10 * len(cands)  # the hang cost its own 10 s, not the round's budget

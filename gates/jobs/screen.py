@@ -1,70 +1,49 @@
-"""The screening child: ``python -m activities.screen_child JOBDIR OUTDIR``, in the gates' sandbox.
+"""Screen child: a round's candidates, untrusted, in one process (the search's first tier).
 
-One process screens a whole round: it builds the baseline once, runs it on one
-input, then for each candidate in turn imports and builds it, compares its
-output with the baseline's (a smoke check, not gate 2) and times both sides a
-few times.  That is what makes screening sub-second per candidate: the process,
-torch and the baseline are paid once per round, not once per candidate.
+It builds the baseline once, runs it on one input, then for each candidate in
+turn imports and builds it, compares its output with the baseline's (a smoke
+check, not gate 2) and times both sides a few times.  That is what makes
+screening sub-second per candidate: the process, torch and the baseline are paid
+once per round, not once per candidate.  It runs like every gate job (the
+runner's sandbox, limits and zygote); its job's files are read-only, only its
+workdir is writable.
 
-The job, the problem and every candidate's file are read-only in the sandbox
-(one candidate cannot rewrite another's source); only ``OUTDIR`` is writable.
-Every candidate's line goes to ``results.jsonl`` as soon as it is known, so when
-a candidate kills the process (a segfault, a hang the parent ends) the parent
-knows which one did it and starts a child for the rest.  Candidates share this
+Every candidate's line goes to ``results.jsonl`` in the workdir as soon as it is
+known, and a progress mark precedes each candidate, so when one kills or hangs
+the process the parent knows which one did it (``run_job``'s ``stall_s`` ends a
+child that stops marking) and starts a child for the rest.  Candidates share this
 process, so one could slow another's timings down: the estimates are untrusted
 by construction and only rank; the four-gate cascade decides.  After each
-candidate the child looks for what it left behind (Python threads still
-running, a baseline that no longer gives its outputs) and names it on the
-candidate's line (``suspect``), so the parent can screen the ones after it
-again in a fresh child.  A candidate that hides its traces from these checks
-is not caught here: see gates/README.md's anti-gaming table.
+candidate the child looks for what it left behind (Python threads still running,
+a baseline that no longer gives its outputs) and names it on the candidate's
+line (``suspect``), so the parent can screen the ones after it again in a fresh
+child.  A candidate that hides its traces from these checks is not caught here:
+see gates/README.md's anti-gaming table.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Any, TextIO
 
-from pydantic import BaseModel
+import torch
 
-from gates.protocol import ModelSource
-from kernelopt.contracts.base import Frozen
+from gates.call_policy import seed_everything
+from gates.job_progress import job_file, mark
+from gates.jobs.build import build_callable
+from gates.problem_io import ProblemFile, flatten_output, to_device
+from gates.protocol import SCREEN_RESULTS, ModelSource, ScreenJob, ScreenJobResult, ScreenLine
 from kernelopt.contracts.screening import ScreenParams
 from kernelopt.measure import Stopwatch, elapsed, median_ms
-from kernelopt.pidfile import die_with_parent
 
-RESULTS = "results.jsonl"
-JOB = "job.json"
+JOB_TYPE = ScreenJob
 SMOKE_TOL = 1e-2  # looser than gate 2: screening only keeps obvious failures out
-
-
-class ScreenChildJob(Frozen):
-    device: str
-    seed: int
-    model_seed: int
-    inputs_dir: str  # the call policy and weights a gate reference would leave (here: none)
-    baseline: ModelSource
-    candidates: list[tuple[str, ModelSource]]
-    params: ScreenParams
-
-
-class ChildLine(BaseModel):
-    """One line of ``results.jsonl``: the baseline's (``candidate_id`` "") or a candidate's."""
-
-    candidate_id: str = ""
-    ok: bool = False
-    note: str = ""
-    ms: float | None = None
-    seconds: float = 0.0
-    restart: bool = False  # it left the CUDA context unusable: the rest need a fresh child
-    suspect: str = ""  # what it left behind that could disturb the candidates after it
 
 
 def context_lost(exc: BaseException) -> bool:
@@ -74,8 +53,6 @@ def context_lost(exc: BaseException) -> bool:
 
 
 def _sync(device: str) -> None:
-    import torch
-
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
@@ -95,10 +72,6 @@ def time_ms(fn: Callable[[], Any], device: str, params: ScreenParams) -> float:
 
 def smoke_note(got: Any, want: list[Any]) -> str:
     """ "" when ``got`` matches the baseline's flattened outputs, else what differs."""
-    import torch
-
-    from gates.problem_io import flatten_output
-
     leaves = flatten_output(got)
     if len(leaves) != len(want):
         return f"{len(leaves)} outputs, the baseline has {len(want)}"
@@ -120,8 +93,6 @@ class _Side:
     """One callable on fresh copies of the round's input."""
 
     def __init__(self, fn: Callable[..., Any], inputs: list[Any]) -> None:
-        import torch
-
         self.fn = fn
         self.inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
@@ -129,14 +100,7 @@ class _Side:
         return self.fn(*self.inputs)
 
 
-def _screen_one(
-    src: ModelSource, job: ScreenChildJob, inputs: list[Any], want: list[Any]
-) -> ChildLine:
-    import torch
-
-    from gates.call_policy import seed_everything
-    from gates.jobs.build import build_callable
-
+def _screen_one(src: ModelSource, job: ScreenJob, inputs: list[Any], want: list[Any]) -> ScreenLine:
     fn, _ = build_callable(src, job.device, job.model_seed, job.inputs_dir)
     side = _Side(fn, inputs)
     seed_everything(job.seed)
@@ -145,20 +109,16 @@ def _screen_one(
         _sync(job.device)
         note = smoke_note(got, want)
         if note:
-            return ChildLine(note=note)
-        return ChildLine(ok=True, ms=time_ms(side, job.device, job.params))
+            return ScreenLine(note=note)
+        return ScreenLine(ok=True, ms=time_ms(side, job.device, job.params))
 
 
-def left_behind(base: _Side, want: list[Any], threads: int, job: ScreenChildJob) -> str:
+def left_behind(base: _Side, want: list[Any], threads: int, job: ScreenJob) -> str:
     """What the last candidate left that could disturb the next ones ("" when nothing seen).
 
     Cheap on purpose (one baseline call): a Python thread still running (a GPU
     hog, a timer), or a baseline whose output changed (a patched torch op).
     """
-    import torch
-
-    from gates.call_policy import seed_everything
-
     extra = threading.active_count() - threads
     if extra > 0:
         return f"left {extra} thread(s) running"
@@ -173,27 +133,34 @@ def left_behind(base: _Side, want: list[Any], threads: int, job: ScreenChildJob)
     return f"the baseline's output changed after it: {note}"[:200] if note else ""
 
 
-def _write(out: Any, line: ChildLine) -> None:
+def _write(out: TextIO, line: ScreenLine) -> None:
     out.write(line.model_dump_json() + "\n")
     out.flush()
     os.fsync(out.fileno())
 
 
-def run(jobdir: Path, outdir: Path) -> None:
-    import torch
+def _done(path: Path) -> set[str]:
+    """Ids with a line already (an earlier child of this pass wrote them)."""
+    if not path.is_file():
+        return set()
+    done = set()
+    for raw in path.read_text(errors="replace").splitlines():
+        try:
+            done.add(ScreenLine.model_validate_json(raw).candidate_id)
+        except ValueError:
+            break  # a line cut short by a kill
+    return done
 
-    from gates.call_policy import seed_everything
-    from gates.jobs.build import build_callable
-    from gates.problem_io import ProblemFile, flatten_output, to_device
 
-    job = ScreenChildJob.model_validate_json((jobdir / JOB).read_text())
+def run(job: ScreenJob) -> ScreenJobResult:
+    """The baseline's line (unless an earlier child wrote it), then one per candidate."""
+    path = job_file(SCREEN_RESULTS)
+    done = _done(path)
+    written = 0
+    mark("screen_baseline")
     problem = ProblemFile(job.baseline.problem_path)
     inputs = to_device(problem.inputs(job.seed), job.device)
-    with (outdir / RESULTS).open("a") as out:
-        done = {
-            ChildLine.model_validate_json(line).candidate_id
-            for line in (outdir / RESULTS).read_text().splitlines()
-        }
+    with open(path, "a") as out:
         started = time.perf_counter()
         # a restart builds the baseline again: its outputs are the smoke check's reference
         fn, _ = build_callable(job.baseline, job.device, job.model_seed, job.inputs_dir)
@@ -204,17 +171,20 @@ def run(jobdir: Path, outdir: Path) -> None:
             _sync(job.device)
             base_ms = time_ms(base, job.device, job.params)
         if "" not in done:
-            _write(out, ChildLine(ok=True, ms=base_ms, seconds=time.perf_counter() - started))
+            _write(out, ScreenLine(ok=True, ms=base_ms, seconds=time.perf_counter() - started))
+            written += 1
         threads = threading.active_count()
-        for cid, src in job.candidates:
+        for entry in job.candidates:
+            cid = entry.candidate_id
             if cid in done:
                 continue
+            mark("screen", candidate=cid)
             started = time.perf_counter()
             try:
-                line = _screen_one(src, job, inputs, want)
+                line = _screen_one(entry.model, job, inputs, want)
             except Exception as exc:  # a broken candidate is an estimate, not our failure
                 tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-                line = ChildLine(note=f"raised {tail}"[:400], restart=context_lost(exc))
+                line = ScreenLine(note=f"raised {tail}"[:400], restart=context_lost(exc))
             line = line.model_copy(
                 update={"candidate_id": cid, "seconds": time.perf_counter() - started}
             )
@@ -222,17 +192,8 @@ def run(jobdir: Path, outdir: Path) -> None:
                 line = line.model_copy(update={"suspect": left_behind(base, want, threads, job)})
                 threads = threading.active_count()
             _write(out, line)
-            if line.restart:
-                os._exit(3)  # the parent starts a fresh child for the candidates after it
-
-
-def main(argv: list[str]) -> int:
-    die_with_parent()
-    run(Path(argv[0]), Path(argv[1]))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # a candidate's atexit hooks or a wedged context must not hang the exit
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+            written += 1
+            if line.restart:  # the parent starts a fresh child for the candidates after it
+                return ScreenJobResult(lines=written, restart=True)
+    mark("done")
+    return ScreenJobResult(lines=written)
