@@ -31,14 +31,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from gates.cascade import roofline_inputs, run_gates_1_to_3, timing_checks
+from gates.layout import CompiledLayout
 from gates.perf import PerfMeasurement, dispatch_overhead, measure, perf_verdict
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
 from gates.runner import ChildOutcome
-from kernelopt.contracts.compiled import CompileResult, Replacement, RestitchInput, TargetKind
+from kernelopt.contracts.compiled import CompileResult, TargetKind
 from kernelopt.contracts.verdicts import (
     CandidateGateInput,
     CandidateGateResult,
@@ -52,67 +52,27 @@ from kernelopt.contracts.verdicts import (
 from kernelopt.errors import DeterministicError
 from kernelopt.log import get_logger
 from kernelopt.stages import StageClock
-from kernelopt.store import ArtifactStore, LocalBackend
+from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
 
 
-class _Workspace:
-    """A temporary directory with the problem, compiled result and store root laid out."""
+class _Workspace(CompiledLayout):
+    """The layout in a temporary directory of its own, removed by ``close``."""
 
     def __init__(self, compiled: CompileResult, store: ArtifactStore) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-gate-"))
-        self.compiled = compiled
-        self.store = store
-        self.problem_path = str(
-            store.materialize(compiled.problem.source, self.dir, f"{compiled.problem.name}.py")
-        )
-        self.compiled_json = self.dir / "compiled.json"
-        self.compiled_json.write_text(compiled.model_dump_json())
-        backend = store.backend
-        self.store_root = str(backend.root) if isinstance(backend, LocalBackend) else ""
-
-    def wrapper_source(self, wrapper: Any | None) -> ModelSource:
-        """``wrapper`` None: the baseline wrapper; else an ArtifactRef of a re-stitched one."""
-        wrapper_json = ""
-        if wrapper is not None:
-            path = self.dir / f"wrapper-{wrapper.short}.json"
-            path.write_text(wrapper.model_dump_json())
-            wrapper_json = str(path)
-        return ModelSource(
-            kind="wrapper",
-            problem_path=self.problem_path,
-            compiled_json=str(self.compiled_json),
-            wrapper_json=wrapper_json,
-            store_root=self.store_root,
-        )
+        super().__init__(compiled, store, Path(tempfile.mkdtemp(prefix="kernelopt-gate-")))
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _candidate_source(
-    ws: _Workspace, inp: CandidateGateInput, store: ArtifactStore
+    ws: _Workspace, inp: CandidateGateInput
 ) -> tuple[ModelSource | None, GateVerdict | None]:
     """The model to check, or a static verdict when the candidate does not fit its target."""
-    if inp.target.kind == TargetKind.FORWARD:
-        path = store.materialize(inp.source, ws.dir, f"candidate_{inp.candidate_id}.py")
-        return (
-            ModelSource(kind="candidate", problem_path=ws.problem_path, candidate_path=str(path)),
-            None,
-        )
-    from kernelopt.compile.restitch import build_restitched
-
     try:
-        text, forms = build_restitched(
-            RestitchInput(
-                compiled=inp.compiled,
-                segment=inp.segment,
-                replacements=[Replacement(target=inp.target, source=inp.source)],
-                run=False,
-            ),
-            store,
-        )
+        source, forms = ws.candidate_source(inp.target, inp.segment, inp.source, inp.candidate_id)
     except DeterministicError as exc:
         return None, GateVerdict(
             gate=GateName.STATIC,
@@ -125,11 +85,9 @@ def _candidate_source(
                 "launch(*args))."
             ),
         )
-    ref = store.put_text(
-        text, media_type="text/x-python", name=f"{inp.compiled.problem.name}_{inp.candidate_id}.py"
-    )
-    log.info("gate_candidate.restitched", target=inp.target.id, forms=forms, wrapper=ref.short)
-    return ws.wrapper_source(ref), None
+    if forms:
+        log.info("gate_candidate.restitched", target=inp.target.id, forms=forms)
+    return source, None
 
 
 def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGateResult:
@@ -150,7 +108,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
     stages = StageClock()
     ws = _Workspace(inp.compiled, store)
     try:
-        candidate, early = _candidate_source(ws, inp, store)
+        candidate, early = _candidate_source(ws, inp)
         if early is not None or candidate is None:
             return CandidateGateResult(
                 candidate_id=inp.candidate_id, verdicts=[early] if early else []

@@ -11,70 +11,32 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gates.layout import CompiledLayout
 from gates.protocol import ModelSource
-from kernelopt.contracts.base import ArtifactRef
-from kernelopt.contracts.compiled import Replacement, RestitchInput, TargetKind
 from kernelopt.contracts.screening import ScreenCandidate, ScreenInput
-from kernelopt.store import ArtifactStore, LocalBackend
+from kernelopt.store import ArtifactStore
 
 
-class ScreenLayout:
+class ScreenLayout(CompiledLayout):
     """The problem, compiled result and candidates as files a sandboxed child may read."""
 
     def __init__(self, inp: ScreenInput, store: ArtifactStore, directory: Path) -> None:
+        super().__init__(inp.compiled, store, directory)
         self.inp = inp
-        self.store = store
-        self.dir = directory
-        name = inp.compiled.problem.name
-        self.problem = str(store.materialize(inp.compiled.problem.source, directory, f"{name}.py"))
-        self.compiled_json = directory / "compiled.json"
-        self.compiled_json.write_text(inp.compiled.model_dump_json())
-        backend = store.backend
-        self.store_root = str(backend.root) if isinstance(backend, LocalBackend) else ""
         self.inputs_dir = directory / "inputs"  # no reference ran: no policy, no weights file
         self.inputs_dir.mkdir(exist_ok=True)
 
-    def wrapper(self, ref: ArtifactRef | None) -> ModelSource:
-        wrapper_json = ""
-        if ref is not None:
-            path = self.dir / f"wrapper-{ref.short}.json"
-            path.write_text(ref.model_dump_json())
-            wrapper_json = str(path)
-        return ModelSource(
-            kind="wrapper",
-            problem_path=self.problem,
-            compiled_json=str(self.compiled_json),
-            wrapper_json=wrapper_json,
-            store_root=self.store_root,
-        )
-
     def baseline(self) -> ModelSource:
         if self.inp.baseline == "eager":
-            return ModelSource(kind="eager", problem_path=self.problem)
-        return self.wrapper(None)
+            return ModelSource(kind="eager", problem_path=self.problem_path)
+        return self.wrapper_source(None)
 
     def candidate(self, cand: ScreenCandidate) -> ModelSource:
         """The candidate as the child builds it; DeterministicError when it does not fit."""
-        if self.inp.target.kind == TargetKind.FORWARD:
-            path = self.store.materialize(cand.source, self.dir, f"cand_{safe_name(cand)}.py")
-            return ModelSource(
-                kind="candidate", problem_path=self.problem, candidate_path=str(path)
-            )
-        from kernelopt.compile.restitch import build_restitched
-
-        text, _ = build_restitched(
-            RestitchInput(
-                compiled=self.inp.compiled,
-                segment=self.inp.segment,
-                replacements=[Replacement(target=self.inp.target, source=cand.source)],
-                run=False,
-            ),
-            self.store,
+        source, _ = self.candidate_source(
+            self.inp.target, self.inp.segment, cand.source, safe_name(cand)
         )
-        ref = self.store.put_text(
-            text, media_type="text/x-python", name=f"screen_{safe_name(cand)}.py"
-        )
-        return self.wrapper(ref)
+        return source
 
 
 def safe_name(cand: ScreenCandidate) -> str:

@@ -1,0 +1,85 @@
+"""A compiled problem laid out as files that a gate or screen child builds its models from.
+
+Children build every model from files (``gates.protocol.ModelSource``), and the
+runner's sandbox shows them only the files a job names.  The campaign gates
+and a screening round lay out the same things -- the problem copy, the
+compile result, the store root and each candidate -- so both use this.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gates.protocol import ModelSource
+from kernelopt.contracts.base import ArtifactRef
+from kernelopt.contracts.compiled import (
+    CompileResult,
+    Replacement,
+    RestitchInput,
+    SearchTarget,
+    SegmentResult,
+    TargetKind,
+)
+from kernelopt.store import ArtifactStore, LocalBackend
+
+
+class CompiledLayout:
+    """The problem, compiled result and store root of one compile, written into ``directory``."""
+
+    def __init__(self, compiled: CompileResult, store: ArtifactStore, directory: Path) -> None:
+        self.dir = directory
+        self.compiled = compiled
+        self.store = store
+        name = compiled.problem.name
+        self.problem_path = str(store.materialize(compiled.problem.source, directory, f"{name}.py"))
+        self.compiled_json = directory / "compiled.json"
+        self.compiled_json.write_text(compiled.model_dump_json())
+        backend = store.backend
+        self.store_root = str(backend.root) if isinstance(backend, LocalBackend) else ""
+
+    def wrapper_source(self, wrapper: ArtifactRef | None) -> ModelSource:
+        """``wrapper`` None: the baseline wrapper; else an ArtifactRef of a re-stitched one."""
+        wrapper_json = ""
+        if wrapper is not None:
+            path = self.dir / f"wrapper-{wrapper.short}.json"
+            path.write_text(wrapper.model_dump_json())
+            wrapper_json = str(path)
+        return ModelSource(
+            kind="wrapper",
+            problem_path=self.problem_path,
+            compiled_json=str(self.compiled_json),
+            wrapper_json=wrapper_json,
+            store_root=self.store_root,
+        )
+
+    def candidate_source(
+        self, target: SearchTarget, segment: SegmentResult | None, source: ArtifactRef, name: str
+    ) -> tuple[ModelSource, dict[str, str]]:
+        """The candidate as a child builds it, and the re-stitch's forms (none for a forward).
+
+        A whole-forward candidate is its own file; a kernel candidate is put back
+        into Inductor's wrapper.  ``DeterministicError`` when it does not fit.
+        """
+        if target.kind == TargetKind.FORWARD:
+            path = self.store.materialize(source, self.dir, f"candidate_{name}.py")
+            return (
+                ModelSource(
+                    kind="candidate", problem_path=self.problem_path, candidate_path=str(path)
+                ),
+                {},
+            )
+        from kernelopt.compile.restitch import build_restitched
+
+        text, forms = build_restitched(
+            RestitchInput(
+                compiled=self.compiled,
+                segment=segment,
+                replacements=[Replacement(target=target, source=source)],
+                run=False,
+            ),
+            self.store,
+        )
+        ref = self.store.put_text(
+            text, media_type="text/x-python", name=f"{self.compiled.problem.name}_{name}.py"
+        )
+        return self.wrapper_source(ref), forms
