@@ -138,6 +138,7 @@ def run_gates_1_to_3(
             rho_max=settings.rho_max,
             settings=settings,
             fp64_error=bundle.result.fp64_error if bundle.result else "",
+            facts=bundle.facts,
         )
     verdicts.append(v3)
     clock.lap("model")

@@ -125,6 +125,7 @@ def correctness_verdict(
             rtol=settings.rtol,
             atol=settings.atol,
             scale_tol=settings.scale_tol,
+            facts=bundle.facts,
         )
         meta = calls_meta.get(s.name)
         mutated = list(meta.mutated_inputs) if meta else []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gates.numerics import ModelErrorReport, model_error_rule
+from gates.reference_facts import ReferenceFacts
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus, GateVerdict
 
 
@@ -22,8 +23,12 @@ def model_verdict_from_sets(
     settings: GateSettings,
     seconds: float = 0.0,
     fp64_error: str = "",
+    facts: ReferenceFacts | None = None,
 ) -> GateVerdict:
-    """``sets``: (name, o32 leaves, b32 leaves, b64 leaves or None) per input set."""
+    """``sets``: (name, o32 leaves, b32 leaves, b64 leaves or None) per input set.
+
+    ``facts``: the reference bundle's, so the baselines' own numbers are computed once.
+    """
     reports: list[tuple[str, ModelErrorReport]] = []
     for name, o32, b32, b64 in sets:
         tensors = [t for t in o32 if hasattr(t, "shape")]
@@ -40,6 +45,7 @@ def model_verdict_from_sets(
                     rho_max=rho_max,
                     d_ref_floor=settings.d_ref_floor,
                     abs_bound=settings.model_abs_bound,
+                    facts=facts,
                 ),
             )
         )

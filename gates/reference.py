@@ -26,6 +26,7 @@ from gates.protocol import (
     ReferenceJob,
     ReferenceResult,
 )
+from gates.reference_facts import ReferenceFacts
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck, check_timed_calls
 from kernelopt.contracts.verdicts import GateSettings
@@ -46,6 +47,10 @@ class ReferenceBundle:
     corrupted: bool = False  # inputs and their pristine copy both changed: unusable
     guarded: dict[str, bytes] = field(default_factory=dict)  # small files, kept in memory
     caches: CacheGuard = field(default_factory=CacheGuard)  # armed around candidate processes
+    # the reference outputs' own numbers (magnitudes, finiteness, fp32-vs-float64 error),
+    # computed by the first comparison that needs them and reused by every later one; kept
+    # per tensor object and version, so refs replaced or changed are described afresh
+    facts: ReferenceFacts = field(default_factory=ReferenceFacts, compare=False)
 
     def before_candidate(self) -> None:
         """Open the compiler-cache watch window of the candidate process about to start."""
@@ -135,7 +140,13 @@ class ReferenceBundle:
         """Compare every call a timing child recorded with the reference (gate 2's rules)."""
         s = self.settings
         return check_timed_calls(
-            path, self.rotation_sets(), self.refs, rtol=s.rtol, atol=s.atol, scale_tol=s.scale_tol
+            path,
+            self.rotation_sets(),
+            self.refs,
+            rtol=s.rtol,
+            atol=s.atol,
+            scale_tol=s.scale_tol,
+            facts=self.facts,
         )
 
     @property

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from gates.numerics import compare_outputs
+from gates.reference_facts import ReferenceFacts
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ def check_timed_calls(
     rtol: float,
     atol: float,
     scale_tol: float,
+    facts: ReferenceFacts | None = None,
 ) -> TimedCheck:
-    """Compare every recorded call with the reference of the set it ran on."""
+    """Compare every recorded call with the reference of the set it ran on (``facts``: the bundle's)."""
     if not path.is_file():
         return TimedCheck(False, 0, "the timing child recorded no checks (its file is missing)")
     try:
@@ -101,7 +103,9 @@ def check_timed_calls(
         return TimedCheck(False, calls, first[1], index, set_names[int(sets[index])], compared)
     for index, k, leaves in data["kept"]:
         name = set_names[int(k)]
-        cmp = compare_outputs(leaves, refs[name], rtol=rtol, atol=atol, scale_tol=scale_tol)
+        cmp = compare_outputs(
+            leaves, refs[name], rtol=rtol, atol=atol, scale_tol=scale_tol, facts=facts
+        )
         if not cmp.ok:
             return TimedCheck(
                 False,
