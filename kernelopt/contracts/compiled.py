@@ -213,6 +213,21 @@ class ScopeRef(Frozen):
     kernel_kind: str = ""  # Inductor's kind of the target's first kernel (memory tags)
 
 
+class SearchStepInput(Frozen):
+    """What the input of every step of a kernel search opens with: the problem and the target.
+
+    Profiling, proposing, screening and gating all read the target's scoped
+    segmentation; the fields come first in each, in this order, as they always did.
+    """
+
+    compiled: CompileResult
+    # the scoped segmentation inline, or (searches since "scope-by-reference") its
+    # reference: the activity loads it before anything reads ``segment``
+    segment: SegmentResult | None = None
+    scope: ScopeRef | None = None
+    target: SearchTarget
+
+
 class ScopeSegmentInput(Frozen):
     """One target's part of a stored segmentation (``compile/segment_scope.py``)."""
 
