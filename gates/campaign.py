@@ -114,16 +114,7 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 candidate_id=inp.candidate_id, verdicts=[early] if early else []
             )
         stages.lap("setup")
-        bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
-        if not bundle.ok:
-            raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
-        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
-        _reference_stages(stages, bundle)
-        parts = StageClock()
-        verdicts, child = run_gates_1_to_3(
-            bundle, candidate, settings, ws.dir / "candidate", stages=parts
-        )
-        _gate_stages(stages, gates_stage, parts, child)
+        bundle, verdicts = _reference_and_gates(ws, candidate, settings, stages, gates_stage)
         kernel_ms = baseline_ms = None
         if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
             timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
@@ -168,6 +159,28 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
         )
     finally:
         ws.close()
+
+
+def _reference_and_gates(
+    ws: _Workspace,
+    candidate: ModelSource,
+    settings: GateSettings,
+    stages: StageClock,
+    gates_stage: str,
+) -> tuple[ReferenceBundle, list[GateVerdict]]:
+    """The eager reference (its inputs guarded against the compiled files), then gates 1-3
+    on ``candidate`` against it: what both entry points run first, each lap in ``stages``."""
+    bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
+    if not bundle.ok:
+        raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
+    bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
+    _reference_stages(stages, bundle)
+    parts = StageClock()
+    verdicts, child = run_gates_1_to_3(
+        bundle, candidate, settings, ws.dir / "candidate", stages=parts
+    )
+    _gate_stages(stages, gates_stage, parts, child)
+    return bundle, verdicts
 
 
 def _reference_stages(stages: StageClock, bundle: ReferenceBundle) -> None:
@@ -216,16 +229,7 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
             )
         else:
             candidate = ws.wrapper_source(inp.wrapper)
-        bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
-        if not bundle.ok:
-            raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
-        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
-        _reference_stages(stages, bundle)
-        parts = StageClock()
-        early, child = run_gates_1_to_3(
-            bundle, candidate, settings, ws.dir / "candidate", stages=parts
-        )
-        _gate_stages(stages, "gates_1_3", parts, child)
+        bundle, early = _reference_and_gates(ws, candidate, settings, stages, "gates_1_3")
         v_model = _as_model_verdict(early)
         if not v_model.passed:
             stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)

@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
-from gates.perfstats import decide_category, iqr_rel, median, rounds_sufficient, timers_agree
+from gates.perfstats import (
+    TimerAgreement,
+    decide_category,
+    iqr_rel,
+    median,
+    rounds_sufficient,
+    timers_agree,
+)
 from gates.protocol import ModelSource, OutputLeaf, TimingJob, TimingResult
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck
@@ -248,6 +255,18 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
     }
 
 
+def _side_timers(rounds: list[TimingResult], settings: GateSettings) -> TimerAgreement:
+    """One side's median GPU-event time (None when no round had events) against its median
+    host time: whether its two clocks agree."""
+    events = [r.event_ms for r in rounds if r.event_ms is not None]
+    return timers_agree(
+        median(events) if events else None,
+        median([r.host_ms for r in rounds]),
+        rel=settings.timer_disagree_rel,
+        abs_ms=settings.timer_disagree_abs_ms,
+    )
+
+
 def _gpu_work(base_event: float | None, cand_event: float | None) -> dict[str, float]:
     """Each side's GPU work alone (its events), beside the gate's wall-time number.
 
@@ -447,28 +466,9 @@ def perf_verdict(
         base_rounds, cand_rounds, gamma=gamma, noise_limit=settings.noise_limit
     )
     metrics["decision"] = decision.as_dict()
-    cand_event = (
-        median([r.event_ms for r in m.candidate if r.event_ms is not None])
-        if any(r.event_ms is not None for r in m.candidate)
-        else None
-    )
-    agreement = timers_agree(
-        cand_event,
-        median([r.host_ms for r in m.candidate]),
-        rel=settings.timer_disagree_rel,
-        abs_ms=settings.timer_disagree_abs_ms,
-    )
-    base_event = (
-        median([r.event_ms for r in m.baseline if r.event_ms is not None])
-        if any(r.event_ms is not None for r in m.baseline)
-        else None
-    )
-    base_agreement = timers_agree(
-        base_event,
-        median([r.host_ms for r in m.baseline]),
-        rel=settings.timer_disagree_rel,
-        abs_ms=settings.timer_disagree_abs_ms,
-    )
+    agreement = _side_timers(m.candidate, settings)
+    base_agreement = _side_timers(m.baseline, settings)
+    cand_event, base_event = agreement.event_ms, base_agreement.event_ms
     metrics["timers"] = {
         "candidate": {"agree": agreement.agree, "reason": agreement.reason},
         "baseline": {"agree": base_agreement.agree, "reason": base_agreement.reason},

@@ -180,24 +180,27 @@ def run_job(
     progress = _read_progress(workdir / "progress.jsonl")
     phases = [str(p.get("phase", "")) for p in progress]
     phase = phases[-1] if phases else "start"
-    tail = _tail(log_path)
+    # what every outcome records of the child, whatever became of it
+    seen: dict[str, Any] = {
+        "returncode": returncode,
+        "log_tail": _tail(log_path),
+        "phases": phases,
+        "progress": progress,
+        "workdir": str(workdir),
+    }
     if killed:
         stalled = killed == "stall"
         return ChildOutcome(
             "timeout",
             phase,
             wall,
-            returncode=returncode,
             message=(
                 f"no progress within {stall_s:g} s"
                 if stalled
                 else f"no result within {timeout_s:g} s"
             ),
-            log_tail=tail,
-            phases=phases,
-            progress=progress,
-            workdir=str(workdir),
             stalled=stalled,
+            **seen,
         )
     result_path = workdir / "result.json"
     payload: dict[str, Any] | None = None
@@ -205,27 +208,10 @@ def run_job(
         with contextlib.suppress(json.JSONDecodeError):
             payload = json.loads(result_path.read_text())
     if payload is None:
-        return ChildOutcome(
-            "crashed",
-            phase,
-            wall,
-            returncode=returncode,
-            log_tail=tail,
-            phases=phases,
-            progress=progress,
-            workdir=str(workdir),
-        )
+        return ChildOutcome("crashed", phase, wall, **seen)
     if payload.get("ok"):
         return ChildOutcome(
-            "ok",
-            payload.get("phase", phase),
-            wall,
-            result=payload.get("result"),
-            returncode=returncode,
-            log_tail=tail,
-            phases=phases,
-            progress=progress,
-            workdir=str(workdir),
+            "ok", payload.get("phase", phase), wall, result=payload.get("result"), **seen
         )
     return ChildOutcome(
         "exception",
@@ -234,11 +220,7 @@ def run_job(
         error_type=payload.get("error_type", ""),
         message=payload.get("message", ""),
         traceback=payload.get("traceback", ""),
-        returncode=returncode,
-        log_tail=tail,
-        phases=phases,
-        progress=progress,
-        workdir=str(workdir),
+        **seen,
     )
 
 

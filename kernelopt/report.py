@@ -122,6 +122,12 @@ def _remainder(decisions: list[Decision]) -> str:
     """'1,200 rejected (correctness 900, compile 300), 40 passed': what the hidden rows hold."""
     kinds = Counter(_decision(d) for d in decisions)
     gates = Counter(d.deciding_gate or "-" for d in decisions if _decision(d) == "rejected")
+    return tally(kinds, gates)
+
+
+def tally(kinds: Counter[str], gates: Counter[str]) -> str:
+    """'1,200 rejected (correctness 900, compile 300), 40 passed': each kind, most first,
+    and the rejections by deciding gate -- how the report and the audit count hidden rows."""
     parts = []
     for kind, n in kinds.most_common():
         text = f"{n:,} {kind}"

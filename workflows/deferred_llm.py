@@ -23,21 +23,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from kernelopt.agents.deferred import (
-        LLM_ANSWER,
-        LLM_POLL,
-        LLM_PREPARE,
-        LLM_SUBMIT,
-        LLM_WITHDRAW,
-        AnswerInput,
-        LlmCall,
-        PollInput,
-        PollResult,
-        PreparedRequest,
-        SubmitInput,
-        WithdrawInput,
-        request_id,
-    )
+    from kernelopt.agents import deferred
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.search import ProposerConfig
 
@@ -60,7 +46,7 @@ class DeferredLLM:
         self.owner = owner
         self.proposer = proposer
         self.cpu_queue = cpu_queue
-        self.queue: list[PreparedRequest] = []
+        self.queue: list[deferred.PreparedRequest] = []
         self.preparing = 0
         self.flushing = False
         self.results: dict[str, ArtifactRef | str] = {}
@@ -93,7 +79,7 @@ class DeferredLLM:
             return None
         self.seq += 1
         info = workflow.info()
-        rid = request_id(
+        rid = deferred.request_id(
             campaign_id or "campaign",
             target_id,
             f"i{it}",
@@ -101,7 +87,7 @@ class DeferredLLM:
             f"{self.seq:03d}",
             str(workflow.uuid4())[:6],
         )
-        call = LlmCall(
+        call = deferred.LlmCall(
             request_id=rid,
             role=role,
             payload=inp.model_dump(mode="json"),
@@ -112,7 +98,7 @@ class DeferredLLM:
         )
         self.preparing += 1
         try:
-            prepared = await self._activity(LLM_PREPARE, call, PreparedRequest)
+            prepared = await self._activity(deferred.LLM_PREPARE, call, deferred.PreparedRequest)
         except ActivityError as exc:
             end(f"LLM {role} failed: {_cause(exc)}"[:500])
             return None
@@ -130,7 +116,9 @@ class DeferredLLM:
             end(f"LLM {role} not answered: {got}"[:500])
             return None
         try:
-            return await self._activity(LLM_ANSWER, AnswerInput(call=call, reply=got), result_type)
+            return await self._activity(
+                deferred.LLM_ANSWER, deferred.AnswerInput(call=call, reply=got), result_type
+            )
         except ActivityError as exc:
             end(f"LLM {role} failed: {_cause(exc)}"[:500])
             return None
@@ -160,7 +148,7 @@ class DeferredLLM:
         for rid in rids:
             self.results[rid] = why
 
-    async def _wait_for(self, batch: list[PreparedRequest]) -> None:
+    async def _wait_for(self, batch: list[deferred.PreparedRequest]) -> None:
         """Submit one batch and poll, on timers, until every request has its reply."""
         info = workflow.info()
         self.submissions += 1
@@ -168,7 +156,9 @@ class DeferredLLM:
         outstanding = {r.request_id for r in batch}
         try:
             handle = await self._activity(
-                LLM_SUBMIT, SubmitInput(proposer=self.proposer, requests=batch, key=key), str
+                deferred.LLM_SUBMIT,
+                deferred.SubmitInput(proposer=self.proposer, requests=batch, key=key),
+                str,
             )
         except ActivityError as exc:
             self._fail(outstanding, f"submit failed: {_cause(exc)}")
@@ -179,11 +169,11 @@ class DeferredLLM:
             self.wake = False  # a reply delivered from here on wakes the pause below
             try:
                 polled = await self._activity(
-                    LLM_POLL,
-                    PollInput(
+                    deferred.LLM_POLL,
+                    deferred.PollInput(
                         proposer=self.proposer, handle=handle, request_ids=sorted(outstanding)
                     ),
-                    PollResult,
+                    deferred.PollResult,
                 )
             except ActivityError as exc:
                 self._fail(outstanding, f"polling failed: {_cause(exc)}")
@@ -214,8 +204,8 @@ class DeferredLLM:
     async def _withdraw(self, handle: str, rids: set[str], reason: str) -> None:
         try:
             await self._activity(
-                LLM_WITHDRAW,
-                WithdrawInput(
+                deferred.LLM_WITHDRAW,
+                deferred.WithdrawInput(
                     proposer=self.proposer, handle=handle, request_ids=sorted(rids), reason=reason
                 ),
                 None,

@@ -27,6 +27,7 @@ The ``update_budget`` signal changes them while it runs.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
@@ -39,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
-    from kernelopt.contracts.compiled import TargetKind
+    from kernelopt.contracts.compiled import SearchStepInput, TargetKind
     from kernelopt.contracts.screening import (
         SCREENED_OUT,
         ScreenCandidate,
@@ -331,29 +332,43 @@ class SearchKernel:
             self.state.stopped_reason = f"budget exhausted: {key}"
         return key is not None
 
+    def _held(self, started: datetime, measured: float | None = None) -> float:
+        """GPU seconds to charge for an activity: how long its wrapper measured it held the
+        GPU, else (a failed call, or a history from before the measure) the wall time since
+        ``started``."""
+        return measured if measured is not None else (workflow.now() - started).total_seconds()
+
+    # --- step inputs and GPU calls --------------------------------------------------------
+    def _step_fields(self) -> dict[str, Any]:
+        """What every step's input opens with (``SearchStepInput``): this search's own."""
+        return {name: getattr(self.inp, name) for name in SearchStepInput.model_fields}
+
+    async def _on_gpu(
+        self, activity: str, inp: Any, result_type: type, options: opts.CallOptions
+    ) -> Any:
+        """``activity`` on the GPU queue, under the campaign's GPU heartbeat timeout."""
+        return await workflow.execute_activity(
+            activity,
+            inp,
+            result_type=result_type,
+            task_queue=self.inp.gpu_queue,
+            **options.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
+        )
+
     # --- profiling ------------------------------------------------------------------------
     async def _profile(self, node: Node) -> ProfileResult:
         if node.id in self.state.profiles:
             return self.state.profiles[node.id]
         self.step = f"profiling {node.id}"
         inp = ProfileInput(
-            compiled=self.inp.compiled,
-            segment=self.inp.segment,
-            scope=self.inp.scope,
-            target=self.inp.target,
+            **self._step_fields(),
             source=self.state.sources[node.id],
             harness=self.inp.harness if node.id == ROOT_ID else None,
             state_id=node.id,
             kernel_times=self._kernel_times(),
         )
         try:
-            result = await workflow.execute_activity(
-                names.PROFILE,
-                inp,
-                result_type=ProfileResult,
-                task_queue=self.inp.gpu_queue,
-                **opts.PROFILE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
-            )
+            result = await self._on_gpu(names.PROFILE, inp, ProfileResult, opts.PROFILE)
         except ActivityError as exc:  # diagnostics never fail a search
             note = f"profile failed: {_cause(exc)}"[:400]
             result = ProfileResult(
@@ -690,10 +705,7 @@ class SearchKernel:
         if self._exhausted():
             return []
         inp = BuiltinProposeInput(
-            compiled=self.inp.compiled,
-            segment=self.inp.segment,
-            scope=self.inp.scope,
-            target=self.inp.target,
+            **self._step_fields(),
             state_source=self.state.sources[node.id],
             count=self.inp.params.plans,
             exclude=list(self.state.tried_labels),
@@ -788,10 +800,7 @@ class SearchKernel:
             return None
         self.step = f"iteration {self.state.iteration}: screening {len(cands)} candidates"
         inp = ScreenInput(
-            compiled=self.inp.compiled,
-            segment=self.inp.segment,
-            scope=self.inp.scope,
-            target=self.inp.target,
+            **self._step_fields(),
             candidates=cands,
             device=(self.inp.gates or GateSettings()).device,
             seed=self.inp.params.seeds[0] if self.inp.params.seeds else 0,
@@ -799,21 +808,12 @@ class SearchKernel:
         )
         started = workflow.now()
         try:
-            result = await workflow.execute_activity(
-                names.SCREEN,
-                inp,
-                result_type=ScreenResult,
-                task_queue=self.inp.gpu_queue,
-                **opts.GATE_CANDIDATE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
-            )
+            result = await self._on_gpu(names.SCREEN, inp, ScreenResult, opts.GATE_CANDIDATE)
         except ActivityError as exc:
-            self.state.gpu_seconds += (workflow.now() - started).total_seconds()
+            self.state.gpu_seconds += self._held(started)
             workflow.logger.warning("screening failed, gating every candidate: %s", _cause(exc))
             return None
-        held = result.device_seconds
-        self.state.gpu_seconds += (
-            held if held is not None else (workflow.now() - started).total_seconds()
-        )
+        self.state.gpu_seconds += self._held(started, result.device_seconds)
         return result.estimates
 
     # --- gates 1-3 --------------------------------------------------------------------------
@@ -868,10 +868,7 @@ class SearchKernel:
         # patched() only where gate 3 is asked for: a re-timing writes no marker
         float64 = model_gate and workflow.patched(GATE3_PATCH)
         inp = CandidateGateInput(
-            compiled=self.inp.compiled,
-            segment=self.inp.segment,
-            scope=self.inp.scope,
-            target=self.inp.target,
+            **self._step_fields(),
             candidate_id=cand.id,
             source=cand.source,
             seeds=list(self.inp.params.seeds),
@@ -881,24 +878,18 @@ class SearchKernel:
         )
         started = workflow.now()
         try:
-            result = await workflow.execute_activity(
-                names.GATE_CANDIDATE,
-                inp,
-                result_type=CandidateGateResult,
-                task_queue=self.inp.gpu_queue,
-                **opts.GATE_CANDIDATE.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
+            result = await self._on_gpu(
+                names.GATE_CANDIDATE, inp, CandidateGateResult, opts.GATE_CANDIDATE
             )
         except ActivityError as exc:
-            self.state.gpu_seconds += (workflow.now() - started).total_seconds()
+            self.state.gpu_seconds += self._held(started)
             return None, f"gate_candidate failed: {_cause(exc)}"[:500]
         held = result.device_seconds  # the activity's own run time (None: older history)
         if held is not None and workflow.patched(CHARGE_HELD_PATCH):
             self.state.gpu_seconds += held
             return result, ""
         measured = sum(v.gpu_seconds for v in result.verdicts)
-        self.state.gpu_seconds += measured or (
-            held if held is not None else (workflow.now() - started).total_seconds()
-        )
+        self.state.gpu_seconds += measured or self._held(started, held)
         return result, ""
 
     def _decide(

@@ -18,7 +18,6 @@ from kernelopt.agents.result_text import (
     render_verdict_feedback,
 )
 from kernelopt.agents.transport import Message
-from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import SearchTarget, TargetKind
 from kernelopt.contracts.search import (
     ExecuteInput,
@@ -58,30 +57,26 @@ def target_kind(target: SearchTarget) -> str:
     return target.kind.value + (f": {', '.join(target.kernels)}" if target.kernels else "")
 
 
-def retrieve_experience(
-    store: ArtifactStore,
-    *,
-    given: str,
-    memory: ArtifactRef | None,
-    tags: list[str],
-    max_tokens: int,
-    target: SearchTarget,
-    profile: ProfileResult | None,
-    share_memory: bool = False,
-    home: Any = None,
-) -> str:
-    """Memory for a prompt: tags + keywords, bounded in tokens."""
-    if given:
-        return given
-    loaded = ExperienceMemory.load(store, memory)
-    if share_memory and home is not None:
+def retrieve_experience(inp: PlanInput | ExecuteInput, store: ArtifactStore, home: Any) -> str:
+    """A role's memory for its prompt: the experience its input carries, else its memory
+    retrieved by tags and keywords, bounded in tokens.
+
+    The planner and the executor retrieve alike; only a planner's input may ask to read
+    the cross-campaign store under ``home`` too.
+    """
+    if inp.experience:
+        return inp.experience
+    loaded = ExperienceMemory.load(store, inp.memory)
+    shared = isinstance(inp, PlanInput) and inp.share_memory
+    if shared and home is not None:
         loaded.merge(load_shared(home))
     if not len(loaded):
         return "(none yet)"
+    target, profile = inp.target, inp.profile
     query = " ".join([*target.kernels, target.kind.value])
     if profile is not None:
         query += " " + profile.analysis.bottleneck.value + " " + " ".join(profile.profile.top_rules)
-    chosen = loaded.retrieve(tags, query, max_tokens=max_tokens)
+    chosen = loaded.retrieve(inp.memory_tags, query, max_tokens=inp.memory_max_tokens)
     return loaded.render(chosen) if chosen else "(none relevant)"
 
 
@@ -176,17 +171,7 @@ def planner_messages(inp: PlanInput, store: ArtifactStore, home: Any = None) -> 
         if inp.tried_plans
         else ""
     )
-    experience = retrieve_experience(
-        store,
-        given=inp.experience,
-        memory=inp.memory,
-        tags=inp.memory_tags,
-        max_tokens=inp.memory_max_tokens,
-        target=inp.target,
-        profile=inp.profile,
-        share_memory=inp.share_memory,
-        home=home,
-    )
+    experience = retrieve_experience(inp, store, home)
     parts = [
         *_common(inp.target, inp.facts, inp.profile, source, store),
         Section("experience", experience, cuttable=True),
@@ -212,16 +197,7 @@ def executor_messages(inp: ExecuteInput, store: ArtifactStore, home: Any = None)
     source = store.get_text(inp.state_source)
     contract = inp.contract or sections.contract_form(inp.target, candidate_contract())
     system = prompts.EXECUTOR_SYSTEM.format(contract=contract)
-    experience = retrieve_experience(
-        store,
-        given=inp.experience,
-        memory=inp.memory,
-        tags=inp.memory_tags,
-        max_tokens=inp.memory_max_tokens,
-        target=inp.target,
-        profile=inp.profile,
-        home=home,
-    )
+    experience = retrieve_experience(inp, store, home)
     siblings = "\n".join(f"- {line.lstrip('- ')}" for line in inp.siblings) or "(none yet)"
     parts = [
         *_common(inp.target, inp.facts, inp.profile, source, store),

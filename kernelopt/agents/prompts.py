@@ -22,10 +22,9 @@ Reply with JSON only, in this exact shape:
 change and why it should be faster, 1-4 sentences>"}}]}}
 Give at most {max_plans} plans, each with a different direction."""
 
-PLANNER_USER = """\
-Kernel state `{state_id}` of search target `{target_id}` ({target_kind}); its measured \
-speedup over Inductor's code so far: {speedup}.
-{description}
+# What the planner and the executor both read about the target, around the numerics
+# heading each words for itself.
+_TARGET_FACTS = """\
 ## What the target receives
 {signature}
 {launch}
@@ -36,7 +35,9 @@ speedup over Inductor's code so far: {speedup}.
 ## Hardware
 {hardware}
 
-## Numerics (checked by the gates; a plan must respect them)
+"""
+
+_PROFILE_AND_EXPERIENCE = """\
 {precision}
 
 ## Profile{profiled}
@@ -47,12 +48,25 @@ Bottleneck analysis: {analysis}
 ## Experience from earlier attempts
 {experience}
 
+"""
+
+PLANNER_USER = (
+    """\
+Kernel state `{state_id}` of search target `{target_id}` ({target_kind}); its measured \
+speedup over Inductor's code so far: {speedup}.
+{description}
+"""
+    + _TARGET_FACTS
+    + "## Numerics (checked by the gates; a plan must respect them)\n"
+    + _PROFILE_AND_EXPERIENCE
+    + """\
 {banned}{tried}## Current source
 ```python
 {source}
 ```
 {inductor}
 Propose up to {max_plans} plans."""
+)
 
 PLANNER_BANNED = """\
 The last plans kept circling the same approaches. Do NOT propose these directions again \
@@ -75,33 +89,18 @@ complete module, optionally preceded by a short explanation.
 The replacement must honour this contract:
 {contract}"""
 
-EXECUTOR_USER = """\
+EXECUTOR_USER = (
+    """\
 Search target `{target_id}` ({target_kind}); your module must define: {entry_points}.
 {description}
 ## Plan ({direction})
 {plan}
 
-## What the target receives
-{signature}
-{launch}
-
-## Numbers
-{numbers}
-
-## Hardware
-{hardware}
-
-## Numerics (checked by the gates)
-{precision}
-
-## Profile{profiled}
-{profile}
-
-Bottleneck analysis: {analysis}
-
-## Experience from earlier attempts
-{experience}
-
+"""
+    + _TARGET_FACTS
+    + "## Numerics (checked by the gates)\n"
+    + _PROFILE_AND_EXPERIENCE
+    + """\
 ## Sibling attempts in this round
 {siblings}
 
@@ -111,6 +110,7 @@ Bottleneck analysis: {analysis}
 ```
 {inductor}
 Write the complete replacement module."""
+)
 
 INDUCTOR_KERNELS = """
 ## Inductor's kernels for this forward (the code to beat; metadata trimmed)

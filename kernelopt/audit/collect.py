@@ -187,16 +187,7 @@ def build_report(
         started_at=_iso(own[0].started_at),
         closed_at=_iso(last.closed_at),
         outcome=outcome,
-        runs=[
-            RunInfo(
-                workflow_id=p.workflow_id,
-                run_id=p.run_id,
-                workflow_type=p.workflow_type,
-                status=p.status,
-                events=p.events,
-            )
-            for p in parsed
-        ],
+        runs=[RunInfo.model_validate(p, from_attributes=True) for p in parsed],
     )
     _budgets(report, inp, own, targets, outcome)
     report.controls = _controls(parsed)

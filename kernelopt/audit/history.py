@@ -69,8 +69,27 @@ def describe_failure(failure: Failure) -> str:
     return " <- ".join(parts)
 
 
+@dataclass(kw_only=True)
+class Call:
+    """How a call the run made ended, read alike for activities and child workflows."""
+
+    outcome: str
+    result: Any = None
+    failure: str = ""
+    closed_at: datetime | None = None
+
+    def close(self, outcome: str, at: datetime, attrs: Any) -> None:
+        """Its closing event: when, and the result or (where the event carries one) the failure."""
+        self.outcome = outcome
+        self.closed_at = at
+        if outcome == "completed":
+            self.result = first(attrs.result.payloads)
+        elif hasattr(attrs, "failure") and attrs.HasField("failure"):
+            self.failure = describe_failure(attrs.failure)
+
+
 @dataclass
-class ActivityCall:
+class ActivityCall(Call):
     scheduled_event_id: int
     activity_type: str
     activity_id: str
@@ -78,24 +97,18 @@ class ActivityCall:
     scheduled_at: datetime
     attempt: int = 0
     last_failure: str = ""
-    outcome: str = "scheduled"
-    result: Any = None
-    failure: str = ""
-    closed_at: datetime | None = None
+    outcome: str = field(default="scheduled", kw_only=True)
 
 
 @dataclass
-class ChildCall:
+class ChildCall(Call):
     initiated_event_id: int
     workflow_id: str
     workflow_type: str
     input: Any
     initiated_at: datetime
     run_id: str = ""
-    outcome: str = "initiated"
-    result: Any = None
-    failure: str = ""
-    closed_at: datetime | None = None
+    outcome: str = field(default="initiated", kw_only=True)
 
 
 @dataclass
@@ -207,14 +220,8 @@ def _apply(
         outcome, attr_name = _ACTIVITY_CLOSE[t]
         a = getattr(event, attr_name)
         call = activities.get(a.scheduled_event_id)
-        if call is None:
-            return
-        call.outcome = outcome
-        call.closed_at = at
-        if outcome == "completed":
-            call.result = first(a.result.payloads)
-        elif hasattr(a, "failure") and a.HasField("failure"):
-            call.failure = describe_failure(a.failure)
+        if call is not None:
+            call.close(outcome, at, a)
     elif t == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
         a = event.start_child_workflow_execution_initiated_event_attributes
         children[event.event_id] = ChildCall(
@@ -230,17 +237,13 @@ def _apply(
         call = children.get(a.initiated_event_id)
         if call is None:
             return
-        call.outcome = outcome
         if outcome == "started":
+            call.outcome = outcome
             call.run_id = a.workflow_execution.run_id
             return
-        call.closed_at = at
-        if outcome == "completed":
-            call.result = first(a.result.payloads)
-        elif outcome == "start_failed":
+        call.close(outcome, at, a)  # a failed start's event names a cause, not a failure
+        if outcome == "start_failed":
             call.failure = f"could not start: {a.cause}"
-        elif hasattr(a, "failure") and a.HasField("failure"):
-            call.failure = describe_failure(a.failure)
     elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
         a = event.workflow_execution_signaled_event_attributes
         run.messages.append(
@@ -353,6 +356,7 @@ def iter_payloads(message: Message) -> Iterator[Payload]:
 
 __all__ = [
     "ActivityCall",
+    "Call",
     "ChildCall",
     "ParsedRun",
     "ReceivedMessage",

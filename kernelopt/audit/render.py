@@ -16,6 +16,7 @@ from rich.text import Text
 
 from kernelopt.contracts import GateVerdict
 from kernelopt.contracts.screening import ScreeningEstimate
+from kernelopt.report import tally
 
 from .model import AuditReport, CandidateAudit, TargetAudit
 
@@ -145,13 +146,7 @@ def remainder_text(hidden: list[CandidateAudit]) -> str:
     """'2,940 more: 2,100 rejected (correctness 1,500, compile 600), 840 not_kept'."""
     finals = Counter(c.final or "-" for c in hidden)
     gates = Counter(c.deciding_gate or "-" for c in hidden if c.final in ("rejected", "dropped"))
-    parts = []
-    for final, n in finals.most_common():
-        text = f"{n:,} {final}"
-        if final == "rejected" and gates:
-            text += " (" + ", ".join(f"{g} {k:,}" for g, k in gates.most_common()) + ")"
-        parts.append(text)
-    return f"{len(hidden):,} more: " + ", ".join(parts)
+    return f"{len(hidden):,} more: " + tally(finals, gates)
 
 
 def candidates_table(report: AuditReport, limit: int | None = CANDIDATES_SHOWN) -> Table:

@@ -43,10 +43,10 @@ from kernelopt.compile.runtime import (
     run_call,
     save_tensors,
 )
-from kernelopt.compile.tensors import clone_exact, exact_match_and_max_diff
+from kernelopt.compile.tensors import clone_exact, exact_match_and_max_diff, tensor_spec
 from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
-from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult, TensorSpec
+from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult
 from kernelopt.errors import DeterministicError
 from kernelopt.loaded_problem import LoadedProblem
 from kernelopt.log import get_logger
@@ -185,19 +185,6 @@ def classify_args(
     return roles, names, positions
 
 
-def _spec(t: Any) -> TensorSpec:
-    import torch
-
-    if not isinstance(t, torch.Tensor):
-        return TensorSpec(shape=[], stride=[], dtype=type(t).__name__, device="cpu")
-    return TensorSpec(
-        shape=list(t.shape),
-        stride=list(t.stride()),
-        dtype=str(t.dtype).removeprefix("torch."),
-        device=t.device.type,
-    )
-
-
 def warm(problem: LoadedProblem, mode: str, seed: int = 0, default_mode: bool = True) -> float:
     """Compile without timing or storing, to fill Inductor's on-disk caches (parallel warm-up)."""
     model = problem.make_model(seed, "cuda")
@@ -311,7 +298,7 @@ def compile_module(
         arg_roles=roles,
         arg_names=names,
         arg_input_index=positions,
-        arg_specs=[_spec(a) for a in cap.args],
+        arg_specs=[tensor_spec(a) for a in cap.args],
         num_outputs=len(reference),
         mode_reason=MODE_REASON if inp.mode == BASELINE_MODE else f"requested mode {inp.mode}",
         wrapper_ms=wrapper_ms,

@@ -12,8 +12,6 @@ from typing import TypeVar
 
 from kernelopt.compile.segment_scope import scope_segment
 from kernelopt.contracts import (
-    BuiltinProposeInput,
-    CandidateGateInput,
     ProfileInput,
     RestitchInput,
     ScopeRef,
@@ -24,14 +22,12 @@ from kernelopt.contracts import (
     TargetScope,
     TriageInput,
 )
-from kernelopt.contracts.screening import ScreenInput
+from kernelopt.contracts.compiled import SearchStepInput
 from kernelopt.contracts.search import PromptFacts
 from kernelopt.errors import DeterministicError
 from kernelopt.store import ArtifactStore
 
-SearchStep = TypeVar(
-    "SearchStep", ProfileInput, BuiltinProposeInput, ScreenInput, CandidateGateInput
-)
+SearchStep = TypeVar("SearchStep", bound=SearchStepInput)
 
 
 class SegmentMissingError(DeterministicError):

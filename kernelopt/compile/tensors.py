@@ -1,4 +1,4 @@
-"""Tensor helpers of the compile step: layout-keeping copies and the bitwise output check.
+"""Tensor helpers of the compile step: layout-keeping copies, argument specs, the bitwise check.
 
 Copies keep sizes and strides because the wrapper asserts both.  Shared by the
 compile step of every problem kind, rehydration and the standalone-kernel harness;
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from kernelopt.contracts.compiled import TensorSpec
 
 
 def clone_exact(t: Any) -> Any:
@@ -26,7 +28,21 @@ def clone_exact(t: Any) -> Any:
         return t.clone()
 
 
-__all__ = ["clone_exact"]
+def tensor_spec(value: Any) -> TensorSpec:
+    """What a compiled result records of one argument: a tensor's layout, or a scalar's type."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return TensorSpec(shape=[], stride=[], dtype=type(value).__name__, device="cpu")
+    return TensorSpec(
+        shape=list(value.shape),
+        stride=list(value.stride()),
+        dtype=str(value.dtype).removeprefix("torch."),
+        device=value.device.type,
+    )
+
+
+__all__ = ["clone_exact", "tensor_spec"]
 
 
 def exact_match_and_max_diff(got: Sequence[Any], want: Sequence[Any]) -> tuple[bool, float | None]:

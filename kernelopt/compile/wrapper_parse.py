@@ -282,28 +282,15 @@ class _Scanner:
         if call is None:
             return
         func = call.func
-        span = self.src.span(stmt)
-        text = self.src.segment(span)
-        indent = self.src.indent_of(stmt.lineno)
         if (
             isinstance(func, ast.Attribute)
             and func.attr == "run"
             and isinstance(func.value, ast.Name)
             and func.value.id in self.kernels
         ):
-            self.events.append(
-                Event(
-                    kind="launch",
-                    name=func.value.id,
-                    function=label,
-                    span=span,
-                    text=text,
-                    indent=indent,
-                    args=[ast.unparse(a) for a in call.args],
-                    kwargs={kw.arg or "**": ast.unparse(kw.value) for kw in call.keywords},
-                    arg_nodes=list(call.args),
-                )
-            )
+            name = func.value.id
+            args = list(call.args)
+            self.events.append(self._call_event(stmt, call, label, "launch", name, arg_nodes=args))
             return
         callee = dotted(func)
         root = callee.split(".", 1)[0]
@@ -313,18 +300,24 @@ class _Scanner:
             and not callee.startswith("torch.ops.inductor._alloc")
         ) or (root in self.others and callee != root)
         if is_library:
-            self.events.append(
-                Event(
-                    kind="library",
-                    name=callee,
-                    function=label,
-                    span=span,
-                    text=text,
-                    indent=indent,
-                    args=[ast.unparse(a) for a in call.args],
-                    kwargs={kw.arg or "**": ast.unparse(kw.value) for kw in call.keywords},
-                )
-            )
+            self.events.append(self._call_event(stmt, call, label, "library", callee))
+
+    def _call_event(
+        self, stmt: ast.stmt, call: ast.Call, label: str, kind: str, name: str, **extra: Any
+    ) -> Event:
+        """A launch or library call of ``stmt``: where it stands, its arguments as source."""
+        span = self.src.span(stmt)
+        return Event(
+            kind=kind,
+            name=name,
+            function=label,
+            span=span,
+            text=self.src.segment(span),
+            indent=self.src.indent_of(stmt.lineno),
+            args=[ast.unparse(a) for a in call.args],
+            kwargs={kw.arg or "**": ast.unparse(kw.value) for kw in call.keywords},
+            **extra,
+        )
 
     def _track_buffers(self, stmt: ast.stmt) -> None:
         if (

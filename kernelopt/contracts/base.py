@@ -8,7 +8,12 @@ default so histories recorded before they existed keep replaying.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 from pydantic import BaseModel, ConfigDict, Field
+
+Ref = TypeVar("Ref", bound=BaseModel)
 
 
 class Contract(BaseModel):
@@ -46,3 +51,19 @@ class ArtifactRef(Frozen):
     @property
     def short(self) -> str:
         return self.sha256[:12]
+
+
+def reference_to(
+    ref: type[Ref], whole: BaseModel, artifact: ArtifactRef, counts: Mapping[str, str]
+) -> Ref:
+    """``ref`` for ``whole`` once it is stored as ``artifact``.
+
+    A by-reference model keeps its whole result's field names where they mean the
+    same, so every field the two share is copied by name (a field added to both is
+    never forgotten in one); each ``counts`` field holds the length of the list of
+    ``whole`` that it names.
+    """
+    shared = [n for n in ref.model_fields if n in type(whole).model_fields and n not in counts]
+    fields = {n: getattr(whole, n) for n in shared}
+    fields |= {n: len(getattr(whole, listed)) for n, listed in counts.items()}
+    return ref(artifact=artifact, **fields)

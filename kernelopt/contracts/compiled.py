@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import ArtifactRef, DeviceTimed, Frozen
+from .base import ArtifactRef, DeviceTimed, Frozen, reference_to
 from .problem import ProblemSpec
 
 
@@ -191,17 +191,8 @@ class SegmentRef(Frozen):
     @classmethod
     def of(cls, segment: SegmentResult, artifact: ArtifactRef) -> SegmentRef:
         """The reference to ``segment`` once it is stored as ``artifact``."""
-        return cls(
-            artifact=artifact,
-            mode=segment.mode,
-            mode_reason=segment.mode_reason,
-            mode_forced=segment.mode_forced,
-            wrapper_format=segment.wrapper_format,
-            kernels=len(segment.kernels),
-            library_calls=len(segment.library_calls),
-            fusion_groups=len(segment.fusion_groups),
-            targets=len(segment.targets),
-        )
+        counts = {n: n for n in ("kernels", "library_calls", "fusion_groups", "targets")}
+        return reference_to(cls, segment, artifact, counts)
 
 
 class ScopeRef(Frozen):
@@ -220,6 +211,21 @@ class ScopeRef(Frozen):
     library_calls: int = 0
     fusion_groups: int = 0
     kernel_kind: str = ""  # Inductor's kind of the target's first kernel (memory tags)
+
+
+class SearchStepInput(Frozen):
+    """What the input of every step of a kernel search opens with: the problem and the target.
+
+    Profiling, proposing, screening and gating all read the target's scoped
+    segmentation; the fields come first in each, in this order, as they always did.
+    """
+
+    compiled: CompileResult
+    # the scoped segmentation inline, or (searches since "scope-by-reference") its
+    # reference: the activity loads it before anything reads ``segment``
+    segment: SegmentResult | None = None
+    scope: ScopeRef | None = None
+    target: SearchTarget
 
 
 class ScopeSegmentInput(Frozen):
@@ -326,27 +332,8 @@ class TriageRef(DeviceTimed):
     @classmethod
     def of(cls, triage: TriageResult, artifact: ArtifactRef) -> TriageRef:
         """The reference to ``triage`` once it is stored as ``artifact``."""
-        return cls(
-            artifact=artifact,
-            device_seconds=triage.device_seconds,
-            total_ms=triage.total_ms,
-            library_ms=triage.library_ms,
-            triton_ms=triage.triton_ms,
-            library_fraction=triage.library_fraction,
-            ceilings=dict(triage.ceilings),
-            required_speedup=triage.required_speedup,
-            verdict=triage.verdict,
-            verdict_reason=triage.verdict_reason,
-            gamma=triage.gamma,
-            mode=triage.mode,
-            wall_ms=triage.wall_ms,
-            cutoff=triage.cutoff,
-            deferred_share=triage.deferred_share,
-            searched=len(triage.targets),
-            deferred=len(triage.deferred_targets),
-            timed=len(triage.per_kernel),
-            stage_seconds=dict(triage.stage_seconds),
-        )
+        counts = {"searched": "targets", "deferred": "deferred_targets", "timed": "per_kernel"}
+        return reference_to(cls, triage, artifact, counts)
 
 
 class TargetList(Frozen):

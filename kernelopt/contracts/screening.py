@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import ArtifactRef, DeviceTimed, Frozen
-from .compiled import CompileResult, ScopeRef, SearchTarget, SegmentResult
+from .compiled import SearchStepInput
 
 # The deciding step of a candidate the screening kept out of the cascade.
 SCREENED_OUT = "screening"
@@ -45,15 +45,9 @@ class ScreenCandidate(Frozen):
     source: ArtifactRef
 
 
-class ScreenInput(Frozen):
+class ScreenInput(SearchStepInput):
     """One round's candidates of one target, screened in one child."""
 
-    compiled: CompileResult
-    # the scoped segmentation inline, or (searches since "scope-by-reference") its
-    # reference: the activity loads it before anything reads ``segment``
-    segment: SegmentResult | None = None
-    scope: ScopeRef | None = None
-    target: SearchTarget
     candidates: list[ScreenCandidate]
     device: str = "cuda"
     seed: int = 0  # the one input the smoke check and the timings use

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import ArtifactRef, Contract, DeviceTimed, Frozen
-from .compiled import CompileResult, ScopeRef, SearchTarget, SegmentResult
+from .compiled import CompileResult, ScopeRef, SearchStepInput, SearchTarget, SegmentResult
 from .screening import ScreeningEstimate, ScreenParams
 from .verdicts import GateSettings, GateVerdict
 
@@ -80,13 +80,7 @@ class Bottleneck(StrEnum):
     UNKNOWN = "unknown"  # no counters (no ncu, no permission, no harness): nothing to classify
 
 
-class ProfileInput(Frozen):
-    compiled: CompileResult
-    # the scoped segmentation inline, or (searches since "scope-by-reference") its
-    # reference: the activity loads it before anything reads ``segment``
-    segment: SegmentResult | None = None
-    scope: ScopeRef | None = None
-    target: SearchTarget
+class ProfileInput(SearchStepInput):
     source: ArtifactRef  # the kernel state to profile
     harness: ArtifactRef | None = None  # a standalone harness script (get_args() + call(args))
     kernel_regex: str = ""  # ncu -k filter; defaults to the target's (dominant) kernel
@@ -312,13 +306,7 @@ class SummarizeResult(Frozen):
     error: str = ""
 
 
-class BuiltinProposeInput(Frozen):
-    compiled: CompileResult
-    # the scoped segmentation inline, or (searches since "scope-by-reference") its
-    # reference: the activity loads it before anything reads ``segment``
-    segment: SegmentResult | None = None
-    scope: ScopeRef | None = None
-    target: SearchTarget
+class BuiltinProposeInput(SearchStepInput):
     state_source: ArtifactRef
     count: int = 4
     exclude: list[str] = Field(default_factory=list)  # variant labels already tried

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import ArtifactRef, DeviceTimed, Frozen
-from .compiled import CompileResult, ScopeRef, SearchTarget, SegmentResult
+from .compiled import CompileResult, SearchStepInput
 
 
 class GateName(StrEnum):
@@ -68,7 +68,8 @@ class GateSettings(Frozen):
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
-    min_rounds: int = 2  # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
+    # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
+    min_rounds: int = 2
     max_rounds: int = 6  # with four or more, one outlier round is set aside
     spread_target: float = 0.03  # stop adding rounds once both sides agree this well
     noise_limit: float = 0.10  # beyond this after max_rounds the timing is quarantined
@@ -99,15 +100,9 @@ def pinned_gates(settings: GateSettings | None) -> dict[str, GateSettings]:
     return {"settings": settings} if settings is not None else {}
 
 
-class CandidateGateInput(Frozen):
+class CandidateGateInput(SearchStepInput):
     """Gates 1-2 (and gate 3 when ``model_gate``) for one candidate of one search target."""
 
-    compiled: CompileResult
-    # the scoped segmentation inline, or (searches since "scope-by-reference") its
-    # reference: the activity loads it before anything reads ``segment``
-    segment: SegmentResult | None = None
-    scope: ScopeRef | None = None
-    target: SearchTarget
     candidate_id: str
     source: ArtifactRef
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])

@@ -32,9 +32,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelopt.checkpoint import report
-from kernelopt.compile.tensors import clone_exact
+from kernelopt.compile.tensors import clone_exact, tensor_spec
 from kernelopt.compile.versions import versions
-from kernelopt.contracts.compiled import CompileInput, CompileResult, TensorSpec
+from kernelopt.contracts.compiled import CompileInput, CompileResult
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.loaded_problem import KernelProblem
@@ -96,19 +96,6 @@ def wrapper_text(
         names=[f"input:{i}" for i in range(n_args)],
         roles=["input"] * n_args,
         seed=seed,
-    )
-
-
-def _spec(value: Any) -> TensorSpec:
-    import torch
-
-    if not isinstance(value, torch.Tensor):
-        return TensorSpec(shape=[], stride=[], dtype=type(value).__name__, device="cpu")
-    return TensorSpec(
-        shape=list(value.shape),
-        stride=list(value.stride()),
-        dtype=str(value.dtype).removeprefix("torch."),
-        device=value.device.type,
     )
 
 
@@ -204,7 +191,7 @@ def compile_kernel_problem(
         arg_roles=["input"] * n,
         arg_names=[f"input:{i}" for i in range(n)],
         arg_input_index=list(range(n)),
-        arg_specs=[_spec(v) for v in pristine],
+        arg_specs=[tensor_spec(v) for v in pristine],
         num_outputs=len(baseline_out),
         mode_reason=f"{problem.kind.value} kernel problem: the baseline is {how}; {numerics}",
         python_version=ver["python"],

@@ -17,6 +17,7 @@ from kernelopt.contracts.compiled import (
     SegmentTargetsResult,
     TargetKind,
 )
+from kernelopt.contracts.search import BuiltinProposeInput
 
 FORWARD_ID = "forward"  # the id segmentation gives the forward target (child workflow ids)
 REWRITE_DESCRIPTION = "the whole forward, for algebraic rewrites of the traced model (ModelNew)"
@@ -61,3 +62,17 @@ def builtin_targets(inp: SegmentTargetsInput, segment: SegmentResult) -> Segment
     return SegmentTargetsResult(
         kernels=kernels, forward=rewrite_target(inp.compiled, segment, known)
     )
+
+
+def not_whole_forward(inp: BuiltinProposeInput, family_applies: str) -> str:
+    """Why a whole-forward family cannot propose for ``inp`` ("" when it can).
+
+    Library choices, algebraic rewrites and Inductor regeneration all rewrite the
+    whole forward of a module problem; ``family_applies`` words the family and its
+    verb ("algebraic rewrites apply") for the note the round records.
+    """
+    if inp.target.kind != TargetKind.FORWARD:
+        return f"{family_applies} to whole-forward targets only"
+    if not inp.compiled.problem.kind.inductor_variants:
+        return f"{family_applies} to module problems only"
+    return ""

@@ -341,16 +341,21 @@ def test_compose_builds_the_images_the_dockerfile_defines() -> None:
 # --- images ----------------------------------------------------------------------------------
 def test_images_run_the_worker_under_an_init_as_non_root() -> None:
     targets = dockerfile_targets()
+    # both images install the one stage of code; the set-up script is where compose and
+    # the Job run it
+    source = targets["source"]
+    assert "COPY deploy/setup_temporal.py deploy/install_worker.sh /opt/kernelopt/deploy/" in source
     for name in ("cpu", "gpu"):
         stage = targets[name]
         assert 'ENTRYPOINT ["tini", "--", "kernelopt"]' in stage, name
         assert "USER 10001:10001" in stage, name
         assert "KERNELOPT_HOME=/var/lib/kernelopt" in stage, name
-        # the set-up script is where compose and the Job run it
-        assert "COPY deploy/setup_temporal.py ./deploy/setup_temporal.py" in stage
         assert "WORKDIR /opt/kernelopt" in stage
-        for path in re.findall(r"^COPY (\S+) ", stage, flags=re.MULTILINE):
-            assert (ROOT / path).exists(), f"Dockerfile copies missing {path}"
+        assert "COPY --from=source /opt/kernelopt ./" in stage, name
+    for stage in targets.values():
+        for copied in re.findall(r"^COPY (?!--from=)(.+) \S+$", stage, flags=re.MULTILINE):
+            for path in copied.split():
+                assert (ROOT / path).exists(), f"Dockerfile copies missing {path}"
     assert 'CMD ["worker", "--queue", "gpu", "--gpu", "0"]' in targets["gpu"]
     assert "nvidia/cuda" in (DEPLOY / "Dockerfile").read_text()
     ignore = (ROOT / ".dockerignore").read_text().split()

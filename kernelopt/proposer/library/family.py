@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
 from kernelopt.proposer.library.candidate import (
@@ -14,6 +13,7 @@ from kernelopt.proposer.library.candidate import (
     read_header,
 )
 from kernelopt.proposer.library.detect import library_use
+from kernelopt.proposer.targets import not_whole_forward
 from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
@@ -56,10 +56,9 @@ class LibraryFamily:
         """Up to ``count`` library-choice candidates for a whole-forward module target."""
         if count <= 0:
             return [], ""
-        if inp.target.kind != TargetKind.FORWARD:
-            return [], "library choices apply to whole-forward targets only"
-        if not inp.compiled.problem.kind.inductor_variants:
-            return [], "library choices apply to module problems only"
+        refused = not_whole_forward(inp, "library choices apply")
+        if refused:
+            return [], refused
         use = library_use(inp.segment.library_calls)
         if not use.any:
             return [], "no convolution or matmul library call in the forward"

@@ -9,12 +9,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelopt.contracts.compiled import CompileResult, TargetKind
+from kernelopt.contracts.compiled import CompileResult
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
 from kernelopt.proposer.regen.candidate import read_header, regenerated_candidate
 from kernelopt.proposer.regen.choices import CHOICES, REGEN, Choice, label_of, single_diffs
 from kernelopt.proposer.regen.code import digest, generated_code
+from kernelopt.proposer.targets import not_whole_forward
 from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
@@ -114,10 +115,9 @@ class RegenFamily:
         count = min(count, self.per_round)
         if count <= 0:
             return [], ""
-        if inp.target.kind != TargetKind.FORWARD:
-            return [], "Inductor regeneration applies to whole-forward targets only"
-        if not inp.compiled.problem.kind.inductor_variants:
-            return [], "Inductor regeneration applies to module problems only"
+        refused = not_whole_forward(inp, "Inductor regeneration applies")
+        if refused:
+            return [], refused
         device = generation_device(inp.compiled)
         if device is None:
             return [], "the baseline was compiled for a GPU this process cannot see"

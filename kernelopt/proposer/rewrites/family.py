@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
 from kernelopt.proposer.rewrites import RULES
 from kernelopt.proposer.rewrites.graph import RewriteError, model_new_source, trace
+from kernelopt.proposer.targets import not_whole_forward
 from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
@@ -36,10 +36,9 @@ def propose_rewrites(
     """Rewrite candidates for a whole-forward target of a module problem."""
     if count <= 0:
         return [], ""
-    if inp.target.kind != TargetKind.FORWARD:
-        return [], "algebraic rewrites apply to whole-forward targets only"
-    if not inp.compiled.problem.kind.inductor_variants:
-        return [], "algebraic rewrites apply to module problems only"
+    refused = not_whole_forward(inp, "algebraic rewrites apply")
+    if refused:
+        return [], refused
     source = store.get_text(inp.compiled.problem.source)
     try:
         found = rewrite_sources(source, inp.compiled.problem.seed)

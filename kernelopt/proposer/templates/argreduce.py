@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from kernelopt.proposer.templates.base import (
-    FLOAT_DTYPES,
     KernelView,
     Template,
     TemplateMatch,
-    contiguous,
-    dtype_name,
+    dense_io,
     next_pow2,
     rank_by_prior,
     reduced_axis,
@@ -50,18 +49,10 @@ class ArgReduceTemplate(Template):
             return None
         axis = reduced_axis(node.args[1], len(x_node.shape))
         y_spec = view.args[out].tensor
-        if (
-            axis != len(x_node.shape) - 1
-            or y_spec is None
-            or not contiguous(x_node.shape, x_node.stride)
-            or not contiguous(y_spec.shape, y_spec.stride)
-            or dtype_name(x_node.dtype) not in FLOAT_DTYPES
-        ):
-            return None
+        if axis != len(x_node.shape) - 1 or not dense_io(x_node, y_spec, float_out=False):
+            return None  # the index is an integer: only the input must hold floats
         n_cols = x_node.shape[-1]
-        n_rows = 1
-        for s in x_node.shape[:-1]:
-            n_rows *= s
+        n_rows = math.prod(x_node.shape[:-1])
         return TemplateMatch(
             template=self.name,
             args={"x": x, "y": out},

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kernelopt.contracts.compiled import KernelArg
+from kernelopt.contracts.compiled import KernelArg, TensorSpec
 from kernelopt.proposer.fragment import Fragment, FxNode, Ref
 
 HEADER = "# kernelopt template: "
@@ -104,6 +104,20 @@ def contiguous(shape: list[int] | None, stride: list[int] | None) -> bool:
             return False
         expected *= size
     return True
+
+
+def dense_io(x_node: FxNode, y_spec: TensorSpec | None, *, float_out: bool = True) -> bool:
+    """A row-major float input and a row-major output, of floats too unless it holds indices.
+
+    Every template's kernel indexes both as dense rows and loads the input as floats.
+    """
+    return (
+        y_spec is not None
+        and contiguous(x_node.shape, x_node.stride)
+        and contiguous(y_spec.shape, y_spec.stride)
+        and dtype_name(x_node.dtype) in FLOAT_DTYPES
+        and (not float_out or y_spec.dtype in FLOAT_DTYPES)
+    )
 
 
 def reduced_axis(dims: Any, rank: int) -> int | None:
@@ -200,48 +214,6 @@ def rank_by_prior(
     return sorted(points, key=lambda p: (round(cost(p), 6), label("", p)))
 
 
-def strided_tiles(
-    outer: int, n_axis: int, inner: int, sm_count: int, *, per_thread: int, cap_block: bool
-) -> list[dict[str, int]]:
-    """Ranked ``[BLOCK (along the axis), BLOCK_K (contiguous)]`` tiles for a strided axis.
-
-    ``cap_block`` skips blocks far longer than the axis (a scan's carry loop gains nothing
-    from them); ``per_thread`` bounds the elements one thread holds.
-    """
-    points: list[dict[str, int]] = []
-    for block_k in (16, 32, 64, 128, 256):
-        if block_k > next_pow2(inner) * 2:
-            continue
-        for block in (4, 8, 16, 32, 64):
-            if cap_block and block > next_pow2(n_axis) * 2:
-                continue
-            for warps in (2, 4, 8):
-                if 1 <= block * block_k / (32 * warps) <= per_thread:
-                    points.append({"BLOCK": block, "BLOCK_K": block_k, "num_warps": warps})
-    return rank_by_prior(
-        points,
-        tile=lambda p: p["BLOCK"] * p["BLOCK_K"],
-        programs=lambda p: outer * -(-inner // p["BLOCK_K"]),
-        sm_count=sm_count,
-    )
-
-
-def row_tiles(
-    outer: int, n_axis: int, blocks: tuple[int, ...], *, max_tile: int, per_thread: int
-) -> list[dict[str, int]]:
-    """``ROWS`` rows of ``BLOCK`` elements per program, unranked: a contiguous axis."""
-    points: list[dict[str, int]] = []
-    full = next_pow2(n_axis)
-    for block in sorted({min(b, full) for b in blocks}):
-        rows = 1
-        while rows * block <= max_tile and rows <= next_pow2(outer):
-            for warps in (1, 2, 4, 8, 16):
-                if 1 <= rows * block / (32 * warps) <= per_thread:
-                    points.append({"ROWS": rows, "BLOCK": block, "num_warps": warps})
-            rows *= 2
-    return points
-
-
 @dataclass(frozen=True)
 class AxisOp:
     """A kernel whose only op works along one axis of one dense float input."""
@@ -280,14 +252,6 @@ def match_axis_op(view: KernelView, ops: Any) -> AxisOp | None:
         return None
     axis = reduced_axis(node.args[1] if len(node.args) > 1 else None, len(x_node.shape))
     y_spec = view.args[out].tensor
-    if (
-        axis is None
-        or y_spec is None
-        or view.stored_node(out) is not node
-        or not contiguous(x_node.shape, x_node.stride)
-        or not contiguous(y_spec.shape, y_spec.stride)
-        or dtype_name(x_node.dtype) not in FLOAT_DTYPES
-        or y_spec.dtype not in FLOAT_DTYPES
-    ):
+    if axis is None or view.stored_node(out) is not node or not dense_io(x_node, y_spec):
         return None
     return AxisOp(node, x, out, list(x_node.shape), list(y_spec.shape), axis)

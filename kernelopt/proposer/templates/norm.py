@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
 from kernelopt.proposer.fragment import FxNode, Ref
-from kernelopt.proposer.templates.base import (
-    FLOAT_DTYPES,
-    KernelView,
-    Template,
-    TemplateMatch,
-    contiguous,
-    dtype_name,
-    reduced_axis,
-)
-from kernelopt.proposer.templates.softmax import row_grid
+from kernelopt.proposer.templates.base import KernelView, TemplateMatch, dense_io, reduced_axis
+from kernelopt.proposer.templates.rows import RowTemplate
 
 
 def _literal(node: FxNode) -> float | None:
@@ -24,7 +17,7 @@ def _literal(node: FxNode) -> float | None:
     return float(values[0]) if len(values) == 1 else None
 
 
-class NormTemplate(Template):
+class NormTemplate(RowTemplate):
     """Layer norm (``var_mean`` form) or RMS norm (``mean(x*x)`` form) over the last axis."""
 
     name = "norm"
@@ -71,11 +64,7 @@ class NormTemplate(Template):
             axis != len(x_node.shape) - 1
             or stored is None
             or stored.shape != x_node.shape
-            or y_spec is None
-            or not contiguous(x_node.shape, x_node.stride)
-            or not contiguous(y_spec.shape, y_spec.stride)
-            or dtype_name(x_node.dtype) not in FLOAT_DTYPES
-            or y_spec.dtype not in FLOAT_DTYPES
+            or not dense_io(x_node, y_spec)
         ):
             return None
         args = {"x": x, "y": out}
@@ -83,7 +72,7 @@ class NormTemplate(Template):
             args["w"] = weight
         if bias is not None:
             args["b"] = bias
-        n_rows = max(1, _numel(x_node.shape) // max(1, n_cols))
+        n_rows = max(1, math.prod(x_node.shape) // max(1, n_cols))
         return TemplateMatch(
             template=self.name,
             args=args,
@@ -111,9 +100,6 @@ class NormTemplate(Template):
                 return None
         return weight, bias
 
-    def grid(self, match: TemplateMatch, sm_count: int) -> list[dict[str, int]]:
-        return row_grid(match.consts["n_rows"], match.consts["n_cols"], sm_count)
-
     def call(self, match: TemplateMatch, params: dict[str, int]) -> str:
         a, c = match.args, match.consts
         w = f"args[{a['w']}]" if "w" in a else "None"
@@ -136,10 +122,3 @@ def _expected(square_op: str, weight: bool, bias: bool) -> Counter[str]:
     if square_op:  # square, mean, add eps, rsqrt, x * rstd (* weight) (+ bias)
         return Counter(mean=1, add=1 + bias, rsqrt=1, mul=1 + weight) + Counter({square_op: 1})
     return Counter(var_mean=1, sub=1, add=1 + bias, rsqrt=1, mul=1 + weight)
-
-
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+from kernelopt.proposer.templates.axis import AxisTemplate, row_tiles
 from kernelopt.proposer.templates.base import (
     MAX_TILE,
     KernelView,
-    Template,
     TemplateMatch,
     match_axis_op,
     rank_by_prior,
-    row_tiles,
-    strided_tiles,
 )
 
 _OPS = {
@@ -21,11 +19,16 @@ _OPS = {
 }
 
 
-class ReduceTemplate(Template):
+class ReduceTemplate(AxisTemplate):
     """A kernel whose only op is one reduction over one axis of a dense float input."""
 
     name = "reduce"
     kernel_file = "k_reduce.py"
+    host = "ko_reduce"
+    length = "n_red"
+    op_consts = ("op", "mean")
+    per_thread = 64
+    cap_block = False
 
     def match(self, view: KernelView) -> TemplateMatch | None:
         found = match_axis_op(view, _OPS)
@@ -40,15 +43,11 @@ class ReduceTemplate(Template):
             what=f"{found.node.short} over an axis of {n_red} (outer {outer}, inner {inner})",
         )
 
-    def grid(self, match: TemplateMatch, sm_count: int) -> list[dict[str, int]]:
-        c = match.consts
-        outer, n_red, inner = c["outer"], c["n_red"], c["inner"]
-        if inner > 1:  # strided axis: tiles of [BLOCK (reduced), BLOCK_K (contiguous)]
-            return strided_tiles(outer, n_red, inner, sm_count, per_thread=64, cap_block=False)
+    def contiguous_grid(self, outer: int, n_red: int, sm_count: int) -> list[dict[str, int]]:
         blocks = (64, 128, 256, 512, 1024, 2048, 4096)
         points = [
             {**p, "SPLIT": 1}
-            for p in row_tiles(outer, n_red, blocks, max_tile=MAX_TILE, per_thread=64)
+            for p in row_tiles(outer, n_red, blocks, max_tile=MAX_TILE, per_thread=self.per_thread)
         ]
         if outer < 4 * sm_count and n_red >= 4096:  # few long rows: split them
             for split in (4, 8, 16, 32, 64):
@@ -63,12 +62,4 @@ class ReduceTemplate(Template):
             tile=lambda p: p["ROWS"] * p["BLOCK"],
             programs=lambda p: -(-outer // p["ROWS"]) * p["SPLIT"],
             sm_count=sm_count,
-        )
-
-    def call(self, match: TemplateMatch, params: dict[str, int]) -> str:
-        a, c = match.args, match.consts
-        knobs = ", ".join(f"{k}={params[k]}" for k in sorted(params))
-        return (
-            f"ko_reduce(args[{a['x']}], args[{a['y']}], {c['outer']}, {c['n_red']}, "
-            f"{c['inner']}, {c['op']!r}, {c['mean']}, {knobs})"
         )

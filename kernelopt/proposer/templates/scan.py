@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+from kernelopt.proposer.templates.axis import AxisTemplate, row_tiles
 from kernelopt.proposer.templates.base import (
     KernelView,
-    Template,
     TemplateMatch,
     match_axis_op,
     rank_by_prior,
-    row_tiles,
-    strided_tiles,
 )
 
 _OPS = {"cumsum": "sum", "cumprod": "prod"}
 SCAN_TILE = 4096  # a scan keeps its operand and its partial results live: half a reduce's tile
 
 
-class ScanTemplate(Template):
+class ScanTemplate(AxisTemplate):
     """A kernel whose only op is one ``cumsum`` / ``cumprod`` over one axis of a dense float input."""
 
     name = "scan"
     kernel_file = "k_scan.py"
+    host = "ko_scan"
+    length = "n_scan"
+    op_consts = ("op",)
+    per_thread = 32
+    cap_block = True
 
     def match(self, view: KernelView) -> TemplateMatch | None:
         found = match_axis_op(view, _OPS)
@@ -39,14 +42,9 @@ class ScanTemplate(Template):
             what=f"{found.node.short} along an axis of {n_scan} (outer {outer}, inner {inner})",
         )
 
-    def grid(self, match: TemplateMatch, sm_count: int) -> list[dict[str, int]]:
-        c = match.consts
-        outer, n_scan, inner = c["outer"], c["n_scan"], c["inner"]
-        if inner > 1:  # strided axis: tiles of [BLOCK (scanned), BLOCK_K (contiguous)]
-            return strided_tiles(outer, n_scan, inner, sm_count, per_thread=32, cap_block=True)
-        points = row_tiles(
-            outer, n_scan, (128, 256, 512, 1024, 2048, 4096), max_tile=SCAN_TILE, per_thread=32
-        )
+    def contiguous_grid(self, outer: int, n_scan: int, sm_count: int) -> list[dict[str, int]]:
+        blocks = (128, 256, 512, 1024, 2048, 4096)
+        points = row_tiles(outer, n_scan, blocks, max_tile=SCAN_TILE, per_thread=self.per_thread)
         # a looped row costs a serial carry per chunk: fewer, wider chunks first among equals
         return rank_by_prior(
             points,
@@ -54,12 +52,4 @@ class ScanTemplate(Template):
             programs=lambda p: -(-outer // p["ROWS"]),
             sm_count=sm_count,
             extra=lambda p: 0.25 * max(0.0, (n_scan / p["BLOCK"]) ** 0.5 - 1.0),
-        )
-
-    def call(self, match: TemplateMatch, params: dict[str, int]) -> str:
-        a, c = match.args, match.consts
-        knobs = ", ".join(f"{k}={params[k]}" for k in sorted(params))
-        return (
-            f"ko_scan(args[{a['x']}], args[{a['y']}], {c['outer']}, {c['n_scan']}, "
-            f"{c['inner']}, {c['op']!r}, {knobs})"
         )
