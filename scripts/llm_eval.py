@@ -117,6 +117,7 @@ LOG_TAIL_BYTES = 2 << 20  # per log file in logs.tgz
 CARRY_WARN_BYTES = 6 << 20
 REPLY_ROLES = ("execute", "retry_fix")  # replies that become candidates
 GPU_ACTIVITIES = frozenset(names.GPU_ACTIVITIES)
+SETTLED = "every campaign has finished or waits for replies (or a GPU worker)"
 
 
 def _now() -> str:
@@ -499,7 +500,7 @@ async def run_until_settled(
             if key != last_key:
                 last_key, quiet_since = key, now
             elif now - quiet_since >= QUIET_S:
-                return "every campaign finished or waits for replies", looks
+                return SETTLED, looks
         else:
             last_key = None
         if now >= deadline:
@@ -703,7 +704,11 @@ def regenerate(settings: Settings, stream: Stream) -> list[str]:
             (_eval_dir(settings) / "compiled" / f"{key}.json").read_text()
         )
         compiled = CompileResult.model_validate(entry.compiled)
-        values = _seed_tensors(compiled, store)
+        try:
+            values = _seed_tensors(compiled, store)
+        except Exception as exc:  # drew them at the last pack; the problem's own code ran here
+            failed.append(f"{compiled.problem.name}: {type(exc).__name__}: {exc}"[:300])
+            continue
         for record in records:
             name = f"{compiled.problem.name}_{record['field']}.pt"
             ref = save_tensors(store, values[record["field"]], name)

@@ -1,12 +1,14 @@
 """scripts/llm_eval.py: the reply-folder evaluation, one short call per reply round.
 
-* A whole evaluation on the CPU, for real (slow): the real embedded Temporal server,
-  the real CPU worker ``kernelopt optimize`` starts, the GPU activity doubles of
-  ``tests/support/gpu_doubles.py`` as the harness's ``--extra-worker``.  ``start``
-  submits two folder-mode campaigns and packs; every later call is ``resume`` in a
-  FRESH ``KERNELOPT_HOME`` (the home moves between calls), with the replies scripted
-  from ``tests/e2e/llm_replies``; the campaigns go plan -> execute -> summarize ->
-  finished, and ``report`` writes the table.
+* A whole evaluation on the CPU, for real (slow, ~110 s on 2 busy cores): the real
+  embedded Temporal server, the real CPU worker ``kernelopt optimize`` starts, and the
+  GPU activity doubles of ``tests/support/gpu_doubles.py`` as the harness's
+  ``--extra-worker``.  ``start`` runs without any GPU worker (the campaigns wait at
+  compile, and the call ends); every later call is ``resume`` in a FRESH
+  ``KERNELOPT_HOME`` (the last one deleted: the home moves between calls), first with
+  no replies, then with the replies scripted from ``tests/e2e/llm_replies`` (and one
+  that answers nothing); the campaigns go compile -> plan -> execute -> summarize ->
+  finished, and ``report`` writes the table from the last ``home.tgz``.
 * A thin home (fast): the compile's seed-drawn tensors stay out of ``home.tgz`` and
   are drawn again after the import to the digests the H200 capture recorded.
 """
@@ -90,9 +92,10 @@ def events(out: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_path: Path):
-    out = tmp_path / "out0"
+    # no GPU worker in the first call (a CPU machine): both campaigns wait at compile
+    out = tmp_path / "gpu-less"
     harness(
-        tmp_path / "home0",
+        tmp_path / "home-1",
         "start",
         "--problems",
         *PROBLEMS,
@@ -106,17 +109,32 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
         "200",
         "--out",
         str(out),
+    )
+    assert read_manifest(out / "home.tgz").server == "stopped"  # packed after a clean stop
+    assert requests_in(out) == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped"] == llm_eval.SETTLED
+    assert sorted(summary["states"].values()) == ["waiting for a GPU worker (compile)"] * 2
+    assert "| 001_relu_chain |" in (out / "progress.md").read_text()
+
+    # the same home, moved, with a GPU worker: compiled, triaged, profiled, asked to plan
+    previous, out = out, tmp_path / "out0"
+    harness(
+        tmp_path / "home0",
+        "resume",
+        "--home",
+        str(previous / "home.tgz"),
+        "--budget-s",
+        "200",
+        "--out",
+        str(out),
         "--extra-worker",
         STAND_IN,
     )
-    assert (out / "home.tgz").stat().st_size > 0
-    assert read_manifest(out / "home.tgz").server == "stopped"  # packed after a clean stop
-    asked = requests_in(out)
-    assert sorted(r["role"] for r in asked) == ["plan", "plan"]
+    assert sorted(r["role"] for r in requests_in(out)) == ["plan", "plan"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stopped"] == "every campaign finished or waits for replies"
+    assert summary["stopped"] == llm_eval.SETTLED
     assert sorted(summary["states"].values()) == ["waiting for 1 plan"] * 2
-    assert "| 001_relu_chain |" in (out / "progress.md").read_text()
 
     # each resume: a fresh home (the last one deleted), the last call's replies, one step on
     for call, waiting in enumerate((["execute"] * 4, ["summarize"] * 2, []), 1):
@@ -149,7 +167,7 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
     report = tmp_path / "report"
     harness(tmp_path / "unused", "report", "--home", str(out / "home.tgz"), "--out", str(report))
     data = json.loads((report / "report.json").read_text())
-    assert [c["command"] for c in data["manifest"]["calls"]] == ["start"] + ["resume"] * 3
+    assert [c["command"] for c in data["manifest"]["calls"]] == ["start"] + ["resume"] * 4
     rows = {r["problem"]: r for r in data["rows"]}
     assert sorted(rows) == ["001_relu_chain", "009_softmax_rows"]
     for row in rows.values():
@@ -165,7 +183,7 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
         }
         assert row["tokens"] > 0 and row["gpu_seconds"] > 0
     table = (report / "report.md").read_text()
-    assert "| 001_relu_chain | completed |" in table and "| 4 | resume |" in table
+    assert "| 001_relu_chain | completed |" in table and "| 5 | resume |" in table
 
 
 def test_a_reply_file_names_its_request_by_the_longest_id():
