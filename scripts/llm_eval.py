@@ -117,6 +117,8 @@ LOG_TAIL_BYTES = 2 << 20  # per log file in logs.tgz
 CARRY_WARN_BYTES = 6 << 20
 REPLY_ROLES = ("execute", "retry_fix")  # replies that become candidates
 GPU_ACTIVITIES = frozenset(names.GPU_ACTIVITIES)
+# one file per running call (its pid): the home whose server and workers it started
+LIVE_DIR = Path(tempfile.gettempdir()) / "llm-eval-live"
 SETTLED = "every campaign has finished or waits for replies (or a GPU worker)"
 
 
@@ -220,6 +222,68 @@ def save_manifest(settings: Settings, manifest: EvalManifest) -> None:
     write_atomic(path, manifest.model_dump_json(indent=1).encode("utf-8"))
 
 
+# --- leftovers of a cut call ------------------------------------------------------------------
+def stop_leftovers(stream: Stream) -> None:
+    """Stop the server and workers of calls whose harness process is gone.
+
+    They run in sessions of their own, so a call killed at its time limit leaves
+    them running on a machine that stays warm ~30 s; the next call there would
+    share the GPU with them.  A call still running (its pid alive) is left alone;
+    the local workers and the server are found by their pid files (which check the
+    command line), an extra worker by its recorded pid and command line.
+    """
+    from kernelopt.local_workers import stop_local_workers
+    from kernelopt.pidfile import process_alive
+    from kernelopt.temporal_server import EmbeddedServer
+
+    for path in sorted(LIVE_DIR.glob("*.json")) if LIVE_DIR.is_dir() else []:
+        try:
+            pid, live = int(path.stem), json.loads(path.read_text())
+            home = Path(live["home"])
+        except (OSError, ValueError, KeyError):
+            continue
+        if process_alive(pid):
+            continue
+        extra = [_stop_extra(p, argv) for p, argv in live.get("extra", [])]
+        old = Settings(home=home)
+        workers = stop_local_workers(old, wait_s=10)
+        server = EmbeddedServer(old).stop()
+        path.unlink(missing_ok=True)
+        stream.event(
+            "leftovers_stopped", home=str(home), workers=workers, extra=extra, server=server
+        )
+
+
+def _stop_extra(pid: int, argv: list[str]) -> bool:
+    """SIGTERM (then SIGKILL) the process group of ``pid`` if it still runs ``argv``."""
+    from kernelopt.pidfile import process_alive
+
+    try:
+        running = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    except OSError:
+        return False
+    if [a.decode(errors="replace") for a in running] != argv:
+        return False  # another process has that pid now
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if process_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    return True
+
+
+def mark_live(settings: Settings, extra: list[subprocess.Popen] = ()) -> Path:
+    """This call's home (and extra workers) while it runs: ``stop_leftovers`` reads it."""
+    LIVE_DIR.mkdir(parents=True, exist_ok=True)
+    path = LIVE_DIR / f"{os.getpid()}.json"
+    data = {"home": str(settings.home), "extra": [[p.pid, list(p.args)] for p in extra]}
+    write_atomic(path, json.dumps(data).encode())
+    return path
+
+
 # --- server and workers -----------------------------------------------------------------------
 class Site:
     """The embedded server, the local workers and any extra worker command, on one home."""
@@ -231,13 +295,15 @@ class Site:
         self.extra_procs: list[subprocess.Popen] = []
         self.local: dict[str, int] = {}
         self.client: Client | None = None
+        self.live: Path | None = None
 
     async def up(self, gpu_queue: str) -> Client:
         from kernelopt.client import connect
         from kernelopt.follow import has_pollers
-        from kernelopt.local_workers import ensure_local_workers
+        from kernelopt.local_workers import ensure_local_workers, running
         from kernelopt.temporal_server import EmbeddedServer
 
+        self.live = mark_live(self.settings)
         status = await asyncio.to_thread(EmbeddedServer(self.settings).start)
         self.stream.event("server_started", address=status.address, pid=status.pid)
         self.client = await connect(self.settings, start_embedded=False)
@@ -258,6 +324,7 @@ class Site:
                         start_new_session=True,
                     )
                 )
+        mark_live(self.settings, self.extra_procs)
         self.stream.event(
             "workers_started",
             local=sorted(self.local),
@@ -269,11 +336,12 @@ class Site:
         deadline = time.monotonic() + READY_S
         for queue, activity in wanted:
             while not await has_pollers(self.client, queue, activity=activity):
-                dead = [p.args for p in self.extra_procs if p.poll() is not None]
+                dead = [f"extra{i}" for i, p in enumerate(self.extra_procs) if p.poll() is not None]
+                dead += sorted(set(self.local) - set(running(self.settings)))
                 if dead or time.monotonic() > deadline:
                     raise KernelOptError(
-                        f"no worker polls {queue} after {READY_S:.0f} s (exited: {dead}); "
-                        f"see {logs}"
+                        f"no worker polls {queue} ({', '.join(dead) or 'none'} exited, "
+                        f"{time.monotonic() - deadline + READY_S:.0f} s); see {logs}/<name>.log"
                     )
                 await asyncio.sleep(1.0)
         self.stream.event("workers_polling", queues=sorted({q for q, _ in wanted}))
@@ -308,6 +376,8 @@ class Site:
         from kernelopt.temporal_server import EmbeddedServer
 
         stopped = EmbeddedServer(self.settings).stop()
+        if self.live is not None:
+            self.live.unlink(missing_ok=True)
         self.stream.event("server_stopped", was_running=stopped)
 
 
@@ -735,15 +805,20 @@ class Snapshotter:
         every_s: float,
         client: Client,
         manifest: EvalManifest,
+        call: EvalCall,
     ) -> None:
         self.settings, self.stream, self.work, self.every_s = settings, stream, work, every_s
-        self.client, self.manifest = client, manifest
+        self.client, self.manifest, self.call = client, manifest, call
         self.last = time.monotonic()
 
     async def maybe(self, now: float) -> None:
         if self.every_s <= 0 or now - self.last < self.every_s:
             return
         self.last = now
+        # the snapshot records this call so far: resumed after a cut, the record shows it
+        self.call.seconds = round(self.stream.elapsed, 1)
+        self.call.stopped = f"cut? last live snapshot at {self.stream.elapsed:.0f} s"
+        save_manifest(self.settings, self.manifest)
         try:
             diagnostics = await diagnostic_refs(self.client, self.manifest)
             size = await asyncio.to_thread(
@@ -1166,7 +1241,7 @@ async def run_call(
         manifest = await prepare(client, call)
         manifest.calls.append(call)  # filled in below; the tables count this call
         gpu_queue = manifest.options.get("gpu_queue") or default_gpu_queue(settings)
-        snapshot = Snapshotter(settings, stream, work, args.snapshot_s, client, manifest)
+        snapshot = Snapshotter(settings, stream, work, args.snapshot_s, client, manifest, call)
         stopped, looks = await run_until_settled(
             client, manifest, settings, gpu_queue, stream, deadline, stop, snapshot, site
         )
@@ -1245,6 +1320,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
 
 
 async def _start(args: argparse.Namespace, settings: Settings, stream: Stream, work: Path) -> int:
+    await asyncio.to_thread(stop_leftovers, stream)
     if (settings.server_dir / "temporal.db").exists() or manifest_path(settings).exists():
         raise KernelOptError(f"{settings.home} already holds state: start wants an empty home")
     options = campaign_options_for(args, settings)
@@ -1284,6 +1360,7 @@ async def cmd_resume(args: argparse.Namespace) -> int:
 async def _resume(args: argparse.Namespace, settings: Settings, stream: Stream, work: Path) -> int:
     from kernelopt.state_transfer import import_state
 
+    await asyncio.to_thread(stop_leftovers, stream)
     files = reply_files(Path(args.replies), work) if args.replies else []
     restored = import_state(settings, Path(args.home), force=args.force)
     stream.event(

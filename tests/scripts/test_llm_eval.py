@@ -21,12 +21,14 @@ import sqlite3
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
 from kernelopt.compile.runtime import save_tensors
 from kernelopt.contracts.compiled import CompileResult
+from kernelopt.pidfile import process_alive
 from kernelopt.state_transfer import DB_NAME, import_state, read_manifest
 from kernelopt.store import open_store
 from scripts import llm_eval
@@ -39,18 +41,31 @@ FIXTURE = ROOT / "tests" / "fixtures" / "wrappers" / "level3_002_transformer_blo
 STAND_IN = f"{sys.executable} -m tests.support.run_worker gpu {{gpu_queue}}"
 
 
+def _env(home: Path) -> dict[str, str]:
+    return env_for(make_settings(home)) | {"KERNELOPT_DOUBLES_DELAY": "0.05"}
+
+
 def harness(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = env_for(make_settings(home)) | {"KERNELOPT_DOUBLES_DELAY": "0.05"}
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "llm_eval.py"), *args],
         cwd=ROOT,
-        env=env,
+        env=_env(home),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
+
+
+def harness_process(home: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "llm_eval.py"), *args],
+        cwd=ROOT,
+        env=_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def requests_in(out: Path) -> list[dict]:
@@ -136,24 +151,50 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
     assert summary["stopped"] == llm_eval.SETTLED
     assert sorted(summary["states"].values()) == ["waiting for 1 plan"] * 2
 
+    # a call cut at its time limit: SIGKILLed after its first live snapshot, it leaves its
+    # server and workers running (sessions of their own); the next call resumes from the
+    # snapshot with the same replies and stops those leftovers first
+    replies = write_replies(requests_in(out), tmp_path / "replies-cut")
+    cut = tmp_path / "out-cut"
+    args = ["resume", "--home", str(out / "home.tgz"), "--replies", str(replies)]
+    args += ["--snapshot-s", "1", "--out", str(cut), "--extra-worker", STAND_IN]
+    killed = harness_process(tmp_path / "home-cut", *args)
+    try:
+        deadline = time.monotonic() + 120
+        while not (cut / "progress.jsonl").is_file() or "snapshot" not in [
+            e["event"] for e in events(cut)
+        ]:
+            assert killed.poll() is None and time.monotonic() < deadline, killed.communicate()
+            time.sleep(0.2)
+    finally:
+        killed.kill()
+        killed.wait(30)
+    (server,) = [e["pid"] for e in events(cut) if e["event"] == "server_started"]
+    assert process_alive(server)
+    shutil.rmtree(tmp_path / "home0")
+    out, home = tmp_path / "out-after-cut", tmp_path / "home-after-cut"
+    harness(
+        home,
+        *["resume", "--home", str(cut / "home.tgz"), "--replies", str(replies)],
+        *["--budget-s", "200", "--out", str(out), "--extra-worker", STAND_IN],
+    )
+    (stopped,) = [e for e in events(out) if e["event"] == "leftovers_stopped"]
+    assert stopped["home"] == str(tmp_path / "home-cut") and stopped["server"] is True
+    assert stopped["workers"] == ["cpu"] and stopped["extra"] == [True]
+    assert not process_alive(server)
+    shutil.rmtree(tmp_path / "home-cut")
+    assert sorted(r["role"] for r in requests_in(out)) == ["execute"] * 4
+
     # each resume: a fresh home (the last one deleted), the last call's replies, one step on
-    for call, waiting in enumerate((["execute"] * 4, ["summarize"] * 2, []), 1):
+    for call, waiting in enumerate((["summarize"] * 2, []), 1):
         previous, out = out, tmp_path / f"out{call}"
         replies = write_replies(requests_in(previous), tmp_path / f"replies{call}")
-        shutil.rmtree(tmp_path / f"home{call - 1}")
+        shutil.rmtree(home)
+        home = tmp_path / f"home{call}"
         harness(
-            tmp_path / f"home{call}",
-            "resume",
-            "--home",
-            str(previous / "home.tgz"),
-            "--replies",
-            str(replies),
-            "--budget-s",
-            "200",
-            "--out",
-            str(out),
-            "--extra-worker",
-            STAND_IN,
+            home,
+            *["resume", "--home", str(previous / "home.tgz"), "--replies", str(replies)],
+            *["--budget-s", "200", "--out", str(out), "--extra-worker", STAND_IN],
         )
         assert sorted(r["role"] for r in requests_in(out)) == waiting
         seen = events(out)
@@ -167,7 +208,9 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
     report = tmp_path / "report"
     harness(tmp_path / "unused", "report", "--home", str(out / "home.tgz"), "--out", str(report))
     data = json.loads((report / "report.json").read_text())
-    assert [c["command"] for c in data["manifest"]["calls"]] == ["start"] + ["resume"] * 4
+    calls = data["manifest"]["calls"]
+    assert [c["command"] for c in calls] == ["start"] + ["resume"] * 5
+    assert calls[2]["stopped"].startswith("cut? last live snapshot at")  # as its snapshot says
     rows = {r["problem"]: r for r in data["rows"]}
     assert sorted(rows) == ["001_relu_chain", "009_softmax_rows"]
     for row in rows.values():
@@ -183,7 +226,7 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
         }
         assert row["tokens"] > 0 and row["gpu_seconds"] > 0
     table = (report / "report.md").read_text()
-    assert "| 001_relu_chain | completed |" in table and "| 5 | resume |" in table
+    assert "| 001_relu_chain | completed |" in table and "| 6 | resume |" in table
 
 
 def test_a_reply_file_names_its_request_by_the_longest_id():
