@@ -770,14 +770,14 @@ def regenerate(settings: Settings, stream: Stream) -> list[str]:
             wanted.setdefault(record["key"], []).append(record)
     started, drawn, failed = time.monotonic(), 0, []
     for key, records in wanted.items():
-        entry = Regenerable.model_validate_json(
-            (_eval_dir(settings) / "compiled" / f"{key}.json").read_text()
-        )
-        compiled = CompileResult.model_validate(entry.compiled)
         try:
+            entry = Regenerable.model_validate_json(
+                (_eval_dir(settings) / "compiled" / f"{key}.json").read_text()
+            )
+            compiled = CompileResult.model_validate(entry.compiled)
             values = _seed_tensors(compiled, store)
-        except Exception as exc:  # drew them at the last pack; the problem's own code ran here
-            failed.append(f"{compiled.problem.name}: {type(exc).__name__}: {exc}"[:300])
+        except Exception as exc:  # drawn at the last pack; here the problem's own code ran
+            failed.append(f"compile {key[:12]}: {type(exc).__name__}: {exc}"[:300])
             continue
         for record in records:
             name = f"{compiled.problem.name}_{record['field']}.pt"
