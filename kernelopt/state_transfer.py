@@ -38,6 +38,7 @@ import subprocess
 import tarfile
 import tempfile
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal
@@ -91,6 +92,8 @@ class StateManifest(BaseModel):
     temporal_cli_version: str
     code: str  # kernelopt.code_version fingerprint of the exporting code
     files: list[ManifestFile] = Field(default_factory=list)
+    # files the exporter left behind because its caller regenerates them (``leave_out``)
+    left_out: list[str] = Field(default_factory=list)
 
     @property
     def total_bytes(self) -> int:
@@ -114,9 +117,18 @@ class TransferReport(BaseModel):
 
 
 # --- export ------------------------------------------------------------------------------------
-def export_state(settings: Settings, archive: Path, store_only: bool = False) -> TransferReport:
-    """Write ``archive`` from ``settings.home``: the database (unless ``store_only``) and files."""
+def export_state(
+    settings: Settings, archive: Path, store_only: bool = False, leave_out: Iterable[str] = ()
+) -> TransferReport:
+    """Write ``archive`` from ``settings.home``: the database (unless ``store_only``) and files.
+
+    ``leave_out``: home-relative paths (``artifacts/ab/ab12...``) the caller will
+    regenerate after the import (tensors drawn from a problem's seed are hundreds of
+    MiB, a moved home may carry only a few): they are not archived, and the manifest
+    names them.
+    """
     home = settings.home
+    skip = set(leave_out)
     if not home.is_dir():
         raise StateTransferError(f"{home} does not exist: nothing to export")
     if not store_only and not settings.embedded:
@@ -142,6 +154,7 @@ def export_state(settings: Settings, archive: Path, store_only: bool = False) ->
             "and workers before resuming the archive elsewhere, or the campaign runs twice"
         )
     entries: list[ManifestFile] = []
+    left: list[str] = []
     staging = Path(tempfile.mkdtemp(prefix=".state-export-", dir=archive.parent))
     partial = archive.with_name(f".{archive.name}.{uuid.uuid4().hex[:8]}.partial")
     try:
@@ -154,7 +167,11 @@ def export_state(settings: Settings, archive: Path, store_only: bool = False) ->
                 entries.append(_add_file(tar, snapshot, DB_NAME))
             for part in FILE_PARTS:
                 for path in _files_of(home / part):
-                    entries.append(_add_file(tar, path, path.relative_to(home).as_posix()))
+                    name = path.relative_to(home).as_posix()
+                    if name in skip:
+                        left.append(name)
+                        continue
+                    entries.append(_add_file(tar, path, name))
             if store_only:
                 last_write = _newest_write(home / "artifacts")
             manifest = StateManifest(
@@ -168,6 +185,7 @@ def export_state(settings: Settings, archive: Path, store_only: bool = False) ->
                 temporal_cli_version=_temporal_cli_version(),
                 code=code_fingerprint(),
                 files=entries,
+                left_out=left,
             )
             data = manifest.model_dump_json(indent=2).encode()
             info = tarfile.TarInfo(MANIFEST_NAME)

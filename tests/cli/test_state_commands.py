@@ -95,6 +95,24 @@ def test_export_then_import_restores_everything_with_private_modes(kernelopt, tm
     assert not (new / "workers").exists()
 
 
+def test_files_left_out_are_named_in_the_manifest_and_not_restored(kernelopt, tmp_path: Path):
+    """``export_state(leave_out=...)``: what the caller regenerates stays behind, named."""
+    from kernelopt.state_transfer import export_state, import_state
+
+    refs = make_home(tmp_path / "a")
+    left = f"artifacts/{refs['a'][:2]}/{refs['a']}"
+    assert (tmp_path / "a" / left).is_file()
+    archive = tmp_path / "thin.tar.gz"
+    report = export_state(make_settings(tmp_path / "a"), archive, leave_out=[left, "nonexistent"])
+    assert report.manifest.left_out == [left]
+    assert left not in {f.path for f in read_manifest(archive).files}
+    with tarfile.open(archive) as tar:
+        assert left not in tar.getnames()
+    import_state(make_settings(tmp_path / "b"), archive)
+    store = open_store(tmp_path / "b" / "artifacts")
+    assert not store.exists(refs["a"]) and store.get_text(refs["b"]) == "kernel source b"
+
+
 def test_import_refuses_a_home_with_state_unless_forced(kernelopt, tmp_path: Path):
     make_home(tmp_path / "a", rows=3)
     archive = tmp_path / "state.tar.gz"
