@@ -32,6 +32,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def remembered_proposals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """GPU-doubles workers started by this session share the proposer's answers.
+
+    See ``tests.support.gpu_doubles.propose_builtin_gpu_double``: the workers are
+    child processes, so the folder travels in the environment.
+    """
+    folder = tmp_path_factory.mktemp("proposals")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KERNELOPT_DOUBLES_PROPOSALS", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def temporal_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     settings = make_settings(tmp_path_factory.mktemp("kernelopt-home"))
