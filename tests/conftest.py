@@ -16,15 +16,28 @@ from kernelopt.store import ArtifactStore, open_store
 from tests.support.temporal import make_settings, start_server, temporal_binary_or_skip
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """GPU tests run only where CUDA is present (the H200 host)."""
+def _has_cuda() -> bool:
     try:
         import torch
 
-        has_cuda = torch.cuda.is_available()
+        return torch.cuda.is_available()
     except ImportError:
-        has_cuda = False
-    if has_cuda:
+        return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where CUDA is present, tests run in one process (addopts asks pytest-xdist for more).
+
+    GPU tests time kernels: two at once on one GPU would disturb each other's numbers.
+    pytest-xdist reads these options after this hook (its own runs last).
+    """
+    if getattr(config.option, "dist", "no") != "no" and _has_cuda():
+        config.option.dist, config.option.tx = "no", []
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """GPU tests run only where CUDA is present (the H200 host)."""
+    if _has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
