@@ -16,20 +16,46 @@ from kernelopt.store import ArtifactStore, open_store
 from tests.support.temporal import make_settings, start_server, temporal_binary_or_skip
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """GPU tests run only where CUDA is present (the H200 host)."""
+def _has_cuda() -> bool:
     try:
         import torch
 
-        has_cuda = torch.cuda.is_available()
+        return torch.cuda.is_available()
     except ImportError:
-        has_cuda = False
-    if has_cuda:
+        return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where CUDA is present, tests run in one process (addopts asks pytest-xdist for more).
+
+    GPU tests time kernels: two at once on one GPU would disturb each other's numbers.
+    pytest-xdist reads these options after this hook (its own runs last).
+    """
+    if getattr(config.option, "dist", "no") != "no" and _has_cuda():
+        config.option.dist, config.option.tx = "no", []
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """GPU tests run only where CUDA is present (the H200 host)."""
+    if _has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def remembered_proposals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """GPU-doubles workers started by this session share the proposer's answers.
+
+    See ``tests.support.gpu_doubles.propose_builtin_gpu_double``: the workers are
+    child processes, so the folder travels in the environment.
+    """
+    folder = tmp_path_factory.mktemp("proposals")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KERNELOPT_DOUBLES_PROPOSALS", str(folder))
+        yield folder
 
 
 @pytest.fixture(scope="session")

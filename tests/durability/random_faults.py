@@ -24,8 +24,10 @@ from kernelopt.client import connect
 from kernelopt.config import Settings
 from tests.durability.executions import EXECUTIONS_ENV
 from tests.durability.support import DevServer, Worker, options, queues, submit
+from tests.support.short_heartbeats import CPU_HEARTBEAT_ENV
 
 TARGETS = ("cpu", "gpu", "server")
+CPU_HEARTBEAT_S = "3"  # as the GPU workers' (support.HEARTBEAT_S)
 
 
 @dataclass
@@ -84,8 +86,11 @@ async def run_chaos(
     server = DevServer(settings).start()
     cpu_q, gpu_q = queues()
     env = {"KERNELOPT_DOUBLES_DELAY": "0.3", EXECUTIONS_ENV: str(run.executions)}
+    # a killed CPU worker's activity is retried after seconds, not production's 30 s
+    # (test_cpu_worker_kill checks that bound; here only soundness is at stake)
+    cpu_env = {CPU_HEARTBEAT_ENV: CPU_HEARTBEAT_S}
     workers = {
-        "cpu": [Worker(settings, "cpu", cpu_q, logs)],
+        "cpu": [Worker(settings, "cpu", cpu_q, logs, **cpu_env)],
         "gpu": [Worker(settings, "gpu", gpu_q, logs, **env) for _ in range(2)],
     }
     try:
@@ -113,7 +118,7 @@ async def run_chaos(
                 server.start()
                 client = await _client(settings)
             else:
-                kind_env = env if target == "gpu" else {}
+                kind_env = env if target == "gpu" else cpu_env
                 # not waited for: the next fault may come while it is still starting
                 fresh = Worker(settings, target, victim.queue, logs, **kind_env)
                 workers[target] = [fresh if w is victim else w for w in workers[target]]

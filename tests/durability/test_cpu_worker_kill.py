@@ -35,9 +35,9 @@ from tests.durability.support import (
 )
 from tests.support.short_heartbeats import CPU_HEARTBEAT_ENV
 
-BODY_S = 4.0  # each slowed body; the kill lands ~1 s into it
-KILL_AFTER_S = 1.0
-CPU_HEARTBEAT_S = 5.0  # the test workers' CPU heartbeat timeout (production: 30 s)
+BODY_S = 2.5  # each slowed body; the kill lands ~0.75 s into it
+KILL_AFTER_S = 0.75
+CPU_HEARTBEAT_S = 3.0  # the test workers' CPU heartbeat timeout (production: 30 s)
 MAX_STALL_S = CPU_HEARTBEAT_S + 20.0  # + restart, retry backoff, a loaded machine
 
 

@@ -30,6 +30,7 @@ import asyncio
 import os
 import signal
 import sys
+from datetime import timedelta
 
 from tests.durability import slow_cpu
 from tests.support.short_heartbeats import (
@@ -40,6 +41,10 @@ from tests.support.short_heartbeats import (
 )
 
 GPU_HEARTBEAT_ENV = "KERNELOPT_TEST_HEARTBEAT_S"
+# A workflow task for a cached campaign goes to the worker's sticky queue first; after a
+# SIGKILL the server waits this long before handing it to the shared queue (the SDK's
+# default: 10 s per killed CPU worker and campaign).  Expiry only means a full replay.
+STICKY_S = 2.0
 
 
 def workflow_runner():
@@ -82,6 +87,7 @@ def cpu_worker(client, queue: str):
         activities=activities,
         workflow_runner=workflow_runner(),
         max_concurrent_activities=16,
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=STICKY_S),
         graceful_shutdown_timeout=worker.GRACEFUL_SHUTDOWN,
     )
 

@@ -8,11 +8,14 @@ timer-patching cheat, which is caught by identity checks, not by numbers).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from gates.runner import probe_zygote, zygote_env
+from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
 from tests.gates.adversarial import (
     SuiteResult,
@@ -31,9 +34,31 @@ CPU_CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def unsandboxed_zygote(gates_env: Path) -> Iterator[Zygote]:
+    """A CPU zygote started without bubblewrap, for this module's unsandboxed tests.
+
+    Spawning a fresh interpreter per gate child (torch and Triton imported each
+    time) cost them seconds a child; how a child starts does not change the
+    parent-side checks they make.  The spawned path has tests of its own
+    (tests/gates/test_isolation_primitives.py, tests/security).
+    """
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KERNELOPT_SANDBOX", "off")
+        zygote = Zygote(zygote_env("cpu"), start_timeout_s=90.0)
+        try:
+            probe = probe_zygote(zygote, "cpu")
+            assert probe.ok, probe.describe()
+        except BaseException:
+            zygote.close()
+            raise
+    yield zygote
+    zygote.close()
+
+
 @pytest.fixture
-def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Children without bubblewrap (spawned, so the session's sandboxed zygote is not used).
+def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> None:
+    """Children without bubblewrap (from an unsandboxed zygote, not the session's sandboxed one).
 
     With the sandbox the rewrites below are refused outright (the files are not
     writable in the child's view: tests/security); these tests check the
@@ -42,12 +67,14 @@ def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
     import gates.runner
 
     monkeypatch.setenv("KERNELOPT_SANDBOX", "off")
-    monkeypatch.setattr(gates.runner, "_ZYGOTES", {})
+    monkeypatch.setattr(gates.runner, "_ZYGOTES", {"cpu": unsandboxed_zygote})
 
 
 @pytest.fixture(scope="module")
 def suite(cpu_launcher: bool, tmp_path_factory: pytest.TempPathFactory) -> SuiteResult:
-    result = run_suite(cpu_suite_settings(), tmp_path_factory.mktemp("suite"), CPU_CASES, parallel=2)
+    result = run_suite(
+        cpu_suite_settings(), tmp_path_factory.mktemp("suite"), CPU_CASES, parallel=2
+    )
     print("\n" + format_table(result))
     return result
 

@@ -11,7 +11,9 @@ check that no two ran at once on one worker).
 Knobs (environment, read per call): KERNELOPT_DOUBLES_DELAY seconds per
 activity (default 0.2), KERNELOPT_DOUBLES_LOG a JSONL file path,
 KERNELOPT_DOUBLES_WRAPPER the wrapper the "compile" double returns (default: the
-problem's H200 fixture in tests/fixtures/wrappers).
+problem's H200 fixture in tests/fixtures/wrappers), KERNELOPT_DOUBLES_PROPOSALS a
+folder where the built-in proposer's answers are remembered (tests/conftest.py sets
+one per session).
 
 Fault-injection knobs (all off by default; used by tests/durability):
 KERNELOPT_DOUBLES_SLOW ``name=seconds,...`` overrides the delay of the named
@@ -170,9 +172,43 @@ async def propose_builtin_gpu_double(inp: BuiltinProposeInput) -> BuiltinPropose
 
     A CUDA campaign's forward target asks for it on the GPU queue
     (``builtin-forward-on-gpu``), so the GPU worker's concurrency checks see it too.
+    With ``KERNELOPT_DOUBLES_PROPOSALS`` set, its answers are remembered there
+    (``_remembered_proposal``).
     """
     await _work(names.PROPOSE_BUILTIN_GPU, inp.target.id)
-    return await propose_builtin_on_gpu(inp)
+    memo = os.environ.get("KERNELOPT_DOUBLES_PROPOSALS")
+    if not memo:
+        return await propose_builtin_on_gpu(inp)
+    return await _remembered_proposal(Path(memo), inp)
+
+
+async def _remembered_proposal(memo: Path, inp: BuiltinProposeInput) -> BuiltinProposeResult:
+    """The real proposer's answer to ``inp``, computed once per test session.
+
+    The proposer is deterministic in its input (content-addressed artifacts included),
+    but each fresh GPU-doubles worker paid seconds importing torch for it; the fault
+    tests start dozens.  The answer and its sources are kept in ``memo`` and the
+    sources are put back into this worker's store.  The proposer's own behaviour is
+    tested in tests/proposer and tests/search.
+    """
+    path = memo / f"{hashlib.sha256(inp.model_dump_json().encode()).hexdigest()}.json"
+    store = open_store()
+    if path.is_file():
+        await resolve_scope(inp)  # as the real activity: a search's scope must load
+        saved = json.loads(path.read_text())
+        result = BuiltinProposeResult.model_validate(saved["result"])
+        for variant in result.variants:
+            ref = variant.source
+            again = store.put_text(saved["sources"][ref.sha256], ref.media_type, ref.name)
+            assert again == ref, (again, ref)
+        return result
+    result = await propose_builtin_on_gpu(inp)
+    sources = {v.source.sha256: store.get_text(v.source) for v in result.variants}
+    memo.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"result": result.model_dump(mode="json"), "sources": sources}))
+    tmp.replace(path)
+    return result
 
 
 @activity.defn(name=names.COMPILE)
