@@ -23,7 +23,7 @@ import torch
 
 from gates.protocol import CandidateJob, InputSet, ModelSource
 from gates.runner import ChildOutcome, run_job
-from gates.sandbox import REPO_ROOT
+from gates.sandbox import REPO_ROOT, cache_dirs
 from gates.zygote import Zygote
 from tests.security.conftest import SECRET, Bait
 
@@ -144,13 +144,14 @@ def test_host_files_outside_the_view_are_absent(
     outcome, report = _attack("host_files", {}, tmp_path, launch, zygote)
     assert "stolen" not in report
     assert "/home" not in report["seen"]
-    # /root only where the interpreter itself lives there (pyenv on the CI image)
-    python_homes = {
+    # /root only where the interpreter itself lives there (pyenv on the CI image) and
+    # where the shared compiler caches are (~/.triton/cache by default: bound writable)
+    needed = {
         Path(p).relative_to("/root").parts[0]
-        for p in (sys.base_prefix, sys.prefix)
+        for p in (sys.base_prefix, sys.prefix, *map(str, cache_dirs()))
         if p.startswith("/root/")
     }
-    assert set(report["seen"].get("/root", [])) <= python_homes
+    assert set(report["seen"].get("/root", [])) <= needed
     assert "passwd" not in report["seen"].get("/etc", [])
     assert "root:x:0:0" not in _files_text(tmp_path / "work")
     assert outcome.error_type == "FileNotFoundError" and "/etc/passwd" in outcome.describe()
