@@ -226,8 +226,8 @@ def regenerated(
     home = tmp_path_factory.mktemp("regen-home")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("KERNELOPT_HOME", str(home))
-        # compiled alone: in a CI run on pytest-xdist, once, every option gave the baseline's
-        # code while another process filled the shared (cold) Inductor cache
+        # an Inductor cache of its own: in one CI run on pytest-xdist with a cold shared
+        # cache, every option gave the baseline's code (not reproduced; docs/TEAM_NOTES.md)
         env.setenv("TORCHINDUCTOR_CACHE_DIR", str(home / "inductor"))
         store = open_store(home / "artifacts")
         inp = _input(store, problem, count=4)
