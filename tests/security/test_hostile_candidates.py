@@ -17,13 +17,15 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
 
+import gates.runner
 from gates.protocol import CandidateJob, InputSet, ModelSource
 from gates.runner import ChildOutcome, run_job
-from gates.sandbox import REPO_ROOT, cache_dirs
+from gates.sandbox import REPO_ROOT
 from gates.zygote import Zygote
 from tests.security.conftest import SECRET, Bait
 
@@ -55,7 +57,10 @@ def _attack(
     )
     workdir = tmp / "work"
     via = zygote if launch == "forked" else None
-    outcome = run_job(job, workdir, timeout_s=timeout_s, device="cpu", via=via)
+    # "spawned" spawns: a zygote this process registered earlier (another test file's
+    # fast_launch, made under another HOME and view) would otherwise fork the child
+    with mock.patch.dict(gates.runner._ZYGOTES, clear=True):
+        outcome = run_job(job, workdir, timeout_s=timeout_s, device="cpu", via=via)
     report_path = workdir / "report.json"
     report = json.loads(report_path.read_text()) if report_path.is_file() else {}
     return outcome, report
@@ -144,14 +149,13 @@ def test_host_files_outside_the_view_are_absent(
     outcome, report = _attack("host_files", {}, tmp_path, launch, zygote)
     assert "stolen" not in report
     assert "/home" not in report["seen"]
-    # /root only where the interpreter itself lives there (pyenv on the CI image) and
-    # where the shared compiler caches are (~/.triton/cache by default: bound writable)
-    needed = {
+    # /root only where the interpreter itself lives there (pyenv on the CI image)
+    python_homes = {
         Path(p).relative_to("/root").parts[0]
-        for p in (sys.base_prefix, sys.prefix, *map(str, cache_dirs()))
+        for p in (sys.base_prefix, sys.prefix)
         if p.startswith("/root/")
     }
-    assert set(report["seen"].get("/root", [])) <= needed
+    assert set(report["seen"].get("/root", [])) <= python_homes
     assert "passwd" not in report["seen"].get("/etc", [])
     assert "root:x:0:0" not in _files_text(tmp_path / "work")
     assert outcome.error_type == "FileNotFoundError" and "/etc/passwd" in outcome.describe()
