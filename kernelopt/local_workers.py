@@ -117,9 +117,24 @@ def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> d
         log_file.close()
         write_pid_file(directory / f"{worker.name}.pid", proc.pid)
         (directory / f"{worker.name}.code").write_text(code)
+        _await_exec(proc, worker.name, directory / f"{worker.name}.pid")
         alive[worker.name] = proc.pid
         log.info("local worker started", worker=worker.name, pid=proc.pid)
     return alive
+
+
+def _await_exec(proc: subprocess.Popen, name: str, pid_file: Path, limit_s: float = 5.0) -> None:
+    """Return once the new worker shows its own argv (or died, or ``limit_s`` passed).
+
+    Until the child has exec'd, its argv is ours and ``running`` would not know it:
+    a second ``ensure_local_workers`` right after the first started another worker
+    beside it.
+    """
+    deadline = time.monotonic() + limit_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        if read_live_pid(pid_file, expect=lambda argv: is_worker(name, argv)) is not None:
+            return
+        time.sleep(0.01)
 
 
 def _read(path: Path) -> str | None:
