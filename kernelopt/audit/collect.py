@@ -66,6 +66,26 @@ def _model(model: type, value: Any) -> Any:
         return None
 
 
+# what an audit row takes by name from the candidate, and from the decision that judged it
+_CANDIDATE_LINEAGE = (
+    "id",
+    "target_id",
+    "parent_id",
+    "iteration",
+    "attempt",
+    "proposer",
+    "label",
+    "source",
+    "conversation",
+)
+_DECISION_NUMBERS = ("reason", "kernel_ms", "baseline_kernel_ms", "speedup", "at")
+
+
+def _fields(source: Any, *names: str) -> dict[str, Any]:
+    """The named attributes of ``source``: audit rows repeat the history's fields by name."""
+    return {name: getattr(source, name) for name in names}
+
+
 class _Target:
     """One SearchKernel child: its runs, result (if finished) and decisions so far."""
 
@@ -243,12 +263,8 @@ def _budgets(
 def _controls(parsed: list[ParsedRun]) -> list[ControlEvent]:
     events = [
         ControlEvent(
+            **_fields(m, "kind", "name", "args", "identity", "result"),
             at=_iso(m.at),
-            kind=m.kind,
-            name=m.name,
-            args=m.args,
-            identity=m.identity,
-            result=m.result,
             workflow_id=p.workflow_id,
         )
         for p in parsed
@@ -349,12 +365,8 @@ def _prompts(cand_id: str, parent: str | None, iteration: int, ledger: dict) -> 
         for entry in ledger.get(key, []):
             out.append(
                 PromptRef(
-                    role=entry.role,
-                    call_id=entry.call_id,
-                    prompt=entry.prompt,
-                    reply=entry.reply,
+                    **_fields(entry, "role", "call_id", "prompt", "reply", "usd"),
                     tokens=entry.prompt_tokens + entry.completion_tokens,
-                    usd=entry.usd,
                 )
             )
     return out
@@ -372,37 +384,16 @@ def _candidates(
         for d in t.decisions:
             c = d.candidate
             if d.retime and c.id in by_id:
-                by_id[c.id].retime = RetimeAudit(
-                    ok=d.accepted,
-                    reason=d.reason,
-                    kernel_ms=d.kernel_ms,
-                    baseline_kernel_ms=d.baseline_kernel_ms,
-                    speedup=d.speedup,
-                    at=d.at,
-                )
+                by_id[c.id].retime = RetimeAudit(ok=d.accepted, **_fields(d, *_DECISION_NUMBERS))
                 continue
             row = CandidateAudit(
-                id=c.id,
-                target_id=c.target_id,
-                parent_id=c.parent_id,
-                iteration=c.iteration,
-                attempt=c.attempt,
-                proposer=c.proposer,
+                **_fields(c, *_CANDIDATE_LINEAGE),
+                **_fields(d, "screening", "deciding_gate", *_DECISION_NUMBERS),
                 plan_direction=c.plan.direction if c.plan else "",
                 plan_description=c.plan.description if c.plan else "",
-                label=c.label,
-                source=c.source,
-                conversation=c.conversation,
                 prompts=_prompts(c.id, c.parent_id, c.iteration, ledger),
-                screening=d.screening,
                 verdicts=list(d.verdicts),
                 passed_gates_1_2=d.accepted,
-                deciding_gate=d.deciding_gate,
-                reason=d.reason,
-                kernel_ms=d.kernel_ms,
-                baseline_kernel_ms=d.baseline_kernel_ms,
-                speedup=d.speedup,
-                at=d.at,
                 provisional=c.id in t.provisional_ids,
             )
             rows.append(row)
