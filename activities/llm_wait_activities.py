@@ -158,14 +158,7 @@ async def llm_prepare(call: LlmCall) -> PreparedRequest:
                 f"{call.request_id}.request.json",
             )
             return PreparedRequest(
-                request_id=call.request_id,
-                role=call.role,
-                messages=ref,
-                reply_format=reply_format(call),
-                workflow_id=call.workflow_id,
-                campaign_id=call.campaign_id,
-                target_id=call.target_id,
-                iteration=call.iteration,
+                **call.request_fields(), messages=ref, reply_format=reply_format(call)
             )
         raise LLMReplyError(f"role {call.role} sent no request")
 

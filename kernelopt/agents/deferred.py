@@ -36,29 +36,32 @@ MODES = ("sync", "batch", "folder")
 CHARS_PER_TOKEN = 4  # folder replies carry no token counts: usage is estimated from text
 
 
-class LlmCall(Frozen):
-    """One role call the workflow wants answered out of band."""
+class DeferredRequest(Frozen):
+    """Which role call this is and where it comes from: every step of the call carries it."""
 
     request_id: str
     role: str  # the sync activity's name: plan / execute / retry_fix / summarize
-    payload: dict[str, Any]  # that activity's input, as JSON
     workflow_id: str = ""
     campaign_id: str = ""
     target_id: str = ""
     iteration: int = 0
 
+    def request_fields(self) -> dict[str, Any]:
+        """These fields alone, to carry the call into its next step's model."""
+        return {name: getattr(self, name) for name in DeferredRequest.model_fields}
 
-class PreparedRequest(Frozen):
+
+class LlmCall(DeferredRequest):
+    """One role call the workflow wants answered out of band."""
+
+    payload: dict[str, Any]  # that activity's input, as JSON
+
+
+class PreparedRequest(DeferredRequest):
     """What goes out: the messages (stored) and what a reply must look like."""
 
-    request_id: str
-    role: str
     messages: ArtifactRef
     reply_format: str
-    workflow_id: str = ""
-    campaign_id: str = ""
-    target_id: str = ""
-    iteration: int = 0
 
 
 class SubmitInput(Frozen):
