@@ -8,6 +8,7 @@ applies it to every input set and turns the worst case into a verdict.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from gates.numerics import ModelErrorReport, model_error_rule
@@ -66,35 +67,27 @@ def model_verdict_from_sets(
     if fp64_error:
         metrics["fp64_error"] = fp64_error
     failed = [(name, r) for name, r in reports if not r.ok]
-    if not reports:
-        return GateVerdict(
-            gate=GateName.MODEL,
-            status=GateStatus.ERROR,
-            reason="no outputs to compare",
-            metrics=metrics,
-            thresholds=thresholds,
-            gpu_seconds=seconds,
-        )
-    if failed:
-        name, worst = max(failed, key=lambda item: item[1].rho or 0.0)
-        return GateVerdict(
-            gate=GateName.MODEL,
-            status=GateStatus.FAIL,
-            reason=f"{name}: {worst.reason}",
-            metrics=metrics,
-            thresholds=thresholds,
-            feedback=_feedback(failed, worst, rho_max),
-            gpu_seconds=seconds,
-        )
-    rules = sorted({r.rule for _, r in reports})
-    worst_rho = f", max rho {max(rhos):.3g}" if rhos else ""
-    return GateVerdict(
+    verdict = functools.partial(
+        GateVerdict,
         gate=GateName.MODEL,
-        status=GateStatus.PASS,
-        reason=f"{len(reports)} input sets pass ({'/'.join(rules)}{worst_rho})",
         metrics=metrics,
         thresholds=thresholds,
         gpu_seconds=seconds,
+    )
+    if not reports:
+        return verdict(status=GateStatus.ERROR, reason="no outputs to compare")
+    if failed:
+        name, worst = max(failed, key=lambda item: item[1].rho or 0.0)
+        return verdict(
+            status=GateStatus.FAIL,
+            reason=f"{name}: {worst.reason}",
+            feedback=_feedback(failed, worst, rho_max),
+        )
+    rules = sorted({r.rule for _, r in reports})
+    worst_rho = f", max rho {max(rhos):.3g}" if rhos else ""
+    return verdict(
+        status=GateStatus.PASS,
+        reason=f"{len(reports)} input sets pass ({'/'.join(rules)}{worst_rho})",
     )
 
 
