@@ -50,6 +50,7 @@ from gates.problem_io import (
     to_double,
 )
 from gates.protocol import EvaluationPolicy, InputSet, ReferenceJob, ReferenceResult, SetInfo
+from kernelopt.kinds.validate import first_difference
 from kernelopt.loaded_problem import apply_mode, resolve_mode
 from kernelopt.precision import strict_fp32
 
@@ -102,20 +103,6 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _differs(a: list[Any], b: list[Any]) -> str:
-    """Where two calls' outputs differ, in words ('' when bitwise the same)."""
-    if len(a) != len(b):
-        return f"{len(a)} output leaves, then {len(b)}"
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        if same_values(x, y):
-            continue
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape:
-            diff = (x.detach().double() - y.detach().double()).abs().nan_to_num(0.0)
-            return f"output {i}: {int((diff > 0).sum())} of {x.numel()} elements differ"
-        return f"output {i} differs"
-    return ""
-
-
 class _Caller:
     """The reference's calls: state restored and RNGs seeded per input set before each."""
 
@@ -157,12 +144,12 @@ def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> b
     """Same seed again must give the same outputs; another seed tells whether forward is random."""
     mark("determinism", set=name)
     again = caller.call(name)
-    difference = _differs(first, again)
+    difference = first_difference(first, again)
     if difference:
         op = divergent_op(lambda: caller.call(name), problem_path)
         raise nondeterministic_error(difference, op)
     other = caller.call(name, seed=caller.seeds.get(name, 0) ^ 0x5BD1E995)
-    return bool(_differs(first, other))
+    return first_difference(first, other) is not None
 
 
 def run(job: ReferenceJob) -> ReferenceResult:

@@ -172,8 +172,11 @@ def _clone(values: list[Any]) -> list[Any]:
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def _first_difference(first: list[Any], second: list[Any]) -> str | None:
-    """Where two runs' values first differ, in words; None when they are the same."""
+def first_difference(first: list[Any], second: list[Any]) -> str | None:
+    """Where two runs' values first differ, in words; None when they are the same.
+
+    The reference's determinism is checked by the compile step and by the gates'
+    reference child: both say the difference in these words."""
     import torch
 
     if len(first) != len(second):
@@ -194,7 +197,7 @@ def _first_difference(first: list[Any], second: list[Any]) -> str | None:
 
 def check_inputs_reproducible(problem: KernelProblem, seed: int = 0) -> None:
     """``get_inputs()`` twice under one seed must give the same values."""
-    difference = _first_difference(problem.inputs(seed), problem.inputs(seed))
+    difference = first_difference(problem.inputs(seed), problem.inputs(seed))
     if difference is not None:
         raise ProblemError(
             problem.path,
@@ -220,7 +223,7 @@ def check_reference_deterministic(
     """Run the reference twice on the same inputs; returns the first run's outputs."""
     values = inputs if inputs is not None else problem.inputs(seed, device)
     first = run_reference(problem, values)
-    difference = _first_difference(first, run_reference(problem, values))
+    difference = first_difference(first, run_reference(problem, values))
     if difference is not None:
         raise ProblemError(
             problem.path,
