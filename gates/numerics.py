@@ -123,28 +123,15 @@ def compare_tensor(
     atol: float,
     scale_tol: float,
     facts: ReferenceFacts | None = None,
+    source: torch.Tensor | None = None,
 ) -> TensorComparison:
     """Compare one output tensor with its reference (both on the CPU).
 
-    ``facts`` keeps the reference's own numbers for the next candidate (one per bundle).
+    ``facts`` keeps the reference's own numbers for the next candidate (one per bundle);
+    ``source`` is the caller's own output object (``out`` when not given), which gate 3
+    gets too.
     """
-    return _compare_tensor(
-        index, out, ref, rtol=rtol, atol=atol, scale_tol=scale_tol, facts=facts, source=out
-    )
-
-
-def _compare_tensor(
-    index: int,
-    out: torch.Tensor,
-    ref: torch.Tensor,
-    *,
-    rtol: float,
-    atol: float,
-    scale_tol: float,
-    facts: ReferenceFacts | None,
-    source: torch.Tensor,
-) -> TensorComparison:
-    """``compare_tensor``; ``source`` is the caller's own output object, which gate 3 gets too."""
+    source = out if source is None else source
     base = {
         "index": index,
         "shape": list(out.shape),
@@ -409,7 +396,7 @@ def compare_outputs(
                     False, f"output {i} is {type(o).__name__}, expected a tensor", leaves
                 )
             leaves.append(
-                _compare_tensor(
+                compare_tensor(
                     i,
                     o.detach().cpu(),
                     r,
@@ -495,9 +482,10 @@ def model_error_rule(
     """
     if len(o32) != len(b32) or any(o.shape != b.shape for o, b in zip(o32, b32, strict=False)):
         return ModelErrorReport(False, "structure", "output structure differs from the baseline")
-    n = _finite_model_numbers(o32, b32, b64, tolerance, abs_bound, facts or ReferenceFacts())
+    outputs = _SetOutputs(o32, b32, b64)
+    n = _finite_model_numbers(outputs, tolerance, abs_bound, facts or ReferenceFacts())
     if n is None:
-        n = _plain_model_numbers(o32, b32, b64, tolerance, abs_bound)
+        n = _plain_model_numbers(outputs, tolerance, abs_bound)
     if n.nonfinite:
         return ModelErrorReport(
             False, "structure", f"{n.nonfinite} non-finite outputs where the baseline is finite"
@@ -562,6 +550,15 @@ def model_error_rule(
     )
 
 
+@dataclass(frozen=True)
+class _SetOutputs:
+    """One input set's outputs: the candidate's, and the fp32 and float64 baselines'."""
+
+    o32: list[torch.Tensor]
+    b32: list[torch.Tensor]
+    b64: list[torch.Tensor] | None
+
+
 @dataclass
 class _ModelNumbers:
     """What ``model_error_rule`` decides on; the float64 fields stay 0 without a float64 baseline."""
@@ -575,16 +572,10 @@ class _ModelNumbers:
     scale: float = 0.0
 
 
-def _plain_model_numbers(
-    o32: list[torch.Tensor],
-    b32: list[torch.Tensor],
-    b64: list[torch.Tensor] | None,
-    tolerance: float,
-    abs_bound: float,
-) -> _ModelNumbers:
+def _plain_model_numbers(outputs: _SetOutputs, tolerance: float, abs_bound: float) -> _ModelNumbers:
     """The rule's numbers over whole concatenated float64 copies, every rule spelled out."""
-    o = _concat(o32)
-    b = _concat(b32)
+    o = _concat(outputs.o32)
+    b = _concat(outputs.b32)
     nonfinite = int((~torch.isfinite(o) & torch.isfinite(b)).sum())
     if nonfinite:
         return _ModelNumbers(nonfinite=nonfinite)
@@ -594,9 +585,9 @@ def _plain_model_numbers(
     # against the output's magnitude so that tiny outputs cannot pass as zeros.
     tol_pass = _allclose(o, b, tolerance) and d_32 <= tolerance * scale32 + abs_bound
     n = _ModelNumbers(d_32=d_32, scale32=scale32, tol_pass=tol_pass)
-    if b64 is None:
+    if outputs.b64 is None:
         return n
-    r = _concat(b64)
+    r = _concat(outputs.b64)
     n.d_ref = _linf(b, r)
     n.d_opt = _linf(o, r)
     n.scale = float(r[torch.isfinite(r)].abs().max()) if r.numel() else 0.0
@@ -604,12 +595,7 @@ def _plain_model_numbers(
 
 
 def _finite_model_numbers(
-    o32: list[torch.Tensor],
-    b32: list[torch.Tensor],
-    b64: list[torch.Tensor] | None,
-    tolerance: float,
-    abs_bound: float,
-    facts: ReferenceFacts,
+    outputs: _SetOutputs, tolerance: float, abs_bound: float, facts: ReferenceFacts
 ) -> _ModelNumbers | None:
     """``_plain_model_numbers`` leaf by leaf and chunk by chunk, when every value is finite.
 
@@ -620,7 +606,7 @@ def _finite_model_numbers(
     """
     if not 0 <= tolerance < math.inf:
         return None
-    leaves = _model_leaves(o32, b32, b64, facts)
+    leaves = _model_leaves(outputs, facts)
     if leaves is None:
         return None
     n = _ModelNumbers()
@@ -646,16 +632,14 @@ def _finite_model_numbers(
 
 
 def _model_leaves(
-    o32: list[torch.Tensor],
-    b32: list[torch.Tensor],
-    b64: list[torch.Tensor] | None,
-    facts: ReferenceFacts,
+    outputs: _SetOutputs, facts: ReferenceFacts
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, LeafFacts]] | None:
     """The float leaves as (output, fp32 baseline, float64 baseline, facts), when all finite.
 
     None when the three lists do not pair up leaf by leaf as tensors of one shape
     (the concatenations would not line up the same way), or a baseline is not finite.
     """
+    o32, b32, b64 = outputs.o32, outputs.b32, outputs.b64
     refs64: list[torch.Tensor | None] = list(b64) if b64 is not None else [None] * len(b32)
     if len(refs64) != len(b32):
         return None
