@@ -40,13 +40,19 @@ class InputSet(Frozen):
     reuse_buffers_of: str = ""  # newvals: copy the values into that set's input tensors
 
 
-class ReferenceJob(Frozen):
-    job: Literal["reference"] = "reference"
-    problem_path: str
+class ChildJob(Frozen):
+    """What every child is told: where it runs, the seed its model is built under, and the
+    directory of the input sets (the reference writes them, candidate and timing read them)."""
+
     device: str
     model_seed: int = 0
-    input_sets: list[InputSet]
     inputs_dir: str  # candidate processes may read this
+
+
+class ReferenceJob(ChildJob):
+    job: Literal["reference"] = "reference"
+    problem_path: str
+    input_sets: list[InputSet]
     refs_dir: str  # only the parent reads this
     compute_fp64: bool = True
     count_flops: bool = True
@@ -126,13 +132,10 @@ class ReferenceResult(Frozen):
     estimate_note: str = ""  # how long the whole check was estimated to take, when long
 
 
-class CandidateJob(Frozen):
+class CandidateJob(ChildJob):
     job: Literal["candidate"] = "candidate"
     model: ModelSource
-    device: str
-    model_seed: int = 0
     input_sets: list[InputSet]
-    inputs_dir: str
     out_dir: str
     output_nbytes: list[list[int]] = Field(default_factory=list)  # per set, for poisoning
     expected: list[list[OutputLeaf]] = Field(default_factory=list)  # per set
@@ -154,13 +157,10 @@ class CandidateResult(Frozen):
     calls: list[CallRecord] = Field(default_factory=list)
 
 
-class TimingJob(Frozen):
+class TimingJob(ChildJob):
     job: Literal["timing"] = "timing"
     side: Literal["baseline", "candidate"]
     model: ModelSource
-    device: str
-    model_seed: int = 0
-    inputs_dir: str
     input_set: str
     # every timed call is checked (gates.checked_calls): the sets its inputs rotate
     # through (same shapes as input_set, each with a reference answer), what the
