@@ -390,34 +390,78 @@ def zygote_env(device: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def fast_launch(device: str, *, probe_timeout_s: float = 120.0) -> Iterator[LaunchInfo]:
-    """Within this block, gate jobs on ``device`` fork from a preloaded zygote.
+def verified_zygote(
+    device: str, *, probe_timeout_s: float = 120.0
+) -> Iterator[tuple[Zygote | None, LaunchInfo]]:
+    """A zygote for ``device`` that has run one real job (``probe_zygote``), closed on exit.
 
-    The zygote must first run one real job (``probe_zygote``); if it cannot start or
-    the probe fails, jobs spawn fresh interpreters as usual (slower, same
-    isolation) and the yielded ``LaunchInfo`` says why.
+    Starting one is the expensive part, so it is kept apart from registering it
+    (``forking_from``): a test session starts one and lends it only where asked.
+    The zygote is ``None`` when it could not start or its probe failed, and the
+    ``LaunchInfo`` says why.
     """
     started = time.monotonic()
     try:
         zygote = Zygote(zygote_env(device), start_timeout_s=90.0)
     except ZygoteError as exc:
-        yield LaunchInfo(False, f"zygote did not start: {exc}", time.monotonic() - started)
+        yield None, LaunchInfo(False, f"zygote did not start: {exc}", time.monotonic() - started)
         return
     try:
         outcome = probe_zygote(zygote, device, probe_timeout_s)
-        if not outcome.ok:
-            zygote.close()
-            note = f"zygote probe failed ({outcome.describe()}); spawning fresh interpreters"
-            yield LaunchInfo(False, note, time.monotonic() - started)
-            return
-        _ZYGOTES[device] = zygote
-        yield LaunchInfo(
-            True, f"zygote ready, probe {outcome.wall_s:.1f} s", time.monotonic() - started
-        )
+    except BaseException:
+        zygote.close()
+        raise
+    if not outcome.ok:
+        zygote.close()
+        note = f"zygote probe failed ({outcome.describe()}); spawning fresh interpreters"
+        yield None, LaunchInfo(False, note, time.monotonic() - started)
+        return
+    try:
+        note = f"zygote ready, probe {outcome.wall_s:.1f} s"
+        yield zygote, LaunchInfo(True, note, time.monotonic() - started)
+    finally:
+        zygote.close()
+
+
+@contextlib.contextmanager
+def forking_from(device: str, zygote: Zygote | None) -> Iterator[None]:
+    """Within this block, jobs on ``device`` fork from ``zygote`` (``None``: they spawn).
+
+    On exit the registration it replaced comes back, so a block inside another
+    (a test inside a session that lent its zygote) never drops the outer one. If
+    something else replaced the registration meanwhile, that one is left alone.
+    """
+    before = _ZYGOTES.get(device)
+    _register(device, zygote)
+    try:
+        yield
     finally:
         if _ZYGOTES.get(device) is zygote:
-            _ZYGOTES.pop(device, None)
-            zygote.close()
+            _register(device, before)
+
+
+def _register(device: str, zygote: Zygote | None) -> None:
+    if zygote is None:
+        _ZYGOTES.pop(device, None)
+    else:
+        _ZYGOTES[device] = zygote
+
+
+@contextlib.contextmanager
+def fast_launch(device: str, *, probe_timeout_s: float = 120.0) -> Iterator[LaunchInfo]:
+    """Within this block, gate jobs on ``device`` fork from a preloaded zygote.
+
+    The zygote must first run one real job (``probe_zygote``); if it cannot start or
+    the probe fails, jobs launch as they would without this block (slower, same
+    isolation) and the yielded ``LaunchInfo`` says why. On exit the zygote closes
+    and whatever was registered before comes back (``forking_from``).
+    """
+    with verified_zygote(device, probe_timeout_s=probe_timeout_s) as (zygote, info):
+        if zygote is None:
+            yield info
+            return
+        with forking_from(device, zygote):
+            yield info
 
 
 def _kill_group(pid: int) -> None:

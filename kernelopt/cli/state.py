@@ -13,6 +13,7 @@ from rich.table import Table
 
 from kernelopt.cli import output
 from kernelopt.config import Settings
+from kernelopt.errors import KernelOptError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the artifact store and results only (production: histories live in the cluster)",
     )
+    exp.add_argument(
+        "--thin",
+        action="store_true",
+        help="leave out the tensors an import draws again from each problem's seed (checked "
+        "here first) and the compiles' reference outputs: an archive of MiBs, not GiBs",
+    )
     imp = actions.add_parser(
         "import", help="restore an archive into $KERNELOPT_HOME (its digests checked first)"
     )
@@ -43,13 +50,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_state(args: argparse.Namespace, settings: Settings) -> int:
     from kernelopt.state_transfer import export_state, import_state
+    from kernelopt.thin_home import export_thin, redraw_left_out
 
-    if args.state_action == "export":
+    notes = []
+    if args.state_action == "export" and args.thin:
+        if args.store_only:
+            raise KernelOptError("--thin and --store-only do not go together")
+        thin = export_thin(settings, args.file)
+        report, verb = thin.report, "exported"
+        notes.append(f"thin: {len(thin.plan.left_out)} blob(s) left out, drawn again on import")
+    elif args.state_action == "export":
         report = export_state(settings, args.file, store_only=args.store_only)
         verb = "exported"
     else:
         report = import_state(settings, args.file, force=args.force, store_only=args.store_only)
         verb = "restored"
+        if report.manifest.left_out:
+            redrawn = redraw_left_out(settings)
+            notes.append(
+                f"thin archive: {redrawn.blobs} tensor blob(s) drawn again to their recorded "
+                f"digests ({redrawn.seconds:.1f} s)"
+            )
     m = report.manifest
     table = Table(title=f"{verb}: {report.archive} (sha256 {report.archive_sha256[:12]})")
     for col in ("part", "files", "bytes"):
@@ -63,6 +84,8 @@ def cmd_state(args: argparse.Namespace, settings: Settings) -> int:
         highlight=False,
         soft_wrap=True,
     )
+    for note in notes:
+        output.console.print(note, highlight=False, soft_wrap=True)
     for warning in report.warnings:
         output.err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if verb == "restored" and m.kind == "full" and not args.store_only:

@@ -299,7 +299,7 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
     out_ref = save_tensors(store, outputs, f"{inp.compiled.problem.name}_restitched_out.pt")
     bit_exact, max_diff = None, None
     reference = inp.compiled.reference_output
-    # a diagnostic only: a home moved without its regenerable tensors (scripts/llm_eval.py)
+    # a diagnostic only: a home moved without its regenerable tensors (state export --thin)
     # no longer holds the compile's reference output, and nothing else depends on it
     if reference is not None and store.exists(reference):
         baseline = load_tensors(store, reference, "cuda")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gates.runner import fast_launch
+from gates.runner import forking_from, verified_zygote
+from gates.zygote import Zygote
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +22,18 @@ def gates_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def cpu_launcher(gates_env: Path) -> Iterator[bool]:
-    """A CPU zygote for the whole session (children still start fresh per job)."""
-    with fast_launch("cpu") as started:
-        yield started
+def cpu_zygote(gates_env: Path) -> Iterator[Zygote | None]:
+    """One verified CPU zygote for the session, started once and registered by nobody.
+
+    Only tests that ask (``cpu_launcher``) fork from it: a test that spawns its
+    children, wherever it runs in the session, never meets it.
+    """
+    with verified_zygote("cpu") as (zygote, _):
+        yield zygote
+
+
+@pytest.fixture
+def cpu_launcher(cpu_zygote: Zygote | None) -> Iterator[bool]:
+    """This test's gate jobs fork from the session's CPU zygote (children still start fresh)."""
+    with forking_from("cpu", cpu_zygote):
+        yield cpu_zygote is not None

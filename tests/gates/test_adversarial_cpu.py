@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.runner import probe_zygote, zygote_env
+from gates.runner import forking_from, probe_zygote, zygote_env
 from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
 from tests.gates.adversarial import (
@@ -71,10 +71,11 @@ def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> 
 
 
 @pytest.fixture(scope="module")
-def suite(cpu_launcher: bool, tmp_path_factory: pytest.TempPathFactory) -> SuiteResult:
-    result = run_suite(
-        cpu_suite_settings(), tmp_path_factory.mktemp("suite"), CPU_CASES, parallel=2
-    )
+def suite(cpu_zygote: Zygote | None, tmp_path_factory: pytest.TempPathFactory) -> SuiteResult:
+    with forking_from("cpu", cpu_zygote):
+        result = run_suite(
+            cpu_suite_settings(), tmp_path_factory.mktemp("suite"), CPU_CASES, parallel=2
+        )
     print("\n" + format_table(result))
     return result
 

@@ -20,6 +20,8 @@ import pytest
 import torch
 
 from gates.cascade import verify_candidate
+from gates.runner import forking_from
+from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings
 
 CORPUS = sorted((Path(__file__).resolve().parents[1] / "problems" / "identity").glob("*.py"))
@@ -42,14 +44,14 @@ def _verify(problem: Path, candidate: Path, work: Path, **settings: object) -> C
 
 
 @pytest.fixture(scope="module")
-def results(cpu_launcher: bool, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def results(cpu_zygote: Zygote | None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("identity")
     runnable = [p for p in CORPUS if DEVICE == "cuda" or not _gpu_only(p)]
 
     def one(path: Path) -> tuple[str, CascadeResult]:
         return path.stem, _verify(path, _identity(path, work), work / path.stem)
 
-    with ThreadPoolExecutor(2) as pool:
+    with forking_from("cpu", cpu_zygote), ThreadPoolExecutor(2) as pool:
         return dict(pool.map(one, runnable))
 
 

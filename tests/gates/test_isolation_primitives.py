@@ -131,13 +131,7 @@ def _check(out: dict) -> None:
     assert hung.status == "timeout" and hung.phase == "dry_run"
 
 
-def test_runner_spawned_children(
-    tmp_path: Path, gates_env: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import gates.runner
-
-    # no zygote: after a test that started the session's, its children would fork from it
-    monkeypatch.setattr(gates.runner, "_ZYGOTES", {})
+def test_runner_spawned_children(tmp_path: Path, gates_env: Path) -> None:
     _check(_outcomes(tmp_path, hang_s=8.0))  # about 3 times a spawned child's start here
 
 

@@ -29,13 +29,8 @@ def _job(tmp: Path) -> CandidateJob:
 def test_a_missing_bwrap_is_a_typed_error_not_an_unsandboxed_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gates.runner
-
     monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
     monkeypatch.setenv("KERNELOPT_BWRAP", str(tmp_path / "no-such-bwrap"))
-    # a spawned child: one forked from a zygote that an earlier test of this process
-    # started (already sandboxed) would never look for bwrap
-    monkeypatch.setattr(gates.runner, "_ZYGOTES", {})
     with pytest.raises(sandbox.SandboxUnavailable, match="KERNELOPT_BWRAP"):
         run_job(_job(tmp_path), tmp_path / "w", timeout_s=30, device="cpu")
     assert not (tmp_path / "w" / "child.log").exists()  # nothing ran

@@ -17,7 +17,6 @@ import pytest
 from pydantic import ValidationError
 from temporalio.testing import ActivityEnvironment
 
-import gates.runner
 from activities.screen import screen_candidates as screen_activity
 from gates.campaign import gate_candidate
 from gates.screening import screen_candidates
@@ -308,8 +307,6 @@ def test_a_round_forks_from_the_workers_zygote_and_a_hang_costs_only_its_candida
     """The GPU worker's path: screen jobs fork from its shared zygote, staged into its
     sandbox like gate jobs; a candidate that hangs is killed once it stops the child's
     progress for ``timeout_s``, not after the whole round's time."""
-    # a zygote of this process (an earlier test's ``fast_launch``) would come first
-    monkeypatch.setattr(gates.runner, "_ZYGOTES", {})
     service = ZygoteService("cpu", str(tmp_path / "z.sock"))
     service.start()
     monkeypatch.setenv(SOCKET_ENV, service.path)

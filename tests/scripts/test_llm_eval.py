@@ -1,4 +1,4 @@
-"""scripts/llm_eval.py: the reply-folder evaluation, one short call per reply round.
+"""scripts/llm_eval (``python -m scripts.llm_eval``): the reply-folder evaluation, one short call per reply round.
 
 * A whole evaluation on the CPU, for real (slow, ~110 s on 2 busy cores): the real
   embedded Temporal server, the real CPU worker ``kernelopt optimize`` starts, and the
@@ -10,7 +10,8 @@
   that answers nothing); the campaigns go compile -> plan -> execute -> summarize ->
   finished, and ``report`` writes the table from the last ``home.tgz``.
 * A thin home (fast): the compile's seed-drawn tensors stay out of ``home.tgz`` and
-  are drawn again after the import to the digests the H200 capture recorded.
+  are drawn again after the import to the digests the H200 capture recorded
+  (``kernelopt state export --thin``: tests/cli/test_state_thin.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ from kernelopt.contracts.compiled import CompileResult
 from kernelopt.pidfile import process_alive
 from kernelopt.state_transfer import DB_NAME, import_state, read_manifest
 from kernelopt.store import open_store
-from scripts import llm_eval
+from kernelopt.thin_home import REDRAWN_FIELDS, redraw_left_out, seed_tensors
+from scripts.llm_eval.packing import NCU_REF, export_home
+from scripts.llm_eval.replies import request_of
+from scripts.llm_eval.stream import Stream
+from scripts.llm_eval.watch import SETTLED
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +52,7 @@ def _env(home: Path) -> dict[str, str]:
 
 def harness(home: Path, *args: str) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "llm_eval.py"), *args],
+        [sys.executable, "-m", "scripts.llm_eval", *args],
         cwd=ROOT,
         env=_env(home),
         capture_output=True,
@@ -60,7 +65,7 @@ def harness(home: Path, *args: str) -> subprocess.CompletedProcess:
 
 def harness_process(home: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "llm_eval.py"), *args],
+        [sys.executable, "-m", "scripts.llm_eval", *args],
         cwd=ROOT,
         env=_env(home),
         stdout=subprocess.DEVNULL,
@@ -128,7 +133,7 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
     assert read_manifest(out / "home.tgz").server == "stopped"  # packed after a clean stop
     assert requests_in(out) == []
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stopped"] == llm_eval.SETTLED
+    assert summary["stopped"] == SETTLED
     assert sorted(summary["states"].values()) == ["waiting for a GPU worker (compile)"] * 2
     assert "| 001_relu_chain |" in (out / "progress.md").read_text()
 
@@ -148,7 +153,7 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
     )
     assert sorted(r["role"] for r in requests_in(out)) == ["plan", "plan"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stopped"] == llm_eval.SETTLED
+    assert summary["stopped"] == SETTLED
     assert sorted(summary["states"].values()) == ["waiting for 1 plan"] * 2
 
     # a call cut at its time limit: SIGKILLed after its first live snapshot, it leaves its
@@ -231,10 +236,10 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
 
 def test_a_reply_file_names_its_request_by_the_longest_id():
     ids = {"c-k0-i0-plan-001-ab", "c-k0-i0-plan-001-ab.x"}
-    assert llm_eval.request_of("c-k0-i0-plan-001-ab.txt", ids) == "c-k0-i0-plan-001-ab"
-    assert llm_eval.request_of("c-k0-i0-plan-001-ab.x.md", ids) == "c-k0-i0-plan-001-ab.x"
-    assert llm_eval.request_of("c-k0-i0-plan-001-ab", ids) == "c-k0-i0-plan-001-ab"
-    assert llm_eval.request_of("c-k0-i0-plan-001-abc.txt", ids) is None
+    assert request_of("c-k0-i0-plan-001-ab.txt", ids) == "c-k0-i0-plan-001-ab"
+    assert request_of("c-k0-i0-plan-001-ab.x.md", ids) == "c-k0-i0-plan-001-ab.x"
+    assert request_of("c-k0-i0-plan-001-ab", ids) == "c-k0-i0-plan-001-ab"
+    assert request_of("c-k0-i0-plan-001-abc.txt", ids) is None
 
 
 def test_raw_ncu_reports_are_found_in_history_payloads_as_the_converter_writes_them():
@@ -250,7 +255,7 @@ def test_raw_ncu_reports_are_found_in_history_payloads_as_the_converter_writes_t
     (payload,) = pydantic_data_converter.payload_converter.to_payloads([[profile, other]])
     event = HistoryEvent()
     event.activity_task_completed_event_attributes.result.payloads.append(payload)
-    found = llm_eval._NCU_REF.findall(event.SerializeToString())
+    found = NCU_REF.findall(event.SerializeToString())
     assert [m.decode() for m in found] == ["ab" * 32]
 
 
@@ -265,28 +270,28 @@ def test_a_thin_home_leaves_seed_tensors_behind_and_draws_them_again(tmp_path: P
     store = open_store(settings.artifacts_dir)
     source = (ROOT / "problems" / "level3" / "002_transformer_block.py").read_text()
     assert store.put_text(source, "text/x-python").sha256 == recorded.problem.source.sha256
-    drawn = llm_eval._seed_tensors(recorded, store)
-    for field in llm_eval.REGENERABLE:  # the blobs a compile on the H200 wrote
+    drawn = seed_tensors(recorded, store)
+    for field in REDRAWN_FIELDS:  # the blobs a compile on the H200 wrote
         assert save_tensors(store, drawn[field], field).sha256 == getattr(recorded, field).sha256
     (settings.home / "compile_cache").mkdir()
     (settings.home / "compile_cache" / f"{recorded.cache_key}.json").write_text(FIXTURE.read_text())
-    stream = llm_eval.Stream(tmp_path / "out")
+    stream = Stream(tmp_path / "out")
     work = tmp_path / "work"
     work.mkdir()
 
-    size = llm_eval.export_home(settings, work, stream, all_finished=False)
+    size = export_home(settings, work, stream, all_finished=False)
     stream.close()
     manifest = read_manifest(tmp_path / "out" / "home.tgz")
-    tensors = sum(getattr(recorded, f).size for f in llm_eval.REGENERABLE)
+    tensors = sum(getattr(recorded, f).size for f in REDRAWN_FIELDS)
     assert tensors > 15 << 20 and size < 1 << 20
     assert sorted(manifest.left_out) == sorted(
         f"artifacts/{getattr(recorded, f).sha256[:2]}/{getattr(recorded, f).sha256}"
-        for f in llm_eval.REGENERABLE
+        for f in REDRAWN_FIELDS
     )
     moved = make_settings(tmp_path / "b")
     import_state(moved, tmp_path / "out" / "home.tgz")
     moved_store = open_store(moved.artifacts_dir)
     assert not moved_store.exists(recorded.args)
-    assert llm_eval.regenerate(moved, llm_eval.Stream(tmp_path / "out2")) == []
-    for field in llm_eval.REGENERABLE:
+    assert redraw_left_out(moved).blobs == len(REDRAWN_FIELDS)
+    for field in REDRAWN_FIELDS:
         assert moved_store.exists(getattr(recorded, field))

@@ -17,12 +17,10 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from unittest import mock
 
 import pytest
 import torch
 
-import gates.runner
 from gates.protocol import CandidateJob, InputSet, ModelSource
 from gates.runner import ChildOutcome, run_job
 from gates.sandbox import REPO_ROOT
@@ -57,10 +55,7 @@ def _attack(
     )
     workdir = tmp / "work"
     via = zygote if launch == "forked" else None
-    # "spawned" spawns: a zygote this process registered earlier (another test file's
-    # fast_launch, made under another HOME and view) would otherwise fork the child
-    with mock.patch.dict(gates.runner._ZYGOTES, clear=True):
-        outcome = run_job(job, workdir, timeout_s=timeout_s, device="cpu", via=via)
+    outcome = run_job(job, workdir, timeout_s=timeout_s, device="cpu", via=via)
     report_path = workdir / "report.json"
     report = json.loads(report_path.read_text()) if report_path.is_file() else {}
     return outcome, report
