@@ -235,3 +235,34 @@ def test_feedback_on_a_shared_bundle_quotes_no_held_out_values(
     for line in shared_text.splitlines():
         if ("heldout" in line or "newvals" in line) and "seed0" not in line:
             assert "expected" not in line, line
+
+
+def test_a_bundle_is_one_candidates_at_a_time_and_an_unclean_end_retires_it(
+    kept: Path, prepared: list[str], cpu_launcher: bool, tmp_path: Path
+) -> None:
+    settings = GateSettings(device="cpu", reference_uses=4)
+    with (
+        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "a") as first,
+        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "b") as second,
+    ):
+        assert first.bundle_id != second.bundle_id  # in use: the second drew its own
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "c") as third:
+        assert third.use == 2 and third.bundle_id in (first.bundle_id, second.bundle_id)
+    assert len(prepared) == 2
+    # a use that raised retires its bundle
+    with (
+        pytest.raises(RuntimeError, match="infrastructure"),
+        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "d") as used,
+    ):
+        raise RuntimeError("infrastructure fault mid-candidate")
+    entries = [p for p in kept.iterdir() if p.is_dir()]
+    assert len(entries) == 1  # of the two kept bundles, the one the raising use took is gone
+    for entry in entries:
+        record = reference_cache.KeptBundle.model_validate_json((entry / "record.json").read_text())
+        # a process killed mid-use leaves its record unclean (its lease dies with it)
+        (entry / "record.json").write_text(
+            record.model_copy(update={"clean": False}).model_dump_json()
+        )
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "e") as fresh:
+        assert fresh.use == 1 and fresh.bundle_id not in (first.bundle_id, second.bundle_id)
+    assert used.bundle_id != fresh.bundle_id
