@@ -141,6 +141,17 @@ def prepare_gpu_worker(settings: Settings, gpu: int | None) -> tuple[int, str]:
     return index, name
 
 
+def _share_references(settings: Settings) -> None:
+    """An empty directory where this worker's gate processes leave reference bundles for
+    the next candidates of the same problem (``gates.reference_cache``)."""
+    from gates.reference_cache import worker_reference_cache
+
+    directory = worker_reference_cache(
+        settings.home, socket.gethostname(), os.environ["CUDA_VISIBLE_DEVICES"]
+    )
+    log.info("shared reference bundles of this worker", directory=str(directory))
+
+
 def _shared_zygote(settings: Settings, index: int) -> Any:
     """The zygote every gate job of this worker forks from (None: they spawn)."""
     if not settings.zygote:
@@ -165,6 +176,7 @@ async def run_worker(
     busy = None
     if queue == "gpu":
         index, name = prepare_gpu_worker(settings, gpu)
+        _share_references(settings)
         task_queue = task_queue or settings.gpu_queue or gpu_queue_for(name)
         client = await connect(settings)
         busy = start_sampler(os.environ["CUDA_VISIBLE_DEVICES"])

@@ -37,6 +37,7 @@ from gates.layout import CompiledLayout
 from gates.perf import PerfMeasurement, dispatch_overhead, measure, perf_verdict
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
+from gates.reference_cache import shared_reference
 from gates.runner import ChildOutcome
 from kernelopt.contracts.compiled import CompileResult, TargetKind
 from kernelopt.contracts.verdicts import (
@@ -114,63 +115,77 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 candidate_id=inp.candidate_id, verdicts=[early] if early else []
             )
         stages.lap("setup")
-        bundle, verdicts = _reference_and_gates(ws, candidate, settings, stages, gates_stage)
-        kernel_ms = baseline_ms = None
-        if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
-            timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
-            m = measure(
-                ws.wrapper_source(None),
-                candidate,
-                inputs_dir=bundle.inputs_dir,
-                input_set=bundle.input_sets[0].name,
-                settings=timing_settings,
-                workdir=ws.dir / "timing",
-                checks=timing_checks(bundle),
-                tampered_inputs=bundle.tampered_inputs,
-                before_candidate=bundle.before_candidate,
-                graph_replay=True,
-            )
-            v4, _, _ = perf_verdict(
-                m,
-                settings=timing_settings,
-                gamma=settings.gamma,
-                roofline=roofline_inputs(bundle, bundle.input_sets[0].name),
-            )
-            if m.baseline and m.candidate:
-                baseline_ms = v4.metrics["baseline"]["median_ms"]
-                kernel_ms = v4.metrics["candidate"]["median_ms"]
-            # A suspicious or broken measurement rejects here, and so does a faster kernel
-            # in a slower forward (dispatch overhead); otherwise "slower" is ranking data.
-            suspicious = v4.metrics.get("tampered") or v4.metrics.get("inputs_tampered")
-            dispatch = dispatch_overhead(v4, settings.gamma)
-            if v4.status in (GateStatus.ERROR, GateStatus.QUARANTINE) or suspicious:
-                verdicts.append(v4)
-            elif dispatch is not None:
-                verdicts.append(dispatch)
-            _timing_stages(stages, m)
-        stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
-        log.info("candidate gated", candidate_id=inp.candidate_id, **stages.seconds)
-        return CandidateGateResult(
-            candidate_id=inp.candidate_id,
-            verdicts=verdicts,
-            kernel_ms=kernel_ms,
-            baseline_kernel_ms=baseline_ms,
-            stage_seconds=stages.seconds,
-        )
+        with shared_reference(ws.problem_path, settings, ws.dir / "reference") as bundle:
+            return _judge_candidate(inp, ws, candidate, bundle, settings, stages, gates_stage)
     finally:
         ws.close()
 
 
-def _reference_and_gates(
+def _judge_candidate(
+    inp: CandidateGateInput,
     ws: _Workspace,
+    candidate: ModelSource,
+    bundle: ReferenceBundle,
+    settings: GateSettings,
+    stages: StageClock,
+    gates_stage: str,
+) -> CandidateGateResult:
+    """``gate_candidate`` once it has its reference: gates 1-2 (or 1-3), then the timings."""
+    verdicts = _gates_on(ws, bundle, candidate, settings, stages, gates_stage)
+    kernel_ms = baseline_ms = None
+    if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
+        timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
+        m = measure(
+            ws.wrapper_source(None),
+            candidate,
+            inputs_dir=bundle.inputs_dir,
+            input_set=bundle.input_sets[0].name,
+            settings=timing_settings,
+            workdir=ws.dir / "timing",
+            checks=timing_checks(bundle),
+            tampered_inputs=bundle.tampered_inputs,
+            before_candidate=bundle.before_candidate,
+            graph_replay=True,
+        )
+        v4, _, _ = perf_verdict(
+            m,
+            settings=timing_settings,
+            gamma=settings.gamma,
+            roofline=roofline_inputs(bundle, bundle.input_sets[0].name),
+        )
+        if m.baseline and m.candidate:
+            baseline_ms = v4.metrics["baseline"]["median_ms"]
+            kernel_ms = v4.metrics["candidate"]["median_ms"]
+        # A suspicious or broken measurement rejects here, and so does a faster kernel
+        # in a slower forward (dispatch overhead); otherwise "slower" is ranking data.
+        suspicious = v4.metrics.get("tampered") or v4.metrics.get("inputs_tampered")
+        dispatch = dispatch_overhead(v4, settings.gamma)
+        if v4.status in (GateStatus.ERROR, GateStatus.QUARANTINE) or suspicious:
+            verdicts.append(v4)
+        elif dispatch is not None:
+            verdicts.append(dispatch)
+        _timing_stages(stages, m)
+    stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
+    log.info("candidate gated", candidate_id=inp.candidate_id, **stages.seconds)
+    return CandidateGateResult(
+        candidate_id=inp.candidate_id,
+        verdicts=_with_reference(verdicts, bundle),
+        kernel_ms=kernel_ms,
+        baseline_kernel_ms=baseline_ms,
+        stage_seconds=stages.seconds,
+    )
+
+
+def _gates_on(
+    ws: _Workspace,
+    bundle: ReferenceBundle,
     candidate: ModelSource,
     settings: GateSettings,
     stages: StageClock,
     gates_stage: str,
-) -> tuple[ReferenceBundle, list[GateVerdict]]:
-    """The eager reference (its inputs guarded against the compiled files), then gates 1-3
-    on ``candidate`` against it: what both entry points run first, each lap in ``stages``."""
-    bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
+) -> list[GateVerdict]:
+    """Gates 1-3 on ``candidate`` against the eager reference (its inputs guarded against
+    the compiled files): what both entry points run first, each lap in ``stages``."""
     if not bundle.ok:
         raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
     bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
@@ -180,11 +195,22 @@ def _reference_and_gates(
         bundle, candidate, settings, ws.dir / "candidate", stages=parts
     )
     _gate_stages(stages, gates_stage, parts, child)
-    return bundle, verdicts
+    return verdicts
+
+
+def _with_reference(verdicts: list[GateVerdict], bundle: ReferenceBundle) -> list[GateVerdict]:
+    """Every verdict names the reference bundle that judged it (and which use of it)."""
+    return [
+        v.model_copy(update={"metrics": {**v.metrics, "reference": bundle.audit()}})
+        for v in verdicts
+    ]
 
 
 def _reference_stages(stages: StageClock, bundle: ReferenceBundle) -> None:
+    """The reference's lap; its child's wall time and phases only where it ran for this one."""
     stages.lap("reference")
+    if bundle.use > 1:
+        return
     stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
     stages.seconds.update(bundle.outcome.phase_seconds("ref"))
 
@@ -229,7 +255,12 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
             )
         else:
             candidate = ws.wrapper_source(inp.wrapper)
-        bundle, early = _reference_and_gates(ws, candidate, settings, stages, "gates_1_3")
+        # always a fresh reference: the verdict that accepts is judged on sets no earlier
+        # candidate or feedback text has seen (gates/README.md)
+        bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
+        early = _with_reference(
+            _gates_on(ws, bundle, candidate, settings, stages, "gates_1_3"), bundle
+        )
         v_model = _as_model_verdict(early)
         if not v_model.passed:
             stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)

@@ -59,8 +59,9 @@ def _describe(kind: str, name: str, cmp: OutputComparison, bundle: ReferenceBund
     if leaf.shape != leaf.ref_shape or leaf.dtype != leaf.ref_dtype:
         return f"{where}: {leaf.problem}."
     if leaf.mismatched:
+        expected = f", expected {leaf.worst_ref:.6g}" if bundle.reveals(name) else ""
         at = (
-            f" at index {leaf.worst_index} (got {leaf.worst_value:.6g}, expected {leaf.worst_ref:.6g})"
+            f" at index {leaf.worst_index} (got {leaf.worst_value:.6g}{expected})"
             if leaf.worst_index
             else ""
         )

@@ -7,10 +7,17 @@ answer.  Input sets: the configured seeds, one held-out seed drawn at random
 here (a candidate cannot have precomputed answers for it), the problem's
 held-out shapes, and a ``newvals`` set whose values are copied into the
 previous call's buffers (same pointers, same shapes, new values).
+
+A bundle may judge more than one candidate (``max_uses``; the campaign path's
+``gates.reference_cache`` keeps one per problem in a GPU worker): then the
+values of its unpredictable sets stay out of every feedback text, so that no
+later candidate of the same bundle can be written from them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 import shutil
 from dataclasses import dataclass, field
@@ -45,12 +52,35 @@ class ReferenceBundle:
     input_digests: dict[str, str] = field(default_factory=dict)
     pristine_dir: Path | None = None
     corrupted: bool = False  # inputs and their pristine copy both changed: unusable
+    tamper_seen: bool = False  # some candidate rewrote a shared file: never share it further
     guarded: dict[str, bytes] = field(default_factory=dict)  # small files, kept in memory
     caches: CacheGuard = field(default_factory=CacheGuard)  # armed around candidate processes
     # the reference outputs' own numbers (magnitudes, finiteness, fp32-vs-float64 error),
     # computed by the first comparison that needs them and reused by every later one; kept
     # per tensor object and version, so refs replaced or changed are described afresh
     facts: ReferenceFacts = field(default_factory=ReferenceFacts, compare=False)
+    use: int = 1  # which of the candidates this bundle may judge the current one is
+    max_uses: int = 1  # more than one: kept for later candidates of the same problem
+
+    @property
+    def bundle_id(self) -> str:
+        """What judged a verdict, for its audit: a digest of the inputs and their seeds."""
+        seeds = {s.name: s.seed for s in self.input_sets}
+        text = json.dumps({"inputs": self.input_digests, "seeds": seeds}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def audit(self) -> dict[str, Any]:
+        """The bundle's part of a verdict's metrics: which reference, which use of how many."""
+        return {"id": self.bundle_id, "use": self.use, "uses": self.max_uses}
+
+    def reveals(self, name: str) -> bool:
+        """May feedback show reference values of set ``name``?
+
+        Always for the configured seeds (the same in every verdict); for the
+        held-out and new-values sets only while no later candidate is judged on
+        them, or an agent could copy the expected values into its next candidate.
+        """
+        return self.max_uses <= 1 or name in {f"seed{s}" for s in self.settings.seeds}
 
     def before_candidate(self) -> None:
         """Open the compiler-cache watch window of the candidate process about to start."""
@@ -72,6 +102,12 @@ class ReferenceBundle:
         files changed since ``before_candidate()`` count too (deleted, so they
         regenerate).  The caller rejects the candidate that ran last.
         """
+        rewritten = self._rewritten()
+        self.tamper_seen = self.tamper_seen or bool(rewritten)
+        return rewritten
+
+    def _rewritten(self) -> list[str]:
+        """``tampered_inputs``' list, without noting it on the bundle."""
         rewritten = [self.caches.describe(path) for path in self.caches.check()]
         for path, content in self.guarded.items():
             current = Path(path).read_bytes() if Path(path).is_file() else None
@@ -147,6 +183,7 @@ class ReferenceBundle:
             atol=s.atol,
             scale_tol=s.scale_tol,
             facts=self.facts,
+            reveals=self.reveals,
         )
 
     @property
@@ -178,9 +215,13 @@ def plan_input_sets(settings: GateSettings) -> tuple[list[InputSet], int | None]
 
 
 def prepare_reference(
-    problem_path: str | Path, settings: GateSettings, workdir: Path
+    problem_path: str | Path, settings: GateSettings, workdir: Path, *, keep_refs: bool = False
 ) -> ReferenceBundle:
-    """Run the reference child and keep its outputs in memory only."""
+    """Run the reference child and keep its outputs in memory only.
+
+    ``keep_refs``: leave the output files in ``workdir/refs`` too, for a caller
+    that keeps the bundle where no candidate process can see it (``gates.reference_cache``).
+    """
     workdir = Path(workdir)
     inputs_dir = workdir / "inputs"
     refs_dir = workdir / "refs"
@@ -215,7 +256,8 @@ def prepare_reference(
             s.name: load_values(set_path(str(refs_dir), f"{s.name}.fp64"))
             for s in result.input_sets
         }
-    shutil.rmtree(refs_dir, ignore_errors=True)
+    if not keep_refs:
+        shutil.rmtree(refs_dir, ignore_errors=True)
     bundle.input_digests = digest_dir(inputs_dir)
     bundle.guard(problem_path)
     bundle.pristine_dir = workdir / "inputs.pristine"

@@ -12,6 +12,7 @@ relative to the output's magnitude.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,13 @@ def check_timed_calls(
     atol: float,
     scale_tol: float,
     facts: ReferenceFacts | None = None,
+    reveals: Callable[[str], bool] = lambda name: True,
 ) -> TimedCheck:
-    """Compare every recorded call with the reference of the set it ran on (``facts``: the bundle's)."""
+    """Compare every recorded call with the reference of the set it ran on (``facts``: the bundle's).
+
+    ``reveals(set)``: whether the reason may quote the expected value of a wrong
+    element of that set (not while later candidates are judged on the same set).
+    """
     if not path.is_file():
         return TimedCheck(False, 0, "the timing child recorded no checks (its file is missing)")
     try:
@@ -91,12 +97,12 @@ def check_timed_calls(
             index = int(rows[row])
             if first is None or index < first[0]:
                 pos = int(positions[index, col])
+                expected = f", expected {float(want[row, col]):.6g}" if reveals(name) else ""
                 first = (
                     index,
                     f"timed call #{index} (input set {name}) returned a wrong output {j}: "
-                    f"element {pos} is {float(got[row, col]):.6g}, expected "
-                    f"{float(want[row, col]):.6g} ({int(bad[row].sum())} of "
-                    f"{bad.shape[1]} sampled elements differ)",
+                    f"element {pos} is {float(got[row, col]):.6g}{expected} "
+                    f"({int(bad[row].sum())} of {bad.shape[1]} sampled elements differ)",
                 )
     if first is not None:
         index = first[0]

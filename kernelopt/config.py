@@ -63,6 +63,9 @@ class Settings(BaseModel):
     # opt-in: the built-in proposer may change how cuBLAS/cuDNN calls run (changes f;
     # kernelopt.proposer.library); read where the proposer runs, on the workers
     library_choices: bool = False
+    # what a GPU worker keeps of shared reference bundles (gates/reference_cache.py)
+    reference_cache_bundles: int = 4
+    reference_cache_mib: int = 4096
 
     @property
     def embedded(self) -> bool:
@@ -127,6 +130,8 @@ class Settings(BaseModel):
             "SHARED_GROUP": "shared_group",
             "PREFLIGHT_SECONDS": "preflight_seconds",
             "LIBRARY_CHOICES": "library_choices",
+            "REFERENCE_CACHE_BUNDLES": "reference_cache_bundles",
+            "REFERENCE_CACHE_MIB": "reference_cache_mib",
         }
         for env_name, field in mapping.items():
             value = _env(env_name)

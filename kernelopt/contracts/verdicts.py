@@ -89,6 +89,11 @@ class GateSettings(Frozen):
     model_mode: str = "auto"
     # CPU only: a check estimated to take longer runs on a smaller batch (and says so)
     cpu_budget_s: float = 60.0
+    # campaign path: a GPU worker's reference bundle judges up to this many successive
+    # candidates of one problem (1: a fresh reference per candidate), for at most this long
+    # (gates/reference_cache.py; why this is safe: gates/README.md)
+    reference_uses: int = 8
+    reference_max_age_s: float = 900.0
 
 
 def pinned_gates(settings: GateSettings | None) -> dict[str, GateSettings]:

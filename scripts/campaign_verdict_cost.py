@@ -1,0 +1,176 @@
+"""Wall time per ``gate_candidate`` verdict in the campaign path, with and without shared references.
+
+    # here (CPU, Triton interpreter, small sizes): before = main's code, after = this one
+    PYTHONPATH=/path/to/main python scripts/campaign_verdict_cost.py --device cpu --label before
+    PYTHONPATH=. python scripts/campaign_verdict_cost.py --device cpu --label after
+    PYTHONPATH=. python scripts/campaign_verdict_cost.py --device cpu --label after-unshared --uses 1
+    # the H200 (forward timing included; the problem is compiled once first)
+    source scripts/device_env.sh; source scripts/device_bwrap.sh
+    python3 scripts/campaign_verdict_cost.py --device cuda --count 9 --label after
+    # -> $OUT/campaign_cost_<label>.json; --table FILE... prints the table of several runs
+
+It runs ``--count`` candidates of one problem (``--case PROBLEM:CAND,CAND,...``
+from ``tests/gates``, taken in turn) through ``gates.campaign.gate_candidate``
+in this one warm process (gate jobs fork from one zygote, as in a GPU worker),
+with a directory of kept reference bundles as a GPU worker has one.  Code
+that predates ``gates.reference_cache`` ignores that directory, so the same
+command measures main.  Per verdict: wall time, whether the reference child
+ran, and the verdict's ``stage_seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE_ENV = "KERNELOPT_REFERENCE_CACHE"  # gates.reference_cache.REFERENCE_CACHE_ENV
+
+
+def _compiled(store: Any, problem: Path, device: str) -> Any:
+    """The problem compiled for real on a GPU (timing needs the wrapper), in name only here."""
+    from kernelopt.contracts import CompileInput, CompileResult, ProblemSpec
+
+    spec = ProblemSpec(name=problem.stem, source=store.put_text(problem.read_text()))
+    if device != "cpu":
+        from kernelopt.kinds.registry import compile_problem
+
+        return compile_problem(CompileInput(problem=spec), store)
+    blob = store.put_text("unused in forward mode", name="placeholder")
+    return CompileResult(
+        problem=spec,
+        cache_key="cost",
+        mode="default",
+        torch_version="-",
+        triton_version="-",
+        gpu_name="cpu",
+        wrapper=blob,
+        args=blob,
+        inputs=blob,
+        eager_ms=0.0,
+        compiled_ms=0.0,
+    )
+
+
+def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) -> Any:
+    from kernelopt.contracts import CandidateGateInput, SearchMode, SearchTarget, SegmentResult
+    from kernelopt.contracts.compiled import TargetKind
+    from kernelopt.contracts.verdicts import GateSettings
+
+    target = SearchTarget(id="forward", kind=TargetKind.FORWARD)
+    segment = SegmentResult(
+        kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="cost", targets=[target]
+    )
+    path = ROOT / "tests" / "gates" / "candidates" / f"{candidate}.py"
+    extra = {"reference_uses": args.uses} if args.uses is not None else {}
+    return CandidateGateInput(
+        compiled=compiled,
+        segment=segment,
+        target=target,
+        candidate_id=candidate,
+        source=store.put_text(path.read_text(), name=path.name),
+        measure_kernel_speedup=args.device != "cpu",
+        model_gate=True,
+        timeout_s=300,
+        settings=GateSettings(device=args.device, **extra),
+    )
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from gates.campaign import gate_candidate
+    from gates.runner import fast_launch
+    from kernelopt.store import open_store
+
+    problem_name, _, names = args.case.partition(":")
+    candidates = names.split(",")
+    problem = ROOT / "tests" / "gates" / "problems" / f"{problem_name}.py"
+    rows: list[dict[str, Any]] = []
+    with fast_launch(args.device) as launch, tempfile.TemporaryDirectory() as tmp:
+        sys.stderr.write(f"[{args.label}] launch: {launch.note}\n")
+        os.environ[CACHE_ENV] = str(Path(tmp) / "references")
+        store = open_store(Path(tmp) / "artifacts")
+        compiled = _compiled(store, problem, args.device)
+        for i in range(-args.warmup, args.count):
+            candidate = candidates[i % len(candidates)]
+            started = time.monotonic()
+            result = gate_candidate(_input(store, compiled, candidate, args), store)
+            wall = time.monotonic() - started
+            stages = result.stage_seconds
+            mark = next((v.metrics.get("reference") for v in result.verdicts), None) or {}
+            row = {
+                "label": args.label,
+                "case": args.case,
+                "run": i,
+                "candidate": candidate,
+                "passed": result.passed,
+                "wall": round(wall, 3),
+                "reference_child_ran": "reference_child" in stages,
+                "reference": mark,
+                "stage_seconds": stages,
+            }
+            sys.stderr.write(
+                f"[{args.label}] run{i} {candidate:14} wall={wall:6.2f}s "
+                f"ref_child={'yes' if row['reference_child_ran'] else 'no '} "
+                f"bundle={mark.get('id', '-')} use={mark.get('use', '-')}\n"
+            )
+            if i >= 0:
+                rows.append(row)
+            elif i == -1:  # the warm-up fills compiler caches; its bundle is not kept
+                shutil.rmtree(Path(tmp) / "references", ignore_errors=True)
+    return rows
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f}" if values else "-"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Per label: verdicts, reference children, median and total wall, median stages."""
+    stages = ("reference", "reference_child", "gates_1_2", "gates_1_3", "timing")
+    head = "| label | verdicts | reference children | wall median s | wall total s | "
+    head += " | ".join(f"{s} s" for s in stages) + " |"
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for label in dict.fromkeys(r["label"] for r in rows):
+        mine = [r for r in rows if r["label"] == label]
+        ran = sum(r["reference_child_ran"] for r in mine)
+        walls = [r["wall"] for r in mine]
+        parts = " | ".join(_median([r["stage_seconds"].get(s, 0.0) for r in mine]) for s in stages)
+        lines.append(
+            f"| {label} | {len(mine)} | {ran} | {_median(walls)} | {sum(walls):.2f} | {parts} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--case", default="swish_bias:swish_fused,partial_write,mutate_input")
+    parser.add_argument("--count", type=int, default=6, help="recorded verdicts")
+    parser.add_argument("--warmup", type=int, default=1, help="unrecorded verdicts first")
+    parser.add_argument("--uses", type=int, help="GateSettings.reference_uses (default: its own)")
+    parser.add_argument("--label", default="after")
+    parser.add_argument("--table", type=Path, nargs="+", help="only print the table of these")
+    args = parser.parse_args()
+    if args.table:
+        sys.stdout.write(table([r for f in args.table for r in json.loads(f.read_text())]) + "\n")
+        return 0
+    if args.device == "cpu":
+        os.environ.setdefault("KERNELOPT_GATES_SMALL", "1")
+    rows = run(args)
+    out = Path(os.environ.get("OUT") or ROOT / ".campaign_cost")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"campaign_cost_{args.label}.json").write_text(json.dumps(rows, indent=1))
+    sys.stdout.write(table(rows) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,268 @@
+"""One reference bundle for successive candidates of a problem in the campaign path (issue 22).
+
+``gate_candidate`` runs in a fresh process per candidate; a GPU worker's
+directory of kept bundles (``gates.reference_cache``) lets the next candidate
+of the same problem skip the reference child.  These tests run the campaign
+entry point in this process with such a directory, on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import gates.reference_cache as reference_cache
+from gates.campaign import gate_candidate
+from gates.runner import probe_zygote, zygote_env
+from gates.zygote import Zygote
+from kernelopt.contracts import CandidateGateResult
+from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
+from kernelopt.store import ArtifactStore, open_store
+from tests.gates.test_campaign_cpu import _forward_input
+
+PROBLEM = Path(__file__).resolve().parent / "problems" / "swish_bias.py"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ArtifactStore:
+    return open_store(tmp_path / "artifacts")
+
+
+@pytest.fixture
+def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A worker's directory of kept bundles, and a count of the reference children run."""
+    root = tmp_path / "references"
+    monkeypatch.setenv(reference_cache.REFERENCE_CACHE_ENV, str(root))
+    return root
+
+
+@pytest.fixture
+def prepared(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The problem path of every reference child started, in order."""
+    started: list[str] = []
+    real = reference_cache.prepare_reference
+
+    def counting(problem_path, settings, workdir, **kw):
+        started.append(str(problem_path))
+        return real(problem_path, settings, workdir, **kw)
+
+    monkeypatch.setattr(reference_cache, "prepare_reference", counting)
+    return started
+
+
+def _gate(
+    store: ArtifactStore, candidate: str, uses: int = 3, **settings: object
+) -> CandidateGateResult:
+    inp = _forward_input(store, candidate)
+    gate_settings = GateSettings(device="cpu", reference_uses=uses, **settings)  # type: ignore[arg-type]
+    return gate_candidate(inp.model_copy(update={"settings": gate_settings}), store)
+
+
+def _reference(result: CandidateGateResult) -> dict:
+    marks = [v.metrics["reference"] for v in result.verdicts]
+    assert all(m == marks[0] for m in marks), "every verdict of one candidate names one bundle"
+    return marks[0]
+
+
+def test_a_bundle_judges_k_candidates_then_a_new_one_is_drawn(
+    store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
+) -> None:
+    results = [_gate(store, "swish_fused", uses=3) for _ in range(4)]
+    assert all(r.passed for r in results)
+    marks = [_reference(r) for r in results]
+    assert [(m["use"], m["uses"]) for m in marks] == [(1, 3), (2, 3), (3, 3), (1, 3)]
+    assert marks[0]["id"] == marks[1]["id"] == marks[2]["id"] != marks[3]["id"]
+    assert len(prepared) == 2  # the reference child ran for candidates 1 and 4 only
+    # a reused bundle's candidate reports no reference child of its own
+    assert ["reference_child" in r.stage_seconds for r in results] == [True, False, False, True]
+    # the spent bundle is gone; the new one is kept for the next candidate
+    assert len([p for p in kept.iterdir() if p.is_dir()]) == 1
+
+
+def test_other_settings_or_another_problem_get_their_own_bundle(
+    store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
+) -> None:
+    first = _reference(_gate(store, "swish_fused"))
+    other_seeds = _reference(_gate(store, "swish_fused", model_mode="eval"))
+    again = _reference(_gate(store, "swish_fused"))
+    assert first["id"] != other_seeds["id"] and other_seeds["use"] == 1
+    assert again["id"] == first["id"] and again["use"] == 2
+    assert len(prepared) == 2
+    settings = GateSettings(device="cpu")
+    key = reference_cache.reference_key(PROBLEM, settings)
+    edited = kept.parent / "swish_bias.py"
+    edited.write_text(PROBLEM.read_text().replace("1.5", "1.25"))
+    assert reference_cache.reference_key(edited, settings) != key
+
+
+def test_uses_of_one_turns_sharing_off(
+    store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
+) -> None:
+    marks = [_reference(_gate(store, "swish_fused", uses=1)) for _ in range(2)]
+    assert [m["use"] for m in marks] == [1, 1] and marks[0]["id"] != marks[1]["id"]
+    assert len(prepared) == 2
+    assert not kept.exists() or not any(kept.iterdir())
+
+
+def test_a_failed_reference_is_never_kept(
+    store: ArtifactStore, kept: Path, cpu_launcher: bool, tmp_path: Path
+) -> None:
+    from kernelopt.contracts import ProblemSpec
+    from tests.support.compiled import forward_compiled
+
+    broken = "import torch\nraise RuntimeError('the problem itself is broken')\n"
+    inp = _forward_input(store, "swish_fused")
+    spec = ProblemSpec(name="broken", source=store.put_text(broken, name="broken.py"))
+    compiled = forward_compiled(spec, inp.compiled.wrapper)
+    settings = GateSettings(device="cpu", reference_uses=3)
+    with pytest.raises(Exception, match="reference could not run"):
+        gate_candidate(inp.model_copy(update={"compiled": compiled, "settings": settings}), store)
+    assert not any(p.is_dir() for p in kept.iterdir())
+
+
+# candidates of swish_bias that gates 1-2 judge on the CPU: cheats, crashes, honest ones
+GATE_2_CASES = [
+    "partial_write",
+    "mutate_input",
+    "lazy_output",
+    "id_memo",
+    "patched_compare",
+    "raises",
+    "job_sniff",
+    "swish_fused",
+]
+
+
+def _category(result: CandidateGateResult) -> list[tuple[GateName, GateStatus]]:
+    return [(v.gate, v.status) for v in result.verdicts]
+
+
+def test_verdicts_on_a_shared_bundle_match_fresh_ones(
+    store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
+) -> None:
+    shared = [_gate(store, name, uses=len(GATE_2_CASES)) for name in GATE_2_CASES]
+    assert len(prepared) == 1
+    fresh = [_gate(store, name, uses=1) for name in GATE_2_CASES]
+    assert [_reference(r)["use"] for r in shared] == list(range(1, len(GATE_2_CASES) + 1))
+    assert [_category(r) for r in shared] == [_category(r) for r in fresh]
+    assert [r.passed for r in shared] == [n in ("job_sniff", "swish_fused") for n in GATE_2_CASES]
+
+
+def _probe_report(result: CandidateGateResult) -> dict:
+    text = result.verdicts[0].feedback + result.verdicts[0].reason
+    line = next(x for x in text.splitlines() if "PROBE {" in x)
+    return json.JSONDecoder().raw_decode(line.split("PROBE ", 1)[1])[0]
+
+
+def test_a_sandboxed_candidate_cannot_reach_the_shared_bundle(
+    store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
+) -> None:
+    first = _gate(store, "swish_fused")
+    (entry,) = [p for p in kept.iterdir() if p.is_dir()]
+    record = json.loads((entry / "record.json").read_text())
+    probe = _gate(store, "bundle_probe")
+    report = _probe_report(probe)
+    assert report["rewrite_input"] != "done"
+    assert report["plant_beside_inputs"] != "done"
+    assert not report["refs_visible"] and not report["pristine_visible"]
+    assert reference_cache._digests(entry) == record["digests"]
+    after = _gate(store, "swish_fused")
+    assert after.passed
+    assert _reference(after) == {**_reference(first), "use": 3}
+    assert len(prepared) == 1
+
+
+@pytest.fixture(scope="module")
+def unsandboxed_zygote(gates_env: Path) -> Iterator[Zygote]:
+    """A CPU zygote without bubblewrap: the parent-side defences must hold on their own."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KERNELOPT_SANDBOX", "off")
+        zygote = Zygote(zygote_env("cpu"), start_timeout_s=90.0)
+        try:
+            probe = probe_zygote(zygote, "cpu")
+            assert probe.ok, probe.describe()
+        except BaseException:
+            zygote.close()
+            raise
+    yield zygote
+    zygote.close()
+
+
+@pytest.fixture
+def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> None:
+    import gates.runner
+
+    monkeypatch.setenv("KERNELOPT_SANDBOX", "off")
+    monkeypatch.setattr(gates.runner, "_ZYGOTES", {"cpu": unsandboxed_zygote})
+
+
+def test_unsandboxed_a_candidate_that_rewrites_the_inputs_retires_the_bundle(
+    store: ArtifactStore, kept: Path, prepared: list[str], unsandboxed: None
+) -> None:
+    cheat = _gate(store, "tamper_inputs")
+    assert not cheat.passed
+    assert cheat.verdicts[-1].metrics.get("inputs_tampered")
+    assert not any(p.is_dir() for p in kept.iterdir())  # retired at once
+    honest = _gate(store, "swish_fused")
+    assert honest.passed and _reference(honest)["use"] == 1
+    assert _reference(honest)["id"] != _reference(cheat)["id"]
+
+
+def test_unsandboxed_forged_reference_outputs_are_never_used(
+    store: ArtifactStore, kept: Path, prepared: list[str], unsandboxed: None
+) -> None:
+    forger = _gate(store, "refs_rewrite")
+    assert forger.passed  # judged against the outputs already in memory
+    zeros = _gate(store, "zeros_out")
+    assert not zeros.passed
+    assert zeros.verdicts[-1].gate == GateName.CORRECTNESS
+    assert _reference(zeros)["use"] == 1  # the forged bundle was dropped, a new one drawn
+    assert len(prepared) == 2
+
+
+def test_feedback_on_a_shared_bundle_quotes_no_held_out_values(
+    store: ArtifactStore, kept: Path, cpu_launcher: bool
+) -> None:
+    shared = _gate(store, "zeros_out")
+    fresh = _gate(store, "zeros_out", uses=1)
+    shared_text = shared.verdicts[-1].feedback
+    fresh_text = fresh.verdicts[-1].feedback
+    held_out = [x for x in fresh_text.splitlines() if "heldout" in x or "newvals" in x]
+    assert any("expected" in x for x in held_out), fresh_text
+    for line in shared_text.splitlines():
+        if ("heldout" in line or "newvals" in line) and "seed0" not in line:
+            assert "expected" not in line, line
+
+
+def test_a_bundle_is_one_candidates_at_a_time_and_an_unclean_end_retires_it(
+    kept: Path, prepared: list[str], cpu_launcher: bool, tmp_path: Path
+) -> None:
+    settings = GateSettings(device="cpu", reference_uses=4)
+    with (
+        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "a") as first,
+        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "b") as second,
+    ):
+        assert first.bundle_id != second.bundle_id  # in use: the second drew its own
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "c") as third:
+        assert third.use == 2 and third.bundle_id in (first.bundle_id, second.bundle_id)
+    assert len(prepared) == 2
+    # a use that raised retires its bundle
+    with (
+        pytest.raises(RuntimeError, match="infrastructure"),
+        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "d") as used,
+    ):
+        raise RuntimeError("infrastructure fault mid-candidate")
+    entries = [p for p in kept.iterdir() if p.is_dir()]
+    assert len(entries) == 1  # of the two kept bundles, the one the raising use took is gone
+    for entry in entries:
+        record = reference_cache.KeptBundle.model_validate_json((entry / "record.json").read_text())
+        # a process killed mid-use leaves its record unclean (its lease dies with it)
+        (entry / "record.json").write_text(
+            record.model_copy(update={"clean": False}).model_dump_json()
+        )
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "e") as fresh:
+        assert fresh.use == 1 and fresh.bundle_id not in (first.bundle_id, second.bundle_id)
+    assert used.bundle_id != fresh.bundle_id
