@@ -6,7 +6,8 @@ candidate is imported (it cannot reach the baseline's numbers while they
 are made), and the baseline's objects and memory are gone when it is
 (``gates.jobs.timing``).  Rounds repeat until each side's per-round medians
 agree within ``spread_target`` (the spread is then known) or ``max_rounds``
-is reached; a first round far outside the gamma band decides alone
+is reached, and up to ``noisy_rounds`` more while the noise could still flip
+the category (``noisy_undecided``); a first round far outside the gamma band decides alone
 (``decided_by_one_round``).  Every timed call is checked (gates/checked_calls.py):
 a wrong output in any of them ends the measurement.  Then, in order:
 
@@ -32,6 +33,7 @@ from gates.perfstats import (
     decide_category,
     iqr_rel,
     median,
+    noisy_undecided,
     rounds_sufficient,
     timers_agree,
 )
@@ -147,7 +149,7 @@ def measure(
     graph_replay: bool = False,
 ) -> PerfMeasurement:
     """Fresh-process rounds, each timing the baseline and then the candidate, until the
-    spread is known (or ``max_rounds``).
+    spread is known (or ``max_rounds``, extended by ``noisy_rounds`` while undecided).
 
     One child per round times both sides through the same checked loop: the
     baseline first, before any candidate code exists in the process, then the
@@ -166,7 +168,14 @@ def measure(
     """
     m = PerfMeasurement()
     gamma = settings.gamma if gamma is None else gamma
-    for r in range(settings.max_rounds):
+    for r in range(settings.max_rounds + settings.noisy_rounds):
+        if r >= settings.max_rounds and not noisy_undecided(
+            [m.primary(x) for x in m.baseline],
+            [m.primary(x) for x in m.candidate],
+            gamma=gamma,
+            noise_limit=settings.noise_limit,
+        ):
+            break
         job = TimingJob(
             side="candidate",
             model=candidate,

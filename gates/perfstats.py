@@ -50,18 +50,36 @@ def spread(values: Sequence[float]) -> float:
 
 
 def trimmed(values: Sequence[float]) -> list[float]:
-    """Round medians without the one farthest from the median, once there are four.
+    """Round medians without the ones farthest from the median: one of four to nine, two of ten or more.
 
-    On the H200 a launch-bound forward (~20 us) can time one fresh process far
-    off the others (clocks ramping after an idle gap); a single such round must
-    not make an otherwise tight measurement "unknown" forever.  One round, and
-    only with at least three left, is set aside.
+    On the H200 a launch-bound forward (~20 us) can time a fresh process far
+    off the others (clocks ramping after an idle gap, a busy host core); a few
+    such rounds must not make an otherwise tight measurement "unknown" forever.
+    At most a fifth of the rounds is set aside, the same share on both sides.
     """
     if len(values) < 4:
         return list(values)
     mid = median(values)
-    outlier = max(range(len(values)), key=lambda i: abs(values[i] - mid))
-    return [v for i, v in enumerate(values) if i != outlier]
+    by_distance = sorted(range(len(values)), key=lambda i: abs(values[i] - mid))
+    keep = set(by_distance[: len(values) - max(1, len(values) // 5)])
+    return [v for i, v in enumerate(values) if i in keep]
+
+
+def noisy_undecided(
+    baseline_rounds: Sequence[float],
+    candidate_rounds: Sequence[float],
+    *,
+    gamma: float,
+    noise_limit: float,
+) -> bool:
+    """True while the rounds' noise is above the limit and could still flip the category:
+    the only case in which rounds past ``max_rounds`` can change the verdict."""
+    if min(len(baseline_rounds), len(candidate_rounds)) < 2:
+        return False
+    noise = max(round_spread(baseline_rounds), round_spread(candidate_rounds))
+    if noise <= noise_limit:
+        return False
+    return decisive_category(baseline_rounds, candidate_rounds, gamma=gamma) is None
 
 
 def round_spread(values: Sequence[float]) -> float:

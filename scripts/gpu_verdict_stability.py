@@ -58,6 +58,10 @@ def main(argv: list[str]) -> int:
                 "gate": v4.gate.value,
                 "reason": v4.reason[:400],
                 "gpu_seconds": round(v4.gpu_seconds, 2),
+                "rounds_ms": {
+                    side: [x["primary_ms"] for x in (v4.metrics.get(side) or {}).get("rounds", [])]
+                    for side in ("baseline", "candidate")
+                },
                 "wall_s": round(time.monotonic() - started, 1),
             }
             rows.append(row)

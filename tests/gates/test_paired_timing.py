@@ -158,3 +158,21 @@ def test_a_verdict_from_one_round_says_so() -> None:
         two, settings=GateSettings(device="cuda", min_rounds=2), gamma=GAMMA, roofline=None
     )
     assert "one_round" not in v2.metrics and "one round" not in v2.reason
+
+
+def test_noise_that_could_flip_the_category_buys_more_rounds_past_max_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a launch-bound 1.5x win whose host timer has two slow candidate rounds in six:
+    # undecided at max_rounds, decided once ten rounds let two outliers go
+    noisy = [(1.0, 0.66), (1.0, 1.05), (1.0, 0.66), (1.0, 1.1)] + [(1.0, 0.66)] * 6
+    children = _Children(noisy)
+    m = _measure(children, monkeypatch, min_rounds=2, max_rounds=6, noisy_rounds=4)
+    assert len(m.candidate) == 10
+    steady = _Children([(1.0, 0.66), (1.0, 0.8), (1.0, 0.70)] * 4)  # noisy but decided
+    assert len(_measure(steady, monkeypatch, min_rounds=2, max_rounds=6).candidate) <= 6
+    hopeless = _Children([(1.0, 0.66), (1.0, 1.2)] * 8)  # still undecided: stops at the cap
+    m = _measure(hopeless, monkeypatch, min_rounds=2, max_rounds=6, noisy_rounds=4)
+    assert len(m.candidate) == 10
+    none = _Children(noisy)
+    assert len(_measure(none, monkeypatch, max_rounds=6, noisy_rounds=0).candidate) == 6

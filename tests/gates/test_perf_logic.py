@@ -7,10 +7,12 @@ import pytest
 from gates.perfstats import (
     decide_category,
     decisive_category,
+    noisy_undecided,
     round_spread,
     rounds_sufficient,
     spread,
     timers_agree,
+    trimmed,
 )
 from kernelopt.contracts.verdicts import PerfCategory
 from kernelopt.roofline import ceilings_for, roofline_check
@@ -218,3 +220,15 @@ def test_a_dispatch_bound_verdict_states_the_gpu_work_alone() -> None:
     v, _, _ = perf_verdict(gpu_bound, settings=settings, gamma=1.03, roofline=None)
     assert v.metrics["gpu_work"]["speedup"] == pytest.approx(2.0)
     assert "GPU work alone" not in v.reason  # both timers agree: the ratio is the GPU's
+
+
+def test_a_fifth_of_the_rounds_is_set_aside_from_ten_rounds() -> None:
+    rounds = [0.66] * 8 + [1.05, 1.10]
+    assert trimmed(rounds) == [0.66] * 8
+    assert len(trimmed(rounds[:9])) == 8  # one of four to nine
+    base = [1.0] * 10
+    d = decide_category(base, rounds, gamma=1.03, noise_limit=0.1)
+    assert d.category == PerfCategory.OPTIMIZED and d.decisive
+    assert noisy_undecided(base, rounds[2:], gamma=1.03, noise_limit=0.1)  # 8: one kept
+    assert not noisy_undecided(base, rounds, gamma=1.03, noise_limit=0.1)
+    assert not noisy_undecided(base[:1], rounds[:1], gamma=1.03, noise_limit=0.1)
