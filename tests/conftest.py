@@ -59,6 +59,25 @@ def remembered_proposals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 
 @pytest.fixture(scope="session")
+def gates_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Gate children inherit this environment: small problem sizes (CPU), a scratch home."""
+    home = tmp_path_factory.mktemp("gates-home")
+    with pytest.MonkeyPatch.context() as env:  # restored when the session ends
+        env.setenv("KERNELOPT_GATES_SMALL", "1")
+        env.setenv("KERNELOPT_HOME", str(home))
+        yield home
+
+
+@pytest.fixture(scope="session")
+def cpu_launcher(gates_env: Path) -> Iterator[bool]:
+    """A CPU zygote for the whole session (children still start fresh per job)."""
+    from gates.runner import fast_launch
+
+    with fast_launch("cpu") as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
 def temporal_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     settings = make_settings(tmp_path_factory.mktemp("kernelopt-home"))
     server = start_server(settings)
