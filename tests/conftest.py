@@ -15,6 +15,10 @@ from kernelopt.config import Settings
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.temporal import make_settings, start_server, temporal_binary_or_skip
 
+# The gates' fixtures (a scratch KERNELOPT_HOME, the session's CPU zygote): tests of gates/
+# and of the commands that run them (kernelopt verify) use them.
+pytest_plugins = ["tests.support.gate_fixtures"]
+
 
 def _has_cuda() -> bool:
     try:
@@ -56,25 +60,6 @@ def remembered_proposals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     with pytest.MonkeyPatch.context() as env:
         env.setenv("KERNELOPT_DOUBLES_PROPOSALS", str(folder))
         yield folder
-
-
-@pytest.fixture(scope="session")
-def gates_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Gate children inherit this environment: small problem sizes (CPU), a scratch home."""
-    home = tmp_path_factory.mktemp("gates-home")
-    with pytest.MonkeyPatch.context() as env:  # restored when the session ends
-        env.setenv("KERNELOPT_GATES_SMALL", "1")
-        env.setenv("KERNELOPT_HOME", str(home))
-        yield home
-
-
-@pytest.fixture(scope="session")
-def cpu_launcher(gates_env: Path) -> Iterator[bool]:
-    """A CPU zygote for the whole session (children still start fresh per job)."""
-    from gates.runner import fast_launch
-
-    with fast_launch("cpu") as started:
-        yield started
 
 
 @pytest.fixture(scope="session")
