@@ -6,7 +6,8 @@
         --case swish_bias:swish_fused --case softmax:softmax_rows --case swish_bias:@identity
     # -> $OUT/verdict_cost.md (the table), verdict_cost.json (every verdict)
 
-For each case (a problem and a candidate of ``tests/problems/gates`` and ``tests/fixtures/candidates/gates``) it runs ``--repeat``
+For each case (a problem of ``tests/problems/gates`` and a candidate of
+``tests/fixtures/candidates/gates``) it runs ``--repeat``
 whole verdicts (reference, gates 1-3, gate 4) in this one warm process: jobs fork
 from a zygote started once (``gates.runner.fast_launch``), as in a GPU worker.
 Per verdict it keeps the cascade's own device-seconds (``CascadeResult.gpu_seconds``),
