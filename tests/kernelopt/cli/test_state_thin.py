@@ -24,7 +24,7 @@ from kernelopt.state_transfer import DB_NAME, read_manifest
 from kernelopt.store import open_store
 from kernelopt.thin_home import REDRAWN_FIELDS, seed_tensors
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "fixtures" / "wrappers" / "level3_002_transformer_block.compile.json"
 PROBLEM = ROOT / "problems" / "level3" / "002_transformer_block.py"
 
