@@ -1,7 +1,7 @@
 """What gates 2 and 3's parent-side comparisons cost per verdict, before and after (issue 22).
 
 ``python scripts/bench_gate_comparisons.py [--sets 6] [--shape 4096 2048] [--candidates 4]
-[--magnitude 1] [--before tests/gates/numerics_before.py | --before-rev REV] [--no-before]``
+[--magnitude 1] [--before tests/support/numerics_before.py | --before-rev REV] [--no-before]``
 
 Builds synthetic reference outputs (an fp32 baseline and its float64 twin per input
 set) and candidates against them: honest ones (relative noise of fp32 rounding), an
@@ -154,7 +154,7 @@ def main() -> int:
     parser.add_argument(
         "--candidates", type=int, default=4, help="honest ones (an edge and a biased one follow)"
     )
-    parser.add_argument("--before", default="tests/gates/numerics_before.py")
+    parser.add_argument("--before", default="tests/support/numerics_before.py")
     parser.add_argument("--before-rev", default="", help="time gates/numerics.py at this rev")
     parser.add_argument("--no-before", action="store_true")
     parser.add_argument("--seed", type=int, default=0)

@@ -69,7 +69,7 @@ def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) 
     segment = SegmentResult(
         kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="cost", targets=[target]
     )
-    path = ROOT / "tests" / "gates" / "candidates" / f"{candidate}.py"
+    path = ROOT / "tests" / "fixtures" / "candidates" / "gates" / f"{candidate}.py"
     extra = {"reference_uses": args.uses} if args.uses is not None else {}
     return CandidateGateInput(
         compiled=compiled,
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     problem_name, _, names = args.case.partition(":")
     candidates = names.split(",")
-    problem = ROOT / "tests" / "gates" / "problems" / f"{problem_name}.py"
+    problem = ROOT / "tests" / "problems" / "gates" / f"{problem_name}.py"
     rows: list[dict[str, Any]] = []
     with fast_launch(args.device) as launch, tempfile.TemporaryDirectory() as tmp:
         sys.stderr.write(f"[{args.label}] launch: {launch.note}\n")

@@ -11,8 +11,8 @@ seconds=${1:?usage: device_gpu_tests.sh SECONDS}
 source scripts/device_env.sh
 nvidia-smi -L
 gpus=$(nvidia-smi -L | grep -c '^GPU')
-batch_0=${GPU_TESTS_0:-tests/compile/test_gpu.py}
-batch_1=${GPU_TESTS_1:-tests/gates tests/platform/test_spare_child.py}
+batch_0=${GPU_TESTS_0:-tests/kernelopt/compile/test_gpu.py}
+batch_1=${GPU_TESTS_1:-tests/gates tests/activities/test_spare_child.py}
 
 run_batch() {  # N GPU ARGS
     local n=$1 gpu=$2 args=$3 dir=/tmp/gpu-tests-$1

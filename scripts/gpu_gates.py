@@ -117,14 +117,14 @@ def _direct(env: dict[str, str]) -> int:
     os.environ["KERNELOPT_GATES_SMALL"] = "0"
     sys.path.insert(0, str(ROOT))
     from gates.runner import fast_launch
-    from tests.gates.adversarial import (
+    from tests.gates.test_gpu_adversarial import gpu_settings
+    from tests.support.adversarial import (
         cases_for,
         format_table,
         run_suite,
         scratch_dir,
         select_cases,
     )
-    from tests.gates.test_gpu_adversarial import gpu_settings
 
     out = Path(env["KERNELOPT_GATES_OUT"])
     tmp = scratch_dir("kernelopt-gates-gpu-")

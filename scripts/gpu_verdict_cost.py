@@ -6,7 +6,8 @@
         --case swish_bias:swish_fused --case softmax:softmax_rows --case swish_bias:@identity
     # -> $OUT/verdict_cost.md (the table), verdict_cost.json (every verdict)
 
-For each case (a problem and a candidate of ``tests/gates``) it runs ``--repeat``
+For each case (a problem of ``tests/problems/gates`` and a candidate of
+``tests/fixtures/candidates/gates``) it runs ``--repeat``
 whole verdicts (reference, gates 1-3, gate 4) in this one warm process: jobs fork
 from a zygote started once (``gates.runner.fast_launch``), as in a GPU worker.
 Per verdict it keeps the cascade's own device-seconds (``CascadeResult.gpu_seconds``),
@@ -149,7 +150,7 @@ def one_verdict(
 
 def _candidate_file(cand: str, problem: Path, settings, scratch: Path) -> Path:
     if cand != "@identity":
-        return ROOT / "tests" / "gates" / "candidates" / f"{cand}.py"
+        return ROOT / "tests" / "fixtures" / "candidates" / "gates" / f"{cand}.py"
     path = scratch / f"identity_{problem.stem}.py"
     mode = None if settings.baseline_mode in ("eager", "default") else settings.baseline_mode
     path.write_text(IDENTITY.format(problem=str(problem), mode=mode))
@@ -165,7 +166,7 @@ def run_cases(args: argparse.Namespace, sink: Path | None = None) -> list[dict[s
 
     started = time.monotonic()
     settings = _settings(args)
-    problems = ROOT / "tests" / "gates" / "problems"
+    problems = ROOT / "tests" / "problems" / "gates"
     rows: list[dict[str, Any]] = []
     cases = args.case or [*DEFAULT_CASES, *(GPU_CASES if args.device != "cpu" else ())]
     label = args.label + (" (shared reference)" if args.shared_reference else "")

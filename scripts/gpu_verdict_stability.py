@@ -6,7 +6,7 @@ docs/TEAM_NOTES.md says how to carry the wheels):
     source scripts/device_env.sh
     python3 scripts/gpu_verdict_stability.py PROBLEM CANDIDATE [N]
 
-PROBLEM and CANDIDATE name files of tests/gates/problems and tests/gates/candidates.
+PROBLEM and CANDIDATE name files of tests/problems/gates and tests/fixtures/candidates/gates.
 Gates 1-3 run once; gate 4 (every timed call checked) runs N times on the same
 reference.  Prints one line per verdict (category, speedup, its interval, noise,
 device-seconds) and writes $OUT/stability_CANDIDATE.json.
@@ -24,8 +24,8 @@ from pathlib import Path
 from gates.cascade import check_candidate, time_candidate
 from gates.reference import prepare_reference
 from gates.runner import fast_launch
-from tests.gates.adversarial import CANDIDATES, PROBLEMS
 from tests.gates.test_gpu_adversarial import gpu_settings
+from tests.support.adversarial import CANDIDATES, PROBLEMS
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,7 @@
 
 ``python scripts/sandbox_cost.py [--device cpu|cuda] [--reps 5] [--spawned-reps N] [--out FILE]``
 
-Runs one honest candidate (tests/gates/candidates/swish_fused.py on the
+Runs one honest candidate (tests/fixtures/candidates/gates/swish_fused.py on the
 swish_bias problem) through ``gates.runner.run_job`` ``reps`` times per
 launch path, with ``KERNELOPT_SANDBOX`` on and off, and prints the median
 wall time of each and the difference.  Also times the bare bwrap start
@@ -34,7 +34,7 @@ def _job(tmp: Path, device: str):
 
     from gates.protocol import CandidateJob, InputSet, ModelSource
 
-    gates = REPO / "tests" / "gates"
+    tests = REPO / "tests"
     inputs = tmp / "inputs"
     inputs.mkdir(exist_ok=True)
     (tmp / "outputs").mkdir(exist_ok=True)
@@ -42,8 +42,8 @@ def _job(tmp: Path, device: str):
     return CandidateJob(
         model=ModelSource(
             kind="candidate",
-            problem_path=str(gates / "problems" / "swish_bias.py"),
-            candidate_path=str(gates / "candidates" / "swish_fused.py"),
+            problem_path=str(tests / "problems" / "gates" / "swish_bias.py"),
+            candidate_path=str(tests / "fixtures" / "candidates" / "gates" / "swish_fused.py"),
         ),
         device=device,
         input_sets=[InputSet(name="seed0", seed=0)],

@@ -15,6 +15,10 @@ from kernelopt.config import Settings
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.temporal import make_settings, start_server, temporal_binary_or_skip
 
+# The gates' fixtures (a scratch KERNELOPT_HOME, the session's CPU zygote): tests of gates/
+# and of the commands that run them (kernelopt verify) use them.
+pytest_plugins = ["tests.support.gate_fixtures"]
+
 
 def _has_cuda() -> bool:
     try:

@@ -14,7 +14,7 @@ class ProblemKind(StrEnum):
     baseline, built-in variants); the facts below are what callers that must
     not import a kind ask -- workflows (no torch, deterministic), the compile
     step, the proposer families.  A caller asks the capability, never which
-    member a kind is (``tests/kinds/test_kind_questions.py`` holds it to that).
+    member a kind is (``tests/kernelopt/kinds/test_kind_questions.py`` holds it to that).
     """
 
     MODULE = "module"  # KernelBench file: Model, get_inputs, get_init_inputs

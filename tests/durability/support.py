@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 HEARTBEAT_S = "3"  # GPU heartbeat timeout of the test workers (production: 2 minutes)
 # three searchable targets (two kernels and a fusion group) with a built-in launch space
-WRAPPER = ROOT / "tests" / "compile" / "data" / "synthetic_partition_wrapper.py.txt"
+WRAPPER = ROOT / "tests" / "fixtures" / "compile" / "synthetic_partition_wrapper.py.txt"
 
 
 def queues() -> tuple[str, str]:

@@ -6,7 +6,7 @@ worker that is gone for a long while, the server itself killed with -9 --
 and then checks, against an undisturbed reference campaign, that the
 campaign completed with the same decisions, no candidate lost or gated
 twice, and budgets that add up (``assert_sound``).  The CPU-worker SIGKILL
-and the graceful server restart live in tests/platform/test_campaign_e2e.py.
+and the graceful server restart live in tests/e2e/test_campaign_e2e.py.
 
 GPU heartbeat timeouts are 3 s in these workers (production: 2 minutes) so a
 dead worker is noticed quickly; everything else is production code.

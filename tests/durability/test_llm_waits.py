@@ -31,10 +31,10 @@ from kernelopt.config import Settings
 from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
 from kernelopt.store import open_store
-from tests.search.test_search_workflow import kernel_reply, search_input
 from tests.support.processes import WorkerProcess
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.support.temporal import env_for, make_settings, start_server
+from tests.workflows.test_search_kernel import kernel_reply, search_input
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = (

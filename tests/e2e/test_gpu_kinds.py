@@ -91,7 +91,7 @@ def test_bad_problems_are_refused_on_the_gpu(
     from kernelopt.errors import ProblemError
     from kernelopt.kinds.registry import compile_on
 
-    spec = prepare_problem(ROOT / "tests" / "kinds" / "problems" / f"{name}.py", gpu_store)
+    spec = prepare_problem(ROOT / "tests" / "problems" / "kinds" / f"{name}.py", gpu_store)
     with pytest.raises(ProblemError) as refused:
         compile_on(CompileInput(problem=spec, use_cache=False), gpu_store, "cuda", bench_ms)
     assert expected in refused.value.reason

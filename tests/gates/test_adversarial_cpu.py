@@ -17,7 +17,7 @@ import pytest
 from gates.runner import forking_from, probe_zygote, zygote_env
 from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
-from tests.gates.adversarial import (
+from tests.support.adversarial import (
     SuiteResult,
     cases_for,
     cpu_suite_settings,
@@ -161,7 +161,7 @@ def test_every_verdict_records_seeds_and_thresholds(suite: SuiteResult) -> None:
 
 def test_reference_outputs_are_not_left_on_disk(tmp_path: Path, cpu_launcher: bool) -> None:
     from gates.reference import prepare_reference
-    from tests.gates.adversarial import PROBLEMS
+    from tests.support.adversarial import PROBLEMS
 
     bundle = prepare_reference(PROBLEMS / "gelu.py", GateSettings(device="cpu"), tmp_path)
     assert bundle.ok and bundle.refs
@@ -177,7 +177,7 @@ def test_rewritten_input_files_reject_the_candidate_and_are_restored(
     from gates.problem_io import digest_dir, load_values
     from gates.protocol import ModelSource
     from gates.reference import prepare_reference
-    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+    from tests.support.adversarial import CANDIDATES, PROBLEMS
 
     settings = GateSettings(device="cpu", run_model_gate=False)
     problem = PROBLEMS / "swish_bias.py"
@@ -231,7 +231,7 @@ def test_a_rewritten_problem_file_is_caught_and_restored(
     from gates.cascade import run_gates_1_to_3
     from gates.protocol import ModelSource
     from gates.reference import prepare_reference
-    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+    from tests.support.adversarial import CANDIDATES, PROBLEMS
 
     problem = tmp_path / "swish_bias.py"
     shutil.copy(PROBLEMS / "swish_bias.py", problem)
@@ -268,7 +268,7 @@ def test_a_rewritten_compiler_cache_file_rejects_the_candidate_and_is_dropped(
     from gates.cascade import run_gates_1_to_3
     from gates.protocol import ModelSource
     from gates.reference import prepare_reference
-    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+    from tests.support.adversarial import CANDIDATES, PROBLEMS
 
     cache = tmp_path / "triton-cache"
     (cache / "ab12").mkdir(parents=True)

@@ -37,12 +37,15 @@ def _compiled(store: ArtifactStore, problem: Path) -> CompileResult:
 
 
 def _forward_input(store: ArtifactStore, candidate: str) -> CandidateGateInput:
-    compiled = _compiled(store, HERE / "problems" / "swish_bias.py")
+    compiled = _compiled(store, HERE.parent / "problems" / "gates" / "swish_bias.py")
     target = SearchTarget(id="forward", kind=TargetKind.FORWARD)
     segment = SegmentResult(
         kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="test", targets=[target]
     )
-    source = store.put_text((HERE / "candidates" / f"{candidate}.py").read_text(), name="c.py")
+    source = store.put_text(
+        (HERE.parent / "fixtures" / "candidates" / "gates" / f"{candidate}.py").read_text(),
+        name="c.py",
+    )
     return CandidateGateInput(
         compiled=compiled,
         segment=segment,
@@ -103,7 +106,9 @@ def test_candidate_that_does_not_fit_the_wrapper_is_a_static_error(
         json.loads((FIXTURES / f"{name}.compile.json").read_text())
     )
     wrapper = store.put_text((FIXTURES / f"{name}.py.txt").read_text(), name="wrapper.py")
-    problem = store.put_text((HERE / "problems" / "swish_bias.py").read_text(), name="p.py")
+    problem = store.put_text(
+        (HERE.parent / "problems" / "gates" / "swish_bias.py").read_text(), name="p.py"
+    )
     compiled = compiled.model_copy(
         update={
             "wrapper": wrapper,

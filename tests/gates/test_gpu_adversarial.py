@@ -18,7 +18,7 @@ import pytest
 
 from gates.runner import fast_launch
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
-from tests.gates.adversarial import (
+from tests.support.adversarial import (
     SuiteResult,
     cases_for,
     format_table,
@@ -145,7 +145,7 @@ def test_rewriting_triton_cache_binaries_rejects_the_candidate(tmp_path: Path) -
     from gates.cascade import run_gates_1_to_3
     from gates.protocol import ModelSource
     from gates.reference import prepare_reference
-    from tests.gates.adversarial import CANDIDATES, PROBLEMS
+    from tests.support.adversarial import CANDIDATES, PROBLEMS
 
     settings = gpu_settings().model_copy(update={"run_model_gate": False})
     problem = PROBLEMS / "swish_bias.py"

@@ -88,11 +88,11 @@ def test_host_timer_measures_real_work() -> None:
     assert kit.calls_for(2.0, 20.0) == 10
 
 
-CANDIDATES = Path(__file__).parent / "candidates"
+CANDIDATES = Path(__file__).parents[1] / "fixtures" / "candidates" / "gates"
 
 
 def _job(tmp: Path, candidate: str) -> CandidateJob:
-    problem = Path(__file__).parent / "problems" / "swish_bias.py"
+    problem = Path(__file__).parents[1] / "problems" / "gates" / "swish_bias.py"
     return CandidateJob(
         model=ModelSource(
             kind="candidate", problem_path=str(problem), candidate_path=str(CANDIDATES / candidate)

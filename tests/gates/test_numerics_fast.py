@@ -21,7 +21,7 @@ from gates.model_gate import model_verdict_from_sets
 from gates.numerics import compare_outputs, comparison_threads, model_error_rule
 from gates.reference_facts import ReferenceFacts, ScratchPool
 from kernelopt.contracts.verdicts import GateSettings
-from tests.gates import numerics_before as before
+from tests.support import numerics_before as before
 
 CHUNK = 1000
 BLOCK = 300  # blocks that do not divide a chunk

@@ -23,7 +23,7 @@ from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
 from kernelopt.store import ArtifactStore, open_store
 from tests.gates.test_campaign_cpu import _forward_input
 
-PROBLEM = Path(__file__).resolve().parent / "problems" / "swish_bias.py"
+PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "gates" / "swish_bias.py"
 
 
 @pytest.fixture

@@ -170,7 +170,7 @@ def _input(
 
 
 def _read(name: str) -> str:
-    return (GATES / "candidates" / f"{name}.py").read_text()
+    return (GATES.parent / "fixtures" / "candidates" / "gates" / f"{name}.py").read_text()
 
 
 def test_a_round_is_screened_in_one_child_and_a_crash_costs_only_its_candidate(

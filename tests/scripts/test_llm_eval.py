@@ -11,7 +11,7 @@
   finished, and ``report`` writes the table from the last ``home.tgz``.
 * A thin home (fast): the compile's seed-drawn tensors stay out of ``home.tgz`` and
   are drawn again after the import to the digests the H200 capture recorded
-  (``kernelopt state export --thin``: tests/cli/test_state_thin.py).
+  (``kernelopt state export --thin``: tests/kernelopt/cli/test_state_thin.py).
 """
 
 from __future__ import annotations

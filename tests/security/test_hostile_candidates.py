@@ -28,7 +28,7 @@ from gates.zygote import Zygote
 from tests.security.conftest import SECRET, Bait
 
 CANDIDATES = Path(__file__).parent / "candidates"
-PROBLEM = REPO_ROOT / "tests" / "gates" / "problems" / "swish_bias.py"
+PROBLEM = REPO_ROOT / "tests" / "problems" / "gates" / "swish_bias.py"
 LAUNCHES = ["spawned", "forked"]
 
 

@@ -33,7 +33,9 @@ from tests.security.test_hostile_candidates import (
     _processes_with,
 )
 
-HONEST = Path(__file__).resolve().parents[1] / "gates" / "candidates" / "swish_fused.py"
+HONEST = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "candidates" / "gates" / "swish_fused.py"
+)
 SPINNER = """
 import threading
 import time

@@ -65,7 +65,7 @@ def _job(tmp: Path, candidate: Path):
 
     from gates.protocol import CandidateJob, InputSet, ModelSource
 
-    problems = Path(__file__).parent.parent / "gates" / "problems"
+    problems = Path(__file__).parent.parent / "problems" / "gates"
     (tmp / "inputs").mkdir(exist_ok=True)
     (tmp / "outputs").mkdir(exist_ok=True)
     torch.save([torch.randn(64, 256)], tmp / "inputs" / "seed0.pt")
@@ -87,7 +87,7 @@ def test_gate_jobs_run_on_cuda_sandboxed_spawned_and_forked(
 ) -> None:
     monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-gpu-test-secret")
-    honest = Path(__file__).parent.parent / "gates" / "candidates" / "swish_fused.py"
+    honest = Path(__file__).parent.parent / "fixtures" / "candidates" / "gates" / "swish_fused.py"
     attack = tmp_path / "temporal_frontend.py"
     source = (CANDIDATES / "temporal_frontend.py").read_text()
     port = listener.getsockname()[1]

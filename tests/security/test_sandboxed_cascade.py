@@ -18,8 +18,8 @@ from gates.problem_io import digest_dir
 from gates.protocol import ModelSource
 from gates.reference import prepare_reference
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
-from tests.gates.adversarial import CANDIDATES, PROBLEMS
 from tests.security.conftest import Bait
+from tests.support.adversarial import CANDIDATES, PROBLEMS
 
 LAUNCHES = ["spawned", "forked"]
 

@@ -189,7 +189,7 @@ async def _remembered_proposal(memo: Path, inp: BuiltinProposeInput) -> BuiltinP
     but each fresh GPU-doubles worker paid seconds importing torch for it; the fault
     tests start dozens.  The answer and its sources are kept in ``memo`` and the
     sources are put back into this worker's store.  The proposer's own behaviour is
-    tested in tests/proposer and tests/search.
+    tested in tests/kernelopt/proposer and tests/workflows.
     """
     path = memo / f"{hashlib.sha256(inp.model_dump_json().encode()).hexdigest()}.json"
     store = open_store()

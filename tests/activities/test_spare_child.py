@@ -1,0 +1,122 @@
+"""A GPU worker's next supervised child starts while the current activity runs."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from temporalio import activity
+from temporalio.testing import ActivityEnvironment
+
+from activities import spare_child
+from activities.supervise import run_supervised
+from tests.support.timed_probe import NapIn, WhoOut
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {"PYTHONPATH": str(ROOT)}
+WHOAMI = "tests.support.timed_probe:whoami"
+
+
+@pytest.fixture
+def spares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    spare_child.enable()
+    yield
+    spare_child.disable()
+
+
+async def _gone(pid: int) -> bool:
+    for _ in range(200):  # SIGKILL is asynchronous
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_the_next_activity_runs_in_the_child_started_during_this_one(spares) -> None:
+    first = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    assert first.preloaded == ""  # nothing was started ahead of the first one
+    assert spare_child._spare is not None
+    waiting = spare_child._spare.proc.pid
+    second = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    assert second.pid == waiting != first.pid
+    assert second.preloaded.startswith("torch,") and second.preloaded.endswith(
+        ",tests.support.timed_probe"
+    )
+    assert second.wrapper_runtime and not first.wrapper_runtime  # imported while it waited
+
+
+async def test_a_spare_started_for_other_settings_is_not_used_and_is_killed(spares) -> None:
+    await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    assert spare_child._spare is not None
+    stale = spare_child._spare.proc.pid
+    other = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env={**ENV, "X": "1"})
+    assert other.pid != stale and other.preloaded == ""
+    assert await _gone(stale)
+
+
+async def test_a_retry_in_a_spare_still_gets_the_last_attempts_progress(spares) -> None:
+    await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[{"step": "x"}, 1.0])
+
+    @activity.defn(name="whoami")
+    async def whoami_activity() -> WhoOut:
+        return await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+
+    out = await env.run(whoami_activity)
+    assert out.preloaded and out.resume == {"step": "x"}
+
+
+async def test_without_spares_no_process_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    spare_child.disable()
+    await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    assert spare_child._spare is None
+
+
+async def test_disabling_kills_the_waiting_spare(spares) -> None:
+    await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    assert spare_child._spare is not None
+    pid = spare_child._spare.proc.pid
+    spare_child.disable()
+    assert await _gone(pid)
+
+
+def test_the_spare_child_setting_defaults_on_and_reads_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernelopt.config import Settings
+
+    assert Settings().spare_child
+    monkeypatch.setenv("KERNELOPT_SPARE_CHILD", "0")
+    assert not Settings.from_env().spare_child
+
+
+@pytest.mark.gpu
+def test_preloading_the_wrapper_runtime_creates_no_cuda_context() -> None:
+    """A spare's imports must not touch the GPU: a gate parent would hold a context for nothing."""
+    import subprocess
+    import sys
+
+    modules = ",".join(spare_child.WRAPPER_RUNTIME)
+    code = (
+        "import importlib, torch\n"
+        f"for name in {modules!r}.split(','):\n"
+        "    importlib.import_module(name)\n"
+        "assert torch.cuda.is_available()\n"
+        "print(torch.cuda.is_initialized())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

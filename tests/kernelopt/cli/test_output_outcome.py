@@ -1,0 +1,24 @@
+"""How `kernelopt show` prints an outcome: no speedup claimed where no baseline exists."""
+
+from __future__ import annotations
+
+from kernelopt.cli.campaign_commands import print_outcome
+from kernelopt.cli.output import console
+from tests.support.bench_outcomes import outcome
+
+
+def _printed(o) -> str:
+    with console.capture() as cap:
+        print_outcome(o, as_json=False)
+    return " ".join(cap.get().split())
+
+
+def test_an_outcome_without_a_baseline_claims_no_speedup() -> None:
+    stopped = outcome("a", "fallback", reason="cancelled by user; no baseline was built")
+    text = _printed(stopped)
+    assert "no baseline was built" in text and "1.000x over" not in text
+
+
+def test_an_outcome_with_a_baseline_states_its_speedup() -> None:
+    done = outcome("b", "matched", 1.004).model_copy(update={"baseline_ms": 0.5})
+    assert "1.004x over torch.compile" in _printed(done)

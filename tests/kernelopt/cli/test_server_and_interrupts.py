@@ -1,0 +1,81 @@
+"""Stopped means stopped, and Ctrl-C works however the CLI was launched (issue 26, points 2, 5)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelopt.temporal_server import EmbeddedServer
+from tests.support.temporal import env_for, make_settings
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def kernelopt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "args", [["list"], ["show", "some-id"], ["cancel", "some-id"], ["audit", "some-id"]]
+)
+def test_read_only_commands_say_the_server_is_stopped_and_start_nothing(
+    tmp_path: Path, args: list[str]
+) -> None:
+    settings = make_settings(tmp_path / "home")
+    done = kernelopt(args, env_for(settings))
+    assert done.returncode == 2, done.stderr
+    text = " ".join(done.stderr.split())
+    assert "server is stopped" in text and "kernelopt server start" in text, text
+    assert "Traceback" not in text
+    assert not EmbeddedServer(settings).status().running
+    assert not (settings.server_dir / "server.pid").exists()
+
+
+def _ignore_sigint() -> None:
+    """preexec_fn: what a background job in a non-interactive shell hands its children."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_ctrl_c_during_start_up_exits_130_with_a_message_even_if_sigint_was_ignored(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path / "home")
+    env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelopt.cli", "optimize", "problems/level1/001_relu_chain.py"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ignore_sigint,
+    )
+    try:
+        first = proc.stderr.readline()  # printed just before the server is started
+        assert "starting the Temporal dev server" in first, first
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=90)
+        text = " ".join((first + rest).split())
+        assert proc.returncode == 130, text
+        assert "interrupted" in text and "Traceback" not in text, text
+        # whatever was said, nothing ran on: either nothing was submitted, or the one
+        # submitted campaign is named so it can be cancelled
+        assert "before anything was submitted" in text or "was submitted" in text, text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and kernelopt(["server", "stop"], env).returncode:
+            time.sleep(0.5)

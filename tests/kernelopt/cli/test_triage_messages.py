@@ -1,0 +1,47 @@
+"""``kernelopt triage`` without a GPU: one line, no child traceback (issue 26, point 1)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt.cli import triage as cli_triage
+from tests.support.temporal import env_for, make_settings
+
+ROOT = Path(__file__).resolve().parents[3]
+PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
+
+
+def test_triage_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
+    env = {
+        **env_for(make_settings(tmp_path / "home")),
+        "CUDA_VISIBLE_DEVICES": "",
+        "COLUMNS": "200",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", "triage", str(PROBLEM)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no CUDA GPU" in lines[0], done.stderr
+
+
+def test_a_child_failure_is_one_line_without_a_doubled_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Past the up-front check (say nvidia-smi lists a GPU CUDA cannot use): the child's error."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr(cli_triage, "_has_gpu", lambda: True)
+    assert cli_triage.triage_command(PROBLEM, False, "auto") == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "NoGpuError: this step needs a CUDA GPU" in err, err
+    assert "NoGpuError: NoGpuError" not in err and "Traceback" not in err, err

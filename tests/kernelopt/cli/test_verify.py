@@ -1,0 +1,101 @@
+"""``kernelopt verify``: exit codes and the JSON shape (CPU: the interpreter, no speed verdict)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelopt.cli.verify import verify_command
+
+TESTS = Path(__file__).resolve().parents[2]
+PROBLEM = TESTS / "problems" / "gates" / "swish_bias.py"
+CANDIDATES = TESTS / "fixtures" / "candidates" / "gates"
+
+
+def test_accepted_candidate_exits_0_with_json(
+    capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    code = verify_command(PROBLEM, CANDIDATES / "swish_fused.py", True, device="cpu")
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["accepted"] is True
+    gates = [v["gate"] for v in out["verdicts"]]
+    assert gates == ["static", "correctness", "model", "performance"]
+    assert out["verdicts"][2]["metrics"]["sets"][0]["d_ref"] is not None
+    perf = out["verdicts"][3]
+    assert "no speed verdict on the CPU" in perf["reason"] and out["speedup"] is None
+    assert all(c["ok"] and c["calls"] >= 10 for c in perf["metrics"]["checked_calls"])
+
+
+def test_cpu_verify_runs_the_checked_timing_loop_and_catches_a_late_cheat(
+    capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    code = verify_command(PROBLEM, CANDIDATES / "late_cheat.py", True, device="cpu")
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["deciding_gate"] == "performance"
+    assert "timed call #" in out["reason"]
+
+
+def test_many_candidates_share_one_reference_and_get_a_row_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    from kernelopt.cli.verify import verify_many_command
+
+    folder = tmp_path / "cands"
+    folder.mkdir()
+    for name in ("swish_fused", "lazy_output"):
+        (folder / f"{name}.py").write_text((CANDIDATES / f"{name}.py").read_text())
+    (folder / "broken.py").write_text("x = 1\n")  # neither ModelNew nor launch()
+    code = verify_many_command(PROBLEM, [folder], True, device="cpu", run_perf=False)
+    rows = json.loads(capsys.readouterr().out)
+    by_name = {Path(r["candidate"]).name: r for r in rows}
+    assert code == 1 and sorted(by_name) == ["broken.py", "lazy_output.py", "swish_fused.py"]
+    assert by_name["swish_fused.py"]["accepted"]
+    assert by_name["lazy_output.py"]["deciding_gate"] == "correctness"
+    assert "bad candidate" in by_name["broken.py"]["reason"]
+    assert (
+        len({r["environment"].get("seeds", {}).get("heldout") for r in rows if r["verdicts"]}) == 1
+    )
+
+
+def test_rejected_candidate_exits_1_with_a_table(
+    capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    code = verify_command(PROBLEM, CANDIDATES / "partial_write.py", False, device="cpu")
+    text = capsys.readouterr().out
+    assert code == 1
+    assert "REJECTED at correctness" in text and "never written" in text
+
+
+def test_broken_problem_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\n")  # no Model
+    code = verify_command(bad, CANDIDATES / "swish_fused.py", True, device="cpu")
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["could_not_run"] is True
+
+
+def test_problem_that_cannot_run_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cpu_launcher: bool
+) -> None:
+    bad = tmp_path / "raises.py"
+    bad.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        raise ValueError('no')\n\n"
+        "def get_inputs():\n    return [torch.randn(4)]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    code = verify_command(bad, CANDIDATES / "gelu_erf.py", True, device="cpu")
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and "reference could not run" in out["reason"]
+
+
+def test_missing_gpu_is_could_not_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kernelopt.cli.verify as cli
+
+    monkeypatch.setattr(cli, "_cuda_available", lambda: False)
+    code = verify_command(PROBLEM, CANDIDATES / "swish_fused.py", True)
+    assert code == 2 and "no CUDA GPU" in json.loads(capsys.readouterr().out)["reason"]

@@ -1,0 +1,58 @@
+"""Issue 29 point 5: a whole-model target's profile is of its dominant kernel by measured time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernelopt.agents.facts import build_facts
+from kernelopt.contracts.compiled import (
+    CompileResult,
+    SearchTarget,
+    SegmentResult,
+    TargetKind,
+    TriageResult,
+)
+from kernelopt.profiling.dominant import dominant_kernel, profiled_kernel
+from kernelopt.profiling.hardware import bandwidth_gbs
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wrappers"
+
+
+def test_the_kernel_with_the_most_time_wins_ties_keep_program_order():
+    assert dominant_kernel(["a", "b", "c"], {"a": 0.1, "b": 0.5, "c": 0.2})[0] == "b"
+    assert dominant_kernel(["a", "b"], {"a": 0.3, "b": 0.3})[0] == "a"
+    name, why = dominant_kernel(["a", "b"], {})
+    assert name == "" and "no per-kernel times" in why
+
+
+def test_forward_targets_profile_the_dominant_kernel_not_the_first():
+    target = SearchTarget(id="forward", kind=TargetKind.FORWARD, kernels=["first", "big"])
+    name, why = profiled_kernel(target, {"first": 0.01, "big": 0.09})
+    assert name == "big" and "90%" in why
+    assert profiled_kernel(target, {})[0] == "first"  # nothing measured: as before
+    kernel = SearchTarget(id="k", kind=TargetKind.KERNEL, kernels=["k"])
+    assert profiled_kernel(kernel, {"k": 1.0, "other": 9.0})[0] == "k"
+
+
+def test_facts_of_a_multi_kernel_forward_name_the_dominant_kernel():
+    stem = FIXTURES / "level3_002_transformer_block"
+    compiled = CompileResult.model_validate_json(Path(f"{stem}.compile.json").read_text())
+    segment = SegmentResult.model_validate_json(Path(f"{stem}.segment.json").read_text())
+    triage = TriageResult.model_validate_json(Path(f"{stem}.triage.json").read_text())
+    forward = SearchTarget(
+        id="forward", kind=TargetKind.FORWARD, kernels=[k.name for k in segment.kernels]
+    )
+    facts = build_facts(compiled, segment, forward, triage)
+    times = {
+        k["name"]: k["ms"]
+        for k in json.loads(Path(f"{stem}.triage.json").read_text())["per_kernel"]
+    }
+    slowest = max((times[k], k) for k in forward.kernels if k in times)[1]
+    assert facts.dominant_kernel == slowest == profiled_kernel(forward, times)[0]
+    assert facts.inductor_kernels[0].name == slowest
+
+
+def test_peak_bandwidth_from_the_memory_clock_and_bus():
+    assert bandwidth_gbs(2_619_000, 6144) == 2.0 * 2_619_000e3 * 768 / 1e9
+    assert bandwidth_gbs(None, 6144) is None

@@ -1,0 +1,115 @@
+"""Bad input is caught before submission: import and build in a CPU child, time-limited."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt.errors import ProblemError
+from kernelopt.preflight_problem import preflight
+from tests.support.temporal import env_for, make_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+TAIL = """
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    return [torch.randn(4)]
+
+
+def get_init_inputs():
+    return []
+"""
+HEAD = "import torch\nimport torch.nn as nn\n"
+
+CASES = {
+    # name: (source, line the message must name, words of the cause)
+    "raises_at_import": (HEAD + "\nSCALE = 1 / 0\n" + TAIL, 4, "ZeroDivisionError"),
+    "wrong_signature": (
+        HEAD + TAIL.replace("def forward(self, x):", "def forward(self, x, y):"),
+        6,
+        "does not take the 1 input(s)",
+    ),
+    "bad_inputs": (HEAD + TAIL.replace("torch.randn(4)", "torch.randn(4, -1)"), 11, "negative"),
+    "init_fails": (
+        HEAD
+        + TAIL.replace(
+            "def forward",
+            "def __init__(self):\n        super().__init__()\n"
+            "        raise ValueError('no weights')\n\n    def forward",
+        ),
+        8,
+        "no weights",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_broken_problem_is_named_with_its_line_and_cause(tmp_path: Path, name: str) -> None:
+    source, line, cause = CASES[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    with pytest.raises(ProblemError) as caught:
+        preflight(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:{line}:") and cause in message, message
+    assert "\n" not in message
+
+
+def test_a_hang_is_cut_off_and_named(tmp_path: Path) -> None:
+    path = tmp_path / "hangs.py"
+    path.write_text(HEAD + "import time\n\ntime.sleep(3600)\n" + TAIL)
+    with pytest.raises(ProblemError) as caught:
+        # the child's watchdog fires 2 s before the limit: 6 s leave it 3 times the ~2 s
+        # the child takes to reach the hang (imports), and the test waits no longer
+        preflight(path, seconds=8)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:5:") and "within 8 s" in message, message
+
+
+def test_a_good_problem_and_candidate_pass(tmp_path: Path) -> None:
+    tests = ROOT / "tests"
+    preflight(
+        tests / "problems" / "gates" / "swish_bias.py",
+        tests / "fixtures" / "candidates" / "gates" / "swish_fused.py",
+    )
+    preflight(ROOT / "problems" / "triton" / "001_add_relu.py")
+
+
+def test_a_candidate_is_built_from_the_problems_init_inputs(tmp_path: Path) -> None:
+    cand = tmp_path / "cand.py"
+    cand.write_text(
+        HEAD + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n\n    def forward(self, x):\n        return x\n"
+    )
+    problem = ROOT / "tests" / "problems" / "gates" / "swish_bias.py"  # Model(d, scale)
+    with pytest.raises(ProblemError) as caught:
+        preflight(problem, cand)
+    assert str(caught.value).startswith(f"{cand}:") and "ModelNew(*get_init_inputs())" in str(
+        caught.value
+    )
+
+
+def test_optimize_submits_nothing_for_a_file_that_raises(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "home")
+    path = tmp_path / "raises.py"
+    path.write_text(CASES["raises_at_import"][0])
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", "optimize", str(path), "--no-follow"],
+        cwd=ROOT,
+        env={**env_for(settings), "COLUMNS": "300"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{path}:4:" in lines[0] and "ZeroDivisionError" in lines[0]
+    assert not (settings.server_dir / "server.pid").exists()

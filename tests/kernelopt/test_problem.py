@@ -1,0 +1,99 @@
+"""Problem loader: AST-only checks (no torch) and import-time validation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt.errors import ProblemError
+from kernelopt.kinds.registry import check_problem_file, load_problem
+from kernelopt.problem import check_problem_source
+from tests.support.wrappers import DATA, ROOT
+
+GOOD = (DATA / "tiny_linear_relu.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("def broken(:\n", "syntax error"),
+        ("import torch\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n", "Model"),
+        (
+            "Model = 3\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n",
+            "not as a class",
+        ),
+        (
+            "class Model:\n    pass\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n",
+            "forward",
+        ),
+        (
+            "class Model:\n    def forward(self, x): return x\ndef get_inputs(): return []\n",
+            "get_init_inputs",
+        ),
+    ],
+)
+def test_ast_check_names_the_problem(source: str, reason: str) -> None:
+    with pytest.raises(ProblemError) as info:
+        check_problem_source(source, "p.py")
+    assert reason in info.value.reason
+    assert info.value.path == "p.py"
+
+
+def test_check_problem_file_does_not_import_torch(tmp_path: Path) -> None:
+    path = tmp_path / "p.py"
+    path.write_text(GOOD)
+    code = (
+        "import sys; from kernelopt.kinds.registry import check_problem_file; "
+        f"check_problem_file({str(path)!r}); print('torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ProblemError, match="does not exist"):
+        check_problem_file(tmp_path / "nope.py")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("def get_inputs(): return 5\n", "must return a list"),
+        ("def get_inputs(): return [1, 2]\n", "no tensor"),
+        ("def get_inputs(): raise RuntimeError('boom')\n", "raised RuntimeError"),
+    ],
+)
+def test_load_rejects_bad_get_inputs(body: str, reason: str) -> None:
+    source = GOOD.split("def get_inputs")[0] + body + "\ndef get_init_inputs():\n    return [16]\n"
+    with pytest.raises(ProblemError, match=reason):
+        load_problem(source, name="bad")
+
+
+def test_load_rejects_model_that_cannot_be_built() -> None:
+    source = GOOD.replace("return [16]", "return ['not an int']")
+    with pytest.raises(ProblemError, match="Model"):
+        load_problem(source, name="bad_init")
+
+
+def test_make_model_and_inputs_are_deterministic_from_the_seed() -> None:
+    import torch
+
+    problem = load_problem(DATA / "tiny_linear_relu.py")
+    a, b = problem.make_model(3, "cpu"), problem.make_model(3, "cpu")
+    c = problem.make_model(4, "cpu")
+    assert torch.equal(a.fc.weight, b.fc.weight)
+    assert not torch.equal(a.fc.weight, c.fc.weight)
+    x1, x2 = problem.make_inputs(3, "cpu"), problem.make_inputs(3, "cpu")
+    assert torch.equal(x1[0], x2[0])
+    assert problem.make_inputs(0, "cpu", torch.float64)[0].dtype == torch.float64
+    assert problem.make_holdout_inputs(0, "cpu") == []
+
+
+def test_core_problem_files_pass_the_ast_check() -> None:
+    for path in sorted((ROOT / "problems").glob("level*/*.py")):
+        check_problem_file(path)
