@@ -5,7 +5,8 @@
 # batch 1 (GPU_TESTS_1; default: the gate tests; `none`: no batch) run side by side on
 # two GPUs, one after the other on one, each with its own KERNELOPT_HOME and compiler
 # caches (kept in /tmp/gpu-tests-N, so a next call on the still-warm machine reuses them).  A batch gets
-# SIGINT after SECONDS, so pytest still prints which tests passed (SIGTERM would lose
+# SIGINT after SECONDS (GPU_SECONDS_0 / GPU_SECONDS_1: per batch, for two batches in
+# one call on one GPU), so pytest still prints which tests passed (SIGTERM would lose
 # that).  Full logs: $OUT/gpu-tests-N.log; failures and counts on stdout.
 #
 # Progress survives a cut call: pytest runs with -v (each test's id is written to the log
@@ -35,19 +36,20 @@ else
 fi
 
 run_batch() {  # N GPU ARGS
-    local n=$1 gpu=$2 args=$3 dir=/tmp/gpu-tests-$1 deadline
+    local n=$1 gpu=$2 args=$3 dir=/tmp/gpu-tests-$1 deadline limit_var=GPU_SECONDS_$1 limit
+    limit=${!limit_var:-$seconds}
     if [ "$args" = none ]; then
         echo "batch $n: none" >> "$OUT/gpu-tests-exit.txt"
         : > "$OUT/gpu-tests-$n.log"
         return
     fi
     mkdir -p "$dir"
-    deadline=$(($(date +%s) + seconds - 75))
+    deadline=$(($(date +%s) + limit - 75))
     # ARGS is a pytest command line (files, -k "expression"): let bash parse its quotes
     eval "set -- $args"
     CUDA_VISIBLE_DEVICES=$gpu KERNELOPT_HOME=$dir/home TORCHINDUCTOR_CACHE_DIR=$dir/inductor \
         TRITON_CACHE_DIR=$dir/triton KERNELOPT_GPU_DEADLINE=$deadline \
-        KERNELOPT_GATES_DEADLINE=$deadline timeout -s INT -k 30 "$seconds" \
+        KERNELOPT_GATES_DEADLINE=$deadline timeout -s INT -k 30 "$limit" \
         python3 -m pytest -v -ra --durations=0 ${per_test[@]+"${per_test[@]}"} -m gpu -p no:cacheprovider \
         "$@" 2>&1 | tee "$OUT/gpu-tests-$n.log" \
         | grep --line-buffered -E ' (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b' \
