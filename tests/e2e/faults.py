@@ -28,20 +28,28 @@ def _tree(root: int) -> list[int]:
 
 
 async def kill_gpu_worker(
-    settings: Settings, not_before: float, fault: dict, freeze: bool = False
+    settings: Settings,
+    not_before: float,
+    fault: dict,
+    freeze: bool = False,
+    wait_s: float = 60.0,
 ) -> None:
     """SIGKILL the GPU worker's process group mid-activity, then start a new worker.
 
     ``freeze``: SIGSTOP the worker and every descendant instead -- a stuck worker that
     stops heartbeating without dying; its activity must move to the new worker once the
     heartbeat timeout passes.  The frozen processes are killed at the end of the run.
+    The fault waits up to ``wait_s`` after ``not_before`` for a ``gate_candidate`` child
+    to start, then strikes whatever runs; ``fault["gate_under_way"]`` says which.
     """
     while time.monotonic() < not_before:
         await asyncio.sleep(1.0)
     log = settings.home / "workers" / "gpu0.log"
-    for _ in range(120):  # wait for a GPU activity to be under way
+    fault["gate_under_way"] = False
+    for _ in range(max(1, round(wait_s / 0.5))):  # wait for a gate to be under way
         text = log.read_text(errors="replace") if log.is_file() else ""
         if "gate_candidate" in text[-400:] and "child started" in text[-400:]:
+            fault["gate_under_way"] = True
             break
         await asyncio.sleep(0.5)
     pid = running(settings).get("gpu0")

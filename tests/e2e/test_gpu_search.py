@@ -5,6 +5,12 @@
 A small model (a pointwise op fused with a looped row sum, and a persistent softmax)
 is compiled with ``benchmark_kernel=True``, so each kernel's source is its own
 harness.  The ncu exports land in ``gpu_out`` for use as CPU-test fixtures.
+
+Device time (one H200, ~180-260 s): the module's default-mode compile ~15 s, the
+variants ~30 s, three ncu runs of ~30-60 s each (one per test below that profiles:
+each checks another path into ncu), and one spawned ``gate_candidate`` ~50 s.  Nothing
+here is cheaper without dropping one of those paths; sizes pick the looped and the
+persistent reduction, so they stay.
 """
 
 from __future__ import annotations
@@ -137,6 +143,9 @@ def wrapper(gpu_out: Path) -> str:
 def test_builtin_variants_run_correct_and_restitch(
     wrapper: str, gpu_store: ArtifactStore, tmp_path: Path, record: Callable[..., None]
 ) -> None:
+    """Every built-in launch-config variant of each real Inductor kernel computes what the
+    kernel computes (to reduction reordering), and the fastest per kernel, stitched back
+    into the wrapper, reproduces the model's outputs."""
     from torch._inductor.codecache import PyCodeCache
 
     from kernelopt.contracts.search import BuiltinProposeInput
@@ -182,6 +191,8 @@ def test_builtin_variants_run_correct_and_restitch(
 def test_ncu_profile_is_distilled(
     wrapper: str, tmp_path: Path, gpu_out: Path, record: Callable[..., None]
 ) -> None:
+    """ncu profiles a kernel's own benchmark harness in the sandbox, and its exports distil
+    into a profile with a positive duration (the exports are kept as CPU fixtures)."""
     from kernelopt.contracts.search import KernelProfile
     from kernelopt.profiling.analyst import classify
     from kernelopt.profiling.distill import distill

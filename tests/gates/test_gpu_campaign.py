@@ -4,6 +4,11 @@ Multi-kernel mode: a Linear + GELU problem compiles to cuBLAS + one Triton
 kernel.  Re-stitching the kernel's own source passes every gate (matched);
 the same kernel with a +5e-4 bias passes gates 1-2 and is rejected by V_model.
 Skipped when the GPU script's deadline is near (device time is shared).
+
+Device time (one H200): ~225 s when every gate child was a fresh interpreter (~10 s
+each); the gate jobs now fork from one CUDA zygote for the module, as in a GPU worker,
+and gate 4 gets no noise extension (the test accepts a matched or a noisy verdict
+alike), ~110-130 s.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,6 +69,16 @@ def _bias(source: str) -> str:
 
 
 @pytest.fixture(scope="module")
+def gate_launch() -> Iterator[object]:
+    """Gate jobs fork from one preloaded CUDA zygote for the module, as in a GPU worker
+    (the campaign path); if it cannot start they spawn, with the same isolation."""
+    from gates.runner import fast_launch
+
+    with fast_launch("cuda") as info:
+        yield info
+
+
+@pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory):
     deadline = float(os.environ.get("KERNELOPT_GATES_DEADLINE", "0") or 0)
     if deadline and deadline - time.time() < 100:
@@ -79,7 +95,11 @@ def compiled(tmp_path_factory: pytest.TempPathFactory):
     return store, comp, seg
 
 
-def test_identity_and_biased_kernel_through_all_gates(compiled) -> None:
+def test_identity_and_biased_kernel_through_all_gates(compiled, gate_launch) -> None:
+    """Through the campaign's library entry points: the kernel's own source passes
+    gate_candidate with per-target timings, its re-stitched model passes gate 3 and gets a
+    gate 4 verdict that is not an error, and the +5e-4 biased kernel's model fails gate 3.
+    """
     store, comp, seg = compiled
     kernels = [t for t in seg.targets if t.kind == TargetKind.KERNEL]
     if not kernels:
@@ -87,7 +107,8 @@ def test_identity_and_biased_kernel_through_all_gates(compiled) -> None:
     target = kernels[0]
     kernel = next(k for k in seg.kernels if k.name == target.kernels[0])
     original = store.get_text(kernel.source)
-    settings = GateSettings(device="cuda", max_rounds=2)
+    # identical wrappers may come out matched or noisy: no extra rounds to settle which
+    settings = GateSettings(device="cuda", max_rounds=2, noisy_rounds=0)
     results = {}
     for label, text in (("identity", original), ("biased", _bias(original))):
         src = store.put_text(text, name=f"{label}.py")
