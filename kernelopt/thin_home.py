@@ -155,8 +155,10 @@ def plan_thin(settings: Settings, *, also_leave_out: Mapping[str, str] | None = 
 def check_redrawable(compiled: CompileResult, store: ArtifactStore) -> Redrawable:
     """Which tensors of ``compiled`` this machine draws again bit for bit (digests compared)."""
     entry = Redrawable(compiled=compiled.model_dump(mode="json"))
-    if compiled.problem.kind.value != "module" or not compiled.arg_names:
-        entry.note = "not a module problem with named arguments: its tensors travel"
+    if compiled.problem.kind.own_baseline or not compiled.arg_names:
+        entry.note = (
+            "not a Model file compiled by Inductor with named arguments: its tensors travel"
+        )
         return entry
     try:
         values = seed_tensors(compiled, store)
