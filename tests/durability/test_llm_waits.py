@@ -20,7 +20,6 @@ import asyncio
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -31,12 +30,12 @@ from kernelopt.config import Settings
 from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
 from kernelopt.store import open_store
+from tests.support.cli import run_cli
 from tests.support.processes import WorkerProcess
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.support.temporal import env_for, make_settings, start_server
 from tests.workflows.test_search_kernel import kernel_reply, search_input
 
-ROOT = Path(__file__).resolve().parents[2]
 PLANS = (
     '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"},'
     ' {"direction": "vectorize loads", "description": "128-bit loads"}]}'
@@ -146,14 +145,7 @@ async def test_batch_pending_through_worker_kill_and_server_restart(tmp_path, mo
 
 
 def reply_cli(settings: Settings, rid: str, path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", "reply", rid, str(path)],
-        cwd=ROOT,
-        env=env_for(settings),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(["reply", rid, str(path)], env_for(settings), timeout=60)
 
 
 def answer(request: dict) -> str:
