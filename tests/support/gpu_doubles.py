@@ -69,6 +69,7 @@ from kernelopt.contracts import (
 from kernelopt.contracts.screening import ScreeningEstimate, ScreenInput, ScreenResult
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult
 from kernelopt.store import open_store
+from tests.support.compiled import stub_compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
@@ -219,17 +220,14 @@ async def compile_double(inp: CompileInput) -> CompileResult:
     wrapper_path = Path(override) if override else fixture_wrapper(inp.problem.path)
     wrapper = store.put_text(wrapper_path.read_text(), "text/x-python", "wrapper.py")
     blob = store.put_bytes(b"captured-args-placeholder-for-tests", name="args.pt")
-    return CompileResult(
-        problem=inp.problem,
-        cache_key=hashlib.sha256(inp.problem.source.sha256.encode()).hexdigest(),
+    return stub_compiled(
+        inp.problem,
+        blob,
+        "test-gpu",
         mode=inp.mode,
-        torch_version="test",
-        triton_version="test",
-        gpu_name="test-gpu",
+        cache_key=hashlib.sha256(inp.problem.source.sha256.encode()).hexdigest(),
         numerics="test-numerics",
         wrapper=wrapper,
-        args=blob,
-        inputs=blob,
         eager_ms=2.0,
         compiled_ms=1.0,
     )
