@@ -17,10 +17,10 @@ the real ``kernelopt reply`` command.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from kernelopt.config import Settings
 from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
 from kernelopt.store import open_store
+from tests.support import polling
 from tests.support.cli import run_cli
 from tests.support.processes import WorkerProcess
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
@@ -50,14 +51,7 @@ POLL_S = 0.5  # longest pause between the search's checks (production default: 6
 GPU_DELAY_S = "0.02"  # each GPU double's work: what is tested here is the LLM wait
 
 
-async def until(check, timeout: float = 90.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+until = functools.partial(polling.until, timeout=90.0)
 
 
 class Site:

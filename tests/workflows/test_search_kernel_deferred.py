@@ -26,6 +26,7 @@ from kernelopt.agents import reply_folder
 from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
 from tests.support.cli import run_cli
+from tests.support.polling import until
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.workflows.test_search_kernel import (
     Gpu,
@@ -60,16 +61,6 @@ def script() -> list[Reply]:
         ),
         Reply(match="Outcomes, one line per candidate", content=SUMMARY),
     ]
-
-
-async def until(check, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def llm_input(store, prefix: str, proposer: ProposerConfig, **kw):
