@@ -295,6 +295,18 @@ def _smoke(source: str) -> tuple[bool, float]:
     return True, 0.6 + (h % 50) / 100
 
 
+def screening_estimate(candidate_id: str, ok: bool, ms: float, failure: str) -> ScreeningEstimate:
+    """A screening double's estimate against a 1-ms baseline; ``failure`` is the note when not ok."""
+    return ScreeningEstimate(
+        candidate_id=candidate_id,
+        smoke_ok=ok,
+        smoke_note="" if ok else failure,
+        estimated_ms=ms if ok else None,
+        baseline_ms=1.0,
+        estimated_speedup=1.0 / ms if ok else None,
+    )
+
+
 @activity.defn(name=names.SCREEN)
 async def screen_double(inp: ScreenInput) -> ScreenResult:
     """Untrusted estimates from the per-kernel number the gate double will report.
@@ -310,13 +322,8 @@ async def screen_double(inp: ScreenInput) -> ScreenResult:
     for cand in inp.candidates:
         ok, ms = _smoke(store.get_text(cand.source))
         estimates.append(
-            ScreeningEstimate(
-                candidate_id=cand.candidate_id,
-                smoke_ok=ok,
-                smoke_note="" if ok else "output 0 differs from the baseline's (test double)",
-                estimated_ms=ms if ok else None,
-                baseline_ms=1.0,
-                estimated_speedup=1.0 / ms if ok else None,
+            screening_estimate(
+                cand.candidate_id, ok, ms, "output 0 differs from the baseline's (test double)"
             )
         )
     return ScreenResult(

@@ -35,7 +35,6 @@ from kernelopt.contracts.compiled import (
 from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.contracts.screening import (
     SCREENED_OUT,
-    ScreeningEstimate,
     ScreenInput,
     ScreenResult,
 )
@@ -65,6 +64,7 @@ from kernelopt.contracts.verdicts import (
 from kernelopt.memory import ExperienceMemory
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.compiled import stub_compiled
+from tests.support.gpu_doubles import screening_estimate
 from tests.support.inductor_samples import POINTWISE
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from workflows.search_kernel import SearchKernel
@@ -125,14 +125,7 @@ class Gpu:
                 ms = gate_ms(source)
                 ok = "FAILS_COMPILE" not in source and "WRONG" not in source
                 out.append(
-                    ScreeningEstimate(
-                        candidate_id=c.candidate_id,
-                        smoke_ok=ok,
-                        smoke_note="" if ok else "output 0 differs (test double)",
-                        estimated_ms=ms if ok else None,
-                        baseline_ms=1.0,
-                        estimated_speedup=1.0 / ms if ok else None,
-                    )
+                    screening_estimate(c.candidate_id, ok, ms, "output 0 differs (test double)")
                 )
             return ScreenResult(estimates=out, device_seconds=0.01)
 
