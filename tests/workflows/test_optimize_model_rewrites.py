@@ -13,7 +13,6 @@ patch marker, must replay on today's workflows.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 
 from temporalio.client import Client
@@ -23,7 +22,7 @@ from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
 from kernelopt.contracts import Outcome, SearchKernelResult
 from kernelopt.store import open_store
-from tests.support.campaigns import small_options
+from tests.support.campaigns import queues, small_options
 from tests.support.processes import start_workers
 from tests.support.replay import replayed_markers
 from tests.support.temporal import search_ids
@@ -36,8 +35,7 @@ KERNEL = "triton_poi_fused_diag_embed_0"  # the H200 wrapper's one kernel (fixtu
 async def test_a_builtin_campaign_proposes_a_rewrite_of_the_whole_forward(
     client: Client, temporal_settings: Settings
 ) -> None:
-    tag = uuid.uuid4().hex[:8]
-    cpu_q, gpu_q = f"cpu-{tag}", f"gpu-{tag}"
+    cpu_q, gpu_q = queues()
     cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
     store = open_store(temporal_settings.artifacts_dir)
     try:

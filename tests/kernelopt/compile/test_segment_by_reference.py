@@ -12,7 +12,6 @@ workflows and CPU activities, GPU doubles) and replays its history.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 
 import pytest
@@ -58,7 +57,7 @@ from kernelopt.contracts import (
 from kernelopt.proposer.targets import rewrite_target
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.by_reference import KIB, LARGE, SMALL, payload_size
-from tests.support.campaigns import small_options
+from tests.support.campaigns import queues, small_options
 from tests.support.processes import start_workers
 from tests.support.replay import replayed_markers
 from tests.support.synthetic_wrapper import synthetic_wrapper
@@ -206,8 +205,7 @@ async def test_the_activities_store_scope_and_list_targets(tmp_path: Path, monke
 async def test_a_campaign_carries_the_reference_and_replays(
     client: Client, temporal_settings: Settings
 ) -> None:
-    tag = uuid.uuid4().hex[:8]
-    cpu_q, gpu_q = f"cpu-{tag}", f"gpu-{tag}"
+    cpu_q, gpu_q = queues()
     cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
     store = open_store(temporal_settings.artifacts_dir)
     try:
