@@ -23,3 +23,15 @@ def run_cli(
         timeout=timeout,
         **kw,
     )
+
+
+def start_cli(args: Sequence[str], env: Mapping[str, str], **kw) -> subprocess.Popen:
+    """``python -m kernelopt.cli ARGS`` started from the repository root; stderr piped as text."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kernelopt.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )

@@ -6,17 +6,14 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import run_cli, start_cli
 from tests.support.temporal import env_for, make_settings
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(
@@ -119,13 +116,10 @@ class StderrReader:
 def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelopt.cli", "optimize", "problems/level1/001_relu_chain.py"],
-        cwd=ROOT,
-        env=env,
+    proc = start_cli(
+        ["optimize", "problems/level1/001_relu_chain.py"],
+        env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
         preexec_fn=sigint_as_a_terminal_gives_it,
     )
     err = StderrReader(proc)

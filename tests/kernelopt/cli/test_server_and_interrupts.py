@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from kernelopt.temporal_server import EmbeddedServer
-from tests.support.cli import run_cli
+from tests.support.cli import run_cli, start_cli
 from tests.support.temporal import env_for, make_settings
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(
@@ -43,13 +40,10 @@ def test_ctrl_c_during_start_up_exits_130_with_a_message_even_if_sigint_was_igno
 ) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelopt.cli", "optimize", "problems/level1/001_relu_chain.py"],
-        cwd=ROOT,
-        env=env,
+    proc = start_cli(
+        ["optimize", "problems/level1/001_relu_chain.py"],
+        env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
         preexec_fn=_ignore_sigint,
     )
     try:
