@@ -26,7 +26,6 @@ import signal
 import socket
 import subprocess
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,6 @@ from typing import Any
 import pytest
 from temporalio.api.enums.v1 import EventType, PendingActivityState, TimeoutType
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
 from kernelopt.campaigns import prepare_problem, start_campaign
@@ -44,7 +42,7 @@ from kernelopt.store import open_store
 from kernelopt.temporal_server import SEARCH_ATTRIBUTES, temporal_binary
 from tests.deploy.hosts import Hosts
 from tests.deploy.procs import ROOT, WorkerProc, python_env, spawn
-from tests.support.campaigns import small_options
+from tests.support.campaigns import comparable, gate_calls_per_candidate, small_options
 from tests.support.temporal import search_ids
 
 PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
@@ -194,30 +192,6 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory):
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait(timeout=10)
-
-
-def comparable(outcome: Outcome) -> tuple:
-    return (
-        outcome.category,
-        round(outcome.speedup, 6),
-        tuple(outcome.replaced),
-        outcome.candidates_tried,
-        outcome.candidates_accepted,
-    )
-
-
-async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
-    counts: Counter = Counter()
-    for child in await search_ids(client, workflow_id):
-        async for event in client.get_workflow_handle(child).fetch_history_events():
-            if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                continue
-            attrs = event.activity_task_scheduled_event_attributes
-            if attrs.activity_type.name == "gate_candidate":
-                (payload,) = attrs.input.payloads
-                data = pydantic_data_converter.payload_converter.from_payload(payload)
-                counts[data["candidate_id"]] += 1
-    return counts
 
 
 async def history_bytes(client: Client, workflow_id: str) -> bytes:

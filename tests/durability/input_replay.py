@@ -20,15 +20,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import (
-    Interceptor,
-    Replayer,
     StartActivityInput,
-    WorkflowInboundInterceptor,
-    WorkflowInterceptorClassInput,
     WorkflowOutboundInterceptor,
 )
 
-import worker
+from tests.support.replay import outbound_interceptor, replayer
 
 RECORDED: list[tuple[str, list[Any]]] = []  # (activity type, JSON of each argument)
 
@@ -38,18 +34,6 @@ class _Outbound(WorkflowOutboundInterceptor):
         payloads = pydantic_data_converter.payload_converter.to_payloads(list(input.args))
         RECORDED.append((input.activity, [json.loads(p.data) for p in payloads]))
         return super().start_activity(input)
-
-
-class _Inbound(WorkflowInboundInterceptor):
-    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
-        super().init(_Outbound(outbound))
-
-
-class RecordActivityInputs(Interceptor):
-    def workflow_interceptor_class(
-        self, input: WorkflowInterceptorClassInput
-    ) -> type[WorkflowInboundInterceptor]:
-        return _Inbound
 
 
 def scheduled_in(history: WorkflowHistory) -> list[tuple[str, list[Any]]]:
@@ -86,13 +70,7 @@ def differences(recorded: Any, replayed: Any, where: str = "") -> list[str]:
 async def input_mismatches(workflows: list[type], history: WorkflowHistory) -> list[str]:
     """Replay ``history`` on ``workflows``; every scheduled input that differs, in words."""
     RECORDED.clear()
-    replayer = Replayer(
-        workflows=workflows,
-        data_converter=pydantic_data_converter,
-        workflow_runner=worker.workflow_runner(),
-        interceptors=[RecordActivityInputs()],
-    )
-    await replayer.replay_workflow(history)
+    await replayer(workflows, [outbound_interceptor(_Outbound)]).replay_workflow(history)
     recorded = scheduled_in(history)
     replayed = list(RECORDED)
     problems = []

@@ -39,6 +39,7 @@ from kernelopt.contracts import (
 )
 from kernelopt.store import open_store
 from kernelopt.temporal_server import SEARCH_ATTRIBUTES, temporal_binary
+from tests.support.campaigns import queues
 from tests.support.temporal import env_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,11 +47,6 @@ PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 HEARTBEAT_S = "3"  # GPU heartbeat timeout of the test workers (production: 2 minutes)
 # three searchable targets (two kernels and a fusion group) with a built-in launch space
 WRAPPER = ROOT / "tests" / "fixtures" / "compile" / "synthetic_partition_wrapper.py.txt"
-
-
-def queues() -> tuple[str, str]:
-    tag = uuid.uuid4().hex[:8]
-    return f"cpu-{tag}", f"gpu-{tag}"
 
 
 class Worker:

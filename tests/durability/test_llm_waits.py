@@ -17,11 +17,10 @@ the real ``kernelopt reply`` command.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -31,12 +30,13 @@ from kernelopt.config import Settings
 from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
 from kernelopt.store import open_store
+from tests.support import polling
+from tests.support.cli import run_cli
 from tests.support.processes import WorkerProcess
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.support.temporal import env_for, make_settings, start_server
 from tests.workflows.test_search_kernel import kernel_reply, search_input
 
-ROOT = Path(__file__).resolve().parents[2]
 PLANS = (
     '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"},'
     ' {"direction": "vectorize loads", "description": "128-bit loads"}]}'
@@ -51,14 +51,7 @@ POLL_S = 0.5  # longest pause between the search's checks (production default: 6
 GPU_DELAY_S = "0.02"  # each GPU double's work: what is tested here is the LLM wait
 
 
-async def until(check, timeout: float = 90.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+until = functools.partial(polling.until, timeout=90.0)
 
 
 class Site:
@@ -146,14 +139,7 @@ async def test_batch_pending_through_worker_kill_and_server_restart(tmp_path, mo
 
 
 def reply_cli(settings: Settings, rid: str, path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", "reply", rid, str(path)],
-        cwd=ROOT,
-        env=env_for(settings),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(["reply", rid, str(path)], env_for(settings), timeout=60)
 
 
 def answer(request: dict) -> str:

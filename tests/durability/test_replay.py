@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 import worker
@@ -30,6 +29,7 @@ from kernelopt.audit.history import parse_run
 from kernelopt.contracts import names
 from kernelopt.contracts.audit import EXPORT_CAMPAIGN
 from tests.durability import variants
+from tests.support.replay import replayer
 from workflows.export_campaign import ExportCampaign
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
@@ -75,16 +75,8 @@ def production_workflows() -> list[type]:
     return found if ExportCampaign in found else [*found, ExportCampaign]
 
 
-def replayer(*workflows: type) -> Replayer:
-    return Replayer(
-        workflows=list(workflows),
-        data_converter=pydantic_data_converter,
-        workflow_runner=worker.workflow_runner(),
-    )
-
-
 async def replay(workflows: list[type], histories: list[WorkflowHistory]) -> dict[str, Exception]:
-    results = await replayer(*workflows).replay_workflows(
+    results = await replayer(workflows).replay_workflows(
         _iterate(histories), raise_on_replay_failure=False
     )
     return dict(results.replay_failures)

@@ -10,21 +10,16 @@ recorded campaigns through the production sandbox and reads what each
 from __future__ import annotations
 
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import (
-    Interceptor,
-    Replayer,
     StartChildWorkflowInput,
-    WorkflowInboundInterceptor,
-    WorkflowInterceptorClassInput,
     WorkflowOutboundInterceptor,
 )
 
-import worker
 from kernelopt.contracts import names
 from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.search import SearchKernelInput
 from tests.durability.test_replay import corpus, production_workflows
+from tests.support.replay import outbound_interceptor, replayer
 
 STARTED: list[SearchKernelInput] = []
 
@@ -36,28 +31,11 @@ class _Outbound(WorkflowOutboundInterceptor):
         return super().start_child_workflow(input)
 
 
-class _Inbound(WorkflowInboundInterceptor):
-    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
-        super().init(_Outbound(outbound))
-
-
-class _RecordChildren(Interceptor):
-    def workflow_interceptor_class(
-        self, input: WorkflowInterceptorClassInput
-    ) -> type[WorkflowInboundInterceptor]:
-        return _Inbound
-
-
 async def test_every_replayed_search_is_started_with_its_targets_facts() -> None:
     STARTED.clear()
-    replayer = Replayer(
-        workflows=production_workflows(),
-        data_converter=pydantic_data_converter,
-        workflow_runner=worker.workflow_runner(),
-        interceptors=[_RecordChildren()],
-    )
+    replaying = replayer(production_workflows(), [outbound_interceptor(_Outbound)])
     for history in corpus(names.OPTIMIZE_MODEL):
-        await replayer.replay_workflow(history)
+        await replaying.replay_workflow(history)
     assert STARTED, "no recorded campaign started a search"
     kinds = set()
     for inp in STARTED:

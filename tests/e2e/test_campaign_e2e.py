@@ -8,14 +8,11 @@ end in the same outcome as an undisturbed run, with no decision taken twice.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections import Counter
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
@@ -28,7 +25,12 @@ from kernelopt.contracts import (
     SearchParams,
 )
 from kernelopt.store import open_store
-from tests.support.campaigns import small_options
+from tests.support.campaigns import (
+    comparable,
+    gate_calls_per_candidate,
+    queues,
+    small_options,
+)
 from tests.support.processes import WorkerProcess, start_workers
 from tests.support.temporal import make_settings, search_ids, start_server
 
@@ -67,43 +69,6 @@ async def cancel_in_phase(
     await asyncio.sleep(after_s)
     await handle.signal("stop", "cancelled by user")
     return handle, await asyncio.wait_for(handle.result(), 60)
-
-
-async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
-    """How often each candidate was sent to gate_candidate, across the campaign's children."""
-    counts: Counter = Counter()
-    history = await client.get_workflow_handle(workflow_id).fetch_history()
-    children = [
-        e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
-    ]
-    for child in children:
-        async for event in client.get_workflow_handle(child).fetch_history_events():
-            if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                continue
-            attrs = event.activity_task_scheduled_event_attributes
-            if attrs.activity_type.name != "gate_candidate":
-                continue
-            (payload,) = attrs.input.payloads
-            data = pydantic_data_converter.payload_converter.from_payload(payload)
-            counts[data["candidate_id"]] += 1
-    return counts
-
-
-def comparable(outcome: Outcome) -> tuple:
-    return (
-        outcome.category,
-        round(outcome.speedup, 6),
-        tuple(outcome.replaced),
-        outcome.candidates_tried,
-        outcome.candidates_accepted,
-    )
-
-
-def queues() -> tuple[str, str]:
-    tag = uuid.uuid4().hex[:8]
-    return f"cpu-{tag}", f"gpu-{tag}"
 
 
 @pytest.fixture(scope="module")

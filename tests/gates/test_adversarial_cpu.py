@@ -8,13 +8,12 @@ timer-patching cheat, which is caught by identity checks, not by numbers).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from gates.runner import forking_from, probe_zygote, zygote_env
+from gates.runner import forking_from
 from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
 from tests.support.adversarial import (
@@ -32,42 +31,6 @@ HANG_TIMEOUT_S = 6.0
 CPU_CASES = [
     replace(c, timeout_s=HANG_TIMEOUT_S) if c.timeout_s is not None else c for c in cases_for("cpu")
 ]
-
-
-@pytest.fixture(scope="module")
-def unsandboxed_zygote(gates_env: Path) -> Iterator[Zygote]:
-    """A CPU zygote started without bubblewrap, for this module's unsandboxed tests.
-
-    Spawning a fresh interpreter per gate child (torch and Triton imported each
-    time) cost them seconds a child; how a child starts does not change the
-    parent-side checks they make.  The spawned path has tests of its own
-    (tests/gates/test_isolation_primitives.py, tests/security).
-    """
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("KERNELOPT_SANDBOX", "off")
-        zygote = Zygote(zygote_env("cpu"), start_timeout_s=90.0)
-        try:
-            probe = probe_zygote(zygote, "cpu")
-            assert probe.ok, probe.describe()
-        except BaseException:
-            zygote.close()
-            raise
-    yield zygote
-    zygote.close()
-
-
-@pytest.fixture
-def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> None:
-    """Children without bubblewrap (from an unsandboxed zygote, not the session's sandboxed one).
-
-    With the sandbox the rewrites below are refused outright (the files are not
-    writable in the child's view: tests/security); these tests check the
-    parent-side detection and repair behind it, which must hold on its own.
-    """
-    import gates.runner
-
-    monkeypatch.setenv("KERNELOPT_SANDBOX", "off")
-    monkeypatch.setattr(gates.runner, "_ZYGOTES", {"cpu": unsandboxed_zygote})
 
 
 @pytest.fixture(scope="module")

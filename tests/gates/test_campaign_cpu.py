@@ -19,7 +19,7 @@ from kernelopt.contracts import (
 )
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
 from kernelopt.store import ArtifactStore, open_store
-from tests.support.compiled import forward_compiled
+from tests.support.compiled import stub_compiled
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "wrappers"
@@ -33,7 +33,7 @@ def store(tmp_path: Path) -> ArtifactStore:
 def _compiled(store: ArtifactStore, problem: Path) -> CompileResult:
     blob = store.put_text("unused in forward mode", name="placeholder")
     source = store.put_text(problem.read_text(), name=problem.name)
-    return forward_compiled(ProblemSpec(name=problem.stem, source=source), blob)
+    return stub_compiled(ProblemSpec(name=problem.stem, source=source), blob)
 
 
 def _forward_input(store: ArtifactStore, candidate: str) -> CandidateGateInput:

@@ -9,15 +9,12 @@ entry point in this process with such a directory, on the CPU.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import gates.reference_cache as reference_cache
 from gates.campaign import gate_candidate
-from gates.runner import probe_zygote, zygote_env
-from gates.zygote import Zygote
 from kernelopt.contracts import CandidateGateResult
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
 from kernelopt.store import ArtifactStore, open_store
@@ -111,12 +108,12 @@ def test_a_failed_reference_is_never_kept(
     store: ArtifactStore, kept: Path, cpu_launcher: bool, tmp_path: Path
 ) -> None:
     from kernelopt.contracts import ProblemSpec
-    from tests.support.compiled import forward_compiled
+    from tests.support.compiled import stub_compiled
 
     broken = "import torch\nraise RuntimeError('the problem itself is broken')\n"
     inp = _forward_input(store, "swish_fused")
     spec = ProblemSpec(name="broken", source=store.put_text(broken, name="broken.py"))
-    compiled = forward_compiled(spec, inp.compiled.wrapper)
+    compiled = stub_compiled(spec, inp.compiled.wrapper)
     settings = GateSettings(device="cpu", reference_uses=3)
     with pytest.raises(Exception, match="reference could not run"):
         gate_candidate(inp.model_copy(update={"compiled": compiled, "settings": settings}), store)
@@ -173,30 +170,6 @@ def test_a_sandboxed_candidate_cannot_reach_the_shared_bundle(
     assert after.passed
     assert _reference(after) == {**_reference(first), "use": 3}
     assert len(prepared) == 1
-
-
-@pytest.fixture(scope="module")
-def unsandboxed_zygote(gates_env: Path) -> Iterator[Zygote]:
-    """A CPU zygote without bubblewrap: the parent-side defences must hold on their own."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("KERNELOPT_SANDBOX", "off")
-        zygote = Zygote(zygote_env("cpu"), start_timeout_s=90.0)
-        try:
-            probe = probe_zygote(zygote, "cpu")
-            assert probe.ok, probe.describe()
-        except BaseException:
-            zygote.close()
-            raise
-    yield zygote
-    zygote.close()
-
-
-@pytest.fixture
-def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> None:
-    import gates.runner
-
-    monkeypatch.setenv("KERNELOPT_SANDBOX", "off")
-    monkeypatch.setattr(gates.runner, "_ZYGOTES", {"cpu": unsandboxed_zygote})
 
 
 def test_unsandboxed_a_candidate_that_rewrites_the_inputs_retires_the_bundle(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernelopt.errors import ProblemError
 from kernelopt.preflight_problem import preflight
+from tests.support.cli import run_cli
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,14 +100,7 @@ def test_optimize_submits_nothing_for_a_file_that_raises(tmp_path: Path) -> None
     settings = make_settings(tmp_path / "home")
     path = tmp_path / "raises.py"
     path.write_text(CASES["raises_at_import"][0])
-    done = subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", "optimize", str(path), "--no-follow"],
-        cwd=ROOT,
-        env={**env_for(settings), "COLUMNS": "300"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli(["optimize", str(path), "--no-follow"], {**env_for(settings), "COLUMNS": "300"})
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{path}:4:" in lines[0] and "ZeroDivisionError" in lines[0]

@@ -1,8 +1,22 @@
-"""The campaign the end-to-end and deployment tests run over the GPU doubles."""
+"""The campaign the end-to-end and deployment tests run over the GPU doubles, and what they compare."""
 
 from __future__ import annotations
 
-from kernelopt.contracts import CampaignOptions, ProposerConfig, ProposerKind, SearchParams
+import uuid
+from collections import Counter
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from kernelopt.contracts import (
+    CampaignOptions,
+    Outcome,
+    ProposerConfig,
+    ProposerKind,
+    SearchParams,
+)
+from tests.support.temporal import search_ids
 
 
 def small_options(cpu_queue: str, gpu_queue: str) -> CampaignOptions:
@@ -14,3 +28,35 @@ def small_options(cpu_queue: str, gpu_queue: str) -> CampaignOptions:
         gpu_queue=gpu_queue,
         search_library_dominated=True,
     )
+
+
+def queues() -> tuple[str, str]:
+    """A CPU and a GPU task queue of this test's own."""
+    tag = uuid.uuid4().hex[:8]
+    return f"cpu-{tag}", f"gpu-{tag}"
+
+
+def comparable(outcome: Outcome) -> tuple:
+    """What two runs of one campaign must agree on."""
+    return (
+        outcome.category,
+        round(outcome.speedup, 6),
+        tuple(outcome.replaced),
+        outcome.candidates_tried,
+        outcome.candidates_accepted,
+    )
+
+
+async def gate_calls_per_candidate(client: Client, workflow_id: str) -> Counter:
+    """How often each candidate was sent to gate_candidate, across the campaign's searches."""
+    counts: Counter = Counter()
+    for child in await search_ids(client, workflow_id):
+        async for event in client.get_workflow_handle(child).fetch_history_events():
+            if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                continue
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == "gate_candidate":
+                (payload,) = attrs.input.payloads
+                data = pydantic_data_converter.payload_converter.from_payload(payload)
+                counts[data["candidate_id"]] += 1
+    return counts

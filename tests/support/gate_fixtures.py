@@ -1,4 +1,4 @@
-"""Gate-test fixtures: small problem sizes for the CPU, a private KERNELOPT_HOME, a zygote."""
+"""Gate-test fixtures: small problem sizes for the CPU, a private KERNELOPT_HOME, zygotes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.runner import forking_from, verified_zygote
+from gates.runner import forking_from, probe_zygote, verified_zygote, zygote_env
 from gates.zygote import Zygote
 
 
@@ -37,3 +37,39 @@ def cpu_launcher(cpu_zygote: Zygote | None) -> Iterator[bool]:
     """This test's gate jobs fork from the session's CPU zygote (children still start fresh)."""
     with forking_from("cpu", cpu_zygote):
         yield cpu_zygote is not None
+
+
+@pytest.fixture(scope="module")
+def unsandboxed_zygote(gates_env: Path) -> Iterator[Zygote]:
+    """A CPU zygote started without bubblewrap, for one module's unsandboxed tests.
+
+    Spawning a fresh interpreter per gate child (torch and Triton imported each
+    time) costs seconds a child; how a child starts does not change the
+    parent-side checks those tests make.  The spawned path has tests of its own
+    (tests/gates/test_isolation_primitives.py, tests/security).
+    """
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KERNELOPT_SANDBOX", "off")
+        zygote = Zygote(zygote_env("cpu"), start_timeout_s=90.0)
+        try:
+            probe = probe_zygote(zygote, "cpu")
+            assert probe.ok, probe.describe()
+        except BaseException:
+            zygote.close()
+            raise
+    yield zygote
+    zygote.close()
+
+
+@pytest.fixture
+def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> None:
+    """Children without bubblewrap (from an unsandboxed zygote, not the session's sandboxed one).
+
+    With the sandbox, rewrites of the reference or the candidate's files are refused
+    outright (the files are not writable in the child's view: tests/security); these
+    tests check the parent-side detection and repair behind it, which must hold on its own.
+    """
+    import gates.runner
+
+    monkeypatch.setenv("KERNELOPT_SANDBOX", "off")
+    monkeypatch.setattr(gates.runner, "_ZYGOTES", {"cpu": unsandboxed_zygote})

@@ -69,6 +69,7 @@ from kernelopt.contracts import (
 from kernelopt.contracts.screening import ScreeningEstimate, ScreenInput, ScreenResult
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult
 from kernelopt.store import open_store
+from tests.support.compiled import stub_compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
@@ -219,17 +220,14 @@ async def compile_double(inp: CompileInput) -> CompileResult:
     wrapper_path = Path(override) if override else fixture_wrapper(inp.problem.path)
     wrapper = store.put_text(wrapper_path.read_text(), "text/x-python", "wrapper.py")
     blob = store.put_bytes(b"captured-args-placeholder-for-tests", name="args.pt")
-    return CompileResult(
-        problem=inp.problem,
-        cache_key=hashlib.sha256(inp.problem.source.sha256.encode()).hexdigest(),
+    return stub_compiled(
+        inp.problem,
+        blob,
+        "test-gpu",
         mode=inp.mode,
-        torch_version="test",
-        triton_version="test",
-        gpu_name="test-gpu",
+        cache_key=hashlib.sha256(inp.problem.source.sha256.encode()).hexdigest(),
         numerics="test-numerics",
         wrapper=wrapper,
-        args=blob,
-        inputs=blob,
         eager_ms=2.0,
         compiled_ms=1.0,
     )
@@ -297,6 +295,18 @@ def _smoke(source: str) -> tuple[bool, float]:
     return True, 0.6 + (h % 50) / 100
 
 
+def screening_estimate(candidate_id: str, ok: bool, ms: float, failure: str) -> ScreeningEstimate:
+    """A screening double's estimate against a 1-ms baseline; ``failure`` is the note when not ok."""
+    return ScreeningEstimate(
+        candidate_id=candidate_id,
+        smoke_ok=ok,
+        smoke_note="" if ok else failure,
+        estimated_ms=ms if ok else None,
+        baseline_ms=1.0,
+        estimated_speedup=1.0 / ms if ok else None,
+    )
+
+
 @activity.defn(name=names.SCREEN)
 async def screen_double(inp: ScreenInput) -> ScreenResult:
     """Untrusted estimates from the per-kernel number the gate double will report.
@@ -312,13 +322,8 @@ async def screen_double(inp: ScreenInput) -> ScreenResult:
     for cand in inp.candidates:
         ok, ms = _smoke(store.get_text(cand.source))
         estimates.append(
-            ScreeningEstimate(
-                candidate_id=cand.candidate_id,
-                smoke_ok=ok,
-                smoke_note="" if ok else "output 0 differs from the baseline's (test double)",
-                estimated_ms=ms if ok else None,
-                baseline_ms=1.0,
-                estimated_speedup=1.0 / ms if ok else None,
+            screening_estimate(
+                cand.candidate_id, ok, ms, "output 0 differs from the baseline's (test double)"
             )
         )
     return ScreenResult(

@@ -13,21 +13,18 @@ patch marker, must replay on today's workflows.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
-import worker
 from activities.report_activities import expand_pages
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
 from kernelopt.contracts import Outcome, SearchKernelResult
 from kernelopt.store import open_store
-from tests.support.campaigns import small_options
+from tests.support.campaigns import queues, small_options
 from tests.support.processes import start_workers
+from tests.support.replay import replayed_markers
 from tests.support.temporal import search_ids
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +35,7 @@ KERNEL = "triton_poi_fused_diag_embed_0"  # the H200 wrapper's one kernel (fixtu
 async def test_a_builtin_campaign_proposes_a_rewrite_of_the_whole_forward(
     client: Client, temporal_settings: Settings
 ) -> None:
-    tag = uuid.uuid4().hex[:8]
-    cpu_q, gpu_q = f"cpu-{tag}", f"gpu-{tag}"
+    cpu_q, gpu_q = queues()
     cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
     store = open_store(temporal_settings.artifacts_dir)
     try:
@@ -72,17 +68,7 @@ async def test_a_builtin_campaign_proposes_a_rewrite_of_the_whole_forward(
     assert "torch.diag" not in forward and "mul" in forward
 
     history = await handle.fetch_history()
-    replayer = Replayer(
-        workflows=worker.workflows(),
-        data_converter=pydantic_data_converter,
-        workflow_runner=worker.workflow_runner(),
-    )
-    await replayer.replay_workflow(history)  # raises on non-determinism
-    markers = [
-        e.marker_recorded_event_attributes.SerializeToString()
-        for e in history.events
-        if e.HasField("marker_recorded_event_attributes")
-    ]
+    markers = await replayed_markers(history)  # raises on non-determinism
     assert any(b"builtin-rewrites-whole-forward" in m for m in markers)
 
 

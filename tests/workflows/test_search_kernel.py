@@ -26,7 +26,6 @@ from activities.report_activities import expand_pages
 from activities.search_activities import propose_builtin_on_gpu
 from kernelopt.contracts import names
 from kernelopt.contracts.compiled import (
-    CompileResult,
     SearchMode,
     SearchTarget,
     SegmentResult,
@@ -36,7 +35,6 @@ from kernelopt.contracts.compiled import (
 from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.contracts.screening import (
     SCREENED_OUT,
-    ScreeningEstimate,
     ScreenInput,
     ScreenResult,
 )
@@ -65,13 +63,14 @@ from kernelopt.contracts.verdicts import (
 )
 from kernelopt.memory import ExperienceMemory
 from kernelopt.store import ArtifactStore, open_store
+from tests.support.compiled import stub_compiled
+from tests.support.gpu_doubles import screening_estimate
 from tests.support.inductor_samples import POINTWISE
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from workflows.search_kernel import SearchKernel
 
 KERNEL = "triton_poi_fused_add_mul_relu_0"
 RESULT_TIMEOUT = 60
-
 
 
 @pytest.fixture
@@ -126,14 +125,7 @@ class Gpu:
                 ms = gate_ms(source)
                 ok = "FAILS_COMPILE" not in source and "WRONG" not in source
                 out.append(
-                    ScreeningEstimate(
-                        candidate_id=c.candidate_id,
-                        smoke_ok=ok,
-                        smoke_note="" if ok else "output 0 differs (test double)",
-                        estimated_ms=ms if ok else None,
-                        baseline_ms=1.0,
-                        estimated_speedup=1.0 / ms if ok else None,
-                    )
+                    screening_estimate(c.candidate_id, ok, ms, "output 0 differs (test double)")
                 )
             return ScreenResult(estimates=out, device_seconds=0.01)
 
@@ -200,18 +192,12 @@ def verdicts_for(inp: CandidateGateInput, source: str) -> CandidateGateResult:
 
 def search_input(store: ArtifactStore, queue: str, **kw) -> SearchKernelInput:
     src = store.put_text(POINTWISE, name=f"{KERNEL}.py")
-    compiled = CompileResult(
-        problem=ProblemSpec(name="relu_chain", source=src),
-        cache_key="k",
+    compiled = stub_compiled(
+        ProblemSpec(name="relu_chain", source=src),
+        src,
+        "test-gpu",
         mode="max-autotune-no-cudagraphs",
-        torch_version="t",
-        triton_version="t",
-        gpu_name="test-gpu",
-        wrapper=src,
-        args=src,
-        inputs=src,
-        eager_ms=1.0,
-        compiled_ms=1.0,
+        ms=1.0,
     )
     kernel = TritonKernel(
         name=KERNEL, source=src, launch_line=1, launch_site="...", kind="pointwise"

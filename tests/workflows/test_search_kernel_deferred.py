@@ -12,9 +12,9 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 import uuid
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,8 @@ from activities import llm_wait_activities, search_activities
 from kernelopt.agents import reply_folder
 from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
+from tests.support.cli import run_cli
+from tests.support.polling import until
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.workflows.test_search_kernel import (
     Gpu,
@@ -40,7 +42,6 @@ PLANS = (
     ' {"direction": "vectorize loads", "description": "128-bit loads"}]}'
 )
 SUMMARY = '{"entries": []}'
-
 
 
 @pytest.fixture
@@ -62,24 +63,35 @@ def script() -> list[Reply]:
     ]
 
 
-async def until(check, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+def llm_input(store, prefix: str, proposer: ProposerConfig, **kw):
+    """One round of two plans, no retries, beam 1, planned by ``proposer``."""
+    return search_input(
+        store,
+        f"{prefix}-{uuid.uuid4().hex[:6]}",
+        params=SearchParams(iterations=1, plans=2, retries=0, beam=1),
+        proposer=proposer,
+        use_llm=True,
+        **kw,
+    )
 
 
-async def start(env, inp):
+@asynccontextmanager
+async def started(env, inp, gpu: Gpu):
+    """The real CPU worker and ``gpu``'s doubles running, and the search started on them."""
     cpu = Worker(
         env.client,
         task_queue=inp.cpu_queue,
         workflows=[SearchKernel],
         activities=[*search_activities.CPU_ACTIVITIES, *llm_wait_activities.CPU_ACTIVITIES],
     )
-    return cpu
+    async with cpu, Worker(env.client, task_queue=inp.gpu_queue, activities=gpu.activities()):
+        yield await env.client.start_workflow(
+            names.SEARCH_KERNEL,
+            inp,
+            id=f"camp/search/k0/{uuid.uuid4().hex[:8]}",
+            task_queue=inp.cpu_queue,
+            result_type=SearchKernelResult,
+        )
 
 
 async def finish(env, handle) -> SearchKernelResult:
@@ -102,24 +114,8 @@ async def test_batch_mode_round_goes_out_as_batch_jobs_and_waits(env, store):
         proposer = ProposerConfig(
             base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE", mode="batch", poll_s=1.0
         )
-        inp = search_input(
-            store,
-            f"batch-{uuid.uuid4().hex[:6]}",
-            params=SearchParams(iterations=1, plans=2, retries=0, beam=1),
-            proposer=proposer,
-            use_llm=True,
-        )
-        async with (
-            await start(env, inp),
-            Worker(env.client, task_queue=inp.gpu_queue, activities=gpu.activities()),
-        ):
-            handle = await env.client.start_workflow(
-                names.SEARCH_KERNEL,
-                inp,
-                id=f"camp/search/k0/{uuid.uuid4().hex[:8]}",
-                task_queue=inp.cpu_queue,
-                result_type=SearchKernelResult,
-            )
+        inp = llm_input(store, "batch", proposer)
+        async with started(env, inp, gpu) as handle:
             await until(lambda: llm.batches, what="the planner's batch")
             polls = llm.batch_polls
             await until(lambda: llm.batch_polls >= polls + 3, what="polls while held")
@@ -153,25 +149,8 @@ async def test_batch_wait_ends_at_the_wall_budget_and_cancels_the_batch(env, sto
         proposer = ProposerConfig(
             base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE", mode="batch", poll_s=1.0
         )
-        inp = search_input(
-            store,
-            f"bbud-{uuid.uuid4().hex[:6]}",
-            params=SearchParams(iterations=1, plans=2, retries=0, beam=1),
-            proposer=proposer,
-            use_llm=True,
-            budget_left={"wall_seconds": 8.0},
-        )
-        async with (
-            await start(env, inp),
-            Worker(env.client, task_queue=inp.gpu_queue, activities=gpu.activities()),
-        ):
-            handle = await env.client.start_workflow(
-                names.SEARCH_KERNEL,
-                inp,
-                id=f"camp/search/k0/{uuid.uuid4().hex[:8]}",
-                task_queue=inp.cpu_queue,
-                result_type=SearchKernelResult,
-            )
+        inp = llm_input(store, "bbud", proposer, budget_left={"wall_seconds": 8.0})
+        async with started(env, inp, gpu) as handle:
             result = await finish(env, handle)
         (batch,) = llm.batches.values()
     assert result.stopped_reason == "budget exhausted: wall_seconds"
@@ -188,14 +167,7 @@ def cli(home: Path, env_client_target: str, *args: str) -> subprocess.CompletedP
         "PYTHONPATH": str(ROOT),
         "COLUMNS": "80",
     }
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(args, env, timeout=60)
 
 
 async def test_folder_mode_waits_for_reply_files_and_kernelopt_reply(env, store, tmp_path):
@@ -203,25 +175,9 @@ async def test_folder_mode_waits_for_reply_files_and_kernelopt_reply(env, store,
     home = tmp_path / "home"
     folder = reply_folder.folders(home / "llm")
     proposer = ProposerConfig(model="m", mode="folder", poll_s=120.0)  # no endpoint at all
-    inp = search_input(
-        store,
-        f"fold-{uuid.uuid4().hex[:6]}",
-        params=SearchParams(iterations=1, plans=2, retries=0, beam=1),
-        proposer=proposer,
-        use_llm=True,
-    )
+    inp = llm_input(store, "fold", proposer)
     target = env.client.service_client.config.target_host
-    async with (
-        await start(env, inp),
-        Worker(env.client, task_queue=inp.gpu_queue, activities=gpu.activities()),
-    ):
-        handle = await env.client.start_workflow(
-            names.SEARCH_KERNEL,
-            inp,
-            id=f"camp/search/k0/{uuid.uuid4().hex[:8]}",
-            task_queue=inp.cpu_queue,
-            result_type=SearchKernelResult,
-        )
+    async with started(env, inp, gpu) as handle:
         (plan,) = await until(lambda: reply_folder.pending(folder), what="the planner's request")
         # self-contained: the whole prompt, with the kernel source, and how to answer
         assert plan["role"] == "plan" and plan["round"] == 0 and plan["target_id"] == "k0"
@@ -279,24 +235,8 @@ async def test_planner_parse_failure_gets_one_retry_in_the_search(env, store):
             *script()[1:],
         )
         proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
-        inp = search_input(
-            store,
-            f"pretry-{uuid.uuid4().hex[:6]}",
-            params=SearchParams(iterations=1, plans=2, retries=0, beam=1),
-            proposer=proposer,
-            use_llm=True,
-        )
-        async with (
-            await start(env, inp),
-            Worker(env.client, task_queue=inp.gpu_queue, activities=gpu.activities()),
-        ):
-            handle = await env.client.start_workflow(
-                names.SEARCH_KERNEL,
-                inp,
-                id=f"camp/search/k0/{uuid.uuid4().hex[:8]}",
-                task_queue=inp.cpu_queue,
-                result_type=SearchKernelResult,
-            )
+        inp = llm_input(store, "pretry", proposer)
+        async with started(env, inp, gpu) as handle:
             result = await finish(env, handle)
         unused = llm.unused()
     assert unused == []

@@ -21,7 +21,6 @@ from gates import campaign
 from gates.runner import fast_launch
 from kernelopt.contracts import names
 from kernelopt.contracts.compiled import (
-    CompileResult,
     SearchMode,
     SearchTarget,
     SegmentResult,
@@ -36,11 +35,11 @@ from kernelopt.contracts.verdicts import (
     GateSettings,
 )
 from kernelopt.store import ArtifactStore, open_store
+from tests.support.compiled import stub_compiled
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.workflows.test_search_kernel import Gpu, run_search
 
 TESTS = Path(__file__).resolve().parents[1]
-
 
 
 @pytest.fixture
@@ -74,19 +73,7 @@ def _search_input(store: ArtifactStore, queue: str, proposer: ProposerConfig) ->
     problem = store.put_text(
         (TESTS / "problems" / "gates" / "swish_bias.py").read_text(), name="p.py"
     )
-    compiled = CompileResult(
-        problem=ProblemSpec(name="swish_bias", source=problem),
-        cache_key="k",
-        mode="default",
-        torch_version="t",
-        triton_version="t",
-        gpu_name="cpu",
-        wrapper=problem,
-        args=problem,
-        inputs=problem,
-        eager_ms=1.0,
-        compiled_ms=1.0,
-    )
+    compiled = stub_compiled(ProblemSpec(name="swish_bias", source=problem), problem, ms=1.0)
     target = SearchTarget(id="forward", kind=TargetKind.FORWARD, source=problem)
     segment = SegmentResult(
         kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="", targets=[target]

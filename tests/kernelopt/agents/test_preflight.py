@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,9 +11,8 @@ import pytest
 
 from kernelopt.agents.preflight import llm_endpoint_problem
 from kernelopt.contracts.search import ProposerConfig, ProposerKind
+from tests.support.cli import run_cli
 from tests.support.scripted_openai import ScriptedOpenAI
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _free_port() -> int:
@@ -74,11 +71,8 @@ def test_optimize_refuses_an_unreachable_endpoint_before_submitting(tmp_path: Pa
         "KERNELOPT_HOME": str(tmp_path / "home"),
         "KERNELOPT_TEMPORAL_ADDRESS": f"127.0.0.1:{_free_port()}",  # never contacted
     }
-    done = subprocess.run(
+    done = run_cli(
         [
-            sys.executable,
-            "-m",
-            "kernelopt.cli",
             "optimize",
             "problems/level1/001_relu_chain.py",
             "--proposer",
@@ -87,11 +81,7 @@ def test_optimize_refuses_an_unreachable_endpoint_before_submitting(tmp_path: Pa
             url,
             "--no-follow",
         ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        env,
     )
     assert done.returncode == 2, done.stderr
     assert "LLM endpoint check failed: cannot reach" in done.stderr

@@ -6,28 +6,14 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli, start_cli
 from tests.support.temporal import env_for, make_settings
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def kernelopt(args: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **kw,
-    )
 
 
 @pytest.mark.parametrize(
@@ -53,7 +39,7 @@ def test_bad_problem_files_are_rejected_before_any_workflow(
     problem = tmp_path / "problem.py"
     if content is not None:
         problem.write_text(content)
-    done = kernelopt(["optimize", str(problem), "--no-follow"], env_for(settings))
+    done = run_cli(["optimize", str(problem), "--no-follow"], env_for(settings))
     assert done.returncode == 2
     message = " ".join(done.stderr.split())
     assert str(problem) in message and reason.lower() in message.lower(), message
@@ -65,7 +51,7 @@ def test_bad_problem_files_are_rejected_before_any_workflow(
 def test_empty_campaign_id_is_refused_before_any_server(tmp_path: Path, command: str) -> None:
     """`kernelopt cancel "$ID"` with an unset variable: say so, start nothing."""
     settings = make_settings(tmp_path / "home")
-    done = kernelopt([command, " "], env_for(settings))
+    done = run_cli([command, " "], env_for(settings))
     assert done.returncode == 2
     assert "empty campaign id" in done.stderr and "kernelopt list" in done.stderr
     assert not (settings.server_dir / "server.pid").exists()
@@ -75,14 +61,14 @@ def test_unknown_campaign_id_points_to_the_listing(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = env_for(settings)
     try:
-        assert kernelopt(["server", "start"], env).returncode == 0
-        done = kernelopt(["cancel", "no-such-campaign"], env)
+        assert run_cli(["server", "start"], env).returncode == 0
+        done = run_cli(["cancel", "no-such-campaign"], env)
         assert done.returncode == 2
         text = " ".join(done.stderr.split())
         assert "not found" in text and "no-such-campaign" in text, text
         assert "`kernelopt list` shows the campaigns" in text, text
     finally:
-        kernelopt(["server", "stop"], env)
+        run_cli(["server", "stop"], env)
 
 
 def sigint_as_a_terminal_gives_it() -> None:
@@ -130,13 +116,10 @@ class StderrReader:
 def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelopt.cli", "optimize", "problems/level1/001_relu_chain.py"],
-        cwd=ROOT,
-        env=env,
+    proc = start_cli(
+        ["optimize", "problems/level1/001_relu_chain.py"],
+        env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
         preexec_fn=sigint_as_a_terminal_gives_it,
     )
     err = StderrReader(proc)
@@ -154,7 +137,7 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         assert f"Temporal UI: http://127.0.0.1:{settings.ui_port}" in text, text
         assert str(settings.server_dir / "server.log") in text, text
         assert "workers cpu" in text and str(settings.home / "workers") in text, text
-        listing = kernelopt(["list"], {**env, "COLUMNS": "80"})
+        listing = run_cli(["list"], {**env, "COLUMNS": "80"})
         assert "running" in listing.stdout  # Ctrl-C did not cancel the campaign
         assert "…" not in listing.stdout, listing.stdout  # nothing cut at 80 columns
         campaign = re.search(r"campaign (\S+) submitted", text)
@@ -164,44 +147,44 @@ def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) 
         # and that it waits for a GPU worker
         time.sleep(max(0.0, MIN_AGE_S - (time.monotonic() - submitted_at)))
         at_least = time.monotonic() - submitted_at
-        show = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
+        show = run_cli(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
         shown = " ".join(show.stdout.split())
         elapsed = re.search(r"elapsed (\d+) s", shown)
         assert elapsed and int(elapsed.group(1)) >= int(at_least), (at_least, shown)
         assert "waiting for a GPU worker" in shown, shown
-        audit = kernelopt(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
+        audit = run_cli(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
         audited = " ".join(audit.stdout.split())
         assert "waiting for a GPU worker" in audited, audited
         assert "scheduled" not in audited, audited  # waiting is not an incident
         # cancelled while compile waits for a GPU worker: it ends now, with no baseline
-        cancel = kernelopt(["cancel", campaign.group(1)], env)
+        cancel = run_cli(["cancel", campaign.group(1)], env)
         assert "without a baseline" in " ".join(cancel.stdout.split()), cancel.stdout
         for _ in range(60):
-            again = kernelopt(["cancel", campaign.group(1)], env)
+            again = run_cli(["cancel", campaign.group(1)], env)
             if again.returncode:
                 break
             time.sleep(1.0)
         assert "already completed" in again.stderr and "kernelopt show" in again.stderr
         # a cancelled campaign reads as cancelled everywhere, not as a 1.000x fallback
-        show = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
+        show = run_cli(["show", campaign.group(1)], {**env, "COLUMNS": "80"})
         assert "cancelled" in show.stdout and "fallback" not in show.stdout, show.stdout
         assert "artifact " not in show.stdout, show.stdout  # the report is a path
-        wide = kernelopt(["show", campaign.group(1)], {**env, "COLUMNS": "300"})
+        wide = run_cli(["show", campaign.group(1)], {**env, "COLUMNS": "300"})
         report = re.search(r"report\s*│\s*(\S+\.md)", wide.stdout)
         assert report and Path(report.group(1)).is_file(), wide.stdout
-        listing = kernelopt(["list"], {**env, "COLUMNS": "80"})
+        listing = run_cli(["list"], {**env, "COLUMNS": "80"})
         assert "cancelled" in listing.stdout, listing.stdout
-        audit = kernelopt(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
+        audit = run_cli(["audit", campaign.group(1)], {**env, "COLUMNS": "80"})
         assert "cancelled" in audit.stdout and "fallback" not in audit.stdout, audit.stdout
     finally:
         if proc.poll() is None:
             proc.kill()
-        kernelopt(["server", "stop"], env)
+        run_cli(["server", "stop"], env)
 
 
 def test_gpu_worker_refuses_without_cuda(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": "", "PATH": os.defpath}
-    done = kernelopt(["worker", "--queue", "gpu"], env)
+    done = run_cli(["worker", "--queue", "gpu"], env)
     assert done.returncode == 2
     assert "no CUDA GPU" in done.stderr

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
 from kernelopt.cli.process_exit import system_exit_code
+from tests.support.cli import run_cli
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,15 +48,7 @@ def kernelopt(tmp_path: Path, *args: str, **extra_env: str) -> subprocess.Comple
         "PYTHONPATH": f"{probe}:{ROOT}",
         **extra_env,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(args, env, stdin=subprocess.DEVNULL)
 
 
 def test_the_probe_sees_finalisation_of_a_command_that_does_not_use_temporal(tmp_path):

@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from kernelopt.temporal_server import EmbeddedServer
+from tests.support.cli import run_cli, start_cli
 from tests.support.temporal import env_for, make_settings
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def kernelopt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.mark.parametrize(
@@ -34,7 +21,7 @@ def test_read_only_commands_say_the_server_is_stopped_and_start_nothing(
     tmp_path: Path, args: list[str]
 ) -> None:
     settings = make_settings(tmp_path / "home")
-    done = kernelopt(args, env_for(settings))
+    done = run_cli(args, env_for(settings))
     assert done.returncode == 2, done.stderr
     text = " ".join(done.stderr.split())
     assert "server is stopped" in text and "kernelopt server start" in text, text
@@ -53,13 +40,10 @@ def test_ctrl_c_during_start_up_exits_130_with_a_message_even_if_sigint_was_igno
 ) -> None:
     settings = make_settings(tmp_path / "home")
     env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelopt.cli", "optimize", "problems/level1/001_relu_chain.py"],
-        cwd=ROOT,
-        env=env,
+    proc = start_cli(
+        ["optimize", "problems/level1/001_relu_chain.py"],
+        env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
         preexec_fn=_ignore_sigint,
     )
     try:
@@ -77,5 +61,5 @@ def test_ctrl_c_during_start_up_exits_130_with_a_message_even_if_sigint_was_igno
         if proc.poll() is None:
             proc.kill()
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and kernelopt(["server", "stop"], env).returncode:
+        while time.monotonic() < deadline and run_cli(["server", "stop"], env).returncode:
             time.sleep(0.5)

@@ -13,6 +13,8 @@ import os
 import sqlite3
 import stat
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -129,13 +131,20 @@ def test_import_refuses_a_home_with_state_unless_forced(kernelopt, tmp_path: Pat
         assert db.execute("SELECT count(*) FROM executions").fetchone() == (3,)
 
 
-def test_a_damaged_archive_changes_nothing(kernelopt, tmp_path: Path):
+@contextmanager
+def forging(kernelopt, tmp_path: Path) -> Iterator[tuple[tarfile.TarFile, tarfile.TarFile, Path]]:
+    """Home ``a`` exported; its archive open to read and a forged copy open to write."""
     make_home(tmp_path / "a")
     archive = tmp_path / "state.tar.gz"
     assert kernelopt(tmp_path / "a", "state", "export", str(archive)).code == 0
-    # rewrite the archive with one artifact's bytes changed and the manifest kept
     forged = tmp_path / "forged.tar.gz"
     with tarfile.open(archive) as src, tarfile.open(forged, "w:gz") as dst:
+        yield src, dst, forged
+
+
+def test_a_damaged_archive_changes_nothing(kernelopt, tmp_path: Path):
+    # rewrite the archive with one artifact's bytes changed and the manifest kept
+    with forging(kernelopt, tmp_path) as (src, dst, forged):
         for member in src:
             data = src.extractfile(member).read()
             if member.name.startswith("artifacts/"):
@@ -150,11 +159,7 @@ def test_a_damaged_archive_changes_nothing(kernelopt, tmp_path: Path):
 
 
 def test_an_archive_with_a_member_the_manifest_does_not_name_is_refused(kernelopt, tmp_path: Path):
-    make_home(tmp_path / "a")
-    archive = tmp_path / "state.tar.gz"
-    assert kernelopt(tmp_path / "a", "state", "export", str(archive)).code == 0
-    forged = tmp_path / "forged.tar.gz"
-    with tarfile.open(archive) as src, tarfile.open(forged, "w:gz") as dst:
+    with forging(kernelopt, tmp_path) as (src, dst, forged):
         for member in src:
             dst.addfile(member, src.extractfile(member))
         extra = tarfile.TarInfo("../outside.txt")

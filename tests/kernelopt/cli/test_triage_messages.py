@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernelopt.cli import triage as cli_triage
+from tests.support.cli import run_cli
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -21,14 +20,7 @@ def test_triage_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
         "CUDA_VISIBLE_DEVICES": "",
         "COLUMNS": "200",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", "triage", str(PROBLEM)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli(["triage", str(PROBLEM)], env)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "no CUDA GPU" in lines[0], done.stderr

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from kernelopt.cli.verify import feedback_summary, render, verify_command
 from kernelopt.cli.verify_progress import ProgressWatcher
 from kernelopt.contracts.verdicts import CascadeResult, GateVerdict
+from tests.support.cli import run_cli
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,12 +38,9 @@ def test_a_directory_is_called_a_directory(tmp_path: Path, capsys) -> None:
 
 def test_optimize_calls_a_directory_a_directory(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "home")
-    done = subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", "optimize", str(tmp_path), "--no-follow"],
-        cwd=ROOT,
-        env={**env_for(settings), "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        ["optimize", str(tmp_path), "--no-follow"],
+        {**env_for(settings), "COLUMNS": "200"},
         timeout=60,
     )
     assert done.returncode == 2 and "is a directory" in done.stderr, done.stderr
@@ -106,11 +102,8 @@ def test_cpu_verify_shows_progress_and_no_traceback(tmp_path: Path) -> None:
         "KERNELOPT_GATES_SMALL": "1",
         "COLUMNS": "80",
     }
-    done = subprocess.run(
+    done = run_cli(
         [
-            sys.executable,
-            "-m",
-            "kernelopt.cli",
             "verify",
             str(PROBLEM),
             "--candidate",
@@ -118,10 +111,7 @@ def test_cpu_verify_shows_progress_and_no_traceback(tmp_path: Path) -> None:
             "--device",
             "cpu",
         ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+        env,
         timeout=300,
     )
     assert done.returncode == 1, done.stdout + done.stderr

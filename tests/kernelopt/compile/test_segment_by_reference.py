@@ -12,17 +12,13 @@ workflows and CPU activities, GPU doubles) and replays its history.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import ActivityEnvironment
-from temporalio.worker import Replayer
 
-import worker
 from activities import compile_activities as acts
 from kernelopt.agents.facts import build_facts
 from kernelopt.campaigns import prepare_problem, start_campaign
@@ -61,8 +57,9 @@ from kernelopt.contracts import (
 from kernelopt.proposer.targets import rewrite_target
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.by_reference import KIB, LARGE, SMALL, payload_size
-from tests.support.campaigns import small_options
+from tests.support.campaigns import queues, small_options
 from tests.support.processes import start_workers
+from tests.support.replay import replayed_markers
 from tests.support.synthetic_wrapper import synthetic_wrapper
 from tests.support.wrappers import fixture_json, wrapper_text
 
@@ -208,8 +205,7 @@ async def test_the_activities_store_scope_and_list_targets(tmp_path: Path, monke
 async def test_a_campaign_carries_the_reference_and_replays(
     client: Client, temporal_settings: Settings
 ) -> None:
-    tag = uuid.uuid4().hex[:8]
-    cpu_q, gpu_q = f"cpu-{tag}", f"gpu-{tag}"
+    cpu_q, gpu_q = queues()
     cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
     store = open_store(temporal_settings.artifacts_dir)
     try:
@@ -286,17 +282,7 @@ async def test_a_campaign_carries_the_reference_and_replays(
     ]
     assert [(c.segment, c.scope) for c in searches] == [(None, s.scope) for s in scopes]
 
-    replayer = Replayer(
-        workflows=worker.workflows(),
-        data_converter=pydantic_data_converter,
-        workflow_runner=worker.workflow_runner(),
-    )
-    await replayer.replay_workflow(history)  # raises on non-determinism
-    markers = [
-        e.marker_recorded_event_attributes.SerializeToString()
-        for e in history.events
-        if e.HasField("marker_recorded_event_attributes")
-    ]
+    markers = await replayed_markers(history)  # raises on non-determinism
     assert any(b"segmentation-by-reference" in m for m in markers)
     assert any(b"triage-by-reference" in m for m in markers)
     assert any(b"scope-by-reference" in m for m in markers)

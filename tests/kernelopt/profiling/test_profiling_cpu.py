@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from kernelopt.contracts.compiled import (
-    CompileResult,
     KernelArg,
     KernelLaunch,
     SearchMode,
@@ -27,6 +26,7 @@ from kernelopt.profiling.harness_files import candidate_harnesses, is_self_harne
 from kernelopt.profiling.ncu import profile_command
 from kernelopt.profiling.profile import profile_target
 from kernelopt.store import open_store
+from tests.support.compiled import stub_compiled
 from tests.support.inductor_samples import POINTWISE
 
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "ncu"
@@ -293,19 +293,7 @@ def test_ncu_command_line_follows_the_spec(tmp_path):
 
 def _profile_input(store, source: str, harness_text: str | None = None) -> ProfileInput:
     src = store.put_text(source, name="kernel.py")
-    compiled = CompileResult(
-        problem=ProblemSpec(name="p", source=src),
-        cache_key="k",
-        mode="m",
-        torch_version="t",
-        triton_version="t",
-        gpu_name="g",
-        wrapper=src,
-        args=src,
-        inputs=src,
-        eager_ms=1.0,
-        compiled_ms=1.0,
-    )
+    compiled = stub_compiled(ProblemSpec(name="p", source=src), src, "g", mode="m", ms=1.0)
     spec = TensorSpec(shape=[256, 4096], stride=[4096, 1], dtype="float32")
     args = [
         KernelArg(name="in_ptr0", tensor=spec),

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from kernelopt.contracts.compiled import (
-    CompileResult,
     SearchMode,
     SearchTarget,
     SegmentResult,
@@ -26,6 +25,7 @@ from kernelopt.proposer.inductor_source import (
 )
 from kernelopt.proposer.variants import config_space, neighbours, plausible
 from kernelopt.store import open_store
+from tests.support.compiled import stub_compiled
 from tests.support.inductor_samples import PERSISTENT, POINTWISE, REDUCTION, TEMPLATE, WRAPPER
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wrappers"
@@ -39,19 +39,7 @@ def store(tmp_path):
 def _inp(store, source: str, **kw) -> BuiltinProposeInput:
     ref = store.put_text(source, name="k.py")
     problem = ProblemSpec(name="p", source=ref)
-    compiled = CompileResult(
-        problem=problem,
-        cache_key="k",
-        mode="max-autotune-no-cudagraphs",
-        torch_version="t",
-        triton_version="t",
-        gpu_name="g",
-        wrapper=ref,
-        args=ref,
-        inputs=ref,
-        eager_ms=1.0,
-        compiled_ms=1.0,
-    )
+    compiled = stub_compiled(problem, ref, "g", mode="max-autotune-no-cudagraphs", ms=1.0)
     segment = SegmentResult(
         kernels=[], library_calls=[], mode=SearchMode.MULTI, mode_reason="", targets=[]
     )

@@ -34,7 +34,7 @@ from kernelopt.proposer.knowledge import (
     template_share,
 )
 from kernelopt.store import ArtifactStore, open_store
-from tests.support.compiled import forward_compiled
+from tests.support.compiled import stub_compiled
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wrappers"
 SOFTMAX = "level1_009_softmax_rows"
@@ -196,7 +196,7 @@ def _forward_input(
 ) -> BuiltinProposeInput:
     target = SearchTarget(id="forward", kind=TargetKind.FORWARD)
     blob = store.put_text("unused in forward mode")
-    compiled = forward_compiled(ProblemSpec(name="p", source=store.put_text(problem)), blob)
+    compiled = stub_compiled(ProblemSpec(name="p", source=store.put_text(problem)), blob)
     segment = SegmentResult(
         kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="t", targets=[target]
     )

@@ -45,7 +45,7 @@ from kernelopt.proposer.library import (
 from kernelopt.proposer.library.family import CPU_NOTE
 from kernelopt.report import render_markdown
 from kernelopt.store import ArtifactStore, open_store
-from tests.support.compiled import forward_compiled
+from tests.support.compiled import stub_compiled
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "wrappers"
 TARGET = SearchTarget(id="forward", kind=TargetKind.FORWARD)
@@ -249,7 +249,7 @@ def _input(
 ) -> BuiltinProposeInput:
     blob = store.put_text("unused in forward mode", name="placeholder")
     problem = store.put_text(source, name="p.py")
-    compiled = forward_compiled(ProblemSpec(name="p", source=problem), blob, gpu)
+    compiled = stub_compiled(ProblemSpec(name="p", source=problem), blob, gpu)
     segment = SegmentResult(
         kernels=[],
         library_calls=[LibraryCall(name=n, line=i + 1, statement=n) for i, n in enumerate(calls)],
