@@ -68,7 +68,6 @@ SUMMARY = (
 )
 
 
-
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     from kernelopt.store import open_store

@@ -50,9 +50,7 @@ def _input(store, llm: ScriptedOpenAI, screen: ScreenParams):
     )
 
 
-async def test_an_llm_round_gates_smoke_failures_and_screens_out_a_slow_correct_kernel(
-    env, store
-):
+async def test_an_llm_round_gates_smoke_failures_and_screens_out_a_slow_correct_kernel(env, store):
     gpu = Gpu()
     with ScriptedOpenAI() as llm:
         _script(llm)

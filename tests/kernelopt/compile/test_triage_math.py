@@ -13,7 +13,9 @@ from kernelopt.contracts.compiled import KernelTiming, SearchMode, SearchTarget,
 def test_ceiling_formula() -> None:
     assert ceiling(0.5, 2.0) == pytest.approx(1 / (0.5 + 0.25))
     assert ceiling(0.99, 100.0) == pytest.approx(1 / (0.99 + 0.01 / 100))
-    assert ceiling(0.99, 100.0) < 1.03  # docs/method.md#ceiling: f = 99% and S = 100 stays below the gate
+    assert (
+        ceiling(0.99, 100.0) < 1.03
+    )  # docs/method.md#ceiling: f = 99% and S = 100 stays below the gate
     assert ceiling(0.25, math.inf) == pytest.approx(4.0)
     assert set(ceilings(0.5)) == {"2", "5", "10", "inf"}
     assert math.isfinite(ceilings(0.0)["inf"])  # JSON has no infinity

@@ -3,4 +3,3 @@
 import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # read when a @triton.jit function is defined
-
