@@ -16,7 +16,7 @@ directly).  Two rules beyond plain ``allclose``:
 Where every value is finite (nearly always) the comparisons take a short path that
 needs no masks and reuses the reference's own numbers (``gates.reference_facts``);
 anywhere else they take the straightforward one.  Both give the same verdicts,
-numbers and messages, bit for bit (``tests/gates/test_numerics_fast.py``).
+numbers and messages, bit for bit (``tests/gates/test_numerics_fast.py``, golden reports).
 """
 
 from __future__ import annotations
