@@ -6,7 +6,8 @@
 Builds synthetic reference outputs (an fp32 baseline and its float64 twin per input
 set) and candidates against them: honest ones (relative noise of fp32 rounding), an
 "edge" one (offset by gate 3's tolerance: it passes, but only after gate 3 checks
-closeness element by element) and a biased one (passes gate 2, fails gate 3).  Each
+closeness element by element), a biased one (passes gate 2, fails gate 3) and a
+poisoned one (the last 1% of every output never written: NaN).  Each
 is judged as the cascade judges it, on one comparison thread: gate 2
 (``compare_outputs`` per set) then gate 3 (``model_verdict_from_sets``), all against
 one reference, so the reference's own numbers are computed for the first candidate
@@ -118,12 +119,16 @@ def main() -> int:
     candidates = [(f"honest{i}", 0.0) for i in range(max(1, args.candidates))]
     candidates.append(("edge", 1e-4 * args.magnitude))  # gate 3 checks closeness everywhere
     candidates.append(("biased", 5e-4 * args.magnitude))  # fails gate 3
+    candidates.append(("poisoned", 0.0))  # its last 1% never written: NaN, fails both
 
     rows: dict[str, tuple[float, float]] = {}
     facts = ReferenceFacts()
     later: list[tuple[float, float]] = []
     for k, (label, bias) in enumerate(candidates):
         outs = build_candidate(sets, args.seed + 1 + k, bias)
+        if label == "poisoned":
+            for out in outs.values():
+                out.view(-1)[-(out.numel() // 100) :] = math.nan
         g2, g3, ok = judge(sets, outs, settings, facts)
         print(
             f"{label:8s} gate 2 {g2:6.3f} s  gate 3 {g3:6.3f} s  ({'pass' if ok else 'fail'})",
@@ -131,7 +136,7 @@ def main() -> int:
         )
         if k == 0:
             rows["first candidate of the reference"] = (g2, g3)
-        elif label in ("edge", "biased"):
+        elif label in ("edge", "biased", "poisoned"):
             rows[label] = (g2, g3)
         else:
             later.append((g2, g3))
