@@ -13,10 +13,11 @@ directly).  Two rules beyond plain ``allclose``:
   written.  Counting those separately turns "wrong values" into the much more
   useful "you wrote 10% of the output".
 
-Where every value is finite (nearly always) the comparisons take a short path that
-needs no masks and reuses the reference's own numbers (``gates.reference_facts``);
-anywhere else they take the straightforward one.  Both give the same verdicts,
-numbers and messages, bit for bit (``tests/gates/test_numerics_fast.py``).
+The comparisons run block by block over flat chunks, reusing the reference's own
+numbers (``gates.reference_facts``); a block without NaN or inf (nearly every one)
+needs no masks.  They give the verdicts, numbers and messages of the rules spelled
+out over whole float64 copies, bit for bit (``tests/gates/test_numerics_fast.py``
+holds them to golden reports written by those rules).
 """
 
 from __future__ import annotations
@@ -162,13 +163,14 @@ def compare_tensor(
             max_abs_err=float((out.double() - ref.double()).abs().max()) if mismatched else 0.0,
             worst_index=worst,
         )
-    if ref.is_floating_point():
+    if ref.is_complex():  # the real parts are compared, as they always were
+        leaf = ReferenceFacts().leaf(ref.real, _CHUNK)
+        st, _ = _float_stats(out.real, ref.real, rtol=rtol, atol=atol, facts=leaf)
+    else:
         leaf = (facts or ReferenceFacts()).leaf(ref, _CHUNK)
         st, maxima = _float_stats(out, ref, rtol=rtol, atol=atol, facts=leaf)
         if maxima is not None:
             leaf.remember_output(source, maxima)
-    else:  # complex
-        st = _plain_float_stats(out, ref, rtol=rtol, atol=atol)
     unwritten, nonfinite, mismatched = st.unwritten, st.nonfinite, st.mismatched
     ref_max, max_err = st.ref_max, st.max_err
     ref_rms = math.sqrt(st.ref_sq / ref.numel())
@@ -214,9 +216,7 @@ def compare_tensor(
 
 
 # elements per chunk of the float comparison: the sums it reports add up per-chunk sums
-# in order (this fixes their last bits), and a chunk holding a non-finite value takes the
-# straightforward path alone, whose float64 temporaries (8 MiB each) are then reused from
-# the allocator instead of being faulted in afresh for every operation over the output
+# in order (this fixes their last bits)
 _CHUNK = 1 << 20
 
 
@@ -238,125 +238,87 @@ class _FloatStats:
 def _float_stats(
     out: torch.Tensor, ref: torch.Tensor, *, rtol: float, atol: float, facts: LeafFacts
 ) -> tuple[_FloatStats, list[float] | None]:
-    """Compare in float64 over flat chunks; every rule is elementwise or a reduction.
+    """Compare in float64 over flat chunks, block by block; every rule is elementwise or a sum.
 
-    A chunk where the reference and the output are finite takes the short path (no
-    masks: nothing can be unwritten or non-finite there); any other chunk takes the
-    straightforward one.  Also returns ``max |out - ref|`` per chunk when every chunk
-    was finite, for gate 3 (None otherwise).
+    The error of an element is ``|out - ref|`` where both are finite, else 0.  A block
+    whose differences are all finite needs no masks (nothing in it can be unwritten or
+    non-finite); any other applies them (``_masked_block``).  Also returns ``max |out -
+    ref|`` per chunk when every value was finite, for gate 3 (None otherwise).
     """
     st = _FloatStats(ref_max=facts.ref_max, ref_sq=facts.ref_sq)
     o_flat, r_flat = out.reshape(-1), ref.reshape(-1)
     chunk, numel = facts.chunk, r_flat.numel()
     maxima: list[float] | None = []
-    worst_chunk: int | None = None  # a finite chunk holds max_err: its index is found last
+    worst: tuple[int, int] | None = None  # the first block holding max_err, searched last
     block = min(reference_facts.BLOCK, numel)
     with facts.scratch.take(block, block, block, block, min(chunk, numel)) as bufs:
-        for k, start in enumerate(range(0, numel, chunk)):
-            o, r = o_flat[start : start + chunk], r_flat[start : start + chunk]
-            top = None
-            if facts.finite_chunks[k]:
-                top = _finite_chunk(st, o, r, bufs, rtol=rtol, atol=atol)
-            if top is None:
-                before = st.max_err
-                _plain_chunk(st, start, o.double(), r.double(), rtol=rtol, atol=atol)
-                worst_chunk = None if st.max_err > before else worst_chunk
+        o_buf, r_buf, d_buf, t_buf, sq_buf = bufs
+        for start in range(0, numel, chunk):
+            top, finite = 0.0, True
+            for begin, end in reference_facts.blocks(start, min(start + chunk, numel)):
+                o64 = as_float64(o_flat[begin:end], o_buf)
+                r64 = as_float64(r_flat[begin:end], r_buf)
+                d = torch.sub(o64, r64, out=d_buf[: end - begin])
+                block_top = finite_abs_max(d)
+                if block_top is None:
+                    block_top, finite = _masked_block(st, o64, r64, d, rtol=rtol, atol=atol), False
+                elif not (rtol >= 0 and block_top <= atol):
+                    # an error of at most atol is within atol + rtol * |r|: no count needed
+                    bound = torch.abs(r64, out=t_buf[: end - begin]).mul_(rtol).add_(atol)
+                    st.mismatched += int(torch.gt(d.abs_(), bound).sum())
+                torch.mul(d, d, out=sq_buf[begin - start : end - start])
+                if block_top > st.max_err:  # strictly: an earlier element keeps a tie
+                    st.max_err, worst = block_top, (begin, end)
+                top = max(top, block_top)
+            st.err_sq += float(sq_buf[: min(chunk, numel - start)].sum())
+            if not finite:
                 maxima = None
-                continue
-            if top > st.max_err:  # strictly: an earlier chunk keeps a tie
-                st.max_err, worst_chunk = top, start
-            if maxima is not None:
+            elif maxima is not None:
                 maxima.append(top)
-        if worst_chunk is not None:
-            o, r = (
-                o_flat[worst_chunk : worst_chunk + chunk],
-                r_flat[worst_chunk : worst_chunk + chunk],
+        if worst is not None:
+            st.worst_flat = worst[0] + _first_error(
+                o_flat[worst[0] : worst[1]], r_flat[worst[0] : worst[1]], st.max_err, bufs
             )
-            st.worst_flat = worst_chunk + _first_error(o, r, st.max_err, bufs)
     return st, maxima
 
 
-def _finite_chunk(
+def _masked_block(
     st: _FloatStats,
     o: torch.Tensor,
     r: torch.Tensor,
-    bufs: list[torch.Tensor],
+    d: torch.Tensor,
     *,
     rtol: float,
     atol: float,
-) -> float | None:
-    """The straightforward chunk's sums and counts where ``r`` is finite; None if ``o`` is not.
+) -> float:
+    """Count a block holding NaN or inf (``d = o - r``, left holding the errors); its largest error.
 
-    With every value finite the masks are all true and the error is ``|o - r|``; a
-    block whose errors are all at most ``atol`` cannot exceed ``atol + rtol * |r|``,
-    so its count is skipped.  The squares are summed over the chunk at once, as the
-    straightforward path sums them.  Returns the chunk's largest error.
+    NaN where the reference is finite is poison (unwritten); inf there is non-finite; a
+    non-finite reference value must be reproduced exactly (the same NaN or inf).
     """
-    o_buf, r_buf, d_buf, t_buf, sq_buf = bufs
-    top, mismatched = 0.0, 0
-    for begin, end in reference_facts.blocks(0, r.numel()):
-        o64, r64 = as_float64(o[begin:end], o_buf), as_float64(r[begin:end], r_buf)
-        d = torch.sub(o64, r64, out=d_buf[: end - begin])
-        block_top = finite_abs_max(d)
-        if block_top is None:
-            return None  # nothing added yet: the caller takes the straightforward path
-        top = max(top, block_top)
-        if not (rtol >= 0 and block_top <= atol):
-            bound = torch.abs(r64, out=t_buf[: end - begin]).mul_(rtol).add_(atol)
-            mismatched += int(torch.gt(d.abs_(), bound).sum())  # atol + rtol * |r|, as written
-        torch.mul(d, d, out=sq_buf[begin:end])
-    st.mismatched += mismatched
-    st.err_sq += float(sq_buf[: r.numel()].sum())
-    return top
+    ref_finite = torch.isfinite(r)
+    out_nan = torch.isnan(o)
+    both = ref_finite & torch.isfinite(o)
+    st.unwritten += int((out_nan & ref_finite).sum())
+    st.nonfinite += int((~both & ~out_nan & ref_finite).sum())
+    same = (o == r) | (out_nan & torch.isnan(r))
+    st.special_bad += int((~ref_finite & ~same).sum())
+    err = d.abs_().masked_fill_(~both, 0.0)
+    bad = (~both | (err > atol + rtol * r.abs())) & ref_finite  # non-finite refs: above
+    st.mismatched += int(bad.sum())
+    return float(err.max())
 
 
 def _first_error(o: torch.Tensor, r: torch.Tensor, value: float, bufs: list[torch.Tensor]) -> int:
-    """The first flat index of a finite chunk where ``|o - r| == value``."""
+    """The first flat index of a block where the error (0 unless both finite) is ``value``."""
     o_buf, r_buf, d_buf = bufs[:3]
-    for begin, end in reference_facts.blocks(0, r.numel()):
-        o64, r64 = as_float64(o[begin:end], o_buf), as_float64(r[begin:end], r_buf)
-        hits = (torch.sub(o64, r64, out=d_buf[: end - begin]).abs_() == value).nonzero()
-        if hits.numel():
-            return begin + int(hits[0, 0])
-    raise RuntimeError("the chunk's largest error is not in the chunk")  # deterministic: never
-
-
-def _plain_chunk(
-    st: _FloatStats, start: int, o: torch.Tensor, r: torch.Tensor, *, rtol: float, atol: float
-) -> None:
-    """The output-dependent numbers of one float64 chunk, every rule spelled out."""
-    ref_finite = torch.isfinite(r)
-    out_nan = torch.isnan(o)
-    st.unwritten += int((out_nan & ref_finite).sum())
-    st.nonfinite += int((~torch.isfinite(o) & ~out_nan & ref_finite).sum())
-    # non-finite reference values must be reproduced exactly (same NaN / same inf)
-    same = (o == r) | (out_nan & torch.isnan(r))
-    st.special_bad += int((~ref_finite & ~same).sum())
-    both = ref_finite & torch.isfinite(o)
-    err = torch.where(both, (o - r).abs(), torch.zeros_like(r))
-    st.err_sq += float(err.square().sum())
-    bad = (~both | (err > atol + rtol * r.abs())) & ref_finite  # non-finite refs: above
-    st.mismatched += int(bad.sum())
-    chunk_max = float(err.max())
-    if chunk_max > st.max_err:  # strictly: an earlier chunk keeps a tie
-        st.max_err = chunk_max
-        st.worst_flat = start + int((err == chunk_max).nonzero()[0, 0])
-
-
-def _plain_float_stats(
-    out: torch.Tensor, ref: torch.Tensor, *, rtol: float, atol: float
-) -> _FloatStats:
-    """``_float_stats`` without reference facts (complex outputs), every chunk spelled out."""
-    st = _FloatStats()
-    o_flat, r_flat = out.reshape(-1), ref.reshape(-1)
-    for start in range(0, r_flat.numel(), _CHUNK):
-        o = o_flat[start : start + _CHUNK].double()
-        r = r_flat[start : start + _CHUNK].double()
-        r_fin = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
-        st.ref_max = max(st.ref_max, float(r_fin.abs().max()))
-        st.ref_sq += float(r_fin.square().sum())
-        _plain_chunk(st, start, o, r, rtol=rtol, atol=atol)
-    return st
+    o64, r64 = as_float64(o, o_buf), as_float64(r, r_buf)
+    err = torch.sub(o64, r64, out=d_buf[: r.numel()]).abs_()
+    err.masked_fill_(~(torch.isfinite(o64) & torch.isfinite(r64)), 0.0)
+    hits = (err == value).nonzero()
+    if not hits.numel():
+        raise RuntimeError("the block's largest error is not in it")  # deterministic: never
+    return int(hits[0, 0])
 
 
 def _unravel(flat: int, shape: list[int]) -> list[int]:
@@ -437,23 +399,8 @@ class ModelErrorReport:
         return asdict(self)
 
 
-def _linf(a: torch.Tensor, b: torch.Tensor) -> float:
-    if a.numel() == 0:
-        return 0.0
-    d = (a.double() - b.double()).abs()
-    both_nan = torch.isnan(a) & torch.isnan(b)
-    d = torch.where(both_nan, torch.zeros_like(d), d)
-    value = float(d.max())
-    return value if not math.isnan(value) else float("inf")
-
-
-def _allclose(a: torch.Tensor, b: torch.Tensor, tol: float) -> bool:
-    if a.numel() == 0:
-        return True
-    return bool(torch.isclose(a, b, rtol=tol, atol=tol, equal_nan=True).all())
-
-
 def _concat(leaves: list[torch.Tensor]) -> torch.Tensor:
+    """The float leaves, flat, one after another in float64: the values the rule is stated on."""
     flat = [t.detach().reshape(-1).double().cpu() for t in leaves if t.is_floating_point()]
     return torch.cat(flat) if flat else torch.zeros(0, dtype=torch.float64)
 
@@ -482,10 +429,7 @@ def model_error_rule(
     """
     if len(o32) != len(b32) or any(o.shape != b.shape for o, b in zip(o32, b32, strict=False)):
         return ModelErrorReport(False, "structure", "output structure differs from the baseline")
-    outputs = _SetOutputs(o32, b32, b64)
-    n = _finite_model_numbers(outputs, tolerance, abs_bound, facts or ReferenceFacts())
-    if n is None:
-        n = _plain_model_numbers(outputs, tolerance, abs_bound)
+    n = _model_numbers(o32, b32, b64, tolerance, abs_bound, facts or ReferenceFacts())
     if n.nonfinite:
         return ModelErrorReport(
             False, "structure", f"{n.nonfinite} non-finite outputs where the baseline is finite"
@@ -550,15 +494,6 @@ def model_error_rule(
     )
 
 
-@dataclass(frozen=True)
-class _SetOutputs:
-    """One input set's outputs: the candidate's, and the fp32 and float64 baselines'."""
-
-    o32: list[torch.Tensor]
-    b32: list[torch.Tensor]
-    b64: list[torch.Tensor] | None
-
-
 @dataclass
 class _ModelNumbers:
     """What ``model_error_rule`` decides on; the float64 fields stay 0 without a float64 baseline."""
@@ -572,156 +507,176 @@ class _ModelNumbers:
     scale: float = 0.0
 
 
-def _plain_model_numbers(outputs: _SetOutputs, tolerance: float, abs_bound: float) -> _ModelNumbers:
-    """The rule's numbers over whole concatenated float64 copies, every rule spelled out."""
-    o = _concat(outputs.o32)
-    b = _concat(outputs.b32)
-    nonfinite = int((~torch.isfinite(o) & torch.isfinite(b)).sum())
-    if nonfinite:
-        return _ModelNumbers(nonfinite=nonfinite)
-    d_32 = _linf(o, b)
-    scale32 = float(b[torch.isfinite(b)].abs().max()) if b.numel() else 0.0
-    # Elementwise allclose at the strict tolerance, plus the same bound measured
-    # against the output's magnitude so that tiny outputs cannot pass as zeros.
-    tol_pass = _allclose(o, b, tolerance) and d_32 <= tolerance * scale32 + abs_bound
-    n = _ModelNumbers(d_32=d_32, scale32=scale32, tol_pass=tol_pass)
-    if outputs.b64 is None:
-        return n
-    r = _concat(outputs.b64)
-    n.d_ref = _linf(b, r)
-    n.d_opt = _linf(o, r)
-    n.scale = float(r[torch.isfinite(r)].abs().max()) if r.numel() else 0.0
-    return n
+@dataclass(frozen=True)
+class _Leaf:
+    """One float leaf to compare: an output's and a baseline's values, flat, paired in order."""
+
+    out: torch.Tensor
+    ref: torch.Tensor
+    facts: LeafFacts  # the fp32 baseline's
+    source: torch.Tensor | None  # the caller's output object, which gate 2 may have compared
+    ref64: torch.Tensor | None = None  # the float64 baseline's values, when paired
 
 
-def _finite_model_numbers(
-    outputs: _SetOutputs, tolerance: float, abs_bound: float, facts: ReferenceFacts
-) -> _ModelNumbers | None:
-    """``_plain_model_numbers`` leaf by leaf and chunk by chunk, when every value is finite.
+def _model_numbers(
+    o32: list[torch.Tensor],
+    b32: list[torch.Tensor],
+    b64: list[torch.Tensor] | None,
+    tolerance: float,
+    abs_bound: float,
+    facts: ReferenceFacts,
+) -> _ModelNumbers:
+    """The rule's numbers over the float leaves, leaf by leaf and chunk by chunk.
 
-    With finite values the NaN conventions of ``_linf`` and ``isclose`` never apply,
-    and maxima over a concatenation are maxima over its pieces: one pass per leaf,
-    the baselines' own numbers from ``facts``, ``|o32 - b32|`` from gate 2 when it
-    compared this very output.  None (take the straightforward path) on anything else.
+    The rule is stated over the float leaves concatenated (``_concat``); maxima over a
+    concatenation are maxima over its pieces, so each leaf is compared on its own, the
+    baselines' own numbers come from ``facts``, and ``|o32 - b32|`` from gate 2 when it
+    compared this very output.  NaN against NaN is no error, any other NaN difference
+    an infinite one.  The steps, and the errors some inputs raise, come in the order
+    the rule always took them.
     """
-    if not 0 <= tolerance < math.inf:
-        return None
-    leaves = _model_leaves(outputs, facts)
-    if leaves is None:
-        return None
     n = _ModelNumbers()
-    close_later: list[tuple[torch.Tensor, torch.Tensor, LeafFacts, list[float]]] = []
-    for o, b, r, leaf in leaves:
-        maxima = leaf.recall_output(o)
-        if maxima is None or r is not None:
-            found = _model_pass(o, b, r, leaf, need_32=maxima is None)
-            if found is None:
-                return None
-            maxima = maxima if maxima is not None else found[0]
-            n.d_opt = max(n.d_opt, found[1])
-        if r is not None:
-            f64 = leaf.float64(b, r)
-            n.d_ref, n.scale = max(n.d_ref, f64.d_ref), max(n.scale, f64.scale)
+    leaves = _leaves(o32, b32, facts)
+    maxima_32: list[list[float]] = []
+    for leaf in leaves:
+        maxima = leaf.facts.recall_output(leaf.source) if leaf.source is not None else None
+        if maxima is None:
+            maxima, nonfinite = _linf_chunks(leaf.out, leaf.ref, leaf.facts)
+            n.nonfinite += nonfinite
+        maxima_32.append(maxima)
         n.d_32 = max([n.d_32, *maxima])
-        n.scale32 = max(n.scale32, leaf.ref_max)
-        close_later.append((o, b, leaf, maxima))
-    n.tol_pass = n.d_32 <= tolerance * n.scale32 + abs_bound and all(
-        _all_close(o, b, leaf, maxima, tolerance) for o, b, leaf, maxima in close_later
-    )
+        n.scale32 = max(n.scale32, leaf.facts.ref_max)
+    if n.nonfinite:
+        return n
+    for leaf in leaves:
+        _no_magnitude_raises(leaf.facts.numel, leaf.facts.any_finite)
+    within = n.d_32 <= tolerance * n.scale32 + abs_bound
+    if within or not _skips_close_chunks(tolerance):  # isclose raises on a bad tolerance
+        close = all(
+            _all_close(leaf, maxima, tolerance)
+            for leaf, maxima in zip(leaves, maxima_32, strict=True)
+        )
+        n.tol_pass = close and within
+    if b64 is None:
+        return n
+    leaves64 = _leaves64(leaves, o32, b32, b64, facts)
+    for leaf in leaves64:
+        assert leaf.ref64 is not None
+        f64 = leaf.facts.float64(leaf.ref, leaf.ref64)
+        maxima, _ = _linf_chunks(leaf.out, leaf.ref64, leaf.facts)
+        n.d_ref, n.d_opt = max(n.d_ref, f64.d_ref), max([n.d_opt, *maxima])
+        n.scale = max(n.scale, f64.scale)
+    for leaf in leaves64:
+        assert leaf.ref64 is not None
+        _no_magnitude_raises(leaf.facts.numel, leaf.facts.float64(leaf.ref, leaf.ref64).any_finite)
     return n
 
 
-def _model_leaves(
-    outputs: _SetOutputs, facts: ReferenceFacts
-) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, LeafFacts]] | None:
-    """The float leaves as (output, fp32 baseline, float64 baseline, facts), when all finite.
+def _leaves(o32: list[torch.Tensor], b32: list[torch.Tensor], facts: ReferenceFacts) -> list[_Leaf]:
+    """The float leaves of the output and the fp32 baseline, paired one by one.
 
-    None when the three lists do not pair up leaf by leaf as tensors of one shape
-    (the concatenations would not line up the same way), or a baseline is not finite.
+    Odd case: where an output leaf is float and its baseline's is not (or the reverse)
+    the leaves do not pair up; the rule then pairs the concatenations element by
+    element, as far as they broadcast (a RuntimeError where they do not), as one leaf.
     """
-    o32, b32, b64 = outputs.o32, outputs.b32, outputs.b64
-    refs64: list[torch.Tensor | None] = list(b64) if b64 is not None else [None] * len(b32)
-    if len(refs64) != len(b32):
-        return None
-    leaves = []
-    for o, b, r in zip(o32, b32, refs64, strict=True):
-        tensors = [t for t in (o, b, r) if t is not None]
-        if not all(isinstance(t, torch.Tensor) for t in tensors):
-            return None
-        if len({t.is_floating_point() for t in tensors}) != 1 or (
-            r is not None and r.shape != b.shape
-        ):
-            return None
-        if not b.is_floating_point():
-            continue  # not compared (the concatenations keep float leaves only)
-        leaf = facts.leaf(b, _CHUNK)
-        if not leaf.finite or (r is not None and not leaf.float64(b, r).finite):
-            return None
-        leaves.append((o, b, r, leaf))
-    return leaves
+    if all(o.is_floating_point() == b.is_floating_point() for o, b in zip(o32, b32, strict=True)):
+        return [
+            _Leaf(_flat(o), b, facts.leaf(b, _CHUNK), o)
+            for o, b in zip(o32, b32, strict=True)
+            if b.is_floating_point()
+        ]
+    out, ref = torch.broadcast_tensors(_concat(o32), _concat(b32))
+    return [_Leaf(out, ref, facts.leaf(ref, _CHUNK), None)]
 
 
-def _model_pass(
-    o: torch.Tensor,
-    b: torch.Tensor,
-    r: torch.Tensor | None,
-    leaf: LeafFacts,
-    *,
-    need_32: bool,
-) -> tuple[list[float], float] | None:
-    """Per chunk ``max |o - b|`` (if ``need_32``) and ``max |o - r|`` overall; None if not finite."""
-    o_flat = o.detach().reshape(-1)
-    b_flat = b.detach().reshape(-1)
-    r_flat = r.detach().reshape(-1) if r is not None else None
-    chunk, numel = leaf.chunk, o_flat.numel()
-    maxima: list[float] = []
-    d_opt = 0.0
-    size = min(reference_facts.BLOCK, numel)
-    with leaf.scratch.take(size, size, size, size) as (o_buf, b_buf, r_buf, d_buf):
-        for start in range(0, numel, chunk):
-            chunk_top = 0.0
-            for begin, end in reference_facts.blocks(start, min(start + chunk, numel)):
-                o64 = as_float64(o_flat[begin:end], o_buf)
-                d = d_buf[: end - begin]
-                if need_32:
-                    top = finite_abs_max(
-                        torch.sub(o64, as_float64(b_flat[begin:end], b_buf), out=d)
-                    )
-                    if top is None:
-                        return None
-                    chunk_top = max(chunk_top, top)
-                if r_flat is not None:
-                    top = finite_abs_max(
-                        torch.sub(o64, as_float64(r_flat[begin:end], r_buf), out=d)
-                    )
-                    if top is None:
-                        return None
-                    d_opt = max(d_opt, top)
-            maxima.append(chunk_top)
-    return maxima, d_opt
+def _leaves64(
+    leaves: list[_Leaf],
+    o32: list[torch.Tensor],
+    b32: list[torch.Tensor],
+    b64: list[torch.Tensor],
+    facts: ReferenceFacts,
+) -> list[_Leaf]:
+    """``leaves`` with the float64 baseline's values, leaf by leaf where they pair up.
 
-
-def _all_close(
-    o: torch.Tensor, b: torch.Tensor, leaf: LeafFacts, maxima: list[float], tolerance: float
-) -> bool:
-    """``isclose(o, b, rtol=atol=tolerance)`` everywhere, for finite values and ``0 <= tolerance < inf``.
-
-    ``isclose`` allows ``tolerance + |tolerance * b| >= tolerance``: a chunk whose
-    largest error is at most ``tolerance`` is close throughout.  Elsewhere it is
-    the same arithmetic, without the equality and NaN terms: an equal pair has error
-    0, within any allowance, and no value is NaN.
+    Odd case: a float64 baseline of another structure (other leaves, other sizes) is
+    paired with the concatenations, as far as the three broadcast.
     """
-    chunk, numel = leaf.chunk, o.numel()
-    todo = [start for k, start in enumerate(range(0, numel, chunk)) if maxima[k] > tolerance]
+    paired = (
+        all(leaf.source is not None for leaf in leaves)
+        and len(b64) == len(b32)
+        and all(
+            isinstance(r, torch.Tensor)
+            and r.is_floating_point() == b.is_floating_point()
+            and r.numel() == b.numel()
+            for r, b in zip(b64, b32, strict=True)
+        )
+    )
+    if paired:
+        refs64 = [r for r, b in zip(b64, b32, strict=True) if b.is_floating_point()]
+        return [
+            _Leaf(leaf.out, leaf.ref, leaf.facts, leaf.source, r)
+            for leaf, r in zip(leaves, refs64, strict=True)
+        ]
+    out, ref, ref64 = torch.broadcast_tensors(_concat(o32), _concat(b32), _concat(b64))
+    return [_Leaf(out, ref, facts.leaf(ref, _CHUNK), None, ref64)]
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().reshape(-1).cpu()
+
+
+def _linf_chunks(x: torch.Tensor, y: torch.Tensor, facts: LeafFacts) -> tuple[list[float], int]:
+    return reference_facts.linf_blocks(_flat(x), _flat(y), facts.chunk, facts.scratch)
+
+
+def _no_magnitude_raises(numel: int, any_finite: bool) -> None:
+    """Odd case: a baseline with values but no finite one has no magnitude.
+
+    The rule takes the largest finite value, which raised here; so it still does.
+    """
+    if numel and not any_finite:
+        raise RuntimeError("the baseline has no finite value to take the magnitude of")
+
+
+def _skips_close_chunks(tolerance: float) -> bool:
+    """A chunk whose largest error is at most ``tolerance`` is close throughout.
+
+    ``isclose`` allows ``tolerance + |tolerance * b| >= tolerance`` when ``0 <= tolerance
+    < inf``; it refuses a negative or NaN one, and an infinite one allows NaN at b = 0.
+    """
+    return 0 <= tolerance < math.inf
+
+
+def _all_close(leaf: _Leaf, maxima: list[float], tolerance: float) -> bool:
+    """``isclose(out, ref, rtol=atol=tolerance, equal_nan=True)`` everywhere in the leaf.
+
+    Chunks whose largest error is at most ``tolerance`` are skipped where that proves
+    them close.  A chunk whose differences are finite (NaN against NaN aside) gets the
+    same arithmetic without the equality and NaN terms: an equal pair has error 0,
+    within any allowance, and a NaN pair is never counted.  Any other chunk, or any
+    chunk under a tolerance ``isclose`` treats otherwise, gets ``isclose`` itself.
+    """
+    chunk, numel = leaf.facts.chunk, leaf.out.numel()
+    skips = _skips_close_chunks(tolerance)
+    todo = [
+        (start, math.isfinite(maxima[k]) and skips)
+        for k, start in enumerate(range(0, numel, chunk))
+        if not (skips and maxima[k] <= tolerance)
+    ]
     if not todo:
         return True
-    o_flat, b_flat = o.detach().reshape(-1), b.detach().reshape(-1)
+    o_flat, b_flat = _flat(leaf.out), _flat(leaf.ref)
     size = min(reference_facts.BLOCK, numel)
-    with leaf.scratch.take(size, size, size, size) as (o_buf, b_buf, d_buf, a_buf):
-        for start in todo:
+    with leaf.facts.scratch.take(size, size, size, size) as (o_buf, b_buf, d_buf, a_buf):
+        for start, finite in todo:
             for begin, end in reference_facts.blocks(start, min(start + chunk, numel)):
                 o64 = as_float64(o_flat[begin:end], o_buf)
                 b64 = as_float64(b_flat[begin:end], b_buf)
+                if not finite:
+                    close = torch.isclose(o64, b64, rtol=tolerance, atol=tolerance, equal_nan=True)
+                    if not bool(close.all()):
+                        return False
+                    continue
                 actual = torch.sub(o64, b64, out=d_buf[: end - begin]).abs_()
                 allowed = torch.mul(b64, tolerance, out=a_buf[: end - begin]).abs_().add_(tolerance)
                 if bool(torch.gt(actual, allowed).any()):

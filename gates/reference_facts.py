@@ -29,11 +29,6 @@ def _fingerprint(t: torch.Tensor) -> tuple[object, ...]:
     return (t._version, t.data_ptr(), tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
 
 
-def is_real_float(t: torch.Tensor) -> bool:
-    """Floating point and not complex: the outputs the chunked float comparison handles."""
-    return t.is_floating_point() and not t.is_complex()
-
-
 # elements per block of the chunked passes: a few float64 blocks (2 MiB each) stay in the
 # CPU's caches between one operation and the next, where 1M-element ones do not
 BLOCK = 1 << 18
@@ -101,31 +96,80 @@ class ScratchPool:
             self._lock.release()
 
 
+def finite_values_max(x: torch.Tensor) -> tuple[float, bool]:
+    """``(max |x| over its finite values or 0, whether it has one)`` of a float64 block."""
+    top = finite_abs_max(x)
+    if top is not None:
+        return top, x.numel() > 0
+    finite = torch.isfinite(x)
+    return float(torch.where(finite, x, 0.0).abs().max()), bool(finite.any())
+
+
 def _max_and_square_sum(
     x: torch.Tensor, x_buf: torch.Tensor, sq_buf: torch.Tensor
-) -> tuple[float, float] | None:
-    """``(max |x|, sum of x**2)`` of one chunk when it is all finite, else None.
+) -> tuple[float, float, bool]:
+    """``(max |x|, sum of x**2, any finite)`` of one chunk, non-finite values taken as zero.
 
     Block by block, the squares kept for one torch sum over the whole chunk: the same
     sum, bit for bit, as squaring and summing the chunk at once.
     """
-    top = 0.0
+    top, any_finite = 0.0, False
     for begin, end in blocks(0, x.numel()):
         b = as_float64(x[begin:end], x_buf)
         block_top = finite_abs_max(b)
-        if block_top is None:
-            return None
+        if block_top is None:  # NaN or inf here: they count as zero, as the rule always had it
+            finite = torch.isfinite(b)
+            any_finite = any_finite or bool(finite.any())
+            b = torch.where(finite, b, 0.0)
+            block_top = float(b.abs().max())
+        else:
+            any_finite = True
         top = max(top, block_top)
         torch.mul(b, b, out=sq_buf[begin:end])
-    return top, float(sq_buf[: x.numel()].sum())
+    return top, float(sq_buf[: x.numel()].sum()), any_finite
+
+
+def linf_blocks(
+    x: torch.Tensor, y: torch.Tensor, chunk: int, scratch: ScratchPool
+) -> tuple[list[float], int]:
+    """Per chunk ``max |x - y|`` of two flat tensors, and the non-finite ``x`` where ``y`` is finite.
+
+    NaN against NaN is no error and any other NaN difference an infinite one: gate 3's
+    rule, whose maxima over pieces are its maximum over the whole.
+    """
+    numel = x.numel()
+    maxima: list[float] = []
+    nonfinite = 0
+    size = min(BLOCK, numel)
+    with scratch.take(size, size, size) as (x_buf, y_buf, d_buf):
+        for start in range(0, numel, chunk):
+            top = 0.0
+            for begin, end in blocks(start, min(start + chunk, numel)):
+                x64, y64 = as_float64(x[begin:end], x_buf), as_float64(y[begin:end], y_buf)
+                d = torch.sub(x64, y64, out=d_buf[: end - begin])
+                block_top = finite_abs_max(d)
+                if block_top is None:  # NaN or inf in the block: the masks
+                    nonfinite += int((~torch.isfinite(x64) & torch.isfinite(y64)).sum())
+                    block_top = _linf_non_finite(x64, y64, d)
+                top = max(top, block_top)
+            maxima.append(top)
+    return maxima, nonfinite
+
+
+def _linf_non_finite(x64: torch.Tensor, y64: torch.Tensor, d: torch.Tensor) -> float:
+    """``max |d|`` of a block ``d = x - y`` holding NaN or inf, NaN against NaN counting 0."""
+    nan = torch.isnan(d.abs_())
+    if bool((nan & ~(torch.isnan(x64) & torch.isnan(y64))).any()):
+        return math.inf
+    return float(d.masked_fill_(nan, 0.0).max())
 
 
 @dataclass(frozen=True)
 class Float64Facts:
     """The float64 baseline of one fp32 reference leaf: gate 3's reference-only numbers."""
 
-    finite: bool  # every float64 value and every fp32-vs-float64 difference is finite
-    scale: float = 0.0  # Linf(b64)
+    scale: float = 0.0  # Linf(b64) over its finite values
+    any_finite: bool = False  # b64 has a finite value (a scale to speak of)
     d_ref: float = 0.0  # Linf(b32 - b64): the fp32 baseline's own rounding error
 
 
@@ -142,9 +186,9 @@ class LeafFacts:
         self._fingerprint = _fingerprint(ref)
         self.chunk = chunk
         self.numel = ref.numel()
-        self.finite_chunks: list[bool] = []
         self.ref_max = 0.0  # max |ref| over finite values
         self.ref_sq = 0.0  # sum of squares of finite values, chunk sums added in order
+        self.any_finite = False  # ref has a finite value
         self._float64: tuple[weakref.ref[torch.Tensor], tuple[object, ...], Float64Facts] | None = (
             None
         )
@@ -154,28 +198,22 @@ class LeafFacts:
         flat = ref.detach().reshape(-1)
         with scratch.take(min(BLOCK, self.numel), min(chunk, self.numel)) as (r_buf, sq_buf):
             for start in range(0, self.numel, chunk):
-                view = flat[start : start + chunk]
-                found = _max_and_square_sum(view, r_buf, sq_buf)
-                if found is None:  # the straightforward rule: non-finite values count as zero
-                    r = view.double()
-                    r_fin = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
-                    found = float(r_fin.abs().max()), float(r_fin.square().sum())
-                    self.finite_chunks.append(False)
-                else:
-                    self.finite_chunks.append(True)
-                self.ref_max = max(self.ref_max, found[0])
-                self.ref_sq += found[1]
-
-    @property
-    def finite(self) -> bool:
-        return all(self.finite_chunks)
+                top, sq, any_finite = _max_and_square_sum(
+                    flat[start : start + chunk], r_buf, sq_buf
+                )
+                self.ref_max = max(self.ref_max, top)
+                self.ref_sq += sq
+                self.any_finite = self.any_finite or any_finite
 
     def describes(self, ref: torch.Tensor, chunk: int) -> bool:
         """True while ``ref`` is the very tensor these numbers were computed from, unchanged."""
         return self._ref() is ref and chunk == self.chunk and _fingerprint(ref) == self._fingerprint
 
     def float64(self, ref: torch.Tensor, ref64: torch.Tensor) -> Float64Facts:
-        """Gate 3's numbers against the float64 baseline ``ref64`` of this leaf (cached)."""
+        """Gate 3's numbers against the float64 baseline ``ref64`` of this leaf (cached).
+
+        ``ref64`` holds as many values as ``ref``; they are paired in row-major order.
+        """
         kept = self._float64
         if kept is not None and kept[0]() is ref64 and kept[1] == _fingerprint(ref64):
             return kept[2]
@@ -184,24 +222,17 @@ class LeafFacts:
         return facts
 
     def _compute_float64(self, ref: torch.Tensor, ref64: torch.Tensor) -> Float64Facts:
-        if ref64.shape != ref.shape or not is_real_float(ref64) or not self.finite:
-            return Float64Facts(finite=False)
         flat32, flat64 = ref.detach().reshape(-1), ref64.detach().reshape(-1)
-        scale = d_ref = 0.0
-        size = min(BLOCK, self.numel)
-        with self.scratch.take(size, size, size) as (b_buf, r_buf, d_buf):
+        maxima, _ = linf_blocks(flat32, flat64, self.chunk, self.scratch)
+        scale, any_finite = 0.0, False
+        with self.scratch.take(min(BLOCK, self.numel)) as (r_buf,):
             for begin, end in blocks(0, self.numel):
-                b = as_float64(flat32[begin:end], b_buf)
-                r = as_float64(flat64[begin:end], r_buf)
-                top = finite_abs_max(r)
-                diff = finite_abs_max(torch.sub(b, r, out=d_buf[: end - begin]))
-                if top is None or diff is None:
-                    return Float64Facts(finite=False)
-                scale, d_ref = max(scale, top), max(d_ref, diff)
-        return Float64Facts(finite=True, scale=scale, d_ref=d_ref)
+                top, finite = finite_values_max(as_float64(flat64[begin:end], r_buf))
+                scale, any_finite = max(scale, top), any_finite or finite
+        return Float64Facts(scale=scale, any_finite=any_finite, d_ref=max(maxima, default=0.0))
 
     def remember_output(self, out: torch.Tensor, chunk_maxima: list[float]) -> None:
-        """Gate 2 found these ``max |out - ref|`` per chunk (all finite); gate 3 reuses them."""
+        """Gate 2 found these ``max |out - ref|`` per chunk, every value finite; gate 3 reuses them."""
         self._last_output = (weakref.ref(out), _fingerprint(out), chunk_maxima)
 
     def recall_output(self, out: torch.Tensor) -> list[float] | None:
