@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -41,6 +42,21 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 
 class ServerError(InfrastructureError):
     """The embedded server could not be started, found or stopped."""
+
+
+class _TheirPortTaken(Exception):
+    """The dev server died because a port it had picked itself was taken meanwhile."""
+
+    def __init__(self, message: str, port: int) -> None:
+        super().__init__(message)
+        self.port = port
+
+
+# how many times a start is tried when the server loses one of its own internal ports
+_START_ATTEMPTS = 3
+# the Go runtime's words for a taken port, e.g. "listen tcp 127.0.0.1:7233: bind: address
+# already in use"
+_TAKEN_PORT = re.compile(r"listen tcp [^\s]*:(\d+): bind: address already in use")
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,19 @@ class EmbeddedServer:
                 return self.status()
             self.stop()
         self._check_state_dir()
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            try:
+                return self._start_once(wait_s)
+            except _TheirPortTaken as exc:
+                # the dev server picks its internal ports itself (bind to port 0, then
+                # release): another process starting at the same time can take one in
+                # between; a new start picks new ones
+                if attempt == _START_ATTEMPTS:
+                    raise ServerError(str(exc)) from None
+                log.warning("temporal server lost an internal port; starting again", port=exc.port)
+        raise AssertionError("unreachable")
+
+    def _start_once(self, wait_s: float) -> ServerStatus:
         for port in (self.settings.server_port, self.settings.ui_port):
             if _port_open(port):
                 raise ServerError(
@@ -154,6 +183,7 @@ class EmbeddedServer:
             cmd += ["--search-attribute", f"{key}={kind}"]
         log_handle = self.log_path.open("ab")
         os.chmod(self.log_path, 0o600)
+        log_offset = log_handle.tell()  # earlier starts' lines (a moved home's too) are not ours
         proc = subprocess.Popen(
             cmd,
             stdout=log_handle,
@@ -163,22 +193,38 @@ class EmbeddedServer:
         )
         log_handle.close()
         write_pid_file(self.pid_path, proc.pid)
+        self._await_ready(proc, log_offset, wait_s)
+        log.info("temporal server started", address=self.settings.address, pid=proc.pid)
+        return self.status()
+
+    def _await_ready(self, proc: subprocess.Popen, log_offset: int, wait_s: float) -> None:
+        """Return once *our* process listens on the port and serves our namespace.
+
+        An open port alone proved nothing: a server another process started on the
+        same port (a race for a free port, two homes configured alike) answered while
+        ours was still starting, and ours then died of the taken port -- clients went
+        to the stranger ("Namespace kernelopt is not found").  Setting the retention
+        doubles as the namespace check.
+        """
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 self.pid_path.unlink(missing_ok=True)
-                raise ServerError(self._failure_reason())
-            if _port_open(self.settings.server_port):
-                break
+                reason, port = self._failure_reason(log_offset)
+                if port is not None and port not in (
+                    self.settings.server_port,
+                    self.settings.ui_port,
+                ):
+                    raise _TheirPortTaken(reason, port)
+                raise ServerError(reason)
+            if _listens(proc.pid, self.settings.server_port) and self._set_retention():
+                return
             time.sleep(0.2)
-        else:
-            self.stop()
-            raise ServerError(
-                f"Temporal dev server did not answer within {wait_s:.0f} s; see {self.log_path}"
-            )
-        self._set_retention()
-        log.info("temporal server started", address=self.settings.address, pid=proc.pid)
-        return self.status()
+        self.stop()
+        raise ServerError(
+            f"Temporal dev server did not serve namespace {self.settings.namespace} at "
+            f"{self.settings.address} within {wait_s:.0f} s; see {self.log_path}"
+        )
 
     def _check_state_dir(self) -> None:
         try:
@@ -200,21 +246,31 @@ class EmbeddedServer:
                     "move it away to start with an empty history"
                 )
 
-    def _failure_reason(self) -> str:
+    def _failure_reason(self, log_offset: int = 0) -> tuple[str, int | None]:
+        """One line naming why the server exited, and the port it found taken, if that."""
         try:
-            text = self.log_path.read_text(errors="replace")
+            with self.log_path.open("rb") as handle:
+                handle.seek(log_offset)
+                text = handle.read().decode(errors="replace")
         except OSError:
             text = ""
         lines = [line for line in text.splitlines() if "rror" in line]
         detail = lines[-1].strip() if lines else "exited at start"
+        taken = _TAKEN_PORT.search(text)
+        if taken:
+            port = int(taken.group(1))
+            return f"port {port} is held by another process", port
         if "address already in use" in text:
-            return f"port {self.settings.server_port} is held by another process"
+            return f"a port of the Temporal dev server is held by another process: {detail}", None
         if "not a database" in text or "malformed" in text:
-            return f"state file {self.db_path} is corrupt: {detail}"
-        return f"Temporal dev server failed to start: {detail} (log: {self.log_path})"
+            return f"state file {self.db_path} is corrupt: {detail}", None
+        return f"Temporal dev server failed to start: {detail} (log: {self.log_path})", None
 
-    def _set_retention(self) -> None:
-        """Campaign histories are our audit trail: keep them for a long time."""
+    def _set_retention(self) -> bool:
+        """Campaign histories are our audit trail: keep them for a long time.
+
+        False until the server answers for our namespace.
+        """
         retention = f"{self.settings.retention_days * 24}h"
         cmd = [
             str(temporal_binary()),
@@ -228,12 +284,10 @@ class EmbeddedServer:
             "-n",
             self.settings.namespace,
         ]
-        for _ in range(20):
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if done.returncode == 0:
-                return
-            time.sleep(0.5)
-        log.warning("could not set namespace retention", stderr=done.stderr.strip()[-300:])
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            log.debug("namespace not served yet", stderr=done.stderr.strip()[-300:])
+        return done.returncode == 0
 
     # --- stop ---------------------------------------------------------------------
     def stop(self, wait_s: float = 20.0) -> bool:
@@ -259,6 +313,42 @@ def _port_open(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)
         return sock.connect_ex((host, port)) == 0
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the listening socket on ``port`` (Linux: ``/proc``).
+
+    Where ``/proc`` cannot tell, an open port has to do.
+    """
+    inodes: set[str] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for row in rows:
+            fields = row.split()
+            # local address (hex ip:port), remote, state (0A: LISTEN), ..., inode (field 10)
+            if (
+                len(fields) > 9
+                and fields[3] == "0A"
+                and int(fields[1].rsplit(":", 1)[1], 16) == port
+            ):
+                inodes.add(fields[9])
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return _port_open(port)
+    if not readable:
+        return _port_open(port)
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                return True
+    return False
 
 
 def _wait_port(port: int, seconds: float) -> bool:
