@@ -24,6 +24,26 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+
+def _tell_starter() -> None:
+    """Tell ``kernelopt.local_workers`` that this process runs worker.py now.
+
+    It waits for this byte (on the pipe it passed, named by ``KERNELOPT_WORKER_STARTED_FD``)
+    before it counts the worker as running; written before the imports below, which take
+    a second or more, and dropped from the environment so no child writes to that fd.
+    """
+    fd = os.environ.pop("KERNELOPT_WORKER_STARTED_FD", None)
+    if fd is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        os.write(int(fd), b"1")
+    with contextlib.suppress(OSError, ValueError):
+        os.close(int(fd))
+
+
+if __name__ == "__main__":
+    _tell_starter()
+
 from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions

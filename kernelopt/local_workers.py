@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -26,6 +27,10 @@ from kernelopt.pidfile import process_alive, read_live_pid, write_pid_file
 from kernelopt.store import private_dir
 
 log = get_logger(__name__)
+
+# names the pipe a new worker writes one byte to once it runs worker.py (read there by
+# ``_tell_starter``, before its heavy imports)
+STARTED_FD_ENV = "KERNELOPT_WORKER_STARTED_FD"
 
 
 @dataclass(frozen=True)
@@ -105,36 +110,47 @@ def ensure_local_workers(settings: Settings, gpus: list[str] | None = None) -> d
         log_path = directory / f"{worker.name}.log"
         log_file = log_path.open("ab")
         os.chmod(log_path, 0o600)
-        proc = subprocess.Popen(
-            _command(worker),
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-            cwd=str(Path(__file__).resolve().parent.parent),
-        )
-        log_file.close()
+        started_r, started_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                _command(worker),
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**env, STARTED_FD_ENV: str(started_w)},
+                pass_fds=(started_w,),
+                cwd=str(Path(__file__).resolve().parent.parent),
+            )
+        finally:
+            os.close(started_w)  # the worker holds the only write end now
+            log_file.close()
         write_pid_file(directory / f"{worker.name}.pid", proc.pid)
         (directory / f"{worker.name}.code").write_text(code)
-        _await_exec(proc, worker.name, directory / f"{worker.name}.pid")
+        if not _await_started(started_r):
+            log.warning("local worker did not report its start", worker=worker.name)
         alive[worker.name] = proc.pid
         log.info("local worker started", worker=worker.name, pid=proc.pid)
     return alive
 
 
-def _await_exec(proc: subprocess.Popen, name: str, pid_file: Path, limit_s: float = 5.0) -> None:
-    """Return once the new worker shows its own argv (or died, or ``limit_s`` passed).
+def _await_started(started_r: int, limit_s: float = 10.0) -> bool:
+    """Wait for the new worker's byte on its pipe; False if it exited first or ``limit_s`` passed.
 
-    Until the child has exec'd, its argv is ours and ``running`` would not know it:
-    a second ``ensure_local_workers`` right after the first started another worker
-    beside it.
+    ``Popen`` returns as soon as the child execs, but ``/proc/PID/cmdline`` may still be
+    empty then (the kernel releases the parent before it fills in the new argv):
+    ``running`` did not know the worker yet, and a second ``ensure_local_workers`` right
+    after the first started another beside it.  A worker that writes its byte runs
+    worker.py, so its argv is its own.
     """
-    deadline = time.monotonic() + limit_s
-    while proc.poll() is None and time.monotonic() < deadline:
-        if read_live_pid(pid_file, expect=lambda argv: is_worker(name, argv)) is not None:
-            return
-        time.sleep(0.01)
+    try:
+        poller = select.poll()  # not select(): a process with many files has fds past 1024
+        poller.register(started_r, select.POLLIN)
+        if not poller.poll(limit_s * 1000):
+            return False
+        return os.read(started_r, 1) == b"1"  # b"": it exited without writing
+    finally:
+        os.close(started_r)
 
 
 def _read(path: Path) -> str | None:
