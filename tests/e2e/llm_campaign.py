@@ -13,7 +13,7 @@ re-timing, re-stitch and gates 3-4 are the real ones.
 
 Each problem runs in single-kernel mode (the search target is the whole
 forward, a candidate is a ``ModelNew`` module) with one iteration of four
-plans whose replies are scripted under ``tests/e2e/llm_replies/``:
+plans whose replies are scripted in ``tests/support/llm_replies.py``:
 
 * ``good``          a correct, fast Triton ``ModelNew`` -> accepted
 * ``compile-fail``  calls a nonexistent ``tl.fancy_*`` -> rejected by gate 1 (static),
@@ -33,7 +33,7 @@ Before any GPU work the same script is replayed through the real agent code
 that would not parse or route stops the run at once (``--check-only`` does
 only that; ``--cpu-check`` also runs every module through the gates on the
 CPU under the Triton interpreter, on shrunken copies of the problems).
-``tests/e2e/llm_replies/cpu_rehearsal.py`` runs this whole script on the CPU
+``tests/e2e/llm_rehearsal.py`` runs this whole script on the CPU
 with a stand-in GPU worker (real gates 1-2 under the interpreter, doubles for the rest).
 
 A device call lasts at most ten minutes and an LLM campaign about five on the one GPU
@@ -90,8 +90,7 @@ from kernelopt.contracts.search import (
     SummarizeInput,
 )
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
-from tests.e2e.llm_replies.derived import HERE as REPLIES
-from tests.e2e.llm_replies.derived import has_reply, reply_source
+from tests.support.llm_replies import TAGS, has_reply, reply_source
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +124,7 @@ class Scenario:
     """One scripted plan: its reply modules and what the gates must decide, per attempt."""
 
     key: str
-    first: str  # reply of attempt 0: tests/e2e/llm_replies/<tag>_<first> (derived.py)
+    first: str  # reply of attempt 0: <tag>_<first> in tests/support/llm_replies.py
     retry: str | None  # reply module of attempt 1 (retry-fix), if the plan gets one
     expect: tuple[str, ...]  # per attempt: "accepted", "accepted-slower" or the deciding gate
     description: str
@@ -297,7 +296,7 @@ def check_script(problems: list[ProblemScript]) -> list[str]:
         for s in p.scenarios:
             for name in (s.first, s.retry):
                 if name and not has_reply(p.tag, name):
-                    errors.append(f"{p.tag}: missing reply module {p.tag}_{name}.py")
+                    errors.append(f"{p.tag}: missing reply module {p.tag}_{name}")
         if not p.planner_match.strip():
             errors.append(f"{p.tag}: the problem file's first line is empty")
     if errors:
@@ -1015,10 +1014,9 @@ def main() -> int:
     out = Path(os.environ.get("OUT", "/tmp/gpu-llm-e2e-out"))
     out.mkdir(parents=True, exist_ok=True)
     problems = [ProblemScript.load(path) for path in args.problems]
-    known = sorted({p.name.split("_good.py")[0] for p in REPLIES.glob("*_good.py")})
-    unknown = [p.tag for p in problems if p.tag not in known]
+    unknown = [p.tag for p in problems if p.tag not in TAGS]
     if unknown:
-        print(f"no scripted replies for {unknown}; scripted problems: {known}")
+        print(f"no scripted replies for {unknown}; scripted problems: {list(TAGS)}")
         return 2
 
     verdicts = None

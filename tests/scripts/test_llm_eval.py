@@ -6,7 +6,7 @@
   ``--extra-worker``.  ``start`` runs without any GPU worker (the campaigns wait at
   compile, and the call ends); every later call is ``resume`` in a FRESH
   ``KERNELOPT_HOME`` (the last one deleted: the home moves between calls), first with
-  no replies, then with the replies scripted from ``tests/e2e/llm_replies`` (and one
+  no replies, then with the replies scripted in ``tests/support/llm_replies.py`` (and one
   that answers nothing); the campaigns go compile -> plan -> execute -> summarize ->
   finished, and ``report`` writes the table from the last ``home.tgz``.
 * A thin home (fast): the compile's seed-drawn tensors stay out of ``home.tgz`` and
@@ -37,10 +37,10 @@ from scripts.llm_eval.packing import NCU_REF, export_home
 from scripts.llm_eval.replies import request_of
 from scripts.llm_eval.stream import Stream
 from scripts.llm_eval.watch import SETTLED
+from tests.support.llm_replies import reply_source
 from tests.support.temporal import env_for, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-REPLIES = ROOT / "tests" / "e2e" / "llm_replies"
 PROBLEMS = ["problems/level1/001_relu_chain.py", "problems/level1/009_softmax_rows.py"]
 FIXTURE = ROOT / "tests" / "fixtures" / "wrappers" / "level3_002_transformer_block.compile.json"
 STAND_IN = f"{sys.executable} -m tests.support.run_worker gpu {{gpu_queue}}"
@@ -94,7 +94,7 @@ def answer(request: dict) -> str:
         return '{"entries": []}'
     tag = "relu_chain" if "relu_chain" in request["campaign_id"] else "softmax_rows"
     plan = "slower" if "narrow" in request["messages"][-1]["content"] else "good"
-    module = (REPLIES / f"{tag}_{plan}.py").read_text()
+    module = reply_source(tag, plan)
     return f"```python\n{module}\n# {request['request_id']}\n```\n"
 
 

@@ -1,6 +1,6 @@
 """CPU rehearsal of tests/e2e/llm_campaign.py: the whole run, with a stand-in for the GPU worker.
 
-    python -m tests.e2e.llm_replies.cpu_rehearsal [--deadline S]   # from the repository root
+    python -m tests.e2e.llm_rehearsal [--deadline S]   # from the repository root
 
 Runs ``tests/e2e/llm_campaign.py`` unchanged (its own embedded Temporal server,
 CPU worker and scripted LLM server) on shrunken copies of the problems, in a
@@ -32,7 +32,7 @@ from temporalio import activity
 from kernelopt.contracts import names
 from kernelopt.contracts.verdicts import CandidateGateInput, CandidateGateResult
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 SLOW_MARK = 'plan "slower"'  # the slower modules' docstrings say so
 
@@ -107,7 +107,7 @@ def rehearse(deadline: float, extra: list[str], split_at: float | None = None) -
     log = tmp / "gpu-stand-in.log"
     with log.open("w") as handle:
         stand_in = subprocess.Popen(
-            [sys.executable, "-m", "tests.e2e.llm_replies.cpu_rehearsal", "--gpu-stand-in", queue],
+            [sys.executable, "-m", "tests.e2e.llm_rehearsal", "--gpu-stand-in", queue],
             stdout=handle,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
