@@ -51,6 +51,39 @@ class Reply:
         return self.respond(messages) if self.respond is not None else self.content
 
 
+SUMMARIZER = "Outcomes, one line per candidate"  # only the summariser's request says this
+TRIED = "Plans already tried"  # a later round's planner request lists what was tried
+NO_LESSONS = '{"entries": []}'  # a summariser reply that adds nothing to memory
+
+
+def plans_json(*plans: tuple[str, str]) -> str:
+    """A planner's answer: one plan per (direction, description)."""
+    return json.dumps({"plans": [{"direction": d, "description": s} for d, s in plans]})
+
+
+def planner(
+    n: int, *plans: tuple[str, str], later: tuple[tuple[str, str], ...] = (), **kw: Any
+) -> Reply:
+    """The reply to "Propose up to ``n`` plans"; with ``later``, every request of a later
+    round (one that lists the plans already tried) gets those plans instead."""
+    match = f"Propose up to {n} plans"
+    if not later:
+        return Reply(match=match, content=plans_json(*plans), **kw)
+    first, then = plans_json(*plans), plans_json(*later)
+    return Reply(
+        match=match, respond=lambda m: then if TRIED in str(m) else first, repeat=True, **kw
+    )
+
+
+def executor(direction: str, **kw: Any) -> Reply:
+    """The reply to the executor request of the plan ``direction``."""
+    return Reply(match=f"Plan ({direction})", **kw)
+
+
+def summarizer(content: str = NO_LESSONS, **kw: Any) -> Reply:
+    return Reply(match=SUMMARIZER, content=content, **kw)
+
+
 @dataclass
 class Request:
     model: str

@@ -66,7 +66,7 @@ from kernelopt.store import ArtifactStore, open_store
 from tests.support.compiled import stub_compiled
 from tests.support.gpu_doubles import screening_estimate
 from tests.support.inductor_samples import POINTWISE
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.scripted_openai import Reply, ScriptedOpenAI, executor, planner, summarizer
 from workflows.search_kernel import SearchKernel
 
 KERNEL = "triton_poi_fused_add_mul_relu_0"
@@ -273,36 +273,25 @@ def kernel_reply(marker: str, salt: str = "") -> str:
 async def test_llm_search_with_retry_fix_rejections_and_retimed_winner(env, store):
     """Two plans: one good kernel; one that fails to compile, is fixed into a wrong one, then right."""
     gpu = Gpu()
-    plans = (
-        '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"},'
-        ' {"direction": "vectorize loads", "description": "128-bit loads"}]}'
-    )
+    plans = (("bigger blocks", "XBLOCK 2048"), ("vectorize loads", "128-bit loads"))
     with ScriptedOpenAI() as llm:
         llm.add(
-            Reply(
-                match="Propose up to 2 plans",
-                content=plans,
-                prompt_tokens=1000,
-                completion_tokens=100,
-            ),
+            planner(2, *plans, prompt_tokens=1000, completion_tokens=100),
             # retry-fix rules first: a later request also contains the earlier feedback
             Reply(
                 match="wrong values PLUGH", content=kernel_reply("MS=0.8"), completion_tokens=300
             ),
             Reply(match="XYZZY", content=kernel_reply("WRONG"), completion_tokens=300),
-            Reply(
-                match="Plan (vectorize loads)",
-                content=kernel_reply("FAILS_COMPILE"),
-                completion_tokens=300,
+            executor(
+                "vectorize loads", content=kernel_reply("FAILS_COMPILE"), completion_tokens=300
             ),
-            Reply(
-                match="Plan (bigger blocks)",
+            executor(
+                "bigger blocks",
                 content=kernel_reply("MS=0.5 # RETIME_MS=0.6"),
                 completion_tokens=300,
             ),
-            Reply(
-                match="Outcomes, one line per candidate",
-                content='{"entries": [{"situation": "pointwise, memory bound", "action": "bigger blocks", "effect": "2x", "tags": ["direction/bigger-blocks"]}]}',
+            summarizer(
+                '{"entries": [{"situation": "pointwise, memory bound", "action": "bigger blocks", "effect": "2x", "tags": ["direction/bigger-blocks"]}]}',
             ),
         )
         proposer = ProposerConfig(
@@ -403,7 +392,7 @@ async def test_repeated_plans_are_dropped_and_memory_is_retrieved(env, store):
                 repeat=True,
             ),
             Reply(match="Write the complete replacement module", respond=salted, repeat=True),
-            Reply(match="Outcomes, one line per candidate", content='{"entries": []}', repeat=True),
+            summarizer(repeat=True),
         )
         proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
         inp = search_input(

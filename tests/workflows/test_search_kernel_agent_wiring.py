@@ -37,7 +37,13 @@ from kernelopt.contracts.search import (
     SearchKernelInput,
     SearchParams,
 )
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.scripted_openai import (
+    Reply,
+    ScriptedOpenAI,
+    executor,
+    planner,
+    summarizer,
+)
 from tests.workflows.test_search_kernel import (
     KERNEL,
     Gpu,
@@ -153,27 +159,23 @@ def salted(marker: str):
 
 async def test_executor_prompt_carries_facts_memory_and_repeats_are_not_developed(env, store):
     """Round 0 at the root; round 1 plans the same two ideas on every beam state: developed once."""
-    first = (
-        '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"},'
-        ' {"direction": "vectorize loads", "description": "128-bit loads"}]}'
-    )
-    second = (
-        '{"plans": [{"direction": "unroll loop", "description": "unroll the inner loop by 4"},'
-        ' {"direction": "evict first", "description": "eviction hints on the loads"}]}'
-    )
     gpu = RecordingGpu()
     with ScriptedOpenAI() as llm:
         llm.add(
-            Reply(
-                match="Propose up to 2 plans",
-                respond=lambda m: second if "Plans already tried" in str(m) else first,
-                repeat=True,
+            planner(
+                2,
+                ("bigger blocks", "XBLOCK 2048"),
+                ("vectorize loads", "128-bit loads"),
+                later=(
+                    ("unroll loop", "unroll the inner loop by 4"),
+                    ("evict first", "eviction hints on the loads"),
+                ),
             ),
-            Reply(match="Plan (bigger blocks)", respond=salted("MS=0.5"), repeat=True),
-            Reply(match="Plan (vectorize loads)", respond=salted("MS=0.8"), repeat=True),
-            Reply(match="Plan (unroll loop)", respond=salted("MS=0.45"), repeat=True),
-            Reply(match="Plan (evict first)", respond=salted("MS=0.4"), repeat=True),
-            Reply(match="Outcomes, one line per candidate", content=SUMMARY, repeat=True),
+            executor("bigger blocks", respond=salted("MS=0.5"), repeat=True),
+            executor("vectorize loads", respond=salted("MS=0.8"), repeat=True),
+            executor("unroll loop", respond=salted("MS=0.45"), repeat=True),
+            executor("evict first", respond=salted("MS=0.4"), repeat=True),
+            summarizer(SUMMARY, repeat=True),
         )
         inp = kernel_search(store, llm, SearchParams(iterations=2, plans=2, retries=0, beam=3))
         result, _ = await run_search(env, inp, gpu)
@@ -207,12 +209,11 @@ async def test_executor_prompt_carries_facts_memory_and_repeats_are_not_develope
 
 async def test_without_facts_the_prompt_says_so(env, store):
     """The same search without facts (an old campaign): the numbers section is absent, not made up."""
-    plans = '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"}]}'
     with ScriptedOpenAI() as llm:
         llm.add(
-            Reply(match="Propose up to 1 plans", content=plans),
-            Reply(match="Plan (bigger blocks)", content=kernel_reply("MS=0.5")),
-            Reply(match="Outcomes, one line per candidate", content='{"entries": []}'),
+            planner(1, ("bigger blocks", "XBLOCK 2048")),
+            executor("bigger blocks", content=kernel_reply("MS=0.5")),
+            summarizer(),
         )
         params = SearchParams(iterations=1, plans=1, retries=0, beam=1)
         inp = kernel_search(store, llm, params, with_facts=False)
@@ -224,22 +225,18 @@ async def test_without_facts_the_prompt_says_so(env, store):
 
 async def test_a_later_round_on_the_same_state_sees_its_siblings(env, store):
     """Every round-0 candidate is rejected, so round 1 plans on the root again and is told why."""
-    first = (
-        '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"},'
-        ' {"direction": "vectorize loads", "description": "128-bit loads"}]}'
-    )
-    second = '{"plans": [{"direction": "unroll loop", "description": "unroll by 4"}]}'
     with ScriptedOpenAI() as llm:
         llm.add(
-            Reply(
-                match="Propose up to 2 plans",
-                respond=lambda m: second if "Plans already tried" in str(m) else first,
-                repeat=True,
+            planner(
+                2,
+                ("bigger blocks", "XBLOCK 2048"),
+                ("vectorize loads", "128-bit loads"),
+                later=(("unroll loop", "unroll by 4"),),
             ),
-            Reply(match="Plan (bigger blocks)", respond=salted("WRONG")),
-            Reply(match="Plan (vectorize loads)", respond=salted("FAILS_COMPILE")),
-            Reply(match="Plan (unroll loop)", respond=salted("MS=0.5")),
-            Reply(match="Outcomes, one line per candidate", content='{"entries": []}', repeat=True),
+            executor("bigger blocks", respond=salted("WRONG")),
+            executor("vectorize loads", respond=salted("FAILS_COMPILE")),
+            executor("unroll loop", respond=salted("MS=0.5")),
+            summarizer(repeat=True),
         )
         inp = kernel_search(store, llm, SearchParams(iterations=2, plans=2, retries=0, beam=1))
         result, _ = await run_search(env, inp, RecordingGpu())
@@ -255,10 +252,6 @@ async def test_a_later_round_on_the_same_state_sees_its_siblings(env, store):
 async def test_a_slower_accepted_candidate_gets_exactly_one_timing_retry(env, store):
     """A whole-model target: the profiler gets triage's times, the executor Inductor's kernels;
     a correct but slower module is told its speed once, and the (still slow) answer ends it."""
-    plans = (
-        '{"plans": [{"direction": "fuse all", "description": "one kernel for the forward"},'
-        ' {"direction": "fast path", "description": "skip the reduction"}]}'
-    )
 
     def model(marker: str) -> str:
         kernel = kernel_reply(marker).removeprefix("```python\n").removesuffix("```")
@@ -267,12 +260,14 @@ async def test_a_slower_accepted_candidate_gets_exactly_one_timing_retry(env, st
     gpu = RecordingGpu()
     with ScriptedOpenAI() as llm:
         llm.add(
-            Reply(match="Propose up to 2 plans", content=plans),
+            planner(
+                2, ("fuse all", "one kernel for the forward"), ("fast path", "skip the reduction")
+            ),
             # the timing retry first: its request also holds the first attempt's prompt
             Reply(match="Make it faster", content=model("MS=1.05"), repeat=True),
-            Reply(match="Plan (fuse all)", content=model("MS=1.1")),
-            Reply(match="Plan (fast path)", content=model("MS=0.5")),
-            Reply(match="Outcomes, one line per candidate", content='{"entries": []}'),
+            executor("fuse all", content=model("MS=1.1")),
+            executor("fast path", content=model("MS=0.5")),
+            summarizer(),
         )
         base = search_input(store, f"wire-{uuid.uuid4().hex[:6]}")
         target = SearchTarget(

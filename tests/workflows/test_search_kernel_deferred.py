@@ -27,7 +27,15 @@ from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
 from tests.support.cli import run_cli
 from tests.support.polling import until
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.scripted_openai import (
+    NO_LESSONS,
+    Reply,
+    ScriptedOpenAI,
+    executor,
+    planner,
+    plans_json,
+    summarizer,
+)
 from tests.workflows.test_search_kernel import (
     Gpu,
     kernel_reply,
@@ -37,11 +45,7 @@ from tests.workflows.test_search_kernel import (
 from workflows.search_kernel import SearchKernel
 
 ROOT = Path(__file__).resolve().parents[2]
-PLANS = (
-    '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"},'
-    ' {"direction": "vectorize loads", "description": "128-bit loads"}]}'
-)
-SUMMARY = '{"entries": []}'
+PLANS = plans_json(("bigger blocks", "XBLOCK 2048"), ("vectorize loads", "128-bit loads"))
 
 
 @pytest.fixture
@@ -54,12 +58,15 @@ def store(tmp_path, monkeypatch):
 
 def script() -> list[Reply]:
     return [
-        Reply(match="Propose up to 2 plans", content=PLANS, prompt_tokens=1000),
-        Reply(match="Plan (bigger blocks)", content=kernel_reply("MS=0.5"), completion_tokens=300),
-        Reply(
-            match="Plan (vectorize loads)", content=kernel_reply("MS=0.8"), completion_tokens=300
+        planner(
+            2,
+            ("bigger blocks", "XBLOCK 2048"),
+            ("vectorize loads", "128-bit loads"),
+            prompt_tokens=1000,
         ),
-        Reply(match="Outcomes, one line per candidate", content=SUMMARY),
+        executor("bigger blocks", content=kernel_reply("MS=0.5"), completion_tokens=300),
+        executor("vectorize loads", content=kernel_reply("MS=0.8"), completion_tokens=300),
+        summarizer(),
     ]
 
 
@@ -213,7 +220,7 @@ async def test_folder_mode_waits_for_reply_files_and_kernelopt_reply(env, store,
         )
         # the signal woke the search: far sooner than the 120-s poll pause
         assert time.monotonic() - answered < 60
-        reply_folder.deliver(folder, summary["request_id"], SUMMARY)
+        reply_folder.deliver(folder, summary["request_id"], NO_LESSONS)
         await handle.signal("llm_reply", summary["request_id"])
         result = await finish(env, handle)
     assert result.stopped_reason == "completed 1 iterations"

@@ -36,7 +36,7 @@ from kernelopt.contracts.verdicts import (
 )
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.compiled import stub_compiled
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.scripted_openai import Reply, ScriptedOpenAI, executor, planner, summarizer
 from tests.workflows.test_search_kernel import Gpu, run_search
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -101,14 +101,13 @@ def _module(name: str) -> str:
 
 async def test_a_gate_3_failure_is_fixed_in_the_same_conversation(env, home):
     gpu = RealGates()
-    plans = '{"plans": [{"direction": "half-precision gate", "description": "fp16 sigmoid"}]}'
     with ScriptedOpenAI() as llm:
         llm.add(
-            Reply(match="Propose up to 1 plans", content=plans),
+            planner(1, ("half-precision gate", "fp16 sigmoid")),
             # retry-fix first: its request also holds the executor's prompt
             Reply(match="against float64", content=_module("swish_fused")),
-            Reply(match="Plan (half-precision gate)", content=_module("swish_half_sigmoid")),
-            Reply(match="Outcomes, one line per candidate", content='{"entries": []}'),
+            executor("half-precision gate", content=_module("swish_half_sigmoid")),
+            summarizer(),
         )
         proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
         inp = _search_input(home, f"gate3-{uuid.uuid4().hex[:6]}", proposer)

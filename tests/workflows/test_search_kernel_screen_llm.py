@@ -13,28 +13,28 @@ import uuid
 
 from kernelopt.contracts.screening import SCREENED_OUT, ScreenParams
 from kernelopt.contracts.search import ProposerConfig, SearchParams
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.scripted_openai import Reply, ScriptedOpenAI, executor, planner, summarizer
 from tests.workflows.test_search_kernel import Gpu, kernel_reply, run_search, search_input
 
-PLANS = (
-    '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"},'
-    ' {"direction": "vectorize loads", "description": "128-bit loads"},'
-    ' {"direction": "fewer warps", "description": "2 warps"}]}'
-)
 SCREENED_REASON = "screened out as slower by an untrusted estimate"
 
 
 def _script(llm: ScriptedOpenAI) -> None:
     llm.add(
-        Reply(match="Propose up to 3 plans", content=PLANS),
+        planner(
+            3,
+            ("bigger blocks", "XBLOCK 2048"),
+            ("vectorize loads", "128-bit loads"),
+            ("fewer warps", "2 warps"),
+        ),
         # the retry-fix request carries the gate's feedback on the wrong kernel
         Reply(match="wrong values PLUGH", content=kernel_reply("MS=0.8", "fixed")),
         # only when gated: the slow kernel is told its timing, and answers no faster
         Reply(match="slower than the baseline", content=kernel_reply("MS=1.6", "again")),
-        Reply(match="Plan (vectorize loads)", content=kernel_reply("WRONG")),
-        Reply(match="Plan (bigger blocks)", content=kernel_reply("MS=0.5")),
-        Reply(match="Plan (fewer warps)", content=kernel_reply("MS=1.6")),
-        Reply(match="Outcomes, one line per candidate", content='{"entries": []}'),
+        executor("vectorize loads", content=kernel_reply("WRONG")),
+        executor("bigger blocks", content=kernel_reply("MS=0.5")),
+        executor("fewer warps", content=kernel_reply("MS=1.6")),
+        summarizer(),
     )
 
 

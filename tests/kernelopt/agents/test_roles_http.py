@@ -28,7 +28,7 @@ from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from kernelopt.errors import InfrastructureError
 from kernelopt.memory import ExperienceMemory
 from kernelopt.store import open_store
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.scripted_openai import Reply, ScriptedOpenAI, planner
 
 KERNEL_NAME = "triton_poi_fused_relu_0"
 GOOD = """```python
@@ -90,10 +90,10 @@ def profile() -> ProfileResult:
 
 async def test_planner_round_trip_with_usage_cost_and_stored_prompt(server, store):
     server.add(
-        Reply(
-            match="Propose up to 2 plans",
-            content='{"plans": [{"direction": "vectorize loads", "description": "128-bit loads"},'
-            ' {"direction": "bigger blocks", "description": "XBLOCK 2048"}]}',
+        planner(
+            2,
+            ("vectorize loads", "128-bit loads"),
+            ("bigger blocks", "XBLOCK 2048"),
             prompt_tokens=1200,
             completion_tokens=300,
         )

@@ -22,7 +22,7 @@ from kernelopt.contracts.search import ExecuteInput, Plan, PlanInput, ProposerCo
 from kernelopt.errors import KernelOptError
 from kernelopt.store import open_store
 from tests.kernelopt.agents.test_roles_http import GOOD
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.scripted_openai import Reply, ScriptedOpenAI, plans_json
 
 MAX_TOKENS_400 = (
     "Unsupported parameter: 'max_tokens' is not supported with this model. "
@@ -168,7 +168,7 @@ async def test_think_blocks_are_stripped_before_parsing(home):
 async def test_planner_retry_continues_the_conversation_with_the_parse_error(home):
     store = open_store(home / "artifacts")
     src = store.put_text("def k(): pass\n", name="k.py")
-    good = '{"plans": [{"direction": "bigger blocks", "description": "XBLOCK 2048"}]}'
+    good = plans_json(("bigger blocks", "XBLOCK 2048"))
     with ScriptedOpenAI() as server:
         server.add(
             Reply(match="could not be used", content=good),
