@@ -26,21 +26,23 @@ from kernelopt.contracts import (
 )
 from kernelopt.store import open_store
 from tests.support.campaigns import (
+    Workers,
     comparable,
     gate_calls_per_candidate,
     queues,
+    running_workers,
     small_options,
+    start_small_campaign,
 )
-from tests.support.processes import WorkerProcess, start_workers
+from tests.support.processes import WorkerProcess
 from tests.support.temporal import make_settings, search_ids, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "level2" / "004_conv_affine_relu.py"
 
 
-async def run_campaign(client: Client, settings: Settings, queues: tuple[str, str]) -> Outcome:
-    problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
-    handle = await start_campaign(client, problem, small_options(*queues))
+async def run_campaign(client: Client, settings: Settings, workers: Workers) -> Outcome:
+    handle = await start_small_campaign(client, settings, PROBLEM, workers)
     return await handle.result()
 
 
@@ -73,13 +75,8 @@ async def cancel_in_phase(
 
 @pytest.fixture(scope="module")
 async def reference_outcome(client: Client, temporal_settings: Settings) -> Outcome:
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
-    try:
-        return await asyncio.wait_for(run_campaign(client, temporal_settings, (cpu_q, gpu_q)), 300)
-    finally:
-        cpu.stop()
-        gpu.stop()
+    with running_workers(temporal_settings) as workers:
+        return await asyncio.wait_for(run_campaign(client, temporal_settings, workers), 300)
 
 
 async def test_campaign_runs_end_to_end(reference_outcome: Outcome) -> None:
@@ -100,19 +97,13 @@ async def test_campaign_runs_end_to_end(reference_outcome: Outcome) -> None:
 async def test_sigkill_cpu_worker_mid_campaign(
     client: Client, temporal_settings: Settings, reference_outcome: Outcome
 ) -> None:
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_DELAY="0.4")
-    try:
-        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
-        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+    with running_workers(temporal_settings, KERNELOPT_DOUBLES_DELAY="0.4") as workers:
+        handle = await start_small_campaign(client, temporal_settings, PROBLEM, workers)
         await wait_for_phase(handle, CampaignPhase.SEARCHING)
         await asyncio.sleep(1.0)
-        cpu.kill()
-        cpu = WorkerProcess(temporal_settings, "cpu", cpu_q).wait_ready()
+        workers.cpu.kill()
+        workers.cpu = WorkerProcess(temporal_settings, "cpu", workers.queues[0]).wait_ready()
         outcome = await asyncio.wait_for(handle.result(), 300)
-    finally:
-        cpu.stop()
-        gpu.stop()
     assert comparable(outcome) == comparable(reference_outcome)
     counts = await gate_calls_per_candidate(client, handle.id)
     assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"
@@ -124,23 +115,19 @@ async def test_server_restart_mid_campaign(tmp_path: Path, reference_outcome: Ou
 
     settings = make_settings(tmp_path / "home")
     server = start_server(settings)
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_DELAY="0.4")
     try:
-        client = await connect(settings, start_embedded=False)
-        problem = prepare_problem(PROBLEM, open_store(settings.artifacts_dir))
-        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
-        await wait_for_phase(handle, CampaignPhase.SEARCHING)
-        server.stop()
-        await asyncio.sleep(1.0)
-        server.start()
-        client = await connect(settings, start_embedded=False)
-        handle = client.get_workflow_handle(handle.id, result_type=Outcome)
-        outcome = await asyncio.wait_for(handle.result(), 300)
-        counts = await gate_calls_per_candidate(client, handle.id)
+        with running_workers(settings, KERNELOPT_DOUBLES_DELAY="0.4") as workers:
+            client = await connect(settings, start_embedded=False)
+            handle = await start_small_campaign(client, settings, PROBLEM, workers)
+            await wait_for_phase(handle, CampaignPhase.SEARCHING)
+            server.stop()
+            await asyncio.sleep(1.0)
+            server.start()
+            client = await connect(settings, start_embedded=False)
+            handle = client.get_workflow_handle(handle.id, result_type=Outcome)
+            outcome = await asyncio.wait_for(handle.result(), 300)
+            counts = await gate_calls_per_candidate(client, handle.id)
     finally:
-        cpu.stop()
-        gpu.stop()
         server.stop()
     assert comparable(outcome) == comparable(reference_outcome)
     assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"
@@ -151,18 +138,10 @@ async def test_builtin_proposer_tunes_the_kernel_of_a_single_kernel_problem(
 ) -> None:
     """Single-kernel mode makes the forward the target; the built-in proposer can only
     tune Inductor kernels, so the campaign searches the wrapper's kernel instead."""
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
-    try:
-        problem = prepare_problem(
-            ROOT / "problems" / "level1" / "001_relu_chain.py",
-            open_store(temporal_settings.artifacts_dir),
-        )
-        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+    relu_chain = ROOT / "problems" / "level1" / "001_relu_chain.py"
+    with running_workers(temporal_settings) as workers:
+        handle = await start_small_campaign(client, temporal_settings, relu_chain, workers)
         outcome = await asyncio.wait_for(handle.result(), 300)
-    finally:
-        cpu.stop()
-        gpu.stop()
     assert outcome.mode is not None and outcome.mode.value == "single"
     assert outcome.candidates_tried > 0
     assert outcome.replaced and outcome.replaced[0].startswith("triton_")
@@ -173,17 +152,8 @@ async def test_a_fallback_after_the_model_gates_says_which_gate_and_why(
 ) -> None:
     """H200 2026-11-29: a 51x winner was quarantined at V_perf and the outcome only said
     "failed V_model or V_perf"; it now names the gate, its status and its reason."""
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(
-        temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_MODEL_GATE="quarantine"
-    )
-    try:
-        outcome = await asyncio.wait_for(
-            run_campaign(client, temporal_settings, (cpu_q, gpu_q)), 180
-        )
-    finally:
-        cpu.stop()
-        gpu.stop()
+    with running_workers(temporal_settings, KERNELOPT_DOUBLES_MODEL_GATE="quarantine") as workers:
+        outcome = await asyncio.wait_for(run_campaign(client, temporal_settings, workers), 180)
     assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
     assert "performance quarantine: timing not stable: spread 24.1%" in outcome.reason
     assert outcome.model_verdicts and outcome.model_verdicts[0].status.value == "quarantine"
@@ -192,19 +162,13 @@ async def test_a_fallback_after_the_model_gates_says_which_gate_and_why(
 async def test_a_winner_failing_the_model_gates_gives_way_to_the_runner_up(
     client: Client, temporal_settings: Settings, tmp_path: Path
 ) -> None:
-    cpu_q, gpu_q = queues()
     marker = tmp_path / "model-gate-failed-once"
-    cpu, gpu = start_workers(
-        temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_MODEL_GATE=f"fail-once:{marker}"
-    )
-    try:
-        problem = prepare_problem(PROBLEM, open_store(temporal_settings.artifacts_dir))
-        options = small_options(cpu_q, gpu_q).model_copy(update={"max_targets": 1})
-        handle = await start_campaign(client, problem, options)
+    fail_once = f"fail-once:{marker}"
+    with running_workers(temporal_settings, KERNELOPT_DOUBLES_MODEL_GATE=fail_once) as workers:
+        handle = await start_small_campaign(
+            client, temporal_settings, PROBLEM, workers, max_targets=1
+        )
         outcome = await asyncio.wait_for(handle.result(), 180)
-    finally:
-        cpu.stop()
-        gpu.stop()
     assert marker.exists()
     # one target: the second model-gate verdict can only be its runner-up's
     statuses = [v.status.value for v in outcome.model_verdicts]
@@ -220,18 +184,11 @@ async def test_cancel_reaches_a_running_search_at_once(
     client: Client, temporal_settings: Settings
 ) -> None:
     """A long search is told to stop when the campaign is cancelled; the baseline returns."""
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q, KERNELOPT_DOUBLES_DELAY="0.3")
-    try:
-        options = small_options(cpu_q, gpu_q).model_copy(
-            update={"search": SearchParams(iterations=200, plans=2, retries=1, beam=2)}
-        )
+    with running_workers(temporal_settings, KERNELOPT_DOUBLES_DELAY="0.3") as workers:
+        options = workers.options(search=SearchParams(iterations=200, plans=2, retries=1, beam=2))
         handle, outcome = await cancel_in_phase(
             client, temporal_settings, options, CampaignPhase.SEARCHING, after_s=2.0
         )
-    finally:
-        cpu.stop()
-        gpu.stop()
     assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
     assert "cancelled by user" in outcome.reason
     searches = [

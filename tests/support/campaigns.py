@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from kernelopt.campaigns import prepare_problem, start_campaign
+from kernelopt.config import Settings
 from kernelopt.contracts import (
     CampaignOptions,
     Outcome,
@@ -16,6 +23,8 @@ from kernelopt.contracts import (
     ProposerKind,
     SearchParams,
 )
+from kernelopt.store import open_store
+from tests.support.processes import WorkerProcess, start_workers
 from tests.support.temporal import search_ids
 
 
@@ -34,6 +43,41 @@ def queues() -> tuple[str, str]:
     """A CPU and a GPU task queue of this test's own."""
     tag = uuid.uuid4().hex[:8]
     return f"cpu-{tag}", f"gpu-{tag}"
+
+
+@dataclass
+class Workers:
+    """A CPU and a GPU worker process (the GPU one serving the doubles) on queues of their own."""
+
+    cpu: WorkerProcess
+    gpu: WorkerProcess
+    queues: tuple[str, str]
+
+    def options(self, **update: Any) -> CampaignOptions:
+        """``small_options`` on these workers' queues, with ``update``'s fields replaced."""
+        return small_options(*self.queues).model_copy(update=update)
+
+
+@contextmanager
+def running_workers(settings: Settings, **env: str) -> Iterator[Workers]:
+    """Both workers started (``env``: extra environment, e.g. the doubles' delay), and stopped
+    on the way out -- also a worker a test put in place of one it killed."""
+    cpu_q, gpu_q = queues()
+    cpu, gpu = start_workers(settings, cpu_q, gpu_q, **env)
+    workers = Workers(cpu, gpu, (cpu_q, gpu_q))
+    try:
+        yield workers
+    finally:
+        workers.cpu.stop()
+        workers.gpu.stop()
+
+
+async def start_small_campaign(
+    client: Client, settings: Settings, problem: Path, workers: Workers, **update: Any
+) -> WorkflowHandle:
+    """A campaign of ``problem`` on ``workers``, with their ``options(**update)``."""
+    prepared = prepare_problem(problem, open_store(settings.artifacts_dir))
+    return await start_campaign(client, prepared, workers.options(**update))
 
 
 def comparable(outcome: Outcome) -> tuple:

@@ -18,12 +18,10 @@ from pathlib import Path
 from temporalio.client import Client
 
 from activities.report_activities import expand_pages
-from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
 from kernelopt.contracts import Outcome, SearchKernelResult
 from kernelopt.store import open_store
-from tests.support.campaigns import queues, small_options
-from tests.support.processes import start_workers
+from tests.support.campaigns import running_workers, start_small_campaign
 from tests.support.replay import replayed_markers
 from tests.support.temporal import search_ids
 
@@ -35,21 +33,15 @@ KERNEL = "triton_poi_fused_diag_embed_0"  # the H200 wrapper's one kernel (fixtu
 async def test_a_builtin_campaign_proposes_a_rewrite_of_the_whole_forward(
     client: Client, temporal_settings: Settings
 ) -> None:
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
     store = open_store(temporal_settings.artifacts_dir)
-    try:
-        problem = prepare_problem(PROBLEM, store)
-        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+    with running_workers(temporal_settings) as workers:
+        handle = await start_small_campaign(client, temporal_settings, PROBLEM, workers)
         outcome: Outcome = await asyncio.wait_for(handle.result(), 300)
         searches = {}
         for child in await search_ids(client, handle.id):
             handle_of = client.get_workflow_handle(child, result_type=SearchKernelResult)
             result = await handle_of.result()
             searches[result.target_id] = result
-    finally:
-        cpu.stop()
-        gpu.stop()
 
     assert outcome.mode is not None and outcome.mode.value == "single"
     assert set(searches) == {"forward", KERNEL}, sorted(searches)

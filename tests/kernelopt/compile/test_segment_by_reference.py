@@ -21,7 +21,6 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import compile_activities as acts
 from kernelopt.agents.facts import build_facts
-from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.compile.segment import build_segment
 from kernelopt.compile.segment_scope import scope_segment
 from kernelopt.compile.segment_store import (
@@ -57,8 +56,7 @@ from kernelopt.contracts import (
 from kernelopt.proposer.targets import rewrite_target
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.by_reference import KIB, LARGE, SMALL, payload_size
-from tests.support.campaigns import queues, small_options
-from tests.support.processes import start_workers
+from tests.support.campaigns import running_workers, start_small_campaign
 from tests.support.replay import replayed_markers
 from tests.support.synthetic_wrapper import synthetic_wrapper
 from tests.support.wrappers import fixture_json, wrapper_text
@@ -205,17 +203,12 @@ async def test_the_activities_store_scope_and_list_targets(tmp_path: Path, monke
 async def test_a_campaign_carries_the_reference_and_replays(
     client: Client, temporal_settings: Settings
 ) -> None:
-    cpu_q, gpu_q = queues()
-    cpu, gpu = start_workers(temporal_settings, cpu_q, gpu_q)
     store = open_store(temporal_settings.artifacts_dir)
-    try:
-        problem = prepare_problem(ROOT / "problems" / "level3" / "001_small_mlp.py", store)
-        handle = await start_campaign(client, problem, small_options(cpu_q, gpu_q))
+    problem = ROOT / "problems" / "level3" / "001_small_mlp.py"
+    with running_workers(temporal_settings) as workers:
+        handle = await start_small_campaign(client, temporal_settings, problem, workers)
         outcome: Outcome = await asyncio.wait_for(handle.result(), 300)
         state = await handle.query("state", result_type=CampaignState)
-    finally:
-        cpu.stop()
-        gpu.stop()
 
     assert state.segment is None and state.segment_ref is not None
     segment = load_segment(state.segment_ref, store)  # in the store, which state export moves
