@@ -47,7 +47,8 @@ class CpuBudget:
 
     def __init__(self, job: ReferenceJob, problem: Any) -> None:
         self.budget = job.cpu_budget_s
-        self.sets = len(job.input_sets) + 2  # held-out shapes come on top
+        # a candidate's check: the seed sets and one draw of the rest; held-out shapes on top
+        self.sets = len([s for s in job.input_sets if s.group <= 0]) + 2
         self.full: int | None = None
         self.rows: int | None = None  # the batch every set is cut to; None: full size
         self.decided = False

@@ -38,6 +38,15 @@ class InputSet(Frozen):
     kind: Literal["seed", "holdout", "derived", "newvals"] = "seed"
     holdout_index: int = 0
     reuse_buffers_of: str = ""  # newvals: copy the values into that set's input tensors
+    # -1: a configured seed set, the same in every verdict; k >= 0: the k-th draw of the
+    # unpredictable sets (held-out seed, new values, held-out shapes), which judges one
+    # candidate only when a bundle is shared (gates.reference_cache)
+    group: int = -1
+
+
+def group_name(base: str, group: int) -> str:
+    """A set's name in draw ``group``: the first draw keeps the plain name a fresh verdict uses."""
+    return base if group <= 0 else f"{base}_h{group}"
 
 
 class ChildJob(Frozen):
@@ -56,7 +65,8 @@ class ReferenceJob(ChildJob):
     refs_dir: str  # only the parent reads this
     compute_fp64: bool = True
     count_flops: bool = True
-    holdout_seed: int | None = None  # add the problem's held-out shapes, drawn from this seed
+    # add the problem's held-out shapes once per draw of unpredictable sets, from these seeds
+    holdout_seeds: list[int] = Field(default_factory=list)
     max_holdout_sets: int = 2
     model_mode: str = "auto"  # GateSettings.model_mode: auto | as_constructed | train | eval
     cpu_budget_s: float = 0.0  # CPU only: shrink the batch when the check would take longer

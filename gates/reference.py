@@ -10,8 +10,10 @@ previous call's buffers (same pointers, same shapes, new values).
 
 A bundle may judge more than one candidate (``max_uses``; the campaign path's
 ``gates.reference_cache`` keeps one per problem in a GPU worker): then the
-values of its unpredictable sets stay out of every feedback text, so that no
-later candidate of the same bundle can be written from them.
+reference child draws the unpredictable sets once per use (``draws``) and each
+candidate is judged on a draw no earlier candidate saw, so answers one candidate
+passes to the next are worth nothing; their values stay out of every feedback
+text all the same.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from gates.protocol import (
     OutputLeaf,
     ReferenceJob,
     ReferenceResult,
+    group_name,
 )
 from gates.reference_facts import ReferenceFacts
 from gates.runner import ChildOutcome, run_job
@@ -61,17 +64,59 @@ class ReferenceBundle:
     facts: ReferenceFacts = field(default_factory=ReferenceFacts, compare=False)
     use: int = 1  # which of the candidates this bundle may judge the current one is
     max_uses: int = 1  # more than one: kept for later candidates of the same problem
+    draw: int = 0  # the draw of unpredictable sets this candidate is judged on
+    draws: int = 1  # how many the reference child drew (one per use of a shared bundle)
+    shared_id: str = ""  # a shared bundle's id over every draw, the same for each use
 
     @property
     def bundle_id(self) -> str:
         """What judged a verdict, for its audit: a digest of the inputs and their seeds."""
+        if self.shared_id:
+            return self.shared_id
         seeds = {s.name: s.seed for s in self.input_sets}
         text = json.dumps({"inputs": self.input_digests, "seeds": seeds}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    @property
+    def heldout_digest(self) -> str:
+        """The unpredictable sets this candidate is judged on: their files and seeds."""
+        held = {
+            s.name: [s.seed, self.input_digests.get(set_path("", s.name).name, "")]
+            for s in self.input_sets
+            if s.group >= 0
+        }
+        return hashlib.sha256(json.dumps(held, sort_keys=True).encode()).hexdigest()[:16]
+
     def audit(self) -> dict[str, Any]:
-        """The bundle's part of a verdict's metrics: which reference, which use of how many."""
-        return {"id": self.bundle_id, "use": self.use, "uses": self.max_uses}
+        """The bundle's part of a verdict's metrics: which reference, which use of how many,
+        and which draw of held-out sets judged it."""
+        return {
+            "id": self.bundle_id,
+            "use": self.use,
+            "uses": self.max_uses,
+            "heldout": {"draw": self.draw, "of": self.draws, "digest": self.heldout_digest},
+        }
+
+    def keep_draw(self, draw: int) -> None:
+        """Forget every other draw: sets, their facts and reference outputs (this process only)."""
+        result = self.result
+        if result is None:
+            return
+        names = {s.name for s in result.input_sets if s.group in (-1, draw)}
+        policy = result.policy.model_copy(
+            update={"call_seeds": {k: v for k, v in result.policy.call_seeds.items() if k in names}}
+        )
+        self.result = result.model_copy(
+            update={
+                "input_sets": [s for s in result.input_sets if s.name in names],
+                "sets": [s for s in result.sets if s.name in names],
+                "policy": policy,
+            }
+        )
+        self.refs = {k: v for k, v in self.refs.items() if k in names}
+        if self.refs64 is not None:
+            self.refs64 = {k: v for k, v in self.refs64.items() if k in names}
+        self.draw = draw
 
     def reveals(self, name: str) -> bool:
         """May feedback show reference values of set ``name``?
@@ -196,38 +241,66 @@ class ReferenceBundle:
         return self.outcome.wall_s if self.settings.device.startswith("cuda") else 0.0
 
 
-def plan_input_sets(settings: GateSettings) -> tuple[list[InputSet], int | None]:
-    """The seeded sets plus the unpredictable ones, in the order the candidate sees them."""
+def _fresh_seeds(count: int, taken: set[int]) -> list[int]:
+    """``count`` random seeds, distinct from each other and from ``taken``."""
+    seeds: list[int] = []
+    while len(seeds) < count:
+        seed = secrets.randbelow(2**31 - 1)
+        if seed not in taken and seed not in seeds:
+            seeds.append(seed)
+    return seeds
+
+
+def plan_input_sets(settings: GateSettings, draws: int = 1) -> tuple[list[InputSet], list[int]]:
+    """The seeded sets plus ``draws`` draws of the unpredictable ones, in the order the
+    candidate sees them, and the held-out shapes' seed of each draw."""
     sets = [InputSet(name=f"seed{s}", seed=s) for s in settings.seeds]
-    if settings.heldout_seed:
-        sets.append(InputSet(name="heldout", seed=secrets.randbelow(2**31 - 1)))
-    if sets:
-        sets.append(
-            InputSet(
-                name="newvals",
-                seed=secrets.randbelow(2**31 - 1),
-                kind="newvals",
-                reuse_buffers_of=sets[-1].name,
+    last_seeded = sets[-1].name if sets else ""
+    fresh = iter(_fresh_seeds(3 * draws, set(settings.seeds)))
+    holdout_seeds: list[int] = []
+    for group in range(draws):
+        drawn: list[InputSet] = []
+        if settings.heldout_seed:
+            name = group_name("heldout", group)
+            drawn.append(InputSet(name=name, seed=next(fresh), group=group))
+        if sets or drawn:
+            drawn.append(
+                InputSet(
+                    name=group_name("newvals", group),
+                    seed=next(fresh),
+                    kind="newvals",
+                    reuse_buffers_of=drawn[-1].name if drawn else last_seeded,
+                    group=group,
+                )
             )
-        )
-    holdout_seed = secrets.randbelow(2**31 - 1) if settings.holdout_shapes else None
-    return sets, holdout_seed
+        sets.extend(drawn)
+        holdout_seed = next(fresh)
+        if settings.holdout_shapes:
+            holdout_seeds.append(holdout_seed)
+    return sets, holdout_seeds
 
 
 def prepare_reference(
-    problem_path: str | Path, settings: GateSettings, workdir: Path, *, keep_refs: bool = False
+    problem_path: str | Path,
+    settings: GateSettings,
+    workdir: Path,
+    *,
+    keep_refs: bool = False,
+    draws: int = 1,
 ) -> ReferenceBundle:
     """Run the reference child and keep its outputs in memory only.
 
     ``keep_refs``: leave the output files in ``workdir/refs`` too, for a caller
     that keeps the bundle where no candidate process can see it (``gates.reference_cache``).
+    ``draws``: how many draws of unpredictable sets to prepare, one per candidate the
+    bundle will judge (the bundle holds them all; ``keep_draw`` picks one).
     """
     workdir = Path(workdir)
     inputs_dir = workdir / "inputs"
     refs_dir = workdir / "refs"
     inputs_dir.mkdir(parents=True, exist_ok=True)
     refs_dir.mkdir(parents=True, exist_ok=True)
-    sets, holdout_seed = plan_input_sets(settings)
+    sets, holdout_seeds = plan_input_sets(settings, draws)
     job = ReferenceJob(
         problem_path=str(Path(problem_path).resolve()),
         device=settings.device,
@@ -235,7 +308,7 @@ def prepare_reference(
         input_sets=sets,
         inputs_dir=str(inputs_dir),
         refs_dir=str(refs_dir),
-        holdout_seed=holdout_seed,
+        holdout_seeds=holdout_seeds,
         compute_fp64=settings.run_model_gate,
         count_flops=settings.run_perf,  # evidence for the roofline only
         model_mode=settings.model_mode,
@@ -244,7 +317,7 @@ def prepare_reference(
     outcome = run_job(
         job, workdir / "reference", timeout_s=settings.static_timeout_s, device=settings.device
     )
-    bundle = ReferenceBundle(str(problem_path), settings, workdir, inputs_dir, outcome)
+    bundle = ReferenceBundle(str(problem_path), settings, workdir, inputs_dir, outcome, draws=draws)
     if not outcome.ok or outcome.result is None:
         shutil.rmtree(refs_dir, ignore_errors=True)
         return bundle

@@ -12,8 +12,11 @@ What keeps a shared bundle as trustworthy as a fresh one (gates/README.md,
 "One reference for several candidates"):
 
 * it judges at most ``GateSettings.reference_uses`` candidates and lives at
-  most ``reference_max_age_s``; its held-out and new-values sets are fresh
-  draws of its own, and feedback never quotes their expected values;
+  most ``reference_max_age_s``; its reference child draws the held-out and
+  new-values sets (and held-out shapes) once per use, and use ``i`` is judged on
+  draw ``i`` alone, in a view of the inputs that holds no other draw: no
+  candidate is judged on values an earlier one saw or could have passed on, and
+  feedback never quotes their expected values;
 * the directory is in no gate child's sandbox view (only the inputs, read-only,
   are); every file's digest is checked before each use, a use that did not
   end cleanly (a killed process, a candidate that rewrote shared files) retires
@@ -42,6 +45,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
+from gates.call_policy import POLICY_FILE, policy_path, save_policy
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import ReferenceResult
 from gates.reference import ReferenceBundle, prepare_reference
@@ -57,6 +61,10 @@ REFERENCE_CACHE_ENV = "KERNELOPT_REFERENCE_CACHE"
 _RECORD = "record.json"
 _LEASE = "lease"
 _KEPT_DIRS = ("inputs", "inputs.pristine", "refs")
+# one use's view of the inputs (the seed sets and its own draw) and its pristine copy:
+# links into the kept directories, made anew for every use
+_VIEW = "use.inputs"
+_VIEW_PRISTINE = "use.pristine"
 
 
 class CacheLimits(BaseModel):
@@ -80,7 +88,8 @@ class KeptBundle(BaseModel):
     created: float
     last_used: float
     uses: int  # candidates judged by it so far, the current one included
-    max_uses: int
+    max_uses: int  # also the number of draws of unpredictable sets: use i takes draw i - 1
+    bundle_id: str  # over every draw's inputs and seeds: the same in each use's audit
     max_age_s: float
     clean: bool  # False while a candidate uses it, and for good if that use did not end well
     nbytes: int
@@ -233,12 +242,16 @@ def _prepare(
 ) -> ReferenceBundle:
     """A new bundle in ``entry``; kept (its record written) when it ran and fits the limits."""
     started = time.time()
-    bundle = prepare_reference(problem_path, settings, entry, keep_refs=True)
-    bundle.max_uses = settings.reference_uses
+    uses = settings.reference_uses
+    bundle = prepare_reference(problem_path, settings, entry, keep_refs=True, draws=uses)
+    bundle.max_uses = uses
     if not bundle.ok or bundle.result is None:
         return bundle
+    bundle.shared_id = bundle.bundle_id  # every draw's inputs and seeds, before keeping one
+    every_draw = bundle.result
     digests = _digests(entry)
     nbytes = sum((entry / name).stat().st_size for name in digests)
+    _open_draw(entry, bundle, 0)
     if nbytes > limits.max_bytes:
         return bundle  # no record: released as unkept, and removed
     record = KeptBundle(
@@ -246,12 +259,13 @@ def _prepare(
         created=started,
         last_used=started,
         uses=1,
-        max_uses=settings.reference_uses,
+        max_uses=uses,
+        bundle_id=bundle.shared_id,
         max_age_s=settings.reference_max_age_s,
         clean=False,
         nbytes=nbytes,
         digests=digests,
-        result=bundle.result,
+        result=every_draw,
         outcome=dataclasses.asdict(bundle.outcome),
     )
     _write(entry, record)
@@ -262,24 +276,67 @@ def _prepare(
 def _load(
     entry: Path, record: KeptBundle, problem_path: str | Path, settings: GateSettings
 ) -> ReferenceBundle:
-    """The kept bundle, its reference outputs back in memory, guarding this candidate's files."""
+    """The kept bundle at its next draw, that draw's reference outputs back in memory,
+    guarding this candidate's files."""
     outcome = ChildOutcome(**record.outcome)
-    bundle = ReferenceBundle(str(problem_path), settings, entry, entry / "inputs", outcome)
+    bundle = ReferenceBundle(
+        str(problem_path), settings, entry, entry / "inputs", outcome, draws=record.max_uses
+    )
+    draw = record.uses - 1
     result = record.result
     bundle.result = result
+    mine = [s for s in result.input_sets if s.group in (-1, draw)]
     refs = entry / "refs"
-    bundle.refs = {s.name: load_values(set_path(str(refs), s.name)) for s in result.input_sets}
+    bundle.refs = {s.name: load_values(set_path(str(refs), s.name)) for s in mine}
     if result.fp64_available:
-        bundle.refs64 = {
-            s.name: load_values(set_path(str(refs), f"{s.name}.fp64")) for s in result.input_sets
-        }
-    bundle.input_digests = digest_dir(entry / "inputs")
-    bundle.pristine_dir = entry / "inputs.pristine"
+        bundle.refs64 = {s.name: load_values(set_path(str(refs), f"{s.name}.fp64")) for s in mine}
+    bundle.shared_id = record.bundle_id
     bundle.guard(problem_path)
     bundle.use = record.uses
     bundle.max_uses = record.max_uses
-    log.info("reference_cache.reused", bundle=bundle.bundle_id, use=bundle.use)
+    _open_draw(entry, bundle, draw)
+    log.info("reference_cache.reused", bundle=bundle.bundle_id, use=bundle.use, draw=draw)
     return bundle
+
+
+def _open_draw(entry: Path, bundle: ReferenceBundle, draw: int) -> None:
+    """Judge the current candidate on draw ``draw`` alone, through a view of the inputs.
+
+    The view holds the seed sets, the weights and this draw's sets (linked from
+    the kept inputs, its pristine copy likewise) and a policy naming only them:
+    no candidate process sees another draw's inputs or seeds, so none can work
+    out answers for a later candidate's sets.
+    """
+    sets = bundle.input_sets
+    if any(s.group >= 0 for s in sets) and not any(s.group == draw for s in sets):
+        raise RuntimeError(f"reference bundle {entry.name} has no draw {draw}: retired")
+    others = {s.name for s in sets if s.group not in (-1, draw)}
+    bundle.keep_draw(draw)
+    skip = {f"{name}.pt" for name in others} | {f"{name}.post.pt" for name in others}
+    skip.add(POLICY_FILE)
+    view, pristine = entry / _VIEW, entry / _VIEW_PRISTINE
+    for target in (view, pristine):
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir()
+    for source in sorted((entry / "inputs").iterdir()):
+        if source.name in skip or not source.is_file():
+            continue
+        _link_or_copy(source, view / source.name)
+        _link_or_copy(entry / "inputs.pristine" / source.name, pristine / source.name)
+    if (entry / "inputs" / POLICY_FILE).is_file():
+        save_policy(view, bundle.policy)
+        shutil.copy2(policy_path(view), policy_path(pristine))
+    bundle.inputs_dir = view
+    bundle.pristine_dir = pristine
+    bundle.input_digests = digest_dir(view)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link (no bytes copied; the kept file's digest still guards it), else a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def _release(entry: Path, bundle: ReferenceBundle | None, ended_well: bool) -> None:
@@ -289,6 +346,8 @@ def _release(entry: Path, bundle: ReferenceBundle | None, ended_well: bool) -> N
     if record is None or not ended_well or tampered or record.expired(time.time()):
         shutil.rmtree(entry, ignore_errors=True)
         return
+    for view in (_VIEW, _VIEW_PRISTINE):  # the next use makes its own
+        shutil.rmtree(entry / view, ignore_errors=True)
     _write(entry, record.model_copy(update={"clean": True}))
 
 

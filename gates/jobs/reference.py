@@ -49,7 +49,14 @@ from gates.problem_io import (
     to_device,
     to_double,
 )
-from gates.protocol import EvaluationPolicy, InputSet, ReferenceJob, ReferenceResult, SetInfo
+from gates.protocol import (
+    EvaluationPolicy,
+    InputSet,
+    ReferenceJob,
+    ReferenceResult,
+    SetInfo,
+    group_name,
+)
 from kernelopt.kinds.validate import first_difference
 from kernelopt.loaded_problem import apply_mode, resolve_mode
 from kernelopt.precision import strict_fp32
@@ -96,6 +103,21 @@ def derived_holdout(problem: ProblemFile, seed: int) -> list[Any]:
         else v
         for v, w in zip(values, more, strict=True)
     ]
+
+
+def _holdout_sets(job: ReferenceJob, problem: ProblemFile, available: int) -> list[InputSet]:
+    """The problem's held-out shapes (or a derived batch), once per draw, each from its seed."""
+    sets: list[InputSet] = []
+    for group, seed in enumerate(job.holdout_seeds):
+        for k in range(min(available, job.max_holdout_sets)):
+            name = group_name(f"holdout{k}", group)
+            sets.append(
+                InputSet(name=name, seed=seed, kind="holdout", holdout_index=k, group=group)
+            )
+        if not available and not problem.own_baseline:
+            name = group_name("holdout_derived", group)
+            sets.append(InputSet(name=name, seed=seed, kind="derived", group=group))
+    return sets
 
 
 def _sync(device: str) -> None:
@@ -164,20 +186,13 @@ def run(job: ReferenceJob) -> ReferenceResult:
         {k: v.detach().cpu() for k, v in model.state_dict().items()}, weights_path(job.inputs_dir)
     )
     param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
-    input_sets = list(job.input_sets)
+    input_sets = list(job.input_sets) + _holdout_sets(job, problem, holdout_available)
     holdout_note = ""
-    if job.holdout_seed is not None:
-        for k in range(min(holdout_available, job.max_holdout_sets)):
-            input_sets.append(
-                InputSet(name=f"holdout{k}", seed=job.holdout_seed, kind="holdout", holdout_index=k)
-            )
-        if not holdout_available and not problem.own_baseline:
-            input_sets.append(
-                InputSet(name="holdout_derived", seed=job.holdout_seed, kind="derived")
-            )
     seeds = {s.name: call_seed(s.name, s.seed) for s in input_sets}
     caller = _Caller(model, job, seeds)
     budget = CpuBudget(job, problem) if job.device == "cpu" and job.cpu_budget_s > 0 else None
+    # one candidate is judged on the seed sets and one draw of the rest (the first)
+    checked = len([s for s in input_sets if s.group <= 0])
     infos: list[SetInfo] = []
     flops: int | None = None
     random_forward = False
@@ -231,7 +246,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 stateful = sorted(set(caller.keeper.changed()) | set(params))
                 random_forward = _probe(caller, s.name, out, job.problem_path)
                 if budget is not None and first_seconds is not None:
-                    budget.announce(first_seconds, len(input_sets))
+                    budget.announce(first_seconds, checked)
             infos.append(
                 SetInfo(
                     name=s.name,

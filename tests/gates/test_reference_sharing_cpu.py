@@ -168,7 +168,7 @@ def test_a_sandboxed_candidate_cannot_reach_the_shared_bundle(
     assert reference_cache._digests(entry) == record["digests"]
     after = _gate(store, "swish_fused")
     assert after.passed
-    assert _reference(after) == {**_reference(first), "use": 3}
+    assert (_reference(after)["id"], _reference(after)["use"]) == (_reference(first)["id"], 3)
     assert len(prepared) == 1
 
 
@@ -239,3 +239,143 @@ def test_a_bundle_is_one_candidates_at_a_time_and_an_unclean_end_retires_it(
     with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "e") as fresh:
         assert fresh.use == 1 and fresh.bundle_id not in (first.bundle_id, second.bundle_id)
     assert used.bundle_id != fresh.bundle_id
+
+
+# --- every use of a bundle is judged on a draw of held-out sets of its own
+
+
+def _only_entry(kept: Path) -> Path:
+    (entry,) = [p for p in kept.iterdir() if p.is_dir()]
+    return entry
+
+
+def _calls(result: CandidateGateResult) -> dict[str, dict]:
+    verdict = next(v for v in result.verdicts if v.gate == GateName.CORRECTNESS)
+    return {c["set"]: c for c in verdict.metrics["calls"]}
+
+
+def test_successive_uses_are_judged_on_held_out_sets_no_earlier_use_saw(
+    store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
+) -> None:
+    results = [_gate(store, "swish_fused", uses=4) for _ in range(3)]  # the bundle stays
+    assert all(r.passed for r in results) and len(prepared) == 1
+    marks = [_reference(r)["heldout"] for r in results]
+    assert [(m["draw"], m["of"]) for m in marks] == [(0, 4), (1, 4), (2, 4)]
+    assert len({m["digest"] for m in marks}) == 3
+    calls = [_calls(r) for r in results]
+    seeded = [{k: c["seed"] for k, c in x.items() if k.startswith("seed")} for x in calls]
+    assert seeded[0] and seeded[0] == seeded[1] == seeded[2]  # the fixed sets stay shared
+    drawn = [{k: c["seed"] for k, c in x.items() if k not in seeded[0]} for x in calls]
+    assert sorted(drawn[0]) == ["heldout", "holdout0", "newvals"]  # the first draw: plain names
+    assert sorted(drawn[1]) == ["heldout_h1", "holdout0_h1", "newvals_h1"]
+    assert all(not set(a) & set(b) for a, b in [(drawn[0], drawn[1]), (drawn[1], drawn[2])])
+    # no value of one draw's inputs reappears in another's
+    from gates.problem_io import load_values, set_path
+
+    inputs = str(_only_entry(kept) / "inputs")
+    values = [[load_values(set_path(inputs, n))[0] for n in d] for d in drawn]
+    for i, j in [(0, 1), (0, 2), (1, 2)]:
+        for a in values[i]:
+            for b in values[j]:
+                flat_a, flat_b = a.flatten(), b.flatten()
+                assert not (flat_a[:, None] == flat_b[None, :]).any()
+
+
+def test_a_use_sees_only_the_seed_sets_and_its_own_draw(
+    kept: Path, cpu_launcher: bool, tmp_path: Path
+) -> None:
+    from gates.call_policy import load_policy
+
+    settings = GateSettings(device="cpu", reference_uses=3)
+    for use in (1, 2):
+        with reference_cache.shared_reference(PROBLEM, settings, tmp_path / str(use)) as bundle:
+            names = {s.name for s in bundle.input_sets}
+            files = {p.name for p in bundle.inputs_dir.iterdir()}
+            suffix = "" if use == 1 else "_h1"
+            assert {f"heldout{suffix}", f"newvals{suffix}", f"holdout0{suffix}"} <= names
+            assert not any(n.endswith("_h2") or (use == 2 and n == "heldout") for n in names)
+            assert {f.removesuffix(".pt") for f in files} == names | {"_weights", "_policy"}
+            assert set(load_policy(bundle.inputs_dir).call_seeds) == names
+            assert set(bundle.refs) == names
+
+
+def test_answers_memorised_from_the_previous_use_fail_the_next(
+    store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
+) -> None:
+    import base64
+    import io
+
+    import torch
+
+    from gates.problem_io import load_values, set_path
+    from tests.fixtures.candidates.gates.heldout_memo import input_key
+
+    template = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures"
+        / "candidates"
+        / "gates"
+        / "heldout_memo.py"
+    ).read_text()
+
+    def memo_source(sets: list[str]) -> str:
+        """The table an agent would have if every answer of these sets had reached it."""
+        entry = _only_entry(kept)
+        table = {
+            input_key(load_values(set_path(str(entry / "inputs"), n))[0]): load_values(
+                set_path(str(entry / "refs"), n)
+            )[0]
+            for n in sets
+        }
+        buffer = io.BytesIO()
+        torch.save(table, buffer)
+        return template.replace(
+            'MEMO = ""', f'MEMO = "{base64.b64encode(buffer.getvalue()).decode()}"'
+        )
+
+    def gate_source(text: str) -> CandidateGateResult:
+        inp = _forward_input(store, "heldout_memo")
+        settings = GateSettings(device="cpu", reference_uses=3)
+        source = store.put_text(text, name="c.py")
+        return gate_candidate(
+            inp.model_copy(update={"settings": settings, "source": source}), store
+        )
+
+    first = _gate(store, "swish_fused", uses=3)
+    judged_first = list(_calls(first))  # seed sets and draw 0: what the next one could learn
+    copier = gate_source(memo_source(judged_first))
+    assert _reference(copier)["use"] == 2 and _reference(copier)["heldout"]["draw"] == 1
+    assert not copier.passed
+    failing = copier.verdicts[-1]
+    assert failing.gate == GateName.CORRECTNESS
+    wrong = {k for k, c in _calls(copier).items() if not c["ok"]}
+    assert wrong == {"heldout_h1", "newvals_h1", "holdout0_h1"}  # every seed set still matched
+    # the control: with the answers of the draw it is judged on, the same table passes
+    control = gate_source(memo_source([*judged_first, "heldout_h2", "newvals_h2", "holdout0_h2"]))
+    assert _reference(control)["heldout"]["draw"] == 2 and control.passed
+    assert len(prepared) == 1
+
+
+def test_a_bundle_retires_when_its_draws_are_used_up(
+    kept: Path, prepared: list[str], cpu_launcher: bool, tmp_path: Path
+) -> None:
+    settings = GateSettings(device="cpu", reference_uses=2)
+    for use in (1, 2):
+        with reference_cache.shared_reference(PROBLEM, settings, tmp_path / str(use)) as bundle:
+            assert (bundle.use, bundle.draw, bundle.draws) == (use, use - 1, 2)
+    assert not any(p.is_dir() for p in kept.iterdir())  # both draws judged: gone
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "3") as bundle:
+        assert bundle.use == 1
+    # a record that promises more uses than the reference child drew sets: retired at the end
+    entry = _only_entry(kept)
+    record = reference_cache.KeptBundle.model_validate_json((entry / "record.json").read_text())
+    (entry / "record.json").write_text(record.model_copy(update={"max_uses": 3}).model_dump_json())
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "4") as bundle:
+        assert bundle.use == 2
+    with (
+        pytest.raises(RuntimeError, match="no draw 2"),
+        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "5"),
+    ):
+        pass
+    assert not entry.exists()
+    assert len(prepared) == 2
