@@ -31,7 +31,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
+from kernelopt.compile.rehydrate import rehydrate
+from kernelopt.compile.restitch import restitch
+from kernelopt.compile.runtime import load_tensors, wrapper_forward
+from kernelopt.compile.segment import segment
+from kernelopt.compile.standalone_kernels import KernelHarness
+from kernelopt.compile.tensors import exact_match_and_max_diff
+from kernelopt.compile.triage import triage
+from kernelopt.contracts.compiled import (
+    CompileInput,
+    CompileResult,
+    Replacement,
+    RestitchInput,
+    SearchMode,
+    SegmentInput,
+    TargetKind,
+    TriageInput,
+)
+from kernelopt.contracts.problem import ProblemSpec
+from kernelopt.kinds.registry import compile_problem
+from kernelopt.store import open_store
 from tests.support.wrappers import (
     ROOT,
     core_problems,
@@ -64,7 +85,6 @@ def _record(name: str, test: str, **values: object) -> None:
 
 @pytest.fixture(scope="module")
 def gpu_store():
-    from kernelopt.store import open_store
 
     return open_store()
 
@@ -88,7 +108,6 @@ def baseline(gpu_store) -> Callable[[str], Any]:
 
 
 def _spec(rel: str, store):
-    from kernelopt.contracts.problem import ProblemSpec
 
     path = ROOT / "problems" / rel
     ref = store.put_text(path.read_text(), media_type="text/x-python", name=path.name)
@@ -98,8 +117,6 @@ def _spec(rel: str, store):
 
 def _compiled(rel: str, store):
     """The committed fixture's baseline, rehydrated (no compile); else compile (cached)."""
-    from kernelopt.contracts.compiled import CompileInput
-    from kernelopt.kinds.registry import compile_problem
 
     name = problem_name(rel)
     if name in fixture_names():
@@ -108,8 +125,6 @@ def _compiled(rel: str, store):
 
 
 def _rehydrated(name: str, store):
-    from kernelopt.compile.rehydrate import rehydrate
-    from kernelopt.contracts.compiled import CompileResult
 
     recorded = CompileResult.model_validate(fixture_json(name, "compile"))
     level, _, stem = name.partition("_")
@@ -134,9 +149,6 @@ def test_compile_then_cache_hit(rel: str, gpu_store) -> None:
     (``$KERNELOPT_FIXTURE_OUT``): it adds ~10-20 s per problem, and the campaign
     tests (tests/e2e/test_gpu_campaigns.py) run the compile step with it.
     """
-    from kernelopt.compile.segment import segment
-    from kernelopt.contracts.compiled import CompileInput, SegmentInput
-    from kernelopt.kinds.registry import compile_problem
 
     _before_deadline()
     spec = _spec(rel, gpu_store)
@@ -192,17 +204,6 @@ def test_identity_restitch_and_triage(rel: str, gpu_store, baseline) -> None:
     source gives the same output bit for bit, and triage gives every Triton kernel GPU
     time of its own (in the wrapper and standalone) and a library fraction in [0, 1].
     """
-    from kernelopt.compile.restitch import restitch
-    from kernelopt.compile.segment import segment
-    from kernelopt.compile.triage import triage
-    from kernelopt.contracts.compiled import (
-        Replacement,
-        RestitchInput,
-        SearchMode,
-        SegmentInput,
-        TargetKind,
-        TriageInput,
-    )
 
     _before_deadline()
     compiled = baseline(rel)
@@ -262,11 +263,6 @@ def test_triage_profiles_the_numerics_the_gates_time(gpu_store, baseline) -> Non
     Before kernelopt.precision, triage profiled level2/004's convolution as a TF32
     kernel (0.05 ms of a 0.09 ms forward) while gate 4 timed 0.455 ms in float32.
     """
-    import torch
-
-    from kernelopt.compile.segment import segment
-    from kernelopt.compile.triage import triage
-    from kernelopt.contracts.compiled import SegmentInput, TriageInput
 
     _before_deadline()
     torch.backends.cudnn.allow_tf32 = True  # PyTorch's default: triage must override it
@@ -290,8 +286,6 @@ def test_triage_profiles_the_numerics_the_gates_time(gpu_store, baseline) -> Non
 def test_wrapper_forward_reproduces_reference(rel: str, gpu_store, baseline) -> None:
     """``wrapper_forward`` (the gates' way to run a wrapper on module inputs) reproduces
     the baseline's reference output bit for bit."""
-    from kernelopt.compile.runtime import load_tensors, wrapper_forward
-    from kernelopt.compile.tensors import exact_match_and_max_diff
 
     _before_deadline()
     compiled = baseline(rel)
@@ -328,17 +322,6 @@ def launch(x, y, n):
 def test_launch_form_candidate_gets_its_own_launcher(gpu_store, baseline) -> None:
     """A candidate in launch form (``launch(x, y, n)`` around its own Triton kernel) is
     re-stitched with a launcher of its own and reproduces the reference output."""
-    import torch
-
-    from kernelopt.compile.restitch import restitch
-    from kernelopt.compile.runtime import load_tensors
-    from kernelopt.compile.segment import segment
-    from kernelopt.contracts.compiled import (
-        Replacement,
-        RestitchInput,
-        SearchMode,
-        SegmentInput,
-    )
 
     _before_deadline()
     compiled = baseline(RELU_CHAIN)
@@ -364,17 +347,6 @@ def test_launch_form_candidate_gets_its_own_launcher(gpu_store, baseline) -> Non
 def test_forward_form_candidate_runs_model_new(gpu_store, baseline) -> None:
     """A single-kernel-mode candidate (a ``ModelNew`` module) re-stitches into a wrapper
     that runs it with the captured weights and reproduces the reference output."""
-    import torch
-
-    from kernelopt.compile.restitch import restitch
-    from kernelopt.compile.runtime import load_tensors
-    from kernelopt.compile.segment import segment
-    from kernelopt.contracts.compiled import (
-        Replacement,
-        RestitchInput,
-        SearchMode,
-        SegmentInput,
-    )
 
     _before_deadline()
     compiled = baseline(RELU_CHAIN)
@@ -398,12 +370,6 @@ def test_forward_form_candidate_runs_model_new(gpu_store, baseline) -> None:
 def test_standalone_harness_reproduces_in_model_launch(gpu_store, baseline) -> None:
     """The standalone kernel harness (profiling, screening) launches a kernel on the
     captured arguments with the output the whole wrapper gives, and times it."""
-    import torch
-
-    from kernelopt.compile.runtime import load_tensors
-    from kernelopt.compile.segment import segment
-    from kernelopt.compile.standalone_kernels import KernelHarness
-    from kernelopt.contracts.compiled import SearchMode, SegmentInput
 
     _before_deadline()
     compiled = baseline(RELU_CHAIN)
