@@ -174,19 +174,15 @@ def check_redrawable(compiled: CompileResult, store: ArtifactStore) -> Redrawabl
 
 def seed_tensors(compiled: CompileResult, store: ArtifactStore) -> dict[str, list]:
     """The compile's args, inputs and init inputs drawn again on the CPU from its seed."""
-    from kernelopt.compile.rehydrate import flat_args
+    from kernelopt.compile.rehydrate import drawn_from_seed
     from kernelopt.compile.tensors import clone_exact
-    from kernelopt.problem import load_module_problem
 
     source = store.get_text(compiled.problem.source)
-    problem = load_module_problem(source, name=compiled.problem.name)
-    seed = compiled.problem.seed
-    model = problem.make_model(seed, "cpu")
-    inputs = problem.make_inputs(seed, "cpu")
+    problem, inputs, args = drawn_from_seed(compiled, source, "cpu")
     return {
-        "args": flat_args(compiled, model, inputs),
+        "args": args,
         "inputs": [clone_exact(x) for x in inputs],
-        "init_inputs": problem.make_init_inputs(seed),
+        "init_inputs": problem.make_init_inputs(compiled.problem.seed),
     }
 
 

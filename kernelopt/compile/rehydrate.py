@@ -20,7 +20,7 @@ from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
 from kernelopt.precision import strict_fp32
-from kernelopt.problem import load_module_problem
+from kernelopt.problem import LoadedProblem, load_module_problem
 from kernelopt.store import ArtifactStore
 
 
@@ -66,6 +66,21 @@ def flat_args(compiled: CompileResult, model: Any, inputs: list[Any]) -> list[An
     return out
 
 
+def drawn_from_seed(
+    recorded: CompileResult, problem_source: str, device: str
+) -> tuple[LoadedProblem, list[Any], list[Any]]:
+    """The problem, its inputs and the wrapper's flat arguments, drawn again from the compile's seed.
+
+    Rehydrating a cached wrapper and re-drawing a thin home's left-out tensors
+    must draw exactly what the compile drew, so both come through here.
+    """
+    problem = load_module_problem(problem_source, name=recorded.problem.name)
+    seed = recorded.problem.seed
+    model = problem.make_model(seed, device)
+    inputs = problem.make_inputs(seed, device)
+    return problem, inputs, flat_args(recorded, model, inputs)
+
+
 def rehydrate(
     recorded: CompileResult,
     problem_source: str,
@@ -80,11 +95,7 @@ def rehydrate(
             f"{recorded.problem.name}: the problem source changed since the wrapper was captured"
         )
     name = recorded.problem.name
-    problem = load_module_problem(problem_source, name=name)
-    seed = recorded.problem.seed
-    model = problem.make_model(seed, device)
-    inputs = problem.make_inputs(seed, device)
-    args = flat_args(recorded, model, inputs)
+    problem, inputs, args = drawn_from_seed(recorded, problem_source, device)
     wrapper_ref = store.put_text(
         wrapper_source, media_type="text/x-python", name=f"{name}_wrapper.py"
     )
@@ -108,7 +119,9 @@ def rehydrate(
             "wrapper": wrapper_ref,
             "args": save_tensors(store, args, f"{name}_args.pt"),
             "inputs": save_tensors(store, inputs, f"{name}_inputs.pt"),
-            "init_inputs": save_tensors(store, problem.make_init_inputs(seed), f"{name}_init.pt"),
+            "init_inputs": save_tensors(
+                store, problem.make_init_inputs(recorded.problem.seed), f"{name}_init.pt"
+            ),
             "reference_output": save_tensors(store, reference, f"{name}_reference_out.pt"),
             "default_mode_wrapper": None,
             "kernel_configs": configs,
