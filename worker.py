@@ -161,7 +161,7 @@ def prepare_gpu_worker(settings: Settings, gpu: int | None) -> tuple[int, str]:
     return index, name
 
 
-def _share_references(settings: Settings) -> None:
+def share_references(settings: Settings) -> None:
     """An empty directory where this worker's gate processes leave reference bundles for
     the next candidates of the same problem (``gates.reference_cache``)."""
     from gates.reference_cache import worker_reference_cache
@@ -172,7 +172,7 @@ def _share_references(settings: Settings) -> None:
     log.info("shared reference bundles of this worker", directory=str(directory))
 
 
-def _shared_zygote(settings: Settings, index: int) -> Any:
+def shared_zygote(settings: Settings, index: int) -> Any:
     """The zygote every gate job of this worker forks from (None: they spawn)."""
     if not settings.zygote:
         log.info("gate jobs spawn fresh interpreters (KERNELOPT_ZYGOTE=0)")
@@ -196,12 +196,12 @@ async def run_worker(
     busy = None
     if queue == "gpu":
         index, name = prepare_gpu_worker(settings, gpu)
-        _share_references(settings)
+        share_references(settings)
         task_queue = task_queue or settings.gpu_queue or gpu_queue_for(name)
         client = await connect(settings)
         busy = start_sampler(os.environ["CUDA_VISIBLE_DEVICES"])
         worker = build_gpu_worker(client, task_queue, busy=busy, home=settings.home)
-        zygote = await asyncio.to_thread(_shared_zygote, settings, index)
+        zygote = await asyncio.to_thread(shared_zygote, settings, index)
         if settings.spare_child:
             spare_child.enable()
         log.info("gpu worker ready", gpu=index, model=name, task_queue=task_queue)

@@ -286,8 +286,9 @@ def comparable(outcome) -> tuple:
     )
 
 
-async def assert_sound(client: Client, settings: Settings, workflow_id: str, reference):
-    """The campaign ended like an undisturbed one: same decisions, nothing lost or doubled."""
+async def assert_consistent(client: Client, settings: Settings, workflow_id: str):
+    """The campaign ended in an outcome whose audit holds, no candidate gated twice and
+    every target's GPU time charged; (outcome, audit report)."""
     from kernelopt.audit import load_report
 
     outcome = await client.get_workflow_handle(workflow_id, result_type=Outcome).result()
@@ -296,9 +297,15 @@ async def assert_sound(client: Client, settings: Settings, workflow_id: str, ref
     assert not failed, f"audit checks failed: {failed}"
     counts = await gate_calls(client, workflow_id)
     assert counts and max(counts.values()) == 1, f"a candidate was gated twice: {counts}"
+    assert report.used.gpu_seconds >= sum(t.gpu_seconds for t in report.targets)
+    return outcome, report
+
+
+async def assert_sound(client: Client, settings: Settings, workflow_id: str, reference):
+    """The campaign ended like an undisturbed one: same decisions, nothing lost or doubled."""
+    outcome, report = await assert_consistent(client, settings, workflow_id)
     assert comparable(report.outcome) == comparable(reference.outcome)
     assert decisions_of(report) == decisions_of(reference), "decisions differ from the reference"
-    assert report.used.gpu_seconds >= sum(t.gpu_seconds for t in report.targets)
     return outcome, report
 
 
@@ -330,17 +337,31 @@ async def export_of(client: Client, workflow_id: str, cpu_queue: str):
     return await handle.result()
 
 
-async def reference_report(client: Client, settings: Settings, logs: Path, **opts: object):
-    """An undisturbed campaign with ``options(**opts)``: what every faulty run must reproduce."""
+async def reference_report(
+    client: Client,
+    settings: Settings,
+    logs: Path,
+    start=None,
+    gpu_kind: str = "gpu",
+    worker_env: dict[str, str] | None = None,
+    timeout_s: float = 120.0,
+    **opts: object,
+):
+    """An undisturbed campaign with ``options(**opts)``, or the one ``start(client,
+    cpu_queue, gpu_queue)`` submits: what every faulty run must reproduce."""
     from kernelopt.audit import load_report
 
     cpu_q, gpu_q = queues()
-    cpu = Worker(settings, "cpu", cpu_q, logs)
-    gpu = Worker(settings, "gpu", gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0")
+    env = worker_env or {}
+    cpu = Worker(settings, "cpu", cpu_q, logs, **env)
+    gpu = Worker(settings, gpu_kind, gpu_q, logs, KERNELOPT_DOUBLES_DELAY="0", **env)
     try:
-        cpu.wait_ready(), gpu.wait_ready()
-        handle = await submit(client, settings, options(cpu_q, gpu_q, **opts))
-        await asyncio.wait_for(handle.result(), 120)
+        cpu.wait_ready(), gpu.wait_ready(timeout_s)
+        if start is not None:
+            handle = await start(client, cpu_q, gpu_q)
+        else:
+            handle = await submit(client, settings, options(cpu_q, gpu_q, **opts))
+        await asyncio.wait_for(handle.result(), timeout_s)
         report = await load_report(client, handle.id, open_store(settings.artifacts_dir))
     finally:
         cpu.stop()

@@ -20,14 +20,11 @@ import random
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from kernelopt.audit.model import AuditReport
-from kernelopt.audit.runs import campaign_histories
-from kernelopt.client import connect
-from tests.durability.executions import doubled, executions
-from tests.durability.random_faults import run_chaos
-from tests.durability.support import DevServer, assert_sound
-from tests.durability.test_replay import production_workflows, replay
+from tests.durability.random_faults import judge_run, run_chaos
+from tests.durability.support import assert_sound
 from tests.support.temporal import make_settings
 
 
@@ -49,26 +46,14 @@ async def _check(reference: AuditReport, tmp_path: Path, kills: int) -> None:
     settings = make_settings(tmp_path / "home")
     run = await run_chaos(settings, tmp_path / "logs", seed, kills)
     print(run.summary())
-    server = None
-    try:
-        server = DevServer(settings).start()  # the same SQLite file, to read the results
-        fault_client = await connect(settings, start_embedded=False)
-        histories = []
-        for workflow_id in run.campaigns:
-            await assert_sound(fault_client, settings, workflow_id, reference)
-            histories += [h for _, h in await campaign_histories(fault_client, workflow_id) if h]
-        failures = await replay(production_workflows(), histories)
-    finally:
-        if server is not None:
-            server.stop()
-    calls = executions(run.executions)
-    twice = doubled(run.executions, run.killed_pids())
-    print(
-        f"{len(run.campaigns)} campaigns sound; {len(histories)} histories replayed; "
-        f"{sum(len(v) for v in calls.values())} physical GPU executions for {len(calls)} calls"
-    )
-    assert not failures, {k: str(v)[:300] for k, v in failures.items()}
-    assert not twice, f"GPU results computed twice (seed {seed}): {twice}"
+
+    async def sound(client: Client, workflow_id: str) -> None:
+        await assert_sound(client, settings, workflow_id, reference)
+
+    judged = await judge_run(settings, run, sound)
+    print(judged.summary(len(run.campaigns)))
+    assert not judged.replay_failures, judged.replay_failures
+    assert not judged.twice, f"GPU results computed twice (seed {seed}): {judged.twice}"
     assert len(run.kills) == kills
 
 

@@ -1,4 +1,4 @@
-"""A worker process for the durability tests: ``python -m tests.durability.worker_main cpu|gpu QUEUE``.
+"""A worker process for the durability tests: ``python -m tests.durability.worker_main cpu|gpu|gpu-real QUEUE``.
 
 Like ``tests.support.run_worker`` (real workflows and CPU activities; GPU
 activity doubles), plus what these tests need:
@@ -20,6 +20,8 @@ activity doubles), plus what these tests need:
   bodies, so a test can kill the CPU worker inside one (``slow_cpu.py``).
 * ``KERNELOPT_TEST_EXECUTIONS``: a JSONL file of finished physical GPU
   executions (``executions.py``).
+* kind ``gpu-real``: the real GPU activities instead of the doubles, counted
+  the same way (the GPU host's random-fault test).
 
 A test can SIGKILL this process at any moment.
 """
@@ -45,6 +47,7 @@ GPU_HEARTBEAT_ENV = "KERNELOPT_TEST_HEARTBEAT_S"
 # SIGKILL the server waits this long before handing it to the shared queue (the SDK's
 # default: 10 s per killed CPU worker and campaign).  Expiry only means a full replay.
 STICKY_S = 2.0
+REAL_GPU = "gpu-real"  # the kind that runs the real GPU activities (on a CUDA host)
 
 
 def workflow_runner():
@@ -92,6 +95,23 @@ def cpu_worker(client, queue: str):
     )
 
 
+async def real_gpu_worker(client, queue: str):
+    """The production GPU worker (its GPU pinned, its own compiler caches, reference
+    bundles and shared zygote) with each real GPU activity counted; (worker, zygote)."""
+    import worker
+    from activities import gpu_activities
+    from kernelopt.config import Settings
+    from tests.durability.executions import counted
+
+    settings = Settings.from_env()
+    index, _ = worker.prepare_gpu_worker(settings, None)
+    worker.share_references(settings)
+    built = worker.build_gpu_worker(
+        client, queue, activities=[counted(a) for a in gpu_activities()]
+    )
+    return built, await asyncio.to_thread(worker.shared_zygote, settings, index)
+
+
 async def main(kind: str, queue: str) -> None:
     import worker
     from kernelopt.client import connect
@@ -107,8 +127,11 @@ async def main(kind: str, queue: str) -> None:
     configure(level="warning")
     slow_cpu.install()
     client = await connect(Settings.from_env(), start_embedded=False)
+    zygote = None
     if kind == "cpu":
         w = cpu_worker(client, queue)
+    elif kind == REAL_GPU:
+        w, zygote = await real_gpu_worker(client, queue)
     else:
         from tests.durability.executions import counted
         from tests.support.gpu_doubles import GPU_DOUBLES
@@ -117,10 +140,14 @@ async def main(kind: str, queue: str) -> None:
         w = worker.build_gpu_worker(client, queue, activities=[counted(a) for a in GPU_DOUBLES])
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    async with w:
-        sys.stdout.write("ready\n")
-        sys.stdout.flush()
-        await stop.wait()
+    try:
+        async with w:
+            sys.stdout.write("ready\n")
+            sys.stdout.flush()
+            await stop.wait()
+    finally:
+        if zygote is not None:
+            zygote.close()
 
 
 if __name__ == "__main__":

@@ -37,14 +37,11 @@ from kernelopt.contracts import (
     CampaignOptions,
     Outcome,
     OutcomeCategory,
-    ProposerConfig,
-    ProposerKind,
-    SearchParams,
 )
-from kernelopt.contracts.screening import ScreenParams
 from kernelopt.store import ArtifactStore
 from tests.e2e.conftest import ROOT
 from tests.e2e.faults import kill_gpu_worker
+from tests.support.campaigns import smallest_gpu_options
 
 pytestmark = pytest.mark.gpu
 
@@ -85,20 +82,10 @@ def local_client(module_workers: Any, gpu_settings: Settings) -> Any:
 
 
 def _options(settings: Settings, heartbeat_s: float | None = None) -> CampaignOptions:
-    """The smallest campaign that still runs every step on the GPU: the whole-forward
-    target (rewrites, Inductor regeneration on the GPU queue) and one kernel target,
-    one round of two candidates each, screened, the best one gated (``cap=1``), no
-    retry round."""
+    """The smallest campaign that still runs every step, on the local workers' queues."""
     from kernelopt.campaigns import default_gpu_queue
 
-    return CampaignOptions(
-        search=SearchParams(iterations=1, plans=2, beam=1, retries=0, screen=ScreenParams(cap=1)),
-        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
-        gpu_queue=default_gpu_queue(settings),
-        cpu_queue=settings.cpu_queue,
-        max_targets=1,
-        gpu_heartbeat_s=heartbeat_s,
-    )
+    return smallest_gpu_options(settings.cpu_queue, default_gpu_queue(settings), heartbeat_s)
 
 
 async def _run(client: Any, store: ArtifactStore, path: Path, options: CampaignOptions) -> Any:

@@ -23,6 +23,7 @@ from kernelopt.contracts import (
     ProposerKind,
     SearchParams,
 )
+from kernelopt.contracts.screening import ScreenParams
 from kernelopt.store import open_store
 from tests.support.processes import WorkerProcess, start_workers
 from tests.support.temporal import search_ids
@@ -36,6 +37,22 @@ def small_options(cpu_queue: str, gpu_queue: str) -> CampaignOptions:
         cpu_queue=cpu_queue,
         gpu_queue=gpu_queue,
         search_library_dominated=True,
+    )
+
+
+def smallest_gpu_options(
+    cpu_queue: str, gpu_queue: str, heartbeat_s: float | None = None
+) -> CampaignOptions:
+    """The smallest campaign that still runs every step on a real GPU: the top target
+    only (whole forward or one kernel), one round of two candidates, screened, the best
+    one gated (``cap=1``), no retry round."""
+    return CampaignOptions(
+        search=SearchParams(iterations=1, plans=2, beam=1, retries=0, screen=ScreenParams(cap=1)),
+        proposer=ProposerConfig(kind=ProposerKind.BUILTIN),
+        gpu_queue=gpu_queue,
+        cpu_queue=cpu_queue,
+        max_targets=1,
+        gpu_heartbeat_s=heartbeat_s,
     )
 
 
