@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernelopt.agents.facts import build_facts
+from kernelopt.agents.facts import build_facts, stand_in_hardware
 from kernelopt.contracts.compiled import (
     CompileResult,
     SearchTarget,
@@ -13,8 +13,18 @@ from kernelopt.contracts.compiled import (
     TargetKind,
     TriageResult,
 )
+from kernelopt.contracts.search import (
+    Analysis,
+    Bottleneck,
+    KernelProfile,
+    ProfileInput,
+    ProfileResult,
+)
 from kernelopt.profiling.dominant import dominant_kernel, profiled_kernel
 from kernelopt.profiling.hardware import bandwidth_gbs
+from kernelopt.profiling.harness_files import candidate_harnesses
+from kernelopt.store import open_store
+from tests.support import dominant as block
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wrappers"
 
@@ -56,3 +66,35 @@ def test_facts_of_a_multi_kernel_forward_name_the_dominant_kernel():
 def test_peak_bandwidth_from_the_memory_clock_and_bus():
     assert bandwidth_gbs(2_619_000, 6144) == 2.0 * 2_619_000e3 * 768 / 1e9
     assert bandwidth_gbs(None, 6144) is None
+
+
+def test_the_forced_forward_of_a_real_model_captures_and_prompts_its_dominant_kernel(tmp_path):
+    """The CPU half of tests/e2e/test_gpu_profile.py, on the committed triage: the whole-model
+    target a single-mode campaign makes of the transformer block gets kernel times keyed
+    by its own kernels, its captured harness launches the dominant one (not the first)
+    from the root's captured kernel objects, and the executor's prompt marks it."""
+    store = open_store(tmp_path / "artifacts")
+    compiled = block.stored(store)
+    seg, forward = block.forward_target(compiled, store)
+    facts, times = block.facts_and_times(compiled, seg, forward, block.recorded_triage())
+    assert set(times) == set(forward.kernels)  # every kernel measured, under its own name
+    dominant, why = dominant_kernel(forward.kernels, times)
+    assert dominant != forward.kernels[0] and dominant == facts.dominant_kernel
+    inp = ProfileInput(
+        compiled=compiled,
+        segment=seg,
+        target=forward,
+        source=forward.source,
+        state_id="root",
+        kernel_times=times,
+    )
+    found, _ = candidate_harnesses(inp, store, tmp_path / "harness")
+    assert found[0][1] == "captured"
+    captured = found[0][0].read_text()
+    assert f"KERNEL = {dominant!r}" in captured and "IS_ROOT = True" in captured
+    profile = ProfileResult(
+        profile=KernelProfile(source="events", kernel=dominant, kernel_note=why),
+        analysis=Analysis(bottleneck=Bottleneck.UNKNOWN, reasoning=""),
+        hardware=stand_in_hardware(compiled.gpu_name, block.wrapper()),
+    )
+    block.check_prompt(block.executor_text(forward, facts, profile, store), dominant, why)
