@@ -4,6 +4,10 @@
 # puts the project on PYTHONPATH; the host's own torch/triton stay in charge.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 3; }
+if [ -d .whl-helion ]; then  # carried only for Helion problems
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl-helion/*.whl >/dev/null 2>&1 || echo "helion wheel install failed"
+fi
 export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 export KERNELOPT_HOME="${KERNELOPT_HOME:-/tmp/kernelopt-home}"

@@ -99,13 +99,19 @@ def profile_command(
     ]
 
 
-def tool_dirs(tool: str) -> list[Path]:
-    """The install directory of a profiler binary (``/opt/nvidia/nsight-compute/VER``, or
-    the prefix above a ``bin/``), read-only in the sandbox so ncu finds its own files."""
+def tool_dirs(tool: str, opt_root: Path = Path("/opt/nvidia")) -> list[Path]:
+    """The install directories of a profiler binary, read-only in the sandbox so ncu finds
+    its own files: its prefix (``/opt/nvidia/nsight-compute/VER``, or the one above a
+    ``bin/``) and, because the CUDA toolkit's ``bin/ncu`` is only a launcher that looks
+    for an ``nsight-compute*`` folder beside the toolkit or under ``/opt/nvidia``, those."""
     real = Path(os.path.realpath(tool)).parent
     if real.name == "bin":
         real = real.parent
-    return [real] if real.is_dir() and str(real) not in ("/", "/usr", "/usr/local") else []
+    found = [real] if real.is_dir() and str(real) not in ("/", "/usr", "/usr/local") else []
+    for root in (real, opt_root):
+        if root.is_dir():
+            found += [d for d in sorted(root.glob("nsight-compute*")) if d.is_dir()]
+    return list(dict.fromkeys(found))
 
 
 def sandboxed(

@@ -124,3 +124,21 @@ def test_a_fake_profiler_reaches_neither_the_network_nor_the_store(
         listener.close()
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_toolkit_launcher_sees_the_nsight_compute_install_it_execs(tmp_path: Path) -> None:
+    """The CUDA toolkit's ``bin/ncu`` is a launcher script that execs the real ncu from an
+    ``nsight-compute*`` folder beside the toolkit or under /opt/nvidia (on the H200 the
+    sandboxed launcher said "nsight-compute directory is not found"): both are bound."""
+    toolkit = tmp_path / "cuda-13.0"
+    (toolkit / "bin").mkdir(parents=True)
+    launcher = toolkit / "bin" / "ncu"
+    launcher.write_text("#!/bin/sh\n")
+    beside = toolkit / "nsight-compute-2025.3.1"
+    beside.mkdir()
+    opt = tmp_path / "opt-nvidia"
+    under_opt = opt / "nsight-compute" / "2025.3.1"
+    under_opt.mkdir(parents=True)
+    dirs = ncu_mod.tool_dirs(str(launcher), opt_root=opt)
+    assert dirs == [toolkit, beside, opt / "nsight-compute"]
+    assert ncu_mod.tool_dirs(str(launcher), opt_root=tmp_path / "none") == [toolkit, beside]
