@@ -103,6 +103,35 @@ def is_dev_server(argv: list[str]) -> bool:
     )
 
 
+def start_dev_command(settings: Settings, db_path: Path, *, headless: bool = False) -> list[str]:
+    """The ``temporal server start-dev`` command line on ``db_path`` with our ports, namespace
+    and search attributes: the embedded server and the durability tests' server start alike.
+
+    ``headless`` runs no UI at all; otherwise the UI runs without fetching news from outside.
+    """
+    cmd = [
+        str(temporal_binary()),
+        "server",
+        "start-dev",
+        "--db-filename",
+        str(db_path),
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(settings.server_port),
+        "--ui-port",
+        str(settings.ui_port),
+        "--namespace",
+        settings.namespace,
+        "--log-level",
+        "warn",
+        "--headless" if headless else "--ui-disable-news-fetch",
+    ]
+    for key, kind in SEARCH_ATTRIBUTES.items():
+        cmd += ["--search-attribute", f"{key}={kind}"]
+    return cmd
+
+
 class EmbeddedServer:
     """Start/stop/status of the dev server for one state directory."""
 
@@ -161,26 +190,7 @@ class EmbeddedServer:
                     f"port {port} is held by another process; stop it or set "
                     f"KERNELOPT_SERVER_PORT / KERNELOPT_UI_PORT to free ports"
                 )
-        cmd = [
-            str(temporal_binary()),
-            "server",
-            "start-dev",
-            "--db-filename",
-            str(self.db_path),
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(self.settings.server_port),
-            "--ui-port",
-            str(self.settings.ui_port),
-            "--namespace",
-            self.settings.namespace,
-            "--log-level",
-            "warn",
-            "--ui-disable-news-fetch",
-        ]
-        for key, kind in SEARCH_ATTRIBUTES.items():
-            cmd += ["--search-attribute", f"{key}={kind}"]
+        cmd = start_dev_command(self.settings, self.db_path)
         log_handle = self.log_path.open("ab")
         os.chmod(self.log_path, 0o600)
         log_offset = log_handle.tell()  # earlier starts' lines (a moved home's too) are not ours

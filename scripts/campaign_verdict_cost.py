@@ -37,7 +37,8 @@ CACHE_ENV = "KERNELOPT_REFERENCE_CACHE"  # gates.reference_cache.REFERENCE_CACHE
 
 def _compiled(store: Any, problem: Path, device: str) -> Any:
     """The problem compiled for real on a GPU (timing needs the wrapper), in name only here."""
-    from kernelopt.contracts import CompileInput, CompileResult, ProblemSpec
+    from kernelopt.contracts import CompileInput, ProblemSpec
+    from tests.support.compiled import stub_compiled
 
     spec = ProblemSpec(name=problem.stem, source=store.put_text(problem.read_text()))
     if device != "cpu":
@@ -45,19 +46,7 @@ def _compiled(store: Any, problem: Path, device: str) -> Any:
 
         return compile_problem(CompileInput(problem=spec), store)
     blob = store.put_text("unused in forward mode", name="placeholder")
-    return CompileResult(
-        problem=spec,
-        cache_key="cost",
-        mode="default",
-        torch_version="-",
-        triton_version="-",
-        gpu_name="cpu",
-        wrapper=blob,
-        args=blob,
-        inputs=blob,
-        eager_ms=0.0,
-        compiled_ms=0.0,
-    )
+    return stub_compiled(spec, blob, cache_key="cost", torch_version="-", triton_version="-")
 
 
 def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) -> Any:

@@ -20,7 +20,7 @@ cascade.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kernelopt.contracts.screening import ScreeningEstimate, ScreenParams
@@ -60,16 +60,8 @@ def select_for_cascade(
 ) -> list[ScreeningEstimate]:
     """Every estimate, best first, with ``selected`` and ``why`` set."""
     bar = bar_for(member_speedups, width, last_round)
-    ranked = sorted(estimates, key=_rank_key)
-    out: list[ScreeningEstimate] = []
-    chosen = 0
-    for e in ranked:
-        selected, why = _judge(e, bar, params.margin)
-        if selected and chosen >= params.cap:
-            selected, why = False, f"over the round's cap of {params.cap} cascades ({why})"
-        chosen += selected
-        out.append(e.model_copy(update={"selected": selected, "why": why}))
-    return _never_none(out)
+    judged = _marked(estimates, lambda e: _judge(e, bar, params.margin))
+    return _never_none(_capped(judged, params.cap))
 
 
 def select_for_llm_round(
@@ -81,16 +73,31 @@ def select_for_llm_round(
 ) -> list[ScreeningEstimate]:
     """Every estimate, best first, with ``selected`` and ``why`` set (module docstring)."""
     bar = bar_for(member_speedups, width, last_round)
+    return _never_none(_marked(estimates, lambda e: _judge_for_its_fix(e, bar, params.margin)))
+
+
+def _marked(
+    estimates: Sequence[ScreeningEstimate],
+    judge: Callable[[ScreeningEstimate], tuple[bool, str]],
+) -> list[ScreeningEstimate]:
+    """Every estimate, best first, with ``judge``'s verdict: one ranking for both policies."""
     out: list[ScreeningEstimate] = []
     for e in sorted(estimates, key=_rank_key):
-        if not e.smoke_ok or e.estimated_speedup is None:
-            failed = e.smoke_note or "no estimate"
-            why = f"smoke check failed ({failed}): gated for its feedback"[:300]
-            out.append(e.model_copy(update={"selected": True, "why": why}))
-            continue
-        selected, why = _judge(e, bar, params.margin)
+        selected, why = judge(e)
         out.append(e.model_copy(update={"selected": selected, "why": why}))
-    return _never_none(out)
+    return out
+
+
+def _capped(judged: list[ScreeningEstimate], cap: int) -> list[ScreeningEstimate]:
+    """``judged`` with the selections past the first ``cap`` undone: a round's cascades are
+    bounded."""
+    chosen = 0
+    for i, e in enumerate(judged):
+        if e.selected and chosen >= cap:
+            why = f"over the round's cap of {cap} cascades ({e.why})"
+            judged[i] = e.model_copy(update={"selected": False, "why": why})
+        chosen += judged[i].selected
+    return judged
 
 
 def _never_none(out: list[ScreeningEstimate]) -> list[ScreeningEstimate]:
@@ -115,6 +122,15 @@ def _judge(e: ScreeningEstimate, bar: Bar, margin: float) -> tuple[bool, str]:
     if est * (1.0 + margin) >= bar.speedup:
         return True, f"estimate {est:.3f}x could beat {bar.what} within {margin:.0%}"
     return False, f"estimate {est:.3f}x below {bar.what} by more than {margin:.0%}"
+
+
+def _judge_for_its_fix(e: ScreeningEstimate, bar: Bar, margin: float) -> tuple[bool, str]:
+    """``_judge``, but a candidate without a working estimate is gated: the cascade's full
+    feedback reaches its retry-fix."""
+    if not e.smoke_ok or e.estimated_speedup is None:
+        failed = e.smoke_note or "no estimate"
+        return True, f"smoke check failed ({failed}): gated for its feedback"[:300]
+    return _judge(e, bar, margin)
 
 
 __all__ = ["Bar", "bar_for", "select_for_cascade", "select_for_llm_round"]

@@ -11,6 +11,7 @@ import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -216,14 +217,23 @@ def said(stream: Stream):
         raise
 
 
-async def cmd_start(args: argparse.Namespace) -> int:
+_Body = Callable[[argparse.Namespace, Settings, Stream, Path], Awaitable[int]]
+
+
+async def _with_stream(args: argparse.Namespace, body: _Body) -> int:
+    """``body`` with the call's settings, its event stream and a scratch folder: start and
+    resume open and close them alike."""
     settings = _settings(args)
     stream = Stream(_out(args))
     try:
         with said(stream), tempfile.TemporaryDirectory(prefix="llm-eval-") as work:
-            return await _start(args, settings, stream, Path(work))
+            return await body(args, settings, stream, Path(work))
     finally:
         stream.close()
+
+
+async def cmd_start(args: argparse.Namespace) -> int:
+    return await _with_stream(args, _start)
 
 
 async def _start(args: argparse.Namespace, settings: Settings, stream: Stream, work: Path) -> int:
@@ -255,13 +265,7 @@ async def _start(args: argparse.Namespace, settings: Settings, stream: Stream, w
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    stream = Stream(_out(args))
-    try:
-        with said(stream), tempfile.TemporaryDirectory(prefix="llm-eval-") as work:
-            return await _resume(args, settings, stream, Path(work))
-    finally:
-        stream.close()
+    return await _with_stream(args, _resume)
 
 
 async def _resume(args: argparse.Namespace, settings: Settings, stream: Stream, work: Path) -> int:

@@ -45,13 +45,14 @@ from kernelopt.contracts.search import (
 )
 from kernelopt.proposer.plan import plan_targets
 from kernelopt.proposer.targets import rewrite_target
-from kernelopt.store import ArtifactStore, open_store
+from kernelopt.store import ArtifactStore
 from tests.support.by_reference import (
     BUILTIN,
     KIB,
     LARGE,
     SMALL,
     Model,
+    home_store,
     payload_size,
     stored_models,
 )
@@ -66,14 +67,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("scoperef")
 
 
-@pytest.fixture(scope="module")
-def store(home: Path) -> ArtifactStore:
-    return open_store(home / "artifacts")
-
-
-@pytest.fixture(scope="module")
-def models(store: ArtifactStore) -> dict[int, Model]:
-    return stored_models(store)
+# the module's store and its synthetic models, on the module's home
+store = pytest.fixture(home_store, scope="module", name="store")
+models = pytest.fixture(stored_models, scope="module", name="models")
 
 
 def _plan(m: Model, store: ArtifactStore) -> TargetPlan:

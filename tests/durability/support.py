@@ -38,7 +38,7 @@ from kernelopt.contracts import (
     SearchParams,
 )
 from kernelopt.store import open_store
-from kernelopt.temporal_server import SEARCH_ATTRIBUTES, temporal_binary
+from kernelopt.temporal_server import start_dev_command
 from tests.support.campaigns import queues
 from tests.support.temporal import env_for
 
@@ -139,26 +139,7 @@ class DevServer:
 
     def start(self, wait_s: float = 60.0) -> DevServer:
         self.settings.server_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [
-            str(temporal_binary()),
-            "server",
-            "start-dev",
-            "--db-filename",
-            str(self.db),
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(self.settings.server_port),
-            "--ui-port",
-            str(self.settings.ui_port),
-            "--namespace",
-            self.settings.namespace,
-            "--log-level",
-            "warn",
-            "--headless",
-        ]
-        for key, kind in SEARCH_ATTRIBUTES.items():
-            cmd += ["--search-attribute", f"{key}={kind}"]
+        cmd = start_dev_command(self.settings, self.db, headless=True)
         for key, value in self.dynamic.items():
             cmd += ["--dynamic-config-value", f"{key}={value}"]
         with self.log_path.open("ab") as log:

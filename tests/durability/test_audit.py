@@ -23,7 +23,6 @@ from temporalio.service import RPCError
 
 from kernelopt.audit import CampaignNotFound, load_report
 from kernelopt.audit.export import find_export, pointer_path
-from kernelopt.cli import main as cli
 from kernelopt.client import connect
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignPhase, GateName
@@ -41,7 +40,8 @@ from tests.durability.support import (
     wait_for_phase,
     wait_until,
 )
-from tests.support.temporal import env_for, make_settings
+from tests.support.cli import cli_in_process
+from tests.support.temporal import make_settings
 from workflows.export_campaign import export_workflow_id
 
 
@@ -63,19 +63,6 @@ async def finished(client: Client, temporal_settings: Settings, workers):
 @pytest.fixture
 def artifacts(temporal_settings: Settings) -> ArtifactStore:
     return open_store(temporal_settings.artifacts_dir)
-
-
-@pytest.fixture
-def cli_env(temporal_settings: Settings, monkeypatch: pytest.MonkeyPatch):
-    env = env_for(temporal_settings)
-    for key in (
-        "KERNELOPT_HOME",
-        "KERNELOPT_SERVER_PORT",
-        "KERNELOPT_UI_PORT",
-        "KERNELOPT_NAMESPACE",
-    ):
-        monkeypatch.setenv(key, env[key])
-    monkeypatch.setenv("COLUMNS", "300")
 
 
 async def test_live_audit_explains_every_candidate(finished) -> None:
@@ -186,16 +173,14 @@ async def test_cli_audit_table_json_and_self_contained_html(
 ) -> None:
     campaign_id, outcome, report = finished
     html_path = tmp_path / "audit.html"
-    capsys.readouterr()
-    code = await asyncio.to_thread(cli, ["audit", campaign_id, "--html", str(html_path)])
-    out = capsys.readouterr().out
+    code, out = await cli_in_process(capsys, "audit", campaign_id, "--html", str(html_path))
     assert code == (0 if report.ok else 1)
     for c in report.candidates:
         assert c.id in out
     assert "consistency checks" in out and "model-level gates" in out
 
-    code = await asyncio.to_thread(cli, ["audit", campaign_id, "--json"])
-    data = json.loads(capsys.readouterr().out)
+    code, out = await cli_in_process(capsys, "audit", campaign_id, "--json")
+    data = json.loads(out)
     assert data["campaign_id"] == campaign_id
     assert len(data["candidates"]) == outcome.candidates_tried
     # every candidate has the cascade's verdicts, or was screened out before it

@@ -17,7 +17,6 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFai
 
 from kernelopt.audit import load_report
 from kernelopt.audit.runs import campaign_histories
-from kernelopt.cli import main as cli
 from kernelopt.config import Settings
 from kernelopt.contracts import (
     SEARCH_PROGRESS,
@@ -38,7 +37,7 @@ from tests.durability.support import (
     wait_for_phase,
     wait_until,
 )
-from tests.support.temporal import env_for
+from tests.support.cli import cli_in_process
 
 
 @pytest.fixture(scope="module")
@@ -48,33 +47,12 @@ def workers(temporal_settings: Settings, tmp_path_factory):
         yield qs
 
 
-@pytest.fixture
-def cli_env(temporal_settings: Settings, monkeypatch: pytest.MonkeyPatch):
-    """The CLI reads its server from the environment, like a user's shell."""
-    env = env_for(temporal_settings)
-    for key in (
-        "KERNELOPT_HOME",
-        "KERNELOPT_SERVER_PORT",
-        "KERNELOPT_UI_PORT",
-        "KERNELOPT_NAMESPACE",
-    ):
-        monkeypatch.setenv(key, env[key])
-    monkeypatch.delenv("KERNELOPT_TEMPORAL_ADDRESS", raising=False)
-    monkeypatch.setenv("COLUMNS", "250")  # tables wide enough that ids are not folded
-
-
-async def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(cli, list(argv))
-    return code, capsys.readouterr().out
-
-
 async def test_pause_holds_the_campaign_between_steps_and_resume_continues(
     client: Client, temporal_settings: Settings, workers, cli_env, capsys
 ) -> None:
     handle = await submit(client, temporal_settings, options(*workers))
     await wait_for_phase(handle, CampaignPhase.SEARCHING)
-    code, out = await run_cli(capsys, "pause", handle.id)
+    code, out = await cli_in_process(capsys, "pause", handle.id)
     assert code == 0 and "paused" in out
     # the step in flight (the search's iteration, or the search's end) finishes; then it holds
     await wait_until(
@@ -83,10 +61,10 @@ async def test_pause_holds_the_campaign_between_steps_and_resume_continues(
     held = await _work_done(client, handle)
     await asyncio.sleep(2.0)
     assert await _work_done(client, handle) == held, "work went on while paused"
-    code, out = await run_cli(capsys, "show", handle.id, "--json")
+    code, out = await cli_in_process(capsys, "show", handle.id, "--json")
     assert code == 0 and json.loads(out)["paused"] is True
 
-    code, out = await run_cli(capsys, "resume", handle.id)
+    code, out = await cli_in_process(capsys, "resume", handle.id)
     assert code == 0 and "resumed" in out
     outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
     assert outcome.category == OutcomeCategory.OPTIMIZED
@@ -207,7 +185,7 @@ async def test_cancel_returns_the_compilers_baseline(
 ) -> None:
     handle = await submit(client, temporal_settings, options(*workers))
     await wait_for_phase(handle, CampaignPhase.SEARCHING)
-    code, out = await run_cli(capsys, "cancel", handle.id)
+    code, out = await cli_in_process(capsys, "cancel", handle.id)
     assert code == 0 and "baseline" in out
     outcome: Outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
     state = await handle.query("state")
@@ -237,7 +215,7 @@ async def test_budget_updates_are_validated_and_take_effect(
     assert (await progress(handle)).budgets == Budgets(max_usd=5.0)
 
     # through the CLI: other budgets are kept, the new one is set
-    code, _ = await run_cli(capsys, "budget", handle.id, "--max-gpu-seconds", "0")
+    code, _ = await cli_in_process(capsys, "budget", handle.id, "--max-gpu-seconds", "0")
     assert code == 0
     current = (await progress(handle)).budgets
     assert current == Budgets(max_usd=5.0, max_gpu_seconds=0.0)
@@ -279,7 +257,7 @@ async def test_progress_query_and_search_attributes(
         await wait_until(
             lambda q=query: _contains(listed(q), handle.id), 20, what=f"visibility of {query}"
         )
-    code, out = await run_cli(capsys, "list", "--limit", "500")
+    code, out = await cli_in_process(capsys, "list", "--limit", "500")
     assert code == 0 and handle.id in out
 
 

@@ -33,6 +33,7 @@ from kernelopt.temporal_server import EmbeddedServer
 from tests.durability.support import (
     Worker,
     assert_sound,
+    double_workers,
     options,
     progress,
     queues,
@@ -106,17 +107,12 @@ async def test_stuck_activity_is_retried_after_its_heartbeat_timeout(
 ) -> None:
     marker = tmp_path / "hung-once"
     log = tmp_path / "log.jsonl"
-    env = {
-        "KERNELOPT_DOUBLES_DELAY": "0.05",
+    hangs = {
         "KERNELOPT_DOUBLES_HANG": f"gate_candidate={marker}",
         "KERNELOPT_DOUBLES_HANG_S": "120",  # far longer than the test: only the timeout ends it
         "KERNELOPT_DOUBLES_LOG": str(log),
     }
-    cpu_q, gpu_q = queues()
-    cpu = Worker(temporal_settings, "cpu", cpu_q, tmp_path)
-    gpu = Worker(temporal_settings, "gpu", gpu_q, tmp_path, **env)
-    try:
-        cpu.wait_ready(), gpu.wait_ready()
+    with double_workers(temporal_settings, tmp_path, "0.05", **hangs) as (cpu_q, gpu_q):
         handle = await submit(client, temporal_settings, options(cpu_q, gpu_q))
 
         async def timed_out_once() -> bool:
@@ -125,9 +121,6 @@ async def test_stuck_activity_is_retried_after_its_heartbeat_timeout(
 
         await wait_until(timed_out_once, 60, every=0.25, what="a heartbeat timeout")
         await asyncio.wait_for(assert_sound(client, temporal_settings, handle.id, reference), 120)
-    finally:
-        cpu.stop()
-        gpu.stop()
     assert marker.exists()
     retried = [r for r in records(log) if r["activity"] == "gate_candidate" and r["attempt"] == 2]
     assert len(retried) == 1, "exactly the hung call needed a second attempt"

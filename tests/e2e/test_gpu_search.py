@@ -25,6 +25,7 @@ import pytest
 
 from kernelopt.store import ArtifactStore
 from tests.e2e.conftest import ROOT
+from tests.support.compiled import stub_compiled
 
 pytestmark = pytest.mark.gpu
 
@@ -92,7 +93,6 @@ def _single_target(store: ArtifactStore, source: str, kernel: str, args: Any = N
     """A compile result, segment and target around one kernel source, for the proposer
     and the profiler (which read only these fields)."""
     from kernelopt.contracts.compiled import (
-        CompileResult,
         KernelLaunch,
         SearchMode,
         SearchTarget,
@@ -103,18 +103,9 @@ def _single_target(store: ArtifactStore, source: str, kernel: str, args: Any = N
     from kernelopt.contracts.problem import ProblemSpec
 
     ref = store.put_text(source, name=f"{kernel}.py")
-    compiled = CompileResult(
-        problem=ProblemSpec(name="gpu_search", source=ref),
-        cache_key="gpu-search",
-        mode="default",
-        torch_version="",
-        triton_version="",
-        gpu_name="",
-        wrapper=ref,
-        args=ref,
-        inputs=ref,
-        eager_ms=0.0,
-        compiled_ms=0.0,
+    problem = ProblemSpec(name="gpu_search", source=ref)
+    compiled = stub_compiled(
+        problem, ref, "", cache_key="gpu-search", torch_version="", triton_version=""
     )
     launches = [KernelLaunch(line=1, site="", args=args)] if args else []
     kernels = [

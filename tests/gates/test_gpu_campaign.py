@@ -14,7 +14,6 @@ alike), ~110-130 s.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,38 +33,11 @@ from kernelopt.contracts import (
 )
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus
 from kernelopt.store import open_store
+from tests.support.linear_gelu import add_to_stores, linear_gelu_problem
 
 pytestmark = pytest.mark.gpu
 
-PROBLEM = """
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.lin = nn.Linear(d, d)
-
-    def forward(self, x):
-        return F.gelu(self.lin(x))
-
-
-def get_init_inputs():
-    return [1024]
-
-
-def get_inputs():
-    return [torch.randn(4096, 1024)]
-"""
-
-
-def _bias(source: str) -> str:
-    """Add +5e-4 to the value every ``tl.store`` writes (Inductor's store form)."""
-    biased, n = re.subn(r"tl\.store\(([^,]+), (tmp\d+),", r"tl.store(\1, \2 + 5e-4,", source)
-    assert n >= 1, "no store found to bias"
-    return biased
+PROBLEM = linear_gelu_problem(4096)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +82,7 @@ def test_identity_and_biased_kernel_through_all_gates(compiled, gate_launch) -> 
     # identical wrappers may come out matched or noisy: no extra rounds to settle which
     settings = GateSettings(device="cuda", max_rounds=2, noisy_rounds=0)
     results = {}
-    for label, text in (("identity", original), ("biased", _bias(original))):
+    for label, text in (("identity", original), ("biased", add_to_stores(original, "5e-4"))):
         src = store.put_text(text, name=f"{label}.py")
         results[label] = gate_candidate(
             CandidateGateInput(
@@ -147,7 +119,9 @@ def test_identity_and_biased_kernel_through_all_gates(compiled, gate_launch) -> 
     assert same.verdicts[1].status != GateStatus.ERROR  # identical wrappers: matched, or noise
     biased = gate_model(
         ModelGateInput(
-            compiled=comp, wrapper=wrapper_for("biased", _bias(original)), settings=settings
+            compiled=comp,
+            wrapper=wrapper_for("biased", add_to_stores(original, "5e-4")),
+            settings=settings,
         ),
         store,
     )

@@ -15,6 +15,7 @@ from gates.protocol import CandidateJob, InputSet, ModelSource
 from gates.runner import child_env, fast_launch, run_job
 from gates.timers import TimerKit
 from gates.zygote_service import DEVICE_ENV, SOCKET_ENV, ZygoteService
+from tests.support.processes import descendants, live_parents
 
 
 def test_poison_mode_fills_every_empty_allocation() -> None:
@@ -202,20 +203,7 @@ def test_runner_spawns_when_the_shared_zygote_is_gone(
 
 def _descendants(pid: int) -> set[int]:
     """Live (non-zombie) host processes below ``pid``: the zygote's tree, sandbox or not."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z":
-            parents[int(stat.parent.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {p for p, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
+    return descendants(live_parents(), {pid})
 
 
 def test_a_daemon_left_behind_by_a_job_is_killed_with_it(tmp_path: Path, gates_env: Path) -> None:

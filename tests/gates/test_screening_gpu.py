@@ -8,7 +8,6 @@ on the same target: the numbers issue 22's two tiers are about.
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 
@@ -22,38 +21,11 @@ from kernelopt.contracts.screening import ScreenCandidate, ScreenInput
 from kernelopt.contracts.search import BuiltinProposeInput
 from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.store import open_store
+from tests.support.linear_gelu import add_to_stores, linear_gelu_problem
 
 pytestmark = pytest.mark.gpu
 
-PROBLEM = """
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.lin = nn.Linear(d, d)
-
-    def forward(self, x):
-        return F.gelu(self.lin(x)) * 1.5 + 0.25
-
-
-def get_init_inputs():
-    return [1024]
-
-
-def get_inputs():
-    return [torch.randn(8192, 1024)]
-"""
-
-
-def _wrong(source: str) -> str:
-    """The kernel with +0.5 on every stored value: the smoke check must catch it."""
-    text, n = re.subn(r"tl\.store\(([^,]+), (tmp\d+),", r"tl.store(\1, \2 + 0.5,", source)
-    assert n >= 1
-    return text
+PROBLEM = linear_gelu_problem(8192, " * 1.5 + 0.25")
 
 
 def test_a_round_of_builtin_variants_screens_in_a_fraction_of_one_gate(tmp_path: Path) -> None:
@@ -82,7 +54,7 @@ def test_a_round_of_builtin_variants_screens_in_a_fraction_of_one_gate(tmp_path:
         for i, v in enumerate(proposed.variants)
     ]
     cands.append(ScreenCandidate(candidate_id="identity", source=target.source))
-    wrong = store.put_text(_wrong(store.get_text(target.source)), name="wrong.py")
+    wrong = store.put_text(add_to_stores(store.get_text(target.source), "0.5"), name="wrong.py")
     cands.append(ScreenCandidate(candidate_id="wrong", source=wrong))
     started = time.perf_counter()
     result = screen_candidates(

@@ -26,6 +26,7 @@ from gates.runner import ChildOutcome, run_job
 from gates.sandbox import REPO_ROOT
 from gates.zygote import Zygote
 from tests.security.conftest import SECRET, Bait
+from tests.support.processes import descendants, live_parents
 
 CANDIDATES = Path(__file__).parent / "candidates"
 PROBLEM = REPO_ROOT / "tests" / "problems" / "gates" / "swish_bias.py"
@@ -227,7 +228,7 @@ def _nproc_holds() -> bool:
 
 def _existing(zygote: Zygote) -> set[int]:
     """Processes below this one or the zygote before an attack (fixtures' servers, workers)."""
-    return set(_below(_tree(), {os.getpid(), zygote._proc.pid}))
+    return set(descendants(live_parents(), {os.getpid(), zygote._proc.pid}))
 
 
 def _sleepers(zygote: Zygote, before: set[int]) -> list[int]:
@@ -235,36 +236,15 @@ def _sleepers(zygote: Zygote, before: set[int]) -> list[int]:
     deadline = time.monotonic() + 10
     while True:
         roots = {os.getpid(), zygote._proc.pid}
-        tree = _tree()
+        tree = live_parents()
         stray = [
             p
-            for p in _below(tree, roots)
+            for p in descendants(tree, roots)
             if p not in _zygote_chain(tree, zygote) and p not in before
         ]
         if not stray or time.monotonic() > deadline:
             return stray
         time.sleep(0.2)
-
-
-def _tree() -> dict[int, int]:
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z":
-            parents[int(stat.parent.name)] = int(fields[1])
-    return parents
-
-
-def _below(tree: dict[int, int], roots: set[int]) -> set[int]:
-    found: set[int] = set()
-    frontier = set(roots)
-    while frontier:
-        frontier = {p for p, parent in tree.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def _zygote_chain(tree: dict[int, int], zygote: Zygote) -> set[int]:

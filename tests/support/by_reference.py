@@ -6,6 +6,8 @@ with the model; one definition keeps their numbers comparable.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from kernelopt.compile.segment import build_segment
@@ -25,7 +27,7 @@ from kernelopt.contracts import (
     TriageRef,
     TriageResult,
 )
-from kernelopt.store import ArtifactStore
+from kernelopt.store import ArtifactStore, open_store
 from tests.support.synthetic_wrapper import synthetic_wrapper
 from tests.support.wrappers import fixture_json
 
@@ -69,6 +71,11 @@ class Model:
             plan=plan,
             index=index,
         )
+
+
+def home_store(home: Path) -> ArtifactStore:
+    """The artifact store under ``home``: the one the activities open with KERNELOPT_HOME=home."""
+    return open_store(home / "artifacts")
 
 
 def stored_models(store: ArtifactStore) -> dict[int, Model]:

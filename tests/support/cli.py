@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import pytest
+
+from kernelopt.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,3 +40,13 @@ def start_cli(args: Sequence[str], env: Mapping[str, str], **kw) -> subprocess.P
         text=True,
         **kw,
     )
+
+
+async def cli_in_process(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str]:
+    """``kernelopt ARGV`` in this process, off the event loop: its exit code and its output.
+
+    For tests whose server and environment this process already holds (``cli_env``).
+    """
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, list(argv))
+    return code, capsys.readouterr().out

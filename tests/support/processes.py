@@ -15,6 +15,31 @@ from tests.support.temporal import env_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def live_parents() -> dict[int, int]:
+    """Every live (non-zombie) host process and its parent, from /proc: a snapshot of the
+    process tree that the sandbox tests compare before and after an attack."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # the command name (field 2) may contain spaces: split after its ")"
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    return parents
+
+
+def descendants(parents: dict[int, int], roots: set[int]) -> set[int]:
+    """The processes below ``roots`` in the ``parents`` snapshot (the roots not included)."""
+    found: set[int] = set()
+    frontier = set(roots)
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
 class WorkerProcess:
     def __init__(self, settings: Settings, kind: str, queue: str, **env: str) -> None:
         self.kind, self.queue = kind, queue

@@ -33,13 +33,14 @@ from kernelopt.contracts import (
     TargetKind,
 )
 from kernelopt.proposer.plan import plan_targets
-from kernelopt.store import ArtifactStore, open_store
+from kernelopt.store import ArtifactStore
 from tests.support.by_reference import (
     BUILTIN,
     KIB,
     LARGE,
     SMALL,
     Model,
+    home_store,
     payload_size,
     stored_models,
 )
@@ -50,14 +51,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("triageref")
 
 
-@pytest.fixture(scope="module")
-def store(home: Path) -> ArtifactStore:
-    return open_store(home / "artifacts")  # what the activities open under KERNELOPT_HOME
-
-
-@pytest.fixture(scope="module")
-def models(store: ArtifactStore) -> dict[int, Model]:
-    return stored_models(store)
+# the module's store and its synthetic models, on the module's home
+store = pytest.fixture(home_store, scope="module", name="store")
+models = pytest.fixture(stored_models, scope="module", name="models")
 
 
 def test_the_state_after_triage_no_longer_grows_with_the_model(
