@@ -41,6 +41,8 @@ def main() -> int:
         targets = {
             "version": [ncu, "--version"],
             "true": [*profile, "/bin/true"],
+            "python": [*profile, sys.executable, "-c", "print('no CUDA')"],
+            "bin-python": [*profile, os.path.realpath(sys.executable), "-c", "print('no CUDA')"],
             "torch": [*profile, sys.executable, str(work / "harness.py")],
         }
         for label, cmd in targets.items():
