@@ -39,11 +39,9 @@ def main() -> int:
         (work / "harness.py").write_text(SNIPPET + "\n")
         profile = [ncu, "--force-overwrite", "--export", str(work / "probe")]
         targets = {
-            "version": [ncu, "--version"],
-            "true": [*profile, "/bin/true"],
             "python": [*profile, sys.executable, "-c", "print('no CUDA')"],
-            "bin-python": [*profile, os.path.realpath(sys.executable), "-c", "print('no CUDA')"],
             "torch": [*profile, sys.executable, str(work / "harness.py")],
+            "sh-torch": [*profile, "/bin/sh", "-c", f"exec {sys.executable} {work / 'harness.py'}"],
         }
         for label, cmd in targets.items():
             wrapped, env = sandboxed(cmd, work / "harness.py", work)
