@@ -88,8 +88,13 @@ def profile_command(
     ]
     if kernel_regex:
         cmd += ["--kernel-name", f"regex:{kernel_regex}"]
+    # ncu in the sandbox failed to launch a venv's symlinked interpreter ("Launching the
+    # target application failed") but profiles it behind a shell (ncu follows children)
     return [
         *cmd,
+        "/bin/sh",
+        "-c",
+        'exec "$0" "$@"',
         sys.executable,
         "-m",
         "kernelopt.profiling.harness_runner",
