@@ -22,9 +22,18 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from kernelopt.audit.model import AuditReport
+from kernelopt.audit.model import AuditReport, CandidateAudit
+from kernelopt.contracts.base import ArtifactRef
+from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
+from tests.durability.kept_reference_faults import (
+    KEPT,
+    FaultPlan,
+    faults_against_kept_reference,
+    timing_free_disagreements,
+)
 from tests.durability.random_faults import judge_run, run_chaos
-from tests.durability.support import assert_sound
+from tests.durability.support import PROBLEM, assert_sound
+from tests.support.campaigns import smallest_gpu_options
 from tests.support.temporal import make_settings
 
 
@@ -68,3 +77,48 @@ async def test_fifty_random_faults(
     if not _slow_wanted(request.config):
         pytest.skip("slow: run with -m slow or KERNELOPT_RUN_SLOW=1")
     await _check(reference, tmp_path, kills=50)
+
+
+async def test_faults_against_a_reference_kept_in_the_home(tmp_path: Path) -> None:
+    """The GPU host's two-call flow over the doubles: one call runs the reference and keeps
+    it in the home, the next reads it back and runs three faults; the doubles decide the
+    same way every time, so every decision of every faulty campaign agrees."""
+    settings = make_settings(tmp_path / "home")
+    plan = FaultPlan(problem=PROBLEM, options=smallest_gpu_options)
+    seed = _seed()
+    first = await faults_against_kept_reference(settings, plan, tmp_path / "logs1", seed, 0)
+    assert first.run is None and (settings.home / KEPT).is_file()
+    second = await faults_against_kept_reference(settings, plan, tmp_path / "logs2", seed, 3)
+    assert second.reference == first.reference
+    assert second.run is not None and second.judged is not None
+    assert len(second.run.kills) == 3 and second.campaigns
+    assert not second.judged.replay_failures and not second.judged.twice
+    assert not second.disagreements()
+    agree = [c["same_as_reference"] == c["decisions"] > 0 for c in second.campaigns.values()]
+    assert all(agree), (seed, second.campaigns)
+
+
+def _candidate(source_byte: str, *statuses: GateStatus) -> CandidateAudit:
+    gates = [GateName.STATIC, GateName.CORRECTNESS, GateName.MODEL, GateName.PERFORMANCE]
+    return CandidateAudit(
+        id="k:i0-s0-v0",
+        target_id="k",
+        source=ArtifactRef(sha256=source_byte * 64, size=1),
+        verdicts=[
+            GateVerdict(gate=g, status=s, reason="")
+            for g, s in zip(gates[: len(statuses)], statuses, strict=True)
+        ],
+    )
+
+
+def test_only_untimed_verdicts_of_the_same_code_must_agree() -> None:
+    ok, fail = GateStatus.PASS, GateStatus.FAIL
+
+    def report(candidate: CandidateAudit) -> AuditReport:
+        return AuditReport(campaign_id="c", candidates=[candidate])
+
+    reference = report(_candidate("a", ok, ok, ok, ok))
+    assert timing_free_disagreements(report(_candidate("a", ok, fail)), reference)
+    assert not timing_free_disagreements(report(_candidate("b", ok, fail)), reference)  # other code
+    assert not timing_free_disagreements(report(_candidate("a", ok, ok)), reference)  # gated less
+    assert not timing_free_disagreements(report(_candidate("a", ok, ok, ok, fail)), reference)
