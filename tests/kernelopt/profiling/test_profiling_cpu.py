@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -286,6 +287,13 @@ def test_ncu_command_line_follows_the_spec(tmp_path):
         "--mode",
         "ncu",
     ]
+    # ncu launches a shell that execs the interpreter (sandboxed ncu could not launch a
+    # venv's symlinked python itself); the shell hands every argument over unchanged
+    shell = cmd.index("/bin/sh")
+    assert cmd[shell : shell + 4] == ["/bin/sh", "-c", 'exec "$0" "$@"', sys.executable]
+    probe = [*cmd[shell : shell + 4], "-c", "import sys; print(sys.argv[1:])", "a b", "$HOME"]
+    out = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['a b', '$HOME']"
 
 
 # --- the activity body end to end, with ncu absent / refused / faked -------------------------
