@@ -22,6 +22,7 @@ activity doubles), plus what these tests need:
   executions (``executions.py``).
 * kind ``gpu-real``: the real GPU activities instead of the doubles, counted
   the same way (the GPU host's random-fault test).
+* ``KERNELOPT_TEST_WORKER_LOG``: the log level (default "warning").
 
 A test can SIGKILL this process at any moment.
 """
@@ -47,6 +48,7 @@ GPU_HEARTBEAT_ENV = "KERNELOPT_TEST_HEARTBEAT_S"
 # SIGKILL the server waits this long before handing it to the shared queue (the SDK's
 # default: 10 s per killed CPU worker and campaign).  Expiry only means a full replay.
 STICKY_S = 2.0
+LOG_LEVEL_ENV = "KERNELOPT_TEST_WORKER_LOG"  # "info": the worker logs what it runs
 REAL_GPU = "gpu-real"  # the kind that runs the real GPU activities (on a CUDA host)
 
 
@@ -109,6 +111,10 @@ async def real_gpu_worker(client, queue: str):
     built = worker.build_gpu_worker(
         client, queue, activities=[counted(a) for a in gpu_activities()]
     )
+    if settings.spare_child:
+        from activities import spare_child
+
+        spare_child.enable()
     return built, await asyncio.to_thread(worker.shared_zygote, settings, index)
 
 
@@ -124,7 +130,7 @@ async def main(kind: str, queue: str) -> None:
     cpu_heartbeat = os.environ.get(CPU_HEARTBEAT_ENV)
     if cpu_heartbeat:
         shorten_cpu_heartbeats(float(cpu_heartbeat))
-    configure(level="warning")
+    configure(level=os.environ.get(LOG_LEVEL_ENV, "warning"))
     slow_cpu.install()
     client = await connect(Settings.from_env(), start_embedded=False)
     zygote = None

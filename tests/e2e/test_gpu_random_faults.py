@@ -34,7 +34,7 @@ import pytest
 
 from tests.durability.kept_reference_faults import FaultPlan, faults_against_kept_reference
 from tests.durability.support import decisions_of
-from tests.durability.worker_main import REAL_GPU
+from tests.durability.worker_main import LOG_LEVEL_ENV, REAL_GPU
 from tests.e2e.conftest import ROOT
 from tests.support.campaigns import smallest_gpu_options
 from tests.support.temporal import make_settings
@@ -47,7 +47,8 @@ PLAN = FaultPlan(
     options=lambda cpu_q, gpu_q: smallest_gpu_options(cpu_q, gpu_q, heartbeat_s=HEARTBEAT_S),
     gpu_kind=REAL_GPU,
     # every worker: GPU call sites time out after HEARTBEAT_S (the CPU worker runs the workflows)
-    worker_env={"KERNELOPT_TEST_HEARTBEAT_S": str(HEARTBEAT_S)},
+    # and log what they run, so a stuck campaign can be read from the logs
+    worker_env={"KERNELOPT_TEST_HEARTBEAT_S": str(HEARTBEAT_S), LOG_LEVEL_ENV: "info"},
     # a first small campaign on a fresh H200 took 285 s (compile 51 s, two gates 116 and 83 s)
     reference_s=450.0,
     gap_s=(2.0, 8.0),
