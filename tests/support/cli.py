@@ -6,13 +6,11 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pytest
 
 from kernelopt.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def run_cli(
