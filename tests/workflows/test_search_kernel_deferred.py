@@ -48,14 +48,6 @@ from workflows.search_kernel import SearchKernel
 PLANS = plans_json(("bigger blocks", "XBLOCK 2048"), ("vectorize loads", "128-bit loads"))
 
 
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    from kernelopt.store import open_store
-
-    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
-    return open_store(tmp_path / "home" / "artifacts")
-
-
 def script() -> list[Reply]:
     return [
         planner(
