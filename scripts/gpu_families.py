@@ -98,12 +98,11 @@ def candidates(compiled, seg, store):
 
 
 def run_problem(path: str, store) -> None:
-    from gates.campaign import gate_candidate
     from kernelopt.compile.segment import segment
     from kernelopt.contracts.compiled import CompileInput, SegmentInput
     from kernelopt.contracts.problem import ProblemSpec
-    from kernelopt.contracts.verdicts import CandidateGateInput
     from kernelopt.kinds.registry import compile_problem
+    from tests.support.gating import gate_source
 
     name = Path(path).stem
     spec = ProblemSpec(
@@ -123,17 +122,7 @@ def run_problem(path: str, store) -> None:
             )
             continue
         t1 = time.monotonic()
-        gated = gate_candidate(
-            CandidateGateInput(
-                compiled=compiled,
-                segment=seg,
-                target=target,
-                candidate_id=f"fam{i}",
-                source=variant.source,
-                timeout_s=120,
-            ),
-            store,
-        )
+        gated = gate_source(store, compiled, seg, target, variant.source, f"fam{i}", timeout_s=120)
         speedup = None
         if gated.kernel_ms and gated.baseline_kernel_ms:
             speedup = gated.baseline_kernel_ms / gated.kernel_ms

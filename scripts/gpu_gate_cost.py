@@ -47,10 +47,9 @@ def main() -> int:
     out = Path(os.environ.get("OUT") or ROOT / ".gpu_gate_cost")
     out.mkdir(parents=True, exist_ok=True)
 
-    from gates.campaign import gate_candidate
     from gates.runner import fast_launch
-    from kernelopt.contracts.verdicts import CandidateGateInput
     from kernelopt.store import open_store
+    from tests.support.gating import gate_source
 
     store = open_store(Path(os.environ.get("KERNELOPT_HOME", "/tmp/kernelopt-home")) / "store")
     rows = []
@@ -65,16 +64,14 @@ def main() -> int:
                 compiled, seg, target = _inputs(fixture, problem, store)
                 for i in range(args.repeat):
                     t0 = time.monotonic()
-                    result = gate_candidate(
-                        CandidateGateInput(
-                            compiled=compiled,
-                            segment=seg,
-                            target=target,
-                            candidate_id=f"cost-{mode}-{i}",
-                            source=target.source,
-                            timeout_s=180,
-                        ),
+                    result = gate_source(
                         store,
+                        compiled,
+                        seg,
+                        target,
+                        target.source,
+                        f"cost-{mode}-{i}",
+                        timeout_s=180,
                     )
                     row = {
                         "mode": mode,

@@ -10,7 +10,7 @@ that inflates its estimate only buys itself a cascade that judges it properly.
 At least one candidate per round is gated, so a round is never decided by
 screening alone, and at most ``cap`` are.
 
-An LLM round (``select_for_llm_round``) keeps each candidate's fix loop: a
+An LLM round (``select_for_cascade(..., llm_round=True)``) keeps each candidate's fix loop: a
 candidate that fails the smoke check, or has no estimate, is gated so that the
 cascade's full feedback reaches its retry-fix; only one correct on the smoke
 input and below the bar is kept out.  No cap applies there: every such
@@ -57,23 +57,19 @@ def select_for_cascade(
     width: int,
     params: ScreenParams,
     last_round: bool = False,
+    *,
+    llm_round: bool = False,
 ) -> list[ScreeningEstimate]:
-    """Every estimate, best first, with ``selected`` and ``why`` set."""
+    """Every estimate, best first, with ``selected`` and ``why`` set.
+
+    In an LLM round a candidate without a working estimate is gated for its fix loop and
+    no cap applies (module docstring).
+    """
     bar = bar_for(member_speedups, width, last_round)
+    if llm_round:
+        return _never_none(_marked(estimates, lambda e: _judge_for_its_fix(e, bar, params.margin)))
     judged = _marked(estimates, lambda e: _judge(e, bar, params.margin))
     return _never_none(_capped(judged, params.cap))
-
-
-def select_for_llm_round(
-    estimates: Sequence[ScreeningEstimate],
-    member_speedups: Sequence[float | None],
-    width: int,
-    params: ScreenParams,
-    last_round: bool = False,
-) -> list[ScreeningEstimate]:
-    """Every estimate, best first, with ``selected`` and ``why`` set (module docstring)."""
-    bar = bar_for(member_speedups, width, last_round)
-    return _never_none(_marked(estimates, lambda e: _judge_for_its_fix(e, bar, params.margin)))
 
 
 def _marked(
@@ -133,4 +129,4 @@ def _judge_for_its_fix(e: ScreeningEstimate, bar: Bar, margin: float) -> tuple[b
     return _judge(e, bar, margin)
 
 
-__all__ = ["Bar", "bar_for", "select_for_cascade", "select_for_llm_round"]
+__all__ = ["Bar", "bar_for", "select_for_cascade"]

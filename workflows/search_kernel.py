@@ -92,7 +92,7 @@ with workflow.unsafe.imports_passed_through():
     from . import activity_options as opts
     from . import search_log
     from .deferred_llm import DeferredLLM
-    from .screen_policy import select_for_cascade, select_for_llm_round
+    from .screen_policy import select_for_cascade
     from .search_policy import (
         ROOT_ID,
         BeamUCB,
@@ -426,8 +426,13 @@ class SearchKernel:
         if estimates is not None:
             members = [n.speedup for n in self.tree.eligible()]
             last = self.state.iteration + 1 >= self.inp.params.iterations
-            judged = select_for_llm_round(
-                estimates, members, self.inp.params.beam, self.inp.params.screen, last
+            judged = select_for_cascade(
+                estimates,
+                members,
+                self.inp.params.beam,
+                self.inp.params.screen,
+                last_round=last,
+                llm_round=True,
             )
             by_id = {e.candidate_id: e for e in judged}
         loops = [

@@ -6,9 +6,9 @@ kernel) rode in ``target_scope``'s result, the search's input and every profile,
 proposal, screening and gate input -- a megabyte at 300 kernels -- and a single
 kernel's scope kept every library call and fusion group.  Now ``target_scope``
 stores the scope and returns a ``ScopeRef`` with facts bounded to the slowest
-kernels, and the activities load it.  Sizes and the
-synthetic models come from tests/support/by_reference.py (the campaign
-itself runs in tests/kernelopt/compile/test_segment_by_reference.py).
+kernels, and the activities load it.  The payload sizes, synthetic models and module
+fixtures are those of tests/support/by_reference.py, shared with the triage test; the
+campaign itself runs in tests/kernelopt/compile/test_segment_by_reference.py.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from kernelopt.contracts import (
     CandidateGateInput,
     ProfileInput,
     ScopeRef,
-    SearchKernelInput,
     TargetKind,
     TargetPlan,
     TargetScope,
@@ -52,9 +51,8 @@ from tests.support.by_reference import (
     LARGE,
     SMALL,
     Model,
-    home_store,
+    module_fixtures,
     payload_size,
-    stored_models,
 )
 
 # what any one workflow input, activity input or result of a by-reference search may be
@@ -62,14 +60,8 @@ from tests.support.by_reference import (
 BOUND = 128 * KIB
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("scoperef")
-
-
-# the module's store and its synthetic models, on the module's home
-store = pytest.fixture(home_store, scope="module", name="store")
-models = pytest.fixture(stored_models, scope="module", name="models")
+# the module's home, its store and its synthetic models
+home, store, models = module_fixtures("scoperef")
 
 
 def _plan(m: Model, store: ArtifactStore) -> TargetPlan:
@@ -86,16 +78,7 @@ async def _scope(m: Model, store: ArtifactStore, kind: TargetKind, by_ref: bool)
 
 def _search_payloads(m: Model, scope: TargetScope) -> dict[str, object]:
     """The search's input and the inputs its activities get, built as search_kernel builds them."""
-    search = SearchKernelInput(
-        campaign_id="c",
-        compiled=m.compiled,
-        segment=scope.segment,
-        scope=scope.scope,
-        target=scope.target,
-        gpu_queue="g",
-        cpu_queue="c",
-        facts=scope.facts,
-    )
+    search = m.search_input(scope)
     source = scope.target.source or m.compiled.wrapper
     common = {"compiled": search.compiled, "segment": search.segment, "scope": search.scope}
     times = {k.name: k.ms for k in (search.facts.inductor_kernels if search.facts else []) if k.ms}

@@ -14,9 +14,9 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import spare_child
 from activities.supervise import run_supervised
+from tests.support.paths import ROOT
 from tests.support.timed_probe import NapIn, WhoOut
 
-ROOT = Path(__file__).resolve().parents[2]
 ENV = {"PYTHONPATH": str(ROOT)}
 WHOAMI = "tests.support.timed_probe:whoami"
 

@@ -12,9 +12,8 @@ from temporalio import activity
 from temporalio.testing import ActivityEnvironment
 
 from activities.supervise import run_supervised
+from tests.support.paths import ROOT
 from tests.support.timed_probe import LeftoverIn, LeftoverOut, NapIn, NapOut, StagedOut
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_the_wrapper_sets_device_seconds_over_the_childs_claim(

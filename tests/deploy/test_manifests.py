@@ -19,8 +19,8 @@ import pytest
 import worker
 from kernelopt.config import Settings
 from tests.deploy.yaml_subset import YamlSubsetError, load, loads_all
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 COMPOSE_FILE = DEPLOY / "compose.yaml"
 K8S = DEPLOY / "k8s"

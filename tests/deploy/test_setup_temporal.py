@@ -11,7 +11,6 @@ import subprocess
 import sys
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import IndexedValueType
@@ -27,9 +26,9 @@ from temporalio.client import Client
 
 from kernelopt.config import Settings
 from kernelopt.temporal_server import SEARCH_ATTRIBUTES
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "deploy" / "setup_temporal.py"
 TYPES = {
     "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,

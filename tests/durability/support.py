@@ -40,9 +40,9 @@ from kernelopt.contracts import (
 from kernelopt.store import open_store
 from kernelopt.temporal_server import start_dev_command
 from tests.support.campaigns import queues
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 HEARTBEAT_S = "3"  # GPU heartbeat timeout of the test workers (production: 2 minutes)
 # three searchable targets (two kernels and a fusion group) with a built-in launch space

@@ -91,9 +91,8 @@ from kernelopt.contracts.search import (
 )
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from tests.support.llm_replies import TAGS, has_reply, reply_source
+from tests.support.paths import ROOT
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
-
-ROOT = Path(__file__).resolve().parents[2]
 
 DEFAULT_PROBLEMS = [
     ROOT / "problems" / "level1" / "009_softmax_rows.py",

@@ -31,8 +31,7 @@ from temporalio import activity
 
 from kernelopt.contracts import names
 from kernelopt.contracts.verdicts import CandidateGateInput, CandidateGateResult
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 SLOW_MARK = 'plan "slower"'  # the slower modules' docstrings say so
 

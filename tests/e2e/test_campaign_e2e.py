@@ -34,10 +34,10 @@ from tests.support.campaigns import (
     small_options,
     start_small_campaign,
 )
+from tests.support.paths import ROOT
 from tests.support.processes import WorkerProcess
 from tests.support.temporal import make_settings, search_ids, start_server
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "level2" / "004_conv_affine_relu.py"
 
 

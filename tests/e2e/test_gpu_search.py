@@ -260,14 +260,13 @@ def test_committed_baseline_profiles_proposes_and_passes_gates_1_2(
     """A committed H200 baseline, rehydrated: its reduction kernel is profiled on its
     captured arguments, variants come from Inductor's pinned config, and one of them goes
     through the real gates 1-2."""
-    from gates.campaign import gate_candidate
     from kernelopt.compile.rehydrate import rehydrate
     from kernelopt.compile.segment import segment
     from kernelopt.contracts.compiled import CompileResult, SegmentInput, TargetKind
     from kernelopt.contracts.search import BuiltinProposeInput, ProfileInput
-    from kernelopt.contracts.verdicts import CandidateGateInput
     from kernelopt.profiling.profile import profile_target
     from kernelopt.proposer.builtin import propose
+    from tests.support.gating import gate_source
 
     fixtures = ROOT / "tests" / "fixtures" / "wrappers"
     recorded = CompileResult.model_validate_json((fixtures / f"{FIXTURE}.compile.json").read_text())
@@ -298,16 +297,8 @@ def test_committed_baseline_profiles_proposes_and_passes_gates_1_2(
         gpu_store,
     )
     variant = ([v for v in proposal.variants if v.config] or proposal.variants)[0]
-    gated = gate_candidate(
-        CandidateGateInput(
-            compiled=compiled,
-            segment=seg,
-            target=target,
-            candidate_id="gpu-search-v0",
-            source=variant.source,
-            timeout_s=120,
-        ),
-        gpu_store,
+    gated = gate_source(
+        gpu_store, compiled, seg, target, variant.source, "gpu-search-v0", timeout_s=120
     )
     record(
         "search",

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.e2e import llm_campaign as script
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def test_every_scripted_problem_routes_and_parses(tmp_path: Path) -> None:

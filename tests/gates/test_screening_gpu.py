@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from gates.campaign import gate_candidate
 from gates.screening import screen_candidates
-from kernelopt.contracts import CandidateGateInput, CompileInput, ProblemSpec, SegmentInput
+from kernelopt.contracts import CompileInput, ProblemSpec, SegmentInput
 from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.screening import ScreenCandidate, ScreenInput
 from kernelopt.contracts.search import BuiltinProposeInput
 from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.store import open_store
+from tests.support.gating import gate_source
 from tests.support.linear_gelu import add_to_stores, linear_gelu_problem
 
 pytestmark = pytest.mark.gpu
@@ -62,16 +62,8 @@ def test_a_round_of_builtin_variants_screens_in_a_fraction_of_one_gate(tmp_path:
     )
     round_s = time.perf_counter() - started
     started = time.perf_counter()
-    gated = gate_candidate(
-        CandidateGateInput(
-            compiled=comp,
-            segment=seg,
-            target=target,
-            candidate_id="identity",
-            source=target.source,
-            settings=GateSettings(device="cuda"),
-        ),
-        store,
+    gated = gate_source(
+        store, comp, seg, target, target.source, "identity", settings=GateSettings(device="cuda")
     )
     gate_s = time.perf_counter() - started
     by_id = {e.candidate_id: e for e in result.estimates}

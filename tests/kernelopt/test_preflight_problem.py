@@ -9,9 +9,9 @@ import pytest
 from kernelopt.errors import ProblemError
 from kernelopt.preflight_problem import preflight
 from tests.support.cli import run_cli
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for, make_settings
 
-ROOT = Path(__file__).resolve().parents[2]
 TAIL = """
 
 class Model(nn.Module):

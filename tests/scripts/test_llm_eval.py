@@ -38,9 +38,9 @@ from scripts.llm_eval.replies import request_of
 from scripts.llm_eval.stream import Stream
 from scripts.llm_eval.watch import SETTLED
 from tests.support.llm_replies import reply_source
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for, make_settings
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = ["problems/level1/001_relu_chain.py", "problems/level1/009_softmax_rows.py"]
 FIXTURE = ROOT / "tests" / "fixtures" / "wrappers" / "level3_002_transformer_block.compile.json"
 STAND_IN = f"{sys.executable} -m tests.support.run_worker gpu {{gpu_queue}}"

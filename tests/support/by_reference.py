@@ -7,7 +7,9 @@ with the model; one definition keeps their numbers comparable.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from kernelopt.compile.segment import build_segment
@@ -19,10 +21,12 @@ from kernelopt.contracts import (
     CompileResult,
     KernelTiming,
     PlanTargetsInput,
+    SearchKernelInput,
     SearchMode,
     SegmentRef,
     SegmentResult,
     TargetPlan,
+    TargetScope,
     TargetScopeInput,
     TriageRef,
     TriageResult,
@@ -72,6 +76,19 @@ class Model:
             index=index,
         )
 
+    def search_input(self, scope: TargetScope) -> SearchKernelInput:
+        """The search's input for the target ``scope`` holds, as the campaign starts it."""
+        return SearchKernelInput(
+            campaign_id="c",
+            compiled=self.compiled,
+            segment=scope.segment,
+            scope=scope.scope,
+            target=scope.target,
+            gpu_queue="g",
+            cpu_queue="c",
+            facts=scope.facts,
+        )
+
 
 def home_store(home: Path) -> ArtifactStore:
     """The artifact store under ``home``: the one the activities open with KERNELOPT_HOME=home."""
@@ -82,3 +99,19 @@ def stored_models(store: ArtifactStore) -> dict[int, Model]:
     """The small and the large synthetic model, stored in ``store``."""
     compiled = CompileResult.model_validate(fixture_json("level3_002_transformer_block", "compile"))
     return {n: Model(n, store, compiled) for n in (SMALL, LARGE)}
+
+
+def module_fixtures(folder: str) -> tuple[Any, Any, Any]:
+    """A test module's ``home``, ``store`` and ``models`` fixtures, one of each per module.
+
+    ``home`` is a fresh folder named after ``folder``, the store is under it and the small
+    and large synthetic models are stored there: ``home, store, models = module_fixtures(...)``.
+    """
+
+    @pytest.fixture(scope="module", name="home")
+    def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return tmp_path_factory.mktemp(folder)
+
+    store = pytest.fixture(home_store, scope="module", name="store")
+    models = pytest.fixture(stored_models, scope="module", name="models")
+    return home, store, models

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kernelopt.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
+from kernelopt.config import Settings
+from tests.support.paths import ROOT
+from tests.support.temporal import env_for, make_settings
 
 
 def run_cli(
@@ -40,6 +41,18 @@ def start_cli(args: Sequence[str], env: Mapping[str, str], **kw) -> subprocess.P
         text=True,
         **kw,
     )
+
+
+def start_optimize_without_gpu(
+    tmp_path: Path, **kw
+) -> tuple[Settings, dict[str, str], subprocess.Popen]:
+    """``kernelopt optimize`` of the ReLU chain, its home under ``tmp_path``, no GPU visible.
+
+    Its settings, its environment and the started process; ``kw`` go to ``start_cli``.
+    """
+    settings = make_settings(tmp_path / "home")
+    env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
+    return settings, env, start_cli(["optimize", "problems/level1/001_relu_chain.py"], env, **kw)
 
 
 async def cli_in_process(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str]:

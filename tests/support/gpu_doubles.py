@@ -70,8 +70,8 @@ from kernelopt.contracts.screening import ScreeningEstimate, ScreenInput, Screen
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult
 from kernelopt.store import open_store
 from tests.support.compiled import stub_compiled
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
 
 

@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 from kernelopt.config import Settings
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def live_parents() -> dict[int, int]:

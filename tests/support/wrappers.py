@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
 DATA = ROOT / "tests" / "fixtures" / "compile"
 CORE_LIST = ROOT / "problems" / "core.txt"

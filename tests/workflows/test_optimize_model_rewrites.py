@@ -13,7 +13,6 @@ patch marker, must replay on today's workflows.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from temporalio.client import Client
 
@@ -22,10 +21,10 @@ from kernelopt.config import Settings
 from kernelopt.contracts import Outcome, SearchKernelResult
 from kernelopt.store import open_store
 from tests.support.campaigns import running_workers, start_small_campaign
+from tests.support.paths import ROOT
 from tests.support.replay import replayed_markers
 from tests.support.temporal import search_ids
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "level1" / "023_diag_matmul.py"
 KERNEL = "triton_poi_fused_diag_embed_0"  # the H200 wrapper's one kernel (fixture)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelopt.contracts.screening import ScreeningEstimate, ScreenParams
-from workflows.screen_policy import bar_for, select_for_cascade, select_for_llm_round
+from workflows.screen_policy import bar_for, select_for_cascade
 
 PARAMS = ScreenParams(enabled=True, margin=0.1, cap=3)
 
@@ -113,7 +113,7 @@ def test_the_estimates_keep_their_numbers_and_stay_untrusted() -> None:
 
 def test_an_llm_round_gates_smoke_failures_and_crashes_for_their_feedback() -> None:
     members = [1.2, 1.3, 1.4]  # full at width 3: the bar is 1.2
-    out = select_for_llm_round(
+    out = select_for_cascade(
         [
             est("wrong", 3.0, ok=False, note="output 0: max abs error 0.5 > 0.01"),
             est("crashed", None, ok=False, note="screening child died on it: exited early"),
@@ -122,6 +122,7 @@ def test_an_llm_round_gates_smoke_failures_and_crashes_for_their_feedback() -> N
         members,
         width=3,
         params=PARAMS,
+        llm_round=True,
     )
     assert sorted(chosen(out)) == ["crashed", "wrong"]
     why = {e.candidate_id: e.why for e in out}
@@ -134,7 +135,7 @@ def test_an_llm_round_gates_smoke_failures_and_crashes_for_their_feedback() -> N
 
 def test_an_llm_round_has_no_cap_only_the_bar() -> None:
     fast = [est(f"c{i}", 1.5 + i / 10) for i in range(PARAMS.cap + 2)]
-    out = select_for_llm_round([*fast, est("slow", 0.5)], [1.0, 1.1, 1.2], 3, PARAMS)
+    out = select_for_cascade([*fast, est("slow", 0.5)], [1.0, 1.1, 1.2], 3, PARAMS, llm_round=True)
     assert sorted(chosen(out)) == sorted(e.candidate_id for e in fast)
     # the same candidates as built-in variants: the cap holds
     capped = select_for_cascade([*fast, est("slow", 0.5)], [1.0, 1.1, 1.2], 3, PARAMS)
@@ -142,8 +143,13 @@ def test_an_llm_round_has_no_cap_only_the_bar() -> None:
 
 
 def test_an_llm_round_of_slow_correct_candidates_still_gates_its_best() -> None:
-    out = select_for_llm_round(
-        [est("a", 0.6), est("b", 0.8)], [2.0], width=1, params=PARAMS, last_round=True
+    out = select_for_cascade(
+        [est("a", 0.6), est("b", 0.8)],
+        [2.0],
+        width=1,
+        params=PARAMS,
+        last_round=True,
+        llm_round=True,
     )
     assert chosen(out) == ["b"] and out[0].why.startswith("the round's best estimate")
     assert "below the best so far (2.000x)" in out[1].why and not out[1].selected

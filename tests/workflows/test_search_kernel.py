@@ -73,12 +73,6 @@ KERNEL = "triton_poi_fused_add_mul_relu_0"
 RESULT_TIMEOUT = 60
 
 
-@pytest.fixture
-def store(tmp_path, monkeypatch) -> ArtifactStore:
-    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
-    return open_store(tmp_path / "home" / "artifacts")
-
-
 # --- GPU doubles ---------------------------------------------------------------------------
 
 

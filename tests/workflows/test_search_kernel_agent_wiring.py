@@ -74,14 +74,6 @@ SUMMARY = (
 )
 
 
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    from kernelopt.store import open_store
-
-    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
-    return open_store(tmp_path / "home" / "artifacts")
-
-
 class RecordingGpu(Gpu):
     """The search tests' GPU doubles; the profiler also records what it was asked."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from temporalio import activity
 
 from activities.search_activities import propose_builtin_on_gpu
@@ -16,14 +15,7 @@ from kernelopt.contracts import names
 from kernelopt.contracts.compiled import SearchTarget, TargetKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult, SearchParams
 from kernelopt.contracts.verdicts import GateSettings
-from kernelopt.store import ArtifactStore, open_store
 from tests.workflows.test_search_kernel import Gpu, run_search, search_input
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch) -> ArtifactStore:
-    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
-    return open_store(tmp_path / "home" / "artifacts")
 
 
 class GpuWithProposer(Gpu):

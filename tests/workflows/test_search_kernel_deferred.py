@@ -26,6 +26,7 @@ from kernelopt.agents import reply_folder
 from kernelopt.contracts import names
 from kernelopt.contracts.search import ProposerConfig, SearchKernelResult, SearchParams
 from tests.support.cli import run_cli
+from tests.support.paths import ROOT
 from tests.support.polling import until
 from tests.support.scripted_openai import (
     NO_LESSONS,
@@ -44,16 +45,7 @@ from tests.workflows.test_search_kernel import (
 )
 from workflows.search_kernel import SearchKernel
 
-ROOT = Path(__file__).resolve().parents[2]
 PLANS = plans_json(("bigger blocks", "XBLOCK 2048"), ("vectorize loads", "128-bit loads"))
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    from kernelopt.store import open_store
-
-    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
-    return open_store(tmp_path / "home" / "artifacts")
 
 
 def script() -> list[Reply]:

@@ -15,8 +15,8 @@ from kernelopt.audit.html import PLOT_TITLES, render_html
 from tests.kernelopt.audit.test_collect import audit
 from tests.kernelopt.audit.test_html_page import not_started
 from tests.support.browser import chromium, measure
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 BROWSER = chromium()
 pytestmark = pytest.mark.skipif(
     BROWSER is None, reason="no headless Chromium on PATH (apt-get install chromium to run it)"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli, start_cli
+from tests.support.cli import run_cli, start_optimize_without_gpu
 from tests.support.temporal import env_for, make_settings
 
 
@@ -114,13 +114,8 @@ class StderrReader:
 
 
 def test_optimize_without_gpu_says_it_waits_and_ctrl_c_detaches(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path / "home")
-    env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
-    proc = start_cli(
-        ["optimize", "problems/level1/001_relu_chain.py"],
-        env,
-        stdout=subprocess.DEVNULL,
-        preexec_fn=sigint_as_a_terminal_gives_it,
+    settings, env, proc = start_optimize_without_gpu(
+        tmp_path, stdout=subprocess.DEVNULL, preexec_fn=sigint_as_a_terminal_gives_it
     )
     err = StderrReader(proc)
     try:

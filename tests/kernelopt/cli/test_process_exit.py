@@ -17,9 +17,9 @@ import pytest
 
 from kernelopt.cli.process_exit import system_exit_code
 from tests.support.cli import run_cli
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for, make_settings
 
-ROOT = Path(__file__).resolve().parents[3]
 FINALISING = "PROBE: interpreter finalising"
 PROBE = f'''
 import io

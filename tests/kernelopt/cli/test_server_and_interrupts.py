@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelopt.temporal_server import EmbeddedServer
-from tests.support.cli import run_cli, start_cli
+from tests.support.cli import run_cli, start_optimize_without_gpu
 from tests.support.temporal import env_for, make_settings
 
 
@@ -38,13 +38,8 @@ def _ignore_sigint() -> None:
 def test_ctrl_c_during_start_up_exits_130_with_a_message_even_if_sigint_was_ignored(
     tmp_path: Path,
 ) -> None:
-    settings = make_settings(tmp_path / "home")
-    env = {**env_for(settings), "CUDA_VISIBLE_DEVICES": ""}
-    proc = start_cli(
-        ["optimize", "problems/level1/001_relu_chain.py"],
-        env,
-        stdout=subprocess.PIPE,
-        preexec_fn=_ignore_sigint,
+    _, env, proc = start_optimize_without_gpu(
+        tmp_path, stdout=subprocess.PIPE, preexec_fn=_ignore_sigint
     )
     try:
         first = proc.stderr.readline()  # printed just before the server is started

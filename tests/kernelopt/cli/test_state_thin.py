@@ -23,8 +23,8 @@ from kernelopt.contracts.compiled import CompileResult
 from kernelopt.state_transfer import DB_NAME, read_manifest
 from kernelopt.store import open_store
 from kernelopt.thin_home import REDRAWN_FIELDS, seed_tensors
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "fixtures" / "wrappers" / "level3_002_transformer_block.compile.json"
 PROBLEM = ROOT / "problems" / "level3" / "002_transformer_block.py"
 

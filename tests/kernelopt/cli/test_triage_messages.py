@@ -8,9 +8,9 @@ import pytest
 
 from kernelopt.cli import triage as cli_triage
 from tests.support.cli import run_cli
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for, make_settings
 
-ROOT = Path(__file__).resolve().parents[3]
 PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 
 

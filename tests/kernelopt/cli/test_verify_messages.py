@@ -11,9 +11,9 @@ from kernelopt.cli.verify import feedback_summary, render, verify_command
 from kernelopt.cli.verify_progress import ProgressWatcher
 from kernelopt.contracts.verdicts import CascadeResult, GateVerdict
 from tests.support.cli import run_cli
+from tests.support.paths import ROOT
 from tests.support.temporal import env_for, make_settings
 
-ROOT = Path(__file__).resolve().parents[3]
 PROBLEM = ROOT / "tests" / "problems" / "gates" / "swish_bias.py"
 
 TRACEBACK_FEEDBACK = (

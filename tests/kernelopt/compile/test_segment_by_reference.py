@@ -57,11 +57,10 @@ from kernelopt.proposer.targets import rewrite_target
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.by_reference import KIB, LARGE, SMALL, payload_size
 from tests.support.campaigns import running_workers, start_small_campaign
+from tests.support.paths import ROOT
 from tests.support.replay import replayed_markers
 from tests.support.synthetic_wrapper import synthetic_wrapper
 from tests.support.wrappers import fixture_json, wrapper_text
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

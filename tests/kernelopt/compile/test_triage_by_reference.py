@@ -28,7 +28,6 @@ from kernelopt.contracts import (
     OutcomeCategory,
     PlanLookupInput,
     ReportInput,
-    SearchKernelInput,
     SearchMode,
     TargetKind,
 )
@@ -40,20 +39,12 @@ from tests.support.by_reference import (
     LARGE,
     SMALL,
     Model,
-    home_store,
+    module_fixtures,
     payload_size,
-    stored_models,
 )
 
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("triageref")
-
-
-# the module's store and its synthetic models, on the module's home
-store = pytest.fixture(home_store, scope="module", name="store")
-models = pytest.fixture(stored_models, scope="module", name="models")
+# the module's home, its store and its synthetic models
+home, store, models = module_fixtures("triageref")
 
 
 def test_the_state_after_triage_no_longer_grows_with_the_model(
@@ -134,18 +125,7 @@ async def test_a_kernel_targets_scope_is_flat_and_the_forwards_goes_by_reference
                 scope = await env.run(acts.target_scope, asked)
                 scopes.setdefault((name, by_ref), {})[n] = payload_size(scope)
                 if name == "forward":
-                    inputs.setdefault(by_ref, {})[n] = payload_size(
-                        SearchKernelInput(
-                            campaign_id="c",
-                            compiled=m.compiled,
-                            segment=scope.segment,
-                            scope=scope.scope,
-                            target=scope.target,
-                            gpu_queue="g",
-                            cpu_queue="c",
-                            facts=scope.facts,
-                        )
-                    )
+                    inputs.setdefault(by_ref, {})[n] = payload_size(m.search_input(scope))
     for by_ref in (False, True):
         kernel_sizes = scopes[("kernel", by_ref)]
         assert abs(kernel_sizes[LARGE] - kernel_sizes[SMALL]) < 256, scopes

@@ -1,6 +1,5 @@
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -15,8 +14,7 @@ from kernelopt.contracts import (
     Usage,
     names,
 )
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
 
 
 def test_importing_workflows_loads_no_torch_triton_numpy() -> None:

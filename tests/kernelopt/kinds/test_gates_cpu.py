@@ -18,7 +18,6 @@ from kernelopt.campaigns import prepare_problem
 from kernelopt.cli.verify import verify_command
 from kernelopt.contracts import (
     BuiltinProposeInput,
-    CandidateGateInput,
     CompileInput,
     ModelGateInput,
     Replacement,
@@ -28,6 +27,7 @@ from kernelopt.contracts import (
 from kernelopt.contracts.verdicts import GateName, GateSettings
 from kernelopt.store import open_store
 from tests.kernelopt.kinds.conftest import CANDIDATES, PROBLEMS
+from tests.support.gating import gate_source
 
 PROBLEM = PROBLEMS / "scale_add.py"
 
@@ -72,7 +72,7 @@ def test_a_nondeterministic_reference_cannot_run(capsys, launcher: bool) -> None
 
 
 def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launcher: bool) -> None:
-    from gates.campaign import gate_candidate, gate_model
+    from gates.campaign import gate_model
     from kernelopt.compile.restitch import restitch
     from kernelopt.compile.segment import segment
     from kernelopt.kinds.builtin import propose
@@ -91,17 +91,8 @@ def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launc
         store,
     ).variants
     settings = GateSettings(device="cpu", warmup_ms=1.0, rep_ms=2.0, min_rounds=1, max_rounds=1)
-    result = gate_candidate(
-        CandidateGateInput(
-            compiled=compiled,
-            segment=seg,
-            target=target,
-            candidate_id="v0",
-            source=variant.source,
-            timeout_s=120,
-            settings=settings,
-        ),
-        store,
+    result = gate_source(
+        store, compiled, seg, target, variant.source, "v0", timeout_s=120, settings=settings
     )
     assert result.passed, [v.reason for v in result.verdicts]
     assert result.kernel_ms is not None and result.baseline_kernel_ms is not None

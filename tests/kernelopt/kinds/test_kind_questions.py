@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kernelopt.contracts.problem import ProblemKind
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 SCANNED = ("kernelopt", "gates", "activities", "workflows", "worker.py")
 # where the kinds are told apart: the kind classes themselves, and the capabilities' table
 ALLOWED = ("kernelopt/kinds/", "kernelopt/contracts/problem.py")
