@@ -281,7 +281,7 @@ def _prepare(
     if not bundle.ok or bundle.result is None:
         return bundle
     bundle.shared_id = bundle.bundle_id  # its first use's inputs and seeds
-    digests = _digests(entry)
+    digests = _first_digests(entry, bundle)
     nbytes = _nbytes(entry, digests)
     _open_draw(entry, bundle, 0, digests)
     if nbytes > limits.max_bytes:
@@ -458,6 +458,14 @@ def _release(entry: Path, bundle: ReferenceBundle | None, ended_well: bool) -> N
 def _digests(entry: Path) -> dict[str, str]:
     """sha256 of every file a bundle keeps, by ``<dir>/<file>``."""
     return {key: _sha256(entry / key) for key in _kept_files(entry)}
+
+
+def _first_digests(entry: Path, bundle: ReferenceBundle) -> dict[str, str]:
+    """``_digests`` of a new bundle, its inputs hashed once: the pristine copy was copied
+    from them right after ``prepare_reference`` hashed them."""
+    out = {f"{d}/{k}": v for d in _KEPT_DIRS[:2] for k, v in bundle.input_digests.items()}
+    out.update({key: _sha256(entry / key) for key in _kept_files(entry) if key not in out})
+    return dict(sorted(out.items()))
 
 
 def _kept_files(entry: Path) -> list[str]:
