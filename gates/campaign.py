@@ -207,12 +207,15 @@ def _with_reference(verdicts: list[GateVerdict], bundle: ReferenceBundle) -> lis
 
 
 def _reference_stages(stages: StageClock, bundle: ReferenceBundle) -> None:
-    """The reference's lap; its child's wall time and phases only where it ran for this one."""
+    """The reference's lap; its child's wall time and phases only where it ran for this one,
+    else those of the child that made this use's draw of a kept bundle."""
     stages.lap("reference")
-    if bundle.use > 1:
-        return
-    stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
-    stages.seconds.update(bundle.outcome.phase_seconds("ref"))
+    if bundle.use == 1:
+        stages.seconds["reference_child"] = round(bundle.outcome.wall_s, 3)
+        stages.seconds.update(bundle.outcome.phase_seconds("ref"))
+    elif bundle.draw_outcome is not None:
+        stages.seconds["reference_draw_child"] = round(bundle.draw_outcome.wall_s, 3)
+        stages.seconds.update(bundle.draw_outcome.phase_seconds("draw"))
 
 
 def _gate_stages(stages: StageClock, name: str, parts: StageClock, child: ChildOutcome) -> None:

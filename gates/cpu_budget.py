@@ -54,6 +54,10 @@ class CpuBudget:
         self.decided = False
         self.note = ""
         self.estimate = ""
+        if job.draw_only is not None:  # a kept bundle's new draw: cut as its other sets were
+            self.decided = True
+            self.rows = job.draw_only.cpu_rows or None
+            self.note = job.draw_only.inputs_note
 
     def fit(
         self, values: list[Any], s: InputSet, time_call: Callable[[list[Any]], float]
@@ -61,10 +65,10 @@ class CpuBudget:
         if not self.decided:
             self.decided = True
             self._decide(values, time_call)
-        if self.rows is None or self.full is None:
-            return values
         batch = batch_size(values)
-        if batch is None:
+        if self.rows is not None and self.full is None:
+            self.full = batch  # decided beforehand: the first set has the main batch
+        if self.rows is None or self.full is None or batch is None:
             return values
         if s.kind == "derived":  # another batch than the checked one, as derived_holdout makes
             rows = self.rows - 1 if self.rows >= 2 else min(2, batch)

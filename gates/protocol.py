@@ -58,6 +58,16 @@ class ChildJob(Frozen):
     inputs_dir: str  # candidate processes may read this
 
 
+class DrawOnly(Frozen):
+    """A reference job that adds one draw of unpredictable sets to a kept bundle
+    (``gates.reference_cache``): the model is built as before but loaded from the bundle's
+    weights, and every set is cut to the bundle's CPU batch, so its outputs fit the rest."""
+
+    draw: int  # the draw's group (its sets' names end in ``_h<draw>``)
+    cpu_rows: int = 0  # the batch the bundle's sets were cut to on the CPU (0: none)
+    inputs_note: str = ""  # the bundle's own note on that cut, stated again
+
+
 class ReferenceJob(ChildJob):
     job: Literal["reference"] = "reference"
     problem_path: str
@@ -70,6 +80,7 @@ class ReferenceJob(ChildJob):
     max_holdout_sets: int = 2
     model_mode: str = "auto"  # GateSettings.model_mode: auto | as_constructed | train | eval
     cpu_budget_s: float = 0.0  # CPU only: shrink the batch when the check would take longer
+    draw_only: DrawOnly | None = None  # only this draw's sets, for a kept bundle
 
 
 class SetInfo(Frozen):
@@ -140,6 +151,7 @@ class ReferenceResult(Frozen):
     policy: EvaluationPolicy = Field(default_factory=EvaluationPolicy)
     call_seconds: float | None = None  # the first reference call, for the CPU estimate
     estimate_note: str = ""  # how long the whole check was estimated to take, when long
+    cpu_rows: int = 0  # the batch every set was cut to by the CPU budget (0: full size)
 
 
 class CandidateJob(ChildJob):

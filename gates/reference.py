@@ -9,17 +9,19 @@ held-out shapes, and a ``newvals`` set whose values are copied into the
 previous call's buffers (same pointers, same shapes, new values).
 
 A bundle may judge more than one candidate (``max_uses``; the campaign path's
-``gates.reference_cache`` keeps one per problem in a GPU worker): then the
-reference child draws the unpredictable sets once per use (``draws``) and each
-candidate is judged on a draw no earlier candidate saw, so answers one candidate
-passes to the next are worth nothing; their values stay out of every feedback
-text all the same.
+``gates.reference_cache`` keeps one per problem in a GPU worker): then each
+candidate is judged on a draw of the unpredictable sets no earlier candidate saw,
+so answers one candidate passes to the next are worth nothing; their values stay
+out of every feedback text all the same.  ``prepare_reference`` makes the first
+draw, ``prepare_draw`` each later one when its use begins (most bundles are used
+once, so draws made ahead would mostly be wasted).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import shutil
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from typing import Any
 from gates.cache_guard import CacheGuard
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import (
+    DrawOnly,
     EvaluationPolicy,
     InputSet,
     OutputLeaf,
@@ -65,8 +68,9 @@ class ReferenceBundle:
     use: int = 1  # which of the candidates this bundle may judge the current one is
     max_uses: int = 1  # more than one: kept for later candidates of the same problem
     draw: int = 0  # the draw of unpredictable sets this candidate is judged on
-    draws: int = 1  # how many the reference child drew (one per use of a shared bundle)
-    shared_id: str = ""  # a shared bundle's id over every draw, the same for each use
+    draws: int = 1  # how many draws the bundle may make: one per use, each when it begins
+    draw_outcome: ChildOutcome | None = None  # the reference child that made this use's draw
+    shared_id: str = ""  # a shared bundle's id (its first use's inputs and seeds), in each use
 
     @property
     def bundle_id(self) -> str:
@@ -89,7 +93,8 @@ class ReferenceBundle:
 
     def audit(self) -> dict[str, Any]:
         """The bundle's part of a verdict's metrics: which reference, which use of how many,
-        and which draw of held-out sets judged it."""
+        and which draw of held-out sets judged it (``of``: the most draws the bundle may
+        make, one per use; a draw is made when its use begins)."""
         return {
             "id": self.bundle_id,
             "use": self.use,
@@ -251,33 +256,65 @@ def _fresh_seeds(count: int, taken: set[int]) -> list[int]:
     return seeds
 
 
-def plan_input_sets(settings: GateSettings, draws: int = 1) -> tuple[list[InputSet], list[int]]:
-    """The seeded sets plus ``draws`` draws of the unpredictable ones, in the order the
-    candidate sees them, and the held-out shapes' seed of each draw."""
+def plan_input_sets(settings: GateSettings) -> tuple[list[InputSet], list[int]]:
+    """The seeded sets plus the first draw of the unpredictable ones, in the order the
+    candidate sees them, and the held-out shapes' seed (none when they are off)."""
     sets = [InputSet(name=f"seed{s}", seed=s) for s in settings.seeds]
-    last_seeded = sets[-1].name if sets else ""
-    fresh = iter(_fresh_seeds(3 * draws, set(settings.seeds)))
-    holdout_seeds: list[int] = []
-    for group in range(draws):
-        drawn: list[InputSet] = []
-        if settings.heldout_seed:
-            name = group_name("heldout", group)
-            drawn.append(InputSet(name=name, seed=next(fresh), group=group))
-        if sets or drawn:
-            drawn.append(
-                InputSet(
-                    name=group_name("newvals", group),
-                    seed=next(fresh),
-                    kind="newvals",
-                    reuse_buffers_of=drawn[-1].name if drawn else last_seeded,
-                    group=group,
-                )
+    drawn, holdout_seeds = plan_draw(settings, 0, set())
+    return sets + drawn, holdout_seeds
+
+
+def plan_draw(
+    settings: GateSettings, group: int, taken: set[int]
+) -> tuple[list[InputSet], list[int]]:
+    """Draw ``group`` of the unpredictable sets (held-out seed, new values) and its held-out
+    shapes' seed, every seed fresh: distinct from the configured ones and from ``taken``.
+
+    The new-values set reuses the buffers of the draw's held-out set, else of the last
+    seeded set: every candidate job holds both (the reference child only draws values).
+    """
+    fresh = iter(_fresh_seeds(3, set(settings.seeds) | taken))
+    last_seeded = f"seed{settings.seeds[-1]}" if settings.seeds else ""
+    drawn: list[InputSet] = []
+    if settings.heldout_seed:
+        drawn.append(InputSet(name=group_name("heldout", group), seed=next(fresh), group=group))
+    if last_seeded or drawn:
+        drawn.append(
+            InputSet(
+                name=group_name("newvals", group),
+                seed=next(fresh),
+                kind="newvals",
+                reuse_buffers_of=drawn[-1].name if drawn else last_seeded,
+                group=group,
             )
-        sets.extend(drawn)
-        holdout_seed = next(fresh)
-        if settings.holdout_shapes:
-            holdout_seeds.append(holdout_seed)
-    return sets, holdout_seeds
+        )
+    holdout_seed = next(fresh)
+    return drawn, [holdout_seed] if settings.holdout_shapes else []
+
+
+def _reference_job(
+    problem_path: str | Path,
+    settings: GateSettings,
+    workdir: Path,
+    planned: tuple[list[InputSet], list[int]],
+    draw_only: DrawOnly | None = None,
+) -> ReferenceJob:
+    """The reference child's job: ``planned`` sets into ``workdir``'s inputs and refs."""
+    sets, holdout_seeds = planned
+    return ReferenceJob(
+        problem_path=str(Path(problem_path).resolve()),
+        device=settings.device,
+        model_seed=settings.model_seed,
+        input_sets=sets,
+        inputs_dir=str(workdir / "inputs"),
+        refs_dir=str(workdir / "refs"),
+        holdout_seeds=holdout_seeds,
+        compute_fp64=settings.run_model_gate,
+        count_flops=settings.run_perf and draw_only is None,  # evidence for the roofline only
+        model_mode=settings.model_mode,
+        cpu_budget_s=settings.cpu_budget_s if settings.device == "cpu" else 0.0,
+        draw_only=draw_only,
+    )
 
 
 def prepare_reference(
@@ -286,38 +323,23 @@ def prepare_reference(
     workdir: Path,
     *,
     keep_refs: bool = False,
-    draws: int = 1,
 ) -> ReferenceBundle:
     """Run the reference child and keep its outputs in memory only.
 
     ``keep_refs``: leave the output files in ``workdir/refs`` too, for a caller
-    that keeps the bundle where no candidate process can see it (``gates.reference_cache``).
-    ``draws``: how many draws of unpredictable sets to prepare, one per candidate the
-    bundle will judge (the bundle holds them all; ``keep_draw`` picks one).
+    that keeps the bundle where no candidate process can see it (``gates.reference_cache``,
+    which adds later draws with ``prepare_draw``).
     """
     workdir = Path(workdir)
     inputs_dir = workdir / "inputs"
     refs_dir = workdir / "refs"
     inputs_dir.mkdir(parents=True, exist_ok=True)
     refs_dir.mkdir(parents=True, exist_ok=True)
-    sets, holdout_seeds = plan_input_sets(settings, draws)
-    job = ReferenceJob(
-        problem_path=str(Path(problem_path).resolve()),
-        device=settings.device,
-        model_seed=settings.model_seed,
-        input_sets=sets,
-        inputs_dir=str(inputs_dir),
-        refs_dir=str(refs_dir),
-        holdout_seeds=holdout_seeds,
-        compute_fp64=settings.run_model_gate,
-        count_flops=settings.run_perf,  # evidence for the roofline only
-        model_mode=settings.model_mode,
-        cpu_budget_s=settings.cpu_budget_s if settings.device == "cpu" else 0.0,
-    )
+    job = _reference_job(problem_path, settings, workdir, plan_input_sets(settings))
     outcome = run_job(
         job, workdir / "reference", timeout_s=settings.static_timeout_s, device=settings.device
     )
-    bundle = ReferenceBundle(str(problem_path), settings, workdir, inputs_dir, outcome, draws=draws)
+    bundle = ReferenceBundle(str(problem_path), settings, workdir, inputs_dir, outcome)
     if not outcome.ok or outcome.result is None:
         shutil.rmtree(refs_dir, ignore_errors=True)
         return bundle
@@ -336,3 +358,64 @@ def prepare_reference(
     bundle.pristine_dir = workdir / "inputs.pristine"
     shutil.copytree(inputs_dir, bundle.pristine_dir, dirs_exist_ok=True)
     return bundle
+
+
+def prepare_draw(
+    kept: ReferenceResult,
+    problem_path: str | Path,
+    settings: GateSettings,
+    workdir: Path,
+    draw: int,
+    taken: set[int],
+) -> tuple[ChildOutcome, ReferenceResult | None]:
+    """Run the reference child for draw ``draw`` alone, adding its sets to the bundle that
+    ``kept`` describes in ``workdir`` (its ``inputs`` and ``refs``; the seeded sets and the
+    weights stay as they are).  ``taken``: seeds no new set may have.  The result is the
+    draw's only (None when the child failed); ``draw_disagrees`` says whether it fits."""
+    workdir = Path(workdir)
+    taken = taken | {s.seed for s in kept.input_sets}
+    draw_only = DrawOnly(draw=draw, cpu_rows=kept.cpu_rows, inputs_note=kept.policy.inputs_note)
+    planned = plan_draw(settings, draw, taken)
+    job = _reference_job(problem_path, settings, workdir, planned, draw_only)
+    run_dir = workdir / "reference.draw"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    outcome = run_job(job, run_dir, timeout_s=settings.static_timeout_s, device=settings.device)
+    if not outcome.ok or outcome.result is None:
+        return outcome, None
+    return outcome, ReferenceResult.model_validate(outcome.result)
+
+
+def _draw_kinds(result: ReferenceResult) -> list[str]:
+    """The kinds of unpredictable sets a result holds, draw suffixes left out."""
+    return sorted(re.sub(r"_h\d+$", "", s.name) for s in result.input_sets if s.group >= 0)
+
+
+def draw_disagrees(kept: ReferenceResult, drawn: ReferenceResult) -> str:
+    """Why a new draw cannot join ``kept`` ("" when it can): the child decided the evaluation
+    policy again and must agree on all of it but the call seeds, so no candidate is judged
+    under a mixed policy; and the draw must hold the same kinds of sets, float64 included."""
+    mine, theirs = kept.policy.model_dump(), drawn.policy.model_dump()
+    changed = sorted(k for k in mine if k != "call_seeds" and mine[k] != theirs[k])
+    if changed:
+        return "policy: " + ", ".join(f"{k} {theirs[k]!r} instead of {mine[k]!r}" for k in changed)
+    if _draw_kinds(kept) != _draw_kinds(drawn):
+        return f"sets {_draw_kinds(drawn)} instead of {_draw_kinds(kept)}"
+    if kept.fp64_available != drawn.fp64_available:
+        return f"float64 outputs {'missing' if kept.fp64_available else 'present'}"
+    if kept.holdout_note != drawn.holdout_note:
+        return f"held-out note {drawn.holdout_note!r} instead of {kept.holdout_note!r}"
+    return ""
+
+
+def with_draw(kept: ReferenceResult, drawn: ReferenceResult) -> ReferenceResult:
+    """``kept``'s seeded sets and the new draw (earlier draws dropped), one policy for all."""
+    seeded = {s.name for s in kept.input_sets if s.group < 0}
+    call_seeds = {k: v for k, v in kept.policy.call_seeds.items() if k in seeded}
+    call_seeds.update(drawn.policy.call_seeds)
+    return kept.model_copy(
+        update={
+            "input_sets": [s for s in kept.input_sets if s.name in seeded] + drawn.input_sets,
+            "sets": [s for s in kept.sets if s.name in seeded] + drawn.sets,
+            "policy": kept.policy.model_copy(update={"call_seeds": call_seeds}),
+        }
+    )

@@ -12,15 +12,24 @@ What keeps a shared bundle as trustworthy as a fresh one (gates/README.md,
 "One reference for several candidates"):
 
 * it judges at most ``GateSettings.reference_uses`` candidates and lives at
-  most ``reference_max_age_s``; its reference child draws the held-out and
-  new-values sets (and held-out shapes) once per use, and use ``i`` is judged on
-  draw ``i`` alone, in a view of the inputs that holds no other draw: no
-  candidate is judged on values an earlier one saw or could have passed on, and
-  feedback never quotes their expected values;
+  most ``reference_max_age_s``; use ``i`` is judged on a draw of the held-out and
+  new-values sets (and held-out shapes) of its own, draw ``i - 1``, in a view of
+  the inputs that holds no other draw: no candidate is judged on values an
+  earlier one saw or could have passed on, and feedback never quotes their
+  expected values;
+* draws are made lazily: a new bundle's reference child makes the seeded sets
+  and draw 0 (what an unshared reference costs), and each later use runs the
+  reference child for its own draw alone, in the kept bundle's directory, then
+  drops the previous draw (most bundles are used once: draws made ahead would
+  mostly be wasted).  That child decides the evaluation policy again; a draw that
+  disagrees with the bundle (or fails) retires it, and a fresh full reference
+  judges the candidate instead: never a mixed policy;
 * the directory is in no gate child's sandbox view (only the inputs, read-only,
-  are); every file's digest is checked before each use, a use that did not
-  end cleanly (a killed process, a candidate that rewrote shared files) retires
-  the bundle, and a failed reference is never kept;
+  are); before each use the kept files' names and the digests of every file
+  that use reads are checked (a new draw's files are hashed once, right after
+  its child wrote them), a use that did not end cleanly (a killed process, a
+  candidate that rewrote shared files) retires the bundle, and a failed
+  reference is never kept;
 * one candidate at a time: a bundle in use is locked (``flock``), so a second
   process prepares its own.
 
@@ -46,9 +55,15 @@ from typing import IO
 from pydantic import BaseModel
 
 from gates.call_policy import POLICY_FILE, policy_path, save_policy
-from gates.problem_io import digest_dir, load_values, set_path
+from gates.problem_io import load_values, set_path
 from gates.protocol import ReferenceResult
-from gates.reference import ReferenceBundle, prepare_reference
+from gates.reference import (
+    ReferenceBundle,
+    draw_disagrees,
+    prepare_draw,
+    prepare_reference,
+    with_draw,
+)
 from gates.runner import ChildOutcome
 from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
@@ -88,13 +103,15 @@ class KeptBundle(BaseModel):
     created: float
     last_used: float
     uses: int  # candidates judged by it so far, the current one included
-    max_uses: int  # also the number of draws of unpredictable sets: use i takes draw i - 1
-    bundle_id: str  # over every draw's inputs and seeds: the same in each use's audit
+    max_uses: int  # also the most draws of unpredictable sets: use i makes draw i - 1
+    draws: int = 1  # draws made so far; only the latest one's sets and files are kept
+    spent_seeds: list[int] = []  # the dropped draws' seeds, which no new draw repeats
+    bundle_id: str  # over its first use's inputs and seeds: the same in each use's audit
     max_age_s: float
     clean: bool  # False while a candidate uses it, and for good if that use did not end well
     nbytes: int
     digests: dict[str, str]  # "<dir>/<file>" -> sha256, for every file it keeps
-    result: ReferenceResult
+    result: ReferenceResult  # the seeded sets and the latest draw
     outcome: dict  # the reference child's ChildOutcome (stages, description)
 
     def expired(self, now: float) -> bool:
@@ -164,10 +181,12 @@ def shared_reference(
     bundle = None
     ended_well = False
     try:
-        if record is None:
-            bundle = _prepare(entry, problem_path, settings, limits)
-        else:
+        if record is not None:
             bundle = _load(entry, record, problem_path, settings)
+            if bundle is None:  # no draw of its own for this use: retired, start afresh
+                entry, lease = _renew(root, key, entry, lease)
+        if bundle is None:
+            bundle = _prepare(entry, problem_path, settings, limits)
         yield bundle
         ended_well = True
     finally:
@@ -222,7 +241,7 @@ def _take(root: Path, key: str) -> tuple[Path, IO[str], KeptBundle | None]:
         lease = _lock_entry(entry)
         if lease is None:
             continue  # another candidate is judged on it right now
-        if _digests(entry) != record.digests:
+        if not _intact(entry, record):
             log.warning("reference_cache.tampered", entry=entry.name)
             shutil.rmtree(entry, ignore_errors=True)
             lease.close()
@@ -230,11 +249,25 @@ def _take(root: Path, key: str) -> tuple[Path, IO[str], KeptBundle | None]:
         record = record.model_copy(update={"uses": record.uses + 1, "last_used": now})
         _write(entry, record.model_copy(update={"clean": False}))
         return entry, lease, record
+    entry, lease = _new_entry(root, key)
+    return entry, lease, None
+
+
+def _new_entry(root: Path, key: str) -> tuple[Path, IO[str]]:
+    """An empty entry for ``key``, locked to this process."""
     entry = root / f"{key}-{secrets.token_hex(6)}"
     entry.mkdir()
     lease = _lock_entry(entry)
     assert lease is not None  # a directory nobody else knows yet
-    return entry, lease, None
+    return entry, lease
+
+
+def _renew(root: Path, key: str, entry: Path, lease: IO[str]) -> tuple[Path, IO[str]]:
+    """Retire ``entry`` and lock a new empty one in its place."""
+    with _index_lock(root):
+        shutil.rmtree(entry, ignore_errors=True)
+        lease.close()
+        return _new_entry(root, key)
 
 
 def _prepare(
@@ -243,15 +276,14 @@ def _prepare(
     """A new bundle in ``entry``; kept (its record written) when it ran and fits the limits."""
     started = time.time()
     uses = settings.reference_uses
-    bundle = prepare_reference(problem_path, settings, entry, keep_refs=True, draws=uses)
-    bundle.max_uses = uses
+    bundle = prepare_reference(problem_path, settings, entry, keep_refs=True)
+    bundle.max_uses = bundle.draws = uses
     if not bundle.ok or bundle.result is None:
         return bundle
-    bundle.shared_id = bundle.bundle_id  # every draw's inputs and seeds, before keeping one
-    every_draw = bundle.result
-    digests = _digests(entry)
-    nbytes = sum((entry / name).stat().st_size for name in digests)
-    _open_draw(entry, bundle, 0)
+    bundle.shared_id = bundle.bundle_id  # its first use's inputs and seeds
+    digests = _first_digests(entry, bundle)
+    nbytes = _nbytes(entry, digests)
+    _open_draw(entry, bundle, 0, digests)
     if nbytes > limits.max_bytes:
         return bundle  # no record: released as unkept, and removed
     record = KeptBundle(
@@ -265,7 +297,7 @@ def _prepare(
         clean=False,
         nbytes=nbytes,
         digests=digests,
-        result=every_draw,
+        result=bundle.result,
         outcome=dataclasses.asdict(bundle.outcome),
     )
     _write(entry, record)
@@ -275,44 +307,114 @@ def _prepare(
 
 def _load(
     entry: Path, record: KeptBundle, problem_path: str | Path, settings: GateSettings
-) -> ReferenceBundle:
-    """The kept bundle at its next draw, that draw's reference outputs back in memory,
-    guarding this candidate's files."""
-    outcome = ChildOutcome(**record.outcome)
-    bundle = ReferenceBundle(
-        str(problem_path), settings, entry, entry / "inputs", outcome, draws=record.max_uses
-    )
+) -> ReferenceBundle | None:
+    """The kept bundle with a new draw for this use, its reference outputs back in memory,
+    guarding this candidate's files; None when the draw cannot join it (then retired)."""
     draw = record.uses - 1
+    if record.draws != draw:
+        log.warning("reference_cache.draw_mismatch", entry=entry.name, use=record.uses)
+        return None
+    record, outcome = _add_draw(entry, record, problem_path, settings)
+    if outcome is None:
+        return None
+    bundle = ReferenceBundle(
+        str(problem_path), settings, entry, entry / "inputs", ChildOutcome(**record.outcome)
+    )
     result = record.result
     bundle.result = result
-    mine = [s for s in result.input_sets if s.group in (-1, draw)]
     refs = entry / "refs"
-    bundle.refs = {s.name: load_values(set_path(str(refs), s.name)) for s in mine}
+    bundle.refs = {s.name: load_values(set_path(str(refs), s.name)) for s in result.input_sets}
     if result.fp64_available:
-        bundle.refs64 = {s.name: load_values(set_path(str(refs), f"{s.name}.fp64")) for s in mine}
+        bundle.refs64 = {
+            s.name: load_values(set_path(str(refs), f"{s.name}.fp64")) for s in result.input_sets
+        }
     bundle.shared_id = record.bundle_id
     bundle.guard(problem_path)
     bundle.use = record.uses
-    bundle.max_uses = record.max_uses
-    _open_draw(entry, bundle, draw)
+    bundle.max_uses = bundle.draws = record.max_uses
+    bundle.draw_outcome = outcome
+    _open_draw(entry, bundle, draw, record.digests)
     log.info("reference_cache.reused", bundle=bundle.bundle_id, use=bundle.use, draw=draw)
     return bundle
 
 
-def _open_draw(entry: Path, bundle: ReferenceBundle, draw: int) -> None:
+def _add_draw(
+    entry: Path, record: KeptBundle, problem_path: str | Path, settings: GateSettings
+) -> tuple[KeptBundle, ChildOutcome | None]:
+    """Run the reference child for this use's draw into the kept directories, then keep that
+    draw in place of the previous one; the outcome is None when the draw cannot join."""
+    draw = record.draws
+    outcome, drawn = prepare_draw(
+        record.result, problem_path, settings, entry, draw, set(record.spent_seeds)
+    )
+    why = draw_disagrees(record.result, drawn) if drawn is not None else outcome.describe()
+    if drawn is None or why:
+        log.warning("reference_cache.draw_rejected", entry=entry.name, draw=draw, why=why[:500])
+        return record, None
+    spent = [s.seed for s in record.result.input_sets if s.group >= 0]
+    digests = _drop_sets(entry, record, {s.name for s in record.result.input_sets if s.group >= 0})
+    digests.update(_new_files(entry, digests))
+    record = record.model_copy(
+        update={
+            "draws": draw + 1,
+            "spent_seeds": record.spent_seeds + spent,
+            "digests": digests,
+            "nbytes": _nbytes(entry, digests),
+            "result": with_draw(record.result, drawn),
+        }
+    )
+    _write(entry, record)  # still unclean: in use
+    return record, outcome
+
+
+def _set_name(file_name: str) -> str:
+    """The input set a kept file belongs to: ``<set>.pt``, ``<set>.post.pt``, ``<set>.fp64.pt``."""
+    stem = file_name.removesuffix(".pt")
+    return stem.removesuffix(".post").removesuffix(".fp64")
+
+
+def _drop_sets(entry: Path, record: KeptBundle, names: set[str]) -> dict[str, str]:
+    """Delete the kept files of sets ``names``; the digests of the files left."""
+    kept: dict[str, str] = {}
+    for key, digest in record.digests.items():
+        if _set_name(key.split("/", 1)[1]) in names:
+            (entry / key).unlink(missing_ok=True)
+        else:
+            kept[key] = digest
+    return kept
+
+
+def _new_files(entry: Path, known: dict[str, str]) -> dict[str, str]:
+    """Digests of the files a draw's reference child just wrote, hashed once, and of the
+    pristine copies of its inputs made here."""
+    out: dict[str, str] = {}
+    for name in ("inputs", "refs"):
+        for path in sorted((entry / name).glob("*.pt")):
+            key = f"{name}/{path.name}"
+            if key in known:
+                continue
+            out[key] = _sha256(path)
+            if name == "inputs":
+                shutil.copy2(path, entry / "inputs.pristine" / path.name)
+                out[f"inputs.pristine/{path.name}"] = out[key]
+    return out
+
+
+def _open_draw(entry: Path, bundle: ReferenceBundle, draw: int, digests: dict[str, str]) -> None:
     """Judge the current candidate on draw ``draw`` alone, through a view of the inputs.
 
     The view holds the seed sets, the weights and this draw's sets (linked from
     the kept inputs, its pristine copy likewise) and a policy naming only them:
     no candidate process sees another draw's inputs or seeds, so none can work
-    out answers for a later candidate's sets.
+    out answers for a later candidate's sets.  The view's digests are the kept
+    files' (``digests``, checked or computed under this use's lease), not hashed again.
     """
     sets = bundle.input_sets
     if any(s.group >= 0 for s in sets) and not any(s.group == draw for s in sets):
         raise RuntimeError(f"reference bundle {entry.name} has no draw {draw}: retired")
     others = {s.name for s in sets if s.group not in (-1, draw)}
     bundle.keep_draw(draw)
-    skip = {f"{name}.pt" for name in others} | {f"{name}.post.pt" for name in others}
+    skip = {name for name in os.listdir(entry / "inputs") if _set_name(name) in others}
     skip.add(POLICY_FILE)
     view, pristine = entry / _VIEW, entry / _VIEW_PRISTINE
     for target in (view, pristine):
@@ -323,12 +425,14 @@ def _open_draw(entry: Path, bundle: ReferenceBundle, draw: int) -> None:
             continue
         _link_or_copy(source, view / source.name)
         _link_or_copy(entry / "inputs.pristine" / source.name, pristine / source.name)
+    seen = {p.name: digests.get(f"inputs/{p.name}", "") for p in view.glob("*.pt")}
     if (entry / "inputs" / POLICY_FILE).is_file():
         save_policy(view, bundle.policy)
         shutil.copy2(policy_path(view), policy_path(pristine))
+        seen[POLICY_FILE] = _sha256(policy_path(view))
     bundle.inputs_dir = view
     bundle.pristine_dir = pristine
-    bundle.input_digests = digest_dir(view)
+    bundle.input_digests = dict(sorted(seen.items()))
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -352,10 +456,44 @@ def _release(entry: Path, bundle: ReferenceBundle | None, ended_well: bool) -> N
 
 
 def _digests(entry: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name in _KEPT_DIRS:
-        out.update({f"{name}/{k}": v for k, v in digest_dir(entry / name).items()})
-    return out
+    """sha256 of every file a bundle keeps, by ``<dir>/<file>``."""
+    return {key: _sha256(entry / key) for key in _kept_files(entry)}
+
+
+def _first_digests(entry: Path, bundle: ReferenceBundle) -> dict[str, str]:
+    """``_digests`` of a new bundle, its inputs hashed once: the pristine copy was copied
+    from them right after ``prepare_reference`` hashed them."""
+    out = {f"{d}/{k}": v for d in _KEPT_DIRS[:2] for k, v in bundle.input_digests.items()}
+    out.update({key: _sha256(entry / key) for key in _kept_files(entry) if key not in out})
+    return dict(sorted(out.items()))
+
+
+def _kept_files(entry: Path) -> list[str]:
+    return [f"{name}/{p.name}" for name in _KEPT_DIRS for p in sorted((entry / name).glob("*.pt"))]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _nbytes(entry: Path, digests: dict[str, str]) -> int:
+    return sum((entry / key).stat().st_size for key in digests)
+
+
+def _intact(entry: Path, record: KeptBundle) -> bool:
+    """No kept file added or removed, and every one the next use reads unchanged.
+
+    The next use reads everything but the latest draw's files, which it deletes
+    unread: those are not hashed again (a draw's files cost as much as the rest).
+    """
+    if sorted(_kept_files(entry)) != sorted(record.digests):
+        return False
+    spent = {s.name for s in record.result.input_sets if s.group >= 0}
+    return all(
+        _sha256(entry / key) == digest
+        for key, digest in record.digests.items()
+        if _set_name(key.split("/", 1)[1]) not in spent
+    )
 
 
 def _evict(root: Path, limits: CacheLimits) -> None:

@@ -15,7 +15,8 @@ in this one warm process (gate jobs fork from one zygote, as in a GPU worker),
 with a directory of kept reference bundles as a GPU worker has one.  Code
 that predates ``gates.reference_cache`` ignores that directory, so the same
 command measures main.  Per verdict: wall time, whether the reference child
-ran, and the verdict's ``stage_seconds``.
+ran, and the verdict's ``stage_seconds`` (``reference_draw_child``: the child that
+made a kept bundle's draw for this use).
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def _median(values: list[float]) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """Per label: verdicts, reference children, median and total wall, median stages."""
-    stages = ("reference", "reference_child", "gates_1_2", "gates_1_3", "timing")
+    stages = ("reference", "reference_child", "reference_draw_child", "gates_1_2", "gates_1_3")
+    stages += ("timing",)
     head = "| label | verdicts | reference children | wall median s | wall total s | "
     head += " | ".join(f"{s} s" for s in stages) + " |"
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]

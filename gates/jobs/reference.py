@@ -9,6 +9,11 @@ It also decides how every child evaluates the model (``gates.call_policy``):
 the mode, whether the forward draws random numbers (then every call is seeded
 per input set), which state a call changes (restored before every call), and
 that two calls with the same seed agree (else a one-line error naming the op).
+
+A draw-only job (``ReferenceJob.draw_only``) adds one draw of unpredictable sets to a
+kept bundle: it loads the bundle's weights instead of writing them, cuts its sets as
+the bundle's were, and decides the policy again without writing it (its parent
+compares it with the bundle's).
 """
 
 from __future__ import annotations
@@ -108,7 +113,8 @@ def derived_holdout(problem: ProblemFile, seed: int) -> list[Any]:
 def _holdout_sets(job: ReferenceJob, problem: ProblemFile, available: int) -> list[InputSet]:
     """The problem's held-out shapes (or a derived batch), once per draw, each from its seed."""
     sets: list[InputSet] = []
-    for group, seed in enumerate(job.holdout_seeds):
+    first = job.draw_only.draw if job.draw_only is not None else 0
+    for group, seed in enumerate(job.holdout_seeds, start=first):
         for k in range(min(available, job.max_holdout_sets)):
             name = group_name(f"holdout{k}", group)
             sets.append(
@@ -182,9 +188,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
     mark("build_model")
     mode, mode_source = resolve_mode(job.model_mode, problem.mode)
     model = apply_mode(problem.build(problem.Model, job.model_seed, job.device), mode)
-    torch.save(
-        {k: v.detach().cpu() for k, v in model.state_dict().items()}, weights_path(job.inputs_dir)
-    )
+    _share_weights(model, job)
     param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     input_sets = list(job.input_sets) + _holdout_sets(job, problem, holdout_available)
     holdout_note = ""
@@ -273,7 +277,8 @@ def run(job: ReferenceJob) -> ReferenceResult:
             stateful=stateful,
             inputs_note=budget.note if budget is not None else "",
         )
-        save_policy(job.inputs_dir, policy)
+        if job.draw_only is None:  # a kept bundle's draw: its parent states the policy
+            save_policy(job.inputs_dir, policy)
         fp64_error = ""
         if job.compute_fp64:
             mark("reference_fp64")
@@ -309,7 +314,18 @@ def run(job: ReferenceJob) -> ReferenceResult:
         policy=policy,
         call_seconds=first_seconds,
         estimate_note=budget.estimate if budget is not None else "",
+        cpu_rows=(budget.rows or 0) if budget is not None else 0,
     )
+
+
+def _share_weights(model: torch.nn.Module, job: ReferenceJob) -> None:
+    """Write the weights every candidate copies; a kept bundle's new draw loads them instead,
+    so its outputs come from the very weights the bundle's candidates get."""
+    path = weights_path(job.inputs_dir)
+    if job.draw_only is not None:
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, path)
 
 
 def _budget_probe(problem: ProblemFile, caller: _Caller, name: str) -> Callable[[list[Any]], float]:

@@ -73,8 +73,10 @@ def test_a_bundle_judges_k_candidates_then_a_new_one_is_drawn(
     assert [(m["use"], m["uses"]) for m in marks] == [(1, 3), (2, 3), (3, 3), (1, 3)]
     assert marks[0]["id"] == marks[1]["id"] == marks[2]["id"] != marks[3]["id"]
     assert len(prepared) == 2  # the reference child ran for candidates 1 and 4 only
-    # a reused bundle's candidate reports no reference child of its own
+    # a reused bundle's candidate reports no reference child of its own, only its draw's
     assert ["reference_child" in r.stage_seconds for r in results] == [True, False, False, True]
+    drew = ["reference_draw_child" in r.stage_seconds for r in results]
+    assert drew == [False, True, True, False]
     # the spent bundle is gone; the new one is kept for the next candidate
     assert len([p for p in kept.iterdir() if p.is_dir()]) == 1
 
@@ -165,7 +167,12 @@ def test_a_sandboxed_candidate_cannot_reach_the_shared_bundle(
     assert report["rewrite_input"] != "done"
     assert report["plant_beside_inputs"] != "done"
     assert not report["refs_visible"] and not report["pristine_visible"]
-    assert reference_cache._digests(entry) == record["digests"]
+    # use 2 replaced draw 0's files by draw 1's; every file it kept is as recorded
+    now = json.loads((entry / "record.json").read_text())["digests"]
+    assert reference_cache._digests(entry) == now
+    assert {k: v for k, v in record["digests"].items() if k in now} == {
+        k: v for k, v in now.items() if k in record["digests"]
+    }
     after = _gate(store, "swish_fused")
     assert after.passed
     assert (_reference(after)["id"], _reference(after)["use"]) == (_reference(first)["id"], 3)
@@ -257,7 +264,15 @@ def _calls(result: CandidateGateResult) -> dict[str, dict]:
 def test_successive_uses_are_judged_on_held_out_sets_no_earlier_use_saw(
     store: ArtifactStore, kept: Path, prepared: list[str], cpu_launcher: bool
 ) -> None:
-    results = [_gate(store, "swish_fused", uses=4) for _ in range(3)]  # the bundle stays
+    from gates.problem_io import load_values, set_path
+
+    results: list[CandidateGateResult] = []
+    values: list[list] = []  # each use's draw, read while the bundle still keeps it
+    for _ in range(3):  # the bundle stays
+        results.append(_gate(store, "swish_fused", uses=4))
+        inputs = str(_only_entry(kept) / "inputs")
+        drawn_now = [k for k in _calls(results[-1]) if not k.startswith("seed")]
+        values.append([load_values(set_path(inputs, n))[0] for n in drawn_now])
     assert all(r.passed for r in results) and len(prepared) == 1
     marks = [_reference(r)["heldout"] for r in results]
     assert [(m["draw"], m["of"]) for m in marks] == [(0, 4), (1, 4), (2, 4)]
@@ -270,10 +285,6 @@ def test_successive_uses_are_judged_on_held_out_sets_no_earlier_use_saw(
     assert sorted(drawn[1]) == ["heldout_h1", "holdout0_h1", "newvals_h1"]
     assert all(not set(a) & set(b) for a, b in [(drawn[0], drawn[1]), (drawn[1], drawn[2])])
     # no value of one draw's inputs reappears in another's
-    from gates.problem_io import load_values, set_path
-
-    inputs = str(_only_entry(kept) / "inputs")
-    values = [[load_values(set_path(inputs, n))[0] for n in d] for d in drawn]
     for i, j in [(0, 1), (0, 2), (1, 2)]:
         for a in values[i]:
             for b in values[j]:
@@ -349,10 +360,9 @@ def test_answers_memorised_from_the_previous_use_fail_the_next(
     failing = copier.verdicts[-1]
     assert failing.gate == GateName.CORRECTNESS
     wrong = {k for k, c in _calls(copier).items() if not c["ok"]}
-    assert wrong == {"heldout_h1", "newvals_h1", "holdout0_h1"}  # every seed set still matched
-    # the control: with the answers of the draw it is judged on, the same table passes
-    control = gate_source(memo_source([*judged_first, "heldout_h2", "newvals_h2", "holdout0_h2"]))
-    assert _reference(control)["heldout"]["draw"] == 2 and control.passed
+    # every seed set still matched: the table works for the sets it holds (the control; the
+    # draw a use is judged on is made when that use begins, so no table can hold it)
+    assert wrong == {"heldout_h1", "newvals_h1", "holdout0_h1"}
     assert len(prepared) == 1
 
 
@@ -366,16 +376,125 @@ def test_a_bundle_retires_when_its_draws_are_used_up(
     assert not any(p.is_dir() for p in kept.iterdir())  # both draws judged: gone
     with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "3") as bundle:
         assert bundle.use == 1
-    # a record that promises more uses than the reference child drew sets: retired at the end
+    # a record rewound to an earlier use would judge a draw again: retired, a fresh one drawn
     entry = _only_entry(kept)
     record = reference_cache.KeptBundle.model_validate_json((entry / "record.json").read_text())
-    (entry / "record.json").write_text(record.model_copy(update={"max_uses": 3}).model_dump_json())
+    (entry / "record.json").write_text(record.model_copy(update={"draws": 2}).model_dump_json())
     with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "4") as bundle:
-        assert bundle.use == 2
-    with (
-        pytest.raises(RuntimeError, match="no draw 2"),
-        reference_cache.shared_reference(PROBLEM, settings, tmp_path / "5"),
-    ):
-        pass
+        assert bundle.use == 1 and bundle.draw == 0
     assert not entry.exists()
+    assert len(prepared) == 3
+
+
+# --- draws are made lazily: one per use, when that use begins
+
+
+@pytest.fixture
+def reference_jobs(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Every reference child's job, in order (first runs and draw-only runs alike)."""
+    import gates.reference
+
+    jobs: list = []
+    real = gates.reference.run_job
+
+    def recording(job, workdir, **kw):
+        jobs.append(job)
+        return real(job, workdir, **kw)
+
+    monkeypatch.setattr(gates.reference, "run_job", recording)
+    return jobs
+
+
+def _seeded(settings: GateSettings) -> set[str]:
+    return {f"seed{s}" for s in settings.seeds}
+
+
+def _kept_sets(entry: Path) -> set[str]:
+    """The input sets whose files a kept bundle holds (inputs, pristine copy, outputs)."""
+    return {
+        reference_cache._set_name(p.name)
+        for d in ("inputs", "inputs.pristine", "refs")
+        for p in (entry / d).glob("*.pt")
+    } - {"_weights", "_policy"}
+
+
+def test_a_new_bundle_draws_once_like_an_unshared_reference(
+    kept: Path, reference_jobs: list, cpu_launcher: bool, tmp_path: Path
+) -> None:
+    settings = GateSettings(device="cpu", reference_uses=8)
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "1") as bundle:
+        assert (bundle.use, bundle.draw, bundle.draws) == (1, 0, 8)
+    (job,) = reference_jobs
+    assert job.draw_only is None
+    assert {s.group for s in job.input_sets} == {-1, 0} and len(job.holdout_seeds) == 1
+    names = {s.name for s in bundle.input_sets}
+    assert names == _seeded(settings) | {"heldout", "newvals", "holdout0"}
+    assert _kept_sets(_only_entry(kept)) == names  # nothing drawn ahead for later uses
+
+
+def test_use_two_draws_its_own_sets_alone_and_drops_the_first_draw(
+    kept: Path, reference_jobs: list, prepared: list[str], cpu_launcher: bool, tmp_path: Path
+) -> None:
+    settings = GateSettings(device="cpu", reference_uses=3)
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "1") as first:
+        first_seeds = first.seeds_used
+    with reference_cache.shared_reference(PROBLEM, settings, tmp_path / "2") as second:
+        assert (second.use, second.draw, second.bundle_id) == (2, 1, first.bundle_id)
+        assert second.draw_outcome is not None and second.draw_outcome.ok
+        view = {reference_cache._set_name(p.name) for p in second.inputs_dir.glob("*.pt")}
+        entry = _only_entry(kept)
+        kept_now = _kept_sets(entry)
+        seeds = second.seeds_used
+    assert len(prepared) == 1 and len(reference_jobs) == 2
+    job = reference_jobs[1]
+    assert job.draw_only is not None and job.draw_only.draw == 1
+    assert {s.group for s in job.input_sets} == {1} and not job.count_flops
+    assert [s.name for s in job.input_sets] == ["heldout_h1", "newvals_h1"]
+    assert job.input_sets[1].reuse_buffers_of == "heldout_h1"
+    drawn = {"heldout_h1", "newvals_h1", "holdout0_h1"}
+    seeded = _seeded(settings)
+    assert view == seeded | drawn | {"_weights", "_policy"}  # nothing of group 0
+    assert kept_now == seeded | drawn  # the first draw's files are gone
+    assert {k: seeds[k] for k in seeded} == {k: first_seeds[k] for k in seeded}
+    assert not {seeds[n] for n in drawn} & set(first_seeds.values())
+    # what the next use checks before its draw: every kept file named in the record
+    record = reference_cache.KeptBundle.model_validate_json((entry / "record.json").read_text())
+    assert record.draws == 2 and reference_cache._digests(entry) == record.digests
+
+
+@pytest.mark.parametrize("fault", ["policy", "child"])
+def test_a_draw_that_disagrees_retires_the_bundle_and_a_fresh_reference_judges(
+    store: ArtifactStore,
+    kept: Path,
+    prepared: list[str],
+    cpu_launcher: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+) -> None:
+    from structlog.testing import capture_logs
+
+    real = reference_cache.prepare_draw
+
+    def disagreeing(*args, **kw):
+        outcome, drawn = real(*args, **kw)
+        if fault == "child" or drawn is None:
+            return outcome, None
+        policy = drawn.policy.model_copy(update={"stateful": ["bias"]})
+        return outcome, drawn.model_copy(update={"policy": policy})
+
+    first = _reference(_gate(store, "swish_fused", uses=3))
+    monkeypatch.setattr(reference_cache, "prepare_draw", disagreeing)
+    with capture_logs() as logs:
+        result = _gate(store, "swish_fused", uses=3)
+    assert result.passed
+    mark = _reference(result)
+    assert mark["use"] == 1 and mark["id"] != first["id"]  # a fresh full reference judged it
+    assert "reference_child" in result.stage_seconds
     assert len(prepared) == 2
+    (rejected,) = [x for x in logs if x["event"] == "reference_cache.draw_rejected"]
+    assert rejected["draw"] == 1
+    if fault == "policy":
+        assert "stateful ['bias'] instead of []" in rejected["why"]
+    (entry,) = [p for p in kept.iterdir() if p.is_dir()]  # the old one retired, the new kept
+    record = reference_cache.KeptBundle.model_validate_json((entry / "record.json").read_text())
+    assert record.bundle_id == mark["id"]
