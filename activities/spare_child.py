@@ -2,11 +2,13 @@
 
 Every gate activity's child spends seconds importing torch and the gate code
 before its first useful step.  A GPU worker runs one activity at a time, so the
-worker starts the next activity's process as soon as the current one has its
-own: it imports in the background and then waits on its stdin for a job.
-It is the same fresh, isolated process as before -- its own session, killed
-with the worker, one job and gone -- started earlier.  Only a GPU worker
-keeps a spare (``enable()``); elsewhere each child starts when asked.
+worker starts the next activities' processes as soon as the current one has its
+own: they import in the background and then wait on their stdin for a job.
+Each is the same fresh, isolated process as before -- its own session, killed
+with the worker, one job and gone -- started earlier.  Two wait at a time: a
+search screens and then gates at once, and one spare started when screening
+began was still importing when the gate asked for it.  Only a GPU worker keeps
+spares (``enable()``); elsewhere each child starts when asked.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ class _Spare:
     env: dict[str, str]
 
 
+POOL = 2  # spares kept waiting
 _enabled = False
-_spare: _Spare | None = None
+_spares: list[_Spare] = []
 
 
 def enable() -> None:
@@ -44,11 +47,15 @@ def enable() -> None:
 
 def disable() -> None:
     """No more spares; the one waiting is killed."""
-    global _enabled, _spare
+    global _enabled
     _enabled = False
-    spare, _spare = _spare, None
-    if spare is not None:
-        _kill(spare.proc.pid)
+    while _spares:
+        _kill(_spares.pop().proc.pid)
+
+
+def waiting() -> list[int]:
+    """The pids of the spares waiting now, oldest first."""
+    return [spare.proc.pid for spare in _spares]
 
 
 # What an Inductor wrapper imports at its top (seconds after torch): triage and
@@ -83,32 +90,28 @@ async def spawn(env: dict[str, str], preload: str = "") -> asyncio.subprocess.Pr
 
 
 async def take(env: dict[str, str]) -> asyncio.subprocess.Process:
-    """A started child with exactly ``env``: the spare if it matches and lives, else new."""
-    global _spare
-    spare, _spare = _spare, None
-    if spare is not None:
-        usable = (
-            spare.loop is asyncio.get_running_loop()
-            and spare.env == env
-            and spare.proc.returncode is None
-        )
-        if usable:
+    """A started child with exactly ``env``: the oldest spare that matches and lives (the
+    one furthest through its imports), else a new one; a spare started for other
+    settings (or another event loop) is killed."""
+    loop = asyncio.get_running_loop()
+    while _spares:
+        spare = _spares.pop(0)
+        if spare.loop is loop and spare.env == env and spare.proc.returncode is None:
             return spare.proc
-        _kill(spare.proc.pid)  # started for other settings (or another event loop)
+        _kill(spare.proc.pid)
     return await spawn(env)
 
 
 async def replenish(env: dict[str, str], target: str) -> None:
-    """Start the next activity's child now, if this worker keeps spares."""
-    global _spare
-    if not _enabled or _spare is not None:
-        return
-    try:
-        proc = await spawn(env, preload_for(target))
-    except OSError as exc:  # only a head start is lost: the next child starts when asked
-        log.warning("could not start the next child ahead", error=str(exc))
-        return
-    _spare = _Spare(proc, asyncio.get_running_loop(), dict(env))
+    """Start the next activities' children now, up to ``POOL`` waiting, if this worker
+    keeps spares."""
+    while _enabled and len(_spares) < POOL:
+        try:
+            proc = await spawn(env, preload_for(target))
+        except OSError as exc:  # only a head start is lost: the next child starts when asked
+            log.warning("could not start the next child ahead", error=str(exc))
+            return
+        _spares.append(_Spare(proc, asyncio.get_running_loop(), dict(env)))
 
 
 def _kill(pid: int) -> None:

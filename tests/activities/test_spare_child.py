@@ -42,23 +42,35 @@ async def _gone(pid: int) -> bool:
 async def test_the_next_activity_runs_in_the_child_started_during_this_one(spares) -> None:
     first = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
     assert first.preloaded == ""  # nothing was started ahead of the first one
-    assert spare_child._spare is not None
-    waiting = spare_child._spare.proc.pid
+    waiting = spare_child.waiting()
+    assert len(waiting) == spare_child.POOL == 2
     second = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
-    assert second.pid == waiting != first.pid
+    assert second.pid == waiting[0] != first.pid
     assert second.preloaded.startswith("torch,") and second.preloaded.endswith(
         ",tests.support.timed_probe"
     )
     assert second.wrapper_runtime and not first.wrapper_runtime  # imported while it waited
 
 
+async def test_back_to_back_activities_both_find_a_spare_started_before_either(spares) -> None:
+    """Screening then gating at once: the gate's child was started before screening began,
+    not when it began (one spare was still importing when the gate asked for it)."""
+    await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    before = spare_child.waiting()
+    screen = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    gate = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    assert [screen.pid, gate.pid] == before
+    assert screen.preloaded and gate.preloaded
+
+
 async def test_a_spare_started_for_other_settings_is_not_used_and_is_killed(spares) -> None:
     await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
-    assert spare_child._spare is not None
-    stale = spare_child._spare.proc.pid
+    stale = spare_child.waiting()
+    assert stale
     other = await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env={**ENV, "X": "1"})
-    assert other.pid != stale and other.preloaded == ""
-    assert await _gone(stale)
+    assert other.pid not in stale and other.preloaded == ""
+    for pid in stale:
+        assert await _gone(pid)
 
 
 async def test_a_retry_in_a_spare_still_gets_the_last_attempts_progress(spares) -> None:
@@ -80,15 +92,16 @@ async def test_without_spares_no_process_waits(
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
     spare_child.disable()
     await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
-    assert spare_child._spare is None
+    assert spare_child.waiting() == []
 
 
 async def test_disabling_kills_the_waiting_spare(spares) -> None:
     await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
-    assert spare_child._spare is not None
-    pid = spare_child._spare.proc.pid
+    pids = spare_child.waiting()
+    assert pids
     spare_child.disable()
-    assert await _gone(pid)
+    for pid in pids:
+        assert await _gone(pid)
 
 
 def test_the_spare_child_setting_defaults_on_and_reads_the_environment(
