@@ -64,7 +64,7 @@ from kernelopt.contracts.verdicts import (
 from kernelopt.memory import ExperienceMemory
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.compiled import stub_compiled
-from tests.support.gpu_doubles import screening_estimate
+from tests.support.gpu_doubles import screening_estimate, stopped_at
 from tests.support.inductor_samples import POINTWISE
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, executor, planner, summarizer
 from workflows.search_kernel import SearchKernel
@@ -156,21 +156,23 @@ def gate_ms(source: str, retime: bool = False) -> float:
 
 def verdicts_for(inp: CandidateGateInput, source: str) -> CandidateGateResult:
     if "FAILS_COMPILE" in source:
-        bad = GateVerdict(
+        return stopped_at(
+            inp.candidate_id,
+            [],
             gate=GateName.STATIC,
             status=GateStatus.ERROR,
             reason="compile error",
             feedback="triton.CompilationError XYZZY at line 7: unsupported tensor index",
         )
-        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[bad])
     if "WRONG" in source:
-        wrong = GateVerdict(
+        return stopped_at(
+            inp.candidate_id,
+            [STATIC_OK],
             gate=GateName.CORRECTNESS,
             status=GateStatus.FAIL,
             reason="seed 0: max abs error 0.5 > 1e-3",
             feedback="wrong values PLUGH at output[0][3]",
         )
-        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[STATIC_OK, wrong])
     retime = inp.candidate_id.endswith(":retime")
     ms = gate_ms(source, retime)
     return CandidateGateResult(
