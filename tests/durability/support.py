@@ -15,9 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -41,7 +39,7 @@ from kernelopt.store import open_store
 from kernelopt.temporal_server import start_dev_command
 from tests.support.campaigns import queues
 from tests.support.paths import ROOT
-from tests.support.temporal import env_for
+from tests.support.processes import WorkerProcess
 
 PROBLEM = ROOT / "problems" / "level1" / "001_relu_chain.py"
 HEARTBEAT_S = "3"  # GPU heartbeat timeout of the test workers (production: 2 minutes)
@@ -49,61 +47,18 @@ HEARTBEAT_S = "3"  # GPU heartbeat timeout of the test workers (production: 2 mi
 WRAPPER = ROOT / "tests" / "fixtures" / "compile" / "synthetic_partition_wrapper.py.txt"
 
 
-class Worker:
-    """``python -m tests.durability.worker_main KIND QUEUE`` as a process group of its own."""
+class Worker(WorkerProcess):
+    """``python -m tests.durability.worker_main KIND QUEUE``, logging into ``log_dir``: the
+    GPU doubles with a short heartbeat timeout on the synthetic wrapper's targets."""
+
+    module = "tests.durability.worker_main"
 
     def __init__(self, settings: Settings, kind: str, queue: str, log_dir: Path, **env: str):
-        self.kind, self.queue = kind, queue
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / f"{kind}-{queue}-{uuid.uuid4().hex[:4]}.log"
-        self._log = self.log_path.open("w")
         base = {
             "KERNELOPT_TEST_HEARTBEAT_S": HEARTBEAT_S,
             "KERNELOPT_DOUBLES_WRAPPER": str(WRAPPER),
         }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.durability.worker_main", kind, queue],
-            cwd=ROOT,
-            env={**env_for(settings), **base, **env},
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_ready(self, timeout: float = 60.0) -> Worker:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if "ready\n" in self.output():
-                return self
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.kind} worker did not start:\n{self.output()[-3000:]}")
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL of the whole process group: a preempted machine, no goodbye."""
-        if self.alive:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGCONT)
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(40)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._log.close()
+        super().__init__(settings, kind, queue, log_dir, **{**base, **env})
 
 
 @contextlib.contextmanager

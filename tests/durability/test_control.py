@@ -13,7 +13,12 @@ import json
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 
 from kernelopt.audit import load_report
 from kernelopt.audit.runs import campaign_histories
@@ -47,13 +52,25 @@ def workers(temporal_settings: Settings, tmp_path_factory):
         yield qs
 
 
+async def _searching(client: Client, settings: Settings, workers, **opts) -> WorkflowHandle:
+    """A campaign with ``options(**opts)`` on this module's workers, submitted and searching."""
+    handle = await submit(client, settings, options(*workers, **opts))
+    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    return handle
+
+
+async def _cli_ok(capsys, *args: str) -> str:
+    """``kernelopt ARGS`` in this process, which must exit 0: its output."""
+    code, out = await cli_in_process(capsys, *args)
+    assert code == 0, out
+    return out
+
+
 async def test_pause_holds_the_campaign_between_steps_and_resume_continues(
     client: Client, temporal_settings: Settings, workers, cli_env, capsys
 ) -> None:
-    handle = await submit(client, temporal_settings, options(*workers))
-    await wait_for_phase(handle, CampaignPhase.SEARCHING)
-    code, out = await cli_in_process(capsys, "pause", handle.id)
-    assert code == 0 and "paused" in out
+    handle = await _searching(client, temporal_settings, workers)
+    assert "paused" in await _cli_ok(capsys, "pause", handle.id)
     # the step in flight (the search's iteration, or the search's end) finishes; then it holds
     await wait_until(
         lambda: _held(client, handle), 60, what="the campaign to hold at a step boundary"
@@ -61,11 +78,9 @@ async def test_pause_holds_the_campaign_between_steps_and_resume_continues(
     held = await _work_done(client, handle)
     await asyncio.sleep(2.0)
     assert await _work_done(client, handle) == held, "work went on while paused"
-    code, out = await cli_in_process(capsys, "show", handle.id, "--json")
-    assert code == 0 and json.loads(out)["paused"] is True
+    assert json.loads(await _cli_ok(capsys, "show", handle.id, "--json"))["paused"] is True
 
-    code, out = await cli_in_process(capsys, "resume", handle.id)
-    assert code == 0 and "resumed" in out
+    assert "resumed" in await _cli_ok(capsys, "resume", handle.id)
     outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
     assert outcome.category == OutcomeCategory.OPTIMIZED
     report = await load_report(client, handle.id, open_store(temporal_settings.artifacts_dir))
@@ -183,10 +198,8 @@ async def _started_while_paused(client: Client, campaign_id: str) -> list[str]:
 async def test_cancel_returns_the_compilers_baseline(
     client: Client, temporal_settings: Settings, workers, cli_env, capsys
 ) -> None:
-    handle = await submit(client, temporal_settings, options(*workers))
-    await wait_for_phase(handle, CampaignPhase.SEARCHING)
-    code, out = await cli_in_process(capsys, "cancel", handle.id)
-    assert code == 0 and "baseline" in out
+    handle = await _searching(client, temporal_settings, workers)
+    assert "baseline" in await _cli_ok(capsys, "cancel", handle.id)
     outcome: Outcome = await asyncio.wait_for(outcome_of(client, handle.id), 120)
     state = await handle.query("state")
     assert outcome.speedup == 1.0 and outcome.replaced == []
@@ -205,9 +218,7 @@ async def test_cancel_returns_the_compilers_baseline(
 async def test_budget_updates_are_validated_and_take_effect(
     client: Client, temporal_settings: Settings, workers, cli_env, capsys
 ) -> None:
-    opts = options(*workers, budgets=Budgets(max_usd=5.0))
-    handle = await submit(client, temporal_settings, opts)
-    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    handle = await _searching(client, temporal_settings, workers, budgets=Budgets(max_usd=5.0))
 
     # a negative budget is refused by the update's validator; nothing changes
     with pytest.raises(WorkflowUpdateFailedError):
@@ -215,8 +226,7 @@ async def test_budget_updates_are_validated_and_take_effect(
     assert (await progress(handle)).budgets == Budgets(max_usd=5.0)
 
     # through the CLI: other budgets are kept, the new one is set
-    code, _ = await cli_in_process(capsys, "budget", handle.id, "--max-gpu-seconds", "0")
-    assert code == 0
+    await _cli_ok(capsys, "budget", handle.id, "--max-gpu-seconds", "0")
     current = (await progress(handle)).budgets
     assert current == Budgets(max_usd=5.0, max_gpu_seconds=0.0)
 
@@ -236,8 +246,7 @@ async def test_budget_updates_are_validated_and_take_effect(
 async def test_progress_query_and_search_attributes(
     client: Client, temporal_settings: Settings, workers, cli_env, capsys
 ) -> None:
-    handle = await submit(client, temporal_settings, options(*workers))
-    await wait_for_phase(handle, CampaignPhase.SEARCHING)
+    handle = await _searching(client, temporal_settings, workers)
     p = await progress(handle)
     assert p.campaign_id == handle.id and p.problem == "001_relu_chain"
     assert p.proposer == "builtin" and p.targets_total >= 1
@@ -257,8 +266,7 @@ async def test_progress_query_and_search_attributes(
         await wait_until(
             lambda q=query: _contains(listed(q), handle.id), 20, what=f"visibility of {query}"
         )
-    code, out = await cli_in_process(capsys, "list", "--limit", "500")
-    assert code == 0 and handle.id in out
+    assert handle.id in await _cli_ok(capsys, "list", "--limit", "500")
 
 
 async def _contains(ids, wanted: str) -> bool:

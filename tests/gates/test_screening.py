@@ -31,22 +31,17 @@ from kernelopt.contracts.search import Candidate, Decision
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from kernelopt.store import ArtifactStore, open_store
 from tests.gates.test_campaign_cpu import _forward_input
+from tests.support.candidate_sources import SWISH_MODEL
 
 GATES = Path(__file__).resolve().parent
 WRONG = """
 import torch
 import torch.nn as nn
 
-
-class ModelNew(nn.Module):
-    def __init__(self, d, scale):
-        super().__init__()
-        self.bias = nn.Parameter(torch.randn(d))
-        self.scale = scale
-
-    def forward(self, x):
-        return x * self.scale + self.bias  # forgot the sigmoid
-"""
+""" + SWISH_MODEL.replace(
+    "x * torch.sigmoid(x) * self.scale + self.bias",
+    "x * self.scale + self.bias  # forgot the sigmoid",
+)
 
 
 STICKY = """
@@ -90,22 +85,16 @@ with contextlib.suppress(OSError):  # the sandbox makes this read-only
 
 
 # Hostile to the candidates screened after it, each in one way the child or its parent sees.
-PATCHER = """
+PATCHER = (
+    """
 import torch
 import torch.nn as nn
 
 torch.sigmoid = lambda x: torch.zeros_like(x)  # every later swish is now wrong
 
-
-class ModelNew(nn.Module):
-    def __init__(self, d, scale):
-        super().__init__()
-        self.bias = nn.Parameter(torch.randn(d))
-        self.scale = scale
-
-    def forward(self, x):
-        return x * torch.sigmoid(x) * self.scale + self.bias
 """
+    + SWISH_MODEL
+)
 
 SPINNER = (
     """

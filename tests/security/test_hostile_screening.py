@@ -32,11 +32,13 @@ from tests.security.test_hostile_candidates import (
     _files_text,
     _processes_with,
 )
+from tests.support.candidate_sources import SWISH_MODEL
 
 HONEST = (
     Path(__file__).resolve().parents[1] / "fixtures" / "candidates" / "gates" / "swish_fused.py"
 )
-SPINNER = """
+SPINNER = (
+    """
 import threading
 import time
 
@@ -51,16 +53,9 @@ def _spin():
 
 threading.Thread(target=_spin, daemon=True).start()
 
-
-class ModelNew(nn.Module):
-    def __init__(self, d, scale):
-        super().__init__()
-        self.bias = nn.Parameter(torch.randn(d))
-        self.scale = scale
-
-    def forward(self, x):
-        return x * torch.sigmoid(x) * self.scale + self.bias
 """
+    + SWISH_MODEL
+)
 
 
 def _entry(tmp: Path, cid: str, source: str) -> ScreenEntry:

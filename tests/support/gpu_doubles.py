@@ -36,6 +36,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from temporalio import activity
 
@@ -331,21 +332,30 @@ async def screen_double(inp: ScreenInput) -> ScreenResult:
     )
 
 
+def stopped_at(candidate_id: str, passed: list[GateVerdict], **failed: Any) -> CandidateGateResult:
+    """A gate double's result for a candidate that passed ``passed`` and then failed (or
+    errored in) the gate ``GateVerdict(**failed)``."""
+    return CandidateGateResult(candidate_id=candidate_id, verdicts=[*passed, GateVerdict(**failed)])
+
+
 async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResult:
     await _work(names.GATE_CANDIDATE, inp.candidate_id)
     source = open_store().get_text(inp.source)
     ok, ms = _smoke(source)
     static = GateVerdict(gate=GateName.STATIC, status=GateStatus.PASS, reason="imports and runs")
     if "SYNTAX_ERROR" in source:
-        bad = GateVerdict(
+        return stopped_at(
+            inp.candidate_id,
+            [],
             gate=GateName.STATIC,
             status=GateStatus.FAIL,
             reason="does not compile",
             feedback="SyntaxError: invalid syntax (test double)",
         )
-        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[bad])
     if not ok:
-        wrong = GateVerdict(
+        return stopped_at(
+            inp.candidate_id,
+            [static],
             gate=GateName.CORRECTNESS,
             status=GateStatus.FAIL,
             reason="max abs error 3.1e-2 > 1e-3 at seed 1",
@@ -353,7 +363,6 @@ async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResu
             thresholds={"rtol": inp.rtol, "atol": inp.atol},
             feedback="output differs from the reference (test double)",
         )
-        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[static, wrong])
     right = GateVerdict(
         gate=GateName.CORRECTNESS,
         status=GateStatus.PASS,

@@ -64,7 +64,7 @@ from kernelopt.contracts.verdicts import (
 from kernelopt.memory import ExperienceMemory
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.compiled import stub_compiled
-from tests.support.gpu_doubles import screening_estimate
+from tests.support.gpu_doubles import screening_estimate, stopped_at
 from tests.support.inductor_samples import POINTWISE
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, executor, planner, summarizer
 from workflows.search_kernel import SearchKernel
@@ -77,11 +77,17 @@ RESULT_TIMEOUT = 60
 
 
 class Gpu:
-    """Test implementations of the GPU activities, with a record of what they were asked."""
+    """Test implementations of the GPU activities, with a record of what they were asked.
+
+    A test's own doubles override what one activity answers (``gate``, ``profile_result``,
+    ``screen_activity``, ``propose_on_gpu_activity``); the record stays this class's.
+    """
 
     def __init__(self) -> None:
         self.gated: list[str] = []
+        self.gate_inputs: list[CandidateGateInput] = []
         self.profiled: list[str] = []
+        self.profile_inputs: list[ProfileInput] = []
         self.screened: list[list[str]] = []  # each screening call's candidates
         self.release = asyncio.Event()
         self.release.set()
@@ -91,21 +97,32 @@ class Gpu:
         async def gate_candidate(inp: CandidateGateInput) -> CandidateGateResult:
             await self.release.wait()
             self.gated.append(inp.candidate_id)
-            return verdicts_for(inp, open_store().get_text(inp.source))
+            self.gate_inputs.append(inp)
+            return await self.gate(inp)
 
         @activity.defn(name=names.PROFILE)
         async def profile(inp: ProfileInput) -> ProfileResult:
             self.profiled.append(inp.state_id)
-            return ProfileResult(
-                profile=KernelProfile(source="ncu", sol_compute_pct=20.0, sol_memory_pct=70.0),
-                analysis=Analysis(
-                    bottleneck=Bottleneck.MEMORY_BOUND, reasoning="memory-bound double"
-                ),
-                gpu_seconds=1.5,
-            )
+            self.profile_inputs.append(inp)
+            return self.profile_result(inp)
 
-        # the built-in proposer of a CUDA forward target runs on the GPU queue (itself, no double)
-        return [gate_candidate, profile, self.screen_activity(), propose_builtin_on_gpu]
+        return [gate_candidate, profile, self.screen_activity(), self.propose_on_gpu_activity()]
+
+    async def gate(self, inp: CandidateGateInput) -> CandidateGateResult:
+        """The gates' verdicts on the candidate: ``verdicts_for`` its source."""
+        return verdicts_for(inp, open_store().get_text(inp.source))
+
+    def profile_result(self, inp: ProfileInput) -> ProfileResult:
+        return ProfileResult(
+            profile=KernelProfile(source="ncu", sol_compute_pct=20.0, sol_memory_pct=70.0),
+            analysis=Analysis(bottleneck=Bottleneck.MEMORY_BOUND, reasoning="memory-bound double"),
+            gpu_seconds=1.5,
+        )
+
+    def propose_on_gpu_activity(self):
+        """The built-in proposer of a CUDA forward target runs on the GPU queue (itself, no
+        double)."""
+        return propose_builtin_on_gpu
 
     def screen_activity(self):
         """Screening on by default: estimates from the number the gate double will report."""
@@ -156,21 +173,23 @@ def gate_ms(source: str, retime: bool = False) -> float:
 
 def verdicts_for(inp: CandidateGateInput, source: str) -> CandidateGateResult:
     if "FAILS_COMPILE" in source:
-        bad = GateVerdict(
+        return stopped_at(
+            inp.candidate_id,
+            [],
             gate=GateName.STATIC,
             status=GateStatus.ERROR,
             reason="compile error",
             feedback="triton.CompilationError XYZZY at line 7: unsupported tensor index",
         )
-        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[bad])
     if "WRONG" in source:
-        wrong = GateVerdict(
+        return stopped_at(
+            inp.candidate_id,
+            [STATIC_OK],
             gate=GateName.CORRECTNESS,
             status=GateStatus.FAIL,
             reason="seed 0: max abs error 0.5 > 1e-3",
             feedback="wrong values PLUGH at output[0][3]",
         )
-        return CandidateGateResult(candidate_id=inp.candidate_id, verdicts=[STATIC_OK, wrong])
     retime = inp.candidate_id.endswith(":retime")
     ms = gate_ms(source, retime)
     return CandidateGateResult(
@@ -514,14 +533,8 @@ async def test_gates_charge_the_activity_run_time_not_only_the_verdicts(env, sto
     """The whole gate_candidate run holds the GPU; its verdicts report only their children."""
 
     class HeldGpu(Gpu):
-        def activities(self):
-            @activity.defn(name=names.GATE_CANDIDATE)
-            async def gate_candidate(inp: CandidateGateInput) -> CandidateGateResult:
-                self.gated.append(inp.candidate_id)
-                result = verdicts_for(inp, open_store().get_text(inp.source))
-                return result.model_copy(update={"device_seconds": 7.0})
-
-            return [gate_candidate, *super().activities()[1:]]
+        async def gate(self, inp: CandidateGateInput) -> CandidateGateResult:
+            return (await super().gate(inp)).model_copy(update={"device_seconds": 7.0})
 
     gpu = HeldGpu()
     inp = search_input(

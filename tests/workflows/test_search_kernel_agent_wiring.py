@@ -13,10 +13,8 @@ import itertools
 import uuid
 
 import pytest
-from temporalio import activity
 
 from kernelopt.agents.facts import build_facts
-from kernelopt.contracts import names
 from kernelopt.contracts.compiled import (
     KernelArg,
     KernelTiming,
@@ -75,25 +73,14 @@ SUMMARY = (
 
 
 class RecordingGpu(Gpu):
-    """The search tests' GPU doubles; the profiler also records what it was asked."""
+    """The search tests' GPU doubles, the profiler's answer naming the hardware."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.profile_inputs: list[ProfileInput] = []
-
-    def activities(self):
-        gate, _, screen, propose = super().activities()
-
-        @activity.defn(name=names.PROFILE)
-        async def profile(inp: ProfileInput) -> ProfileResult:
-            self.profile_inputs.append(inp)
-            return ProfileResult(
-                profile=KernelProfile(source="ncu", sol_memory_pct=70.0),
-                analysis=Analysis(bottleneck=Bottleneck.MEMORY_BOUND, reasoning="double"),
-                hardware=Hardware(name="Double GPU", sm_count=132, source="device"),
-            )
-
-        return [gate, profile, screen, propose]
+    def profile_result(self, inp: ProfileInput) -> ProfileResult:
+        return ProfileResult(
+            profile=KernelProfile(source="ncu", sol_memory_pct=70.0),
+            analysis=Analysis(bottleneck=Bottleneck.MEMORY_BOUND, reasoning="double"),
+            hardware=Hardware(name="Double GPU", sm_count=132, source="device"),
+        )
 
 
 def triage(per_kernel: dict[str, float]) -> TriageResult:

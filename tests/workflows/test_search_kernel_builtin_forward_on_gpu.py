@@ -10,7 +10,6 @@ import uuid
 
 from temporalio import activity
 
-from activities.search_activities import propose_builtin_on_gpu
 from kernelopt.contracts import names
 from kernelopt.contracts.compiled import SearchTarget, TargetKind
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult, SearchParams
@@ -25,14 +24,13 @@ class GpuWithProposer(Gpu):
         super().__init__()
         self.proposed: list[str] = []
 
-    def activities(self):
+    def propose_on_gpu_activity(self):
         @activity.defn(name=names.PROPOSE_BUILTIN_GPU)
         async def propose_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResult:
             self.proposed.append(inp.target.id)
             return BuiltinProposeResult(variants=[], note="proposed in the GPU worker")
 
-        doubles = [a for a in super().activities() if a is not propose_builtin_on_gpu]
-        return [*doubles, propose_on_gpu]
+        return propose_on_gpu
 
 
 async def _search(env, store, kind: TargetKind) -> tuple[GpuWithProposer, object]:

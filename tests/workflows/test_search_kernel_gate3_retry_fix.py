@@ -15,11 +15,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio import activity
 
 from gates import campaign
 from gates.runner import fast_launch
-from kernelopt.contracts import names
 from kernelopt.contracts.compiled import (
     SearchMode,
     SearchTarget,
@@ -54,19 +52,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 class RealGates(Gpu):
     """``gate_candidate`` is the library entry point itself, on the CPU (no per-kernel timing)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.inputs: list[CandidateGateInput] = []
-
-    def activities(self):
-        @activity.defn(name=names.GATE_CANDIDATE)
-        async def gate_candidate(inp: CandidateGateInput) -> CandidateGateResult:
-            self.inputs.append(inp)
-            self.gated.append(inp.candidate_id)
-            cpu = inp.model_copy(update={"measure_kernel_speedup": False})
-            return await asyncio.to_thread(campaign.gate_candidate, cpu, open_store())
-
-        return [gate_candidate, *super().activities()[1:]]
+    async def gate(self, inp: CandidateGateInput) -> CandidateGateResult:
+        cpu = inp.model_copy(update={"measure_kernel_speedup": False})
+        return await asyncio.to_thread(campaign.gate_candidate, cpu, open_store())
 
 
 def _search_input(store: ArtifactStore, queue: str, proposer: ProposerConfig) -> SearchKernelInput:
@@ -117,7 +105,7 @@ async def test_a_gate_3_failure_is_fixed_in_the_same_conversation(env, home):
 
     assert unused == []
     # the search asked for gate 3 on each candidate (untimed on the CPU: no re-timing)
-    asked = {i.candidate_id: i.model_gate for i in gpu.inputs}
+    asked = {i.candidate_id: i.model_gate for i in gpu.gate_inputs}
     assert asked == {"forward:i0-s0-p0-a0": True, "forward:i0-s0-p0-a1": True}
     by_id = {d.candidate.id: d for d in result.decisions if not d.retime}
     first, fixed = by_id["forward:i0-s0-p0-a0"], by_id["forward:i0-s0-p0-a1"]

@@ -11,22 +11,9 @@ from kernelopt.agents.parsing import (
     parse_plans,
 )
 from kernelopt.errors import LLMReplyError
+from tests.support.candidate_sources import relu_kernel
 
-KERNEL = """\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _body(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
-
-
-def launch(x, y, n):
-    _body[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
-"""
+KERNEL = relu_kernel("_body", 1024)
 
 
 def test_plans_from_a_fenced_json_reply_with_prose_around_it():

@@ -28,24 +28,11 @@ from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from kernelopt.errors import InfrastructureError
 from kernelopt.memory import ExperienceMemory
 from kernelopt.store import open_store
+from tests.support.candidate_sources import relu_kernel
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, planner
 
 KERNEL_NAME = "triton_poi_fused_relu_0"
-GOOD = """```python
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _relu(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
-
-
-def launch(x, y, n):
-    _relu[(triton.cdiv(n, 2048),)](x, y, n, BLOCK=2048)
-```"""
+GOOD = f"```python\n{relu_kernel('_relu', 2048)}```"
 BROKEN = GOOD.replace("def launch(x, y, n):", "def launch(x, y, n)")  # syntax error
 
 
