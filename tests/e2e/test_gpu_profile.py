@@ -82,7 +82,6 @@ def test_whole_model_profile_is_of_its_dominant_kernel(
     from kernelopt.compile.rehydrate import rehydrate
     from kernelopt.compile.triage import triage
     from kernelopt.contracts.compiled import TriageInput
-    from kernelopt.contracts.search import ProfileInput
     from kernelopt.profiling.dominant import dominant_kernel
     from kernelopt.profiling.ncu import find_ncu
     from kernelopt.profiling.profile import profile_target
@@ -110,16 +109,7 @@ def test_whole_model_profile_is_of_its_dominant_kernel(
     assert dominant and dominant == facts.dominant_kernel
 
     result = profile_target(
-        ProfileInput(
-            compiled=compiled,
-            segment=seg,
-            target=forward,
-            source=forward.source,
-            state_id="root",
-            kernel_times=times,
-            timeout_s=300,
-        ),
-        gpu_store,
+        block.root_profile_input(compiled, seg, forward, times, timeout_s=300), gpu_store
     )
     profile = result.profile
     note_kernel = NCU_NOTE.search(profile.note)

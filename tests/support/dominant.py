@@ -29,6 +29,7 @@ from kernelopt.contracts.compiled import (
 from kernelopt.contracts.search import (
     ExecuteInput,
     Plan,
+    ProfileInput,
     ProfileResult,
     PromptFacts,
     ProposerConfig,
@@ -85,6 +86,25 @@ def facts_and_times(
     (``workflows.search_kernel.SearchKernel._kernel_times``)."""
     facts = build_facts(compiled, seg, forward, triage)
     return facts, {k.name: k.ms for k in facts.inductor_kernels if k.ms}
+
+
+def root_profile_input(
+    compiled: CompileResult,
+    seg: SegmentResult,
+    forward: SearchTarget,
+    times: dict[str, float],
+    timeout_s: float = 600.0,
+) -> ProfileInput:
+    """What the campaign's profile activity gets for the forward target's root state."""
+    return ProfileInput(
+        compiled=compiled,
+        segment=seg,
+        target=forward,
+        source=forward.source,
+        state_id="root",
+        kernel_times=times,
+        timeout_s=timeout_s,
+    )
 
 
 def executor_text(

@@ -17,7 +17,6 @@ from kernelopt.contracts.search import (
     Analysis,
     Bottleneck,
     KernelProfile,
-    ProfileInput,
     ProfileResult,
 )
 from kernelopt.profiling.dominant import dominant_kernel, profiled_kernel
@@ -80,14 +79,7 @@ def test_the_forced_forward_of_a_real_model_captures_and_prompts_its_dominant_ke
     assert set(times) == set(forward.kernels)  # every kernel measured, under its own name
     dominant, why = dominant_kernel(forward.kernels, times)
     assert dominant != forward.kernels[0] and dominant == facts.dominant_kernel
-    inp = ProfileInput(
-        compiled=compiled,
-        segment=seg,
-        target=forward,
-        source=forward.source,
-        state_id="root",
-        kernel_times=times,
-    )
+    inp = block.root_profile_input(compiled, seg, forward, times)
     found, _ = candidate_harnesses(inp, store, tmp_path / "harness")
     assert found[0][1] == "captured"
     captured = found[0][0].read_text()
