@@ -161,7 +161,7 @@ def prepare_gpu_worker(settings: Settings, gpu: int | None) -> tuple[int, str]:
     return index, name
 
 
-def share_references(settings: Settings) -> None:
+def _share_references(settings: Settings) -> None:
     """An empty directory where this worker's gate processes leave reference bundles for
     the next candidates of the same problem (``gates.reference_cache``)."""
     from gates.reference_cache import worker_reference_cache
@@ -172,7 +172,7 @@ def share_references(settings: Settings) -> None:
     log.info("shared reference bundles of this worker", directory=str(directory))
 
 
-def shared_zygote(settings: Settings, index: int) -> Any:
+def _shared_zygote(settings: Settings, index: int) -> Any:
     """The zygote every gate job of this worker forks from (None: they spawn)."""
     if not settings.zygote:
         log.info("gate jobs spawn fresh interpreters (KERNELOPT_ZYGOTE=0)")
@@ -180,6 +180,25 @@ def shared_zygote(settings: Settings, index: int) -> Any:
     from gates.zygote_service import start_for_worker
 
     return start_for_worker("cuda", f"gpu{index}")
+
+
+async def start_gpu_worker(
+    client: Client,
+    settings: Settings,
+    index: int,
+    task_queue: str,
+    activities: Sequence[Callable[..., Any]] | None = None,
+    busy: BusySampler | None = None,
+) -> tuple[Worker, Any]:
+    """A prepared GPU worker's parts (after ``prepare_gpu_worker``): its reference-bundle
+    folder, the Temporal worker, the gates' shared zygote and its spare children;
+    (worker, zygote or None).  The fault tests' real GPU worker is built here too."""
+    _share_references(settings)
+    worker = build_gpu_worker(client, task_queue, activities, busy=busy, home=settings.home)
+    zygote = await asyncio.to_thread(_shared_zygote, settings, index)
+    if settings.spare_child:
+        spare_child.enable()
+    return worker, zygote
 
 
 async def run_worker(
@@ -196,14 +215,10 @@ async def run_worker(
     busy = None
     if queue == "gpu":
         index, name = prepare_gpu_worker(settings, gpu)
-        share_references(settings)
         task_queue = task_queue or settings.gpu_queue or gpu_queue_for(name)
         client = await connect(settings)
         busy = start_sampler(os.environ["CUDA_VISIBLE_DEVICES"])
-        worker = build_gpu_worker(client, task_queue, busy=busy, home=settings.home)
-        zygote = await asyncio.to_thread(shared_zygote, settings, index)
-        if settings.spare_child:
-            spare_child.enable()
+        worker, zygote = await start_gpu_worker(client, settings, index, task_queue, busy=busy)
         log.info("gpu worker ready", gpu=index, model=name, task_queue=task_queue)
     else:
         task_queue = task_queue or settings.cpu_queue

@@ -98,8 +98,9 @@ def cpu_worker(client, queue: str):
 
 
 async def real_gpu_worker(client, queue: str):
-    """The production GPU worker (its GPU pinned, its own compiler caches, reference
-    bundles and shared zygote) with each real GPU activity counted; (worker, zygote)."""
+    """The production GPU worker (``worker.start_gpu_worker``: its GPU pinned, its own
+    compiler caches, reference bundles, shared zygote and spare children) with each real
+    GPU activity counted; (worker, zygote)."""
     import worker
     from activities import gpu_activities
     from kernelopt.config import Settings
@@ -107,15 +108,8 @@ async def real_gpu_worker(client, queue: str):
 
     settings = Settings.from_env()
     index, _ = worker.prepare_gpu_worker(settings, None)
-    worker.share_references(settings)
-    built = worker.build_gpu_worker(
-        client, queue, activities=[counted(a) for a in gpu_activities()]
-    )
-    if settings.spare_child:
-        from activities import spare_child
-
-        spare_child.enable()
-    return built, await asyncio.to_thread(worker.shared_zygote, settings, index)
+    counted_activities = [counted(a) for a in gpu_activities()]
+    return await worker.start_gpu_worker(client, settings, index, queue, counted_activities)
 
 
 async def main(kind: str, queue: str) -> None:
