@@ -26,6 +26,7 @@ from kernelopt.errors import ProblemError
 from kernelopt.kinds.registry import load_problem
 from kernelopt.loaded_problem import LoadedProblem, seeded
 from kernelopt.pyfile import NoImportSpec, exec_file
+from kernelopt.store import file_digest
 
 
 def load_module(path: str | Path, prefix: str) -> ModuleType:
@@ -172,7 +173,4 @@ def load_values(path: Path) -> list[Any]:
 
 def digest_dir(directory: Path) -> dict[str, str]:
     """sha256 of every ``.pt`` file in ``directory``, by file name."""
-    out = {}
-    for path in sorted(Path(directory).glob("*.pt")):
-        out[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+    return {path.name: file_digest(path) for path in sorted(Path(directory).glob("*.pt"))}

@@ -69,6 +69,7 @@ from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.log import get_logger
+from kernelopt.store import file_digest
 
 log = get_logger(__name__)
 
@@ -393,7 +394,7 @@ def _new_files(entry: Path, known: dict[str, str]) -> dict[str, str]:
             key = f"{name}/{path.name}"
             if key in known:
                 continue
-            out[key] = _sha256(path)
+            out[key] = file_digest(path)
             if name == "inputs":
                 shutil.copy2(path, entry / "inputs.pristine" / path.name)
                 out[f"inputs.pristine/{path.name}"] = out[key]
@@ -429,7 +430,7 @@ def _open_draw(entry: Path, bundle: ReferenceBundle, draw: int, digests: dict[st
     if (entry / "inputs" / POLICY_FILE).is_file():
         save_policy(view, bundle.policy)
         shutil.copy2(policy_path(view), policy_path(pristine))
-        seen[POLICY_FILE] = _sha256(policy_path(view))
+        seen[POLICY_FILE] = file_digest(policy_path(view))
     bundle.inputs_dir = view
     bundle.pristine_dir = pristine
     bundle.input_digests = dict(sorted(seen.items()))
@@ -457,23 +458,19 @@ def _release(entry: Path, bundle: ReferenceBundle | None, ended_well: bool) -> N
 
 def _digests(entry: Path) -> dict[str, str]:
     """sha256 of every file a bundle keeps, by ``<dir>/<file>``."""
-    return {key: _sha256(entry / key) for key in _kept_files(entry)}
+    return {key: file_digest(entry / key) for key in _kept_files(entry)}
 
 
 def _first_digests(entry: Path, bundle: ReferenceBundle) -> dict[str, str]:
     """``_digests`` of a new bundle, its inputs hashed once: the pristine copy was copied
     from them right after ``prepare_reference`` hashed them."""
     out = {f"{d}/{k}": v for d in _KEPT_DIRS[:2] for k, v in bundle.input_digests.items()}
-    out.update({key: _sha256(entry / key) for key in _kept_files(entry) if key not in out})
+    out.update({key: file_digest(entry / key) for key in _kept_files(entry) if key not in out})
     return dict(sorted(out.items()))
 
 
 def _kept_files(entry: Path) -> list[str]:
     return [f"{name}/{p.name}" for name in _KEPT_DIRS for p in sorted((entry / name).glob("*.pt"))]
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _nbytes(entry: Path, digests: dict[str, str]) -> int:
@@ -490,7 +487,7 @@ def _intact(entry: Path, record: KeptBundle) -> bool:
         return False
     spent = {s.name for s in record.result.input_sets if s.group >= 0}
     return all(
-        _sha256(entry / key) == digest
+        file_digest(entry / key) == digest
         for key, digest in record.digests.items()
         if _set_name(key.split("/", 1)[1]) not in spent
     )
