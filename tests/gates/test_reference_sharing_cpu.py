@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 import gates.reference_cache as reference_cache
 from gates.campaign import gate_candidate
@@ -284,12 +285,13 @@ def test_successive_uses_are_judged_on_held_out_sets_no_earlier_use_saw(
     assert sorted(drawn[0]) == ["heldout", "holdout0", "newvals"]  # the first draw: plain names
     assert sorted(drawn[1]) == ["heldout_h1", "holdout0_h1", "newvals_h1"]
     assert all(not set(a) & set(b) for a, b in [(drawn[0], drawn[1]), (drawn[1], drawn[2])])
-    # no value of one draw's inputs reappears in another's
+    # no draw's inputs come back in another: independent float32 draws share a value now
+    # and then by chance (that flaked once in a few runs), a reused draw shares all of them
     for i, j in [(0, 1), (0, 2), (1, 2)]:
         for a in values[i]:
             for b in values[j]:
-                flat_a, flat_b = a.flatten(), b.flatten()
-                assert not (flat_a[:, None] == flat_b[None, :]).any()
+                shared = torch.isin(a.flatten(), b.flatten()).float().mean().item()
+                assert shared < 0.01, (i, j, shared)
 
 
 def test_a_use_sees_only_the_seed_sets_and_its_own_draw(
