@@ -27,8 +27,10 @@ from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from tests.durability.kept_reference_faults import (
     KEPT,
+    KEPT_CODE,
     FaultPlan,
     faults_against_kept_reference,
+    product_digest,
     timing_free_disagreements,
 )
 from tests.durability.random_faults import judge_run, run_chaos
@@ -96,6 +98,21 @@ async def test_faults_against_a_reference_kept_in_the_home(tmp_path: Path) -> No
     assert not second.disagreements()
     agree = [c["same_as_reference"] == c["decisions"] > 0 for c in second.campaigns.values()]
     assert all(agree), (seed, second.campaigns)
+
+
+async def test_a_reference_kept_by_other_code_is_refused(tmp_path: Path) -> None:
+    """The two calls must run one tree: a kept reference from other product code would
+    blame the faults for verdicts the code change made."""
+    settings = make_settings(tmp_path / "home")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / KEPT).write_text(AuditReport(campaign_id="c").model_dump_json())
+    (settings.home / KEPT_CODE).write_text("0" * 64)
+    plan = FaultPlan(problem=PROBLEM, options=smallest_gpu_options)
+    with pytest.raises(RuntimeError, match="other product code"):
+        await faults_against_kept_reference(settings, plan, tmp_path / "logs", 1, 0)
+    (settings.home / KEPT_CODE).write_text(product_digest())
+    kept = await faults_against_kept_reference(settings, plan, tmp_path / "logs", 1, 0)
+    assert kept.reference.campaign_id == "c"
 
 
 def _candidate(source_byte: str, *statuses: GateStatus) -> CandidateAudit:
