@@ -12,8 +12,10 @@ grid from a template state.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,8 @@ _SHORT_DTYPES = {
     "b8": "bool",
 }
 MAX_TILE = 8192  # elements a program holds in registers at once
+_HERE = Path(__file__).parent
+_SHARED_IMPORT = re.compile(r"^from kernelopt\.proposer\.templates\.(k_\w+) import (.*)$", re.M)
 
 
 @dataclass
@@ -174,7 +178,7 @@ class Template(ABC):
             {"template": self.name, "args": match.args, "consts": match.consts, "params": params},
             sort_keys=True,
         )
-        kernels = (Path(__file__).parent / self.kernel_file).read_text(encoding="utf-8")
+        kernels = kernel_text(self.kernel_file)
         return (
             f"{HEADER}{meta}\n"
             f"# {match.what}; parameters {label(self.name, params)}\n"
@@ -182,6 +186,26 @@ class Template(ABC):
             "def launch(*args):\n"
             f"    {self.call(match, params)}\n"
         )
+
+
+def kernel_text(kernel_file: str) -> str:
+    """A ``k_*.py``'s text with each import from another ``k_*.py`` replaced by the imported
+    definitions: the shared tiles are written once, yet a candidate stands alone."""
+    text = (_HERE / kernel_file).read_text(encoding="utf-8")
+    return _SHARED_IMPORT.sub(
+        lambda m: _definitions(f"{m.group(1)}.py", m.group(2).split(",")), text
+    )
+
+
+def _definitions(kernel_file: str, names: list[str]) -> str:
+    """The text of the named top-level functions of a shared ``k_*.py``, decorators included."""
+    lines = (_HERE / kernel_file).read_text(encoding="utf-8").splitlines()
+    found = {
+        node.name: "\n".join(lines[node.decorator_list[0].lineno - 1 : node.end_lineno])
+        for node in ast.parse("\n".join(lines)).body
+        if isinstance(node, ast.FunctionDef) and node.decorator_list
+    }
+    return "\n\n\n".join(found[name.strip()] for name in names)
 
 
 def read_header(source: str) -> tuple[TemplateMatch, dict[str, int]] | None:

@@ -5,12 +5,15 @@ Each lane keeps the first index of its best value while the row is walked in
 ``BLOCK`` slices; the lanes are then combined by value and, among equals, by
 the smallest index -- the first occurrence, as PyTorch returns.  A NaN wins
 over every number (PyTorch treats NaN as the extreme), the first NaN first.
-Copied verbatim into candidates: torch and triton imports only.
+Copied into candidates with k_tiles.py's helpers in place of their import: torch and
+triton imports only.
 """
 
 import torch
 import triton
 import triton.language as tl
+
+from kernelopt.proposer.templates.k_tiles import ko_row_tile
 
 
 @triton.jit
@@ -24,10 +27,8 @@ def _ko_arg_rows(
     IS_MIN: tl.constexpr,
 ):
     big = 2147483647
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
-    row_ok = rows < n_rows
-    cols = tl.arange(0, BLOCK)[None, :]
-    x_row = x_ptr + rows.to(tl.int64) * n_cols
+    row_ok, cols, row_at = ko_row_tile(n_rows, n_cols, ROWS, BLOCK)
+    x_row = x_ptr + row_at
     best = tl.zeros([ROWS, BLOCK], tl.float32)
     idx = tl.full([ROWS, BLOCK], big, tl.int32)
     for start in range(0, n_cols, BLOCK):

@@ -5,13 +5,15 @@ When ``BLOCK`` covers the row, the row is read once: mean and variance come
 from registers (the centred two-pass formula, exact as Inductor's).  Longer
 rows take one statistics pass -- sums of ``x - shift`` and of its square, the
 shift being the row's first element so the variance does not cancel for rows
-with a large mean -- and one normalising pass.  Copied verbatim into
-candidates: torch and triton imports only.
+with a large mean -- and one normalising pass.  Copied into candidates with
+k_tiles.py's helpers in place of their import: torch and triton imports only.
 """
 
 import torch
 import triton
 import triton.language as tl
+
+from kernelopt.proposer.templates.k_tiles import ko_row_tile
 
 
 @triton.jit
@@ -30,11 +32,9 @@ def _ko_norm_rows(
     HAS_B: tl.constexpr,
     SINGLE: tl.constexpr,
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
-    row_ok = rows < n_rows
-    cols = tl.arange(0, BLOCK)[None, :]
-    x_row = x_ptr + rows.to(tl.int64) * n_cols
-    y_row = y_ptr + rows.to(tl.int64) * n_cols
+    row_ok, cols, row_at = ko_row_tile(n_rows, n_cols, ROWS, BLOCK)
+    x_row = x_ptr + row_at
+    y_row = y_ptr + row_at
     if SINGLE:
         mask = row_ok & (cols < n_cols)
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)

@@ -10,12 +10,15 @@ Three strategies, one host entry point:
 * ``inner > 1`` (a strided axis): a program owns ``BLOCK_K`` adjacent inner
   positions and walks the reduced axis, so every load is coalesced.
 
-Copied verbatim into candidates: torch and triton imports only.
+Copied into candidates with k_tiles.py's helpers in place of their import: torch and
+triton imports only.
 """
 
 import torch
 import triton
 import triton.language as tl
+
+from kernelopt.proposer.templates.k_tiles import ko_axis_tile, ko_row_tile
 
 
 @triton.jit
@@ -56,10 +59,8 @@ def _ko_reduce_last(
     # program (i, s) reduces columns [s * chunk, (s + 1) * chunk) of its rows into y[row, s]
     split = tl.program_id(1)
     n_split = tl.num_programs(1)
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
-    row_ok = rows < n_rows
-    cols = tl.arange(0, BLOCK)[None, :]
-    x_row = x_ptr + rows.to(tl.int64) * n_cols
+    row_ok, cols, row_at = ko_row_tile(n_rows, n_cols, ROWS, BLOCK)
+    x_row = x_ptr + row_at
     lo = split * chunk
     hi = tl.minimum(lo + chunk, n_cols)
     acc = tl.full([ROWS, BLOCK], NEUTRAL, tl.float32)
@@ -87,10 +88,8 @@ def _ko_reduce_mid(
     NEUTRAL: tl.constexpr,
 ):
     outer = tl.program_id(0).to(tl.int64)
-    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)[None, :]
-    k_ok = k < n_inner
-    r = tl.arange(0, BLOCK_R)[:, None]
-    base = x_ptr + outer * n_red * n_inner
+    k, k_ok, r, slab = ko_axis_tile(n_red, n_inner, BLOCK_R, BLOCK_K)
+    base = x_ptr + slab
     acc = tl.full([BLOCK_R, BLOCK_K], NEUTRAL, tl.float32)
     for start in range(0, n_red, BLOCK_R):
         rr = start + r

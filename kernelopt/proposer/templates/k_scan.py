@@ -14,12 +14,15 @@ Masked lanes load the operation's neutral element, so the scan is flat past the
 end of a row and the last lane always holds the chunk's full prefix (the carry).
 Accumulation is float32 whatever the storage type.
 
-Copied verbatim into candidates: torch and triton imports only.
+Copied into candidates with k_tiles.py's helpers in place of their import: torch and
+triton imports only.
 """
 
 import torch
 import triton
 import triton.language as tl
+
+from kernelopt.proposer.templates.k_tiles import ko_axis_tile, ko_row_tile
 
 
 @triton.jit
@@ -59,10 +62,7 @@ def _ko_scan_last(
     OP: tl.constexpr,
     NEUTRAL: tl.constexpr,
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
-    row_ok = rows < n_rows
-    cols = tl.arange(0, BLOCK)[None, :]
-    base = rows.to(tl.int64) * n_cols
+    row_ok, cols, base = ko_row_tile(n_rows, n_cols, ROWS, BLOCK)
     carry = tl.full([ROWS, 1], NEUTRAL, tl.float32)
     for start in range(0, n_cols, BLOCK):
         c = start + cols
@@ -85,11 +85,7 @@ def _ko_scan_mid(
     OP: tl.constexpr,
     NEUTRAL: tl.constexpr,
 ):
-    outer = tl.program_id(0).to(tl.int64)
-    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)[None, :]
-    k_ok = k < n_inner
-    r = tl.arange(0, BLOCK)[:, None]
-    base = outer * n_scan * n_inner
+    k, k_ok, r, base = ko_axis_tile(n_scan, n_inner, BLOCK, BLOCK_K)
     carry = tl.full([1, BLOCK_K], NEUTRAL, tl.float32)
     for start in range(0, n_scan, BLOCK):
         rr = start + r

@@ -5,13 +5,15 @@ A program owns ``ROWS`` rows.  When ``BLOCK`` covers the row, the row is read
 once and written once.  Otherwise the running maximum and the running sum of
 exponentials are carried per lane and rescaled as the maximum grows (the
 online formulation), so the statistics take one read of the row and the
-output one more -- where the textbook form takes three.  This text is copied
-verbatim into candidates, so it imports only torch and triton.
+output one more -- where the textbook form takes three.  Copied into candidates
+with k_tiles.py's helpers in place of their import: torch and triton imports only.
 """
 
 import torch
 import triton
 import triton.language as tl
+
+from kernelopt.proposer.templates.k_tiles import ko_row_tile
 
 
 @triton.jit
@@ -25,11 +27,9 @@ def _ko_softmax_kernel(
     LOG: tl.constexpr,
     SINGLE: tl.constexpr,
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
-    row_ok = rows < n_rows
-    cols = tl.arange(0, BLOCK)[None, :]
-    x_row = x_ptr + rows.to(tl.int64) * n_cols
-    y_row = y_ptr + rows.to(tl.int64) * n_cols
+    row_ok, cols, row_at = ko_row_tile(n_rows, n_cols, ROWS, BLOCK)
+    x_row = x_ptr + row_at
+    y_row = y_ptr + row_at
     if SINGLE:
         mask = row_ok & (cols < n_cols)
         x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(tl.float32)

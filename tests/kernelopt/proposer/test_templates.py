@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import types
 import warnings
 from pathlib import Path
@@ -11,8 +12,8 @@ import torch
 
 from kernelopt.contracts.compiled import KernelArg, SegmentResult, TensorSpec
 from kernelopt.proposer.fragment import fragment_for, parse_fragment
-from kernelopt.proposer.templates import matches
-from kernelopt.proposer.templates.base import KernelView, read_header
+from kernelopt.proposer.templates import TEMPLATES, matches
+from kernelopt.proposer.templates.base import KernelView, kernel_text, read_header
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wrappers"
 
@@ -281,6 +282,22 @@ def test_captured_kernels_match_by_their_aten_graph():
     assert found["triton_red_fused__to_copy_argmax_0"] == ["argreduce"]
     assert found["triton_poi_fused_add_mul_relu_sub_0"] == []
     assert found["triton_red_fused_convolution_gelu_mean_2"] == []  # mean of a gelu: fused ops
+
+
+def test_candidate_kernels_import_only_torch_and_triton() -> None:
+    """The shared tiles (k_tiles.py) are written into a candidate, not imported from kernelopt."""
+    for template in TEMPLATES:
+        tree = ast.parse(kernel_text(template.kernel_file))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert {m.split(".")[0] for m in imported} <= {"torch", "triton"}, template.name
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        called = {
+            n.func.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+        assert {c for c in called if c.startswith("ko_")} <= defined, template.name
 
 
 def test_template_kernels_in_a_fresh_interpreter() -> None:
