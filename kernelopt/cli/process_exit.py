@@ -17,13 +17,14 @@ import atexit
 import logging
 import os
 import sys
-from types import TracebackType
+
+from kernelopt.cli.scoped import Scoped
 
 UNCAUGHT_EXIT = 1  # what the interpreter exits with after an uncaught exception
 FLUSH_FAILED_EXIT = 120  # what the interpreter exits with when it cannot flush stdout
 
 
-class ExitBeforeFinalizing:
+class ExitBeforeFinalizing(Scoped):
     """Ends the process with the command's code as the interpreter's last exit handler.
 
     Registered with ``atexit`` when a client command starts, it runs after the
@@ -41,15 +42,7 @@ class ExitBeforeFinalizing:
         self.code = UNCAUGHT_EXIT  # until the command returns: an exception escaped it
         atexit.register(self._leave)
 
-    def __enter__(self) -> ExitBeforeFinalizing:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def end(self, exc: BaseException | None) -> None:
         if isinstance(exc, SystemExit):
             self.code = system_exit_code(exc)
 

@@ -13,9 +13,10 @@ import json
 import threading
 import time
 from pathlib import Path
-from types import TracebackType
 
 from rich.console import Console
+
+from kernelopt.cli.scoped import Scoped
 
 _QUIET_PARTS = {"child", "reference"}
 
@@ -37,7 +38,7 @@ def describe(mark: dict) -> str:
     return f"{phase} {where}" if where else phase
 
 
-class ProgressWatcher:
+class ProgressWatcher(Scoped):
     """Prints new progress marks under ``root`` while the cascade runs (a context manager)."""
 
     def __init__(self, root: Path, console: Console, every_s: float = 0.5) -> None:
@@ -73,19 +74,13 @@ class ProgressWatcher:
         while not self._stop.wait(self.every_s):
             self.poll()
 
-    def __enter__(self) -> ProgressWatcher:
+    def begin(self) -> None:
         self._thread.start()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def end(self, exc: BaseException | None) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        if exc_type is None:
+        if exc is None:
             self.poll()
 
 
