@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -80,6 +81,18 @@ def double_workers(settings: Settings, logs: Path, gpu_delay: str, gpus: int = 1
     finally:
         for w in workers:
             w.stop()
+
+
+def module_workers(logs: str, gpu_delay: str):
+    """A module-scoped ``workers`` fixture: one CPU and one GPU-doubles worker (GPU steps take
+    ``gpu_delay`` s) for every campaign of the module, logging to a fresh ``logs`` folder."""
+
+    @pytest.fixture(scope="module")
+    def workers(temporal_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+        with double_workers(temporal_settings, tmp_path_factory.mktemp(logs), gpu_delay) as qs:
+            yield qs
+
+    return workers
 
 
 class DevServer:

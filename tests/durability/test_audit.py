@@ -31,8 +31,8 @@ from kernelopt.store import ArtifactStore, open_store
 from tests.durability.support import (
     DevServer,
     Worker,
-    double_workers,
     export_of,
+    module_workers,
     options,
     outcome_of,
     queues,
@@ -44,11 +44,7 @@ from tests.support.cli import cli_in_process
 from tests.support.temporal import make_settings
 from workflows.export_campaign import export_workflow_id
 
-
-@pytest.fixture(scope="module")
-def workers(temporal_settings: Settings, tmp_path_factory):
-    with double_workers(temporal_settings, tmp_path_factory.mktemp("audit-logs"), "0.02") as qs:
-        yield qs
+workers = module_workers("audit-logs", "0.02")
 
 
 @pytest.fixture(scope="module")

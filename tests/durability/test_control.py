@@ -34,7 +34,7 @@ from kernelopt.contracts import (
 )
 from kernelopt.store import open_store
 from tests.durability.support import (
-    double_workers,
+    module_workers,
     options,
     outcome_of,
     progress,
@@ -44,12 +44,7 @@ from tests.durability.support import (
 )
 from tests.support.cli import cli_in_process
 
-
-@pytest.fixture(scope="module")
-def workers(temporal_settings: Settings, tmp_path_factory):
-    """One CPU and one GPU worker for every campaign of this module (GPU steps take 0.15 s)."""
-    with double_workers(temporal_settings, tmp_path_factory.mktemp("control-logs"), "0.15") as qs:
-        yield qs
+workers = module_workers("control-logs", "0.15")
 
 
 async def _searching(client: Client, settings: Settings, workers, **opts) -> WorkflowHandle:
