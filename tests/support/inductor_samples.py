@@ -3,8 +3,10 @@
 Written from what Inductor's codegen emits (codegen/triton.py): three kernels --
 a 1-D pointwise, a persistent reduction and a looped reduction -- defined with
 ``async_compile.triton('name', '''...''', device_str='cuda')`` and launched with
-``name.run(..., stream=stream0)``.  Real captures from the H200 live in
-tests/fixtures/wrappers/ once the compile helper commits them.
+``name.run(..., stream=stream0)``.  One function writes the heuristics decorators from
+each kernel's own parameters, so the samples differ only where Inductor's output does.
+Real captures from the H200 live in tests/fixtures/wrappers/ once the compile helper
+commits them.
 """
 
 DEVICE = (
@@ -33,17 +35,49 @@ from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint,
 triton_helpers.set_driver_to_gpu()
 """
 
-POINTWISE = (
-    HEADER
-    + """
-@triton_heuristics.pointwise(
-    size_hints={'x': 1048576},
-    filename=__file__,
-    triton_meta={'signature': {'in_ptr0': '*fp32', 'in_ptr1': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'i32', 'XBLOCK': 'constexpr'}, 'device': DEVICE, 'constants': {}, 'native_matmul': False, 'enable_fp_fusion': True, 'launch_pdl': False, 'disable_ftz': False, 'configs': [{(0,): [['tt.divisibility', 16]], (1,): [['tt.divisibility', 16]], (2,): [['tt.divisibility', 16]], (3,): [['tt.divisibility', 16]]}]},
-    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_add_mul_relu_0', 'mutated_arg_names': [], META},
-    min_elem_per_thread=0
-)
-@triton.jit
+_TRITON_META = (
+    "'device': DEVICE, 'constants': {}, 'native_matmul': False, 'enable_fp_fusion': True, "
+    "'launch_pdl': False, 'disable_ftz': False, 'configs': [{(0,): [['tt.divisibility', 16]], "
+    "(1,): [['tt.divisibility', 16]], (2,): [['tt.divisibility', 16]], "
+    "(3,): [['tt.divisibility', 16]]}]"
+).replace("DEVICE", DEVICE)
+
+
+def _signature(params: str) -> str:
+    """triton_meta's signature of a kernel's parameters, as Inductor types them: the samples'
+    pointers are float32, their sizes i32 and their blocks constexpr."""
+    types = []
+    for param in params.split(","):
+        name = param.split(":")[0].strip()
+        kind = "constexpr" if ":" in param else "*fp32" if "ptr" in name else "i32"
+        types.append(f"'{name}': '{kind}'")
+    return "{" + ", ".join(types) + "}"
+
+
+def _heuristic_kernel(kind: str, size_hints: str, kernel: str) -> str:
+    """A kernel's source as Inductor writes it: the imports, the ``triton_heuristics.<kind>``
+    decorator (a pointwise kernel has no reduction, a reduction an inner hint), ``kernel``."""
+    pointwise = kind == "pointwise"
+    name, params = kernel.split("def ", 1)[1].split(")", 1)[0].split("(")
+    signature = _signature(params)
+    meta = INDUCTOR_META.format(no_x_dim="None" if pointwise else "False", nred=int(not pointwise))
+    hint = "" if pointwise else "    reduction_hint=ReductionHint.INNER,\n"
+    tail = ",\n    min_elem_per_thread=0" if pointwise else ""
+    return (
+        f"{HEADER}\n@triton_heuristics.{kind}(\n"
+        f"    size_hints={size_hints},\n{hint}"
+        "    filename=__file__,\n"
+        f"    triton_meta={{'signature': {signature}, {_TRITON_META}}},\n"
+        f"    inductor_meta={{'grid_type': 'Grid1D', 'kernel_name': '{name}', "
+        f"'mutated_arg_names': [], {meta}}}{tail}\n"
+        f")\n{kernel}"
+    )
+
+
+POINTWISE = _heuristic_kernel(
+    "pointwise",
+    "{'x': 1048576}",
+    """@triton.jit
 def triton_poi_fused_add_mul_relu_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):
     xnumel = 1048576
     xoffset = tl.program_id(0) * XBLOCK
@@ -57,20 +91,13 @@ def triton_poi_fused_add_mul_relu_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK :
     tmp3 = tl.full([1], 0, tl.int32)
     tmp4 = triton_helpers.maximum(tmp3, tmp2)
     tl.store(out_ptr0 + (x0), tmp4, None)
-""".replace("DEVICE", DEVICE).replace("META", INDUCTOR_META.format(no_x_dim="None", nred=0))
+""",
 )
 
-PERSISTENT = (
-    HEADER
-    + """
-@triton_heuristics.persistent_reduction(
-    size_hints={'x': 256, 'r0_': 128},
-    reduction_hint=ReductionHint.INNER,
-    filename=__file__,
-    triton_meta={'signature': {'in_ptr0': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'i32', 'r0_numel': 'i32', 'XBLOCK': 'constexpr'}, 'device': DEVICE, 'constants': {}, 'native_matmul': False, 'enable_fp_fusion': True, 'launch_pdl': False, 'disable_ftz': False, 'configs': [{(0,): [['tt.divisibility', 16]], (1,): [['tt.divisibility', 16]], (2,): [['tt.divisibility', 16]], (3,): [['tt.divisibility', 16]]}]},
-    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_per_fused_relu_sum_1', 'mutated_arg_names': [], META}
-)
-@triton.jit
+PERSISTENT = _heuristic_kernel(
+    "persistent_reduction",
+    "{'x': 256, 'r0_': 128}",
+    """@triton.jit
 def triton_per_fused_relu_sum_1(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK : tl.constexpr):
     xnumel = 256
     r0_numel = 128
@@ -92,20 +119,13 @@ def triton_per_fused_relu_sum_1(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK : tl
     tmp5 = tl.where(xmask, tmp3, 0)
     tmp6 = tl.sum(tmp5, 1)[:, None].to(tl.float32)
     tl.store(out_ptr0 + (x0), tmp6, xmask)
-""".replace("DEVICE", DEVICE).replace("META", INDUCTOR_META.format(no_x_dim="False", nred=1))
+""",
 )
 
-REDUCTION = (
-    HEADER
-    + """
-@triton_heuristics.reduction(
-    size_hints={'x': 64, 'r0_': 8192},
-    reduction_hint=ReductionHint.INNER,
-    filename=__file__,
-    triton_meta={'signature': {'in_ptr0': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'i32', 'r0_numel': 'i32', 'XBLOCK': 'constexpr', 'R0_BLOCK': 'constexpr'}, 'device': DEVICE, 'constants': {}, 'native_matmul': False, 'enable_fp_fusion': True, 'launch_pdl': False, 'disable_ftz': False, 'configs': [{(0,): [['tt.divisibility', 16]], (1,): [['tt.divisibility', 16]], (2,): [['tt.divisibility', 16]], (3,): [['tt.divisibility', 16]]}]},
-    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_red_fused_amax_2', 'mutated_arg_names': [], META}
-)
-@triton.jit
+REDUCTION = _heuristic_kernel(
+    "reduction",
+    "{'x': 64, 'r0_': 8192}",
+    """@triton.jit
 def triton_red_fused_amax_2(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK : tl.constexpr, R0_BLOCK : tl.constexpr):
     xnumel = 64
     r0_numel = 8192
@@ -127,7 +147,7 @@ def triton_red_fused_amax_2(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK : tl.con
         _tmp2 = tl.where(r0_mask & xmask, tmp3, _tmp2)
     tmp2 = triton_helpers.max2(_tmp2, 1)[:, None]
     tl.store(out_ptr0 + (x0), tmp2, xmask)
-""".replace("DEVICE", DEVICE).replace("META", INDUCTOR_META.format(no_x_dim="False", nred=1))
+""",
 )
 
 TEMPLATE = (
