@@ -4,8 +4,9 @@ A template is a Triton kernel we wrote for one op family plus a matcher that
 recognises that family in the target's ATen graph fragment.  A match binds the
 kernel's launch arguments (by position in ``name.run(...)``) to the template's
 roles and records the structural constants (row length, eps, which op); the
-candidate is the kernel module's own text followed by a ``launch(*args)`` that
-calls it -- the candidate contract's launch form.  The first line carries the
+candidate is the kernel module's own text (the shared tiles of ``k_tiles.py``
+written in) followed by a ``launch(*args)`` that calls it -- the candidate
+contract's launch form.  The first line carries the
 match and the parameters as JSON, so a later round can walk the template's
 grid from a template state.
 """
