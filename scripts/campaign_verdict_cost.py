@@ -10,7 +10,9 @@
     # -> $OUT/campaign_cost_<label>.json; --table FILE... prints the table of several runs
 
 It runs ``--count`` candidates of one problem (``--case PROBLEM:CAND,CAND,...``
-from ``tests/gates``, taken in turn) through ``gates.campaign.gate_candidate``
+from ``tests/gates``, taken in turn; PROBLEM may be a file path such as
+``problems/level1/001_relu_chain.py``, and the candidate ``@model`` is the
+problem's own ``Model`` as ``ModelNew``, which passes gates 1-3) through ``gates.campaign.gate_candidate``
 in this one warm process (gate jobs fork from one zygote, as in a GPU worker),
 with a directory of kept reference bundles as a GPU worker has one.  Code
 that predates ``gates.reference_cache`` ignores that directory, so the same
@@ -59,19 +61,37 @@ def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) 
     segment = SegmentResult(
         kernels=[], library_calls=[], mode=SearchMode.SINGLE, mode_reason="cost", targets=[target]
     )
-    path = ROOT / "tests" / "fixtures" / "candidates" / "gates" / f"{candidate}.py"
-    extra = {"reference_uses": args.uses} if args.uses is not None else {}
+    name, text = _candidate_text(candidate, compiled, store)
+    extra: dict[str, Any] = {"reference_uses": args.uses} if args.uses is not None else {}
+    if args.cpu_budget is not None:
+        extra["cpu_budget_s"] = args.cpu_budget
     return CandidateGateInput(
         compiled=compiled,
         segment=segment,
         target=target,
         candidate_id=candidate,
-        source=store.put_text(path.read_text(), name=path.name),
+        source=store.put_text(text, name=name),
         measure_kernel_speedup=args.device != "cpu",
         model_gate=True,
         timeout_s=300,
         settings=GateSettings(device=args.device, **extra),
     )
+
+
+def _problem_path(name: str) -> Path:
+    """A test problem by name, or a problem file by path (relative to the repository)."""
+    if name.endswith(".py"):
+        return (ROOT / name).resolve()
+    return ROOT / "tests" / "problems" / "gates" / f"{name}.py"
+
+
+def _candidate_text(candidate: str, compiled: Any, store: Any) -> tuple[str, str]:
+    """A fixture candidate's file name and source, or ``@model``: the problem's own Model
+    as ModelNew."""
+    if candidate == "@model":
+        return "model.py", store.get_text(compiled.problem.source) + "\n\nModelNew = Model\n"
+    path = ROOT / "tests" / "fixtures" / "candidates" / "gates" / f"{candidate}.py"
+    return path.name, path.read_text()
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -81,7 +101,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     problem_name, _, names = args.case.partition(":")
     candidates = names.split(",")
-    problem = ROOT / "tests" / "problems" / "gates" / f"{problem_name}.py"
+    problem = _problem_path(problem_name)
     rows: list[dict[str, Any]] = []
     with fast_launch(args.device) as launch, tempfile.TemporaryDirectory() as tmp:
         sys.stderr.write(f"[{args.label}] launch: {launch.note}\n")
@@ -147,6 +167,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=6, help="recorded verdicts")
     parser.add_argument("--warmup", type=int, default=1, help="unrecorded verdicts first")
     parser.add_argument("--uses", type=int, help="GateSettings.reference_uses (default: its own)")
+    parser.add_argument("--cpu-budget", type=float, help="GateSettings.cpu_budget_s (0: full size)")
     parser.add_argument("--label", default="after")
     parser.add_argument("--table", type=Path, nargs="+", help="only print the table of these")
     args = parser.parse_args()

@@ -296,6 +296,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 _sync(job.device)
             except Exception as exc:  # a model that cannot run in float64: no rho rule
                 fp64_error = f"{type(exc).__name__}: {exc}"[:500]
+    mark("done")  # ends the last phase's lap (the float64 run), as the candidate job's does
     import triton
 
     return ReferenceResult(
