@@ -15,7 +15,9 @@ and bring their own baseline.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -141,15 +143,23 @@ def nbytes(values: list[Any]) -> int:
 
 
 def same_values(a: Any, b: Any) -> bool:
-    """Bitwise equality that treats NaN == NaN (inputs may legitimately hold NaN)."""
+    """Bitwise equality that treats NaN == NaN (inputs may legitimately hold NaN).
+
+    ``torch.equal`` first: one pass without temporaries, on the tensors' own device
+    when they share one; NaN (never equal to itself) falls through to the NaN-aware
+    rule, which takes three passes and two temporaries.
+    """
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
-        a = a.detach().cpu()
-        b = b.detach().cpu()
+        a, b = a.detach(), b.detach()
+        if a.device != b.device:
+            a, b = a.cpu(), b.cpu()
+        if torch.equal(a, b):
+            return True
         if a.is_floating_point():
             return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-        return bool(torch.equal(a, b))
+        return False
     return bool(a == b)
 
 
@@ -161,16 +171,33 @@ def save_values(path: Path, values: list[Any]) -> None:
     torch.save(to_cpu(values), path)
 
 
-def load_values(path: Path) -> list[Any]:
+def load_values(path: Path, *, mmap: bool = False) -> list[Any]:
     """Tensors and plain containers only: these files pass through candidate processes.
 
     A candidate can write (or overwrite) any file its process can reach; with
     full unpickling, a crafted ``.pt`` would run code in the checker or in the
-    baseline's timing process.
+    baseline's timing process.  ``mmap``: tensors backed by a private mapping of
+    the file instead of a copy, for values only read: a later write to the file
+    would show through, so only for a child's check of what it just wrote, or for
+    files unlinked right after (``gates.reference.prepare_reference``).
     """
-    return list(torch.load(path, weights_only=True))
+    return list(torch.load(path, weights_only=True, mmap=mmap))
+
+
+def digest_files(paths: list[Path]) -> list[str]:
+    """sha256 of each file, several files at once: hashlib and file reads release the GIL,
+    so a host's idle cores hash a bundle's GBs side by side (the same digests)."""
+    workers = min(len(paths), _HASH_THREADS, os.cpu_count() or 1)
+    if workers <= 1:
+        return [file_digest(path) for path in paths]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(file_digest, paths))
+
+
+_HASH_THREADS = 8
 
 
 def digest_dir(directory: Path) -> dict[str, str]:
     """sha256 of every ``.pt`` file in ``directory``, by file name."""
-    return {path.name: file_digest(path) for path in sorted(Path(directory).glob("*.pt"))}
+    paths = sorted(Path(directory).glob("*.pt"))
+    return {path.name: digest for path, digest in zip(paths, digest_files(paths), strict=True)}

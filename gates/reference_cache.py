@@ -55,7 +55,7 @@ from typing import IO
 from pydantic import BaseModel
 
 from gates.call_policy import POLICY_FILE, policy_path, save_policy
-from gates.problem_io import load_values, set_path
+from gates.problem_io import digest_files, load_values, set_path
 from gates.protocol import ReferenceResult
 from gates.reference import (
     ReferenceBundle,
@@ -388,16 +388,18 @@ def _drop_sets(entry: Path, record: KeptBundle, names: set[str]) -> dict[str, st
 def _new_files(entry: Path, known: dict[str, str]) -> dict[str, str]:
     """Digests of the files a draw's reference child just wrote, hashed once, and of the
     pristine copies of its inputs made here."""
-    out: dict[str, str] = {}
-    for name in ("inputs", "refs"):
-        for path in sorted((entry / name).glob("*.pt")):
-            key = f"{name}/{path.name}"
-            if key in known:
-                continue
-            out[key] = file_digest(path)
-            if name == "inputs":
-                shutil.copy2(path, entry / "inputs.pristine" / path.name)
-                out[f"inputs.pristine/{path.name}"] = out[key]
+    keys = [
+        f"{name}/{path.name}"
+        for name in ("inputs", "refs")
+        for path in sorted((entry / name).glob("*.pt"))
+        if f"{name}/{path.name}" not in known
+    ]
+    out = _digests(entry, keys)
+    for key in keys:
+        name, file_name = key.split("/", 1)
+        if name == "inputs":
+            shutil.copy2(entry / key, entry / "inputs.pristine" / file_name)
+            out[f"inputs.pristine/{file_name}"] = out[key]
     return out
 
 
@@ -456,16 +458,17 @@ def _release(entry: Path, bundle: ReferenceBundle | None, ended_well: bool) -> N
     _write(entry, record.model_copy(update={"clean": True}))
 
 
-def _digests(entry: Path) -> dict[str, str]:
-    """sha256 of every file a bundle keeps, by ``<dir>/<file>``."""
-    return {key: file_digest(entry / key) for key in _kept_files(entry)}
+def _digests(entry: Path, keys: list[str] | None = None) -> dict[str, str]:
+    """sha256 of these kept files (``<dir>/<file>``; default every one), several at once."""
+    keys = _kept_files(entry) if keys is None else keys
+    return dict(zip(keys, digest_files([entry / key for key in keys]), strict=True))
 
 
 def _first_digests(entry: Path, bundle: ReferenceBundle) -> dict[str, str]:
-    """``_digests`` of a new bundle, its inputs hashed once: the pristine copy was copied
-    from them right after ``prepare_reference`` hashed them."""
+    """The digests of every file a new bundle keeps, its inputs hashed once: the pristine
+    copy was copied from them right after ``prepare_reference`` hashed them."""
     out = {f"{d}/{k}": v for d in _KEPT_DIRS[:2] for k, v in bundle.input_digests.items()}
-    out.update({key: file_digest(entry / key) for key in _kept_files(entry) if key not in out})
+    out.update(_digests(entry, [key for key in _kept_files(entry) if key not in out]))
     return dict(sorted(out.items()))
 
 
@@ -486,11 +489,8 @@ def _intact(entry: Path, record: KeptBundle) -> bool:
     if sorted(_kept_files(entry)) != sorted(record.digests):
         return False
     spent = {s.name for s in record.result.input_sets if s.group >= 0}
-    return all(
-        file_digest(entry / key) == digest
-        for key, digest in record.digests.items()
-        if _set_name(key.split("/", 1)[1]) not in spent
-    )
+    read = [key for key in record.digests if _set_name(key.split("/", 1)[1]) not in spent]
+    return _digests(entry, read) == {key: record.digests[key] for key in read}
 
 
 def _evict(root: Path, limits: CacheLimits) -> None:

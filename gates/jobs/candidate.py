@@ -102,7 +102,7 @@ def run(job: CandidateJob) -> CandidateResult:
             # Re-read the originals from disk: on the CPU `inputs` may *be* `fresh`.
             post_path = set_path(job.inputs_dir, f"{s.name}.post")
             expected = load_values(
-                post_path if post_path.is_file() else set_path(job.inputs_dir, s.name)
+                post_path if post_path.is_file() else set_path(job.inputs_dir, s.name), mmap=True
             )
             mutated = [
                 k

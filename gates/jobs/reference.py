@@ -236,7 +236,8 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 if isinstance(leaf, torch.Tensor) and shares_memory(leaf, dev_inputs)
             ]
             save_values(set_path(job.refs_dir, s.name), out)
-            originals = load_values(set_path(job.inputs_dir, s.name))  # `inputs` may alias
+            # `inputs` may alias; a private mapping of the file just written, only read
+            originals = load_values(set_path(job.inputs_dir, s.name), mmap=True)
             mutated = [
                 i
                 for i, (a, b) in enumerate(zip(dev_inputs, originals, strict=True))
@@ -287,11 +288,13 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 model64 = copy.deepcopy(model).double()
                 keeper64 = StateKeeper(model64, stateful)
                 for s in input_sets:
-                    inputs = to_double(load_values(set_path(job.inputs_dir, s.name)))
+                    # widened on the device: half the bytes copied there, no fp32 copy here
+                    saved = load_values(set_path(job.inputs_dir, s.name), mmap=True)
+                    inputs = to_double(to_device(saved, job.device))
                     keeper64.restore()
                     seed_everything(seeds[s.name])
                     with Float32Randomness() if random_forward else contextlib.nullcontext():
-                        out64 = flatten_output(model64(*to_device(inputs, job.device)))
+                        out64 = flatten_output(model64(*inputs))
                     save_values(set_path(job.refs_dir, f"{s.name}.fp64"), out64)
                 _sync(job.device)
             except Exception as exc:  # a model that cannot run in float64: no rho rule
