@@ -345,10 +345,17 @@ def prepare_reference(
         return bundle
     result = ReferenceResult.model_validate(outcome.result)
     bundle.result = result
-    bundle.refs = {s.name: load_values(set_path(str(refs_dir), s.name)) for s in result.input_sets}
+    # Not kept: mapped (privately) instead of copied -- GBs on large problems -- and the
+    # files unlinked at once, before any candidate process starts.  The child that wrote
+    # them has exited, so no process holds or can open them again: the mapped values can
+    # no longer change.  Kept files stay on disk for later candidates, so those are copied.
+    mapped = not keep_refs
+    bundle.refs = {
+        s.name: load_values(set_path(str(refs_dir), s.name), mmap=mapped) for s in result.input_sets
+    }
     if result.fp64_available:
         bundle.refs64 = {
-            s.name: load_values(set_path(str(refs_dir), f"{s.name}.fp64"))
+            s.name: load_values(set_path(str(refs_dir), f"{s.name}.fp64"), mmap=mapped)
             for s in result.input_sets
         }
     if not keep_refs:
