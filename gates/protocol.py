@@ -81,6 +81,9 @@ class ReferenceJob(ChildJob):
     model_mode: str = "auto"  # GateSettings.model_mode: auto | as_constructed | train | eval
     cpu_budget_s: float = 0.0  # CPU only: shrink the batch when the check would take longer
     draw_only: DrawOnly | None = None  # only this draw's sets, for a kept bundle
+    # a draw-only job's weights: the kept bundle's file, read-only; its inputs_dir and
+    # refs_dir start empty, so none of the bundle's files is staged into its view and back
+    weights_file: str = ""
 
 
 class SetInfo(Frozen):

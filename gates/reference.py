@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.cache_guard import CacheGuard
+from gates.jobs.build import weights_path
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import (
     DrawOnly,
@@ -299,15 +300,18 @@ def _reference_job(
     planned: tuple[list[InputSet], list[int]],
     draw_only: DrawOnly | None = None,
 ) -> ReferenceJob:
-    """The reference child's job: ``planned`` sets into ``workdir``'s inputs and refs."""
+    """The reference child's job: ``planned`` sets into ``workdir``'s inputs and refs (a
+    draw's into empty ``draw.inputs`` and ``draw.refs``, the kept weights read-only)."""
     sets, holdout_seeds = planned
+    prefix = "draw." if draw_only is not None else ""
     return ReferenceJob(
         problem_path=str(Path(problem_path).resolve()),
         device=settings.device,
         model_seed=settings.model_seed,
         input_sets=sets,
-        inputs_dir=str(workdir / "inputs"),
-        refs_dir=str(workdir / "refs"),
+        inputs_dir=str(workdir / f"{prefix}inputs"),
+        refs_dir=str(workdir / f"{prefix}refs"),
+        weights_file=str(weights_path(str(workdir / "inputs"))) if draw_only is not None else "",
         holdout_seeds=holdout_seeds,
         compute_fp64=settings.run_model_gate,
         count_flops=settings.run_perf and draw_only is None,  # evidence for the roofline only
@@ -378,17 +382,30 @@ def prepare_draw(
     """Run the reference child for draw ``draw`` alone, adding its sets to the bundle that
     ``kept`` describes in ``workdir`` (its ``inputs`` and ``refs``; the seeded sets and the
     weights stay as they are).  ``taken``: seeds no new set may have.  The result is the
-    draw's only (None when the child failed); ``draw_disagrees`` says whether it fits."""
+    draw's only (None when the child failed); ``draw_disagrees`` says whether it fits.
+
+    The child writes into empty directories whose files are then moved into the kept
+    ones: a sandboxed child's writable directories are copied into its view and back,
+    which for the kept ones was the whole bundle (GBs) on every draw.
+    """
     workdir = Path(workdir)
     taken = taken | {s.seed for s in kept.input_sets}
     draw_only = DrawOnly(draw=draw, cpu_rows=kept.cpu_rows, inputs_note=kept.policy.inputs_note)
     planned = plan_draw(settings, draw, taken)
     job = _reference_job(problem_path, settings, workdir, planned, draw_only)
+    news = [(Path(job.inputs_dir), workdir / "inputs"), (Path(job.refs_dir), workdir / "refs")]
+    for new, _ in news:
+        shutil.rmtree(new, ignore_errors=True)
+        new.mkdir()
     run_dir = workdir / "reference.draw"
     shutil.rmtree(run_dir, ignore_errors=True)
     outcome = run_job(job, run_dir, timeout_s=settings.static_timeout_s, device=settings.device)
     if not outcome.ok or outcome.result is None:
         return outcome, None
+    for new, kept_dir in news:
+        for path in sorted(new.glob("*.pt")):
+            path.replace(kept_dir / path.name)  # a rename: one file system
+        shutil.rmtree(new, ignore_errors=True)
     return outcome, ReferenceResult.model_validate(outcome.result)
 
 

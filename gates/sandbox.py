@@ -380,7 +380,14 @@ def cache_dirs() -> list[Path]:
 
 
 _RW_FIELDS = {"out_dir", "refs_dir"}
-_RO_FIELDS = {"problem_path", "candidate_path", "compiled_json", "wrapper_json", "inputs_dir"}
+_RO_FIELDS = {
+    "problem_path",
+    "candidate_path",
+    "compiled_json",
+    "wrapper_json",
+    "inputs_dir",
+    "weights_file",
+}
 
 
 @dataclass

@@ -23,6 +23,7 @@ import copy
 import functools
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -150,7 +151,7 @@ class _Caller:
         missing = [n for n in names if n not in self.keeper.originals]
         if not missing:
             return
-        weights = torch.load(weights_path(self.job.inputs_dir), weights_only=True)
+        weights = torch.load(_weights_file(self.job), weights_only=True)
         tensors = state_tensors(self.model)
         for n in missing:
             if n in weights and n in tensors:
@@ -322,10 +323,15 @@ def run(job: ReferenceJob) -> ReferenceResult:
     )
 
 
+def _weights_file(job: ReferenceJob) -> Path:
+    """Where the weights every candidate copies are: the kept bundle's file for a new draw."""
+    return Path(job.weights_file) if job.weights_file else weights_path(job.inputs_dir)
+
+
 def _share_weights(model: torch.nn.Module, job: ReferenceJob) -> None:
     """Write the weights every candidate copies; a kept bundle's new draw loads them instead,
     so its outputs come from the very weights the bundle's candidates get."""
-    path = weights_path(job.inputs_dir)
+    path = _weights_file(job)
     if job.draw_only is not None:
         model.load_state_dict(torch.load(path, weights_only=True))
         return

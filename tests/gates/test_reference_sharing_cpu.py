@@ -500,3 +500,23 @@ def test_a_draw_that_disagrees_retires_the_bundle_and_a_fresh_reference_judges(
     (entry,) = [p for p in kept.iterdir() if p.is_dir()]  # the old one retired, the new kept
     record = reference_cache.KeptBundle.model_validate_json((entry / "record.json").read_text())
     assert record.bundle_id == mark["id"]
+
+
+def test_a_draw_child_sees_no_kept_file_but_the_weights_read_only(tmp_path: Path) -> None:
+    """A sandboxed child's writable directories are copied into its view and back: a draw's
+    child writes into empty ones (the parent moves its files in), so the kept bundle is
+    neither copied nor exposed; only the weights file, read-only."""
+    from gates.jobs.build import WEIGHTS_FILE
+    from gates.protocol import DrawOnly
+    from gates.reference import _reference_job, plan_draw
+    from gates.sandbox import job_view
+
+    settings = GateSettings(device="cpu")
+    entry = tmp_path / "entry"
+    planned = plan_draw(settings, 1, set())
+    job = _reference_job(PROBLEM, settings, entry, planned, DrawOnly(draw=1))
+    view = job_view(json.loads(job.model_dump_json()), tmp_path / "run")
+    assert set(view.rw) == {tmp_path / "run", entry / "draw.inputs", entry / "draw.refs"}
+    assert entry / "inputs" / WEIGHTS_FILE in view.ro
+    kept = {entry / d for d in ("inputs", "inputs.pristine", "refs")}
+    assert not kept & set(view.rw + view.ro)
