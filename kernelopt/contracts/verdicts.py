@@ -92,8 +92,13 @@ class GateSettings(Frozen):
     cpu_budget_s: float = 60.0
     # campaign path: a GPU worker's reference bundle judges up to this many successive
     # candidates of one problem (1: a fresh reference per candidate), for at most this long
-    # (gates/reference_cache.py; why this is safe: gates/README.md)
-    reference_uses: int = 8
+    # (gates/reference_cache.py; why this is safe: gates/README.md).  Off by default: each
+    # later use still runs a reference child for its own held-out draw (process, import,
+    # build, determinism probe, float64) and checks the kept files, which costs about what
+    # a fresh reference does, and most bundles serve one candidate; it pays only where the
+    # seeded sets' forward dominates the reference child (docs/TEAM_NOTES.md, seventeenth
+    # session)
+    reference_uses: int = 1
     reference_max_age_s: float = 900.0
 
 
