@@ -128,20 +128,29 @@ def withdraw(f: Folders, rids: list[str], reason: str) -> None:
 
 
 def pending(f: Folders) -> list[dict[str, Any]]:
-    """Requests still waiting for a reply, oldest first."""
+    """Requests still waiting for a reply, oldest first.  A worker moves a request away
+    once its reply is taken, so a file listed here may be gone a moment later: skipped."""
     if not f.requests.is_dir():
         return []
+    listed = [(_mtime(path), path) for path in f.requests.glob("*.json")]
     out = []
-    for path in sorted(f.requests.glob("*.json"), key=lambda p: p.stat().st_mtime):
+    for mtime, path in sorted((m, p) for m, p in listed if m is not None):
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         if find_reply(f, data.get("request_id", path.stem)) is None:
             data["path"] = str(path)
-            data["age_s"] = time.time() - path.stat().st_mtime
+            data["age_s"] = time.time() - mtime
             out.append(data)
     return out
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return None
 
 
 def deliver(f: Folders, rid: str, text: str) -> Path:
