@@ -103,27 +103,6 @@ class ReferenceBundle:
             "heldout": {"draw": self.draw, "of": self.draws, "digest": self.heldout_digest},
         }
 
-    def keep_draw(self, draw: int) -> None:
-        """Forget every other draw: sets, their facts and reference outputs (this process only)."""
-        result = self.result
-        if result is None:
-            return
-        names = {s.name for s in result.input_sets if s.group in (-1, draw)}
-        policy = result.policy.model_copy(
-            update={"call_seeds": {k: v for k, v in result.policy.call_seeds.items() if k in names}}
-        )
-        self.result = result.model_copy(
-            update={
-                "input_sets": [s for s in result.input_sets if s.name in names],
-                "sets": [s for s in result.sets if s.name in names],
-                "policy": policy,
-            }
-        )
-        self.refs = {k: v for k, v in self.refs.items() if k in names}
-        if self.refs64 is not None:
-            self.refs64 = {k: v for k, v in self.refs64.items() if k in names}
-        self.draw = draw
-
     def reveals(self, name: str) -> bool:
         """May feedback show reference values of set ``name``?
 

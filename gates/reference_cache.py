@@ -407,18 +407,16 @@ def _open_draw(entry: Path, bundle: ReferenceBundle, draw: int, digests: dict[st
     """Judge the current candidate on draw ``draw`` alone, through a view of the inputs.
 
     The view holds the seed sets, the weights and this draw's sets (linked from
-    the kept inputs, its pristine copy likewise) and a policy naming only them:
-    no candidate process sees another draw's inputs or seeds, so none can work
-    out answers for a later candidate's sets.  The view's digests are the kept
+    the kept inputs, its pristine copy likewise; the bundle keeps no other draw)
+    and a policy naming only them: no candidate process sees another draw's
+    inputs or seeds, so none can work out answers for a later candidate's sets.  The view's digests are the kept
     files' (``digests``, checked or computed under this use's lease), not hashed again.
     """
-    sets = bundle.input_sets
-    if any(s.group >= 0 for s in sets) and not any(s.group == draw for s in sets):
-        raise RuntimeError(f"reference bundle {entry.name} has no draw {draw}: retired")
-    others = {s.name for s in sets if s.group not in (-1, draw)}
-    bundle.keep_draw(draw)
-    skip = {name for name in os.listdir(entry / "inputs") if _set_name(name) in others}
-    skip.add(POLICY_FILE)
+    groups = {s.group for s in bundle.input_sets if s.group >= 0}
+    if groups and groups != {draw}:  # a bundle keeps the seeded sets and one draw, never more
+        raise RuntimeError(f"reference bundle {entry.name} holds draws {groups}, not {draw}")
+    bundle.draw = draw
+    skip = {POLICY_FILE}
     view, pristine = entry / _VIEW, entry / _VIEW_PRISTINE
     for target in (view, pristine):
         shutil.rmtree(target, ignore_errors=True)
