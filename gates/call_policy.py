@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from gates.protocol import EvaluationPolicy
+from kernelopt.kinds.validate import same_values
 
 POLICY_FILE = "_policy.pt"
 
@@ -105,8 +106,6 @@ class StateKeeper:
 
     def changed(self) -> list[str]:
         """Kept entries whose object or values differ from the saved ones (bitwise, NaN-aware)."""
-        from gates.problem_io import same_values
-
         current = state_tensors(self.module)
         return [
             n

@@ -16,11 +16,12 @@ from typing import Any
 
 from gates.feedback import bullet_list, crash_feedback
 from gates.numerics import OutputComparison, compare_outputs
-from gates.problem_io import load_values, same_values, set_path
+from gates.problem_io import load_values, set_path
 from gates.protocol import CandidateResult
 from gates.reference import ReferenceBundle
 from gates.runner import ChildOutcome
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus, GateVerdict
+from kernelopt.kinds.validate import same_values
 
 
 def load_candidate_outputs(out_dir: Path, names: list[str]) -> dict[str, list[Any]]:

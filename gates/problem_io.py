@@ -142,27 +142,6 @@ def nbytes(values: list[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def same_values(a: Any, b: Any) -> bool:
-    """Bitwise equality that treats NaN == NaN (inputs may legitimately hold NaN).
-
-    ``torch.equal`` first: one pass without temporaries, on the tensors' own device
-    when they share one; NaN (never equal to itself) falls through to the NaN-aware
-    rule, which takes three passes and two temporaries.
-    """
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        a, b = a.detach(), b.detach()
-        if a.device != b.device:
-            a, b = a.cpu(), b.cpu()
-        if torch.equal(a, b):
-            return True
-        if a.is_floating_point():
-            return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-        return False
-    return bool(a == b)
-
-
 def set_path(directory: str, name: str) -> Path:
     return Path(directory) / f"{name}.pt"
 

@@ -25,12 +25,12 @@ from gates.poison import PoisonAllocations, poison_cached_blocks
 from gates.problem_io import (
     flatten_output,
     load_values,
-    same_values,
     save_values,
     set_path,
     to_device,
 )
 from gates.protocol import CallRecord, CandidateJob, CandidateResult
+from kernelopt.kinds.validate import same_values
 from kernelopt.precision import strict_fp32
 
 JOB_TYPE = CandidateJob

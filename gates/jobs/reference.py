@@ -48,7 +48,6 @@ from gates.problem_io import (
     flatten_output,
     load_values,
     nbytes,
-    same_values,
     save_values,
     set_path,
     shape_of,
@@ -63,7 +62,7 @@ from gates.protocol import (
     SetInfo,
     group_name,
 )
-from kernelopt.kinds.validate import first_difference
+from kernelopt.kinds.validate import first_difference, same_values
 from kernelopt.loaded_problem import apply_mode, resolve_mode
 from kernelopt.precision import strict_fp32
 

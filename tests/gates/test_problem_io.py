@@ -1,38 +1,13 @@
-"""The data path's helpers: equality, mapped loads and digests give what the slow forms gave."""
+"""The data path's helpers: mapped loads and digests give what the slow forms gave."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import torch
 
-from gates.problem_io import digest_dir, digest_files, load_values, same_values, save_values
+from gates.problem_io import digest_dir, digest_files, load_values, save_values
 from kernelopt.store import file_digest
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "same"),
-    [
-        (torch.tensor([1.0, float("nan")]), torch.tensor([1.0, float("nan")]), True),
-        (torch.tensor([0.0, 2.0]), torch.tensor([-0.0, 2.0]), True),  # == says equal
-        (torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0]), False),
-        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), False),
-        (torch.tensor([float("inf")]), torch.tensor([float("inf")]), True),
-        (torch.tensor([1, 2]), torch.tensor([1, 2]), True),
-        (torch.tensor([1, 2]), torch.tensor([1, 3]), False),
-        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0], dtype=torch.float64), False),
-        (torch.tensor([1.0, 2.0]), torch.tensor([[1.0, 2.0]]), False),
-        (torch.tensor([True, False]), torch.tensor([True, False]), True),
-        (3, 3, True),
-    ],
-)
-def test_same_values_is_bitwise_equality_with_nan_equal_to_nan(a: object, b: object, same: bool):
-    assert same_values(a, b) is same
-    tensors = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-    if tensors and a.shape == b.shape and a.dtype == b.dtype and a.is_floating_point():
-        rule = bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())  # spelled out
-        assert same_values(a, b) is rule
 
 
 def test_a_mapped_load_holds_the_saved_values_after_the_file_is_gone(tmp_path: Path) -> None:
