@@ -11,7 +11,6 @@ with the real GPU worker; ``test_random_faults.py`` runs it over the doubles.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,17 +21,16 @@ from temporalio.client import Client, WorkflowHandle
 from kernelopt.audit.model import AuditReport, CandidateAudit
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.client import connect
+from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignOptions
 from kernelopt.contracts.verdicts import GateName
 from kernelopt.store import open_store
 from tests.durability.random_faults import ChaosRun, Judged, judge_run, run_chaos
 from tests.durability.support import DevServer, assert_consistent, decisions_of, reference_report
-from tests.support.paths import ROOT
 
 KEPT = "reference-audit.json"
-KEPT_CODE = "reference-code.sha256"  # the product code that made the kept reference
-PRODUCT = ("kernelopt", "gates", "activities", "workflows", "worker.py")
+KEPT_CODE = "reference-code.txt"  # code_fingerprint() of the code that made the kept reference
 UNTIMED = {GateName.STATIC, GateName.CORRECTNESS, GateName.MODEL}
 
 
@@ -89,24 +87,14 @@ def _starter(settings: Settings, plan: FaultPlan) -> Callable[[Client, str, str]
     return start
 
 
-def product_digest(root: Path = ROOT) -> str:
-    """One digest of the product's Python sources: a kept reference judges only the code
-    that made it (another tree's gates may give other verdicts, rightly)."""
-    h = hashlib.sha256()
-    for top in PRODUCT:
-        path = root / top
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
-
-
 async def kept_reference(settings: Settings, plan: FaultPlan, logs: Path) -> AuditReport:
     """The home's undisturbed campaign, run on the first call and read back after; a
-    reference kept by other product code is refused, not compared."""
+    reference kept by other product code (``code_fingerprint``) is refused, not compared:
+    another tree's gates may rightly give other verdicts."""
     kept, code = settings.home / KEPT, settings.home / KEPT_CODE
     if kept.is_file():
         made_by = code.read_text().strip() if code.is_file() else "unknown code"
-        if made_by != product_digest():
+        if made_by != code_fingerprint():
             raise RuntimeError(
                 f"{kept} was made by other product code ({made_by[:12]}): delete it and"
                 " run the reference again (KERNELOPT_GPU_FAULTS=0) with this tree"
@@ -127,7 +115,7 @@ async def kept_reference(settings: Settings, plan: FaultPlan, logs: Path) -> Aud
     finally:
         server.stop()
     kept.write_text(reference.model_dump_json())
-    code.write_text(product_digest())
+    code.write_text(code_fingerprint())
     return reference
 
 

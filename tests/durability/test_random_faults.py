@@ -23,6 +23,7 @@ import pytest
 from temporalio.client import Client
 
 from kernelopt.audit.model import AuditReport, CandidateAudit
+from kernelopt.code_version import code_fingerprint
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
 from tests.durability.kept_reference_faults import (
@@ -30,7 +31,6 @@ from tests.durability.kept_reference_faults import (
     KEPT_CODE,
     FaultPlan,
     faults_against_kept_reference,
-    product_digest,
     timing_free_disagreements,
 )
 from tests.durability.random_faults import judge_run, run_chaos
@@ -110,7 +110,7 @@ async def test_a_reference_kept_by_other_code_is_refused(tmp_path: Path) -> None
     plan = FaultPlan(problem=PROBLEM, options=smallest_gpu_options)
     with pytest.raises(RuntimeError, match="other product code"):
         await faults_against_kept_reference(settings, plan, tmp_path / "logs", 1, 0)
-    (settings.home / KEPT_CODE).write_text(product_digest())
+    (settings.home / KEPT_CODE).write_text(code_fingerprint())
     kept = await faults_against_kept_reference(settings, plan, tmp_path / "logs", 1, 0)
     assert kept.reference.campaign_id == "c"
 
