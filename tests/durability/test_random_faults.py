@@ -88,6 +88,7 @@ async def test_faults_against_a_reference_kept_in_the_home(tmp_path: Path) -> No
     settings = make_settings(tmp_path / "home")
     plan = FaultPlan(problem=PROBLEM, options=smallest_gpu_options)
     seed = _seed()
+    print(f"seed {seed} (KERNELOPT_FAULT_SEED repeats it)")  # shown with any failure below
     first = await faults_against_kept_reference(settings, plan, tmp_path / "logs1", seed, 0)
     assert first.run is None and (settings.home / KEPT).is_file()
     second = await faults_against_kept_reference(settings, plan, tmp_path / "logs2", seed, 3)
