@@ -1,6 +1,6 @@
 """What gates 2 and 3's parent-side comparisons cost per verdict (issue 22).
 
-``python scripts/bench_gate_comparisons.py [--sets 6] [--shape 4096 2048] [--candidates 4]
+``python -m scripts.bench_gate_comparisons [--sets 6] [--shape 4096 2048] [--candidates 4]
 [--magnitude 1]``
 
 Builds synthetic reference outputs (an fp32 baseline and its float64 twin per input
@@ -26,17 +26,13 @@ import math
 import statistics
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+import torch
 
-import torch  # noqa: E402
-
-from gates.model_gate import model_verdict_from_sets  # noqa: E402
-from gates.numerics import compare_outputs, comparison_threads  # noqa: E402
-from gates.reference_facts import ReferenceFacts  # noqa: E402
-from kernelopt.contracts.verdicts import GateSettings  # noqa: E402
+from gates.model_gate import model_verdict_from_sets
+from gates.numerics import compare_outputs, comparison_threads
+from gates.reference_facts import ReferenceFacts
+from kernelopt.contracts.verdicts import GateSettings
 
 SET_NAMES = ["seed0", "seed1", "seed2", "heldout", "newvals", "holdout"]
 

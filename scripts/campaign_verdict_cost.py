@@ -1,12 +1,13 @@
 """Wall time per ``gate_candidate`` verdict in the campaign path, with and without shared references.
 
-    # here (CPU, Triton interpreter, small sizes): before = main's code, after = this one
-    PYTHONPATH=/path/to/main python scripts/campaign_verdict_cost.py --device cpu --label before
-    PYTHONPATH=. python scripts/campaign_verdict_cost.py --device cpu --label after
-    PYTHONPATH=. python scripts/campaign_verdict_cost.py --device cpu --label after-unshared --uses 1
+    # here (CPU, Triton interpreter, small sizes): before = main's code, after = this one;
+    # "before" runs this file by path, so its imports come from PYTHONPATH, not this root
+    PYTHONPATH=/path/to/main python3 scripts/campaign_verdict_cost.py --device cpu --label before
+    python3 -m scripts.campaign_verdict_cost --device cpu --label after
+    python3 -m scripts.campaign_verdict_cost --device cpu --label after-unshared --uses 1
     # the H200 (forward timing included; the problem is compiled once first)
     source scripts/device_env.sh; source scripts/device_bwrap.sh
-    python3 scripts/campaign_verdict_cost.py --device cuda --count 9 --label after
+    python3 -m scripts.campaign_verdict_cost --device cuda --count 9 --label after
     # -> $OUT/campaign_cost_<label>.json; --table FILE... prints the table of several runs
 
 It runs ``--count`` candidates of one problem (``--case PROBLEM:CAND,CAND,...``

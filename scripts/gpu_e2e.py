@@ -1,9 +1,9 @@
 """End to end on the GPU host: `kernelopt optimize` machinery on several problems at once.
 
-    source scripts/device_env.sh; python3 scripts/gpu_e2e.py [--deadline S] PROBLEM...
+    source scripts/device_env.sh; python3 -m scripts.gpu_e2e [--deadline S] PROBLEM...
 
-(``device_env.sh`` puts the repository root on ``PYTHONPATH``; elsewhere run it
-from the root with ``PYTHONPATH=.``.)  The regression check of the same machinery
+(``device_env.sh`` puts the repository root on ``PYTHONPATH``; elsewhere ``-m`` from
+the root finds it.)  The regression check of the same machinery
 is ``tests/e2e/test_gpu_campaigns.py``; this tool stays for long multi-call runs
 (``--resume``) and for ``scripts/gpu_identity_corpus.py``, which calls it.
 

@@ -1,6 +1,6 @@
 """The built-in proposer's new families (templates, rewrites, regeneration) through the gates.
 
-    source scripts/device_env.sh; python scripts/gpu_families.py [PROBLEM.py ...]   # under $OUT
+    source scripts/device_env.sh; python -m scripts.gpu_families [PROBLEM.py ...]   # under $OUT
 
 For each problem: compile the baseline (max-autotune, as a campaign does), segment it,
 ask the built-in proposer for candidates -- kernel targets for templates (every Triton
@@ -27,7 +27,6 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 OUT = Path(os.environ.get("OUT") or ROOT / ".gpu_families_out")
 OUT.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Where the time of one ``gate_candidate`` goes, on the GPU host (one device call).
 
-    source scripts/device_env.sh; python3 scripts/gpu_gate_cost.py   # writes $OUT/gate_cost.json
+    source scripts/device_env.sh; python3 -m scripts.gpu_gate_cost   # writes $OUT/gate_cost.json
 
 For committed H200 fixtures (rehydrated, no compile) one identity candidate (the
 target's own kernel source) goes through ``gates.campaign.gate_candidate`` a few
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 FIXTURES = ROOT / "tests" / "fixtures" / "wrappers"
 

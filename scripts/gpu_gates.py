@@ -2,7 +2,7 @@
 
 Usage on the GPU host (see docs/TEAM_NOTES.md):
 
-    source scripts/device_env.sh; GATES_BUDGET_S=420 python3 scripts/gpu_gates.py
+    source scripts/device_env.sh; GATES_BUDGET_S=420 python3 -m scripts.gpu_gates
 
 Optional: GATES_CASES=diag_rowscale,side_stream (a subset), GATES_CAMPAIGN=1 (also the
 campaign-path test), GATES_BASELINE_MODE (default: default; max-autotune costs 30-50 s per
@@ -115,7 +115,6 @@ def _direct(env: dict[str, str]) -> int:
     """The suite without pytest: same settings, same expectations, same files."""
     os.environ.update(env)
     os.environ["KERNELOPT_GATES_SMALL"] = "0"
-    sys.path.insert(0, str(ROOT))
     from gates.runner import fast_launch
     from tests.gates.test_gpu_adversarial import gpu_settings
     from tests.support.adversarial import (

@@ -9,7 +9,7 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
    accepted against the eager baseline (the candidate *is* the eager model, so gate 4
    must not find it slower, nor quarantine its timing).  Rows go to ``$OUT/identity.jsonl`` as they finish::
 
-       source scripts/device_env.sh; python3 scripts/gpu_identity_corpus.py verify --deadline 540
+       source scripts/device_env.sh; python3 -m scripts.gpu_identity_corpus verify --deadline 540
 
 2. **optimize**: ``kernelopt optimize`` machinery with the built-in proposer
    on the same problems, through ``scripts/gpu_e2e.py`` (server, workers,
@@ -18,9 +18,9 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
    ``--chunk K/N`` picks every N-th problem from K, and ``--resume`` continues
    a chunk in the next call on the warm machine (as gpu_e2e documents)::
 
-       source scripts/device_env.sh; python3 scripts/gpu_identity_corpus.py optimize --chunk 0/8
+       source scripts/device_env.sh; python3 -m scripts.gpu_identity_corpus optimize --chunk 0/8
 
-   Then ``python3 scripts/gpu_identity_corpus.py summary $OUT`` checks that
+   Then ``python3 -m scripts.gpu_identity_corpus summary $OUT`` checks that
    every campaign reached an outcome (optimized, matched or fallback), never a
    crash, and prints the table.  carry [".whl", ".device"] for this section.
 """
@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 CORPUS = sorted((ROOT / "tests" / "problems" / "identity").glob("*.py"))
 
 
@@ -85,9 +84,9 @@ def optimize(chunk: str, deadline: float, resume: bool) -> int:
     """Section 2: campaigns with the built-in proposer, through gpu_e2e.py."""
     k, n = (int(x) for x in chunk.split("/"))
     problems = [str(p) for p in CORPUS[k::n]]
-    cmd = [sys.executable, str(ROOT / "scripts" / "gpu_e2e.py"), "--deadline", str(deadline)]
+    cmd = [sys.executable, "-m", "scripts.gpu_e2e", "--deadline", str(deadline)]
     cmd += ["--resume"] if resume else []
-    return subprocess.call([*cmd, *problems])
+    return subprocess.call([*cmd, *problems], cwd=ROOT)
 
 
 def summary(out: Path) -> int:

@@ -1,9 +1,9 @@
 """Compile, segmentation, triage, memory and payload sizes of problems/large/ on the GPU (issue 31).
 
     source scripts/device_env.sh
-    python3 scripts/gpu_large_models.py --out "$OUT"
+    python3 -m scripts.gpu_large_models --out "$OUT"
     # -> $OUT/large_models.md (the table), large_models.json (every number)
-    python3 scripts/gpu_large_models.py --out "$OUT" --model 001_resnet50  # one model:
+    python3 -m scripts.gpu_large_models --out "$OUT" --model 001_resnet50  # one model:
     # -> $OUT/large_models.001_resnet50.{md,json}
 
 Each model runs in its own child process (so peak host memory is its own): the

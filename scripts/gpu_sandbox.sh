@@ -39,6 +39,6 @@ step sandbox_gpu_tests 50 "${PYTEST[@]}" -m gpu tests/security/test_sandbox_gpu.
 step sandbox_cpu_tests_on_h200 85 "${PYTEST[@]}" -m "not gpu" \
     -k "not spawned or fork_bomb or disk_filler" \
     tests/security tests/gates/test_sandbox.py tests/kernelopt/profiling/test_ncu_sandbox.py
-step sandbox_cost_cuda 55 python3 scripts/sandbox_cost.py --device cuda --reps 3 \
+step sandbox_cost_cuda 55 python3 -m scripts.sandbox_cost --device cuda --reps 3 \
     --spawned-reps 1 --out "$OUT/sandbox_cost_cuda.json"
 echo "total ${SECONDS}s" | tee -a "$OUT/steps.txt"

@@ -2,7 +2,7 @@
 
     mkdir -p .device/old && git archive 9ad0629 | tar -x -C .device/old   # here, carried
     source scripts/device_env.sh; source scripts/device_bwrap.sh
-    python3 scripts/gpu_verdict_cost.py --repeat 3 --deadline 200 --before .device/old \
+    python3 -m scripts.gpu_verdict_cost --repeat 3 --deadline 200 --before .device/old \
         --case swish_bias:swish_fused --case softmax:softmax_rows --case swish_bias:@identity
     # -> $OUT/verdict_cost.md (the table), verdict_cost.json (every verdict)
 
@@ -17,7 +17,9 @@ measured the same way).  Each case first gets ``--warmup`` unrecorded verdicts
 (compiler caches; with ``--before``, once for both checkouts, before the
 deadline's clock starts), and no recorded verdict starts after ``--deadline``.  With ``--before DIR`` (``git archive 9ad0629`` extracted
 there) the same cases run first from that code, in a subprocess of this call, so
-before and after come from one device session.  ``--device cpu`` runs it under the
+before and after come from one device session: the subprocess runs this file by path
+with that checkout first on ``PYTHONPATH`` (nothing edits ``sys.path``), and refuses
+to measure if ``gates`` still imports from elsewhere.  ``--device cpu`` runs it under the
 Triton interpreter with the CPU suite's settings (small sizes, eager baseline, no
 speed claim): it counts processes and fixed costs, not GPU-seconds.
 """
@@ -253,6 +255,15 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _check_imports_from(code: Path, parser: argparse.ArgumentParser) -> None:
+    """The ``--before`` child measures the old checkout only if its imports resolve there."""
+    import gates
+
+    where = Path(gates.__file__).resolve()
+    if not where.is_relative_to(code.resolve()):
+        parser.error(f"gates is imported from {where}, not from {code}: put it first on PYTHONPATH")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
@@ -279,9 +290,7 @@ def main() -> int:
         sys.stdout.write(table([r for f in args.table for r in json.loads(f.read_text())]) + "\n")
         return 0
     if args.code is not None:
-        sys.path.insert(0, str(args.code.resolve()))
-    else:
-        sys.path.insert(0, str(ROOT))
+        _check_imports_from(args.code, parser)
     if args.device == "cpu":
         os.environ.setdefault("KERNELOPT_GATES_SMALL", "1")
     out = Path(os.environ.get("OUT") or ROOT / ".verdict_cost")
@@ -303,7 +312,8 @@ def main() -> int:
         for flag, value in (("--min-rounds", args.min_rounds), ("--max-rounds", args.max_rounds)):
             cmd += [flag, str(value)] if value is not None else []
         cmd += ["--label", "before", "--code", str(args.before), "--json", str(before_json)]
-        # the old checkout instead of this one; other entries (the device's wheels) stay
+        # this file by path, its imports from the old checkout (PYTHONPATH, not this root):
+        # other entries (the device's wheels) stay
         paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
         keep = [x for x in paths if x and Path(x).resolve() != ROOT]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(args.before.resolve()), *keep])}

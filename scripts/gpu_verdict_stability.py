@@ -4,7 +4,7 @@ Usage on the GPU host, from the repository root (device_env.sh puts it on PYTHON
 docs/TEAM_NOTES.md says how to carry the wheels):
 
     source scripts/device_env.sh
-    python3 scripts/gpu_verdict_stability.py PROBLEM CANDIDATE [N]
+    python3 -m scripts.gpu_verdict_stability PROBLEM CANDIDATE [N]
 
 PROBLEM and CANDIDATE name files of tests/problems/gates and tests/fixtures/candidates/gates.
 Gates 1-3 run once; gate 4 (every timed call checked) runs N times on the same

@@ -1,6 +1,6 @@
 """Why ncu cannot profile inside the gate sandbox on this host: a maintainer's probe.
 
-    source scripts/device_env.sh; source scripts/device_bwrap.sh; python3 scripts/ncu_sandbox_probe.py
+    source scripts/device_env.sh; source scripts/device_bwrap.sh; python3 -m scripts.ncu_sandbox_probe
 
 Runs ncu the way the profiler does (``kernelopt.profiling.ncu.sandboxed``) on three
 targets, from the simplest up, and once outside the sandbox for contrast, and prints each

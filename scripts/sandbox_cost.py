@@ -1,6 +1,6 @@
 """What the gate sandbox costs per child launch: spawned and forked, sandbox on and off.
 
-``python scripts/sandbox_cost.py [--device cpu|cuda] [--reps 5] [--spawned-reps N] [--out FILE]``
+``python -m scripts.sandbox_cost [--device cpu|cuda] [--reps 5] [--spawned-reps N] [--out FILE]``
 
 Runs one honest candidate (tests/fixtures/candidates/gates/swish_fused.py on the
 swish_bias problem) through ``gates.runner.run_job`` ``reps`` times per
@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 
 def _job(tmp: Path, device: str):

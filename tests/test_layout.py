@@ -43,7 +43,7 @@ def test_every_test_file_sits_where_its_module_is() -> None:
                 misplaced.append(f"{rel}: no top-level module {module}.py")
         elif top in MIRRORED:
             source = ROOT / rel.parent
-            if not source.is_dir() or (top != "scripts" and not (source / "__init__.py").is_file()):
+            if not (source / "__init__.py").is_file():
                 misplaced.append(f"{rel}: {rel.parent}/ is not a package of the repository")
         elif top not in CROSS_CUTTING:
             misplaced.append(f"{rel}: {top}/ holds no tests (see tests/README.md)")

@@ -6,8 +6,8 @@
     python3 -m scripts.llm_eval resume --home home.tgz --replies DIR_OR_TGZ [--budget-s 450]
     python3 -m scripts.llm_eval report --home home.tgz --out DIR
 
-Run from the repository root (``scripts`` is imported as a namespace package:
-nothing patches ``sys.path``).  Modules: ``commands`` (the three commands and
+Run from the repository root (``scripts`` is a package: nothing patches
+``sys.path``).  Modules: ``commands`` (the three commands and
 one call around them), ``services`` (server and workers), ``watch`` (what each
 campaign is doing), ``replies``, ``packing`` (what goes back to $OUT),
 ``report`` (the outcome table), ``record`` (the evaluation's own record) and

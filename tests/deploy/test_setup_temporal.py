@@ -25,6 +25,7 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 
 from kernelopt.config import Settings
+from kernelopt.pyfile import exec_file_once
 from kernelopt.temporal_server import SEARCH_ATTRIBUTES
 from tests.support.paths import ROOT
 from tests.support.temporal import env_for
@@ -118,9 +119,5 @@ def test_setup_refuses_without_a_cluster_address(temporal_settings: Settings) ->
 
 @pytest.mark.parametrize("kind", sorted(set(SEARCH_ATTRIBUTES.values())))
 def test_every_search_attribute_type_is_known_to_the_script(kind: str) -> None:
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import setup_temporal
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    setup_temporal = exec_file_once(SCRIPT, "setup_temporal")
     assert kind in setup_temporal._TYPES
