@@ -40,6 +40,7 @@ from gates.jobs.build import build_callable
 from gates.problem_io import ProblemFile, flatten_output, to_device
 from gates.protocol import SCREEN_RESULTS, ModelSource, ScreenJob, ScreenJobResult, ScreenLine
 from kernelopt.contracts.screening import ScreenParams
+from kernelopt.kinds.validate import LeafMismatch, tensor_pairs
 from kernelopt.measure import Stopwatch, elapsed, median_ms
 
 JOB_TYPE = ScreenJob
@@ -72,21 +73,24 @@ def time_ms(fn: Callable[[], Any], device: str, params: ScreenParams) -> float:
 
 def smoke_note(got: Any, want: list[Any]) -> str:
     """ "" when ``got`` matches the baseline's flattened outputs, else what differs."""
-    leaves = flatten_output(got)
-    if len(leaves) != len(want):
-        return f"{len(leaves)} outputs, the baseline has {len(want)}"
-    for i, (a, b) in enumerate(zip(leaves, want, strict=True)):
-        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            if a != b:
-                return f"output {i} differs"
-            continue
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {i}: {a.dtype}{list(a.shape)}, the baseline's {b.dtype}{list(b.shape)}"
+    for pair in tensor_pairs(flatten_output(got), want):
+        if isinstance(pair, LeafMismatch):
+            return _mismatch_note(pair)
+        i, a, b = pair
         a, b = a.detach().float().cpu(), b.detach().float().cpu()
         if not torch.allclose(a, b, rtol=SMOKE_TOL, atol=SMOKE_TOL, equal_nan=False):
             err = (a - b).abs().nan_to_num(float("inf")).max().item()
             return f"output {i}: max abs error {err:.3g} > {SMOKE_TOL}"
     return ""
+
+
+def _mismatch_note(m: LeafMismatch) -> str:
+    i, a, b = m.index, m.got, m.want
+    if m.what == "count":
+        return f"{a} outputs, the baseline has {b}"
+    if m.what == "value":
+        return f"output {i} differs"
+    return f"output {i}: {a.dtype}{list(a.shape)}, the baseline's {b.dtype}{list(b.shape)}"
 
 
 class _Side:

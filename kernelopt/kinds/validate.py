@@ -171,6 +171,40 @@ def same_values(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+@dataclass(frozen=True)
+class LeafMismatch:
+    """Where two output lists first part in structure, before any value is compared."""
+
+    what: str  # "count" (of outputs), "value" (a non-tensor output), "shape" or "dtype"
+    index: int  # the output's position (0 for "count")
+    got: Any  # the output (its count for "count")
+    want: Any
+
+
+def tensor_pairs(got: list[Any], want: list[Any]) -> Iterator[tuple[int, Any, Any] | LeafMismatch]:
+    """The paired tensor outputs in order, for the caller's value check; the first
+    structural mismatch ends the walk.  Gate screening and the compile step's baseline
+    check both walk outputs this way; each words the mismatch its own way."""
+    import torch
+
+    if len(got) != len(want):
+        yield LeafMismatch("count", 0, len(got), len(want))
+        return
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            if a != b:
+                yield LeafMismatch("value", i, a, b)
+                return
+            continue
+        parted = next(
+            (what for what in ("shape", "dtype") if getattr(a, what) != getattr(b, what)), ""
+        )
+        if parted:
+            yield LeafMismatch(parted, i, a, b)
+            return
+        yield i, a, b
+
+
 def _clone(values: list[Any]) -> list[Any]:
     import torch
 
@@ -243,17 +277,10 @@ def baseline_error(problem: KernelProblem, got: list[Any], want: list[Any]) -> s
     """Why the baseline's outputs fail gate 2's tolerance against the reference, or None."""
     import torch
 
-    if len(got) != len(want):
-        return f"{problem.entry} returned {len(got)} output(s), reference {len(want)}"
-    for i, (a, b) in enumerate(zip(got, want, strict=True)):
-        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            if a != b:
-                return f"output {i}: {a!r} vs reference {b!r}"
-            continue
-        if a.shape != b.shape:
-            return f"output {i} has shape {list(a.shape)}, reference {list(b.shape)}"
-        if a.dtype != b.dtype:
-            return f"output {i} has dtype {a.dtype}, reference {b.dtype}"
+    for pair in tensor_pairs(got, want):
+        if isinstance(pair, LeafMismatch):
+            return _baseline_mismatch(problem.entry, pair)
+        i, a, b = pair
         x, y = a.detach().double().cpu(), b.detach().double().cpu()
         if torch.allclose(x, y, rtol=GATE2_RTOL, atol=GATE2_ATOL, equal_nan=True):
             continue
@@ -266,6 +293,17 @@ def baseline_error(problem: KernelProblem, got: list[Any], want: list[Any]) -> s
             f"{scale:.3g}), beyond rtol = atol = {GATE2_RTOL:g} and the scale-aware {GATE2_SCALE:g}"
         )
     return None
+
+
+def _baseline_mismatch(entry: str, m: LeafMismatch) -> str:
+    i, a, b = m.index, m.got, m.want
+    if m.what == "count":
+        return f"{entry} returned {a} output(s), reference {b}"
+    if m.what == "value":
+        return f"output {i}: {a!r} vs reference {b!r}"
+    if m.what == "shape":
+        return f"output {i} has shape {list(a.shape)}, reference {list(b.shape)}"
+    return f"output {i} has dtype {a.dtype}, reference {b.dtype}"
 
 
 def check_runtime(problem: KernelProblem, device: str, seed: int = 0) -> None:
