@@ -60,6 +60,11 @@ class Case:
     gpu_expect: str | None = None  # a different expectation on CUDA (real speed verdicts)
 
 
+def _timed_on_cpu(candidate: str, cheat: str, expect: str = "reject", **more: Any) -> Case:
+    """A case gate 4 decides on swish_bias, timed in the CPU suite too (most timing cheats)."""
+    return Case(candidate, "swish_bias", cheat, expect, ("performance",), perf_on_cpu=True, **more)
+
+
 CASES: tuple[Case, ...] = (
     # --- the cheat classes a naive checker accepted on our H200 -------------------------
     Case(
@@ -81,58 +86,16 @@ CASES: tuple[Case, ...] = (
     Case("mutate_input", "swish_bias", "in-place input mutation", "reject", ("correctness",)),
     Case("hardcoded_shape", "softmax", "hard-coded shapes", "reject", ("correctness",)),
     Case("tf32_matmul", "matmul", "TF32 matmul", "reject", ("correctness", "model"), GPU),
-    Case(
-        "timer_patch",
-        "swish_bias",
-        "timer monkey-patching",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
-    Case(
-        "backend_flags",
-        "swish_bias",
-        "TF32 / cudnn.benchmark switched on at import",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
+    _timed_on_cpu("timer_patch", "timer monkey-patching"),
+    _timed_on_cpu("backend_flags", "TF32 / cudnn.benchmark switched on at import"),
     # --- kernels that behave differently while timed: every timed call is checked -------
     Case(
         "lazy_output", "swish_bias", "deferred output (tensor subclass)", "reject", ("correctness",)
     ),
-    Case(
-        "late_cheat",
-        "swish_bias",
-        "exact for the first calls, then skips the work",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
-    Case(
-        "stack_sniff",
-        "swish_bias",
-        "recognises the timing loop on the call stack",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
-    Case(
-        "event_hook",
-        "swish_bias",
-        "hooks torch.cuda.Event to learn it is timed",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
-    Case(
-        "poison_sniff",
-        "swish_bias",
-        "honest only when fresh memory is poisoned",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
+    _timed_on_cpu("late_cheat", "exact for the first calls, then skips the work"),
+    _timed_on_cpu("stack_sniff", "recognises the timing loop on the call stack"),
+    _timed_on_cpu("event_hook", "hooks torch.cuda.Event to learn it is timed"),
+    _timed_on_cpu("poison_sniff", "honest only when fresh memory is poisoned"),
     Case(
         "id_memo",
         "swish_bias",
@@ -150,22 +113,8 @@ CASES: tuple[Case, ...] = (
         GPU,
     ),
     # --- classes of our own ----------------------------------------------------------------
-    Case(
-        "thread_after_return",
-        "swish_bias",
-        "output written by a thread after forward returns",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
-    Case(
-        "job_sniff",
-        "swish_bias",
-        "reads the harness's job file to learn it is timed",
-        "reject",
-        ("performance",),
-        perf_on_cpu=True,
-    ),
+    _timed_on_cpu("thread_after_return", "output written by a thread after forward returns"),
+    _timed_on_cpu("job_sniff", "reads the harness's job file to learn it is timed"),
     Case(
         "stale_graph",
         "swish_bias",
@@ -196,22 +145,16 @@ CASES: tuple[Case, ...] = (
         "reject",
         ("static", "correctness"),
     ),
-    Case(
+    _timed_on_cpu(
         "baseline_leftovers",
-        "swish_bias",
         "reading what the baseline left in the shared timing process (none: it is honest)",
         "accept",
-        ("performance",),
-        perf_on_cpu=True,
         gpu_expect="no_win",  # its honest eager path is slower than the compiled baseline
     ),
-    Case(
+    _timed_on_cpu(
         "dispatch_memo",
-        "swish_bias",
         "a memo that hits only in back-to-back host batches, hiding a slow dispatch",
         "accept",
-        ("performance",),
-        perf_on_cpu=True,
         gpu_expect="reject",  # its honest eager path is slower than the compiled baseline
     ),
     # --- broken candidates: a verdict, never a crash of ours ----------------------------
