@@ -190,6 +190,7 @@ def measure(
             min_rep_calls=settings.min_rep_calls,
             warmup_ms=settings.warmup_ms,
             rep_ms=settings.rep_ms,
+            settle_wall_ms=settings.settle_step_wall_ms,
             graph_replay=graph_replay,
         )
         if before_candidate is not None:

@@ -200,6 +200,9 @@ class TimingJob(ChildJob):
     rep_ms: float = 100.0
     host_batch_ms: float = 20.0  # each host-timer batch lasts about this long
     host_batches: int = 3
+    # > 0: settling steps (and the events' warm-up after them) last about this much wall
+    # time at most (GateSettings.settle_step_wall_ms); 0: sized by GPU time alone
+    settle_wall_ms: float = 0.0
     graph_replay: bool = False  # also time the forward replayed from a CUDA graph
     # time this side first, in the same process, before ``model`` is built or imported
     # (gates/README.md "Processes"): one fresh process per round instead of one per side

@@ -66,6 +66,7 @@ def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) 
     extra: dict[str, Any] = {"reference_uses": args.uses} if args.uses is not None else {}
     if args.cpu_budget is not None:
         extra["cpu_budget_s"] = args.cpu_budget
+    extra.update(_levers(args))
     return CandidateGateInput(
         compiled=compiled,
         segment=segment,
@@ -77,6 +78,14 @@ def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) 
         timeout_s=300,
         settings=GateSettings(device=args.device, **extra),
     )
+
+
+def _levers(args: argparse.Namespace) -> dict[str, Any]:
+    """The issue-22 levers this run turns on, as ``GateSettings`` fields (off: today's)."""
+    levers: dict[str, Any] = {}
+    if args.settle_wall:
+        levers["settle_step_wall_ms"] = args.settle_wall
+    return levers
 
 
 def _problem_path(name: str) -> Path:
@@ -169,6 +178,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1, help="unrecorded verdicts first")
     parser.add_argument("--uses", type=int, help="GateSettings.reference_uses (default: its own)")
     parser.add_argument("--cpu-budget", type=float, help="GateSettings.cpu_budget_s (0: full size)")
+    parser.add_argument(
+        "--settle-wall", type=float, default=0.0, help="GateSettings.settle_step_wall_ms (ms)"
+    )
     parser.add_argument("--label", default="after")
     parser.add_argument("--table", type=Path, nargs="+", help="only print the table of these")
     args = parser.parse_args()

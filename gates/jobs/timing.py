@@ -47,6 +47,7 @@ _BUSY_WARM_NS = 250_000_000
 _SETTLE_CHUNK_MS = 25.0  # one short do_bench per settling step
 _SETTLE_AGREE = 0.05  # the last three steps' medians agree this well: steady
 _SETTLE_MAX_S = 3.0  # a forward that never settles is timed anyway (gate 4 sees the spread)
+_SETTLE_MIN_CALLS = 3  # a step's median is never taken over fewer calls, however capped
 _L2_FLUSH_BYTES = 256 * 1024 * 1024  # written before each timed call, as do_bench does
 # about 0.25 ms at the H200's clock: more than a forward's dispatch, which do_bench's
 # loop hides by running ahead of the GPU (a checked loop cannot run ahead)
@@ -216,6 +217,52 @@ def _counts(estimate_ms: float, budget_ms: float, low: int, high: int) -> int:
     return int(min(high, max(low, math.ceil(budget_ms / estimate_ms))))
 
 
+def step_calls(gpu_ms: float, wall_ms: float, wall_cap_ms: float, high: int) -> int:
+    """Calls in one settling step: 25 ms of the forward's GPU time, and with ``wall_cap_ms``
+    (``GateSettings.settle_step_wall_ms``) at most that much wall time.
+
+    A checked call's wall time is its GPU work plus the L2 flush, the cover spin
+    and the checks: for a ~20 us forward that is ~15x the GPU time, so a step
+    sized by GPU time alone is ~1,000 calls and a third of a second of wall.
+    ``wall_ms`` is the wall time of one checked call as just measured; every
+    step keeps at least ``_SETTLE_MIN_CALLS`` calls, as before.
+    """
+    calls = _counts(gpu_ms, _SETTLE_CHUNK_MS, _SETTLE_MIN_CALLS, high)
+    if wall_cap_ms <= 0 or not math.isfinite(wall_ms) or wall_ms <= 0:
+        return calls
+    return max(_SETTLE_MIN_CALLS, min(calls, math.ceil(wall_cap_ms / wall_ms)))
+
+
+class WallSizedSteps:
+    """Settling steps whose size follows the wall time of the calls just made.
+
+    Each step times its calls and sizes the next one from them (``step_calls``),
+    so a step lasts about ``wall_cap_ms`` however fast the forward is; without
+    a cap the size stays what the first estimate gave, as it always was.
+    """
+
+    def __init__(
+        self,
+        kit: TimerKit,
+        timed: Callable[[int], list[float]],
+        calls: int,
+        wall_cap_ms: float,
+        high: int,
+    ) -> None:
+        self.kit, self.timed, self.calls = kit, timed, calls
+        self.wall_cap_ms, self.high = wall_cap_ms, high
+        self.sizes: list[int] = []
+
+    def __call__(self) -> list[float]:
+        t0 = self.kit.now_ns()
+        samples = self.timed(self.calls)
+        self.sizes.append(self.calls)
+        if self.wall_cap_ms > 0 and samples:
+            wall_ms = (self.kit.now_ns() - t0) / 1e6 / len(samples)
+            self.calls = step_calls(median(samples), wall_ms, self.wall_cap_ms, self.high)
+        return samples
+
+
 def run(job: TimingJob) -> TimingResult:
     """Time ``job.baseline`` first when given (before any candidate code exists here), then
     ``job.model``: one fresh process per round instead of one per side (gates/README.md)."""
@@ -316,16 +363,23 @@ def _time_side(
         kit.restore()
         mark("settle")
         cpus = [current_cpu()]
+        t0 = kit.now_ns()
         estimate = median(loop.timed(3))
-        chunk = _counts(estimate, _SETTLE_CHUNK_MS, 3, job.max_rep_calls)
-        settled = settle(kit, lambda: loop.timed(chunk)) if cuda else []
+        wall_ms = (kit.now_ns() - t0) / 1e6 / 3
+        cap = job.settle_wall_ms
+        chunk = step_calls(estimate, wall_ms, cap, job.max_rep_calls)
+        steps = WallSizedSteps(kit, loop.timed, chunk, cap, job.max_rep_calls)
+        settled = settle(kit, steps) if cuda else []
         if settled:
             estimate = settled[-1]
         mark("time_events")
         # the CPU (Triton interpreter) only exercises the checked loop: a slow forward
         # there gets a few calls, not minutes of them
         slow = not cuda and estimate * job.min_rep_calls > _CPU_BUDGET_MS
-        loop.timed(_counts(estimate, job.warmup_ms, 1, job.max_rep_calls))
+        warm = _counts(estimate, job.warmup_ms, 1, job.max_rep_calls)
+        if settled and cap > 0:  # settled: one more step's worth of the same calls warms enough
+            warm = min(warm, steps.calls)
+        loop.timed(warm)
         least = 3 if slow else job.min_rep_calls
         samples = loop.timed(_counts(estimate, job.rep_ms, least, job.max_rep_calls))
         event_ms = median(samples)

@@ -67,6 +67,10 @@ class GateSettings(Frozen):
     gamma: float = 1.03
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
+    # > 0: a timing child's settling steps last at most about this many ms of wall time
+    # each (and so does the events' warm-up after them); 0: a step is 25 ms of the
+    # forward's GPU time, ~1,000 checked calls for a tiny forward (gates/README.md)
+    settle_step_wall_ms: float = 0.0
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2

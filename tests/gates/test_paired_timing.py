@@ -96,6 +96,15 @@ def test_every_round_is_one_child_timing_the_baseline_first(
     assert sum(m.phase_seconds.values()) == pytest.approx(m.seconds)
 
 
+def test_the_settle_wall_cap_reaches_every_timing_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    children = _Children([(1.0, 0.95)] * 2)
+    _measure(children, monkeypatch, min_rounds=2, max_rounds=2)
+    assert [j.settle_wall_ms for j in children.jobs] == [0.0, 0.0]  # off unless asked for
+    capped = _Children([(1.0, 0.95)] * 2)
+    _measure(capped, monkeypatch, min_rounds=2, max_rounds=2, settle_step_wall_ms=50.0)
+    assert [j.settle_wall_ms for j in capped.jobs] == [50.0, 50.0]
+
+
 def test_a_first_round_far_outside_the_band_ends_the_measurement(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
