@@ -34,7 +34,14 @@ from pathlib import Path
 
 from gates.cascade import roofline_inputs, run_gates_1_to_3, timing_checks
 from gates.layout import CompiledLayout
-from gates.perf import PerfMeasurement, dispatch_overhead, measure, perf_verdict
+from gates.perf import (
+    PerfMeasurement,
+    dispatch_overhead,
+    measure,
+    perf_verdict,
+    prestart_round,
+)
+from gates.prestart import PrestartedRound
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
 from gates.reference_cache import shared_reference
@@ -131,10 +138,44 @@ def _judge_candidate(
     gates_stage: str,
 ) -> CandidateGateResult:
     """``gate_candidate`` once it has its reference: gates 1-2 (or 1-3), then the timings."""
+    timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
+    prestarted = None
+    if settings.prestart_timing and inp.measure_kernel_speedup and bundle.ok:
+        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
+        prestarted = prestart_round(
+            ws.wrapper_source(None),
+            candidate,
+            inputs_dir=bundle.inputs_dir,
+            input_set=bundle.input_sets[0].name,
+            settings=timing_settings,
+            workdir=ws.dir / "timing",
+            checks=timing_checks(bundle),
+            watched=bundle.caches.dirs,
+            graph_replay=True,
+        )
+    try:
+        return _gates_and_timing(
+            inp, ws, candidate, bundle, settings, timing_settings, stages, gates_stage, prestarted
+        )
+    finally:
+        if prestarted is not None:
+            prestarted.stop()  # gates 1-3 did not pass (or raised): it ends unused
+
+
+def _gates_and_timing(
+    inp: CandidateGateInput,
+    ws: _Workspace,
+    candidate: ModelSource,
+    bundle: ReferenceBundle,
+    settings: GateSettings,
+    timing_settings: GateSettings,
+    stages: StageClock,
+    gates_stage: str,
+    prestarted: PrestartedRound | None,
+) -> CandidateGateResult:
     verdicts = _gates_on(ws, bundle, candidate, settings, stages, gates_stage)
     kernel_ms = baseline_ms = None
     if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
-        timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
         m = measure(
             ws.wrapper_source(None),
             candidate,
@@ -146,6 +187,7 @@ def _judge_candidate(
             tampered_inputs=bundle.tampered_inputs,
             before_candidate=bundle.before_candidate,
             graph_replay=True,
+            prestarted=prestarted,
         )
         v4, _, _ = perf_verdict(
             m,
@@ -228,6 +270,8 @@ def _gate_stages(stages: StageClock, name: str, parts: StageClock, child: ChildO
 def _timing_stages(stages: StageClock, m: PerfMeasurement) -> None:
     stages.lap("timing")
     stages.seconds["timing_children"] = round(m.seconds, 3)
+    if m.prestarted:
+        stages.seconds["timing_prestarted"] = 1.0
     stages.seconds.update(m.phase_seconds)
 
 

@@ -23,7 +23,8 @@ from gates.correctness import correctness_verdict, load_candidate_outputs
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK
 from gates.model_gate import model_verdict_from_sets
 from gates.numerics import comparison_threads
-from gates.perf import RooflineInputs, TimingChecks, measure, perf_verdict
+from gates.perf import RooflineInputs, TimingChecks, measure, perf_verdict, prestart_round
+from gates.prestart import PrestartedRound
 from gates.protocol import CandidateJob, ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
 from gates.runner import ChildOutcome, run_job
@@ -200,18 +201,43 @@ def verify_candidate(
     try:
         if bundle is None:
             bundle = prepare_reference(problem_path, settings, workdir / "reference")
-        result = check_candidate(bundle, candidate_path, settings, workdir)
-        if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
-            slow = _too_slow_for_cpu_timing(result, settings)
-            if slow:
-                return result.model_copy(
-                    update={"environment": {**result.environment, "gate_4": slow}}
-                )
-            result = time_candidate(result, bundle, settings, workdir)
-        return result
+        prestarted = _prestart(bundle, candidate_path, settings, workdir)
+        try:
+            result = check_candidate(bundle, candidate_path, settings, workdir)
+            if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
+                slow = _too_slow_for_cpu_timing(result, settings)
+                if slow:
+                    return result.model_copy(
+                        update={"environment": {**result.environment, "gate_4": slow}}
+                    )
+                result = time_candidate(result, bundle, settings, workdir, prestarted=prestarted)
+            return result
+        finally:
+            if prestarted is not None:
+                prestarted.stop()  # gates 1-3 did not pass: it ends having run nothing
     finally:
         if tmp is not None and not keep_files:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _prestart(
+    bundle: ReferenceBundle, candidate_path: str | Path, settings: GateSettings, workdir: Path
+) -> PrestartedRound | None:
+    """Gate 4's first round started now, when ``settings.prestart_timing`` asks for it."""
+    if not (settings.prestart_timing and settings.run_perf and bundle.ok):
+        return None
+    problem = str(Path(bundle.problem_path).resolve())
+    path = str(Path(candidate_path).resolve())
+    return prestart_round(
+        baseline_source(problem, settings),
+        ModelSource(kind="candidate", problem_path=problem, candidate_path=path),
+        inputs_dir=bundle.inputs_dir,
+        input_set=bundle.input_sets[0].name,
+        settings=settings,
+        workdir=_candidate_dir(workdir, path) / "timing",
+        checks=timing_checks(bundle),
+        watched=bundle.caches.dirs,
+    )
 
 
 _CPU_CALL_LIMIT_S = 1.0  # slower checked calls: the CPU's timing loop would take minutes
@@ -302,9 +328,15 @@ def check_candidate(
 
 
 def time_candidate(
-    checked: CascadeResult, bundle: ReferenceBundle, settings: GateSettings, workdir: Path
+    checked: CascadeResult,
+    bundle: ReferenceBundle,
+    settings: GateSettings,
+    workdir: Path,
+    *,
+    prestarted: PrestartedRound | None = None,
 ) -> CascadeResult:
-    """Gate 4 for a candidate that passed gates 1-3.  Run one at a time per GPU."""
+    """Gate 4 for a candidate that passed gates 1-3.  Run one at a time per GPU
+    (``prestarted``: its first round, started during gates 1-3)."""
     started = time.monotonic()
     candidate = ModelSource(
         kind="candidate", problem_path=checked.problem, candidate_path=checked.candidate
@@ -320,6 +352,7 @@ def time_candidate(
         checks=timing_checks(bundle),
         tampered_inputs=bundle.tampered_inputs,
         before_candidate=bundle.before_candidate,
+        prestarted=prestarted,
     )
     v4, category, speedup = perf_verdict(
         m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)
@@ -328,6 +361,7 @@ def time_candidate(
         **checked.environment.get("stage_seconds", {}),
         "timing_children": round(m.seconds, 3),
         "timing_rounds": len(m.candidate),
+        **({"timing_prestarted": 1.0} if m.prestarted else {}),
         **m.phase_seconds,
     }
     update: dict[str, Any] = {

@@ -37,6 +37,7 @@ from gates.perfstats import (
     rounds_sufficient,
     timers_agree,
 )
+from gates.prestart import PrestartedRound
 from gates.protocol import ModelSource, OutputLeaf, TimingJob, TimingResult
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck
@@ -61,6 +62,7 @@ class PerfMeasurement:
     inputs_tampered: list[str] = field(default_factory=list)  # files a candidate child changed
     checks: list[TimedCheck] = field(default_factory=list)  # one per candidate child
     wrong_output: TimedCheck | None = None  # the first candidate child whose calls failed
+    prestarted: bool = False  # the first round's child was started during gates 1-3
 
     @staticmethod
     def primary(r: TimingResult) -> float:
@@ -115,6 +117,69 @@ def side_phases(outcome: ChildOutcome) -> dict[str, float]:
     return out
 
 
+def round_job(
+    baseline: ModelSource,
+    candidate: ModelSource,
+    *,
+    inputs_dir: Path,
+    input_set: str,
+    settings: GateSettings,
+    checks: TimingChecks,
+    graph_replay: bool = False,
+) -> TimingJob:
+    """One round's paired timing job: the baseline first, then the candidate, every call checked."""
+    return TimingJob(
+        side="candidate",
+        model=candidate,
+        baseline=baseline,
+        device=settings.device,
+        model_seed=settings.model_seed,
+        inputs_dir=str(inputs_dir),
+        input_set=input_set,
+        input_sets=checks.input_sets,
+        expected=checks.expected,
+        checks_file=CHECKS_FILE,
+        min_rep_calls=settings.min_rep_calls,
+        warmup_ms=settings.warmup_ms,
+        rep_ms=settings.rep_ms,
+        settle_wall_ms=settings.settle_step_wall_ms,
+        graph_replay=graph_replay,
+    )
+
+
+def prestart_round(
+    baseline: ModelSource,
+    candidate: ModelSource,
+    *,
+    inputs_dir: Path,
+    input_set: str,
+    settings: GateSettings,
+    workdir: Path,
+    checks: TimingChecks,
+    watched: list[Path],
+    graph_replay: bool = False,
+) -> PrestartedRound:
+    """``measure``'s first round, started now to build its baseline while gates 1-3 run;
+    it waits at most as long as gates 1-3 may take (``gates.prestart``)."""
+    job = round_job(
+        baseline,
+        candidate,
+        inputs_dir=inputs_dir,
+        input_set=input_set,
+        settings=settings,
+        checks=checks,
+        graph_replay=graph_replay,
+    )
+    return PrestartedRound(
+        job,
+        workdir / "round0",
+        timeout_s=settings.timing_timeout_s,
+        wait_s=settings.static_timeout_s + 60.0,
+        device=settings.device,
+        watched=watched,
+    )
+
+
 EARLY_MARGIN = 2.0  # one round decides when its speedup is this far beyond the gamma band
 
 
@@ -147,6 +212,7 @@ def measure(
     before_candidate: Callable[[], None] | None = None,
     gamma: float | None = None,
     graph_replay: bool = False,
+    prestarted: PrestartedRound | None = None,
 ) -> PerfMeasurement:
     """Fresh-process rounds, each timing the baseline and then the candidate, until the
     spread is known (or ``max_rounds``, extended by ``noisy_rounds`` while undecided).
@@ -164,7 +230,9 @@ def measure(
     ``gamma`` (default: the settings') lets the rounds stop as soon as their
     extremes agree on the category, and a first round far outside the gamma
     band (``decided_by_one_round``) ends the measurement; ``graph_replay``
-    also times each side's kernels alone (``dispatch_overhead``).
+    also times each side's kernels alone (``dispatch_overhead``).  ``prestarted``: the
+    first round's child, started during gates 1-3 with its baseline built
+    (``gates.prestart``); it is released here, or discarded and replaced by a fresh one.
     """
     m = PerfMeasurement()
     gamma = settings.gamma if gamma is None else gamma
@@ -176,29 +244,26 @@ def measure(
             noise_limit=settings.noise_limit,
         ):
             break
-        job = TimingJob(
-            side="candidate",
-            model=candidate,
-            baseline=baseline,
-            device=settings.device,
-            model_seed=settings.model_seed,
-            inputs_dir=str(inputs_dir),
+        job = round_job(
+            baseline,
+            candidate,
+            inputs_dir=inputs_dir,
             input_set=input_set,
-            input_sets=checks.input_sets,
-            expected=checks.expected,
-            checks_file=CHECKS_FILE,
-            min_rep_calls=settings.min_rep_calls,
-            warmup_ms=settings.warmup_ms,
-            rep_ms=settings.rep_ms,
-            settle_wall_ms=settings.settle_step_wall_ms,
+            settings=settings,
+            checks=checks,
             graph_replay=graph_replay,
         )
         if before_candidate is not None:
             before_candidate()
         round_dir = workdir / f"round{r}"
-        outcome = run_job(
-            job, round_dir, timeout_s=settings.timing_timeout_s, device=settings.device
-        )
+        outcome = prestarted.go() if prestarted is not None and r == 0 else None
+        if outcome is not None and prestarted is not None:
+            round_dir = prestarted.workdir
+            m.prestarted = True
+        else:
+            outcome = run_job(
+                job, round_dir, timeout_s=settings.timing_timeout_s, device=settings.device
+            )
         m.seconds += outcome.wall_s
         for key, value in side_phases(outcome).items():
             m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)

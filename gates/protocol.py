@@ -207,6 +207,10 @@ class TimingJob(ChildJob):
     # time this side first, in the same process, before ``model`` is built or imported
     # (gates/README.md "Processes"): one fresh process per round instead of one per side
     baseline: ModelSource | None = None
+    # prestarted (gates.prestart): after building the baseline, wait for the parent's go,
+    # authenticated by the sha256 of a nonce only the parent knows (gates.go_signal)
+    go_digest: str = ""
+    go_timeout_s: float = 0.0
 
 
 class TimingResult(Frozen):

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from gates import sandbox
 from gates.job_progress import StallWatch, wait_for
 from gates.protocol import ModelSource, TimingJob
+from gates.sandbox_stage import LIVE_FILE
 from gates.zygote import Zygote, ZygoteError
 from gates.zygote_client import (
     DEVICE_ENV,
@@ -169,7 +170,7 @@ def run_job(
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    for stale in ("result.json", "progress.jsonl"):
+    for stale in ("result.json", "progress.jsonl", LIVE_FILE):
         (workdir / stale).unlink(missing_ok=True)
     (workdir / "job.json").write_text(job.model_dump_json())
     sandbox.write_limits(workdir, sandbox.SandboxLimits.from_env(timeout_s))

@@ -25,7 +25,10 @@ from typing import Any
 from gates.sandbox import LIMITS_FILE, job_view
 
 _COUNTER = itertools.count(1)
-_NOT_BACK = {"job.json", LIMITS_FILE}
+# host side, beside the job: the staged workdir a running child really uses, so a parent
+# can hand it a file while it runs (gates.go_signal); never copied in or moved back
+LIVE_FILE = "live_workdir"
+_NOT_BACK = {"job.json", LIMITS_FILE, LIVE_FILE}
 
 
 def new_root() -> Path:
@@ -121,10 +124,12 @@ class Stage:
         for blob in view.blobs:
             _link_tree(blob, store / blob.parent.name / blob.name)
         (work / "job.json").write_text(json.dumps(_rewrite(job, mapping, str(store))))
+        (self.workdir / LIVE_FILE).write_text(str(work))
         return work
 
     def leave(self) -> None:
         """Move what the child wrote back to the host paths; delete the stage."""
+        (self.workdir / LIVE_FILE).unlink(missing_ok=True)
         for staged, host in self.back:
             with contextlib.suppress(OSError):
                 _move_back(staged, host)

@@ -85,6 +85,8 @@ def _levers(args: argparse.Namespace) -> dict[str, Any]:
     levers: dict[str, Any] = {}
     if args.settle_wall:
         levers["settle_step_wall_ms"] = args.settle_wall
+    if args.prestart_timing:
+        levers["prestart_timing"] = True
     return levers
 
 
@@ -134,6 +136,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "wall": round(wall, 3),
                 "reference_child_ran": "reference_child" in stages,
                 "reference": mark,
+                "levers": _levers(args),
                 "stage_seconds": stages,
             }
             sys.stderr.write(
@@ -155,17 +158,20 @@ def _median(values: list[float]) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     """Per label: verdicts, reference children, median and total wall, median stages."""
     stages = ("reference", "reference_child", "reference_draw_child", "gates_1_2", "gates_1_3")
-    stages += ("timing",)
-    head = "| label | verdicts | reference children | wall median s | wall total s | "
-    head += " | ".join(f"{s} s" for s in stages) + " |"
+    stages += ("timing", "baseline.settle", "candidate.settle", "baseline.wait_go")
+    head = "| label | levers | verdicts | reference children | wall median s | wall total s | "
+    head += "passing wall median s | " + " | ".join(f"{s} s" for s in stages) + " |"
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for label in dict.fromkeys(r["label"] for r in rows):
         mine = [r for r in rows if r["label"] == label]
         ran = sum(r["reference_child_ran"] for r in mine)
         walls = [r["wall"] for r in mine]
+        passing = _median([r["wall"] for r in mine if r["passed"]])
+        levers = ", ".join(f"{k}={v}" for k, v in (mine[0].get("levers") or {}).items()) or "-"
         parts = " | ".join(_median([r["stage_seconds"].get(s, 0.0) for r in mine]) for s in stages)
         lines.append(
-            f"| {label} | {len(mine)} | {ran} | {_median(walls)} | {sum(walls):.2f} | {parts} |"
+            f"| {label} | {levers} | {len(mine)} | {ran} | {_median(walls)} | {sum(walls):.2f} | "
+            f"{passing} | {parts} |"
         )
     return "\n".join(lines)
 
@@ -180,6 +186,9 @@ def main() -> int:
     parser.add_argument("--cpu-budget", type=float, help="GateSettings.cpu_budget_s (0: full size)")
     parser.add_argument(
         "--settle-wall", type=float, default=0.0, help="GateSettings.settle_step_wall_ms (ms)"
+    )
+    parser.add_argument(
+        "--prestart-timing", action="store_true", help="GateSettings.prestart_timing"
     )
     parser.add_argument("--label", default="after")
     parser.add_argument("--table", type=Path, nargs="+", help="only print the table of these")

@@ -29,6 +29,7 @@ import torch
 
 from gates.call_policy import CallPreparer, by_index, load_policy
 from gates.checked_calls import CheckedCalls, RotatingInputs
+from gates.go_signal import wait_for_go
 from gates.job_progress import job_file
 from gates.job_progress import mark as child_mark
 from gates.jobs.build import build_callable
@@ -271,6 +272,8 @@ def run(job: TimingJob) -> TimingResult:
     gc.freeze()
     strict_fp32()  # before the kit: it snapshots these switches as the honest state
     kit = TimerKit(job.device)
+    if job.go_digest and job.baseline is None:
+        raise ValueError("only a paired child waits for go: its baseline is built first")
     baseline: bytes = b""
     if job.baseline is not None:
         import torch._inductor.config as inductor_config
@@ -338,6 +341,14 @@ def _time_side(
     t_start = kit.now_ns()
     with torch.no_grad():
         fn, _info = build_callable(src, job.device, job.model_seed, job.inputs_dir, on_phase=mark)
+        if job.go_digest and tag == "base_":
+            # prestarted (GateSettings.prestart_timing): the trusted baseline is built while
+            # gates 1-3 run; no call of it (a first call may autotune, which a busy GPU
+            # would skew), no input and no candidate until they have passed
+            mark("wait_go")
+            wait_for_go(job.go_digest, job.go_timeout_s)
+            mark("inputs")
+            t_start = kit.now_ns()
         names = job.input_sets or [job.input_set]
         rotation = RotatingInputs(
             [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names]

@@ -71,6 +71,9 @@ class GateSettings(Frozen):
     # each (and so does the events' warm-up after them); 0: a step is 25 ms of the
     # forward's GPU time, ~1,000 checked calls for a tiny forward (gates/README.md)
     settle_step_wall_ms: float = 0.0
+    # start the first timing round's child before the candidate's gates 1-3 child, so it
+    # builds the baseline meanwhile; it runs nothing more until they pass (gates/prestart.py)
+    prestart_timing: bool = False
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2
