@@ -259,7 +259,7 @@ def _run_spawned(
     Sandboxed, it gets a sandbox of its own: a PID namespace that dies with it
     takes every daemon the candidate started along.
     """
-    argv = [sys.executable, "-m", "gates.child", str(workdir)]
+    argv = [sys.executable, "-P", "-m", "gates.child", str(workdir)]  # -P: as the zygote's
     if sandbox.enabled():
         job = json.loads((workdir / "job.json").read_text())
         limits = sandbox.SandboxLimits.from_env(timeout_s)

@@ -189,7 +189,9 @@ class Zygote:
     """Parent-side handle: thread-safe ``spawn`` / ``wait`` / ``kill``."""
 
     def __init__(self, env: dict[str, str], start_timeout_s: float = 180.0) -> None:
-        argv = [sys.executable, "-m", "gates.zygote"]
+        # -P: the working directory (a writable stage) is not an import path, or a child
+        # could plant a module there for a later, trusted child to import
+        argv = [sys.executable, "-P", "-m", "gates.zygote"]
         self._stage_root: Path | None = None
         self._stages: dict[int, Stage] = {}
         if sandbox.enabled():

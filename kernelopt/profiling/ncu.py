@@ -96,6 +96,7 @@ def profile_command(
         "-c",
         'exec "$0" "$@"',
         sys.executable,
+        "-P",  # its working directory is not an import path (gates/zygote.py says why)
         "-m",
         "kernelopt.profiling.harness_runner",
         str(harness),

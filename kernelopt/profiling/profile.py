@@ -40,6 +40,7 @@ def run_events(
     {"median_ms": ...} or {"error": ...}."""
     cmd = [
         sys.executable,
+        "-P",  # its working directory is not an import path (gates/zygote.py says why)
         "-m",
         "kernelopt.profiling.harness_runner",
         str(harness),

@@ -173,6 +173,27 @@ def test_the_project_and_the_venv_are_read_only(
             target.unlink(missing_ok=True)
 
 
+def test_a_module_planted_on_the_import_path_never_reaches_a_later_child(
+    bait: Bait, zygote: Zygote, tmp_path: Path, launch: str
+) -> None:
+    """The class: a child writes ``NAME.py`` wherever ``sys.path`` points, and a later
+    trusted child of the same sandbox would import it; no entry may be writable."""
+    name = f"planted_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "plant").mkdir()
+    (tmp_path / "probe").mkdir()
+    outcome, report = _attack("plant_module", {"name": name}, tmp_path / "plant", launch, zygote)
+    try:
+        assert outcome.ok, outcome.describe()
+        assert report["planted"] == [], report
+        probed, probe = _attack(
+            "plant_module", {"name": name, "probe": 1}, tmp_path / "probe", launch, zygote
+        )
+        assert probe == {"started": True, "found": None}, probed.describe()
+    finally:
+        for entry in report.get("planted", []):
+            Path(entry or ".", f"{name}.py").unlink(missing_ok=True)
+
+
 def _processes_with(token: str) -> list[int]:
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
