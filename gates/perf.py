@@ -17,6 +17,7 @@ a wrong output in any of them ends the measurement.  Then, in order:
 3. faster than the data-movement roofline    -> QUARANTINE (re-time before trusting)
 4. spread still above ``noise_limit`` and    -> QUARANTINE (timing not trustworthy)
    large enough to flip the category
+   (a win the host clock decides is first scaled by ``order_control``'s A/A rounds)
 5. category: optimized / matched -> PASS, slower -> FAIL (fallback to the baseline)
 """
 
@@ -63,6 +64,8 @@ class PerfMeasurement:
     checks: list[TimedCheck] = field(default_factory=list)  # one per candidate child
     wrong_output: TimedCheck | None = None  # the first candidate child whose calls failed
     prestarted: bool = False  # the first round's child was started during gates 1-3
+    # A/A rounds (``order_control``): the baseline timed in both slots of a paired child
+    control: list[TimingResult] = field(default_factory=list)
 
     @staticmethod
     def primary(r: TimingResult) -> float:
@@ -199,6 +202,64 @@ def decided_by_one_round(baseline_ms: float, candidate_ms: float, gamma: float) 
     return speedup >= gamma * EARLY_MARGIN or speedup <= 1.0 / (gamma * EARLY_MARGIN)
 
 
+def host_decided_win(m: PerfMeasurement, gamma: float) -> bool:
+    """A tentative win that rests on the host clock on either side (``primary``).
+
+    The GPU's events time each slot of the paired child alike, but the host
+    clock of a slot timed second in a process can read faster than the first
+    for the same code (an identical candidate was once "1.3x faster" that way),
+    so such a win is checked against ``order_control`` before it counts.
+    """
+    if not m.baseline or not m.candidate or m.candidate[0].event_ms is None:
+        return False
+    base = median([m.primary(r) for r in m.baseline])
+    cand = median([m.primary(r) for r in m.candidate])
+    if cand <= 0 or base / cand < gamma:
+        return False
+    return any(r.event_ms is not None and r.host_ms > r.event_ms for r in m.baseline + m.candidate)
+
+
+def order_control(
+    m: PerfMeasurement,
+    baseline: ModelSource,
+    *,
+    rounds: int,
+    workdir: Path,
+    job_for: Callable[[ModelSource, ModelSource], TimingJob],
+    timeout_s: float,
+    device: str,
+) -> None:
+    """A/A rounds: the baseline in the candidate's slot as well, in fresh paired children.
+
+    Trusted code only, so nothing in them can be gamed; their ratio (first slot
+    over second) is what the slot order alone does to the numbers.  A failed
+    one is the baseline's failure, as in any round.
+    """
+    for r in range(rounds):
+        outcome = run_job(
+            job_for(baseline, baseline), workdir / f"control{r}", timeout_s=timeout_s, device=device
+        )
+        m.seconds += outcome.wall_s
+        if not outcome.ok or outcome.result is None:
+            m.failure = ("baseline", outcome)
+            return
+        result = TimingResult.model_validate(outcome.result)
+        if result.baseline is None:
+            raise RuntimeError("a paired timing child returned no baseline timing")
+        m.control.append(result)
+
+
+def control_ratio(m: PerfMeasurement) -> float | None:
+    """Median over the A/A rounds of first slot / second slot: above 1, the second slot (the
+    candidate's) reads faster for the same code.  None without such rounds."""
+    ratios = [
+        m.primary(r.baseline) / m.primary(r)
+        for r in m.control
+        if r.baseline is not None and m.primary(r) > 0
+    ]
+    return median(ratios) if ratios else None
+
+
 def measure(
     baseline: ModelSource,
     candidate: ModelSource,
@@ -300,6 +361,27 @@ def measure(
             gamma=gamma,
         ):
             break
+    if settings.order_control_rounds > 0 and host_decided_win(m, gamma):
+
+        def job_for(first: ModelSource, second: ModelSource) -> TimingJob:
+            return round_job(
+                first,
+                second,
+                inputs_dir=inputs_dir,
+                input_set=input_set,
+                settings=settings,
+                checks=checks,
+            )
+
+        order_control(
+            m,
+            baseline,
+            rounds=min(settings.order_control_rounds, len(m.candidate)),
+            workdir=workdir,
+            job_for=job_for,
+            timeout_s=settings.timing_timeout_s,
+            device=settings.device,
+        )
     return m
 
 
@@ -537,6 +619,20 @@ def perf_verdict(
         )
     base_rounds = [m.primary(r) for r in m.baseline]
     cand_rounds = [m.primary(r) for r in m.candidate]
+    order_note = ""
+    control = control_ratio(m)
+    if control is not None:
+        metrics["order_control"] = {
+            "ratio": control,
+            "first_ms": [m.primary(r.baseline) for r in m.control if r.baseline is not None],
+            "second_ms": [m.primary(r) for r in m.control],
+        }
+        if control > 1.0:  # never the other way: the control only ever takes a win away
+            cand_rounds = [x * control for x in cand_rounds]
+            order_note = (
+                f"; the baseline timed in the candidate's slot read {control:.3g}x faster "
+                "(order control), taken off the speedup"
+            )
     decision = decide_category(
         base_rounds, cand_rounds, gamma=gamma, noise_limit=settings.noise_limit
     )
@@ -587,14 +683,14 @@ def perf_verdict(
             verdict(
                 GateStatus.QUARANTINE,
                 f"timing not stable: spread {decision.noise:.1%} after {len(cand_rounds)} rounds "
-                f"(limit {settings.noise_limit:.0%}); {decision.reason}",
+                f"(limit {settings.noise_limit:.0%}); {decision.reason}{order_note}",
             ),
             decision.category,
             decision.speedup,
         )
     summary = (
         f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
-        f"{decision.reason}{host_note}"
+        f"{decision.reason}{host_note}{order_note}"
     )
     if len(cand_rounds) == 1 and settings.min_rounds > 1:
         # decided_by_one_round ended the measurement: its noise is not known, and says so

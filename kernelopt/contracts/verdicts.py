@@ -74,6 +74,10 @@ class GateSettings(Frozen):
     # start the first timing round's child before the candidate's gates 1-3 child, so it
     # builds the baseline meanwhile; it runs nothing more until they pass (gates/prestart.py)
     prestart_timing: bool = False
+    # a win decided by the host clock is checked against A/A rounds (the baseline in both
+    # slots of the paired child); an advantage of the second slot they show is taken off
+    # the candidate's speedup; 0: no such rounds (gates/README.md, "Order control")
+    order_control_rounds: int = 2
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2

@@ -1,0 +1,141 @@
+"""Gate 4's order control: a win decided by the host clock is checked against A/A rounds.
+
+On the H200 the identity candidate (the eager model as ``ModelNew``) read
+1.08-1.30x faster than the same eager baseline in four of ten corpus problems,
+all dispatch-bound and timed by the host clock (docs/TEAM_NOTES.md, eighteenth
+session): the slot a paired child times second read faster for the same code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gates.perf as perf
+from gates.perf import (
+    PerfMeasurement,
+    TimingChecks,
+    control_ratio,
+    host_decided_win,
+    measure,
+    perf_verdict,
+)
+from gates.protocol import ModelSource, TimingJob, TimingResult
+from gates.runner import ChildOutcome
+from gates.timed_checks import TimedCheck
+from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
+
+GAMMA = 1.03
+BASE = ModelSource(kind="eager", problem_path="p.py")
+CAND = ModelSource(kind="candidate", problem_path="p.py", candidate_path="c.py")
+
+
+def _side(event: float | None, host: float) -> TimingResult:
+    samples = [event if event is not None else host] * 5
+    return TimingResult(side="x", event_ms=event, event_samples=samples, host_ms=host)
+
+
+def _paired(first: TimingResult, second: TimingResult) -> TimingResult:
+    return second.model_copy(update={"baseline": first})
+
+
+# the identity's shape on the H200: GPU work equal, the second slot's host clock faster
+FIRST, SECOND = _side(0.0101, 0.056), _side(0.0104, 0.043)
+
+
+def test_only_a_win_the_host_clock_decides_needs_the_control() -> None:
+    host_win = PerfMeasurement(baseline=[FIRST], candidate=[SECOND])
+    assert host_decided_win(host_win, GAMMA)
+    gpu_win = PerfMeasurement(baseline=[_side(0.5, 0.45)], candidate=[_side(0.25, 0.2)])
+    assert not host_decided_win(gpu_win, GAMMA)
+    no_win = PerfMeasurement(baseline=[FIRST], candidate=[FIRST])
+    assert not host_decided_win(no_win, GAMMA)
+    cpu = PerfMeasurement(baseline=[_side(None, 2.0)], candidate=[_side(None, 1.0)])
+    assert not host_decided_win(cpu, GAMMA)
+
+
+def _verdict(m: PerfMeasurement) -> tuple[Any, PerfCategory | None, float | None]:
+    settings = GateSettings(device="cuda", min_rounds=2, max_rounds=2)
+    return perf_verdict(m, settings=settings, gamma=GAMMA, roofline=None)
+
+
+def test_the_identity_the_slot_order_made_faster_is_matched() -> None:
+    m = PerfMeasurement(baseline=[FIRST, FIRST], candidate=[SECOND, SECOND])
+    v, category, speedup = _verdict(m)
+    assert category == PerfCategory.OPTIMIZED and speedup == pytest.approx(0.056 / 0.043)
+    m.control = [_paired(FIRST, SECOND), _paired(FIRST, SECOND)]
+    assert control_ratio(m) == pytest.approx(0.056 / 0.043)
+    v, category, speedup = _verdict(m)
+    assert v.status == GateStatus.PASS and category == PerfCategory.MATCHED
+    assert speedup == pytest.approx(1.0)
+    assert "order control" in v.reason and v.metrics["order_control"]["ratio"] > 1.29
+
+
+def test_a_real_host_side_win_keeps_what_the_order_does_not_explain() -> None:
+    fast = _side(0.0100, 0.020)  # fewer launches: 2.8x by the host clock
+    m = PerfMeasurement(baseline=[FIRST, FIRST], candidate=[fast, fast])
+    m.control = [_paired(FIRST, SECOND)]
+    _, category, speedup = _verdict(m)
+    assert category == PerfCategory.OPTIMIZED
+    assert speedup == pytest.approx(0.056 / 0.020 / (0.056 / 0.043))
+
+
+def test_a_control_that_favours_the_first_slot_never_adds_to_a_win() -> None:
+    m = PerfMeasurement(baseline=[FIRST, FIRST], candidate=[SECOND, SECOND])
+    m.control = [_paired(SECOND, FIRST)]
+    _, category, speedup = _verdict(m)
+    assert category == PerfCategory.OPTIMIZED and speedup == pytest.approx(0.056 / 0.043)
+
+
+class _Children:
+    """Answers each job like a paired timing child, from (first slot, second slot) pairs."""
+
+    def __init__(self, rounds: list[tuple[TimingResult, TimingResult]]) -> None:
+        self.rounds, self.jobs = rounds, []
+
+    def __call__(self, job: TimingJob, workdir: Path, **_: Any) -> ChildOutcome:
+        self.jobs.append(job)
+        first, second = self.rounds[min(len(self.jobs), len(self.rounds)) - 1]
+        result = _paired(first, second).model_dump(mode="json")
+        return ChildOutcome(status="ok", phase="save_checks", wall_s=1.0, result=result)
+
+
+def _measure(
+    children: _Children, monkeypatch: pytest.MonkeyPatch, **settings: Any
+) -> PerfMeasurement:
+    monkeypatch.setattr(perf, "run_job", children)
+    checks = TimingChecks(
+        input_sets=["seed0"], expected=[], check=lambda _p: TimedCheck(ok=True, calls=10)
+    )
+    return measure(
+        BASE,
+        CAND,
+        inputs_dir=Path("in"),
+        input_set="seed0",
+        settings=GateSettings(device="cuda", min_rounds=2, max_rounds=2, **settings),
+        workdir=Path("w"),
+        checks=checks,
+    )
+
+
+def test_measure_runs_the_baseline_in_both_slots_after_a_host_decided_win(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    children = _Children([(FIRST, SECOND)])
+    m = _measure(children, monkeypatch)
+    assert len(m.candidate) == 2 and len(m.control) == 2
+    control_jobs = children.jobs[2:]
+    assert all(j.baseline == BASE and j.model == BASE for j in control_jobs)
+    assert m.seconds == pytest.approx(4.0)  # the A/A children are charged too
+
+
+def test_measure_skips_the_control_when_the_gpu_decides_or_it_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gpu = _Children([(_side(0.5, 0.45), _side(0.25, 0.2))])
+    assert _measure(gpu, monkeypatch).control == [] and len(gpu.jobs) == 2
+    off = _Children([(FIRST, SECOND)])
+    assert _measure(off, monkeypatch, order_control_rounds=0).control == []
+    assert len(off.jobs) == 2
