@@ -139,3 +139,33 @@ def test_measure_skips_the_control_when_the_gpu_decides_or_it_is_off(
     off = _Children([(FIRST, SECOND)])
     assert _measure(off, monkeypatch, order_control_rounds=0).control == []
     assert len(off.jobs) == 2
+
+
+def test_real_a_a_children_time_the_baseline_in_both_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CPU has no events, so no win is host-decided there; forced, the A/A rounds run
+    as real paired children through the cascade and come back with both slots timed."""
+    import gates.cascade as cascade
+    from gates.cascade import verify_candidate
+    from gates.runner import fast_launch
+
+    problem = Path(__file__).parents[1] / "problems" / "gates" / "swish_bias.py"
+    candidate = tmp_path / "identity.py"
+    candidate.write_text(problem.read_text() + "\n\nModelNew = Model\n")
+    measured: list[PerfMeasurement] = []
+
+    def keep(*args: Any, **kwargs: Any) -> PerfMeasurement:
+        measured.append(measure(*args, **kwargs))
+        return measured[-1]
+
+    monkeypatch.setattr(perf, "host_decided_win", lambda m, gamma: True)
+    monkeypatch.setattr(cascade, "measure", keep)
+    settings = GateSettings(device="cpu", baseline_mode="eager", min_rounds=1, max_rounds=1)
+    with fast_launch("cpu"):  # children forked from a zygote, as in a worker
+        result = verify_candidate(problem, candidate, settings, workdir=tmp_path / "work")
+    assert result.accepted, result.reason
+    (m,) = measured
+    assert len(m.control) == 1 and m.control[0].baseline is not None
+    assert m.primary(m.control[0]) > 0 and m.primary(m.control[0].baseline) > 0
+    assert control_ratio(m) is not None
