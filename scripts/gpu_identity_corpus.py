@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = sorted((ROOT / "tests" / "problems" / "identity").glob("*.py"))
@@ -70,6 +71,7 @@ def verify(deadline: float, out: Path, only: list[str] | None = None) -> int:
                 "reason": result.reason[:300],
                 "evaluation": result.environment.get("evaluation", ""),
                 "seconds": round(time.monotonic() - t0, 1),
+                "timing": _timing_rounds(result),
             }
             failed += not result.accepted
             rows.append(row)
@@ -78,6 +80,27 @@ def verify(deadline: float, out: Path, only: list[str] | None = None) -> int:
             print(f"{path.stem:32} {'ok' if result.accepted else 'REJECTED'} {row['seconds']} s")
     print(f"{len(rows) - failed} of {len(rows)} accepted")
     return 1 if failed else 0
+
+
+def _timing_rounds(result: Any) -> dict[str, Any]:
+    """Gate 4's rounds in short: each side's event and host ms per round, the CPUs they ran
+    on, and the A/A order control, so a noisy or order-biased verdict can be read later."""
+    perf = next((v for v in result.verdicts if v.gate.value == "performance"), None)
+    if perf is None:
+        return {}
+    metrics = perf.metrics
+
+    def side(name: str) -> list[dict[str, Any]]:
+        return [
+            {"event": r.get("event_ms"), "host": r.get("host_ms"), "cpus": r.get("cpus")}
+            for r in metrics.get(name, {}).get("rounds", [])
+        ]
+
+    return {
+        "baseline": side("baseline"),
+        "candidate": side("candidate"),
+        "order_control": metrics.get("order_control"),
+    }
 
 
 def optimize(chunk: str, deadline: float, resume: bool) -> int:
