@@ -472,11 +472,14 @@ def _checks(
         )
     )
     gate_calls: Counter = Counter()
+    in_flight: set[str] = set()  # scheduled, not closed yet: a running campaign's, not lost
     for t in targets:
         for run in t.runs:
             for call in run.activities_named(names.GATE_CANDIDATE):
                 if isinstance(call.input, dict):
                     gate_calls[str(call.input.get("candidate_id"))] += 1
+                    if call.outcome == "scheduled":
+                        in_flight.add(str(call.input.get("candidate_id")))
     gated_twice = sorted(k for k, n in gate_calls.items() if n > 1)
     checks.append(
         AuditCheck(
@@ -488,13 +491,18 @@ def _checks(
     )
     decided = {c.id for c in report.candidates}
     lost = sorted(
-        k for k in gate_calls if k.removesuffix(RETIME_SUFFIX) not in decided and gate_calls[k]
+        k
+        for k in gate_calls
+        if k.removesuffix(RETIME_SUFFIX) not in decided and gate_calls[k] and k not in in_flight
     )
+    pending = f"{len(in_flight)} being gated now" if in_flight else ""
     checks.append(
         AuditCheck(
             name="every gated candidate decided",
             ok=not lost,
-            detail="" if not lost else f"gated without a decision: {lost[:5]}",
+            detail="; ".join(
+                x for x in (pending, f"gated without a decision: {lost[:5]}" if lost else "") if x
+            ),
         )
     )
     for t in targets:

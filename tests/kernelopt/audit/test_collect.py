@@ -145,3 +145,41 @@ def test_referenced_artifacts_include_every_candidate_source_and_prompt() -> Non
         assert c.source.sha256 in refs and c.conversation.sha256 in refs
         for p in c.prompts:
             assert p.prompt is None or p.prompt.sha256 in refs
+
+
+def test_a_gate_call_still_running_is_in_flight_not_lost() -> None:
+    """A live campaign's audit: a candidate being gated right now has no decision yet, and
+    the check says so instead of failing (the reply-folder evaluation audits live ones)."""
+    from temporalio.api.enums.v1 import EventType
+
+    from kernelopt.contracts import names
+
+    rows = [
+        r for r in INDEX if r["scenario"] == "optimized" and r["workflow_type"] != "ExportCampaign"
+    ]
+    runs, cut = [], False
+    for row in rows:
+        text = gzip.decompress((HISTORIES / row["file"]).read_bytes()).decode()
+        history = WorkflowHistory.from_json(row["workflow_id"], text)
+        status = row["status"]
+        events = list(history.events)
+        scheduled = [
+            i
+            for i, e in enumerate(events)
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and e.activity_task_scheduled_event_attributes.activity_type.name
+            == names.GATE_CANDIDATE
+        ]
+        if scheduled and not cut:  # the first search that gates: cut after its first gate call
+            history = WorkflowHistory(row["workflow_id"], events[: scheduled[0] + 1])
+            status, cut = "running", True
+        run = WorkflowRun(
+            workflow_id=row["workflow_id"],
+            run_id=row["run_id"],
+            workflow_type=row["workflow_type"],
+            status=status,
+        )
+        runs.append((run, history))
+    report = build_report(rows[0]["workflow_id"], runs, "recorded")
+    check = next(c for c in report.checks if c.name == "every gated candidate decided")
+    assert check.ok and "1 being gated now" in check.detail, check
