@@ -32,7 +32,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from gates.cascade import roofline_inputs, run_gates_1_to_3, timing_checks
+from gates.cascade import roofline_inputs, round_setup, run_gates_1_to_3
 from gates.layout import CompiledLayout
 from gates.perf import (
     PerfMeasurement,
@@ -145,13 +145,9 @@ def _judge_candidate(
         prestarted = prestart_round(
             ws.wrapper_source(None),
             candidate,
-            inputs_dir=bundle.inputs_dir,
-            input_set=bundle.input_sets[0].name,
-            settings=timing_settings,
+            round_setup(bundle, timing_settings, graph_replay=True),
             workdir=ws.dir / "timing",
-            checks=timing_checks(bundle),
             watched=bundle.caches.dirs,
-            graph_replay=True,
         )
     try:
         return _gates_and_timing(
@@ -179,14 +175,10 @@ def _gates_and_timing(
         m = measure(
             ws.wrapper_source(None),
             candidate,
-            inputs_dir=bundle.inputs_dir,
-            input_set=bundle.input_sets[0].name,
-            settings=timing_settings,
+            round_setup(bundle, timing_settings, graph_replay=True),
             workdir=ws.dir / "timing",
-            checks=timing_checks(bundle),
             tampered_inputs=bundle.tampered_inputs,
             before_candidate=bundle.before_candidate,
-            graph_replay=True,
             prestarted=prestarted,
         )
         v4, _, _ = perf_verdict(
@@ -318,11 +310,8 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
         m = measure(
             ws.wrapper_source(None),
             candidate,
-            inputs_dir=bundle.inputs_dir,
-            input_set=first,
-            settings=settings,
+            round_setup(bundle, settings),
             workdir=ws.dir / "timing",
-            checks=timing_checks(bundle),
             tampered_inputs=bundle.tampered_inputs,
             before_candidate=bundle.before_candidate,
             gamma=inp.gamma,

@@ -23,7 +23,14 @@ from gates.correctness import correctness_verdict, load_candidate_outputs
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK
 from gates.model_gate import model_verdict_from_sets
 from gates.numerics import comparison_threads
-from gates.perf import RooflineInputs, TimingChecks, measure, perf_verdict, prestart_round
+from gates.perf import (
+    RooflineInputs,
+    RoundSetup,
+    TimingChecks,
+    measure,
+    perf_verdict,
+    prestart_round,
+)
 from gates.prestart import PrestartedRound
 from gates.protocol import CandidateJob, ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
@@ -169,6 +176,19 @@ def timing_checks(bundle: ReferenceBundle) -> TimingChecks:
     )
 
 
+def round_setup(
+    bundle: ReferenceBundle, settings: GateSettings, *, graph_replay: bool = False
+) -> RoundSetup:
+    """Gate 4's rounds on this bundle: its input files, its first set, its timed-call checks."""
+    return RoundSetup(
+        inputs_dir=bundle.inputs_dir,
+        input_set=bundle.input_sets[0].name,
+        settings=settings,
+        checks=timing_checks(bundle),
+        graph_replay=graph_replay,
+    )
+
+
 def roofline_inputs(bundle: ReferenceBundle, set_name: str) -> RooflineInputs | None:
     if bundle.result is None:
         return None
@@ -231,11 +251,8 @@ def _prestart(
     return prestart_round(
         baseline_source(problem, settings),
         ModelSource(kind="candidate", problem_path=problem, candidate_path=path),
-        inputs_dir=bundle.inputs_dir,
-        input_set=bundle.input_sets[0].name,
-        settings=settings,
+        round_setup(bundle, settings),
         workdir=_candidate_dir(workdir, path) / "timing",
-        checks=timing_checks(bundle),
         watched=bundle.caches.dirs,
     )
 
@@ -345,11 +362,8 @@ def time_candidate(
     m = measure(
         baseline_source(checked.problem, settings),
         candidate,
-        inputs_dir=bundle.inputs_dir,
-        input_set=first,
-        settings=settings,
+        round_setup(bundle, settings),
         workdir=_candidate_dir(workdir, checked.candidate) / "timing",
-        checks=timing_checks(bundle),
         tampered_inputs=bundle.tampered_inputs,
         before_candidate=bundle.before_candidate,
         prestarted=prestarted,

@@ -120,61 +120,55 @@ def side_phases(outcome: ChildOutcome) -> dict[str, float]:
     return out
 
 
-def round_job(
-    baseline: ModelSource,
-    candidate: ModelSource,
-    *,
-    inputs_dir: Path,
-    input_set: str,
-    settings: GateSettings,
-    checks: TimingChecks,
-    graph_replay: bool = False,
-) -> TimingJob:
-    """One round's paired timing job: the baseline first, then the candidate, every call checked."""
-    return TimingJob(
-        side="candidate",
-        model=candidate,
-        baseline=baseline,
-        device=settings.device,
-        model_seed=settings.model_seed,
-        inputs_dir=str(inputs_dir),
-        input_set=input_set,
-        input_sets=checks.input_sets,
-        expected=checks.expected,
-        checks_file=CHECKS_FILE,
-        min_rep_calls=settings.min_rep_calls,
-        warmup_ms=settings.warmup_ms,
-        rep_ms=settings.rep_ms,
-        settle_wall_ms=settings.settle_step_wall_ms,
-        graph_replay=graph_replay,
-    )
+@dataclass(frozen=True)
+class RoundSetup:
+    """What every paired timing child of one measurement shares: the reference's input
+    files and first set, the settings, and how each timed call is checked."""
+
+    inputs_dir: Path
+    input_set: str
+    settings: GateSettings
+    checks: TimingChecks
+    graph_replay: bool = False
+
+    def job(
+        self, first: ModelSource, second: ModelSource, *, graph_replay: bool = True
+    ) -> TimingJob:
+        """One round's paired job: ``first`` timed first, then ``second``, every call checked
+        (``graph_replay=False`` leaves out the CUDA-graph time even where the setup asks)."""
+        settings, checks = self.settings, self.checks
+        return TimingJob(
+            side="candidate",
+            model=second,
+            baseline=first,
+            device=settings.device,
+            model_seed=settings.model_seed,
+            inputs_dir=str(self.inputs_dir),
+            input_set=self.input_set,
+            input_sets=checks.input_sets,
+            expected=checks.expected,
+            checks_file=CHECKS_FILE,
+            min_rep_calls=settings.min_rep_calls,
+            warmup_ms=settings.warmup_ms,
+            rep_ms=settings.rep_ms,
+            settle_wall_ms=settings.settle_step_wall_ms,
+            graph_replay=self.graph_replay and graph_replay,
+        )
 
 
 def prestart_round(
     baseline: ModelSource,
     candidate: ModelSource,
+    setup: RoundSetup,
     *,
-    inputs_dir: Path,
-    input_set: str,
-    settings: GateSettings,
     workdir: Path,
-    checks: TimingChecks,
     watched: list[Path],
-    graph_replay: bool = False,
 ) -> PrestartedRound:
     """``measure``'s first round, started now to build its baseline while gates 1-3 run;
     it waits at most as long as gates 1-3 may take (``gates.prestart``)."""
-    job = round_job(
-        baseline,
-        candidate,
-        inputs_dir=inputs_dir,
-        input_set=input_set,
-        settings=settings,
-        checks=checks,
-        graph_replay=graph_replay,
-    )
+    settings = setup.settings
     return PrestartedRound(
-        job,
+        setup.job(baseline, candidate),
         workdir / "round0",
         timeout_s=settings.timing_timeout_s,
         wait_s=settings.static_timeout_s + 60.0,
@@ -222,12 +216,10 @@ def host_decided_win(m: PerfMeasurement, gamma: float) -> bool:
 def order_control(
     m: PerfMeasurement,
     baseline: ModelSource,
+    setup: RoundSetup,
     *,
     rounds: int,
     workdir: Path,
-    job_for: Callable[[ModelSource, ModelSource], TimingJob],
-    timeout_s: float,
-    device: str,
 ) -> None:
     """A/A rounds: the baseline in the candidate's slot as well, in fresh paired children.
 
@@ -237,7 +229,10 @@ def order_control(
     """
     for r in range(rounds):
         outcome = run_job(
-            job_for(baseline, baseline), workdir / f"control{r}", timeout_s=timeout_s, device=device
+            setup.job(baseline, baseline, graph_replay=False),
+            workdir / f"control{r}",
+            timeout_s=setup.settings.timing_timeout_s,
+            device=setup.settings.device,
         )
         m.seconds += outcome.wall_s
         if not outcome.ok or outcome.result is None:
@@ -263,16 +258,12 @@ def control_ratio(m: PerfMeasurement) -> float | None:
 def measure(
     baseline: ModelSource,
     candidate: ModelSource,
+    setup: RoundSetup,
     *,
-    inputs_dir: Path,
-    input_set: str,
-    settings: GateSettings,
     workdir: Path,
-    checks: TimingChecks,
     tampered_inputs: Callable[[], list[str]] | None = None,
     before_candidate: Callable[[], None] | None = None,
     gamma: float | None = None,
-    graph_replay: bool = False,
     prestarted: PrestartedRound | None = None,
 ) -> PerfMeasurement:
     """Fresh-process rounds, each timing the baseline and then the candidate, until the
@@ -285,18 +276,20 @@ def measure(
     ``tampered_inputs`` (the reference bundle's check) runs after every child,
     ``before_candidate`` before it: a candidate that rewrote the shared input
     files or compiler caches is stopped there, before the next round's
-    baseline loads what it left behind.  ``checks`` makes every timed call a
+    baseline loads what it left behind.  ``setup.checks`` makes every timed call a
     checked one: both sides rotate through the same input sets, and the
     candidate's recorded outputs are compared before its numbers count.
     ``gamma`` (default: the settings') lets the rounds stop as soon as their
     extremes agree on the category, and a first round far outside the gamma
-    band (``decided_by_one_round``) ends the measurement; ``graph_replay``
+    band (``decided_by_one_round``) ends the measurement; ``setup.graph_replay``
     also times each side's kernels alone (``dispatch_overhead``).  ``prestarted``: the
     first round's child, started during gates 1-3 with its baseline built
     (``gates.prestart``); it is released here, or discarded and replaced by a fresh one.
     """
     m = PerfMeasurement()
+    settings = setup.settings
     gamma = settings.gamma if gamma is None else gamma
+    job = setup.job(baseline, candidate)
     for r in range(settings.max_rounds + settings.noisy_rounds):
         if r >= settings.max_rounds and not noisy_undecided(
             [m.primary(x) for x in m.baseline],
@@ -305,15 +298,6 @@ def measure(
             noise_limit=settings.noise_limit,
         ):
             break
-        job = round_job(
-            baseline,
-            candidate,
-            inputs_dir=inputs_dir,
-            input_set=input_set,
-            settings=settings,
-            checks=checks,
-            graph_replay=graph_replay,
-        )
         if before_candidate is not None:
             before_candidate()
         round_dir = workdir / f"round{r}"
@@ -341,7 +325,7 @@ def measure(
             raise RuntimeError("a paired timing child returned no baseline timing")
         m.order += ["baseline", "candidate"]
         m.baseline.append(result.baseline)
-        checked = checks.check(round_dir / CHECKS_FILE)
+        checked = setup.checks.check(round_dir / CHECKS_FILE)
         m.checks.append(checked)
         if not checked.ok:
             m.wrong_output = checked
@@ -362,26 +346,8 @@ def measure(
         ):
             break
     if settings.order_control_rounds > 0 and host_decided_win(m, gamma):
-
-        def job_for(first: ModelSource, second: ModelSource) -> TimingJob:
-            return round_job(
-                first,
-                second,
-                inputs_dir=inputs_dir,
-                input_set=input_set,
-                settings=settings,
-                checks=checks,
-            )
-
-        order_control(
-            m,
-            baseline,
-            rounds=min(settings.order_control_rounds, len(m.candidate)),
-            workdir=workdir,
-            job_for=job_for,
-            timeout_s=settings.timing_timeout_s,
-            device=settings.device,
-        )
+        rounds = min(settings.order_control_rounds, len(m.candidate))
+        order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
     return m
 
 

@@ -16,20 +16,17 @@ import pytest
 import gates.perf as perf
 from gates.perf import (
     PerfMeasurement,
-    TimingChecks,
     control_ratio,
     host_decided_win,
     measure,
     perf_verdict,
 )
-from gates.protocol import ModelSource, TimingJob, TimingResult
+from gates.protocol import TimingJob, TimingResult
 from gates.runner import ChildOutcome
-from gates.timed_checks import TimedCheck
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
+from tests.support.paired_timing import BASE, measure_on
 
 GAMMA = 1.03
-BASE = ModelSource(kind="eager", problem_path="p.py")
-CAND = ModelSource(kind="candidate", problem_path="p.py", candidate_path="c.py")
 
 
 def _side(event: float | None, host: float) -> TimingResult:
@@ -102,29 +99,11 @@ class _Children:
         return ChildOutcome(status="ok", phase="save_checks", wall_s=1.0, result=result)
 
 
-def _measure(
-    children: _Children, monkeypatch: pytest.MonkeyPatch, **settings: Any
-) -> PerfMeasurement:
-    monkeypatch.setattr(perf, "run_job", children)
-    checks = TimingChecks(
-        input_sets=["seed0"], expected=[], check=lambda _p: TimedCheck(ok=True, calls=10)
-    )
-    return measure(
-        BASE,
-        CAND,
-        inputs_dir=Path("in"),
-        input_set="seed0",
-        settings=GateSettings(device="cuda", min_rounds=2, max_rounds=2, **settings),
-        workdir=Path("w"),
-        checks=checks,
-    )
-
-
 def test_measure_runs_the_baseline_in_both_slots_after_a_host_decided_win(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     children = _Children([(FIRST, SECOND)])
-    m = _measure(children, monkeypatch)
+    m = measure_on(children, monkeypatch, min_rounds=2, max_rounds=2)
     assert len(m.candidate) == 2 and len(m.control) == 2
     control_jobs = children.jobs[2:]
     assert all(j.baseline == BASE and j.model == BASE for j in control_jobs)
@@ -135,9 +114,15 @@ def test_measure_skips_the_control_when_the_gpu_decides_or_it_is_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     gpu = _Children([(_side(0.5, 0.45), _side(0.25, 0.2))])
-    assert _measure(gpu, monkeypatch).control == [] and len(gpu.jobs) == 2
+    assert (
+        measure_on(gpu, monkeypatch, min_rounds=2, max_rounds=2).control == []
+        and len(gpu.jobs) == 2
+    )
     off = _Children([(FIRST, SECOND)])
-    assert _measure(off, monkeypatch, order_control_rounds=0).control == []
+    assert (
+        measure_on(off, monkeypatch, min_rounds=2, max_rounds=2, order_control_rounds=0).control
+        == []
+    )
     assert len(off.jobs) == 2
 
 

@@ -12,16 +12,13 @@ from typing import Any
 
 import pytest
 
-import gates.perf as perf
-from gates.perf import EARLY_MARGIN, TimingChecks, decided_by_one_round, measure, side_phases
-from gates.protocol import ModelSource, TimingJob, TimingResult
+from gates.perf import EARLY_MARGIN, decided_by_one_round, side_phases
+from gates.protocol import TimingJob, TimingResult
 from gates.runner import ChildOutcome
-from gates.timed_checks import TimedCheck
 from kernelopt.contracts.verdicts import GateSettings
+from tests.support.paired_timing import BASE, CAND, measure_on
 
 GAMMA = 1.03
-BASE = ModelSource(kind="eager", problem_path="p.py")
-CAND = ModelSource(kind="candidate", problem_path="p.py", candidate_path="c.py")
 
 
 def _result(side: str, ms: float) -> TimingResult:
@@ -54,22 +51,6 @@ class _Children:
         )
 
 
-def _measure(children: _Children, monkeypatch: pytest.MonkeyPatch, **settings: Any):
-    monkeypatch.setattr(perf, "run_job", children)
-    checks = TimingChecks(
-        input_sets=["seed0"], expected=[], check=lambda _p: TimedCheck(ok=True, calls=10)
-    )
-    return measure(
-        BASE,
-        CAND,
-        inputs_dir=Path("in"),
-        input_set="seed0",
-        settings=GateSettings(device="cuda", **settings),
-        workdir=Path("w"),
-        checks=checks,
-    )
-
-
 def test_one_round_needs_a_speedup_twice_past_the_gamma_band() -> None:
     edge = GAMMA * EARLY_MARGIN
     assert decided_by_one_round(edge * 1.01, 1.0, GAMMA)  # optimized beyond doubt
@@ -84,7 +65,7 @@ def test_every_round_is_one_child_timing_the_baseline_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     children = _Children([(1.0, 0.95), (1.0, 0.96), (1.0, 0.95)])
-    m = _measure(children, monkeypatch, min_rounds=2, max_rounds=3)
+    m = measure_on(children, monkeypatch, min_rounds=2, max_rounds=3)
     assert len(children.jobs) == 2  # two independent processes: the spread is known
     assert all(j.baseline == BASE and j.model == CAND for j in children.jobs)
     assert m.order == ["baseline", "candidate"] * 2
@@ -98,10 +79,10 @@ def test_every_round_is_one_child_timing_the_baseline_first(
 
 def test_the_settle_wall_cap_reaches_every_timing_child(monkeypatch: pytest.MonkeyPatch) -> None:
     children = _Children([(1.0, 0.95)] * 2)
-    _measure(children, monkeypatch, min_rounds=2, max_rounds=2)
+    measure_on(children, monkeypatch, min_rounds=2, max_rounds=2)
     assert [j.settle_wall_ms for j in children.jobs] == [0.0, 0.0]  # off unless asked for
     capped = _Children([(1.0, 0.95)] * 2)
-    _measure(capped, monkeypatch, min_rounds=2, max_rounds=2, settle_step_wall_ms=50.0)
+    measure_on(capped, monkeypatch, min_rounds=2, max_rounds=2, settle_step_wall_ms=50.0)
     assert [j.settle_wall_ms for j in capped.jobs] == [50.0, 50.0]
 
 
@@ -109,11 +90,11 @@ def test_a_first_round_far_outside_the_band_ends_the_measurement(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     win = _Children([(1.0, 0.2)] * 3)
-    assert len(_measure(win, monkeypatch, min_rounds=2).candidate) == 1
+    assert len(measure_on(win, monkeypatch, min_rounds=2).candidate) == 1
     loss = _Children([(0.2, 1.0)] * 3)
-    assert len(_measure(loss, monkeypatch, min_rounds=2).candidate) == 1
+    assert len(measure_on(loss, monkeypatch, min_rounds=2).candidate) == 1
     close = _Children([(1.0, 0.7)] * 3)  # 1.43x: optimized, but not beyond doubt
-    assert len(_measure(close, monkeypatch, min_rounds=2).candidate) == 2
+    assert len(measure_on(close, monkeypatch, min_rounds=2).candidate) == 2
 
 
 @pytest.mark.parametrize(
@@ -126,7 +107,7 @@ def test_a_first_round_far_outside_the_band_ends_the_measurement(
 def test_a_failed_child_is_charged_to_the_side_whose_part_it_died_in(
     monkeypatch: pytest.MonkeyPatch, phases: list[str], side: str
 ) -> None:
-    m = _measure(_Children([], fail=phases), monkeypatch, min_rounds=2)
+    m = measure_on(_Children([], fail=phases), monkeypatch, min_rounds=2)
     assert m.failure is not None and m.failure[0] == side
     assert not m.baseline and not m.candidate
 
@@ -176,12 +157,12 @@ def test_noise_that_could_flip_the_category_buys_more_rounds_past_max_rounds(
     # undecided at max_rounds, decided once ten rounds let two outliers go
     noisy = [(1.0, 0.66), (1.0, 1.05), (1.0, 0.66), (1.0, 1.1)] + [(1.0, 0.66)] * 6
     children = _Children(noisy)
-    m = _measure(children, monkeypatch, min_rounds=2, max_rounds=6, noisy_rounds=4)
+    m = measure_on(children, monkeypatch, min_rounds=2, max_rounds=6, noisy_rounds=4)
     assert len(m.candidate) == 10
     steady = _Children([(1.0, 0.66), (1.0, 0.8), (1.0, 0.70)] * 4)  # noisy but decided
-    assert len(_measure(steady, monkeypatch, min_rounds=2, max_rounds=6).candidate) <= 6
+    assert len(measure_on(steady, monkeypatch, min_rounds=2, max_rounds=6).candidate) <= 6
     hopeless = _Children([(1.0, 0.66), (1.0, 1.2)] * 8)  # still undecided: stops at the cap
-    m = _measure(hopeless, monkeypatch, min_rounds=2, max_rounds=6, noisy_rounds=4)
+    m = measure_on(hopeless, monkeypatch, min_rounds=2, max_rounds=6, noisy_rounds=4)
     assert len(m.candidate) == 10
     none = _Children(noisy)
-    assert len(_measure(none, monkeypatch, max_rounds=6, noisy_rounds=0).candidate) == 6
+    assert len(measure_on(none, monkeypatch, max_rounds=6, noisy_rounds=0).candidate) == 6
