@@ -16,12 +16,13 @@ import traceback
 from pathlib import Path
 
 from gates.job_progress import current_phase, mark, record_to
-from gates.sandbox import apply_limits
+from gates.sandbox import apply_limits, not_inspectable
 from kernelopt.pidfile import die_with_parent
 
 
 def main(argv: list[str]) -> int:
     die_with_parent()
+    not_inspectable()
     workdir = Path(argv[0])
     apply_limits(workdir)  # before any job (or candidate) code: soft = hard, for good
     record_to(workdir)

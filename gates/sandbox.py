@@ -32,6 +32,7 @@ bubblewrap, launching raises ``SandboxUnavailable``: never a silent fallback.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import itertools
 import json
@@ -309,6 +310,23 @@ class SandboxLimits:
 def write_limits(workdir: Path, limits: SandboxLimits) -> None:
     """Leave the limits for the child in its workdir (read before any job code runs)."""
     (Path(workdir) / LIMITS_FILE).write_text(json.dumps(asdict(limits)))
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def not_inspectable() -> None:
+    """In the child, before any job code: no other process of its uid may ptrace it or open
+    its memory, environment or descriptors under /proc.
+
+    Children forked from one sandboxed zygote share a uid and a PID namespace, and
+    some run side by side (a prestarted timing child beside the candidate's gates
+    1-3 child); a candidate could otherwise attach to a trusted sibling and change
+    what it computes or times.  A candidate can make itself inspectable again, but
+    never another child.  Linux; elsewhere a no-op.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def apply_limits(workdir: Path) -> SandboxLimits | None:

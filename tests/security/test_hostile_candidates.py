@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -192,6 +193,42 @@ def test_a_module_planted_on_the_import_path_never_reaches_a_later_child(
     finally:
         for entry in report.get("planted", []):
             Path(entry or ".", f"{name}.py").unlink(missing_ok=True)
+
+
+def test_a_sibling_child_cannot_be_inspected_or_attached(
+    bait: Bait, zygote: Zygote, tmp_path: Path
+) -> None:
+    """Two children of one sandboxed zygote at once (as a prestarted timing child runs beside
+    the candidate's): the candidate reaches neither the sibling's /proc files nor ptrace."""
+    from gates.go_signal import live_workdir
+
+    (tmp_path / "sibling").mkdir()
+    (tmp_path / "attacker").mkdir()
+    done: list[tuple[ChildOutcome, dict]] = []
+    sibling = threading.Thread(
+        target=lambda: done.append(
+            _attack("inspect_sibling", {"linger": 8}, tmp_path / "sibling", "forked", zygote)
+        )
+    )
+    sibling.start()
+    try:
+        deadline = time.monotonic() + 60
+        live = tmp_path / "sibling" / "work" / "report.json"
+        while time.monotonic() < deadline:
+            live = live_workdir(tmp_path / "sibling" / "work") / "report.json"
+            if live.is_file() and live.read_text():
+                break
+            time.sleep(0.05)
+        pid = json.loads(live.read_text())["pid"]
+        outcome, report = _attack(
+            "inspect_sibling", {"pid": pid}, tmp_path / "attacker", "forked", zygote
+        )
+        assert outcome.ok, outcome.describe()
+        assert report["ptrace"] == "refused", report
+        assert not [k for k, v in report.items() if v == "reached"], report
+    finally:
+        sibling.join(timeout=60)
+    assert done and done[0][0].ok, done
 
 
 def _processes_with(token: str) -> list[int]:
