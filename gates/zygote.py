@@ -119,6 +119,8 @@ def serve() -> None:
     """The zygote's loop: preload, announce readiness, fork on request, report exits."""
     import importlib
 
+    sandbox.not_inspectable()  # every trusted child is forked from here: no child may attach to it
+
     for name in PRELOAD:
         importlib.import_module(name)
     for name in OPTIONAL_PRELOAD:

@@ -231,6 +231,17 @@ def test_a_sibling_child_cannot_be_inspected_or_attached(
     assert done and done[0][0].ok, done
 
 
+def test_the_zygote_that_forks_every_child_cannot_be_attached(
+    bait: Bait, zygote: Zygote, tmp_path: Path, launch: str
+) -> None:
+    """A candidate attached to its parent (forked: the zygote every trusted child is forked
+    from; spawned: the sandbox's init) could rewrite every later child; it reaches nothing."""
+    outcome, report = _attack("inspect_sibling", {"pid": "parent"}, tmp_path, launch, zygote)
+    assert outcome.ok, outcome.describe()
+    assert report["ptrace"] == "refused", report
+    assert not [k for k, v in report.items() if v == "reached"], report
+
+
 def _processes_with(token: str) -> list[int]:
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):

@@ -1,7 +1,8 @@
 """Attack: reach into a sibling gate child through /proc and ptrace (same uid, same sandbox).
 
-With ``BAIT["pid"]`` it tries the sibling's memory, environment and a ptrace
-attach; without, it is the sibling: it reports its pid and stays alive a while.
+With ``BAIT["pid"]`` it tries the sibling's memory, environment, descriptors and
+a ptrace attach ("parent": its own parent, the zygote that forks every trusted
+child); without, it is the sibling: it reports its pid and stays alive a while.
 """
 
 import ctypes
@@ -47,7 +48,7 @@ def open_any_descriptor(pid: int) -> None:
 
 
 if "pid" in BAIT:
-    pid = BAIT["pid"]
+    pid = os.getppid() if BAIT["pid"] == "parent" else BAIT["pid"]
     libc = ctypes.CDLL(None, use_errno=True)
     found = {
         "mem": attempt(lambda: read(f"/proc/{pid}/mem")),
@@ -55,7 +56,7 @@ if "pid" in BAIT:
         "fd": attempt(lambda: open_any_descriptor(pid)),
         "ptrace": "reached" if libc.ptrace(16, pid, 0, 0) == 0 else "refused",
     }
-    report(started=True, **found)
+    report(started=True, target=pid, **found)
 else:
     report(started=True, pid=os.getpid())
     time.sleep(BAIT.get("linger", 0))
