@@ -86,6 +86,15 @@ class PrestartedRound:
         """Release the child and wait for its round; None when it was discarded instead."""
         if self._settled:
             return None
+        if self._future.done():
+            # it ended before its go: killed (a candidate child of the same sandbox can
+            # signal its siblings) or crashed building the baseline; a fresh child runs the
+            # round, so the candidate cannot turn its gate into the baseline's failure
+            ended = self._future.result()
+            log.info("prestart.ended_early", status=ended.status, phase=ended.phase)
+            self._settled = True
+            self._pool.shutdown()
+            return None
         moved = changed(self._before, file_states(self._watched))
         if moved:
             log.info("prestart.discarded", changed=moved[:5], count=len(moved))

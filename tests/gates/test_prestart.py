@@ -207,3 +207,22 @@ def test_a_file_changed_during_the_overlap_discards_the_prestarted_child(
     (cache / "new_kernel").write_bytes(b"its own")  # new files alone would be benign
     assert ahead.go() is None  # discarded: the round runs in a fresh child
     assert "did not pass" in child.got
+
+
+def test_a_child_that_ended_before_its_go_is_replaced_by_a_fresh_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed by a sibling (same sandbox, same uid) or crashed building the baseline: the
+    round runs in a fresh child instead of failing as the baseline's infrastructure error."""
+
+    def killed(job: TimingJob, workdir: Path, **_: Any) -> ChildOutcome:
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "progress.jsonl").write_text('{"phase": "load_job", "t": 0}\n')
+        return ChildOutcome("crashed", "base_wait_go", 0.1)
+
+    monkeypatch.setattr(prestart, "run_job", killed)
+    ahead = _round(tmp_path, _ScriptedChild(), [])
+    deadline = time.monotonic() + 5
+    while not ahead._future.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ahead.go() is None
