@@ -31,19 +31,12 @@ HOW_TO_ANSWER = (
 
 @dataclass(frozen=True)
 class Folders:
+    """A reply folder's root and the subfolders a request passes through (``folders`` names them)."""
+
     root: Path
-
-    @property
-    def requests(self) -> Path:
-        return self.root / "requests"
-
-    @property
-    def replies(self) -> Path:
-        return self.root / "replies"
-
-    @property
-    def answered(self) -> Path:
-        return self.root / "answered"
+    requests: Path
+    replies: Path
+    answered: Path
 
     def request_file(self, rid: str) -> Path:
         return self.requests / f"{rid}.json"
@@ -55,7 +48,7 @@ def folders(root: Path | None = None) -> Folders:
         from kernelopt.config import Settings
 
         root = Settings.from_env().llm_dir
-    return Folders(root)
+    return Folders(root, root / "requests", root / "replies", root / "answered")
 
 
 def _write_atomic(path: Path, text: str) -> None:
