@@ -9,28 +9,8 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from kernelopt.contracts import (
-    CompileInput,
-    CompileResult,
-    PlanLookupInput,
-    PlanTargetsInput,
-    RestitchInput,
-    RestitchResult,
-    ScopeSegmentInput,
-    SegmentInput,
-    SegmentRef,
-    SegmentResult,
-    SegmentTargetsInput,
-    SegmentTargetsResult,
-    TargetList,
-    TargetPlan,
-    TargetScope,
-    TargetScopeInput,
-    TriageInput,
-    TriageRef,
-    TriageResult,
-    names,
-)
+from kernelopt import contracts
+from kernelopt.contracts import names
 from kernelopt.log import get_logger
 from kernelopt.store import open_store
 
@@ -41,13 +21,15 @@ log = get_logger(__name__)
 
 
 @activity.defn(name=names.COMPILE)
-async def compile_problem(inp: CompileInput) -> CompileResult:
+async def compile_problem(inp: contracts.CompileInput) -> contracts.CompileResult:
     """The baseline, compiled by the problem's kind (Inductor capture for modules); cached."""
-    return await run_supervised("kernelopt.kinds.registry:compile_problem", inp, CompileResult)
+    return await run_supervised(
+        "kernelopt.kinds.registry:compile_problem", inp, contracts.CompileResult
+    )
 
 
 @activity.defn(name=names.SEGMENT)
-async def segment(inp: SegmentInput) -> SegmentResult:
+async def segment(inp: contracts.SegmentInput) -> contracts.SegmentResult:
     """Library calls frozen, Triton kernels and fusion groups exposed (pure text)."""
     from kernelopt.compile.segment import segment as segment_impl
 
@@ -55,12 +37,12 @@ async def segment(inp: SegmentInput) -> SegmentResult:
 
 
 @activity.defn(name=names.SEGMENT_TO_STORE)
-async def segment_to_store(inp: SegmentInput) -> SegmentRef:
+async def segment_to_store(inp: contracts.SegmentInput) -> contracts.SegmentRef:
     """Segment as ``segment`` does, but hand back a reference: the result stays in the store."""
     from kernelopt.compile.segment import segment as segment_impl
     from kernelopt.compile.segment_store import store_segment
 
-    def run() -> SegmentRef:
+    def run() -> contracts.SegmentRef:
         store = open_store()
         result = segment_impl(inp, store)
         return store_segment(result, store, f"{inp.compiled.problem.name}.segment.json")
@@ -69,7 +51,7 @@ async def segment_to_store(inp: SegmentInput) -> SegmentRef:
 
 
 @activity.defn(name=names.SCOPE_SEGMENT)
-async def scope_segment(inp: ScopeSegmentInput) -> SegmentResult:
+async def scope_segment(inp: contracts.ScopeSegmentInput) -> contracts.SegmentResult:
     """One target's part of a stored segmentation: what its search carries."""
     from kernelopt.compile.segment_store import scoped
 
@@ -77,25 +59,25 @@ async def scope_segment(inp: ScopeSegmentInput) -> SegmentResult:
 
 
 @activity.defn(name=names.SEGMENT_TARGETS)
-async def segment_targets(inp: SegmentTargetsInput) -> SegmentTargetsResult:
+async def segment_targets(inp: contracts.SegmentTargetsInput) -> contracts.SegmentTargetsResult:
     """The built-in proposer's targets, read from a stored segmentation."""
     from kernelopt.compile.segment_store import load_segment
     from kernelopt.proposer.targets import builtin_targets
 
-    def run() -> SegmentTargetsResult:
+    def run() -> contracts.SegmentTargetsResult:
         return builtin_targets(inp, load_segment(inp.segment, open_store()))
 
     return await in_thread(run)
 
 
 @activity.defn(name=names.TRIAGE)
-async def triage(inp: TriageInput) -> TriageResult:
+async def triage(inp: contracts.TriageInput) -> contracts.TriageResult:
     """Per-kernel GPU time, library fraction f, Amdahl ceiling, verdict."""
-    return await run_supervised("kernelopt.compile.triage:triage", inp, TriageResult)
+    return await run_supervised("kernelopt.compile.triage:triage", inp, contracts.TriageResult)
 
 
 @activity.defn(name=names.TRIAGE_TO_STORE)
-async def triage_to_store(inp: TriageInput) -> TriageRef:
+async def triage_to_store(inp: contracts.TriageInput) -> contracts.TriageRef:
     """Triage as ``triage`` does, but hand back a reference: the result stays in the store.
 
     Stored here, after the child returns, so the GPU child keeps one job (measuring)
@@ -103,13 +85,13 @@ async def triage_to_store(inp: TriageInput) -> TriageRef:
     """
     from kernelopt.compile.triage_store import store_triage
 
-    result = await run_supervised("kernelopt.compile.triage:triage", inp, TriageResult)
+    result = await run_supervised("kernelopt.compile.triage:triage", inp, contracts.TriageResult)
     name = f"{inp.compiled.problem.name}.triage.json"
     return await in_thread(store_triage, result, open_store(), name)
 
 
 @activity.defn(name=names.PLAN_TARGETS)
-async def plan_targets(inp: PlanTargetsInput) -> TargetPlan:
+async def plan_targets(inp: contracts.PlanTargetsInput) -> contracts.TargetPlan:
     """A by-reference campaign's search order, stored (``proposer/plan.py``)."""
     from kernelopt.proposer.plan import plan_targets as plan_impl
 
@@ -117,7 +99,7 @@ async def plan_targets(inp: PlanTargetsInput) -> TargetPlan:
 
 
 @activity.defn(name=names.TARGET_SCOPE)
-async def target_scope(inp: TargetScopeInput) -> TargetScope:
+async def target_scope(inp: contracts.TargetScopeInput) -> contracts.TargetScope:
     """One planned target, its part of the segmentation and its prompt facts.
 
     Asked ``by_reference``, the scope is stored and only its reference and the
@@ -127,7 +109,7 @@ async def target_scope(inp: TargetScopeInput) -> TargetScope:
     from kernelopt.compile.segment_store import store_scope
     from kernelopt.compile.triage_store import load_triage, planned_target
 
-    def run() -> TargetScope:
+    def run() -> contracts.TargetScope:
         store = open_store()
         target, segment = planned_target(inp, store)
         try:
@@ -138,16 +120,16 @@ async def target_scope(inp: TargetScopeInput) -> TargetScope:
             log.warning("no prompt facts", target=target.id, error=str(exc))
             facts = None
         if not inp.by_reference:
-            return TargetScope(target=target, segment=segment, facts=facts)
+            return contracts.TargetScope(target=target, segment=segment, facts=facts)
         ref = store_scope(target, segment, facts, store)
         bounded = facts.bounded() if facts is not None else None
-        return TargetScope(target=target, facts=bounded, scope=ref)
+        return contracts.TargetScope(target=target, facts=bounded, scope=ref)
 
     return await in_thread_final(run)
 
 
 @activity.defn(name=names.PLAN_LOOKUP)
-async def plan_lookup(inp: PlanLookupInput) -> TargetList:
+async def plan_lookup(inp: contracts.PlanLookupInput) -> contracts.TargetList:
     """Planned targets by id: the winners a campaign re-stitches."""
     from kernelopt.compile.triage_store import plan_lookup as lookup_impl
 
@@ -155,9 +137,11 @@ async def plan_lookup(inp: PlanLookupInput) -> TargetList:
 
 
 @activity.defn(name=names.RESTITCH)
-async def restitch(inp: RestitchInput) -> RestitchResult:
+async def restitch(inp: contracts.RestitchInput) -> contracts.RestitchResult:
     """Put replacements back into the wrapper, run it on the captured args, compare."""
-    return await run_supervised("kernelopt.compile.restitch:restitch", inp, RestitchResult)
+    return await run_supervised(
+        "kernelopt.compile.restitch:restitch", inp, contracts.RestitchResult
+    )
 
 
 GPU_ACTIVITIES = [compile_problem, triage, triage_to_store, restitch]
