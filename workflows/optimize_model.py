@@ -21,52 +21,10 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from kernelopt import contracts
     from kernelopt.agents.facts import build_facts
     from kernelopt.compile.segment_scope import scope_segment
-    from kernelopt.contracts import (
-        SEARCH_UPDATE_BUDGET,
-        Budgets,
-        CampaignInput,
-        CampaignPhase,
-        CampaignProgress,
-        CampaignState,
-        CompileInput,
-        CompileResult,
-        ModelGateInput,
-        ModelGateResult,
-        Outcome,
-        OutcomeCategory,
-        PerfCategory,
-        PlanLookupInput,
-        PlanTargetsInput,
-        ProposerKind,
-        Replacement,
-        ReportInput,
-        ReportResult,
-        RestitchInput,
-        RestitchResult,
-        ScopeRef,
-        ScopeSegmentInput,
-        SearchBudgetUpdate,
-        SearchKernelInput,
-        SearchKernelResult,
-        SearchMode,
-        SearchTarget,
-        SegmentInput,
-        SegmentRef,
-        SegmentResult,
-        SegmentTargetsInput,
-        SegmentTargetsResult,
-        TargetKind,
-        TargetList,
-        TargetPlan,
-        TargetScope,
-        TargetScopeInput,
-        TriageInput,
-        TriageRef,
-        TriageResult,
-        names,
-    )
+    from kernelopt.contracts import names
     from kernelopt.contracts.audit import EXPORT_PATCH
     from kernelopt.contracts.campaign import library_choices_of
     from kernelopt.contracts.search import PromptFacts, passed_gates_1_2
@@ -108,7 +66,7 @@ SCOPE_BY_REF_PATCH = "scope-by-reference"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
 
 
-def _not_kept(candidate_id: str, gate: ModelGateResult) -> str:
+def _not_kept(candidate_id: str, gate: contracts.ModelGateResult) -> str:
     """One trial the greedy re-stitch did not keep, with the model gate's own reason."""
     v = gate.verdict
     if v.passed:
@@ -116,7 +74,7 @@ def _not_kept(candidate_id: str, gate: ModelGateResult) -> str:
     return f"{candidate_id}: {v.gate.value} {v.status.value}: {v.reason[:200]}"
 
 
-def _overlaps(target, accepted: list[Replacement]) -> bool:
+def _overlaps(target, accepted: list[contracts.Replacement]) -> bool:
     taken = {k for r in accepted for k in r.target.kernels}
     return any(k in taken for k in target.kernels)
 
@@ -128,20 +86,20 @@ class StopCampaign(Exception):
 @workflow.defn(name=names.OPTIMIZE_MODEL)
 class OptimizeModel:
     def __init__(self) -> None:
-        self._input: CampaignInput | None = None
-        self._state = CampaignState()
+        self._input: contracts.CampaignInput | None = None
+        self._state = contracts.CampaignState()
         self._paused = False
         self._stop_requested = ""
-        self._progress = CampaignProgress(campaign_id="", problem="")
+        self._progress = contracts.CampaignProgress(campaign_id="", problem="")
         self._child: workflow.ChildWorkflowHandle | None = None
 
     # --- queries, signals, updates --------------------------------------------------
     @workflow.query(name="progress")
-    def progress(self) -> CampaignProgress:
+    def progress(self) -> contracts.CampaignProgress:
         return self._progress
 
     @workflow.query(name="state")
-    def state(self) -> CampaignState:
+    def state(self) -> contracts.CampaignState:
         return self._state
 
     @workflow.signal(name="pause")
@@ -185,28 +143,29 @@ class OptimizeModel:
             await self._tell_search("pause")
 
     @workflow.update(name="set_budgets")
-    async def set_budgets(self, budgets: Budgets) -> Budgets:
+    async def set_budgets(self, budgets: contracts.Budgets) -> contracts.Budgets:
         self._state.budgets = budgets
         self._progress.budgets = budgets
         if self._child is not None and workflow.patched("budget-signal-to-search"):
             # the running search gets its new allowance at once
             try:
                 await self._child.signal(
-                    SEARCH_UPDATE_BUDGET, SearchBudgetUpdate(budget_left=self._budget_left())
+                    contracts.SEARCH_UPDATE_BUDGET,
+                    contracts.SearchBudgetUpdate(budget_left=self._budget_left()),
                 )
             except ApplicationError as exc:  # it finished meanwhile: the next one reads state
                 workflow.logger.info("search ended before the budget signal: %s", exc)
         return budgets
 
     @set_budgets.validator
-    def _validate_budgets(self, budgets: Budgets) -> None:
+    def _validate_budgets(self, budgets: contracts.Budgets) -> None:
         for name, value in budgets.model_dump().items():
             if value is not None and value < 0:
                 raise ValueError(f"budget {name} must be >= 0, got {value}")
 
     # --- run --------------------------------------------------------------------------
     @workflow.run
-    async def run(self, inp: CampaignInput) -> Outcome:
+    async def run(self, inp: contracts.CampaignInput) -> contracts.Outcome:
         self._input = inp
         if inp.state is not None:
             self._state = inp.state
@@ -215,7 +174,7 @@ class OptimizeModel:
         else:
             self._state.budgets = inp.options.budgets
             self._state.started_at = workflow.now().isoformat()
-        self._progress = CampaignProgress(
+        self._progress = contracts.CampaignProgress(
             campaign_id=inp.campaign_id,
             problem=inp.problem.name,
             budgets=self._state.budgets,
@@ -229,34 +188,34 @@ class OptimizeModel:
                 reason += NO_BASELINE
             return await self._finish_with_baseline(inp, reason)
 
-    async def _run_steps(self, inp: CampaignInput) -> Outcome:
+    async def _run_steps(self, inp: contracts.CampaignInput) -> contracts.Outcome:
         state = self._state
         if state.compiled is None:
-            await self._enter(CampaignPhase.COMPILING)
+            await self._enter(contracts.CampaignPhase.COMPILING)
             state.compiled = await self._compile(inp)
         if state.segment is None and state.segment_ref is None:
-            await self._enter(CampaignPhase.SEGMENTING)
-            segment_input = SegmentInput(compiled=state.compiled, mode=inp.options.mode)
+            await self._enter(contracts.CampaignPhase.SEGMENTING)
+            segment_input = contracts.SegmentInput(compiled=state.compiled, mode=inp.options.mode)
             if workflow.patched(SEGMENT_BY_REF_PATCH):
                 state.segment_ref = await self._cpu(
-                    names.SEGMENT_TO_STORE, segment_input, SegmentRef, opts.SEGMENT
+                    names.SEGMENT_TO_STORE, segment_input, contracts.SegmentRef, opts.SEGMENT
                 )
             else:
                 state.segment = await self._cpu(
-                    names.SEGMENT, segment_input, SegmentResult, opts.SEGMENT
+                    names.SEGMENT, segment_input, contracts.SegmentResult, opts.SEGMENT
                 )
         if state.triage is None and state.triage_ref is None:
-            await self._enter(CampaignPhase.TRIAGING)
-            triage_input = TriageInput(
+            await self._enter(contracts.CampaignPhase.TRIAGING)
+            triage_input = contracts.TriageInput(
                 compiled=state.compiled, gamma=inp.options.gamma, **self._segment_fields()
             )
             if state.segment_ref is not None and workflow.patched(TRIAGE_BY_REF_PATCH):
                 state.triage_ref = await self._gpu(
-                    names.TRIAGE_TO_STORE, triage_input, TriageRef, opts.TRIAGE
+                    names.TRIAGE_TO_STORE, triage_input, contracts.TriageRef, opts.TRIAGE
                 )
             else:
                 state.triage = await self._gpu(
-                    names.TRIAGE, triage_input, TriageResult, opts.TRIAGE
+                    names.TRIAGE, triage_input, contracts.TriageResult, opts.TRIAGE
                 )
         skip = self._skip_reason(inp, state.triage or state.triage_ref)
         if skip:
@@ -268,7 +227,7 @@ class OptimizeModel:
         return await self._verify_and_finish(inp)
 
     # --- search -------------------------------------------------------------------------
-    async def _search_targets(self, inp: CampaignInput) -> None:
+    async def _search_targets(self, inp: contracts.CampaignInput) -> None:
         state = self._state
         by_ref = state.segment_ref is not None
         if by_ref and state.targets:
@@ -280,7 +239,7 @@ class OptimizeModel:
         self._progress.targets_total = len(targets)
         done = {r.target_id for r in state.results}
         self._progress.targets_done = len(done)
-        await self._enter(CampaignPhase.SEARCHING)
+        await self._enter(contracts.CampaignPhase.SEARCHING)
         for target in targets:
             if target.id in done:
                 continue
@@ -294,8 +253,8 @@ class OptimizeModel:
                 # the store holds the segmentation: an activity cuts out the target's part
                 segment = await self._cpu(
                     names.SCOPE_SEGMENT,
-                    ScopeSegmentInput(segment=state.segment_ref, target=target),
-                    SegmentResult,
+                    contracts.ScopeSegmentInput(segment=state.segment_ref, target=target),
+                    contracts.SegmentResult,
                     opts.SEGMENT,
                 )
                 await self._checkpoint()  # a pause or stop that came meanwhile: before the search
@@ -308,7 +267,7 @@ class OptimizeModel:
             await self._search_one(inp, target, segment, facts)
         self._progress.current_target = None
 
-    async def _search_planned(self, inp: CampaignInput) -> None:
+    async def _search_planned(self, inp: contracts.CampaignInput) -> None:
         """The search when triage is stored: the state carries the plan's reference only.
 
         Targets are searched in plan order, one result each, so the next one is
@@ -322,7 +281,7 @@ class OptimizeModel:
             # (the per-kernel targets' share cut-off, always on since this patch, excepted)
             state.plan = await self._cpu(
                 names.PLAN_TARGETS,
-                PlanTargetsInput(
+                contracts.PlanTargetsInput(
                     compiled=state.compiled,
                     segment=state.segment_ref,
                     triage=state.triage_ref,
@@ -332,13 +291,13 @@ class OptimizeModel:
                     max_targets=inp.options.max_targets,
                     rewrites_first=builtin and workflow.patched(BUILTIN_REWRITES_PATCH),
                 ),
-                TargetPlan,
+                contracts.TargetPlan,
                 opts.SEGMENT,
             )
         plan = state.plan
         self._progress.targets_total = plan.count
         self._progress.targets_done = len(state.results)
-        await self._enter(CampaignPhase.SEARCHING)
+        await self._enter(contracts.CampaignPhase.SEARCHING)
         for index in range(len(state.results), plan.count):
             await self._checkpoint()
             if self._budget_exhausted():
@@ -347,7 +306,7 @@ class OptimizeModel:
                 await self._continue_as_new(inp)
             scope = await self._cpu(
                 names.TARGET_SCOPE,
-                TargetScopeInput(
+                contracts.TargetScopeInput(
                     compiled=state.compiled,
                     segment=state.segment_ref,
                     triage=state.triage_ref,
@@ -356,7 +315,7 @@ class OptimizeModel:
                     gates=inp.options.gates,
                     by_reference=workflow.patched(SCOPE_BY_REF_PATCH),
                 ),
-                TargetScope,
+                contracts.TargetScope,
                 opts.SEGMENT,
             )
             await self._checkpoint()  # a pause or stop that came meanwhile: before the search
@@ -365,7 +324,7 @@ class OptimizeModel:
             await self._search_one(inp, scope.target, scope.segment, scope.facts, scope.scope)
         self._progress.current_target = None
 
-    async def _choose_targets(self, inp: CampaignInput) -> list[SearchTarget]:
+    async def _choose_targets(self, inp: contracts.CampaignInput) -> list[contracts.SearchTarget]:
         """Triage's targets, as the proposer and the options narrow or widen them."""
         state = self._state
         if state.segment_ref is not None:
@@ -373,13 +332,13 @@ class OptimizeModel:
             targets = list(state.triage.targets)
         else:
             targets = list(state.triage.targets or state.segment.targets)
-        builtin: SegmentTargetsResult | None = None
+        builtin: contracts.SegmentTargetsResult | None = None
         if self._builtin_on_forward(targets) and workflow.patched("builtin-single-kernel-targets"):
             builtin = await self._builtin_targets()
             targets = self._kernel_targets(builtin)
         if not self._use_llm() and workflow.patched("builtin-skips-fusion-groups"):
             # fusing kernels takes new code; the built-in proposer only re-tunes one kernel
-            targets = [t for t in targets if t.kind != TargetKind.FUSION_GROUP]
+            targets = [t for t in targets if t.kind != contracts.TargetKind.FUSION_GROUP]
         if inp.options.max_targets is not None:
             targets = targets[: inp.options.max_targets]
         if self._builtin_on_module() and workflow.patched(BUILTIN_REWRITES_PATCH):
@@ -391,20 +350,20 @@ class OptimizeModel:
                 forward = rewrite_target(
                     state.compiled, state.segment, [*state.triage.targets, *state.segment.targets]
                 )
-            targets = [forward, *(t for t in targets if t.kind != TargetKind.FORWARD)]
+            targets = [forward, *(t for t in targets if t.kind != contracts.TargetKind.FORWARD)]
         return targets
 
     async def _search_one(
         self,
-        inp: CampaignInput,
-        target: SearchTarget,
-        segment: SegmentResult | None,
+        inp: contracts.CampaignInput,
+        target: contracts.SearchTarget,
+        segment: contracts.SegmentResult | None,
         facts: PromptFacts | None,
-        scope: ScopeRef | None = None,
+        scope: contracts.ScopeRef | None = None,
     ) -> None:
         """One target's search as a child workflow; its result joins the state."""
         state = self._state
-        child_input = SearchKernelInput(
+        child_input = contracts.SearchKernelInput(
             campaign_id=inp.campaign_id,
             compiled=state.compiled,
             segment=segment,
@@ -428,7 +387,7 @@ class OptimizeModel:
                 child_input,
                 id=f"{workflow.info().workflow_id}/search/{target.id}",
                 task_queue=inp.options.cpu_queue,
-                result_type=SearchKernelResult,
+                result_type=contracts.SearchKernelResult,
             )
             if (self._paused or self._stop_requested) and workflow.patched(
                 STEER_STARTING_SEARCH_PATCH
@@ -437,7 +396,7 @@ class OptimizeModel:
             result = await self._child
         except ChildWorkflowError as exc:
             workflow.logger.warning("search of %s failed: %s", target.id, exc.cause or exc)
-            result = SearchKernelResult(
+            result = contracts.SearchKernelResult(
                 target_id=target.id, stopped_reason=f"search failed: {exc.cause or exc}"
             )
         finally:
@@ -459,7 +418,10 @@ class OptimizeModel:
         self._sync_progress()
 
     def _facts_for(
-        self, inp: CampaignInput, target: SearchTarget, segment: SegmentResult
+        self,
+        inp: contracts.CampaignInput,
+        target: contracts.SearchTarget,
+        segment: contracts.SegmentResult,
     ) -> PromptFacts | None:
         """The target's prompt facts (pure arithmetic over contracts, so deterministic here).
 
@@ -478,13 +440,15 @@ class OptimizeModel:
             return None
 
     # --- model-level verification -------------------------------------------------------
-    async def _verify_and_finish(self, inp: CampaignInput) -> Outcome:
+    async def _verify_and_finish(self, inp: contracts.CampaignInput) -> contracts.Outcome:
         state = self._state
         winners = [r for r in state.results if r.best is not None and r.best.source is not None]
         if not winners:
             compiled_any = any(r.candidates_compiled for r in state.results)
             category = (
-                OutcomeCategory.FALLBACK if compiled_any else OutcomeCategory.SYNTHESIS_FAILURE
+                contracts.OutcomeCategory.FALLBACK
+                if compiled_any
+                else contracts.OutcomeCategory.SYNTHESIS_FAILURE
             )
             tried = sum(r.candidates_tried for r in state.results)
             passed = state.candidates_accepted
@@ -501,13 +465,13 @@ class OptimizeModel:
                 reason = self._nothing_tried_reason()
             return await self._finish_with_baseline(inp, reason, category=category)
 
-        await self._enter(CampaignPhase.VERIFYING)
+        await self._enter(contracts.CampaignPhase.VERIFYING)
         winners.sort(key=lambda r: -(r.best_kernel_speedup or 0.0))
         if state.plan is not None:
             listed = await self._cpu(
                 names.PLAN_LOOKUP,
-                PlanLookupInput(plan=state.plan, ids=[r.target_id for r in winners]),
-                TargetList,
+                contracts.PlanLookupInput(plan=state.plan, ids=[r.target_id for r in winners]),
+                contracts.TargetList,
                 opts.SEGMENT,
             )
             target_by_id = {t.id: t for t in listed.targets}
@@ -515,9 +479,9 @@ class OptimizeModel:
             own = state.segment.targets if state.segment is not None else []
             target_by_id = {t.id: t for t in [*own, *state.triage.targets]}
             target_by_id.update({t.id: t for t in state.targets})
-        accepted: list[Replacement] = []
+        accepted: list[contracts.Replacement] = []
         kept_labels: list[str] = []  # the built-in labels behind the kept replacements
-        best: ModelGateResult | None = None
+        best: contracts.ModelGateResult | None = None
         best_wrapper = None
         verdicts = []
         why_not: list[str] = []  # per trial that was not kept, in the user's words
@@ -533,24 +497,24 @@ class OptimizeModel:
             for n, choice in enumerate(choices):
                 if n:
                     await self._checkpoint()
-                trial = [*accepted, Replacement(target=target, source=choice.source)]
+                trial = [*accepted, contracts.Replacement(target=target, source=choice.source)]
                 stitched = await self._gpu(
                     names.RESTITCH,
-                    RestitchInput(
+                    contracts.RestitchInput(
                         compiled=state.compiled, replacements=trial, **self._segment_fields()
                     ),
-                    RestitchResult,
+                    contracts.RestitchResult,
                     opts.RESTITCH,
                 )
                 gate = await self._gpu(
                     names.GATE_MODEL,
-                    ModelGateInput(
+                    contracts.ModelGateInput(
                         compiled=state.compiled,
                         wrapper=stitched.wrapper,
                         gamma=inp.options.gamma,
                         **pinned_gates(inp.options.gates),
                     ),
-                    ModelGateResult,
+                    contracts.ModelGateResult,
                     opts.GATE_MODEL,
                 )
                 verdicts.append(gate.verdict)
@@ -578,14 +542,14 @@ class OptimizeModel:
             return await self._finish_with_baseline(
                 inp,
                 reason,
-                category=OutcomeCategory.FALLBACK,
+                category=contracts.OutcomeCategory.FALLBACK,
                 model_verdicts=verdicts,
                 model_trials=trials,
             )
         category = (
-            OutcomeCategory.OPTIMIZED
-            if best.category == PerfCategory.OPTIMIZED
-            else OutcomeCategory.MATCHED
+            contracts.OutcomeCategory.OPTIMIZED
+            if best.category == contracts.PerfCategory.OPTIMIZED
+            else contracts.OutcomeCategory.MATCHED
         )
         outcome = self._outcome(
             inp,
@@ -605,12 +569,12 @@ class OptimizeModel:
     # --- endings ---------------------------------------------------------------------------
     async def _finish_with_baseline(
         self,
-        inp: CampaignInput,
+        inp: contracts.CampaignInput,
         reason: str,
-        category: OutcomeCategory = OutcomeCategory.FALLBACK,
+        category: contracts.OutcomeCategory = contracts.OutcomeCategory.FALLBACK,
         model_verdicts: list | None = None,
         model_trials: list[str] | None = None,
-    ) -> Outcome:
+    ) -> contracts.Outcome:
         outcome = self._outcome(
             inp,
             category=category,
@@ -624,33 +588,33 @@ class OptimizeModel:
         )
         return await self._report(outcome)
 
-    async def _report(self, outcome: Outcome) -> Outcome:
-        await self._enter(CampaignPhase.REPORTING, allow_stop=False)
+    async def _report(self, outcome: contracts.Outcome) -> contracts.Outcome:
+        await self._enter(contracts.CampaignPhase.REPORTING, allow_stop=False)
         decisions = [d for r in self._state.results for d in r.decisions]
         pages = [p for r in self._state.results for p in r.log_pages]
         try:
             report = await workflow.execute_activity(
                 names.WRITE_REPORT,
-                ReportInput(outcome=outcome, decisions=decisions, log_pages=pages),
+                contracts.ReportInput(outcome=outcome, decisions=decisions, log_pages=pages),
                 task_queue=self._input.options.cpu_queue,
-                result_type=ReportResult,
+                result_type=contracts.ReportResult,
                 **opts.REPORT.kwargs(),
             )
             outcome = outcome.model_copy(update={"report": report.report})
         except ActivityError as exc:
             workflow.logger.warning("report could not be written: %s", exc.cause or exc)
-        self._state.phase = CampaignPhase.DONE
-        self._progress.phase = CampaignPhase.DONE
+        self._state.phase = contracts.CampaignPhase.DONE
+        self._progress.phase = contracts.CampaignPhase.DONE
         self._progress.message = f"{outcome.category.value}: {outcome.reason}"
         self._upsert(SA_OUTCOME, outcome.category.value)
-        self._upsert(SA_PHASE, CampaignPhase.DONE.value)
+        self._upsert(SA_PHASE, contracts.CampaignPhase.DONE.value)
         if workflow.patched(EXPORT_PATCH):
             # audits must outlive the server's retention: export once this run has closed
             await start_export(self._input.campaign_id, self._input.options.cpu_queue)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return outcome
 
-    def _outcome(self, inp: CampaignInput, **fields) -> Outcome:
+    def _outcome(self, inp: contracts.CampaignInput, **fields) -> contracts.Outcome:
         state = self._state
         compiled = state.compiled
         state.used.wall_seconds = self._elapsed()
@@ -659,7 +623,7 @@ class OptimizeModel:
             fields["baseline_ms"] = (
                 (compiled.wrapper_ms or compiled.compiled_ms) if compiled else None
             )
-        return Outcome(
+        return contracts.Outcome(
             campaign_id=inp.campaign_id,
             problem=inp.problem.name,
             eager_ms=compiled.eager_ms if compiled else None,
@@ -698,7 +662,7 @@ class OptimizeModel:
         if state.plan is not None:
             kernel_targets = state.plan.kernel_targets > 0
         else:
-            kernel_targets = any(t.kind != TargetKind.FORWARD for t in state.targets)
+            kernel_targets = any(t.kind != contracts.TargetKind.FORWARD for t in state.targets)
         if not kernel_targets and not self._use_llm():
             rewrites = [r.stopped_reason for r in state.results if r.stopped_reason]
             return (
@@ -712,27 +676,33 @@ class OptimizeModel:
     # --- helpers ---------------------------------------------------------------------------
     def _builtin_on_forward(self, targets: list) -> bool:
         """The built-in proposer's kernel families tune one Inductor kernel at a time."""
-        return self._builtin_on_module() and any(t.kind == TargetKind.FORWARD for t in targets)
+        return self._builtin_on_module() and any(
+            t.kind == contracts.TargetKind.FORWARD for t in targets
+        )
 
     def _builtin_on_module(self) -> bool:
         """The built-in proposer's Inductor families on a problem they apply to (not a kernel
         problem: its forward is its launcher, which the kind's own variants tune)."""
         return self._input.problem.kind.inductor_variants and not self._use_llm()
 
-    async def _builtin_targets(self) -> SegmentTargetsResult:
+    async def _builtin_targets(self) -> contracts.SegmentTargetsResult:
         """The per-kernel and forward targets, read from the stored segmentation."""
         state = self._state
-        forward = next((t for t in state.triage.targets if t.kind == TargetKind.FORWARD), None)
+        forward = next(
+            (t for t in state.triage.targets if t.kind == contracts.TargetKind.FORWARD), None
+        )
         return await self._cpu(
             names.SEGMENT_TARGETS,
-            SegmentTargetsInput(
+            contracts.SegmentTargetsInput(
                 compiled=state.compiled, segment=state.segment_ref, forward=forward
             ),
-            SegmentTargetsResult,
+            contracts.SegmentTargetsResult,
             opts.SEGMENT,
         )
 
-    def _kernel_targets(self, builtin: SegmentTargetsResult | None) -> list[SearchTarget]:
+    def _kernel_targets(
+        self, builtin: contracts.SegmentTargetsResult | None
+    ) -> list[contracts.SearchTarget]:
         """Each Triton kernel of the wrapper as its own target, largest share first.
 
         ``builtin`` lists them where the segmentation is stored, not carried.
@@ -747,9 +717,9 @@ class OptimizeModel:
             ]
         else:
             targets = [
-                SearchTarget(
+                contracts.SearchTarget(
                     id=k.name,
-                    kind=TargetKind.KERNEL,
+                    kind=contracts.TargetKind.KERNEL,
                     kernels=[k.name],
                     source=k.source,
                     share=times.get(k.name, 0.0) / total,
@@ -761,24 +731,28 @@ class OptimizeModel:
             targets = _share_cutoff(targets)
         return targets
 
-    async def _continue_as_new(self, inp: CampaignInput) -> None:
+    async def _continue_as_new(self, inp: contracts.CampaignInput) -> None:
         """Start a fresh history at a target boundary; everything needed is in the state."""
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._state.paused = self._paused
         self._state.stop_requested = self._stop_requested
         workflow.continue_as_new(inp.model_copy(update={"state": self._state}))
 
-    def _skip_reason(self, inp: CampaignInput, triage: TriageResult | TriageRef) -> str | None:
+    def _skip_reason(
+        self, inp: contracts.CampaignInput, triage: contracts.TriageResult | contracts.TriageRef
+    ) -> str | None:
         state = self._state
         if state.segment is not None:
             segment_targets = len(state.segment.targets)
         else:
             segment_targets = state.segment_ref.targets if state.segment_ref else 0
-        searched = triage.searched if isinstance(triage, TriageRef) else len(triage.targets)
+        searched = (
+            triage.searched if isinstance(triage, contracts.TriageRef) else len(triage.targets)
+        )
         if not segment_targets and not searched:
             return "the compiled graph has no Triton kernel to search (all library calls)"
         if (
-            self._segment_mode() == SearchMode.MULTI
+            self._segment_mode() == contracts.SearchMode.MULTI
             and triage.verdict == "library_dominated"
             and not inp.options.search_library_dominated
         ):
@@ -795,7 +769,7 @@ class OptimizeModel:
             return {"segment_ref": self._state.segment_ref}
         return {"segment": self._state.segment}
 
-    def _segment_mode(self) -> SearchMode | None:
+    def _segment_mode(self) -> contracts.SearchMode | None:
         state = self._state
         if state.segment is not None:
             return state.segment.mode
@@ -809,9 +783,9 @@ class OptimizeModel:
 
     def _use_llm(self) -> bool:
         proposer = self._input.options.proposer
-        if proposer.kind == ProposerKind.LLM:
+        if proposer.kind == contracts.ProposerKind.LLM:
             return True
-        if proposer.kind == ProposerKind.BUILTIN:
+        if proposer.kind == contracts.ProposerKind.BUILTIN:
             return False
         return bool(proposer.base_url)
 
@@ -861,7 +835,7 @@ class OptimizeModel:
         if self._stop_requested:
             raise StopCampaign()
 
-    async def _enter(self, phase: CampaignPhase, allow_stop: bool = True) -> None:
+    async def _enter(self, phase: contracts.CampaignPhase, allow_stop: bool = True) -> None:
         if allow_stop:
             await self._checkpoint()
         self._state.phase = phase
@@ -885,7 +859,7 @@ class OptimizeModel:
             return
         workflow.upsert_search_attributes([key.value_set(value)])
 
-    async def _compile(self, inp: CampaignInput) -> CompileResult:
+    async def _compile(self, inp: contracts.CampaignInput) -> contracts.CompileResult:
         """The compile step, given up at once when a stop arrives.
 
         Every other step ends before a stop is honoured, so the outcome can
@@ -895,8 +869,8 @@ class OptimizeModel:
         """
         step = self._gpu(
             names.COMPILE,
-            CompileInput(problem=inp.problem, mode=inp.options.compile_mode),
-            CompileResult,
+            contracts.CompileInput(problem=inp.problem, mode=inp.options.compile_mode),
+            contracts.CompileResult,
             opts.COMPILE,
         )
         if not workflow.patched(STOP_DURING_COMPILE_PATCH):
@@ -952,7 +926,7 @@ class OptimizeModel:
 __all__ = ["OptimizeModel", "StopCampaign"]
 
 
-def _share_cutoff(ranked: list[SearchTarget]) -> list[SearchTarget]:
+def _share_cutoff(ranked: list[contracts.SearchTarget]) -> list[contracts.SearchTarget]:
     """Triage's cut-off for the built-in proposer's per-kernel targets (ranked by share)."""
     shares = {k: t.share for t in ranked for k in t.kernels}
     return select_targets(ranked, shares, 1.0).searched
