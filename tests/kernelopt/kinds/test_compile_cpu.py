@@ -7,16 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelopt import contracts
 from kernelopt.campaigns import prepare_problem
-from kernelopt.contracts import (
-    CompileInput,
-    CompileResult,
-    Replacement,
-    RestitchInput,
-    SearchMode,
-    SegmentInput,
-    TargetKind,
-)
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.store import ArtifactStore, open_store
@@ -33,14 +25,16 @@ def _timer(calls: list[int]):
 
 
 @pytest.fixture(scope="module")
-def compiled(kinds_env: Path) -> tuple[CompileResult, CompileResult, ArtifactStore, list[int]]:
+def compiled(
+    kinds_env: Path,
+) -> tuple[contracts.CompileResult, contracts.CompileResult, ArtifactStore, list[int]]:
     from kernelopt.kinds.registry import compile_on
 
     store = open_store(kinds_env / "artifacts")
     spec = prepare_problem(PROBLEMS / "scale_add.py", store, seed=5)
     calls: list[int] = []
-    first = compile_on(CompileInput(problem=spec), store, "cpu", _timer(calls))
-    second = compile_on(CompileInput(problem=spec), store, "cpu", _timer(calls))
+    first = compile_on(contracts.CompileInput(problem=spec), store, "cpu", _timer(calls))
+    second = compile_on(contracts.CompileInput(problem=spec), store, "cpu", _timer(calls))
     return first, second, store, calls
 
 
@@ -68,14 +62,16 @@ def test_segmentation_gives_one_forward_target(compiled) -> None:
     from kernelopt.compile.segment import segment
 
     first, _, store, _ = compiled
-    seg = segment(SegmentInput(compiled=first), store)
-    assert seg.mode == SearchMode.SINGLE and not seg.kernels and not seg.library_calls
+    seg = segment(contracts.SegmentInput(compiled=first), store)
+    assert seg.mode == contracts.SearchMode.SINGLE and not seg.kernels and not seg.library_calls
     (target,) = seg.targets
-    assert target.kind == TargetKind.FORWARD and target.source == first.problem.source
+    assert target.kind == contracts.TargetKind.FORWARD and target.source == first.problem.source
     assert [a.tensor.shape for a in target.signature] == [[8, 48], [48]]
     assert seg.mode_reason.startswith("triton kernel problem: the launcher is the one target")
-    forced = segment(SegmentInput(compiled=first, mode=SearchMode.MULTI), store)
-    assert forced.mode == SearchMode.SINGLE and "no Inductor kernels" in forced.mode_reason
+    forced = segment(contracts.SegmentInput(compiled=first, mode=contracts.SearchMode.MULTI), store)
+    assert (
+        forced.mode == contracts.SearchMode.SINGLE and "no Inductor kernels" in forced.mode_reason
+    )
 
 
 def test_baseline_wrapper_runs_like_the_model_and_restitches(compiled) -> None:
@@ -89,13 +85,13 @@ def test_baseline_wrapper_runs_like_the_model_and_restitches(compiled) -> None:
     assert torch.equal(forward(x, b)[0], x * 2.0 + b)
     module = load_wrapper_module(store.get_text(first.wrapper), "kinds_baseline")
     assert torch.equal(run_call(module, [x, b])[0], x * 2.0 + b)  # triage calls call(args)
-    seg = segment(SegmentInput(compiled=first), store)
+    seg = segment(contracts.SegmentInput(compiled=first), store)
     candidate = store.put_text((CANDIDATES / "scale_add_modelnew.py").read_text())
     text, forms = build_restitched(
-        RestitchInput(
+        contracts.RestitchInput(
             compiled=first,
             segment=seg,
-            replacements=[Replacement(target=seg.targets[0], source=candidate)],
+            replacements=[contracts.Replacement(target=seg.targets[0], source=candidate)],
             run=False,
         ),
         store,
@@ -118,5 +114,5 @@ def test_bad_problems_stop_at_compile(kinds_env: Path, name: str, reason: str) -
     store = open_store(kinds_env / "artifacts")
     spec = prepare_problem(PROBLEMS / f"{name}.py", store)
     with pytest.raises(ProblemError) as info:
-        compile_on(CompileInput(problem=spec, use_cache=False), store, "cpu", _timer([]))
+        compile_on(contracts.CompileInput(problem=spec, use_cache=False), store, "cpu", _timer([]))
     assert reason in info.value.reason and info.value.path.endswith(f"{name}.py")
