@@ -92,7 +92,13 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
 
     def side(name: str) -> list[dict[str, Any]]:
         return [
-            {"event": r.get("event_ms"), "host": r.get("host_ms"), "cpus": r.get("cpus")}
+            {
+                "event": r.get("event_ms"),
+                "host": r.get("host_ms"),
+                "host_batches": r.get("host_samples"),  # within a round, against across rounds
+                "calls_per_batch": r.get("host_calls_per_batch"),
+                "cpus": r.get("cpus"),
+            }
             for r in metrics.get(name, {}).get("rounds", [])
         ]
 
