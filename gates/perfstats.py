@@ -14,6 +14,9 @@ Rules (docs/method.md#gates, docs/method.md#outcomes):
 * **optimized** iff speedup >= gamma and the win also exceeds the measured
   noise; **matched** iff speedup >= 1 / gamma (within the gamma band, so it
   may replace the baseline); otherwise **slower** (fallback to the baseline);
+* a round times both sides in one process, so when the sides' spreads are
+  above the limit only because the processes differ (both sides alike), the
+  rounds' own ratios (``paired_ratios``) decide, at their spread;
 * the decision is **decisive** when the extreme rounds agree on it: the
   slowest candidate round against the fastest baseline round and the other way
   round give the same category.  Noise above the limit only quarantines a
@@ -65,6 +68,28 @@ def trimmed(values: Sequence[float]) -> list[float]:
     return [v for i, v in enumerate(values) if i in keep]
 
 
+def paired_ratios(
+    baseline_rounds: Sequence[float], candidate_rounds: Sequence[float]
+) -> list[float]:
+    """Each round's speedup, its baseline over its candidate ([] unless the sides pair up).
+
+    A round times both sides in one fresh process (``gates.jobs.timing``), so what
+    that process brings to both alike -- the core it landed on, its clocks --
+    divides out of the ratio, however far the processes differ from each other.
+    """
+    if len(baseline_rounds) != len(candidate_rounds) or min(candidate_rounds, default=0) <= 0:
+        return []
+    return [b / c for b, c in zip(baseline_rounds, candidate_rounds, strict=True)]
+
+
+def paired_steady(
+    baseline_rounds: Sequence[float], candidate_rounds: Sequence[float], *, limit: float
+) -> bool:
+    """Two or more rounds whose own speedups agree within ``limit`` (``round_spread``)."""
+    ratios = paired_ratios(baseline_rounds, candidate_rounds)
+    return len(ratios) >= 2 and round_spread(ratios) <= limit
+
+
 def noisy_undecided(
     baseline_rounds: Sequence[float],
     candidate_rounds: Sequence[float],
@@ -77,7 +102,7 @@ def noisy_undecided(
     if min(len(baseline_rounds), len(candidate_rounds)) < 2:
         return False
     noise = max(round_spread(baseline_rounds), round_spread(candidate_rounds))
-    if noise <= noise_limit:
+    if noise <= noise_limit or paired_steady(baseline_rounds, candidate_rounds, limit=noise_limit):
         return False
     return decisive_category(baseline_rounds, candidate_rounds, gamma=gamma) is None
 
@@ -145,7 +170,7 @@ def rounds_sufficient(
     return (
         round_spread(baseline_rounds) <= spread_target
         and round_spread(candidate_rounds) <= spread_target
-    )
+    ) or paired_steady(baseline_rounds, candidate_rounds, limit=spread_target)
 
 
 @dataclass(frozen=True)
@@ -186,14 +211,30 @@ def decide_category(
     noise = max(b_sp, c_sp)
     speedup = base / cand if cand > 0 else float("inf")
     decided = decisive_category(baseline_rounds, candidate_rounds, gamma=gamma)
-    stable = noise <= noise_limit or decided is not None
-    category = category_of(speedup, noise, gamma)
+    # the processes differ (both sides alike) but each round's own ratio is steady: the
+    # paired comparison decides, at the ratios' noise
+    paired = (
+        noise > noise_limit
+        and decided is None
+        and paired_steady(baseline_rounds, candidate_rounds, limit=noise_limit)
+    )
+    judged_noise = noise
+    if paired:
+        ratios = paired_ratios(baseline_rounds, candidate_rounds)
+        speedup, judged_noise = median(ratios), round_spread(ratios)
+    stable = noise <= noise_limit or decided is not None or paired
+    category = category_of(speedup, judged_noise, gamma)
     if category == PerfCategory.OPTIMIZED:
-        reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {noise:.1%})"
+        reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {judged_noise:.1%})"
     elif category == PerfCategory.MATCHED:
-        reason = f"{speedup:.3g}x: within the gamma band of the baseline (noise {noise:.1%})"
+        reason = f"{speedup:.3g}x: within the gamma band of the baseline (noise {judged_noise:.1%})"
     else:
         reason = f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
+    if paired:
+        reason += (
+            f"; paired rounds: each round's own ratio agrees within {judged_noise:.1%} while "
+            f"the rounds' times spread {noise:.1%} (the processes differ, both sides alike)"
+        )
     if decided is not None and noise > noise_limit:
         base_kept, cand_kept = trimmed(baseline_rounds), trimmed(candidate_rounds)
         reason += (
@@ -203,6 +244,9 @@ def decide_category(
     base_kept, cand_kept = trimmed(baseline_rounds), trimmed(candidate_rounds)
     low = min(base_kept) / max(cand_kept) if cand_kept and max(cand_kept) > 0 else speedup
     high = max(base_kept) / min(cand_kept) if cand_kept and min(cand_kept) > 0 else speedup
+    if paired:  # the interval of the rounds' own ratios
+        kept = trimmed(paired_ratios(baseline_rounds, candidate_rounds))
+        low, high = min(kept), max(kept)
     return PerfDecision(
         category,
         speedup,

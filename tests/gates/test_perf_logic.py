@@ -232,3 +232,40 @@ def test_a_fifth_of_the_rounds_is_set_aside_from_ten_rounds() -> None:
     assert noisy_undecided(base, rounds[2:], gamma=1.03, noise_limit=0.1)  # 8: one kept
     assert not noisy_undecided(base, rounds, gamma=1.03, noise_limit=0.1)
     assert not noisy_undecided(base[:1], rounds[:1], gamma=1.03, noise_limit=0.1)
+
+
+# each round times both sides in one process: a process that is slow for both (its core,
+# its clocks) moves both sides alike, and the rounds' own ratios stay put
+SLOW_AND_FAST_PROCESSES = [0.050, 0.100, 0.070]
+
+
+def test_the_same_code_in_slow_and_fast_processes_is_matched_by_the_paired_ratios() -> None:
+    same = SLOW_AND_FAST_PROCESSES
+    d = decide_category(same, same, gamma=1.03, noise_limit=0.1)
+    assert d.noise > 0.5 and not d.decisive  # the sides alone: unknown (was a quarantine)
+    assert d.stable and d.category == PerfCategory.MATCHED and d.speedup == pytest.approx(1.0)
+    assert "paired rounds" in d.reason
+    assert rounds_sufficient(same, same, min_rounds=2, spread_target=0.03)
+    assert not noisy_undecided(same, same, gamma=1.03, noise_limit=0.1)
+
+
+def test_a_real_win_in_noisy_processes_is_decided_by_its_steady_ratios() -> None:
+    base = SLOW_AND_FAST_PROCESSES
+    cand = [x / 1.5 for x in base]
+    d = decide_category(base, cand, gamma=1.03, noise_limit=0.1)
+    assert d.stable and d.category == PerfCategory.OPTIMIZED
+    assert d.speedup == pytest.approx(1.5) and d.speedup_low == pytest.approx(1.5)
+
+
+def test_ratios_that_disagree_still_quarantine() -> None:
+    base = [0.10, 0.10, 0.10]
+    cand = [0.05, 0.10, 0.075]  # 2x, 1x, 1.33x: the candidate itself is unsteady
+    d = decide_category(base, cand, gamma=1.03, noise_limit=0.1)
+    assert not d.stable and "paired" not in d.reason
+    assert noisy_undecided(base, cand, gamma=1.03, noise_limit=0.1)
+    assert not rounds_sufficient(base, cand, min_rounds=2, spread_target=0.03)
+
+
+def test_unpaired_rounds_never_use_the_ratios() -> None:
+    d = decide_category([0.05, 0.10], [0.05, 0.10, 0.07], gamma=1.03, noise_limit=0.1)
+    assert not d.stable and "paired" not in d.reason
