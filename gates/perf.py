@@ -35,6 +35,7 @@ from gates.perfstats import (
     iqr_rel,
     median,
     noisy_undecided,
+    paired_ratios,
     rounds_sufficient,
     timers_agree,
 )
@@ -206,9 +207,13 @@ def host_decided_win(m: PerfMeasurement, gamma: float) -> bool:
     """
     if not m.baseline or not m.candidate or m.candidate[0].event_ms is None:
         return False
-    base = median([m.primary(r) for r in m.baseline])
-    cand = median([m.primary(r) for r in m.candidate])
-    if cand <= 0 or base / cand < gamma:
+    base = [m.primary(r) for r in m.baseline]
+    cand = [m.primary(r) for r in m.candidate]
+    if median(cand) <= 0:
+        return False
+    # either statistic the decision may use: the sides' medians or the rounds' own ratios
+    ratios = paired_ratios(base, cand)
+    if max(median(base) / median(cand), median(ratios) if ratios else 0.0) < gamma:
         return False
     return any(r.event_ms is not None and r.host_ms > r.event_ms for r in m.baseline + m.candidate)
 

@@ -51,6 +51,11 @@ def test_only_a_win_the_host_clock_decides_needs_the_control() -> None:
     assert not host_decided_win(no_win, GAMMA)
     cpu = PerfMeasurement(baseline=[_side(None, 2.0)], candidate=[_side(None, 1.0)])
     assert not host_decided_win(cpu, GAMMA)
+    # a win only the rounds' own ratios show (the processes differ): the control runs too
+    base = [_side(0.01, ms) for ms in (0.10, 0.20, 0.05)]
+    cand = [_side(0.01, ms) for ms in (0.08, 0.16, 0.10)]  # medians equal, two rounds 1.25x
+    paired = PerfMeasurement(baseline=base, candidate=cand)
+    assert host_decided_win(paired, GAMMA)
 
 
 def _verdict(m: PerfMeasurement) -> tuple[Any, PerfCategory | None, float | None]:
