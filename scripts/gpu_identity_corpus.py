@@ -109,11 +109,16 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
     }
 
 
-def optimize(chunk: str, deadline: float, resume: bool) -> int:
-    """Section 2: campaigns with the built-in proposer, through gpu_e2e.py."""
+def optimize(chunk: str, deadline: float, resume: bool, plans: int, max_targets: int) -> int:
+    """Section 2: campaigns with the built-in proposer, through gpu_e2e.py.
+
+    The point is that every problem reaches an outcome, so the search is the smallest
+    one by default (one plan, one target), to fit 53 campaigns into few device calls.
+    """
     k, n = (int(x) for x in chunk.split("/"))
     problems = [str(p) for p in CORPUS[k::n]]
     cmd = [sys.executable, "-m", "scripts.gpu_e2e", "--deadline", str(deadline)]
+    cmd += ["--plans", str(plans), "--max-targets", str(max_targets)]
     cmd += ["--resume"] if resume else []
     return subprocess.call([*cmd, *problems], cwd=ROOT)
 
@@ -146,6 +151,8 @@ def main() -> int:
     o.add_argument("--chunk", default="0/8")
     o.add_argument("--deadline", type=float, default=540.0)
     o.add_argument("--resume", action="store_true")
+    o.add_argument("--plans", type=int, default=1)
+    o.add_argument("--max-targets", type=int, default=1)
     s = sub.add_parser("summary")
     s.add_argument("out", type=Path)
     args = parser.parse_args()
@@ -154,7 +161,7 @@ def main() -> int:
     if args.section == "verify":
         return verify(args.deadline, out, [n for n in args.only.split(",") if n])
     if args.section == "optimize":
-        return optimize(args.chunk, args.deadline, args.resume)
+        return optimize(args.chunk, args.deadline, args.resume, args.plans, args.max_targets)
     return summary(args.out)
 
 
