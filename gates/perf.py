@@ -252,11 +252,8 @@ def order_control(
 def control_ratio(m: PerfMeasurement) -> float | None:
     """Median over the A/A rounds of first slot / second slot: above 1, the second slot (the
     candidate's) reads faster for the same code.  None without such rounds."""
-    ratios = [
-        m.primary(r.baseline) / m.primary(r)
-        for r in m.control
-        if r.baseline is not None and m.primary(r) > 0
-    ]
+    paired = [r for r in m.control if r.baseline is not None]
+    ratios = paired_ratios([m.primary(r.baseline) for r in paired], [m.primary(r) for r in paired])
     return median(ratios) if ratios else None
 
 
