@@ -167,24 +167,20 @@ def evaluation_environment(bundle: ReferenceBundle) -> dict[str, Any]:
     return env
 
 
-def timing_checks(bundle: ReferenceBundle) -> TimingChecks:
-    """Every timed call rotates over the bundle's same-shape sets and is checked against them."""
-    return TimingChecks(
-        input_sets=bundle.rotation_sets(),
-        expected=bundle.expected_outputs(),
-        check=bundle.check_timed,
-    )
-
-
 def round_setup(
     bundle: ReferenceBundle, settings: GateSettings, *, graph_replay: bool = False
 ) -> RoundSetup:
-    """Gate 4's rounds on this bundle: its input files, its first set, its timed-call checks."""
+    """Gate 4's rounds on this bundle: its input files and first set; every timed call
+    rotates over the bundle's same-shape sets and is checked against them."""
     return RoundSetup(
         inputs_dir=bundle.inputs_dir,
         input_set=bundle.input_sets[0].name,
         settings=settings,
-        checks=timing_checks(bundle),
+        checks=TimingChecks(
+            input_sets=bundle.rotation_sets(),
+            expected=bundle.expected_outputs(),
+            check=bundle.check_timed,
+        ),
         graph_replay=graph_replay,
     )
 
