@@ -1,0 +1,217 @@
+"""Where does the host clock's noise come from?  Trusted code only, on the GPU host.
+
+Gate 4 times a dispatch-bound forward by the host clock, and on the H200 the same
+eager forward read 0.09-0.28 ms per call in different rounds (identity corpus,
+docs/results/h200/nineteenth/call1): quarantines for identical code.  This script
+times one eager corpus forward in host batches, as a timing child does, under
+conditions the gate could control, and streams one JSON line per batch:
+
+* ``drift``: back-to-back batches in one process (how fast the noise moves);
+* ``alternate``: two instances of the model, batches alternated A B A B (the
+  spread of adjacent pairs against pairs a second apart);
+* ``gc``: Python's collector off against on;
+* ``pinned``: the process pinned to one CPU, then to that CPU with its SMT sibling,
+  with the sibling's busy share from /proc/stat during each batch;
+* ``fresh``: fresh processes of three batches each, as a round sees them.
+
+    source scripts/device_env.sh
+    python3 -m scripts.gpu_host_noise --out "$OUT"  # ~60-90 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gates.placement import current_cpu
+from scripts.gpu_identity_corpus import CORPUS
+
+BATCH_CALLS = 300
+
+
+def _cpu_times() -> dict[int, tuple[int, int]]:
+    """Busy and total jiffies per CPU, from /proc/stat."""
+    out = {}
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *fields = line.split()
+        if name.startswith("cpu") and name != "cpu":
+            values = [int(v) for v in fields]
+            idle = values[3] + values[4]
+            out[int(name[3:])] = (sum(values) - idle, sum(values))
+    return out
+
+
+def _siblings(cpu: int) -> list[int]:
+    path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+    if not path.exists():
+        return [cpu]
+    cpus: list[int] = []
+    for part in path.read_text().strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus += range(int(lo), int(hi or lo) + 1)
+    return cpus
+
+
+class Forward:
+    """One eager corpus forward on CUDA with rotating inputs, timed in host batches."""
+
+    def __init__(self, problem: str, device: str) -> None:
+        import importlib.util
+
+        import torch
+
+        path = next(p for p in CORPUS if p.stem == problem)
+        spec = importlib.util.spec_from_file_location(problem, path)
+        module = importlib.util.module_from_spec(spec)
+        assert spec.loader is not None
+        spec.loader.exec_module(module)
+        torch.manual_seed(0)
+        self.model = module.Model(*module.get_init_inputs()).to(device)
+        self.sets = [[t.to(device) for t in module.get_inputs()] for _ in range(4)]
+        self.torch, self.cuda = torch, device.startswith("cuda")
+        self.gc_ms = 0.0
+        gc.callbacks.append(self._gc)
+        self._gc_start = 0.0
+        for _ in range(50):
+            self.batch(20)
+
+    def _gc(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.gc_ms += (time.perf_counter() - self._gc_start) * 1e3
+
+    def batch(self, calls: int = BATCH_CALLS) -> dict[str, Any]:
+        torch = self.torch
+        before, gc_before = _cpu_times(), self.gc_ms
+        cpu = current_cpu()
+        if self.cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            for i in range(calls):
+                self.model(*self.sets[i % len(self.sets)])
+        if self.cuda:
+            torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) * 1e3 / calls
+        after = _cpu_times()
+        busy = {}
+        for c in _siblings(cpu):
+            d_busy = after[c][0] - before[c][0]
+            d_all = after[c][1] - before[c][1]
+            busy[c] = round(d_busy / d_all, 2) if d_all else None
+        return {
+            "ms": round(ms, 5),
+            "cpu": cpu,
+            "cpu_after": current_cpu(),
+            "sibling_busy": busy,
+            "gc_ms": round(self.gc_ms - gc_before, 2),
+            "t": round(time.monotonic(), 3),
+        }
+
+
+def _emit(out: Path, row: dict[str, Any]) -> None:
+    with (out / "host_noise.jsonl").open("a") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+def _spread(values: list[float]) -> float:
+    values = sorted(values)
+    mid = values[len(values) // 2]
+    return round((values[-1] - values[0]) / mid, 3) if mid else float("nan")
+
+
+def child(problem: str, device: str) -> None:
+    fwd = Forward(problem, device)
+    print(json.dumps([fwd.batch() for _ in range(3)]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--problem", action="append", default=[])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.device)
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    ps = subprocess.run(
+        ["ps", "-eo", "pid,pcpu,psr,comm", "--sort=-pcpu"], capture_output=True, text=True
+    ).stdout.splitlines()[:12]
+    _emit(
+        args.out,
+        {
+            "info": {
+                "cpus": os.cpu_count(),
+                "affinity": sorted(os.sched_getaffinity(0)),
+                "siblings": {c: _siblings(c) for c in sorted(os.sched_getaffinity(0))},
+                "loadavg": os.getloadavg(),
+                "top": ps,
+            }
+        },
+    )
+    summary: list[str] = []
+    for problem in args.problem or ["alpha_dropout", "argmax_output"]:
+        a, b = Forward(problem, args.device), Forward(problem, args.device)
+        drift = [a.batch() for _ in range(30)]
+        for row in drift:
+            _emit(args.out, {"problem": problem, "exp": "drift", **row})
+        pairs = [(a.batch(), b.batch()) for _ in range(20)]
+        ratios = [x["ms"] / y["ms"] for x, y in pairs]
+        far = [pairs[i][0]["ms"] / pairs[(i + 5) % 20][1]["ms"] for i in range(20)]
+        for x, y in pairs:
+            _emit(args.out, {"problem": problem, "exp": "alternate", "a": x, "b": y})
+        gc.disable()
+        off = [a.batch() for _ in range(10)]
+        gc.enable()
+        on = [a.batch() for _ in range(10)]
+        for label, rows in (("gc_off", off), ("gc_on", on)):
+            for row in rows:
+                _emit(args.out, {"problem": problem, "exp": label, **row})
+        pinned: dict[str, list[float]] = {}
+        everyone = os.sched_getaffinity(0)
+        for cpu in sorted(everyone)[:: max(1, len(everyone) // 4)][:4]:
+            for label, cpus in ((f"cpu{cpu}", {cpu}), (f"core{cpu}", set(_siblings(cpu)))):
+                os.sched_setaffinity(0, cpus & everyone)
+                rows = [a.batch() for _ in range(6)]
+                pinned[label] = [r["ms"] for r in rows]
+                for row in rows:
+                    _emit(args.out, {"problem": problem, "exp": "pinned", "pin": label, **row})
+        os.sched_setaffinity(0, everyone)
+        fresh = []
+        for _ in range(8):
+            command = [sys.executable, "-m", "scripts.gpu_host_noise", "--child", problem]
+            proc = subprocess.run(
+                [*command, "--device", args.device],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            rows = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else []
+            fresh.append(sorted(r["ms"] for r in rows)[1] if rows else float("nan"))
+            _emit(args.out, {"problem": problem, "exp": "fresh", "batches": rows})
+        summary += [
+            f"{problem}: drift spread {_spread([r['ms'] for r in drift])} "
+            f"(gc ms in batches {sum(r['gc_ms'] for r in drift):.1f})",
+            f"  alternate A/B adjacent ratio spread {_spread(ratios)}, 5 pairs apart {_spread(far)}",
+            f"  gc off spread {_spread([r['ms'] for r in off])}, on {_spread([r['ms'] for r in on])}",
+            "  pinned: " + ", ".join(f"{k} {min(v):.4f}-{max(v):.4f}" for k, v in pinned.items()),
+            f"  fresh processes (median of 3 batches): {[round(x, 4) for x in fresh]} "
+            f"spread {_spread(fresh)}",
+        ]
+    text = "\n".join(summary) + "\n"
+    (args.out / "host_noise.txt").write_text(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
