@@ -364,6 +364,8 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
                 "host_ms": r.host_ms,
                 "host_samples": r.host_samples,
                 "host_calls_per_batch": r.host_calls_per_batch,
+                "host_copies_ms": r.host_copies_ms,
+                "host_raw_ms": r.host_raw_ms,
                 "warm_seconds": round(r.warm_seconds, 3),
                 "settle_ms": [round(x, 5) for x in r.settle_ms],
                 "cpus": r.cpus,

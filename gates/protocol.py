@@ -220,6 +220,10 @@ class TimingResult(Frozen):
     host_ms: float  # median of host-timer batches (device-wide sync per batch)
     host_samples: list[float] = Field(default_factory=list)
     host_calls_per_batch: int = 0
+    # each host batch's own copies (timed alone just before it and taken off) and its raw
+    # time: a reading that moves with the copies is the harness's noise, not the model's
+    host_copies_ms: list[float] = Field(default_factory=list)
+    host_raw_ms: list[float] = Field(default_factory=list)
     tampered_before: list[str] = Field(default_factory=list)  # replaced after candidate import
     tampered_after: list[str] = Field(default_factory=list)  # replaced during the timed calls
     warm_seconds: float = 0.0  # build + compile + warm-up, excluded from timing

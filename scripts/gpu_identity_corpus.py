@@ -97,6 +97,8 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
                 "host": r.get("host_ms"),
                 "host_batches": r.get("host_samples"),  # within a round, against across rounds
                 "calls_per_batch": r.get("host_calls_per_batch"),
+                "copies": r.get("host_copies_ms"),  # taken off each batch's raw time
+                "raw": r.get("host_raw_ms"),
                 "cpus": r.get("cpus"),
             }
             for r in metrics.get(name, {}).get("rounds", [])

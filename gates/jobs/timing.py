@@ -95,6 +95,7 @@ class CheckedLoop:
         self.kit, self.fn, self.rotation, self.checks = kit, fn, rotation, checks
         self._flush: torch.Tensor | None = None
         self.dispatch_ns: list[int] = []  # host time of each call in the latest timed()
+        self.batches: list[tuple[float, float]] = []  # (copies, raw) ms of each host batch
 
     def untimed(self, n: int) -> None:
         for _ in range(n):
@@ -167,6 +168,7 @@ class CheckedLoop:
             outs.append((k, args, self.fn(*args)))
         self.kit.sync()
         batch_ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
+        self.batches.append((copies_ms, batch_ms))
         for k, args, out in outs:
             self.checks.record(out, k, args)
         floor = min(self.dispatch_ms(), batch_ms) if self.dispatch_ns else 0.0
@@ -420,6 +422,8 @@ def _time_side(
         host_ms=median(host),
         host_samples=host,
         host_calls_per_batch=calls,
+        host_copies_ms=[round(c, 5) for c, _ in loop.batches],
+        host_raw_ms=[round(r, 5) for _, r in loop.batches],
         tampered_before=tampered_before,
         tampered_after=tampered_after,
         warm_seconds=warm_seconds,

@@ -169,3 +169,18 @@ def test_host_batches_give_every_call_new_values_so_no_memo_can_hit() -> None:
     ms = loop.host_batch(25)
     assert hits == 0 and len(seen) == 25
     assert checks.calls == 25 and ms >= 0.0
+
+
+def test_each_host_batch_keeps_its_copies_and_raw_time_for_the_record() -> None:
+    """What a batch took off (its copies) is kept beside its raw time: a noisy host reading
+    can then be told apart as the model's or the subtraction's."""
+    from gates.jobs.timing import CheckedLoop
+    from gates.timers import TimerKit
+
+    checks = CheckedCalls(expected=SPEC, device="cpu", samples=4)
+    loop = CheckedLoop(TimerKit("cpu"), lambda x: x * 2, RotatingInputs(_sets()), checks)
+    readings = [loop.host_batch(10) for _ in range(3)]
+    assert len(loop.batches) == 3
+    for reading, (copies, raw) in zip(readings, loop.batches, strict=True):
+        assert copies >= 0.0 and raw >= 0.0
+        assert reading == max(raw - copies, 0.0)  # no dispatch floor without timed calls
