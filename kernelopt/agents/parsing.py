@@ -25,6 +25,10 @@ _FENCE = re.compile(
     r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[A-Za-z0-9_+.-]*)[^\n]*\n(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
     re.DOTALL | re.MULTILINE,
 )
+_OPEN_FENCE = re.compile(
+    r"^[ \t]*(?:`{3,}|~{3,})[ \t]*(?P<lang>[A-Za-z0-9_+.-]*)[^\n]*\n(?P<body>.*)\Z",
+    re.DOTALL | re.MULTILINE,
+)
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 PYTHON_TAGS = ("python", "py", "python3", "py3", "")
@@ -199,10 +203,13 @@ def parse_kernel_reply(text: str, entry_points: Sequence[str]) -> str:
     if not text or not text.strip():
         raise LLMReplyError("the reply is empty")
     blocks = [body for lang, body in code_blocks(text) if lang in PYTHON_TAGS]
+    tail = _unclosed_tail(text)
+    if tail is not None:
+        blocks.append(tail)
+    cut = " (it ends inside an unclosed block: was it cut short?)"
     if not blocks:
         raise LLMReplyError(
-            "the reply has no ```python code block"
-            + (" (it ends inside an unclosed block: was it cut short?)" if _unclosed(text) else "")
+            "the reply has no ```python code block" + (cut if _unclosed(text) else "")
         )
     kernels = [b for b in blocks if "@triton.jit" in b or "triton.jit(" in b]
     if not kernels:
@@ -212,8 +219,24 @@ def parse_kernel_reply(text: str, entry_points: Sequence[str]) -> str:
         try:
             return _checked_module(block.strip() + "\n", entry_points)
         except LLMReplyError as exc:
+            if first_error is None and block is tail:
+                exc = LLMReplyError(str(exc) + cut)
             first_error = first_error or exc
     raise first_error or LLMReplyError("no usable ```python block")
+
+
+def _unclosed_tail(text: str) -> str | None:
+    """The body of a final ```python block that never closes, or None.
+
+    Models often end a reply with the module and no closing fence; such a body
+    counts when it parses and defines the entry points (``_checked_module``), as
+    a reply cut short mid-module does not.
+    """
+    rest = _FENCE.sub("", strip_thinking(text))
+    match = _OPEN_FENCE.search(rest)
+    if match is None or match.group("lang").lower() not in PYTHON_TAGS:
+        return None
+    return match.group("body")
 
 
 def _unclosed(text: str) -> bool:

@@ -147,5 +147,12 @@ def test_think_blocks_tolerant_json_and_every_fence_are_read():
     broken = "@triton.jit\ndef launch(:\n"
     reply = f"~~~python3\n{module}~~~\n\nand a second try:\n```python\n{broken}```\n"
     assert parse_kernel_reply(reply, ["launch"]) == module  # the broken last block is skipped
-    with pytest.raises(Exception, match="cut short"):
-        parse_kernel_reply(f"```python\n{module}", ["launch"])
+    # a final block without its closing fence counts when the module in it is whole ...
+    assert parse_kernel_reply(f"Here it is.\n```python\n{module}", ["launch"]) == module
+    # ... and a reply cut short mid-module says so
+    with pytest.raises(Exception, match=r"(?s)does not parse.*cut short"):
+        parse_kernel_reply(f"```python\n{module}    k[(1,)](x,", ["launch"])
+    with pytest.raises(Exception, match=r"(?s)launch.*cut short"):
+        parse_kernel_reply(
+            "```python\nimport triton\n\n@triton.jit\ndef k(x):\n    pass\n", ["launch"]
+        )
