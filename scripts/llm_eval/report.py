@@ -70,6 +70,8 @@ def candidate_counts(audit: Any) -> dict[str, Any]:
         "shipped": sum(1 for c in cands if c.final == "shipped"),
         "stopped_by": dict(Counter(c.deciding_gate for c in cands if c.deciding_gate)),
         "best_kernel_speedup": max((c.speedup for c in cands if c.speedup), default=None),
+        # gate 4 on the candidate's own target (kernel level), before any re-stitched model
+        "kernel_speedups": sorted((round(c.speedup, 3) for c in cands if c.speedup), reverse=True),
         "audit_checks_failed": [c.name for c in audit.checks if not c.ok],
     }
 
@@ -136,8 +138,8 @@ def report_markdown(rows: list[dict], manifest: EvalManifest, title: str) -> str
         f"max targets {manifest.options.get('max_targets')}, gamma {manifest.options.get('gamma')}.",
         "",
         "| problem | status | outcome | speedup | f | candidates | replies | parsed | compiled "
-        "| correct | passed 1-2 | gate 3 | gate 4 | shipped | tokens | GPU-s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| correct | passed 1-2 | best kernel | gate 3 | gate 4 | shipped | tokens | GPU-s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -155,6 +157,9 @@ def report_markdown(rows: list[dict], manifest: EvalManifest, title: str) -> str
                     _cell(r.get("compiled")),
                     _cell(r.get("correct")),
                     _cell(r.get("passed_1_2")),
+                    "-"
+                    if r.get("best_kernel_speedup") is None
+                    else f"{r['best_kernel_speedup']:.3f}x",
                     _cell(r.get("gate3_passed")),
                     _cell(r.get("gate4_passed")),
                     _cell(r.get("shipped")),
@@ -167,8 +172,11 @@ def report_markdown(rows: list[dict], manifest: EvalManifest, title: str) -> str
     lines += [
         "",
         "candidates: every reply-built candidate (execute and retry-fix); replies: executor and "
-        "retry-fix replies collected; gate 3 / gate 4: re-stitched models that passed V_model / "
-        "V_perf; tokens are estimated from the text in folder mode (4 characters a token).",
+        "retry-fix replies collected; best kernel: the best speedup gate 4 measured for a "
+        "candidate on its own target; gate 3 / gate 4: re-stitched models that passed V_model / "
+        "V_perf; tokens and GPU-s count finished target searches (a running campaign's current "
+        "search adds its own when it ends); tokens are estimated from the text in folder mode "
+        "(4 characters a token).",
         "",
     ]
     for r in rows:
@@ -185,6 +193,11 @@ def report_markdown(rows: list[dict], manifest: EvalManifest, title: str) -> str
                     + (f" ({c['waiting']} waiting)" if c.get("waiting") else "")
                     for role, c in r["llm"].items()
                 )
+            )
+        if r.get("kernel_speedups"):
+            notes.append(
+                "candidates timed on their target: "
+                + ", ".join(f"{x:.3g}x" for x in r["kernel_speedups"])
             )
         if r.get("reason"):
             notes.append(r["reason"])

@@ -1,0 +1,51 @@
+"""The evaluation's outcome table: every candidate's own gate-4 number is shown, not only
+the re-stitched models' (run 1's candidates were all correct and all slower, which the
+table used to hide behind zeros)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kernelopt.contracts.verdicts import GateName
+from scripts.llm_eval.record import EvalCall, EvalManifest, EvalProblem
+from scripts.llm_eval.report import candidate_counts, report_markdown
+
+
+def _candidate(speedup: float | None, *, passed_1_2: bool = True) -> SimpleNamespace:
+    verdicts = [SimpleNamespace(gate=GateName.STATIC, passed=True)]
+    verdicts.append(SimpleNamespace(gate=GateName.CORRECTNESS, passed=passed_1_2))
+    return SimpleNamespace(
+        verdicts=verdicts,
+        deciding_gate="performance" if speedup else "correctness",
+        passed_gates_1_2=passed_1_2,
+        final="rejected",
+        speedup=speedup,
+        name="c",
+    )
+
+
+def test_the_table_shows_each_candidates_speedup_on_its_own_target() -> None:
+    audit = SimpleNamespace(
+        candidates=[_candidate(0.93), _candidate(0.981), _candidate(None, passed_1_2=False)],
+        model_trials=[],
+        checks=[],
+    )
+    counts = candidate_counts(audit)
+    assert counts["kernel_speedups"] == [0.981, 0.93]
+    assert counts["best_kernel_speedup"] == 0.981
+    manifest = EvalManifest(
+        created_at="now",
+        rounds=2,
+        options={},
+        problems=[EvalProblem(path="p.py", name="p", campaign_id="p-1")],
+        calls=[EvalCall(command="start", host="vm", started_at="then")],
+    )
+    row = {"problem": "p", "campaign_id": "p-1", "status": "running", **counts}
+    text = report_markdown([row], manifest, "run")
+    header = next(line for line in text.splitlines() if line.startswith("| problem"))
+    cells = next(line for line in text.splitlines() if line.startswith("| p |"))
+    assert header.count("|") == cells.count("|")
+    assert (
+        dict(zip(header.split("|"), cells.split("|"), strict=True))[" best kernel "] == " 0.981x "
+    )
+    assert "candidates timed on their target: 0.981x, 0.93x" in text
