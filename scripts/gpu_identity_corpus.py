@@ -7,7 +7,10 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
    (``ModelNew = Model``) through the full four-gate cascade on ``cuda``, one
    reference bundle each, children forked from the zygote.  Every row must be
    accepted against the eager baseline (the candidate *is* the eager model, so gate 4
-   must not find it slower, nor quarantine its timing).  Rows go to ``$OUT/identity.jsonl`` as they finish::
+   must not find it slower, nor quarantine its timing).  Rows go to
+   ``$OUT/identity.jsonl`` as they finish, a ``{"skipped": "deadline"}`` row for each
+   problem the deadline left out; the exit is non-zero unless every problem asked for
+   ran and was accepted::
 
        source scripts/device_env.sh; python3 -m scripts.gpu_identity_corpus verify --deadline 540
 
@@ -22,7 +25,8 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
 
    Then ``python3 -m scripts.gpu_identity_corpus summary $OUT`` checks that
    every campaign reached an outcome (optimized, matched or fallback), never a
-   crash, and prints the table.  carry [".whl", ".device"] for this section.
+   crash nor unfinished, and prints the table (and the verify count of an
+   ``identity.jsonl`` there).  carry [".whl", ".device"] for this section.
 """
 
 from __future__ import annotations
@@ -42,44 +46,74 @@ CORPUS = sorted((ROOT / "tests" / "problems" / "identity").glob("*.py"))
 
 
 def verify(deadline: float, out: Path, only: list[str] | None = None) -> int:
-    """Section 1: four gates on the identity candidate of every corpus problem."""
-    from gates.cascade import verify_candidate
+    """Section 1: four gates on the identity candidate of every corpus problem.
+
+    Every problem asked for gets a row in ``identity.jsonl``, the ones the deadline left
+    out too, and the exit is non-zero unless every one ran and was accepted.
+    """
     from gates.runner import fast_launch
-    from kernelopt.contracts.verdicts import GateSettings
 
     started = time.monotonic()
-    rows, failed = [], 0
-    # The identity candidate is the eager model: against an eager baseline gate 4 must say
-    # "matched" (against Inductor's it could honestly be slower, which proves nothing here).
-    settings = GateSettings(device="cuda", baseline_mode="eager")
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, fast_launch("cuda"):
-        for path in CORPUS:
-            if only and path.stem not in only:
-                continue
+        for path in chosen(only):
             if time.monotonic() - started > deadline:
-                rows.append({"problem": path.stem, "skipped": "deadline"})
-                continue
-            candidate = Path(tmp) / f"{path.stem}_identity.py"
-            candidate.write_text(path.read_text() + "\n\nModelNew = Model\n")
-            t0 = time.monotonic()
-            result = verify_candidate(path, candidate, settings, workdir=Path(tmp) / path.stem)
-            row = {
-                "problem": path.stem,
-                "accepted": result.accepted,
-                "category": result.category.value if result.category else None,
-                "speedup": result.speedup,
-                "reason": result.reason[:300],
-                "evaluation": result.environment.get("evaluation", ""),
-                "seconds": round(time.monotonic() - t0, 1),
-                "timing": _timing_rounds(result),
-            }
-            failed += not result.accepted
+                row: dict[str, Any] = {"problem": path.stem, "skipped": "deadline"}
+            else:
+                row = _verify_one(path, Path(tmp))
+                print(
+                    f"{path.stem:32} {'ok' if row['accepted'] else 'REJECTED'} {row['seconds']} s"
+                )
             rows.append(row)
             with (out / "identity.jsonl").open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
-            print(f"{path.stem:32} {'ok' if result.accepted else 'REJECTED'} {row['seconds']} s")
-    print(f"{len(rows) - failed} of {len(rows)} accepted")
-    return 1 if failed else 0
+    print(verify_line(rows))
+    return 0 if all_accepted(rows) else 1
+
+
+def chosen(only: list[str] | None) -> list[Path]:
+    """The corpus problems asked for (all of them without ``only``)."""
+    return [path for path in CORPUS if not only or path.stem in only]
+
+
+def _verify_one(path: Path, tmp: Path) -> dict[str, Any]:
+    """The identity candidate of one problem through the four gates, as its jsonl row."""
+    from gates.cascade import verify_candidate
+    from kernelopt.contracts.verdicts import GateSettings
+
+    # The identity candidate is the eager model: against an eager baseline gate 4 must say
+    # "matched" (against Inductor's it could honestly be slower, which proves nothing here).
+    settings = GateSettings(device="cuda", baseline_mode="eager")
+    candidate = tmp / f"{path.stem}_identity.py"
+    candidate.write_text(path.read_text() + "\n\nModelNew = Model\n")
+    t0 = time.monotonic()
+    result = verify_candidate(path, candidate, settings, workdir=tmp / path.stem)
+    return {
+        "problem": path.stem,
+        "accepted": result.accepted,
+        "category": result.category.value if result.category else None,
+        "speedup": result.speedup,
+        "reason": result.reason[:300],
+        "evaluation": result.environment.get("evaluation", ""),
+        "seconds": round(time.monotonic() - t0, 1),
+        "timing": _timing_rounds(result),
+    }
+
+
+def verify_line(rows: list[dict[str, Any]]) -> str:
+    """The verify run in one line: accepted of those that ran, and those never reached.
+
+    A problem the deadline left out is neither accepted nor rejected, so it is counted
+    apart (a run of 3 rejections out of 10 asked must not read "7 of 10 accepted").
+    """
+    ran = [row for row in rows if "skipped" not in row]
+    accepted = sum(bool(row.get("accepted")) for row in ran)
+    return f"{accepted} of {len(ran)} run accepted; {len(rows) - len(ran)} not reached (deadline)"
+
+
+def all_accepted(rows: list[dict[str, Any]]) -> bool:
+    """Every problem asked for ran and was accepted (a skipped row has no ``accepted``)."""
+    return all(row.get("accepted") for row in rows)
 
 
 def _timing_rounds(result: Any) -> dict[str, Any]:
@@ -126,12 +160,37 @@ def optimize(chunk: str, deadline: float, resume: bool, plans: int, max_targets:
 
 
 def summary(out: Path) -> int:
+    """What ``out`` holds: the verify rows of ``identity.jsonl`` and the campaigns of
+    gpu_e2e's ``table.json``; non-zero unless all of them passed."""
+    found = [name for name in ("identity.jsonl", "table.json") if (out / name).is_file()]
+    if not found:
+        print(f"{out} holds neither identity.jsonl nor table.json")
+        return 1
+    code = 0
+    if "identity.jsonl" in found:
+        rows = identity_rows(out / "identity.jsonl")
+        print(verify_line(rows))
+        code |= not all_accepted(rows)
+    if "table.json" in found:
+        code |= campaign_summary(out / "table.json")
+    return code
+
+
+def identity_rows(path: Path) -> list[dict[str, Any]]:
+    """``identity.jsonl``'s rows, the last one of each problem (a later call may run one
+    an earlier call's deadline skipped)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return list({row["problem"]: row for row in rows}.values())
+
+
+def campaign_summary(table: Path) -> int:
     """Every campaign in gpu_e2e's ``table.json`` ended with an outcome (never an error).
 
     Its rows are ``[campaign id, category | "unfinished" | "error", ...]``: an
     unfinished one ran out of the call's time (``--resume`` it), an error is a crash.
+    Either one means that not every campaign reached an outcome yet: exit 1.
     """
-    rows = json.loads((out / "table.json").read_text())
+    rows = json.loads(table.read_text())
     for row in rows:
         print("  ".join(str(x) for x in row))
     errors = [row[0] for row in rows if row[1] == "error"]
@@ -140,7 +199,7 @@ def summary(out: Path) -> int:
         f"{len(rows) - len(errors) - len(unfinished)} of {len(rows)} reached an outcome; "
         f"errors: {errors or 'none'}; unfinished (resume them): {unfinished or 'none'}"
     )
-    return 1 if errors else 0
+    return 1 if errors or unfinished else 0
 
 
 def main() -> int:
@@ -161,7 +220,11 @@ def main() -> int:
     out = Path(os.environ.get("OUT", "/tmp/gpu-identity-out"))
     out.mkdir(parents=True, exist_ok=True)
     if args.section == "verify":
-        return verify(args.deadline, out, [n for n in args.only.split(",") if n])
+        only = [n for n in args.only.split(",") if n]
+        unknown = sorted(set(only) - {path.stem for path in CORPUS})
+        if unknown:
+            parser.error(f"--only names problems the corpus does not hold: {unknown}")
+        return verify(args.deadline, out, only)
     if args.section == "optimize":
         return optimize(args.chunk, args.deadline, args.resume, args.plans, args.max_targets)
     return summary(args.out)

@@ -1,0 +1,109 @@
+"""scripts/gpu_identity_corpus.py: verify's count and exit, and ``summary``, on the CPU.
+
+The four gates are doubled (``gates.cascade.verify_candidate``), so these check only what
+the script makes of their answers: a problem the deadline left out is neither accepted nor
+rejected, it still gets its row, and it makes the exit non-zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from scripts import gpu_identity_corpus as corpus
+
+THREE = [path.stem for path in corpus.CORPUS[:3]]
+
+
+def _gates(monkeypatch: pytest.MonkeyPatch, accepted: bool, seconds: float) -> None:
+    """Gates that take ``seconds`` and accept (or reject) every candidate, on no device."""
+
+    def verify_candidate(*args: Any, **kwargs: Any) -> SimpleNamespace:
+        time.sleep(seconds)
+        return SimpleNamespace(
+            accepted=accepted,
+            category=None,
+            speedup=None,
+            reason="" if accepted else "slower than eager",
+            environment={},
+            verdicts=[],
+        )
+
+    monkeypatch.setattr("gates.cascade.verify_candidate", verify_candidate)
+    monkeypatch.setattr("gates.runner.fast_launch", lambda device: contextlib.nullcontext())
+
+
+def _rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "identity.jsonl").read_text().splitlines()]
+
+
+def test_problems_the_deadline_left_out_are_not_counted_as_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the first problem runs (0.2 s, rejected), the deadline has passed for the other two
+    _gates(monkeypatch, accepted=False, seconds=0.2)
+    code = corpus.verify(deadline=0.1, out=tmp_path, only=THREE)
+    assert code == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "0 of 1 run accepted; 2 not reached (deadline)"
+    )
+    rows = _rows(tmp_path)
+    assert [row["problem"] for row in rows] == THREE  # the file names every problem asked for
+    assert rows[0]["accepted"] is False
+    assert [row.get("skipped") for row in rows[1:]] == ["deadline", "deadline"]
+
+
+def test_a_run_cut_by_the_deadline_fails_though_all_that_ran_were_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _gates(monkeypatch, accepted=True, seconds=0.2)
+    assert corpus.verify(deadline=0.1, out=tmp_path, only=THREE) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "1 of 1 run accepted; 2 not reached (deadline)"
+    )
+
+
+def test_a_run_where_every_problem_ran_and_was_accepted_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _gates(monkeypatch, accepted=True, seconds=0.0)
+    assert corpus.verify(deadline=60.0, out=tmp_path, only=THREE) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "3 of 3 run accepted; 0 not reached (deadline)"
+    )
+    assert [row["accepted"] for row in _rows(tmp_path)] == [True] * 3
+
+
+def test_summary_counts_skipped_rows_apart_and_takes_a_problems_last_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, c = THREE
+    rows = [
+        {"problem": a, "accepted": True},
+        {"problem": b, "skipped": "deadline"},
+        {"problem": c, "skipped": "deadline"},
+        {"problem": c, "accepted": True},  # a later call ran what the deadline skipped
+    ]
+    (tmp_path / "identity.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert corpus.summary(tmp_path) == 1
+    assert capsys.readouterr().out.splitlines() == ["2 of 2 run accepted; 1 not reached (deadline)"]
+
+
+def test_summary_fails_while_a_campaign_is_unfinished(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = [["c1", "matched", "1.000x", "", "", ""], ["c2", "unfinished", "search", "", "", ""]]
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    assert corpus.summary(tmp_path) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "1 of 2 reached an outcome; errors: none; unfinished (resume them): ['c2']"
+    )
+    table[1][1] = "fallback"
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    assert corpus.summary(tmp_path) == 0
