@@ -151,24 +151,40 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+STAGES = ("reference", "reference_child", "reference_draw_child", "gates_1_2", "gates_1_3")
+STAGES += ("timing", "baseline.settle", "candidate.settle", "baseline.wait_go")
+CAPTION = (
+    "Stage columns: the median over the verdicts that ran the stage, and how many did "
+    "(a failing verdict never reaches timing); - where none did."
+)
+
+
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.3f}" if values else "-"
 
 
+def stage_median(rows: list[dict[str, Any]], stage: str) -> str:
+    """One stage's median over the verdicts that ran it, and their count.
+
+    A verdict that failed gates 1-3 has no timing stages; counting it as 0 s made the
+    median of a label with more failing than passing verdicts read 0.000.
+    """
+    values = [r["stage_seconds"][stage] for r in rows if stage in r["stage_seconds"]]
+    return f"{_median(values)} ({len(values)})" if values else "-"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """Per label: verdicts, reference children, median and total wall, median stages."""
-    stages = ("reference", "reference_child", "reference_draw_child", "gates_1_2", "gates_1_3")
-    stages += ("timing", "baseline.settle", "candidate.settle", "baseline.wait_go")
     head = "| label | levers | verdicts | reference children | wall median s | wall total s | "
-    head += "passing wall median s | " + " | ".join(f"{s} s" for s in stages) + " |"
-    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    head += "passing wall median s | " + " | ".join(f"{s} s (n)" for s in STAGES) + " |"
+    lines = [CAPTION, "", head, "|" + " --- |" * (head.count("|") - 1)]
     for label in dict.fromkeys(r["label"] for r in rows):
         mine = [r for r in rows if r["label"] == label]
         ran = sum(r["reference_child_ran"] for r in mine)
         walls = [r["wall"] for r in mine]
         passing = _median([r["wall"] for r in mine if r["passed"]])
         levers = ", ".join(f"{k}={v}" for k, v in (mine[0].get("levers") or {}).items()) or "-"
-        parts = " | ".join(_median([r["stage_seconds"].get(s, 0.0) for r in mine]) for s in stages)
+        parts = " | ".join(stage_median(mine, s) for s in STAGES)
         lines.append(
             f"| {label} | {levers} | {len(mine)} | {ran} | {_median(walls)} | {sum(walls):.2f} | "
             f"{passing} | {parts} |"
