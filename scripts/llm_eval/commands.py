@@ -142,7 +142,7 @@ async def run_call(
 
     call = EvalCall(command=command, host=socket.gethostname(), started_at=now())
     site = Site(settings, args.extra_worker, stream)
-    stopped, looks, rows, diagnostics = "", [], [], set()
+    stopped, looks = "", []
     manifest: EvalManifest | None = None
     try:
         client = await site.up(default_gpu_queue(settings))
@@ -155,21 +155,16 @@ async def run_call(
         )
         stream.event("loop_ended", why=stopped)
     except BaseException as exc:
+        stopped = f"failed: {type(exc).__name__}"
         stream.event("failed", error=f"{type(exc).__name__}: {exc}"[:500])
         raise
     finally:
         site.stop_workers()
-        if manifest is not None and site.client is not None:
-            try:
-                rows = await asyncio.wait_for(report_rows(site.client, settings, manifest), 90)
-                stream.table(report_markdown(rows, manifest, f"llm_eval after {command}"))
-                diagnostics = await asyncio.wait_for(diagnostic_refs(site.client, manifest), 60)
-            except (TimeoutError, KernelOptError, RPCError) as exc:
-                stream.event("table_failed", error=str(exc)[:300])
+        rows, diagnostics = await closing_rows(site, settings, manifest, stream)
         site.stop_server()
-    call.seconds = round(stream.elapsed, 1)
-    call.stopped = stopped
-    call.states = {look.campaign_id: f"{look.state} {look.detail}".strip() for look in looks}
+        end_call(call, stopped, looks, stream)
+        if rows is not None:  # after end_call: this call's row shows how it really ended
+            stream.table(report_markdown(rows, manifest, f"llm_eval after {command}"))
     save_manifest(settings, manifest)
     all_finished = bool(looks) and all(look.state not in ("running", "waiting") for look in looks)
     size = export_home(settings, work, stream, all_finished, diagnostics)
@@ -185,7 +180,7 @@ async def run_call(
         "replies_delivered": call.replies_delivered,
         "replies_skipped": call.replies_skipped,
         "states": call.states,
-        "rows": rows,
+        "rows": rows or [],
     }
     if size > CARRY_WARN_BYTES:
         summary["warning"] = (
@@ -204,6 +199,34 @@ async def run_call(
         seconds=round(stream.elapsed, 1),
     )
     return 0
+
+
+async def closing_rows(
+    site: Site, settings: Settings, manifest: EvalManifest | None, stream: Stream
+) -> tuple[list[dict[str, Any]] | None, set[str]]:
+    """The report's rows (None: not read) and the raw ncu reports' digests, read while
+    the server still runs."""
+    rows, diagnostics = None, set()
+    if manifest is None or site.client is None:
+        return rows, diagnostics
+    try:
+        rows = await asyncio.wait_for(report_rows(site.client, settings, manifest), 90)
+        diagnostics = await asyncio.wait_for(diagnostic_refs(site.client, manifest), 60)
+    except (TimeoutError, KernelOptError, RPCError) as exc:
+        stream.event("table_failed", error=str(exc)[:300])
+    return rows, diagnostics
+
+
+def end_call(call: EvalCall, stopped: str, looks: list[Any], stream: Stream) -> None:
+    """The call's real ending and its final seconds, once the services have stopped.
+
+    A live snapshot wrote ``cut? ...`` into the call so that a call the device limit
+    kills still says so; a call that got here was not cut, and progress.md, summary.json
+    and the manifest in the final home.tgz must all say how it ended instead.
+    """
+    call.seconds = round(stream.elapsed, 1)
+    call.stopped = stopped
+    call.states = {look.campaign_id: f"{look.state} {look.detail}".strip() for look in looks}
 
 
 @contextlib.contextmanager

@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import shutil
 import sqlite3
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -209,6 +212,9 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
         assert skipped == ["unrelated-id.txt"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["all_finished"] and sorted(summary["states"].values()) == ["finished"] * 2
+    # the last call's own row in its progress.md: how it ended, not "(this call)" nor "cut?"
+    row = (out / "progress.md").read_text().splitlines()[-1]
+    assert row.startswith("| 6 | resume |") and row.endswith(f"| {SETTLED} |")
 
     report = tmp_path / "report"
     harness(tmp_path / "unused", "report", "--home", str(out / "home.tgz"), "--out", str(report))
@@ -232,6 +238,96 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
         assert row["tokens"] > 0 and row["gpu_seconds"] > 0
     table = (report / "report.md").read_text()
     assert "| 001_relu_chain | completed |" in table and "| 6 | resume |" in table
+
+
+class _Site:
+    """The call's server and workers, doubled: nothing to start or stop."""
+
+    def __init__(self, *args: object) -> None:
+        self.client: object | None = None
+
+    async def up(self, gpu_queue: str) -> object:
+        self.client = object()
+        return self.client
+
+    def stop_workers(self) -> None:
+        pass
+
+    def stop_server(self) -> None:
+        pass
+
+
+def _one_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loop: Callable) -> list:
+    """``run_call`` with its services doubled: ``loop`` stands for the watch loop (a live
+    snapshot is due at once), and each home.tgz export keeps the manifest it would pack."""
+    from scripts.llm_eval import commands, packing
+    from scripts.llm_eval.record import EvalManifest, load_manifest
+
+    settings = make_settings(tmp_path / "home")
+    exported: list[EvalManifest] = []
+
+    def export(settings, work, stream, all_finished, diagnostics=frozenset()) -> int:
+        exported.append(load_manifest(settings))
+        return 1
+
+    async def no_refs(client, manifest) -> set[str]:
+        return set()
+
+    async def no_rows(client, settings, manifest) -> list[dict]:
+        return []
+
+    async def prepare(client, call) -> EvalManifest:
+        return EvalManifest(created_at="now", rounds=1, options={})
+
+    for module in (commands, packing):
+        monkeypatch.setattr(module, "export_home", export)
+        monkeypatch.setattr(module, "diagnostic_refs", no_refs)
+    monkeypatch.setattr(commands, "Site", _Site)
+    monkeypatch.setattr(commands, "run_until_settled", loop)
+    monkeypatch.setattr(commands, "report_rows", no_rows)
+    monkeypatch.setattr(commands, "pack_requests", lambda settings, stream, work: [])
+    monkeypatch.setattr(commands, "pack_logs", lambda settings, stream, work: None)
+    args = argparse.Namespace(budget_s=60.0, extra_worker=[], snapshot_s=0.01)
+    stream = Stream(tmp_path / "out")
+    try:
+        asyncio.run(commands.run_call("resume", args, settings, stream, tmp_path, prepare))
+    finally:
+        stream.close()
+    return exported
+
+
+def _calls_row(out: Path) -> str:
+    return (out / "progress.md").read_text().splitlines()[-1]
+
+
+def test_a_call_that_ends_normally_after_a_live_snapshot_says_how_it_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    async def loop(client, manifest, settings, gpu_queue, stream, deadline, stop, snapshot, site):
+        await snapshot.maybe(time.monotonic() + 1)
+        return SETTLED, []
+
+    live, final = _one_call(tmp_path, monkeypatch, loop)
+    # a call cut after its snapshot is packed as the snapshot says ...
+    assert live.calls[-1].stopped.startswith("cut? last live snapshot at")
+    # ... but this one ended: progress.md, summary.json and the final home.tgz say how
+    (call,) = final.calls
+    assert call.stopped == SETTLED and call.seconds >= live.calls[-1].seconds
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["stopped"], summary["seconds"]) == (SETTLED, call.seconds)
+    assert _calls_row(tmp_path / "out").endswith(f"| {call.seconds:.0f} | 0 | 0 | {SETTLED} |")
+
+
+def test_a_call_that_fails_after_a_live_snapshot_says_it_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    async def loop(client, manifest, settings, gpu_queue, stream, deadline, stop, snapshot, site):
+        await snapshot.maybe(time.monotonic() + 1)
+        raise RuntimeError("the server went away")
+
+    with pytest.raises(RuntimeError):
+        _one_call(tmp_path, monkeypatch, loop)
+    assert _calls_row(tmp_path / "out").endswith("| failed: RuntimeError |")
 
 
 def test_a_reply_file_names_its_request_by_the_longest_id():
