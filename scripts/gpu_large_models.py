@@ -3,7 +3,8 @@
     source scripts/device_env.sh
     python3 -m scripts.gpu_large_models --out "$OUT"
     # -> $OUT/large_models.md (the table), large_models.json (every number)
-    python3 -m scripts.gpu_large_models --out "$OUT" --model 001_resnet50  # one model:
+    python3 -m scripts.gpu_large_models --out "$OUT" --model 001_resnet50 --timeout 520
+    # one model, given up before the device's 10-minute call limit:
     # -> $OUT/large_models.001_resnet50.{md,json}
 
 Each model runs in its own child process (so peak host memory is its own): the
@@ -16,23 +17,129 @@ encodes it: the compile, segment and triage results, the campaign state carried
 across continue-as-new, and one search's input and one gate call's input with
 the whole segmentation and with the target's scoped part (what a search sends
 now).  A history grows by about one gate input per candidate.
+
+A run cut short still leaves what it saw.  As each model runs, the child's line at
+every stage boundary (seconds since it started, peak RSS; the first line names the
+Inductor settings the compile runs with) is appended to
+``large_models.<model>.progress.jsonl`` and its stderr goes to
+``large_models.<model>.log`` (the compile's own steps, ``KERNELOPT_PROGRESS``, are
+there).  Past ``--timeout`` the child writes all its threads' Python stacks to that
+log (SIGUSR1, ``faulthandler``), is killed with its own children, and its row says
+which stage did not finish.  The .md and .json are written again after every model.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import json
+import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = "LARGE_MODEL_RESULT "  # the child's answer among compiler and log output
+PROGRESS = "LARGE_MODEL_PROGRESS "  # the child's line at a stage boundary
+COMPILE_STEP = "KERNELOPT_PROGRESS "  # kernelopt.checkpoint.PROGRESS_PREFIX: compile's steps
 MODELS = sorted((ROOT / "problems" / "large").glob("[0-9][0-9][0-9]_*.py"))
+STACK_GRACE_S = 5.0  # after SIGUSR1, before SIGKILL: the child writes its stacks
+READER_JOIN_S = 10.0  # for the last lines of a child's stdout once it has ended
+# the Inductor settings that decide how long a compile takes (autotuning, its worker pool)
+INDUCTOR_KEYS = (
+    "max_autotune",
+    "max_autotune_gemm",
+    "max_autotune_pointwise",
+    "max_autotune_gemm_backends",
+    "max_autotune_conv_backends",
+    "coordinate_descent_tuning",
+    "compile_threads",
+    "autotune_in_subproc",
+    "autotune_local_cache",
+    "fx_graph_cache",
+)
+T = TypeVar("T")
+
+
+class Progress:
+    """The child's stage boundaries as lines on its stdout, flushed at once.
+
+    The parent appends each to the model's progress file as it arrives, so a run
+    killed at the device's call limit still shows how far it got and with how much memory.
+    """
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __call__(self, stage: str, **fields: Any) -> None:
+        line = {"stage": stage, "elapsed_s": round(time.monotonic() - self.started, 1)}
+        line |= peak_rss() | fields
+        sys.stdout.write(PROGRESS + json.dumps(line, default=str) + "\n")
+        sys.stdout.flush()
+
+
+Stages = Callable[[Path, Path, Progress], dict[str, Any]]
+
+
+def peak_rss() -> dict[str, float]:
+    """Peak resident memory of this process, and of its children ended so far, in GiB."""
+    kib_per_gib = 2**20  # ru_maxrss is in KiB on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "peak_rss_gib": round(own / kib_per_gib, 2),
+        "peak_rss_children_gib": round(children / kib_per_gib, 2),
+    }
+
+
+def inductor_settings() -> dict[str, Any]:
+    """The Inductor settings a compile here runs with: this process's config, the compile
+    mode's patches on top of it, and the environment and CPUs behind them.
+
+    ResNet-50's compile ran past 580 s on the H200; these say whether autotuning, its
+    backends or the compile worker pool made it so.
+    """
+    import torch
+    from torch._inductor import config
+
+    from kernelopt.compile.capture import mode_options
+    from kernelopt.contracts.compiled import CompileInput
+
+    fields = CompileInput.model_fields
+    mode = fields["mode"].default
+    here = {key: getattr(config, key, None) for key in INDUCTOR_KEYS}
+    patches = mode_options(mode)
+    env = {"TORCHINDUCTOR_COMPILE_THREADS": None}
+    env |= {k: v for k, v in sorted(os.environ.items()) if k.startswith("TORCHINDUCTOR_")}
+    return {
+        "mode": mode,
+        "measure_default_mode": fields["measure_default_mode"].default,
+        "config": here,
+        "mode_patches": patches,
+        "effective": here | patches,
+        "env": env,
+        "cpus": len(os.sched_getaffinity(0)),
+        "torch": torch.__version__,
+    }
+
+
+def _stage(progress: Progress, name: str, run: Callable[[], T]) -> tuple[T, float]:
+    """``run()`` between a start line and an end line: the one that has no end is the stage
+    a killed run was in."""
+    progress(f"{name} start")
+    start = time.perf_counter()
+    value = run()
+    seconds = time.perf_counter() - start
+    progress(f"{name} end", seconds=round(seconds, 2))
+    return value, seconds
 
 
 def _size(value: object) -> int:
@@ -41,47 +148,33 @@ def _size(value: object) -> int:
     return pydantic_data_converter.payload_converter.to_payloads([value])[0].ByteSize()
 
 
-def measure(path: Path, home: Path) -> dict[str, Any]:
-    """One model, in this process: every number of the table."""
+def measure(path: Path, home: Path, progress: Progress) -> dict[str, Any]:
+    """One model, in this process: every number of the table, a progress line per stage."""
+    settings = inductor_settings()
+    progress("start", model=path.stem, inductor=settings)
     import torch
 
     from kernelopt.compile.segment import segment
-    from kernelopt.compile.segment_scope import scope_segment
     from kernelopt.compile.triage import triage
-    from kernelopt.contracts import CampaignState
     from kernelopt.contracts.compiled import CompileInput, SegmentInput, TriageInput
     from kernelopt.contracts.problem import ProblemSpec
-    from kernelopt.contracts.search import SearchKernelInput
-    from kernelopt.contracts.verdicts import CandidateGateInput
     from kernelopt.kinds.registry import compile_problem
     from kernelopt.store import open_store
 
     store = open_store(home / "artifacts")
     source = store.put_text(path.read_text(), media_type="text/x-python", name=path.name)
     spec = ProblemSpec(name=f"large_{path.stem}", source=source, path=str(path))
-    start = time.perf_counter()
-    compiled = compile_problem(CompileInput(problem=spec), store)
-    compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    seg = segment(SegmentInput(compiled=compiled), store)
-    segment_s = time.perf_counter() - start
-    start = time.perf_counter()
-    tri = triage(TriageInput(compiled=compiled, segment=seg), store)
-    triage_s = time.perf_counter() - start
-    state = CampaignState(compiled=compiled, segment=seg, triage=tri, targets=tri.targets)
-    payloads = {"compile result": compiled, "segment result": seg, "triage result": tri}
-    payloads["campaign state"] = state
-    if tri.targets:  # the first target searched: its search's and one gate call's inputs
-        first = tri.targets[0]
-        queues = {"gpu_queue": "gpu", "cpu_queue": "cpu"}
-        gate = {"candidate_id": "c", "source": first.source or source}
-        for label, part in (("whole segment", seg), ("scoped", scope_segment(seg, first))):
-            payloads[f"search input, {label}"] = SearchKernelInput(
-                campaign_id="c", compiled=compiled, segment=part, target=first, **queues
-            )
-            payloads[f"gate input, {label}"] = CandidateGateInput(
-                compiled=compiled, segment=part, target=first, **gate
-            )
+    compiled, compile_s = _stage(
+        progress, "compile", lambda: compile_problem(CompileInput(problem=spec), store)
+    )
+    seg, segment_s = _stage(
+        progress, "segment", lambda: segment(SegmentInput(compiled=compiled), store)
+    )
+    tri, triage_s = _stage(
+        progress, "triage", lambda: triage(TriageInput(compiled=compiled, segment=seg), store)
+    )
+    payloads, _ = _stage(progress, "payloads", lambda: payload_kib(compiled, seg, tri, source))
+    progress("payload sizes", payload_kib=payloads)
     return {
         "model": path.stem,
         "compile_s": round(compile_s, 1),
@@ -106,9 +199,206 @@ def measure(path: Path, home: Path) -> dict[str, Any]:
         "cutoff": tri.cutoff,
         "top_targets": [(t.id, round(t.share, 4)) for t in tri.targets[:10]],
         "peak_gpu_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
-        "peak_host_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
-        "payload_kib": {name: round(_size(v) / 1024, 1) for name, v in payloads.items()},
+        "peak_host_gib": peak_rss()["peak_rss_gib"],
+        "payload_kib": payloads,
+        "inductor": settings,
     }
+
+
+def payload_kib(compiled: Any, seg: Any, tri: Any, source: Any) -> dict[str, float]:
+    """Every payload a campaign sends for this model, in KiB as Temporal encodes it."""
+    from kernelopt.compile.segment_scope import scope_segment
+    from kernelopt.contracts import CampaignState
+    from kernelopt.contracts.search import SearchKernelInput
+    from kernelopt.contracts.verdicts import CandidateGateInput
+
+    state = CampaignState(compiled=compiled, segment=seg, triage=tri, targets=tri.targets)
+    payloads = {"compile result": compiled, "segment result": seg, "triage result": tri}
+    payloads["campaign state"] = state
+    if tri.targets:  # the first target searched: its search's and one gate call's inputs
+        first = tri.targets[0]
+        queues = {"gpu_queue": "gpu", "cpu_queue": "cpu"}
+        gate = {"candidate_id": "c", "source": first.source or source}
+        for label, part in (("whole segment", seg), ("scoped", scope_segment(seg, first))):
+            payloads[f"search input, {label}"] = SearchKernelInput(
+                campaign_id="c", compiled=compiled, segment=part, target=first, **queues
+            )
+            payloads[f"gate input, {label}"] = CandidateGateInput(
+                compiled=compiled, segment=part, target=first, **gate
+            )
+    return {name: round(_size(v) / 1024, 1) for name, v in payloads.items()}
+
+
+def child_main(path: Path, stages: Stages = measure) -> None:
+    """The child's run: stacks on SIGUSR1, a line per stage, its row at the end."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # to stderr: the model's log
+    with tempfile.TemporaryDirectory() as home:
+        row = stages(path, Path(home), Progress())
+    sys.stdout.write(RESULT + json.dumps(row) + "\n")
+    sys.stdout.flush()
+
+
+def child_command(path: Path) -> list[str]:
+    """The child of one model: this module, unbuffered, so each line comes as it is written."""
+    return [sys.executable, "-u", "-m", "scripts.gpu_large_models", "--one", str(path)]
+
+
+class ModelChild:
+    """One model's child process, watched while it runs.
+
+    Its stage lines go to the progress file as they arrive and everything else it writes
+    to its log file (a pipe nobody reads could fill and stall it).  Past the timeout it
+    is made to write all its threads' stacks, then killed with its own children.
+    """
+
+    def __init__(self, model: str, out: Path) -> None:
+        self.model = model
+        self.progress = out / f"large_models.{model}.progress.jsonl"
+        self.log = out / f"large_models.{model}.log"
+        self.result: dict[str, Any] | None = None
+        self.last_stage = ""
+        self.returncode: int | None = None
+        self.timed_out = False
+
+    def run(self, command: list[str], timeout: float, grace: float = STACK_GRACE_S) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with self.log.open("a") as log, self.progress.open("a") as progress:
+            proc = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env
+            )
+            assert proc.stdout is not None
+            reader = threading.Thread(
+                target=self._read, args=(proc.stdout, progress, log), daemon=True
+            )
+            reader.start()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.timed_out = True
+                stop(proc, grace)
+            self.returncode = proc.wait()
+            reader.join(READER_JOIN_S)  # a process that left the child's tree may hold the pipe
+            if not reader.is_alive():
+                proc.stdout.close()
+
+    def _read(self, stdout: IO[str], progress: IO[str], log: IO[str]) -> None:
+        """The child's stdout, line by line as it comes (its own thread)."""
+        for line in stdout:
+            if line.startswith(PROGRESS):
+                text = line.removeprefix(PROGRESS)
+                progress.write(text)
+                progress.flush()
+                self.last_stage = str(_json(text).get("stage", "?"))
+                print(f"[{self.model}] {text.rstrip()}"[:400], flush=True)
+            elif line.startswith(RESULT):
+                self.result = _json(line.removeprefix(RESULT)) or None
+            else:
+                log.write(line)
+                log.flush()
+
+    def row(self, timeout: float) -> dict[str, Any]:
+        """The child's row, or what it did and where its log is when it had none."""
+        if self.returncode == 0 and self.result is not None:
+            return self.result
+        if self.timed_out:
+            last = self.last_stage or "none"
+            running = last.removesuffix(" start") if last.endswith(" start") else "the model"
+            step = last_compile_step(self.log)
+            error = f"{running} did not finish within {timeout:g} s; last stage: {last}"
+            error += f" (compile step: {step})" if step else ""
+            error += f"; all threads' stacks are in {self.log.name}"
+        else:
+            error = f"exit {self.returncode}: {last_line(self.log)} (the log: {self.log.name})"
+        return {
+            "model": self.model,
+            "error": error,
+            "last_stage": self.last_stage,
+            "log": self.log.name,
+            "progress": self.progress.name,
+            "log_tail": _text(self.log)[-2000:],
+        }
+
+
+def stop(proc: subprocess.Popen, grace: float) -> None:
+    """SIGUSR1 (the child writes its stacks), ``grace`` seconds, then SIGKILL to it and to
+    every process under it (Inductor's compile workers would hold the pipe open)."""
+    proc.send_signal(signal.SIGUSR1)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+    for pid in [proc.pid, *descendants(proc.pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid``, from ``/proc`` (Linux), found before any is killed."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def last_line(log: Path) -> str:
+    """The log's last non-empty line: a traceback's exception."""
+    lines = [line for line in _text(log).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(nothing in the log)"
+
+
+def last_compile_step(log: Path) -> str:
+    """The compile's last own step in the log (``kernelopt.checkpoint.report``), if any."""
+    lines = _text(log).splitlines()
+    steps = [line.removeprefix(COMPILE_STEP) for line in lines if line.startswith(COMPILE_STEP)]
+    return str(_json(steps[-1]).get("step", steps[-1])) if steps else ""
+
+
+def _text(log: Path) -> str:
+    return log.read_text(errors="replace") if log.is_file() else ""
+
+
+def _json(text: str) -> dict[str, Any]:
+    """A line's JSON object, or {}: a garbled line must not stop the reading of the rest."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def run_model(
+    path: Path, out: Path, timeout: float, command: list[str] | None = None
+) -> dict[str, Any]:
+    """One model in its own child; its row, or how far it got."""
+    child = ModelChild(path.stem, out)
+    child.run(command or child_command(path), timeout)
+    return child.row(timeout)
+
+
+def run_all(
+    paths: list[Path],
+    out: Path,
+    suffix: str,
+    timeout: float,
+    run: Callable[[Path, Path, float], dict[str, Any]] = run_model,
+) -> list[dict[str, Any]]:
+    """Every model in turn, the .json and .md written again after each one: a run the call
+    limit cuts keeps the models it finished."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        rows.append(run(path, out, timeout))
+        print(json.dumps(rows[-1])[:400], flush=True)
+        (out / f"large_models{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
+        (out / f"large_models{suffix}.md").write_text(table(rows))
+    return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -127,7 +417,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(c for c, _ in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | error: {r['error'][:200]} |")
+            error = r["error"][:200].replace("\n", " ").replace("|", "/")
+            lines.append(f"| {r['model']} | error: {error} |")
             continue
         cells = []
         for title, key in cols:
@@ -162,35 +453,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # the child's model
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per model")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="seconds per model; on the device set it below the call's limit (e.g. 520)",
+    )
     parser.add_argument(
         "--model", action="append", default=[], help="only this model (file stem); repeatable"
     )
     args = parser.parse_args()
     if args.one is not None:
-        with tempfile.TemporaryDirectory() as home:
-            print(RESULT + json.dumps(measure(args.one, Path(home))))
+        child_main(args.one)
         return
-    rows = []
     chosen = [p for p in MODELS if not args.model or p.stem in args.model]
     suffix = "" if not args.model else "." + "+".join(p.stem for p in chosen)
-    for path in chosen:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--one", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=args.timeout,
-            cwd=ROOT,
-        )
-        found = [line for line in proc.stdout.splitlines() if line.startswith(RESULT)]
-        if proc.returncode == 0 and found:
-            rows.append(json.loads(found[-1].removeprefix(RESULT)))
-        else:
-            rows.append({"model": path.stem, "error": proc.stderr[-2000:]})
-        print(json.dumps(rows[-1])[:400], flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"large_models{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
-    (args.out / f"large_models{suffix}.md").write_text(table(rows))
+    run_all(chosen, args.out, suffix, args.timeout)
 
 
 if __name__ == "__main__":
