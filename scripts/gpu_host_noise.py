@@ -12,7 +12,10 @@ conditions the gate could control, and streams one JSON line per batch:
 * ``gc``: Python's collector off against on;
 * ``pinned``: the process pinned to one CPU, then to that CPU with its SMT sibling,
   with the sibling's busy share from /proc/stat during each batch;
-* ``fresh``: fresh processes of three batches each, as a round sees them.
+* ``fresh``: fresh processes of three batches each, as a round sees them;
+* the GPU's utilisation and clock while this process is idle, before and after: a GPU
+  shared with other work shows there (one round's CUDA events read 0.026 ms, another's
+  0.28 ms, for the same eager forward).
 
     source scripts/device_env.sh
     python3 -m scripts.gpu_host_noise --out "$OUT"  # ~60-90 s
@@ -117,6 +120,36 @@ class Forward:
         }
 
 
+def gpu_idle(seconds: float = 2.0) -> dict[str, Any]:
+    """What the GPU does while this process does nothing: others' work shows here.
+
+    Utilisation and SM clock sampled by NVML every 0.1 s, and the compute
+    processes NVML lists (another container's may be hidden, its load is not).
+    """
+    try:
+        import pynvml
+    except ImportError:
+        return {"nvml": "nvidia-ml-py not installed"}
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        util, clocks = [], []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            util.append(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+            clocks.append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+            time.sleep(0.1)
+        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+        return {
+            "util_pct": util,
+            "sm_clock_mhz": clocks,
+            "sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "compute_processes": [(p.pid, p.usedGpuMemory) for p in procs],
+        }
+    except pynvml.NVMLError as exc:
+        return {"nvml": str(exc)}
+
+
 def _emit(out: Path, row: dict[str, Any]) -> None:
     with (out / "host_noise.jsonl").open("a") as handle:
         handle.write(json.dumps(row) + "\n")
@@ -156,7 +189,8 @@ def main() -> None:
                 "siblings": {c: _siblings(c) for c in sorted(os.sched_getaffinity(0))},
                 "loadavg": os.getloadavg(),
                 "top": ps,
-            }
+            },
+            "gpu_idle_before": gpu_idle(),
         },
     )
     summary: list[str] = []
@@ -208,6 +242,11 @@ def main() -> None:
             f"  fresh processes (median of 3 batches): {[round(x, 4) for x in fresh]} "
             f"spread {_spread(fresh)}",
         ]
+    idle = gpu_idle()
+    _emit(args.out, {"gpu_idle_after": idle})
+    summary.append(
+        f"GPU while idle (after): util {idle.get('util_pct')} clocks {idle.get('sm_clock_mhz')}"
+    )
     text = "\n".join(summary) + "\n"
     (args.out / "host_noise.txt").write_text(text)
     sys.stdout.write(text)
