@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
+from gates.gpu_contention import OtherWork, other_work
 from gates.perfstats import (
     TimerAgreement,
     decide_category,
@@ -67,6 +68,7 @@ class PerfMeasurement:
     prestarted: bool = False  # the first round's child was started during gates 1-3
     # A/A rounds (``order_control``): the baseline timed in both slots of a paired child
     control: list[TimingResult] = field(default_factory=list)
+    other_work: OtherWork | None = None  # read only when the rounds stayed unstable
 
     @staticmethod
     def primary(r: TimingResult) -> float:
@@ -350,7 +352,18 @@ def measure(
     if settings.order_control_rounds > 0 and host_decided_win(m, gamma):
         rounds = min(settings.order_control_rounds, len(m.candidate))
         order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
+    if _unstable(m, gamma, settings.noise_limit):
+        m.other_work = other_work(settings.device)
     return m
+
+
+def _unstable(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
+    """Rounds that will quarantine: the only measurement worth asking NVML about."""
+    if len(m.candidate) < 2 or len(m.baseline) != len(m.candidate):
+        return False
+    base = [m.primary(r) for r in m.baseline]
+    cand = [m.primary(r) for r in m.candidate]
+    return not decide_category(base, cand, gamma=gamma, noise_limit=noise_limit).stable
 
 
 def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
@@ -649,11 +662,15 @@ def perf_verdict(
         else:
             metrics["roofline"] = {"skipped": f"no ceilings known for {roofline.device_name}"}
     if not decision.stable:
+        contention = ""
+        if m.other_work is not None:
+            metrics["other_work"] = m.other_work.as_dict()
+            contention = f"; {m.other_work.describe()}" if m.other_work.seen else ""
         return (
             verdict(
                 GateStatus.QUARANTINE,
                 f"timing not stable: spread {decision.noise:.1%} after {len(cand_rounds)} rounds "
-                f"(limit {settings.noise_limit:.0%}); {decision.reason}{order_note}",
+                f"(limit {settings.noise_limit:.0%}); {decision.reason}{order_note}{contention}",
             ),
             decision.category,
             decision.speedup,

@@ -1,0 +1,86 @@
+"""Is other work on the GPU?  Asked only when gate 4's rounds disagree.
+
+On a GPU shared with other work (time-sliced between containers, or another
+job on the host) the same eager forward's CUDA events read 10x apart from one
+round to the next, and the verdict can only be a quarantine.  The user should
+learn why: NVML's device utilisation while none of the gate's processes runs
+shows that work.  A diagnostic only: it never changes a verdict, and a clean
+measurement never pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kernelopt.gpu_busy import NvmlUnavailable, SampleSource, nvml_source
+
+BUSY_SHARE = 0.2  # idle-time samples above this share busy: other work, worth saying
+
+
+@dataclass(frozen=True)
+class OtherWork:
+    samples: int
+    busy_share: float  # share of samples with any kernel running
+    mean_util: float  # mean NVML utilisation %, over all samples
+
+    @property
+    def seen(self) -> bool:
+        return self.busy_share > BUSY_SHARE
+
+    def describe(self) -> str:
+        return (
+            f"the GPU was busy with other work while the gate was idle (NVML: "
+            f"{self.busy_share:.0%} of {self.samples} samples busy, mean utilisation "
+            f"{self.mean_util:.0f}%): a GPU shared with other jobs cannot time this reliably"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"seen": self.seen}
+
+
+def nvml_device(device: str) -> str:
+    """The NVML name of the gate's GPU: the worker's pinned GPU (an index or a UUID), else
+    the index in ``cuda:N``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if visible:
+        return visible
+    _, _, index = device.partition(":")
+    return index or "0"
+
+
+def sample_idle(
+    source: SampleSource,
+    *,
+    seconds: float = 0.5,
+    interval_s: float = 0.05,
+    sleep: Callable[[float], None] = time.sleep,
+) -> OtherWork:
+    """Read ``source`` every ``interval_s`` for ``seconds`` while nothing of ours runs."""
+    count = max(1, round(seconds / interval_s))
+    utils = []
+    for i in range(count):
+        if i:
+            sleep(interval_s)
+        utils.append(source()[0])
+    busy = sum(1 for u in utils if u > 0)
+    return OtherWork(count, busy / count, sum(utils) / count)
+
+
+def other_work(device: str, seconds: float = 0.5) -> OtherWork | None:
+    """``sample_idle`` on the gate's GPU; None where NVML cannot be read (no GPU, no driver)."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        source, release = nvml_source(nvml_device(device))
+    except NvmlUnavailable:
+        return None
+    try:
+        return sample_idle(source, seconds=seconds)
+    except Exception:  # a diagnostic: a failed read must not fail the verdict
+        return None
+    finally:
+        release()
