@@ -142,6 +142,7 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
         "baseline": side("baseline"),
         "candidate": side("candidate"),
         "order_control": metrics.get("order_control"),
+        "other_work": metrics.get("other_work"),  # NVML while idle, after unstable rounds
     }
 
 
