@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # One chunk of the suite run on the GPU host (issue 7), for chained device calls:
 #   bash scripts/device_bench_chunk.sh SECONDS [SUITE] [RESULTS]
+# SUITE defaults to problems (the level suites), RESULTS to docs/results/h200; the unseen
+# set runs as its own suite with its own results: SUITE=problems/unseen
+# RESULTS=docs/results/h200-unseen (never a folder under docs/results/h200: the level
+# report reads every outcome below its folder).
 # carry [".whl", ".device"]. Runs `kernelopt bench` for at most SECONDS (one campaign per
 # local GPU worker at a time), then puts the results folder, the bench log and the cost
 # table of every campaign this server finished (python -m kernelopt.bench.costs) into
@@ -35,7 +39,9 @@ timeout "$seconds" python3 -m kernelopt.cli bench "$suite" --results "$results" 
 echo "bench exit $? (124: cut by the time limit)"
 # the table itself travels in results.tgz; printed whole, it fills the output tail
 python3 -m kernelopt.bench.costs "$results" /tmp/costs | tail -n 1 || echo "no cost table"
-ls "$results"/level*/ 2>/dev/null | grep -c '\.json$' | sed 's/^/outcomes: /'
+# a level suite keeps its outcomes in level*/, a flat one (problems/unseen) beside the report
+ls "$results"/level*/*.json "$results"/*.json 2>/dev/null | grep -vc '\.summary\.json$' \
+    | sed 's/^/outcomes: /'
 tail -n 5 /tmp/costs/activity_durations.txt 2>/dev/null | cut -c1-160
 # how the GPU workers launched gate jobs (zygote or spawn), and their logs for reading here
 grep -h -o -i -E '(zygote|spawn).{0,60}' "$KERNELOPT_HOME"/workers/*.log 2>/dev/null \
