@@ -121,3 +121,25 @@ def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> N
     # the report's own summary JSON, now beside the outcomes, is not read back as a problem
     assert (results / "report.summary.json").is_file()
     assert [r.name for r in load_results(results)] == ["001_alpha"]
+
+
+def test_the_unseen_set_reports_as_its_own_suite(tmp_path: Path) -> None:
+    """``kernelopt bench problems/unseen --results R`` counts the unseen set alone (10), and
+    its flat outcomes are read back; the level suite's count is not touched by it."""
+    from kernelopt.bench.results import save_outcome
+    from kernelopt.bench.suite import discover_suite
+    from kernelopt.cli import main
+    from tests.support.bench_outcomes import outcome
+
+    problems = Path(__file__).resolve().parents[3] / "problems"
+    unseen = problems / "unseen"
+    results = tmp_path / "h200-unseen"
+    first = discover_suite(unseen)[0]
+    save_outcome(results, first, outcome(first.name, "fallback", 1.0, f=0.0))
+    assert (results / f"{first.name}.json").is_file()  # flat: no level folder
+    rc = main(["bench", str(unseen), "--results", str(results), "--report-only"])
+    assert rc == 0
+    report = (results / "report.md").read_text()
+    assert "- **problems finished**: 1 of 10 (PARTIAL: the rest have not run yet)" in report
+    assert [r.name for r in load_results(results)] == [first.name]
+    assert len(discover_suite(problems)) == len(list(problems.glob("level*/*.py")))

@@ -54,6 +54,16 @@ def test_discovers_our_own_suite() -> None:
     assert len({e.key for e in entries}) == len(entries)
 
 
+def test_unseen_set_is_a_suite_of_its_own() -> None:
+    """``problems/unseen`` runs as a flat suite; the level suite never picks it up."""
+    unseen = discover_suite(REPO_PROBLEMS / "unseen")
+    assert len(unseen) == 10 and all(e.level is None for e in unseen)
+    assert [e.key for e in unseen] == sorted(e.key for e in unseen)
+    levels = discover_suite(REPO_PROBLEMS)
+    assert not [e for e in levels if e.path.parent.name == "unseen"]
+    assert {e.key for e in levels}.isdisjoint(e.key for e in unseen)
+
+
 def test_syntax_error_is_a_problem_error(tmp_path: Path) -> None:
     write_suite(tmp_path, {"level1": ["1_ok"]})
     (tmp_path / "level1" / "2_bad.py").write_text("class Model(:\n")
