@@ -13,64 +13,17 @@ import re
 
 from kernelopt.contracts.compiled import (
     CompileResult,
-    KernelArg,
     SearchTarget,
     SegmentResult,
     TargetKind,
-    TensorSpec,
     TriageResult,
 )
+from kernelopt.contracts.data_movement import required_speedup, target_bytes
 from kernelopt.contracts.search import Hardware, InductorKernelFact, PromptFacts
 from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.roofline import ceilings_for
 
-DTYPE_BYTES = {
-    "float64": 8,
-    "int64": 8,
-    "complex64": 8,
-    "float32": 4,
-    "int32": 4,
-    "float16": 2,
-    "bfloat16": 2,
-    "int16": 2,
-    "int8": 1,
-    "uint8": 1,
-    "bool": 1,
-}
 _DEVICE_PROPS = re.compile(r"DeviceProperties\(([^)]*)\)")
-
-
-def tensor_bytes(spec: TensorSpec) -> int:
-    """Bytes a tensor's storage spans (a stride-0 broadcast counts once)."""
-    size = DTYPE_BYTES.get(spec.dtype.removeprefix("torch."), 4)
-    if any(n == 0 for n in spec.shape):
-        return 0
-    span = 1 + sum((n - 1) * abs(s) for n, s in zip(spec.shape, spec.stride, strict=False))
-    return span * size
-
-
-def signature_bytes(signature: list[KernelArg]) -> tuple[int, int]:
-    """(bytes read, bytes written) if every tensor crosses HBM once: the data-movement floor."""
-    read = written = 0
-    for arg in signature:
-        if arg.tensor is None:
-            continue
-        n = tensor_bytes(arg.tensor)
-        if arg.role in ("in", "inout", ""):
-            read += n
-        if arg.role in ("out", "inout"):
-            written += n
-    return read, written
-
-
-def required_speedup(share: float, gamma: float) -> float | None:
-    """Amdahl: the target speedup S with 1 / ((1 - share) + share / S) = gamma; None if unreachable."""
-    if share <= 0.0:
-        return None
-    denominator = 1.0 / gamma - (1.0 - share)
-    if denominator <= 0.0:
-        return None
-    return share / denominator
 
 
 def stand_in_hardware(gpu_name: str, wrapper_text: str = "") -> Hardware:
@@ -129,19 +82,6 @@ def _launches(segment: SegmentResult, names: list[str]) -> tuple[list[str], str]
     return lines, "; ".join(grids)
 
 
-def _forward_outputs(segment: SegmentResult) -> list[KernelArg]:
-    """Kernel outputs no later launch reads: the forward's outputs as far as Triton writes them."""
-    read_later: set[str] = set()
-    outputs: dict[str, KernelArg] = {}
-    for kernel in reversed(segment.kernels):
-        args = kernel.launches[0].args if kernel.launches else kernel.args
-        for arg in args:
-            if arg.role in ("out", "inout") and arg.expr not in read_later:
-                outputs.setdefault(arg.expr, arg)
-        read_later.update(a.expr for a in args if a.role in ("in", "inout"))
-    return list(outputs.values())
-
-
 def build_facts(
     compiled: CompileResult,
     segment: SegmentResult,
@@ -159,14 +99,6 @@ def build_facts(
         baseline_ms = forward_ms
         note = "triage: the whole forward's GPU time" if triage else "compile: wrapper call() time"
         share: float | None = 1.0
-        read, _ = signature_bytes(target.signature)
-        params = sum(
-            tensor_bytes(spec)
-            for role, spec in zip(compiled.arg_roles, compiled.arg_specs, strict=False)
-            if role != "input"
-        )
-        _, written = signature_bytes(_forward_outputs(segment))
-        bytes_in, bytes_out = read + params, written
         bytes_note = "inputs + parameters read once, Triton kernels' final outputs written once"
     else:
         measured = [times[k] for k in target.kernels if k in times]
@@ -175,8 +107,8 @@ def build_facts(
         share = target.share or (
             baseline_ms / forward_ms if baseline_ms is not None and forward_ms else None
         )
-        bytes_in, bytes_out = signature_bytes(target.signature)
         bytes_note = "every tensor argument read (in) or written (out) once"
+    bytes_in, bytes_out = target_bytes(compiled, segment, target)
     required = required_speedup(share, gamma) if share else None
     if share is None:
         required_note = "share not measured: run triage"

@@ -6,14 +6,8 @@ and the prompts fall back to ``agents.facts.stand_in_hardware``.
 
 from __future__ import annotations
 
+from kernelopt.contracts.data_movement import peak_bandwidth_gbs
 from kernelopt.contracts.search import Hardware
-
-
-def bandwidth_gbs(memory_clock_khz: int | None, bus_width_bits: int | None) -> float | None:
-    """Peak DRAM bandwidth: 2 transfers per clock (DDR) x bus width, in GB/s."""
-    if not memory_clock_khz or not bus_width_bits:
-        return None
-    return 2.0 * memory_clock_khz * 1e3 * (bus_width_bits / 8) / 1e9
 
 
 def device_hardware(index: int = 0) -> Hardware | None:
@@ -27,7 +21,7 @@ def device_hardware(index: int = 0) -> Hardware | None:
     return Hardware(
         name=props.name,
         sm_count=props.multi_processor_count,
-        bandwidth_gbs=bandwidth_gbs(
+        bandwidth_gbs=peak_bandwidth_gbs(
             getattr(props, "memory_clock_rate", None), getattr(props, "memory_bus_width", None)
         ),
         l2_bytes=int(l2) if l2 else None,

@@ -20,7 +20,6 @@ from kernelopt.contracts.search import (
     ProfileResult,
 )
 from kernelopt.profiling.dominant import dominant_kernel, profiled_kernel
-from kernelopt.profiling.hardware import bandwidth_gbs
 from kernelopt.profiling.harness_files import candidate_harnesses
 from kernelopt.store import open_store
 from tests.support import dominant as block
@@ -60,11 +59,6 @@ def test_facts_of_a_multi_kernel_forward_name_the_dominant_kernel():
     slowest = max((times[k], k) for k in forward.kernels if k in times)[1]
     assert facts.dominant_kernel == slowest == profiled_kernel(forward, times)[0]
     assert facts.inductor_kernels[0].name == slowest
-
-
-def test_peak_bandwidth_from_the_memory_clock_and_bus():
-    assert bandwidth_gbs(2_619_000, 6144) == 2.0 * 2_619_000e3 * 768 / 1e9
-    assert bandwidth_gbs(None, 6144) is None
 
 
 def test_the_forced_forward_of_a_real_model_captures_and_prompts_its_dominant_kernel(tmp_path):
