@@ -21,11 +21,16 @@ so nothing is frozen: the ceiling uses f = 0 and the verdict is always
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
+from kernelopt.contracts import data_movement
 from kernelopt.contracts.compiled import (
+    CompileResult,
     KernelTiming,
     SearchMode,
     SearchTarget,
+    SegmentResult,
+    TargetHeadroom,
     TargetKind,
     TriageInput,
     TriageResult,
@@ -101,6 +106,64 @@ def verdict(
     )
 
 
+def target_headroom(
+    target: SearchTarget,
+    ms: float,
+    floor_bytes: int,
+    bandwidth_gbs: float | None,
+    gamma: float,
+) -> TargetHeadroom:
+    """The target's bandwidth headroom and required speedup, and why it ranks last if short."""
+    headroom = data_movement.bandwidth_headroom(ms, floor_bytes, bandwidth_gbs)
+    required = data_movement.required_speedup(target.share, gamma)
+    short = data_movement.short_of_headroom(headroom, required)
+    reason = ""
+    if short and headroom is not None and required is not None:
+        reason = data_movement.headroom_reason(headroom, required, gamma)
+    return TargetHeadroom(
+        target=target.id,
+        ms=ms,
+        floor_bytes=floor_bytes,
+        headroom=headroom,
+        required=required,
+        short=short,
+        reason=reason,
+    )
+
+
+def headroom_first(
+    ranked: list[SearchTarget], rooms: Mapping[str, TargetHeadroom]
+) -> list[SearchTarget]:
+    """``ranked`` with every target short of headroom moved after the rest, each in its order."""
+    short = {t.id for t in ranked if t.id in rooms and rooms[t.id].short}
+    return [t for t in ranked if t.id not in short] + [t for t in ranked if t.id in short]
+
+
+def _judged(room: TargetHeadroom) -> bool:
+    """Whether the rule could judge the target: a known floor and a reachable requirement.
+
+    A target too small to reach gamma alone is not judged (its gain counts beside
+    others'); that keeps the records few: shares over 1 - 1/gamma are a handful.
+    """
+    return room.headroom is not None and room.required is not None
+
+
+def headroom_rule(bandwidth_gbs: float | None, judged: list[TargetHeadroom]) -> str:
+    """The headroom rule in words, with how many targets it moved, or why it is off."""
+    if not bandwidth_gbs:
+        return (
+            "bandwidth headroom not judged: the device's peak bandwidth is unknown, so targets "
+            "stay in share order"
+        )
+    short = sum(r.short for r in judged)
+    return (
+        "a target whose bandwidth headroom (its time over its bytes-moved floor at "
+        f"{bandwidth_gbs:.0f} GB/s) is below the speedup the forward needs of it is searched "
+        f"after every target with headroom: {short} of the {len(judged)} targets large enough "
+        "to reach gamma alone"
+    )
+
+
 def summarize(
     per_kernel: list[KernelTiming],
     targets: list[SearchTarget],
@@ -111,8 +174,16 @@ def summarize(
     method: str = "",
     coverage: float = DEFAULT_COVERAGE,
     min_share: float = DEFAULT_MIN_SHARE,
+    floor_bytes: Mapping[str, int] | None = None,
+    bandwidth_gbs: float | None = None,
 ) -> TriageResult:
-    """The triage result from per-kernel times (pure arithmetic; tested on the CPU)."""
+    """The triage result from per-kernel times (pure arithmetic; tested on the CPU).
+
+    Targets are ranked by share and cut (``select_targets``); within the searched
+    and the deferred targets, those short of bandwidth headroom then go last
+    (``floor_bytes``: each target's bytes-moved floor by id; without it or
+    ``bandwidth_gbs`` the share order stands).
+    """
     library_ms = sum(k.ms for k in per_kernel if k.is_library)
     triton_ms = sum(k.ms for k in per_kernel if not k.is_library)
     total = library_ms + triton_ms
@@ -120,15 +191,18 @@ def summarize(
     effective_f = frozen_fraction(f, mode)
     label, reason, need = verdict(f, gamma, max_required, mode)
     by_name = {k.name: k.ms for k in per_kernel if not k.is_library}
-    ranked = []
-    for target in targets:
-        if target.kind == TargetKind.FORWARD:
-            share = 1.0
-        else:
-            share = sum(by_name.get(name, 0.0) for name in target.kernels) / total if total else 0.0
-        ranked.append(target.model_copy(update={"share": share}))
-    ranked.sort(key=lambda t: (-t.share, t.id))
+    ranked = _by_share(targets, by_name, total)
     cut = select_targets(ranked, by_name, total, coverage, min_share)
+    floors = floor_bytes or {}
+    rooms = {
+        t.id: target_headroom(
+            t, _target_ms(t, by_name, total), floors.get(t.id, 0), bandwidth_gbs, gamma
+        )
+        for t in ranked
+    }
+    searched = headroom_first(cut.searched, rooms)
+    deferred = headroom_first(cut.deferred, rooms)
+    judged = [rooms[t.id] for t in [*searched, *deferred] if _judged(rooms[t.id])]
     return TriageResult(
         total_ms=total,
         library_ms=library_ms,
@@ -138,8 +212,8 @@ def summarize(
         required_speedup=need,
         verdict=label,
         per_kernel=sorted(per_kernel, key=lambda k: -k.ms),
-        targets=cut.searched,
-        deferred_targets=[t.id for t in cut.deferred],
+        targets=searched,
+        deferred_targets=[t.id for t in deferred],
         deferred_share=cut.deferred_share,
         cutoff=cut.rule,
         gamma=gamma,
@@ -147,6 +221,45 @@ def summarize(
         mode=mode,
         wall_ms=wall_ms,
         method=method,
+        bandwidth_gbs=bandwidth_gbs,
+        headroom_rule=headroom_rule(bandwidth_gbs, judged),
+        headroom=judged,
+    )
+
+
+def _by_share(
+    targets: list[SearchTarget], kernel_ms: Mapping[str, float], total: float
+) -> list[SearchTarget]:
+    """The targets with their share of the forward's GPU time, largest first (the forward: 1)."""
+    ranked = []
+    for target in targets:
+        if target.kind == TargetKind.FORWARD:
+            share = 1.0
+        else:
+            share = _target_ms(target, kernel_ms, total) / total if total else 0.0
+        ranked.append(target.model_copy(update={"share": share}))
+    return sorted(ranked, key=lambda t: (-t.share, t.id))
+
+
+def _target_ms(target: SearchTarget, kernel_ms: Mapping[str, float], total: float) -> float:
+    """The target's GPU time per forward: the whole forward's, or its kernels' summed."""
+    if target.kind == TargetKind.FORWARD:
+        return total
+    return sum(kernel_ms.get(name, 0.0) for name in target.kernels)
+
+
+def floor_bytes_by_target(compiled: CompileResult, segment: SegmentResult) -> dict[str, int]:
+    """Each target's bytes-moved floor (read + written), as the prompt facts state it."""
+    return {t.id: sum(data_movement.target_bytes(compiled, segment, t)) for t in segment.targets}
+
+
+def device_bandwidth_gbs() -> float | None:
+    """The current CUDA device's peak DRAM bandwidth; None where CUDA does not report it."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return data_movement.peak_bandwidth_gbs(
+        getattr(props, "memory_clock_rate", None), getattr(props, "memory_bus_width", None)
     )
 
 
@@ -242,6 +355,8 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         method=method,
         coverage=inp.coverage,
         min_share=inp.min_share,
+        floor_bytes=floor_bytes_by_target(compiled, segment),
+        bandwidth_gbs=device_bandwidth_gbs(),
     )
     log.info(
         "triaged",
@@ -251,6 +366,7 @@ def triage(inp: TriageInput, store: ArtifactStore) -> TriageResult:
         total_ms=round(result.total_ms, 4),
         searched=len(result.targets),
         deferred=len(result.deferred_targets),
+        short_of_headroom=sum(r.short for r in result.headroom),
         **stages.seconds,
     )
     return result.model_copy(update={"stage_seconds": stages.seconds})

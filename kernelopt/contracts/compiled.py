@@ -276,6 +276,24 @@ class TriageInput(Frozen):
     min_share: float = Field(default=0.002, ge=0.0, lt=1.0)
 
 
+class TargetHeadroom(Frozen):
+    """A target's bandwidth headroom against the speedup the forward needs of it.
+
+    Triage ranks a target whose headroom is below that speedup after every target
+    with headroom (``contracts/data_movement.py``): near its bytes-moved floor, it
+    cannot reach gamma alone without moving fewer bytes.  It is not dropped: the
+    floor is an approximation (a kernel may read only part of an argument).
+    """
+
+    target: str  # the target's id
+    ms: float = 0.0  # its GPU time per forward (in context, as ranked)
+    floor_bytes: int = 0  # every tensor argument read or written once
+    headroom: float | None = None  # ms over the floor at the peak bandwidth; None: unknown
+    required: float | None = None  # Amdahl's speedup for gamma; None: unreachable alone
+    short: bool = False  # headroom < required: ranked after every target with headroom
+    reason: str = ""  # why it is ranked there (short targets only)
+
+
 class TriageResult(DeviceTimed):
     total_ms: float
     library_ms: float
@@ -285,7 +303,8 @@ class TriageResult(DeviceTimed):
     required_speedup: float | None  # Triton speedup to reach gamma; None if impossible
     verdict: Literal["worth_searching", "library_dominated"]
     per_kernel: list[KernelTiming] = Field(default_factory=list)
-    targets: list[SearchTarget] = Field(default_factory=list)  # ordered by share, desc
+    # by share, desc, except that targets short of bandwidth headroom come after the rest
+    targets: list[SearchTarget] = Field(default_factory=list)
     # the targets below the search cut-off (ids, by share), what they hold, and the rule;
     # `targets` then lists only those inside it, which is what the campaign searches
     deferred_targets: list[str] = Field(default_factory=list)
@@ -296,6 +315,12 @@ class TriageResult(DeviceTimed):
     mode: SearchMode = SearchMode.MULTI
     wall_ms: float | None = None  # wrapper call() wall time (do_bench), launch gaps included
     method: str = ""  # how the times were measured
+    # the headroom rule: the peak DRAM bandwidth it divides by (None: unknown, rule off),
+    # the rule in words, and the numbers of every target it judged (a known floor, a share
+    # large enough to reach gamma alone), searched ones first
+    bandwidth_gbs: float | None = None
+    headroom_rule: str = ""
+    headroom: list[TargetHeadroom] = Field(default_factory=list)
     # where the activity's time went (imports, cuda_init, load, wall, profile, standalone)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
 

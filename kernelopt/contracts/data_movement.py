@@ -1,9 +1,9 @@
-"""The bytes a target must move, and the speedup the forward needs of it.
+"""The bytes a target must move, and how much faster the bandwidth lets it get.
 
-Pure arithmetic on contracts, so the prompt facts (and any layer above the
-contracts) state the same numbers.  The floor is every tensor argument read or
-written once at the device's bandwidth: a kernel already near it cannot get much
-faster without moving fewer bytes.
+Pure arithmetic on contracts, shared by triage (which ranks targets by it) and
+the prompt facts (which state it), so both say the same number.  The floor is
+every tensor argument read or written once at the device's bandwidth: a kernel
+already near it cannot get much faster without moving fewer bytes.
 """
 
 from __future__ import annotations
@@ -99,11 +99,44 @@ def peak_bandwidth_gbs(memory_clock_khz: int | None, bus_width_bits: int | None)
     return 2.0 * memory_clock_khz * 1e3 * (bus_width_bits / 8) / 1e9
 
 
+def floor_ms(nbytes: int, bandwidth_gbs: float) -> float:
+    """Milliseconds to move ``nbytes`` at ``bandwidth_gbs``."""
+    return nbytes / (bandwidth_gbs * 1e9) * 1e3
+
+
+def bandwidth_headroom(ms: float | None, nbytes: int, bandwidth_gbs: float | None) -> float | None:
+    """How many times faster than ``ms`` the bytes-moved floor is; None when either is unknown."""
+    if not ms or nbytes <= 0 or not bandwidth_gbs:
+        return None
+    return ms / floor_ms(nbytes, bandwidth_gbs)
+
+
+def short_of_headroom(headroom: float | None, required: float | None) -> bool:
+    """True when bandwidth alone cannot give the target the speedup the forward needs of it.
+
+    Unknown headroom says nothing, and neither does an unreachable requirement (a
+    target too small to reach gamma alone): only a measured shortfall counts.
+    """
+    return headroom is not None and required is not None and headroom < required
+
+
+def headroom_reason(headroom: float, required: float, gamma: float) -> str:
+    """A shortfall in words: the headroom, the bandwidth used, and what would be needed."""
+    return (
+        f"bandwidth headroom {headroom:.2f}x ({1 / headroom:.0%} of peak) < required "
+        f"{required:.3f}x: cannot reach gamma = {gamma} without moving fewer bytes"
+    )
+
+
 __all__ = [
     "DTYPE_BYTES",
+    "bandwidth_headroom",
+    "floor_ms",
     "forward_outputs",
+    "headroom_reason",
     "peak_bandwidth_gbs",
     "required_speedup",
+    "short_of_headroom",
     "signature_bytes",
     "target_bytes",
     "tensor_bytes",
