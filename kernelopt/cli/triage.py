@@ -2,7 +2,8 @@
 
 Answers, before any GPU-hours are spent, how much of a model Triton work can
 touch: compile (cached), segment, measure per-kernel GPU time, and print the
-library fraction f, the Amdahl ceilings and the verdict.  Runs without
+library fraction f, the Amdahl ceilings, the verdict and the search order (with
+each target's bandwidth headroom against the speedup gamma needs of it).  Runs without
 Temporal; the GPU steps run in a supervised child process, as in a campaign,
 so this process never creates a CUDA context.
 """
@@ -24,6 +25,7 @@ from kernelopt.contracts.compiled import (
     TriageInput,
     TriageResult,
 )
+from kernelopt.contracts.data_movement import required_speedup
 from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.errors import KernelOptError
 from kernelopt.kinds.registry import check_problem_file
@@ -31,6 +33,8 @@ from kernelopt.store import ArtifactStore, open_store
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+TARGETS_SHOWN = 20  # search-order rows before the rest is counted
 
 
 async def run_triage(
@@ -94,6 +98,40 @@ def kernel_table(tri: TriageResult, width: int) -> Table:
     return table
 
 
+def target_table(tri: TriageResult) -> Table:
+    """The searched targets in search order: share, the speedup gamma needs, bandwidth headroom.
+
+    A target short of headroom is marked where it stands (last); the reason follows the table.
+    """
+    from rich.table import Table
+
+    table = Table(title=f"Search order ({len(tri.targets)} searched)")
+    table.add_column("#", no_wrap=True, justify="right")
+    table.add_column("target", overflow="fold", ratio=1)
+    for col in ("share", "needs", "headroom"):
+        table.add_column(col, no_wrap=True, justify="right")
+    rooms = {r.target: r for r in tri.headroom}
+    for i, target in enumerate(tri.targets[:TARGETS_SHOWN], 1):
+        need = required_speedup(target.share, tri.gamma)
+        room = rooms.get(target.id)
+        headroom = "-"
+        if room is not None and room.headroom is not None:
+            headroom = f"{room.headroom:.2f}x" + (" short" if room.short else "")
+        needs = f"{need:.3f}x" if need is not None else "-"
+        table.add_row(str(i), target.id, f"{target.share:.1%}", needs, headroom)
+    rest = len(tri.targets) - TARGETS_SHOWN
+    if rest > 0:
+        table.add_row("...", f"{rest} more searched targets", "", "", "")
+    return table
+
+
+def headroom_lines(tri: TriageResult) -> list[str]:
+    """The headroom rule in words, then why each target short of headroom is searched last."""
+    lines = [f"bandwidth headroom: {tri.headroom_rule}"] if tri.headroom_rule else []
+    lines += [f"  {r.target}: {r.reason}" for r in tri.headroom if r.short]
+    return lines
+
+
 def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> None:
     from rich.console import Console
 
@@ -119,6 +157,12 @@ def render(compiled: CompileResult, seg: SegmentResult, tri: TriageResult) -> No
         f"Triton speedup needed for gamma={tri.gamma}: {_fmt(tri.required_speedup, 2)}  "
         f"verdict: [bold]{tri.verdict}[/] -- {tri.verdict_reason}"
     )
+    if tri.targets:
+        console.print(target_table(tri))
+    if tri.cutoff:
+        console.print(f"search cut-off: {tri.cutoff}", highlight=False)
+    for line in headroom_lines(tri):
+        console.print(line, highlight=False)
 
 
 def _has_gpu() -> bool:

@@ -17,7 +17,14 @@ from kernelopt.cli.campaign_commands import campaign_table, print_outcome
 from kernelopt.cli.output import console as cli_console
 from kernelopt.cli.triage import render as render_triage
 from kernelopt.cli.verify import render as render_verify
-from kernelopt.contracts.compiled import CompileResult, SegmentResult, TriageResult
+from kernelopt.compile.triage import headroom_rule
+from kernelopt.contracts.compiled import (
+    CompileResult,
+    SegmentResult,
+    TargetHeadroom,
+    TriageResult,
+)
+from kernelopt.contracts.data_movement import headroom_reason
 from kernelopt.contracts.verdicts import CascadeResult, GateVerdict
 from tests.kernelopt.audit.test_collect import SCENARIOS, audit
 from tests.support.wrappers import fixture_json
@@ -87,7 +94,18 @@ def test_triage(monkeypatch: pytest.MonkeyPatch) -> None:
     import rich.console
 
     name = "level2_001_gemm_bias_relu"
-    tri = TriageResult.model_validate(fixture_json(name, "triage"))
+    recorded = TriageResult.model_validate(fixture_json(name, "triage"))
+    # a target short of bandwidth headroom, with its reason and the rule in words
+    room = TargetHeadroom(
+        target=recorded.targets[0].id,
+        headroom=1.11,
+        required=1.196,
+        short=True,
+        reason=headroom_reason(1.11, 1.196, recorded.gamma),
+    )
+    tri = recorded.model_copy(
+        update={"headroom": [room], "headroom_rule": headroom_rule(4814.0, [room])}
+    )
     out = capture(monkeypatch, rich.console)
     render_triage(
         CompileResult.model_validate(fixture_json(name, "compile")),
@@ -96,7 +114,9 @@ def test_triage(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     short_names = [k.name for k in tri.per_kernel if len(k.name) < 40]  # longer ones fold
     assert short_names
-    assert_reads_well(out.getvalue(), tri.verdict_reason, *short_names)
+    assert_reads_well(
+        out.getvalue(), tri.verdict_reason, *short_names, room.reason, tri.headroom_rule
+    )
 
 
 def test_verify(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelopt.cli.triage import render, triage_command
-from kernelopt.contracts.compiled import CompileResult, SegmentResult, TriageResult
+from kernelopt.compile.triage import summarize
+from kernelopt.contracts.compiled import (
+    CompileResult,
+    KernelTiming,
+    SearchMode,
+    SearchTarget,
+    SegmentResult,
+    TargetKind,
+    TriageResult,
+)
 from tests.support.wrappers import fixture_json
 
 
@@ -32,3 +41,30 @@ def test_render_shows_f_ceiling_and_verdict(capsys) -> None:
     assert f"f = {tri.library_fraction:.3f}" in out
     assert "library_dominated" in out
     assert "S=inf" in out
+
+
+def test_render_shows_the_search_order_and_why_a_target_is_searched_last(capsys) -> None:
+    name = "level2_001_gemm_bias_relu"
+    compiled = CompileResult.model_validate(fixture_json(name, "compile"))
+    seg = SegmentResult.model_validate(fixture_json(name, "segment"))
+    per_kernel = [
+        KernelTiming(name="extern_kernels.mm", ms=3.0, is_library=True),
+        KernelTiming(name="triton_poi_fused_add_0", ms=6.0, is_library=False),
+        KernelTiming(name="triton_red_fused_sum_1", ms=1.0, is_library=False),
+    ]
+    targets = [
+        SearchTarget(id=k.name, kind=TargetKind.KERNEL, kernels=[k.name])
+        for k in per_kernel
+        if not k.is_library
+    ]
+    # at 1000 GB/s the pointwise kernel runs at 98% of the bandwidth, the reduction at 7%
+    floors = {"triton_poi_fused_add_0": int(5.88e9), "triton_red_fused_sum_1": int(0.07e9)}
+    tri = summarize(per_kernel, targets, SearchMode.MULTI, floor_bytes=floors, bandwidth_gbs=1e3)
+    render(compiled, seg, tri)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Search order (2 searched)" in out
+    assert "1 │ triton_red_fused_sum_1 │ 10.0%" in out
+    assert "2 │ triton_poi_fused_add_0 │ 60.0% │ 1.051x │ 1.02x short" in out
+    (short,) = [r for r in tri.headroom if r.short]
+    assert f"triton_poi_fused_add_0: {short.reason}" in out
+    assert "98% of peak" in short.reason and tri.headroom_rule in out
