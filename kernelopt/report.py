@@ -13,7 +13,8 @@ from collections import Counter
 from kernelopt.compile.triage import CEILING_CAP
 from kernelopt.contracts import Decision, Outcome, library_choices_of
 from kernelopt.contracts.campaign import LIBRARY_PREFIX
-from kernelopt.contracts.compiled import SearchMode, TargetKind, TriageResult
+from kernelopt.contracts.compiled import SearchMode, TargetHeadroom, TargetKind, TriageResult
+from kernelopt.contracts.data_movement import required_speedup
 from kernelopt.gpu_busy import BusyTotals, CampaignBusy
 from kernelopt.kinds.registry import kind_named
 
@@ -75,31 +76,59 @@ def triage_lines(o: Outcome) -> list[str]:
 
 
 def _cutoff_lines(t: TriageResult) -> list[str]:
-    """The targets triage ranked, largest Amdahl share first, and where it cut the search."""
+    """The targets triage ranked, largest Amdahl share first, and where it cut the search.
+
+    Each row says the speedup gamma needs of the target and its bandwidth headroom;
+    a target short of headroom is searched last, and the lines after the table say why.
+    """
     lines = [f"Search cut-off: {t.cutoff}.", ""] if t.cutoff else []
     ranked = [x for x in t.targets if x.kind != TargetKind.FORWARD]
     if len(ranked) < 2:
-        return lines
+        return lines + _headroom_lines(t)
     lines += [
-        "| rank | target | kind | share of model time | ceiling if infinitely fast |",
-        "|---|---|---|---|---|",
+        "| rank | target | kind | share of model time | ceiling if infinitely fast "
+        "| speedup needed for gamma | bandwidth headroom |",
+        "|---|---|---|---|---|---|---|",
     ]
+    rooms = {r.target: r for r in t.headroom}
     for i, target in enumerate(ranked[:TARGETS_SHOWN], 1):
         gain = ceiling_text(1.0 / (1.0 - target.share)) if target.share < 1.0 else "unbounded"
-        lines.append(f"| {i} | {target.id} | {target.kind.value} | {target.share:.2%} | {gain} |")
+        need = required_speedup(target.share, t.gamma)
+        lines.append(
+            f"| {i} | {target.id} | {target.kind.value} | {target.share:.2%} | {gain} "
+            f"| {_fmt(need, '.3f', 'x')} | {_headroom_cell(rooms.get(target.id))} |"
+        )
     rest = ranked[TARGETS_SHOWN:]
     if rest:
         lines.append(
             f"| ... | {len(rest)} more searched targets | | "
-            f"{sum(x.share for x in rest if x.kind == TargetKind.KERNEL):.2%} (kernel targets) | |"
+            f"{sum(x.share for x in rest if x.kind == TargetKind.KERNEL):.2%} (kernel targets) "
+            "| | | |"
         )
     if t.deferred_targets:
         lines.append(
             f"| - | {len(t.deferred_targets)} targets below the cut-off, not searched | | "
-            f"{t.deferred_share:.2%} | |"
+            f"{t.deferred_share:.2%} | | | |"
         )
     lines.append("")
-    return lines
+    return lines + _headroom_lines(t)
+
+
+def _headroom_cell(room: TargetHeadroom | None) -> str:
+    """A target's bandwidth headroom, marked when it is short of the speedup gamma needs."""
+    if room is None or room.headroom is None:
+        return "-"
+    return f"{room.headroom:.2f}x" + (" (short: searched last)" if room.short else "")
+
+
+def _headroom_lines(t: TriageResult) -> list[str]:
+    """The headroom rule in words, then why each target short of headroom is searched last."""
+    if not t.headroom_rule:
+        return []
+    lines = [f"Bandwidth headroom: {t.headroom_rule}.", ""]
+    short = [r for r in t.headroom if r.short]
+    lines += [f"- `{r.target}`: {r.reason}" for r in short]
+    return [*lines, ""] if short else lines
 
 
 def _decision(d: Decision) -> str:

@@ -151,16 +151,12 @@ def _judged(room: TargetHeadroom) -> bool:
 def headroom_rule(bandwidth_gbs: float | None, judged: list[TargetHeadroom]) -> str:
     """The headroom rule in words, with how many targets it moved, or why it is off."""
     if not bandwidth_gbs:
-        return (
-            "bandwidth headroom not judged: the device's peak bandwidth is unknown, so targets "
-            "stay in share order"
-        )
+        return "not judged: the device's peak bandwidth is unknown, so targets stay in share order"
     short = sum(r.short for r in judged)
     return (
-        "a target whose bandwidth headroom (its time over its bytes-moved floor at "
-        f"{bandwidth_gbs:.0f} GB/s) is below the speedup the forward needs of it is searched "
-        f"after every target with headroom: {short} of the {len(judged)} targets large enough "
-        "to reach gamma alone"
+        f"a target whose time over its bytes-moved floor at {bandwidth_gbs:.0f} GB/s is below "
+        "the speedup the forward needs of it is searched after every target with headroom: "
+        f"{short} of the {len(judged)} targets large enough to reach gamma alone"
     )
 
 

@@ -147,3 +147,44 @@ def test_gpu_busy_states_the_search_span_and_the_target() -> None:
     )
     assert "| search span | 50% | 10% | 90% | 40 | 8.0 |" in md
     assert "| all GPU activities (3) | 50% | 10% | 90% | 40 | 7.8 |" in md
+
+
+def test_the_target_table_says_what_gamma_needs_and_why_a_target_is_searched_last() -> None:
+    from kernelopt.compile.triage import summarize
+    from kernelopt.contracts.compiled import KernelTiming, SearchMode, SearchTarget, TargetKind
+
+    per = [
+        KernelTiming(name="mm", ms=3.0, is_library=True),
+        KernelTiming(name="k_big", ms=6.0, is_library=False),
+        KernelTiming(name="k_small", ms=1.0, is_library=False),
+    ]
+    targets = [
+        SearchTarget(id=k, kind=TargetKind.KERNEL, kernels=[k]) for k in ("k_big", "k_small")
+    ]
+    triage = summarize(
+        per,
+        targets,
+        SearchMode.MULTI,
+        floor_bytes={"k_big": int(5.88e9), "k_small": int(0.07e9)},  # 98% and 7% of 1000 GB/s
+        bandwidth_gbs=1000.0,
+    )
+    outcome = _outcome(
+        category=OutcomeCategory.FALLBACK,
+        speedup=1.0,
+        reason="none faster",
+        mode=SearchMode.MULTI,
+        triage=triage,
+    )
+    md = render_markdown(outcome, [])
+    assert "| 1 | k_small | kernel | 10.00% | 1.111x | 1.411x | 14.29x |" in md
+    assert "| 2 | k_big | kernel | 60.00% | 2.500x | 1.051x | 1.02x (short: searched last) |" in md
+    assert f"Bandwidth headroom: {triage.headroom_rule}." in md
+    assert (
+        "- `k_big`: bandwidth headroom 1.02x (98% of peak) < required 1.051x: cannot reach "
+        "gamma = 1.03 without moving fewer bytes" in md
+    )
+    # a triage recorded before the rule existed: no headroom, no rule line
+    older = triage.model_copy(update={"headroom": [], "headroom_rule": ""})
+    md = render_markdown(outcome.model_copy(update={"triage": older}), [])
+    assert "| 2 | k_big | kernel | 60.00% | 2.500x | 1.051x | - |" in md
+    assert "Bandwidth headroom" not in md
