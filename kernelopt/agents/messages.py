@@ -138,7 +138,7 @@ def _common(
         Section("description", _description(target)),
         Section("signature", sections.signature_table(target)),
         Section("launch", sections.launch_text(facts, target)),
-        Section("numbers", sections.numbers_text(facts, hardware)),
+        Section("numbers", sections.numbers_text(facts, hardware, target.kind)),
         Section("hardware", sections.hardware_text(hardware)),
         Section("precision", sections.precision_text(facts)),
         Section("profiled", _profiled(profile)),

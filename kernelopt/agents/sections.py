@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
+from kernelopt.contracts import data_movement
 from kernelopt.contracts.compiled import KernelArg, SearchTarget, TargetKind
 from kernelopt.contracts.search import Hardware, PromptFacts
 
@@ -84,8 +85,14 @@ def hardware_text(hardware: Hardware | None) -> str:
     return text + (f" [{hardware.source}]" if hardware.source else "")
 
 
-def numbers_text(facts: PromptFacts | None, hardware: Hardware | None) -> str:
-    """Baseline time, share of the forward, required speedup (Amdahl), bytes-moved floor."""
+def numbers_text(
+    facts: PromptFacts | None, hardware: Hardware | None, kind: TargetKind = TargetKind.KERNEL
+) -> str:
+    """Baseline time, share of the forward, required speedup (Amdahl), bytes-moved floor.
+
+    When the floor leaves less headroom than the required speedup, a line says so
+    plainly, with what could still help (``headroom_text``).
+    """
     if facts is None:
         return "(baseline numbers not provided)"
     lines = [
@@ -105,7 +112,7 @@ def numbers_text(facts: PromptFacts | None, hardware: Hardware | None) -> str:
             f"written {_fmt_bytes(facts.bytes_out)}; {facts.bytes_note})"
         )
         if bandwidth:
-            floor_ms = floor / (bandwidth * 1e9) * 1e3
+            floor_ms = data_movement.floor_ms(floor, bandwidth)
             line += f" = {_fmt_ms(floor_ms)} at {bandwidth:.0f} GB/s"
             if facts.baseline_ms:
                 line += (
@@ -113,12 +120,46 @@ def numbers_text(facts: PromptFacts | None, hardware: Hardware | None) -> str:
                     f"({floor_ms / facts.baseline_ms:.0%} of the bandwidth)"
                 )
         lines.append(line)
+        if bandwidth:
+            lines.extend(headroom_text(facts, bandwidth, kind))
     lines.append(
         '- "faster" means: the search ranks candidates by this target\'s GPU time against the '
         f"baseline's; a result is kept only if the whole forward with it is at least "
         f"{facts.gamma}x faster than Inductor's (fresh processes, L2 flushed)."
     )
     return "\n".join(lines)
+
+
+def headroom_text(facts: PromptFacts, bandwidth_gbs: float, kind: TargetKind) -> list[str]:
+    """One line when bandwidth alone cannot give the target its required speedup, else none.
+
+    Near its bytes-moved floor a target cannot reach gamma by using the bandwidth
+    better; saying so keeps a search from spending its rounds on that.
+    """
+    floor = facts.bytes_floor or 0
+    headroom = data_movement.bandwidth_headroom(facts.baseline_ms, floor, bandwidth_gbs)
+    required = facts.required_speedup
+    if (
+        headroom is None
+        or required is None
+        or not data_movement.short_of_headroom(headroom, required)
+    ):
+        return []
+    what = "the whole forward" if kind == TargetKind.FORWARD else "this target alone"
+    fewer = (
+        "not re-reading data, or not reading the parts of an input or parameter the outputs do "
+        "not need (the floor already counts intermediates as never leaving the chip)"
+        if kind == TargetKind.FORWARD
+        else "not re-reading data, reading only the part of an argument the outputs need, or "
+        "fusing with a neighbouring kernel's read or write (a fusion-group or whole-forward "
+        "target; this target's launch must still write all of its outputs)"
+    )
+    return [
+        f"- bandwidth headroom {headroom:.2f}x < required {required:.3f}x: {what} cannot reach "
+        f"gamma = {facts.gamma} by using the bandwidth better, however well it is tuned. Only "
+        f"moving fewer bytes could: {fewer}. A cheaper data type is NOT allowed: outputs must "
+        "match the float32 reference."
+    ]
 
 
 def precision_text(facts: PromptFacts | None) -> str:
