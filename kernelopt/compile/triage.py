@@ -16,6 +16,11 @@ arguments (``harness.KernelHarness``) for reference.
 In single-kernel mode the whole forward is the target, library call included,
 so nothing is frozen: the ceiling uses f = 0 and the verdict is always
 "worth searching"; the measured f is still reported.
+
+Targets are searched largest share first, except that one whose bandwidth
+headroom (its time over its bytes-moved floor at the device's peak bandwidth)
+is below the speedup the forward needs of it goes after every target with
+headroom: it cannot reach gamma alone without moving fewer bytes.
 """
 
 from __future__ import annotations
