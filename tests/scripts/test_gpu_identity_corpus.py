@@ -59,25 +59,27 @@ def test_problems_the_deadline_left_out_are_not_counted_as_accepted(
     assert [row.get("skipped") for row in rows[1:]] == ["deadline", "deadline"]
 
 
-def test_a_run_cut_by_the_deadline_fails_though_all_that_ran_were_accepted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("deadline", "code", "last"),
+    [
+        # a run cut by the deadline fails though all that ran were accepted
+        (0.1, 1, "1 of 1 run accepted; 2 not reached (deadline)"),
+        (60.0, 0, "3 of 3 run accepted; 0 not reached (deadline)"),
+    ],
+)
+def test_only_a_run_where_every_problem_ran_and_was_accepted_passes(
+    deadline: float,
+    code: int,
+    last: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _gates(monkeypatch, accepted=True, seconds=0.2)
-    assert corpus.verify(deadline=0.1, out=tmp_path, only=THREE) == 1
-    assert capsys.readouterr().out.splitlines()[-1] == (
-        "1 of 1 run accepted; 2 not reached (deadline)"
-    )
-
-
-def test_a_run_where_every_problem_ran_and_was_accepted_passes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _gates(monkeypatch, accepted=True, seconds=0.0)
-    assert corpus.verify(deadline=60.0, out=tmp_path, only=THREE) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == (
-        "3 of 3 run accepted; 0 not reached (deadline)"
-    )
-    assert [row["accepted"] for row in _rows(tmp_path)] == [True] * 3
+    _gates(monkeypatch, accepted=True, seconds=0.2 if deadline < 1 else 0.0)
+    assert corpus.verify(deadline=deadline, out=tmp_path, only=THREE) == code
+    assert capsys.readouterr().out.splitlines()[-1] == last
+    if code == 0:
+        assert [row["accepted"] for row in _rows(tmp_path)] == [True] * 3
 
 
 def test_summary_counts_skipped_rows_apart_and_takes_a_problems_last_row(
