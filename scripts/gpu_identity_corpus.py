@@ -45,11 +45,18 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = sorted((ROOT / "tests" / "problems" / "identity").glob("*.py"))
 
 
-def verify(deadline: float, out: Path, only: list[str] | None = None) -> int:
+def verify(
+    deadline: float,
+    out: Path,
+    only: list[str] | None = None,
+    levers: dict[str, Any] | None = None,
+) -> int:
     """Section 1: four gates on the identity candidate of every corpus problem.
 
     Every problem asked for gets a row in ``identity.jsonl``, the ones the deadline left
-    out too, and the exit is non-zero unless every one ran and was accepted.
+    out too, and the exit is non-zero unless every one ran and was accepted.  ``levers``:
+    GateSettings fields to turn on (issue 22's verdict levers), named in every row, so the
+    corpus is also their check that identical code still reads identical.
     """
     from gates.runner import fast_launch
 
@@ -60,7 +67,7 @@ def verify(deadline: float, out: Path, only: list[str] | None = None) -> int:
             if time.monotonic() - started > deadline:
                 row: dict[str, Any] = {"problem": path.stem, "skipped": "deadline"}
             else:
-                row = _verify_one(path, Path(tmp))
+                row = _verify_one(path, Path(tmp), levers or {})
                 print(
                     f"{path.stem:32} {'ok' if row['accepted'] else 'REJECTED'} {row['seconds']} s"
                 )
@@ -76,14 +83,14 @@ def chosen(only: list[str] | None) -> list[Path]:
     return [path for path in CORPUS if not only or path.stem in only]
 
 
-def _verify_one(path: Path, tmp: Path) -> dict[str, Any]:
+def _verify_one(path: Path, tmp: Path, levers: dict[str, Any]) -> dict[str, Any]:
     """The identity candidate of one problem through the four gates, as its jsonl row."""
     from gates.cascade import verify_candidate
     from kernelopt.contracts.verdicts import GateSettings
 
     # The identity candidate is the eager model: against an eager baseline gate 4 must say
     # "matched" (against Inductor's it could honestly be slower, which proves nothing here).
-    settings = GateSettings(device="cuda", baseline_mode="eager")
+    settings = GateSettings(device="cuda", baseline_mode="eager", **levers)
     candidate = tmp / f"{path.stem}_identity.py"
     candidate.write_text(path.read_text() + "\n\nModelNew = Model\n")
     t0 = time.monotonic()
@@ -97,6 +104,7 @@ def _verify_one(path: Path, tmp: Path) -> dict[str, Any]:
         "evaluation": result.environment.get("evaluation", ""),
         "seconds": round(time.monotonic() - t0, 1),
         "timing": _timing_rounds(result),
+        "levers": levers,
     }
 
 
@@ -209,6 +217,8 @@ def main() -> int:
     v = sub.add_parser("verify")
     v.add_argument("--deadline", type=float, default=540.0)
     v.add_argument("--only", default="", help="comma-separated problem names (default: all)")
+    v.add_argument("--settle-wall", type=float, default=0.0, help="settle_step_wall_ms (ms)")
+    v.add_argument("--prestart-timing", action="store_true", help="prestart_timing")
     o = sub.add_parser("optimize")
     o.add_argument("--chunk", default="0/8")
     o.add_argument("--deadline", type=float, default=540.0)
@@ -225,7 +235,12 @@ def main() -> int:
         unknown = sorted(set(only) - {path.stem for path in CORPUS})
         if unknown:
             parser.error(f"--only names problems the corpus does not hold: {unknown}")
-        return verify(args.deadline, out, only)
+        levers: dict[str, Any] = {}
+        if args.settle_wall:
+            levers["settle_step_wall_ms"] = args.settle_wall
+        if args.prestart_timing:
+            levers["prestart_timing"] = True
+        return verify(args.deadline, out, only, levers)
     if args.section == "optimize":
         return optimize(args.chunk, args.deadline, args.resume, args.plans, args.max_targets)
     return summary(args.out)

@@ -109,3 +109,25 @@ def test_summary_fails_while_a_campaign_is_unfinished(
     table[1][1] = "fallback"
     (tmp_path / "table.json").write_text(json.dumps(table))
     assert corpus.summary(tmp_path) == 0
+
+
+def test_the_verdict_levers_reach_the_gates_and_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The corpus doubles as the levers' check that identical code reads identical, so the
+    settings the gates ran with are the ones asked for, and each row says which."""
+    seen: list[Any] = []
+
+    def verify_candidate(path: Path, candidate: Path, settings: Any, **_: Any) -> SimpleNamespace:
+        seen.append(settings)
+        return SimpleNamespace(
+            accepted=True, category=None, speedup=None, reason="", environment={}, verdicts=[]
+        )
+
+    monkeypatch.setattr("gates.cascade.verify_candidate", verify_candidate)
+    monkeypatch.setattr("gates.runner.fast_launch", lambda device: contextlib.nullcontext())
+    levers = {"settle_step_wall_ms": 50.0, "prestart_timing": True}
+    assert corpus.verify(deadline=60.0, out=tmp_path, only=THREE[:1], levers=levers) == 0
+    assert seen[0].settle_step_wall_ms == 50.0 and seen[0].prestart_timing
+    assert seen[0].baseline_mode == "eager"
+    assert _rows(tmp_path)[0]["levers"] == levers
