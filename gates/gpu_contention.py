@@ -5,7 +5,8 @@ job on the host) the same eager forward's CUDA events read 10x apart from one
 round to the next, and the verdict can only be a quarantine.  The user should
 learn why: NVML's device utilisation while none of the gate's processes runs
 shows that work.  A diagnostic only: it never changes a verdict, and a clean
-measurement never pays for it.
+measurement never pays for it.  ``GateSettings.quiet_gpu_wait_s`` (off by default)
+also waits, before each timing round, for such work to pause.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from kernelopt.gpu_busy import NvmlUnavailable, SampleSource, nvml_source
 
 BUSY_SHARE = 0.2  # idle-time samples above this share busy: other work, worth saying
+QUIET_LOOK_S = 0.2  # one look before a round (``wait_for_quiet``)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,30 @@ def sample_idle(
         utils.append(source()[0])
     busy = sum(1 for u in utils if u > 0)
     return OtherWork(count, busy / count, sum(utils) / count)
+
+
+def wait_for_quiet(
+    device: str,
+    limit_s: float,
+    *,
+    probe: Callable[[str, float], OtherWork | None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> float | None:
+    """Seconds spent waiting for the GPU to show no other work, at most about ``limit_s``.
+
+    Each look is a short idle reading (``other_work``); a GPU that stays busy is timed
+    anyway once the limit is spent.  None: the limit is off, or NVML cannot be read.
+    """
+    if limit_s <= 0:
+        return None
+    look = probe or other_work
+    start = clock()
+    while True:
+        reading = look(device, QUIET_LOOK_S)
+        if reading is None:
+            return None
+        if not reading.seen or clock() - start >= limit_s:
+            return round(clock() - start, 3)
 
 
 def other_work(device: str, seconds: float = 0.5) -> OtherWork | None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
-from gates.gpu_contention import OtherWork, other_work
+from gates.gpu_contention import OtherWork, other_work, wait_for_quiet
 from gates.perfstats import (
     TimerAgreement,
     decide_category,
@@ -69,6 +69,7 @@ class PerfMeasurement:
     # A/A rounds (``order_control``): the baseline timed in both slots of a paired child
     control: list[TimingResult] = field(default_factory=list)
     other_work: OtherWork | None = None  # read only when the rounds stayed unstable
+    quiet_waits: list[float] = field(default_factory=list)  # s waited before each round
 
     @staticmethod
     def primary(r: TimingResult) -> float:
@@ -304,6 +305,9 @@ def measure(
             break
         if before_candidate is not None:
             before_candidate()
+        waited = wait_for_quiet(settings.device, settings.quiet_gpu_wait_s)
+        if waited is not None:
+            m.quiet_waits.append(waited)
         round_dir = workdir / f"round{r}"
         outcome = prestarted.go() if prestarted is not None and r == 0 else None
         if outcome is not None and prestarted is not None:
@@ -502,6 +506,8 @@ def perf_verdict(
     graphs = _graph_metrics(m)
     if graphs:
         metrics["graph_replay"] = graphs
+    if m.quiet_waits:
+        metrics["quiet_gpu_waits_s"] = m.quiet_waits
 
     def verdict(status: GateStatus, reason: str, feedback: str = "") -> GateVerdict:
         return GateVerdict(

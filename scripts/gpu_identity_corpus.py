@@ -219,6 +219,7 @@ def main() -> int:
     v.add_argument("--only", default="", help="comma-separated problem names (default: all)")
     v.add_argument("--settle-wall", type=float, default=0.0, help="settle_step_wall_ms (ms)")
     v.add_argument("--prestart-timing", action="store_true", help="prestart_timing")
+    v.add_argument("--quiet-wait", type=float, default=0.0, help="quiet_gpu_wait_s (s)")
     o = sub.add_parser("optimize")
     o.add_argument("--chunk", default="0/8")
     o.add_argument("--deadline", type=float, default=540.0)
@@ -240,6 +241,8 @@ def main() -> int:
             levers["settle_step_wall_ms"] = args.settle_wall
         if args.prestart_timing:
             levers["prestart_timing"] = True
+        if args.quiet_wait:
+            levers["quiet_gpu_wait_s"] = args.quiet_wait
         return verify(args.deadline, out, only, levers)
     if args.section == "optimize":
         return optimize(args.chunk, args.deadline, args.resume, args.plans, args.max_targets)

@@ -78,6 +78,9 @@ class GateSettings(Frozen):
     # slots of the paired child); an advantage of the second slot they show is taken off
     # the candidate's speedup; 0: no such rounds (gates/README.md, "Order control")
     order_control_rounds: int = 2
+    # > 0: before each timing round, wait up to this many seconds for a GPU that NVML shows
+    # busy with work the gate does not own (gates/gpu_contention.py); 0: time at once
+    quiet_gpu_wait_s: float = 0.0
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2

@@ -15,7 +15,7 @@ import pytest
 
 import gates.gpu_contention as contention
 import gates.perf as perf
-from gates.gpu_contention import OtherWork, nvml_device, other_work, sample_idle
+from gates.gpu_contention import OtherWork, nvml_device, other_work, sample_idle, wait_for_quiet
 from gates.perf import PerfMeasurement, perf_verdict
 from gates.protocol import TimingJob, TimingResult
 from gates.runner import ChildOutcome
@@ -108,3 +108,41 @@ def test_nvml_is_read_only_after_rounds_that_stay_unstable(monkeypatch: pytest.M
     noisy = _Children([(_side(*b), _side(*c)) for b, c in zip(NOISY, NOISY_CAND, strict=True)])
     m = measure_on(noisy, monkeypatch, min_rounds=2, max_rounds=4, noisy_rounds=0)
     assert asked == ["cuda"] and m.other_work is not None and m.other_work.seen
+
+
+def _looks(*busy: bool) -> Any:
+    """A probe that answers busy or quiet in turn, and a clock that moves 0.2 s a look."""
+    answers = iter(busy)
+    now = [0.0]
+
+    def probe(_device: str, seconds: float) -> OtherWork | None:
+        now[0] += seconds
+        return OtherWork(samples=4, busy_share=1.0 if next(answers) else 0.0, mean_util=0.0)
+
+    return probe, lambda: now[0]
+
+
+def test_a_round_waits_for_other_work_to_pause_and_no_longer_than_the_limit() -> None:
+    probe, clock = _looks(True, True, False)
+    assert wait_for_quiet("cuda", 5.0, probe=probe, clock=clock) == pytest.approx(0.6)
+    probe, clock = _looks(*[True] * 100)
+    assert wait_for_quiet("cuda", 1.0, probe=probe, clock=clock) == pytest.approx(1.0)
+    assert wait_for_quiet("cuda", 0.0, probe=probe, clock=clock) is None  # off by default
+    assert wait_for_quiet("cuda", 1.0, probe=lambda _d, _s: None) is None  # no NVML
+
+
+def test_measure_waits_before_every_round_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[float] = []
+
+    def waited(device: str, limit_s: float) -> float | None:
+        asked.append(limit_s)
+        return 0.4 if limit_s > 0 else None
+
+    monkeypatch.setattr(perf, "wait_for_quiet", waited)
+    steady = _Children([(_side(0.5, 0.45), _side(0.5, 0.45))])
+    assert measure_on(steady, monkeypatch, min_rounds=2, max_rounds=4).quiet_waits == []
+    m = measure_on(steady, monkeypatch, min_rounds=2, max_rounds=4, quiet_gpu_wait_s=3.0)
+    assert m.quiet_waits == [0.4] * len(m.candidate) and asked[-1] == 3.0
+    settings = GateSettings(device="cuda", min_rounds=2, max_rounds=4)
+    v = perf_verdict(m, settings=settings, gamma=GAMMA, roofline=None)[0]
+    assert v.metrics["quiet_gpu_waits_s"] == m.quiet_waits
