@@ -258,9 +258,8 @@ def device_bandwidth_gbs() -> float | None:
     """The current CUDA device's peak DRAM bandwidth; None where CUDA does not report it."""
     import torch
 
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    return data_movement.peak_bandwidth_gbs(
-        getattr(props, "memory_clock_rate", None), getattr(props, "memory_bus_width", None)
+    return data_movement.device_bandwidth_gbs(
+        torch.cuda.get_device_properties(torch.cuda.current_device())
     )
 
 

@@ -99,6 +99,14 @@ def peak_bandwidth_gbs(memory_clock_khz: int | None, bus_width_bits: int | None)
     return 2.0 * memory_clock_khz * 1e3 * (bus_width_bits / 8) / 1e9
 
 
+def device_bandwidth_gbs(props: object) -> float | None:
+    """Peak DRAM bandwidth of a CUDA device from its properties (``torch.cuda``'s
+    ``get_device_properties``); None where this torch does not report clock or bus width."""
+    return peak_bandwidth_gbs(
+        getattr(props, "memory_clock_rate", None), getattr(props, "memory_bus_width", None)
+    )
+
+
 def floor_ms(nbytes: int, bandwidth_gbs: float) -> float:
     """Milliseconds to move ``nbytes`` at ``bandwidth_gbs``."""
     return nbytes / (bandwidth_gbs * 1e9) * 1e3
@@ -131,6 +139,7 @@ def headroom_reason(headroom: float, required: float, gamma: float) -> str:
 __all__ = [
     "DTYPE_BYTES",
     "bandwidth_headroom",
+    "device_bandwidth_gbs",
     "floor_ms",
     "forward_outputs",
     "headroom_reason",

@@ -6,7 +6,7 @@ and the prompts fall back to ``agents.facts.stand_in_hardware``.
 
 from __future__ import annotations
 
-from kernelopt.contracts.data_movement import peak_bandwidth_gbs
+from kernelopt.contracts.data_movement import device_bandwidth_gbs
 from kernelopt.contracts.search import Hardware
 
 
@@ -21,9 +21,7 @@ def device_hardware(index: int = 0) -> Hardware | None:
     return Hardware(
         name=props.name,
         sm_count=props.multi_processor_count,
-        bandwidth_gbs=peak_bandwidth_gbs(
-            getattr(props, "memory_clock_rate", None), getattr(props, "memory_bus_width", None)
-        ),
+        bandwidth_gbs=device_bandwidth_gbs(props),
         l2_bytes=int(l2) if l2 else None,
         compute_capability=f"{props.major}.{props.minor}",
         source="device: torch.cuda.get_device_properties on the GPU worker",

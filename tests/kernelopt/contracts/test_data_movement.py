@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from kernelopt.contracts.compiled import KernelArg, TensorSpec
 from kernelopt.contracts.data_movement import (
+    device_bandwidth_gbs,
     peak_bandwidth_gbs,
     required_speedup,
     signature_bytes,
@@ -22,6 +25,10 @@ def _arg(role: str, shape: list[int], stride: list[int], dtype: str = "torch.flo
 def test_peak_bandwidth_from_the_memory_clock_and_bus() -> None:
     assert peak_bandwidth_gbs(2_619_000, 6144) == 2.0 * 2_619_000e3 * 768 / 1e9
     assert peak_bandwidth_gbs(None, 6144) is None
+    # triage and the prompts' hardware read it from the same device properties
+    props = SimpleNamespace(memory_clock_rate=2_619_000, memory_bus_width=6144)
+    assert device_bandwidth_gbs(props) == peak_bandwidth_gbs(2_619_000, 6144)
+    assert device_bandwidth_gbs(SimpleNamespace(name="an older torch")) is None
 
 
 def test_a_broadcast_counts_once_and_roles_split_reads_from_writes() -> None:
