@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gates.perfstats import spread
 from gates.placement import current_cpu
 from scripts.gpu_identity_corpus import CORPUS
 
@@ -156,9 +157,7 @@ def _emit(out: Path, row: dict[str, Any]) -> None:
 
 
 def _spread(values: list[float]) -> float:
-    values = sorted(values)
-    mid = values[len(values) // 2]
-    return round((values[-1] - values[0]) / mid, 3) if mid else float("nan")
+    return round(spread(values), 3)
 
 
 def child(problem: str, device: str) -> None:
