@@ -264,7 +264,13 @@ class ModelChild:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with self.log.open("a") as log, self.progress.open("a") as progress:
             proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env
+                command,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                cwd=ROOT,
+                env=env,
+                start_new_session=True,  # its own process group: ``stop`` kills all of it
             )
             assert proc.stdout is not None
             reader = threading.Thread(
@@ -320,31 +326,14 @@ class ModelChild:
 
 
 def stop(proc: subprocess.Popen, grace: float) -> None:
-    """SIGUSR1 (the child writes its stacks), ``grace`` seconds, then SIGKILL to it and to
-    every process under it (Inductor's compile workers would hold the pipe open)."""
+    """SIGUSR1 (the child writes its stacks), ``grace`` seconds, then SIGKILL to its whole
+    process group (Inductor's compile workers would hold the pipe open), as the gates'
+    runner stops a child."""
     proc.send_signal(signal.SIGUSR1)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(grace)
-    for pid in [proc.pid, *descendants(proc.pid)]:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process under ``pid``, from ``/proc`` (Linux), found before any is killed."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # ended meanwhile
-        children.setdefault(ppid, []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        below = children.get(todo.pop(), [])
-        found += below
-        todo += below
-    return found
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def last_line(log: Path) -> str:
