@@ -4,7 +4,8 @@ On a GPU shared with other work (time-sliced between containers, or another
 job on the host) the same eager forward's CUDA events read 10x apart from one
 round to the next, and the verdict can only be a quarantine.  The user should
 learn why: NVML's device utilisation while none of the gate's processes runs
-shows that work.  A diagnostic only: it never changes a verdict, and a clean
+shows that work, once the gate's own last kernels have left NVML's look-back
+window.  A diagnostic only: it never changes a verdict, and a clean
 measurement never pays for it.  ``GateSettings.quiet_gpu_wait_s`` (off by default)
 also waits, before each timing round, for such work to pause.
 """
@@ -20,6 +21,11 @@ from typing import Any
 from kernelopt.gpu_busy import NvmlUnavailable, SampleSource, nvml_source
 
 BUSY_SHARE = 0.2  # idle-time samples above this share busy: other work, worth saying
+# ...and busy for real: a time-sliced job keeps the GPU well above this; a stray
+# sample of 1-2% is a context's housekeeping, not work that moves a round tenfold
+MEAN_UTIL_PCT = 5.0
+# NVML's utilisation covers the last 1/6 to 1 s: read sooner and it shows our own child
+LOOK_BACK_S = 1.0
 QUIET_LOOK_S = 0.2  # one look before a round (``wait_for_quiet``)
 
 
@@ -31,7 +37,7 @@ class OtherWork:
 
     @property
     def seen(self) -> bool:
-        return self.busy_share > BUSY_SHARE
+        return self.busy_share > BUSY_SHARE and self.mean_util >= MEAN_UTIL_PCT
 
     def describe(self) -> str:
         return (
@@ -96,8 +102,16 @@ def wait_for_quiet(
             return round(clock() - start, 3)
 
 
-def other_work(device: str, seconds: float = 0.5) -> OtherWork | None:
-    """``sample_idle`` on the gate's GPU; None where NVML cannot be read (no GPU, no driver)."""
+def other_work(
+    device: str,
+    seconds: float = 0.5,
+    *,
+    look_back_s: float = LOOK_BACK_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> OtherWork | None:
+    """``sample_idle`` on the gate's GPU once ``look_back_s`` has passed since our last child
+    (``wait_for_quiet`` runs before a round, after that pause); None where NVML cannot be
+    read (no GPU, no driver)."""
     if not device.startswith("cuda"):
         return None
     try:
@@ -105,6 +119,8 @@ def other_work(device: str, seconds: float = 0.5) -> OtherWork | None:
     except NvmlUnavailable:
         return None
     try:
+        if look_back_s > 0:
+            sleep(look_back_s)
         return sample_idle(source, seconds=seconds)
     except Exception:  # a diagnostic: a failed read must not fail the verdict
         return None

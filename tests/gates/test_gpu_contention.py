@@ -46,6 +46,24 @@ def test_idle_samples_tell_other_work_from_an_idle_gpu() -> None:
     assert not idle.seen and "busy with other work" in busy.describe()
 
 
+def test_a_trace_of_our_own_child_is_not_other_work() -> None:
+    """The H200 with no other process (scripts/gpu_host_noise.py's idle reading: 0% and no
+    compute process) read "30% of 10 samples busy, mean utilisation 1%" right after a
+    round: NVML's look-back still held the gate's own last kernels."""
+    trace = iter([2.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    reading = sample_idle(
+        lambda: (next(trace), 0.0), seconds=0.5, interval_s=0.05, sleep=lambda _s: None
+    )
+    assert reading.busy_share == pytest.approx(0.3) and not reading.seen
+
+
+def test_the_reading_waits_out_nvmls_look_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(contention, "nvml_source", lambda _d: ((lambda: (0.0, 0.0)), lambda: None))
+    reading = other_work("cuda", 0.1, sleep=slept.append)
+    assert reading is not None and slept[0] == contention.LOOK_BACK_S
+
+
 def test_the_gates_gpu_is_the_workers_pinned_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234,1")
     assert nvml_device("cuda") == "GPU-1234"
@@ -117,7 +135,8 @@ def _looks(*busy: bool) -> Any:
 
     def probe(_device: str, seconds: float) -> OtherWork | None:
         now[0] += seconds
-        return OtherWork(samples=4, busy_share=1.0 if next(answers) else 0.0, mean_util=0.0)
+        busy = next(answers)
+        return OtherWork(samples=4, busy_share=float(busy), mean_util=50.0 if busy else 0.0)
 
     return probe, lambda: now[0]
 
