@@ -211,6 +211,9 @@ class TimingJob(ChildJob):
     # authenticated by the sha256 of a nonce only the parent knows (gates.go_signal)
     go_digest: str = ""
     go_timeout_s: float = 0.0
+    # one side of a turn session (GateSettings.turn_pairs, gates/turns.py): after its events
+    # the child times nothing itself; it runs checked turns on the parent's command
+    turns: bool = False
 
 
 class TimingResult(Frozen):
@@ -241,6 +244,8 @@ class TimingResult(Frozen):
     cpu_nodes: list[int | None] = Field(default_factory=list)
     gpu_node: int | None = None
     baseline: TimingResult | None = None  # the side timed first in the same process
+    # a turn child's own ms per call of each turn: a diagnostic beside the parent's clock
+    turn_ms: list[float] = Field(default_factory=list)
 
 
 class ScreenEntry(Frozen):

@@ -225,6 +225,11 @@ class TimerKit:
         return (_perf_counter_ns() - t0) / 1e6 / calls
 
     def calls_for(self, estimate_ms: float, batch_ms: float) -> int:
-        if not math.isfinite(estimate_ms) or estimate_ms <= 0:
-            return 1000
-        return int(min(1000, max(3, math.ceil(batch_ms / estimate_ms))))
+        return calls_for(estimate_ms, batch_ms)
+
+
+def calls_for(estimate_ms: float, batch_ms: float) -> int:
+    """Calls that make a batch of about ``batch_ms`` at ``estimate_ms`` each (3 to 1,000)."""
+    if not math.isfinite(estimate_ms) or estimate_ms <= 0:
+        return 1000
+    return int(min(1000, max(3, math.ceil(batch_ms / estimate_ms))))

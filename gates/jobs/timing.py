@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -174,6 +175,28 @@ class CheckedLoop:
         floor = min(self.dispatch_ms(), batch_ms) if self.dispatch_ns else 0.0
         return max(batch_ms - copies_ms, floor)
 
+    def turn(self, n: int) -> float:
+        """``n`` back-to-back calls on new values, synchronised and checked: one turn.
+
+        What a host batch does, timed by the parent of a turn child
+        (``gates.turns``): the outputs are recorded before the child says done, so
+        work that fills an output late (a thread, another stream) is either inside
+        the parent's window or caught as a wrong call.  The copies stay inside too,
+        the same on both sides.  Returns this process's own ms per call, a diagnostic.
+        """
+        outs = []
+        self.kit.sync()
+        t0 = self.kit.now_ns()
+        for _ in range(n):
+            k, args = self.rotation.next()
+            self.checks.before(k)
+            outs.append((k, args, self.fn(*args)))
+        self.kit.sync()
+        ms = (self.kit.now_ns() - t0) / 1e6 / n
+        for k, args, out in outs:
+            self.checks.record(out, k, args)
+        return ms
+
     def _copies_ms(self, n: int) -> float:
         """Mean ms of one rotation's copies alone, back to back: the batch's own overhead."""
         self.kit.sync()
@@ -274,6 +297,8 @@ def run(job: TimingJob) -> TimingResult:
     gc.freeze()
     strict_fp32()  # before the kit: it snapshots these switches as the honest state
     kit = TimerKit(job.device)
+    if job.turns:
+        raise ValueError("a turn child runs gates.jobs.turn_side, not this job")
     if job.go_digest and job.baseline is None:
         raise ValueError("only a paired child waits for go: its baseline is built first")
     baseline: bytes = b""
@@ -333,106 +358,157 @@ def _time_side(
 
     ``tag`` prefixes its progress phases (the baseline's in a paired child), so
     a failure is charged to the side it happened in; ``checks_file`` receives
-    its recorded calls for the parent to compare.
+    its recorded calls for the parent to compare.  A turn child
+    (``gates.jobs.turn_side``) shares every part but the host batches.
     """
+    with torch.no_grad():
+        timed = build_side(kit, job, src, tag=tag)
+        settle_and_sample(kit, job, timed)
+        timed.mark("time_host")
+        slow = timed.slow
+        calls = 1 if slow else kit.calls_for(timed.event_ms, job.host_batch_ms)
+        host = [timed.loop.host_batch(calls) for _ in range(1 if slow else job.host_batches)]
+        timed.cpus.append(current_cpu())
+        return finish_side(kit, job, timed, side, host=host, calls=calls, checks_file=checks_file)
+
+
+@dataclass
+class TimedSide:
+    """One side between its phases: built and warm, then settled and sampled, then finished."""
+
+    fn: Callable[..., Any]
+    rotation: RotatingInputs
+    checks: CheckedCalls
+    loop: CheckedLoop
+    mark: Callable[..., None]
+    cuda: bool
+    warm_seconds: float = 0.0
+    tampered_before: list[str] = field(default_factory=list)
+    cpus: list[int | None] = field(default_factory=list)
+    settled: list[float] = field(default_factory=list)
+    samples: list[float] = field(default_factory=list)
+    event_ms: float = float("nan")
+    slow: bool = False  # the CPU's slow forward: the fewest calls
+
+
+def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = "") -> TimedSide:
+    """Build ``src``, load the rotating inputs and warm it up, every call checked (no grad)."""
     cuda = job.device.startswith("cuda")
 
     def mark(phase: str, **detail: object) -> None:
         child_mark(f"{tag}{phase}", **detail)
 
     t_start = kit.now_ns()
-    with torch.no_grad():
-        fn, _info = build_callable(src, job.device, job.model_seed, job.inputs_dir, on_phase=mark)
-        if job.go_digest and tag == "base_":
-            # prestarted (GateSettings.prestart_timing): the trusted baseline is built while
-            # gates 1-3 run; no call of it (a first call may autotune, which a busy GPU
-            # would skew), no input and no candidate until they have passed
-            mark("wait_go")
-            wait_for_go(job.go_digest, job.go_timeout_s)
-            mark("inputs")
-            t_start = kit.now_ns()
-        names = job.input_sets or [job.input_set]
-        rotation = RotatingInputs(
-            [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names]
-        )
-        checks = CheckedCalls(
-            expected=list(job.expected), device=job.device, samples=job.check_samples
-        )
-        prepare = CallPreparer(load_policy(job.inputs_dir), fn)
-        if prepare.active:  # random or stateful forward: every call as the reference's
-            checks.prepare = by_index(prepare, names)
-        loop = CheckedLoop(kit, fn, rotation, checks)
-        mark("warm")
-        loop.untimed(_WARM_CALLS)  # compile / autotune / JIT happen here, untimed
-        kit.sync()
-        # Then keep the GPU and this CPU busy a while: clocks ramp up after the idle gap
-        # between fresh processes, and a launch-bound forward times that ramp otherwise.
-        busy_until = kit.now_ns() + (_BUSY_WARM_NS if cuda else 0)
-        while kit.now_ns() < busy_until:
-            loop.untimed(1)
-        kit.sync()
-        warm_seconds = (kit.now_ns() - t_start) / 1e9
-        tampered_before = kit.tampered()
-        kit.restore()
-        mark("settle")
-        cpus = [current_cpu()]
-        t0 = kit.now_ns()
-        estimate = median(loop.timed(3))
-        wall_ms = (kit.now_ns() - t0) / 1e6 / 3
-        cap = job.settle_wall_ms
-        chunk = step_calls(estimate, wall_ms, cap, job.max_rep_calls)
-        steps = WallSizedSteps(kit, loop.timed, chunk, cap, job.max_rep_calls)
-        settled = settle(kit, steps) if cuda else []
-        if settled:
-            estimate = settled[-1]
-        mark("time_events")
-        # the CPU (Triton interpreter) only exercises the checked loop: a slow forward
-        # there gets a few calls, not minutes of them
-        slow = not cuda and estimate * job.min_rep_calls > _CPU_BUDGET_MS
-        warm = _counts(estimate, job.warmup_ms, 1, job.max_rep_calls)
-        if settled and cap > 0:  # settled: one more step's worth of the same calls warms enough
-            warm = min(warm, steps.calls)
-        loop.timed(warm)
-        least = 3 if slow else job.min_rep_calls
-        samples = loop.timed(_counts(estimate, job.rep_ms, least, job.max_rep_calls))
-        event_ms = median(samples)
-        cpus.append(current_cpu())
-        mark("time_host")
-        calls = 1 if slow else kit.calls_for(event_ms, job.host_batch_ms)
-        host = [loop.host_batch(calls) for _ in range(1 if slow else job.host_batches)]
-        cpus.append(current_cpu())
-        tampered_after = kit.tampered()
-        kit.restore()
-        mark("save_checks")
-        if checks_file:
-            checks.save(job_file(checks_file))
-        graph_ms, graph_note = (None, "")
-        if job.graph_replay and cuda and not tampered_after:
-            mark("time_graph")
-            _, args = rotation.next()
+    fn, _info = build_callable(src, job.device, job.model_seed, job.inputs_dir, on_phase=mark)
+    if job.go_digest and tag == "base_":
+        # prestarted (GateSettings.prestart_timing): the trusted baseline is built while
+        # gates 1-3 run; no call of it (a first call may autotune, which a busy GPU
+        # would skew), no input and no candidate until they have passed
+        mark("wait_go")
+        wait_for_go(job.go_digest, job.go_timeout_s)
+        mark("inputs")
+        t_start = kit.now_ns()
+    names = job.input_sets or [job.input_set]
+    rotation = RotatingInputs(
+        [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names]
+    )
+    checks = CheckedCalls(expected=list(job.expected), device=job.device, samples=job.check_samples)
+    prepare = CallPreparer(load_policy(job.inputs_dir), fn)
+    if prepare.active:  # random or stateful forward: every call as the reference's
+        checks.prepare = by_index(prepare, names)
+    loop = CheckedLoop(kit, fn, rotation, checks)
+    mark("warm")
+    loop.untimed(_WARM_CALLS)  # compile / autotune / JIT happen here, untimed
+    kit.sync()
+    # Then keep the GPU and this CPU busy a while: clocks ramp up after the idle gap
+    # between fresh processes, and a launch-bound forward times that ramp otherwise.
+    busy_until = kit.now_ns() + (_BUSY_WARM_NS if cuda else 0)
+    while kit.now_ns() < busy_until:
+        loop.untimed(1)
+    kit.sync()
+    side = TimedSide(fn, rotation, checks, loop, mark, cuda)
+    side.warm_seconds = (kit.now_ns() - t_start) / 1e9
+    side.tampered_before = kit.tampered()
+    kit.restore()
+    return side
 
-            def call() -> None:
-                fn(*args)
 
-            graph_ms, graph_note = graph_replay_ms(kit, call, job.warmup_ms, job.rep_ms)
+def settle_and_sample(kit: TimerKit, job: TimingJob, side: TimedSide) -> None:
+    """Settle (CUDA), warm the events and take the checked event samples into ``side``."""
+    loop, cuda = side.loop, side.cuda
+    side.mark("settle")
+    side.cpus.append(current_cpu())
+    t0 = kit.now_ns()
+    estimate = median(loop.timed(3))
+    wall_ms = (kit.now_ns() - t0) / 1e6 / 3
+    cap = job.settle_wall_ms
+    chunk = step_calls(estimate, wall_ms, cap, job.max_rep_calls)
+    steps = WallSizedSteps(kit, loop.timed, chunk, cap, job.max_rep_calls)
+    side.settled = settle(kit, steps) if cuda else []
+    if side.settled:
+        estimate = side.settled[-1]
+    side.mark("time_events")
+    # the CPU (Triton interpreter) only exercises the checked loop: a slow forward
+    # there gets a few calls, not minutes of them
+    side.slow = not cuda and estimate * job.min_rep_calls > _CPU_BUDGET_MS
+    warm = _counts(estimate, job.warmup_ms, 1, job.max_rep_calls)
+    if side.settled and cap > 0:  # settled: one more step's worth of the same calls warms enough
+        warm = min(warm, steps.calls)
+    loop.timed(warm)
+    least = 3 if side.slow else job.min_rep_calls
+    side.samples = loop.timed(_counts(estimate, job.rep_ms, least, job.max_rep_calls))
+    side.event_ms = median(side.samples)
+    side.cpus.append(current_cpu())
+
+
+def finish_side(
+    kit: TimerKit,
+    job: TimingJob,
+    side: TimedSide,
+    name: str,
+    *,
+    host: list[float],
+    calls: int,
+    checks_file: str = "",
+    turn_ms: list[float] | None = None,
+) -> TimingResult:
+    """Check the timers again, save the recorded calls, time the CUDA graph: the result."""
+    cuda, loop = side.cuda, side.loop
+    tampered_after = kit.tampered()
+    kit.restore()
+    side.mark("save_checks")
+    if checks_file:
+        side.checks.save(job_file(checks_file))
+    graph_ms, graph_note = (None, "")
+    if job.graph_replay and cuda and not tampered_after:
+        side.mark("time_graph")
+        _, args = side.rotation.next()
+        fn = side.fn
+
+        def call() -> None:
+            fn(*args)
+
+        graph_ms, graph_note = graph_replay_ms(kit, call, job.warmup_ms, job.rep_ms)
+    cpus = side.cpus
     return TimingResult(
-        side=side,
-        event_ms=event_ms if cuda else None,
-        event_samples=samples[:400],
+        side=name,
+        event_ms=side.event_ms if cuda else None,
+        event_samples=side.samples[:400],
         host_ms=median(host),
         host_samples=host,
         host_calls_per_batch=calls,
         host_copies_ms=[round(c, 5) for c, _ in loop.batches],
         host_raw_ms=[round(r, 5) for _, r in loop.batches],
-        tampered_before=tampered_before,
+        tampered_before=side.tampered_before,
         tampered_after=tampered_after,
-        warm_seconds=warm_seconds,
-        settle_ms=settled,
+        warm_seconds=side.warm_seconds,
+        settle_ms=side.settled,
         graph_ms=graph_ms,
         graph_note=graph_note,
         device_name=torch.cuda.get_device_name() if cuda else "cpu",
         cpus=cpus,
         cpu_nodes=[cpu_node(c) for c in cpus],
         gpu_node=gpu_node(pci_address(torch.cuda.get_device_properties())) if cuda else None,
-        checked_calls=checks.calls,
+        checked_calls=side.checks.calls,
+        turn_ms=turn_ms or [],
     )
