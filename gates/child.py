@@ -36,6 +36,8 @@ def main(argv: list[str]) -> int:
             from gates.jobs import reference as job_module
         elif kind == "candidate":
             from gates.jobs import candidate as job_module
+        elif kind == "timing" and raw.get("turns"):
+            from gates.jobs import turn_side as job_module
         elif kind == "timing":
             from gates.jobs import timing as job_module
         elif kind == "screen":

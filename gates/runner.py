@@ -158,6 +158,7 @@ def run_job(
     env: dict[str, str] | None = None,
     via: Zygote | None = None,
     stall_s: float | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ChildOutcome:
     """Run ``job`` in a fresh child process and wait for it (at most ``timeout_s``).
 
@@ -166,7 +167,10 @@ def run_job(
     else it is a freshly spawned interpreter.  A custom ``env`` always spawns.
     With ``stall_s``, a child that marks no progress for that long is killed too
     (a ``timeout`` outcome with ``stalled`` set): a job of many candidates, each
-    of which may hang, says so.
+    of which may hang, says so.  ``on_start`` is called with the child's host PID
+    as soon as it runs, for a caller that signals it itself (``gates.turns``):
+    such a child is spawned, or forked from an unsandboxed zygote, never from a
+    sandboxed one, whose PIDs are its namespace's own.
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -176,7 +180,7 @@ def run_job(
     sandbox.write_limits(workdir, sandbox.SandboxLimits.from_env(timeout_s))
     log_path = workdir / "child.log"
     started = time.monotonic()
-    returncode, killed = _launch(workdir, log_path, timeout_s, device, env, via, stall_s)
+    returncode, killed = _launch(workdir, log_path, timeout_s, device, env, via, stall_s, on_start)
     wall = time.monotonic() - started
     progress = _read_progress(workdir / "progress.jsonl")
     phases = [str(p.get("phase", "")) for p in progress]
@@ -233,9 +237,14 @@ def _launch(
     env: dict[str, str] | None,
     via: Zygote | None,
     stall_s: float | None,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[int | None, str]:
     """How the child ended: its exit code, and "" or why it was killed ("timeout", "stall")."""
     zygote = via or (_ZYGOTES.get(device) if env is None else None)
+    if on_start is not None:  # host PIDs only: a sandboxed zygote's are its namespace's
+        if zygote is not None and zygote.alive and not zygote.sandboxed:
+            return _run_forked(zygote, workdir, timeout_s, stall_s, on_start)
+        return _run_spawned(workdir, log_path, timeout_s, stall_s, child_env(device, env), on_start)
     if zygote is not None and zygote.alive:
         return _run_forked(zygote, workdir, timeout_s, stall_s)
     service = os.environ.get(SOCKET_ENV)
@@ -253,6 +262,7 @@ def _run_spawned(
     timeout_s: float,
     stall_s: float | None,
     env: dict[str, str],
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[int | None, str]:
     """A fresh interpreter: the most isolated launch, used when no zygote is running.
 
@@ -276,6 +286,8 @@ def _run_spawned(
             env=env,
             start_new_session=True,
         )
+        if on_start is not None:
+            on_start(proc.pid)
         killed = ""
         try:
             _, killed = wait_for(_poll(proc), timeout_s, StallWatch(workdir, stall_s))
@@ -302,9 +314,15 @@ def _poll(proc: subprocess.Popen[bytes]) -> Callable[[float], int | None]:
 
 
 def _run_forked(
-    zygote: Zygote, workdir: Path, timeout_s: float, stall_s: float | None
+    zygote: Zygote,
+    workdir: Path,
+    timeout_s: float,
+    stall_s: float | None,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[int | None, str]:
     pid = zygote.spawn(workdir)
+    if on_start is not None:
+        on_start(pid)
     watch = StallWatch(zygote.workdir_of(pid, workdir), stall_s)
     code, killed = wait_for(lambda seconds: zygote.wait(pid, seconds), timeout_s, watch)
     if killed:

@@ -54,6 +54,7 @@ PRELOAD = (
     "gates.jobs.reference",
     "gates.jobs.candidate",
     "gates.jobs.timing",
+    "gates.jobs.turn_side",
     "gates.jobs.screen",
 )
 # Seconds each for a compiled baseline; imported without initialising CUDA.

@@ -1,0 +1,354 @@
+"""A turn session: the baseline and the candidate in two live children that take turns.
+
+``GateSettings.turn_pairs`` (off by default; gates/README.md, "Turns").  A
+dispatch-bound forward is timed by the host clock, whose speed on the H200
+host moves in regimes of a fraction of a second; two sides timed seconds
+apart disagree by that much, two sides timed in alternating short batches do
+not.  Candidate code must never share a process with the trusted baseline, so
+here each side has a child of its own and the parent alternates them:
+
+1. both start together; the baseline child builds and warms, then the
+   candidate child (told ``start`` only then), then each in turn settles and
+   takes its CUDA-event samples while the other is stopped
+   (``gates.jobs.turn_side``);
+2. the parent pins both to one CPU and chooses one call count for both (a
+   turn of about ``host_batch_ms`` for the slower side);
+3. ``pairs`` pairs of turns in ABBA order: before each turn the baseline child
+   waits out GPU work left queued (its idle probe), charged to the turn before;
+   the turn itself is the parent's ``perf_counter_ns`` from before resuming
+   the child to the moment its stop is sent after ``done``.  Outside its turn
+   a child and everything it started is SIGSTOPped (``gates.proctree``): the
+   candidate cannot run while the baseline is timed, nor between turns;
+4. ``end``: each child answers (also timed, charged to its last turn: a forged
+   early ``done`` moves work into a later turn of its own, never out of the
+   timing), then saves its checked calls and its result, one at a time.
+
+A child that dies or does not answer in time fails the round, charged to the
+side it happened in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gates import proctree
+from gates.perfstats import median
+from gates.placement import current_cpu
+from gates.protocol import TimingJob, TimingResult
+from gates.runner import ChildOutcome, run_job
+from gates.timers import calls_for
+from gates.turn_channel import COMMANDS, REPLIES, LineReader, make_fifos
+
+_TURN_MIN_S = 10.0  # a turn's deadline: at least this, or many times its expected length
+_TURN_FACTOR = 50.0
+
+
+def turn_cpu() -> int:
+    """The CPU both children of a session run on: the highest this process may use that it is
+    not running on now.
+
+    One CPU for both, so neither side gets a faster core or a core of its own for
+    its helper threads; not the parent's, which wakes to read every ``done``; the
+    highest, because the lowest CPUs take most of a host's housekeeping interrupts.
+    """
+    allowed = sorted(os.sched_getaffinity(0))
+    mine = current_cpu()
+    others = [c for c in allowed if c != mine]
+    return (others or allowed)[-1]
+
+
+class ChildLost(RuntimeError):
+    """A turn child died, or did not answer in time."""
+
+    def __init__(self, side: str, what: str) -> None:
+        super().__init__(f"{side} child {what}")
+        self.side = side
+
+
+class TurnChild:
+    """Parent side of one turn child: its FIFOs, its process tree and its outcome."""
+
+    def __init__(self, job: TimingJob, workdir: Path, *, timeout_s: float, device: str) -> None:
+        self.side = job.side
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        make_fifos(self.workdir)
+        self._commands = os.open(self.workdir / COMMANDS, os.O_RDWR | os.O_NONBLOCK)
+        self._replies = os.open(self.workdir / REPLIES, os.O_RDWR | os.O_NONBLOCK)
+        self.reader = LineReader(self._replies)
+        self._pid: int | None = None
+        self._started = threading.Event()
+        self.pids: list[int] = []  # the tree as last stopped
+        self._seq = 0
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"turns-{self.side}")
+        self.future: Future[ChildOutcome] = self._pool.submit(
+            run_job, job, self.workdir, timeout_s=timeout_s, device=device, on_start=self._on_start
+        )
+
+    def _on_start(self, pid: int) -> None:
+        self._pid = pid
+        self._started.set()
+
+    def alive(self) -> bool:
+        return not self.future.done()
+
+    @property
+    def root(self) -> int:
+        if self._pid is None:
+            self._started.wait(60.0)
+        if self._pid is None:
+            raise ChildLost(self.side, "never started")
+        return self._pid
+
+    def command(self, word: str, arg: str = "") -> str:
+        """Send ``word`` with a fresh sequence number (stale replies dropped first); the number."""
+        self._seq += 1
+        self.reader.drain()
+        os.write(self._commands, f"{word} {self._seq} {arg}\n".encode())
+        return str(self._seq)
+
+    def answer(self, word: str, seq: str | None, timeout_s: float) -> list[str]:
+        """The child's ``word`` reply (to ``seq``), its fields after them; ChildLost otherwise.
+
+        Other lines are skipped: they are not the answer to this command.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            line = self.reader.line(deadline, self.alive)
+            if line is None:
+                raise ChildLost(self.side, f"gave no {word!r} within {timeout_s:g} s")
+            fields = line.split()
+            if fields[:1] == [word] and (seq is None or fields[1:2] == [seq]):
+                return fields[1 if seq is None else 2 :]
+
+    def number(self, word: str, seq: str, timeout_s: float) -> float:
+        """The first field of the ``word`` reply as a finite number (ChildLost if it is not)."""
+        fields = self.answer(word, seq, timeout_s)
+        try:
+            value = float(fields[0])
+        except (IndexError, ValueError):
+            value = float("nan")
+        if not value >= 0 or value == float("inf"):
+            raise ChildLost(self.side, f"answered {word!r} with {fields[:1]}")
+        return value
+
+    def resume(self) -> None:
+        proctree.send(self.pids or [self.root], signal.SIGCONT)
+
+    def stop(self) -> bool:
+        """Stop the child's whole tree; True when it had started processes not stopped before."""
+        before = set(self.pids)
+        self.pids = proctree.stop_tree(self.root, self.pids or [self.root])
+        return bool(set(self.pids) - before) and bool(before)
+
+    def pin(self, cpu: int) -> None:
+        proctree.pin(self.pids or proctree.tree(self.root), cpu)
+
+    def kill(self) -> None:
+        pids = proctree.tree(self.root) if self._pid is not None else []
+        proctree.send(pids, signal.SIGKILL)
+
+    def outcome(self) -> ChildOutcome:
+        outcome = self.future.result()
+        self._pool.shutdown()
+        return outcome
+
+    def close(self) -> None:
+        for fd in (self._commands, self._replies):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for name in (COMMANDS, REPLIES):
+            (self.workdir / name).unlink(missing_ok=True)
+
+
+@dataclass
+class TurnRound:
+    """What one turn session measured, or how it failed."""
+
+    baseline: TimingResult | None = None
+    candidate: TimingResult | None = None
+    ratios: list[float] = field(default_factory=list)  # baseline turn / candidate turn, per pair
+    calls: int = 0  # per turn, both sides
+    cpu: int | None = None
+    turns: list[tuple[str, float]] = field(default_factory=list)  # (side, ms per call), in order
+    probe_waits_ms: list[float] = field(default_factory=list)  # charged to the turn before
+    outcomes: dict[str, ChildOutcome] = field(default_factory=dict)
+    failure: tuple[str, ChildOutcome] | None = None
+    wall_s: float = 0.0  # both children's wall time: each held the GPU
+
+    def side_turns(self, side: str) -> list[float]:
+        return [ms for s, ms in self.turns if s == side]
+
+
+Observer = Callable[[str, str], None]  # (side, "before" | "after") around each timed turn
+
+
+class _Session:
+    """The parent's part of one round: the order of turns and the clock."""
+
+    def __init__(self, base: TurnChild, cand: TurnChild, out: TurnRound, observer: Observer | None):
+        self.base, self.cand, self.out, self.observer = base, cand, out, observer
+        self.turn_ns: list[tuple[str, int]] = []
+
+    def probe(self, timeout_s: float) -> int:
+        """The baseline's idle wait, its tree resumed only for it (unless it was running)."""
+        base = self.base
+        base.resume()
+        waited = int(base.number("probed", base.command("probe"), timeout_s))
+        base.stop()
+        return waited
+
+    def charge(self, ns: int) -> None:
+        """Add ``ns`` to the latest turn (the side whose work it was)."""
+        if self.turn_ns and ns > 0:
+            side, t = self.turn_ns[-1]
+            self.turn_ns[-1] = (side, t + ns)
+
+    def turn(self, child: TurnChild, calls: int, timeout_s: float) -> None:
+        if self.observer is not None:
+            self.observer(child.side, "before")
+        t0 = time.perf_counter_ns()
+        child.resume()
+        seq = child.command("turn", str(calls))
+        child.answer("done", seq, timeout_s)
+        proctree.send(child.pids, signal.SIGSTOP)
+        t1 = time.perf_counter_ns()
+        if child.stop():  # it started processes during its turn: the search is its time too
+            t1 = time.perf_counter_ns()
+        self.turn_ns.append((child.side, t1 - t0))
+        if self.observer is not None:
+            self.observer(child.side, "after")
+
+    def end(self, child: TurnChild, timeout_s: float) -> None:
+        """Its ``end``, timed and charged to its last turn, then let it finish alone."""
+        t0 = time.perf_counter_ns()
+        child.resume()
+        child.answer("ended", child.command("end"), timeout_s)
+        proctree.send(child.pids, signal.SIGSTOP)
+        elapsed = time.perf_counter_ns() - t0
+        for i in range(len(self.turn_ns) - 1, -1, -1):
+            side, t = self.turn_ns[i]
+            if side == child.side:
+                self.turn_ns[i] = (side, t + elapsed)
+                break
+        proctree.send(proctree.tree(child.root), signal.SIGCONT)
+        self.out.outcomes[child.side] = child.outcome()
+
+
+def run_turn_round(
+    baseline_job: TimingJob,
+    candidate_job: TimingJob,
+    workdir: Path,
+    *,
+    pairs: int,
+    timeout_s: float,
+    device: str,
+    host_batch_ms: float,
+    observer: Observer | None = None,
+) -> TurnRound:
+    """One round as a turn session (module docstring); ``observer`` sees each turn's edges."""
+    if baseline_job.model.kind == "candidate" or not (baseline_job.turns and candidate_job.turns):
+        raise ValueError("a turn session's baseline child runs trusted code, both as turn jobs")
+    workdir = Path(workdir)
+    out = TurnRound()
+    started = time.monotonic()
+    children = {
+        "baseline": TurnChild(
+            baseline_job, workdir / "baseline", timeout_s=timeout_s * 2, device=device
+        ),
+        "candidate": TurnChild(
+            candidate_job, workdir / "candidate", timeout_s=timeout_s * 2, device=device
+        ),
+    }
+    base, cand = children["baseline"], children["candidate"]
+    session = _Session(base, cand, out, observer)
+    try:
+        _run(session, pairs=pairs, timeout_s=timeout_s, host_batch_ms=host_batch_ms)
+    except ChildLost as lost:
+        for child in children.values():
+            with contextlib.suppress(ChildLost):
+                child.kill()
+        for side, child in children.items():
+            out.outcomes.setdefault(side, child.outcome())
+        failed = out.outcomes[lost.side]
+        if failed.ok:  # it finished on its own, outside the session: not an answer
+            failed = dataclasses.replace(failed, status="crashed", message=str(lost))
+        out.failure = (lost.side, failed)
+    except BaseException:
+        for child in children.values():
+            with contextlib.suppress(ChildLost):
+                child.kill()
+        raise
+    finally:
+        for child in children.values():
+            child.close()
+    out.wall_s = sum(o.wall_s for o in out.outcomes.values()) or time.monotonic() - started
+    if out.failure is not None:
+        return out
+    for side in ("baseline", "candidate"):
+        outcome = out.outcomes[side]
+        if not outcome.ok or outcome.result is None:
+            out.failure = (side, outcome)
+            return out
+    _results(session)
+    return out
+
+
+def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: float) -> None:
+    base, cand, out = session.base, session.cand, session.out
+    base.answer("warmed", None, timeout_s)  # built and warm before any candidate code runs
+    cand.command("start")
+    cand.answer("warmed", None, timeout_s)
+    cand.stop()
+    session.probe(timeout_s)  # the candidate's warm-up may still occupy the GPU
+    base.resume()
+    est_b = base.number("ready", base.command("prep"), timeout_s)
+    base.stop()
+    cand.resume()
+    est_c = cand.number("ready", cand.command("prep"), timeout_s)
+    cand.stop()
+    estimate = max(est_b, est_c)
+    out.calls = calls_for(estimate, host_batch_ms)
+    out.cpu = turn_cpu()
+    turn_s = max(_TURN_MIN_S, _TURN_FACTOR * out.calls * estimate / 1000)
+    session.charge(session.probe(timeout_s))
+    for i in range(pairs):
+        for child in (base, cand) if i % 2 == 0 else (cand, base):
+            child.pin(out.cpu)  # again each turn: a side may have moved its threads
+            waited = session.probe(turn_s)
+            out.probe_waits_ms.append(waited / 1e6)
+            session.charge(waited)
+            session.turn(child, out.calls, turn_s)
+    waited = session.probe(turn_s)
+    out.probe_waits_ms.append(waited / 1e6)
+    session.charge(waited)
+    session.end(base, timeout_s)
+    session.end(cand, timeout_s)
+
+
+def _results(session: _Session) -> None:
+    """Each side's result with the parent's turns as its host numbers; the pairs' ratios."""
+    out = session.out
+    out.turns = [(side, ns / 1e6 / out.calls) for side, ns in session.turn_ns]
+    for side in ("baseline", "candidate"):
+        result = TimingResult.model_validate(out.outcomes[side].result)
+        turns = out.side_turns(side)
+        result = result.model_copy(
+            update={
+                "host_ms": median(turns),
+                "host_samples": turns,
+                "host_calls_per_batch": out.calls,
+            }
+        )
+        setattr(out, side, result)
+    base, cand = out.side_turns("baseline"), out.side_turns("candidate")
+    out.ratios = [b / c for b, c in zip(base, cand, strict=True) if c > 0]
