@@ -39,11 +39,14 @@ from gates.perfstats import (
     paired_ratios,
     rounds_sufficient,
     timers_agree,
+    turn_decision,
+    turns_sufficient,
 )
 from gates.prestart import PrestartedRound
 from gates.protocol import ModelSource, OutputLeaf, TimingJob, TimingResult
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck
+from gates.turns import TurnRound, run_turn_round
 from kernelopt.contracts.verdicts import (
     GateName,
     GateSettings,
@@ -70,6 +73,13 @@ class PerfMeasurement:
     control: list[TimingResult] = field(default_factory=list)
     other_work: OtherWork | None = None  # read only when the rounds stayed unstable
     quiet_waits: list[float] = field(default_factory=list)  # s waited before each round
+    # turn sessions (GateSettings.turn_pairs): each round's pair ratios and how it ran
+    turn_rounds: list[TurnRound] = field(default_factory=list)
+    control_turns: list[TurnRound] = field(default_factory=list)  # A/A turn sessions
+
+    def pair_ratios(self) -> list[float]:
+        """Every pair's baseline turn over its candidate turn, over all turn sessions."""
+        return [x for r in self.turn_rounds for x in r.ratios]
 
     @staticmethod
     def primary(r: TimingResult) -> float:
@@ -159,6 +169,33 @@ class RoundSetup:
             graph_replay=self.graph_replay and graph_replay,
         )
 
+    def turn_job(self, model: ModelSource, side: str, *, graph_replay: bool = True) -> TimingJob:
+        """One child of a turn session: ``model`` alone, its calls recorded for the parent's
+        check when it is the candidate's side (``gates.turns``)."""
+        job = self.job(model, model, graph_replay=graph_replay)
+        return job.model_copy(
+            update={
+                "side": side,
+                "baseline": None,
+                "turns": True,
+                "checks_file": CHECKS_FILE if side == "candidate" else "",
+            }
+        )
+
+    def turn_round(
+        self, first: ModelSource, second: ModelSource, workdir: Path, *, graph_replay: bool = True
+    ) -> TurnRound:
+        """A turn session of ``first`` (the baseline child, trusted code only) and ``second``."""
+        settings = self.settings
+        return run_turn_round(
+            self.turn_job(first, "baseline", graph_replay=graph_replay),
+            self.turn_job(second, "candidate", graph_replay=graph_replay),
+            workdir,
+            pairs=settings.turn_pairs,
+            timeout_s=settings.timing_timeout_s,
+            device=settings.device,
+        )
+
 
 def prestart_round(
     baseline: ModelSource,
@@ -214,6 +251,12 @@ def host_decided_win(m: PerfMeasurement, gamma: float) -> bool:
     cand = [m.primary(r) for r in m.candidate]
     if median(cand) <= 0:
         return False
+    if m.turn_rounds:  # the pairs' ratios decide: a win by them is a win by the host clock
+        if median(m.pair_ratios()) < gamma:
+            return False
+        return any(
+            r.event_ms is not None and r.host_ms > r.event_ms for r in m.baseline + m.candidate
+        )
     # either statistic the decision may use: the sides' medians or the rounds' own ratios
     ratios = paired_ratios(base, cand)
     if max(median(base) / median(cand), median(ratios) if ratios else 0.0) < gamma:
@@ -233,9 +276,20 @@ def order_control(
 
     Trusted code only, so nothing in them can be gamed; their ratio (first slot
     over second) is what the slot order alone does to the numbers.  A failed
-    one is the baseline's failure, as in any round.
+    one is the baseline's failure, as in any round.  With turns, each is a turn
+    session of the baseline against itself (the candidate's child running it).
     """
     for r in range(rounds):
+        if setup.settings.turn_pairs > 0:
+            session = setup.turn_round(
+                baseline, baseline, workdir / f"control{r}", graph_replay=False
+            )
+            m.seconds += session.wall_s
+            if session.failure is not None:
+                m.failure = ("baseline", session.failure[1])
+                return
+            m.control_turns.append(session)
+            continue
         outcome = run_job(
             setup.job(baseline, baseline, graph_replay=False),
             workdir / f"control{r}",
@@ -255,6 +309,8 @@ def order_control(
 def control_ratio(m: PerfMeasurement) -> float | None:
     """Median over the A/A rounds of first slot / second slot: above 1, the second slot (the
     candidate's) reads faster for the same code.  None without such rounds."""
+    if m.control_turns:
+        return median([x for t in m.control_turns for x in t.ratios])
     paired = [r for r in m.control if r.baseline is not None]
     ratios = paired_ratios([m.primary(r.baseline) for r in paired], [m.primary(r) for r in paired])
     return median(ratios) if ratios else None
@@ -294,6 +350,25 @@ def measure(
     m = PerfMeasurement()
     settings = setup.settings
     gamma = settings.gamma if gamma is None else gamma
+    if settings.turn_pairs > 0:
+        if prestarted is not None:  # a paired child: turn sessions start children of their own
+            prestarted.stop()
+        _measure_turns(
+            m,
+            baseline,
+            candidate,
+            setup,
+            workdir=workdir,
+            tampered_inputs=tampered_inputs,
+            before_candidate=before_candidate,
+            gamma=gamma,
+        )
+        if settings.order_control_rounds > 0 and not m.failure and host_decided_win(m, gamma):
+            rounds = min(settings.order_control_rounds, len(m.candidate))
+            order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
+        if _unstable(m, gamma, settings.noise_limit):
+            m.other_work = other_work(settings.device)
+        return m
     job = setup.job(baseline, candidate)
     for r in range(settings.max_rounds + settings.noisy_rounds):
         if r >= settings.max_rounds and not noisy_undecided(
@@ -361,8 +436,82 @@ def measure(
     return m
 
 
+def _measure_turns(
+    m: PerfMeasurement,
+    baseline: ModelSource,
+    candidate: ModelSource,
+    setup: RoundSetup,
+    *,
+    workdir: Path,
+    tampered_inputs: Callable[[], list[str]] | None,
+    before_candidate: Callable[[], None] | None,
+    gamma: float,
+) -> None:
+    """``measure``'s rounds as turn sessions (``gates.turns``): the same checks after each.
+
+    Rounds go on until ``min_rounds`` and the pairs' ratios agree within
+    ``spread_target`` or decide the category (``turns_sufficient``), up to
+    ``max_rounds``, and ``noisy_rounds`` more while they could still flip it.
+    """
+    settings = setup.settings
+    for r in range(settings.max_rounds + settings.noisy_rounds):
+        ratios = m.pair_ratios()
+        if r >= settings.max_rounds and (
+            not ratios
+            or turn_decision(
+                ratios, [1.0], [1.0], gamma=gamma, noise_limit=settings.noise_limit
+            ).stable
+        ):
+            break
+        if before_candidate is not None:
+            before_candidate()
+        waited = wait_for_quiet(settings.device, settings.quiet_gpu_wait_s)
+        if waited is not None:
+            m.quiet_waits.append(waited)
+        round_dir = workdir / f"round{r}"
+        session = setup.turn_round(baseline, candidate, round_dir)
+        m.seconds += session.wall_s
+        for side, outcome in session.outcomes.items():
+            for key, value in outcome.phase_seconds(side).items():
+                m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)
+        if tampered_inputs is not None:
+            m.inputs_tampered = tampered_inputs()
+            if m.inputs_tampered:
+                return
+        if session.failure is not None:
+            m.failure = session.failure
+            return
+        if session.baseline is None or session.candidate is None:
+            raise RuntimeError("a turn session returned no timing for a side")
+        m.order += ["baseline", "candidate"]
+        m.baseline.append(session.baseline)
+        checked = setup.checks.check(round_dir / "candidate" / CHECKS_FILE)
+        m.checks.append(checked)
+        if not checked.ok:
+            m.wrong_output = checked
+            return
+        m.candidate.append(session.candidate)
+        m.turn_rounds.append(session)
+        if session.candidate.tampered_before or session.candidate.tampered_after:
+            return
+        ratios = m.pair_ratios()
+        if len(m.turn_rounds) == 1 and decided_by_one_round(median(ratios), 1.0, gamma):
+            return
+        if turns_sufficient(
+            ratios,
+            len(m.turn_rounds),
+            min_rounds=settings.min_rounds,
+            spread_target=settings.spread_target,
+            gamma=gamma,
+        ):
+            return
+
+
 def _unstable(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
     """Rounds that will quarantine: the only measurement worth asking NVML about."""
+    if m.turn_rounds:
+        ratios = m.pair_ratios()
+        return not turn_decision(ratios, [1.0], [1.0], gamma=gamma, noise_limit=noise_limit).stable
     if len(m.candidate) < 2 or len(m.baseline) != len(m.candidate):
         return False
     base = [m.primary(r) for r in m.baseline]
@@ -396,6 +545,25 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
         ],
         "median_ms": median([PerfMeasurement.primary(r) for r in results]),
         "host_median_ms": median([r.host_ms for r in results]),
+    }
+
+
+def _turn_metrics(m: PerfMeasurement) -> dict[str, Any]:
+    """How the turn sessions ran: pairs, calls per turn, the CPU, every turn and probe wait."""
+    return {
+        "pairs": len(m.pair_ratios()),
+        "sessions": len(m.turn_rounds),
+        "pair_ratios": [round(x, 5) for x in m.pair_ratios()],
+        "spread": "interquartile range of the pair ratios over their median",
+        "rounds": [
+            {
+                "calls_per_turn": t.calls,
+                "cpu": t.cpu,
+                "turns_ms": [[side, round(ms, 6)] for side, ms in t.turns],
+                "probe_waits_ms": [round(x, 4) for x in t.probe_waits_ms],
+            }
+            for t in m.turn_rounds
+        ],
     }
 
 
@@ -508,6 +676,10 @@ def perf_verdict(
         metrics["graph_replay"] = graphs
     if m.quiet_waits:
         metrics["quiet_gpu_waits_s"] = m.quiet_waits
+    turns_note = ""
+    if m.turn_rounds:
+        metrics["turns"] = _turn_metrics(m)
+        turns_note = f"; turns: {len(m.pair_ratios())} pairs in {len(m.turn_rounds)} sessions"
 
     def verdict(status: GateStatus, reason: str, feedback: str = "") -> GateVerdict:
         return GateVerdict(
@@ -601,7 +773,7 @@ def perf_verdict(
             verdict(
                 GateStatus.PASS,
                 f"all {calls} timed calls checked (inputs rotated, outputs compared); "
-                "no speed verdict on the CPU",
+                f"no speed verdict on the CPU{turns_note}",
             ),
             None,
             None,
@@ -610,21 +782,36 @@ def perf_verdict(
     cand_rounds = [m.primary(r) for r in m.candidate]
     order_note = ""
     control = control_ratio(m)
+    ratios = m.pair_ratios()
     if control is not None:
         metrics["order_control"] = {
             "ratio": control,
             "first_ms": [m.primary(r.baseline) for r in m.control if r.baseline is not None],
             "second_ms": [m.primary(r) for r in m.control],
         }
+        if m.control_turns:
+            metrics["order_control"]["pair_ratios"] = [
+                round(x, 5) for t in m.control_turns for x in t.ratios
+            ]
         if control > 1.0:  # never the other way: the control only ever takes a win away
             cand_rounds = [x * control for x in cand_rounds]
+            ratios = [x / control for x in ratios]
             order_note = (
                 f"; the baseline timed in the candidate's slot read {control:.3g}x faster "
                 "(order control), taken off the speedup"
             )
-    decision = decide_category(
-        base_rounds, cand_rounds, gamma=gamma, noise_limit=settings.noise_limit
-    )
+    if m.turn_rounds:  # the pairs decide: adjacent turns share the host clock's regime
+        decision = turn_decision(
+            ratios,
+            [x for r in m.baseline for x in r.host_samples],
+            [x for r in m.candidate for x in r.host_samples],
+            gamma=gamma,
+            noise_limit=settings.noise_limit,
+        )
+    else:
+        decision = decide_category(
+            base_rounds, cand_rounds, gamma=gamma, noise_limit=settings.noise_limit
+        )
     metrics["decision"] = decision.as_dict()
     agreement = _side_timers(m.candidate, settings)
     base_agreement = _side_timers(m.baseline, settings)

@@ -293,3 +293,73 @@ def timers_agree(
             f"{host_ms:.4g} ms: dispatch-bound, or work on another stream",
         )
     return TimerAgreement(event_ms, host_ms, True, "timers agree")
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float]:
+    """First and third quartile (the extremes below four values)."""
+    if len(values) < 4:
+        return (min(values), max(values)) if values else (float("nan"), float("nan"))
+    q = statistics.quantiles(values, n=4)
+    return q[0], q[2]
+
+
+def turn_decision(
+    ratios: Sequence[float],
+    baseline_turns: Sequence[float],
+    candidate_turns: Sequence[float],
+    *,
+    gamma: float,
+    noise_limit: float,
+) -> PerfDecision:
+    """The category from a turn session's pair ratios (``gates.turns``).
+
+    The speedup is the median of every pair's baseline turn over its candidate
+    turn; the noise is their interquartile range relative to that median
+    (``iqr_rel``).  Why the IQR and not ``round_spread``: pairs come by the
+    dozen, and the host clock's regime changes land inside a few pairs, not a
+    quarter of them; a max-min spread, even with a fifth trimmed, would be set
+    by exactly those pairs, while the middle half says how well adjacent turns
+    agree, which is what a turn session measures.  Decisive when both quartiles
+    fall in the median's category; stable when decisive or the noise is within
+    ``noise_limit``.
+    """
+    speedup = median(ratios)
+    noise = iqr_rel(ratios)
+    low, high = quartiles(ratios)
+    category = category_of(speedup, noise, gamma)
+    decisive = bool(ratios) and all(category_of(q, 0.0, gamma) == category for q in (low, high))
+    stable = noise <= noise_limit or decisive
+    if category == PerfCategory.OPTIMIZED:
+        reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {noise:.1%})"
+    elif category == PerfCategory.MATCHED:
+        reason = f"{speedup:.3g}x: within the gamma band of the baseline (noise {noise:.1%})"
+    else:
+        reason = f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
+    reason += (
+        f"; turns: {len(ratios)} pairs of alternating turns, middle half of their ratios "
+        f"{low:.3g}x to {high:.3g}x"
+    )
+    return PerfDecision(
+        category,
+        speedup,
+        median(baseline_turns),
+        median(candidate_turns),
+        iqr_rel(baseline_turns),
+        iqr_rel(candidate_turns),
+        noise,
+        stable,
+        reason,
+        decisive,
+        low,
+        high,
+    )
+
+
+def turns_sufficient(
+    ratios: Sequence[float], rounds: int, *, min_rounds: int, spread_target: float, gamma: float
+) -> bool:
+    """Turn sessions enough: ``min_rounds`` of them, and pair ratios that agree or decide."""
+    if rounds < min_rounds or not ratios:
+        return False
+    decision = turn_decision(ratios, [1.0], [1.0], gamma=gamma, noise_limit=spread_target)
+    return decision.noise <= spread_target or decision.decisive

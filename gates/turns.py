@@ -48,6 +48,8 @@ from gates.runner import ChildOutcome, run_job
 from gates.timers import calls_for
 from gates.turn_channel import COMMANDS, REPLIES, LineReader, make_fifos
 
+TURN_MS = 25.0  # a turn lasts about this long for the slower side: many regimes of the host
+# clock last longer, so both turns of a pair usually share one
 _TURN_MIN_S = 10.0  # a turn's deadline: at least this, or many times its expected length
 _TURN_FACTOR = 50.0
 
@@ -252,7 +254,7 @@ def run_turn_round(
     pairs: int,
     timeout_s: float,
     device: str,
-    host_batch_ms: float,
+    host_batch_ms: float = TURN_MS,
     observer: Observer | None = None,
 ) -> TurnRound:
     """One round as a turn session (module docstring); ``observer`` sees each turn's edges."""

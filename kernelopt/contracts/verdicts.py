@@ -81,6 +81,10 @@ class GateSettings(Frozen):
     # > 0: before each timing round, wait up to this many seconds for a GPU that NVML shows
     # busy with work the gate does not own (gates/gpu_contention.py); 0: time at once
     quiet_gpu_wait_s: float = 0.0
+    # > 0: each timing round is a turn session of this many ABBA pairs of turns between a
+    # baseline child and a candidate child, and the pairs' ratios decide (gates/turns.py,
+    # gates/README.md "Turns"); 0: paired rounds as before.  Off until the H200 confirms it
+    turn_pairs: int = 0
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2
