@@ -1,0 +1,264 @@
+"""Turn sessions (``GateSettings.turn_pairs``): real children on the CPU, hostile ones among them.
+
+Every test here runs a real turn session (two sandboxed children spawned
+through ``gates.runner``, stopped and resumed by the parent) on a small CPU
+problem; the hostile candidates are ordinary modules that a kernel-writing
+agent could write.  The decision rule itself is tested on numbers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gates.cascade import round_setup
+from gates.perf import CHECKS_FILE, RoundSetup, measure, perf_verdict
+from gates.perfstats import turn_decision
+from gates.protocol import ModelSource
+from gates.reference import ReferenceBundle, prepare_reference
+from gates.turns import run_turn_round
+from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
+
+PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "gates" / "scale_one.py"
+PAIRS = 4
+SETTINGS = GateSettings(
+    device="cpu",
+    baseline_mode="eager",
+    warmup_ms=2.0,
+    rep_ms=10.0,
+    min_rounds=1,
+    max_rounds=1,
+    noisy_rounds=0,
+    static_timeout_s=120.0,
+    timing_timeout_s=120.0,
+    turn_pairs=PAIRS,
+)
+BASE = ModelSource(kind="eager", problem_path=str(PROBLEM))
+
+# a forward of about a millisecond of the CPU's own work (a loop, not a sleep: a stopped
+# process does no work, while a sleep's deadline passes all the same)
+BURN = """
+def _burn(n: int = 20000) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+"""
+
+
+@pytest.fixture(scope="module")
+def bundle(gates_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceBundle]:
+    yield prepare_reference(PROBLEM, SETTINGS, tmp_path_factory.mktemp("reference"))
+
+
+@pytest.fixture
+def setup(bundle: ReferenceBundle) -> RoundSetup:
+    return round_setup(bundle, SETTINGS)
+
+
+def _candidate(directory: Path, body: str) -> ModelSource:
+    path = directory / "candidate.py"
+    path.write_text(PROBLEM.read_text() + "\n" + body)
+    return ModelSource(kind="candidate", problem_path=str(PROBLEM), candidate_path=str(path))
+
+
+def _session(
+    setup: RoundSetup, candidate: ModelSource, workdir: Path, observer=None, pairs: int = PAIRS
+):
+    session = run_turn_round(
+        setup.turn_job(BASE, "baseline"),
+        setup.turn_job(candidate, "candidate"),
+        workdir,
+        pairs=pairs,
+        timeout_s=SETTINGS.timing_timeout_s,
+        device="cpu",
+        observer=observer,
+    )
+    assert session.failure is None, session.failure[1].describe() + session.failure[1].log_tail
+    return session
+
+
+def test_the_identity_through_measure_gives_abba_pairs_and_a_turns_verdict(
+    setup: RoundSetup, tmp_path: Path
+) -> None:
+    candidate = _candidate(tmp_path, "ModelNew = Model\n")
+    m = measure(BASE, candidate, setup, workdir=tmp_path / "timing")
+    assert m.failure is None and m.wrong_output is None
+    (session,) = m.turn_rounds
+    assert [side for side, _ in session.turns] == [
+        "baseline",
+        "candidate",
+        "candidate",
+        "baseline",
+    ] * (PAIRS // 2)
+    assert len(m.pair_ratios()) == PAIRS and all(r > 0 for r in m.pair_ratios())
+    # each side's host numbers are the parent's turns, not the child's own
+    assert m.candidate[0].host_samples == session.side_turns("candidate")
+    assert len(m.candidate[0].turn_ms) == PAIRS  # the child's own, a diagnostic
+    assert m.checks[0].ok and m.checks[0].calls >= PAIRS * session.calls
+    v4, _, _ = perf_verdict(m, settings=SETTINGS, gamma=SETTINGS.gamma, roofline=None)
+    assert v4.status == GateStatus.PASS
+    assert v4.metrics["turns"]["pairs"] == PAIRS and f"turns: {PAIRS} pairs" in v4.reason
+
+
+def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn(
+    setup: RoundSetup, tmp_path: Path
+) -> None:
+    """The thread counts into a file of its own; the count is read around every turn."""
+    candidate = _candidate(
+        tmp_path,
+        """
+import os, threading
+
+def _spin() -> None:
+    count = 0
+    while True:
+        count += 1
+        if count % 200 == 0:
+            with open("spin.tmp", "w") as f:
+                f.write(str(count))
+            os.replace("spin.tmp", "spin.count")
+
+threading.Thread(target=_spin, daemon=True).start()
+ModelNew = Model
+""",
+    )
+    counter = tmp_path / "session" / "candidate" / "spin.count"
+    seen: dict[str, list[int]] = {"baseline": [], "candidate": []}
+    marks: list[int] = []
+
+    def observe(side: str, edge: str) -> None:
+        time.sleep(0.02)  # were the thread running now, it would count on meanwhile
+        value = int(counter.read_text())
+        if edge == "before":
+            marks.append(value)
+        else:
+            seen[side].append(value - marks.pop())
+
+    _session(setup, candidate, tmp_path / "session", observe)
+    assert len(seen["baseline"]) == PAIRS
+    assert seen["baseline"] == [0] * PAIRS  # stopped with its process for every baseline turn
+    assert all(n > 0 for n in seen["candidate"])  # and running during its own turns
+
+
+def test_a_candidate_that_says_done_early_still_pays_for_its_calls(
+    setup: RoundSetup, tmp_path: Path
+) -> None:
+    """Its harness is patched to answer done before the calls: the work lands in later turns
+    of its own, and its last turn's work in its timed end."""
+    candidate = _candidate(
+        tmp_path,
+        BURN
+        + """
+import os
+import gates.jobs.timing as timing
+import gates.jobs.turn_side as turn_side
+
+_seq = [""]
+_next = turn_side._Commands.next
+
+
+def _next_spy(self):
+    word, seq, arg = _next(self)
+    _seq[0] = seq
+    return word, seq, arg
+
+
+_turn = timing.CheckedLoop.turn
+
+
+def _early_turn(self, n):
+    fd = os.open("turn_replies", os.O_WRONLY)
+    os.write(fd, f"done {_seq[0]}\\n".encode())
+    os.close(fd)
+    return _turn(self, n)
+
+
+turn_side._Commands.next = _next_spy
+timing.CheckedLoop.turn = _early_turn
+
+
+class ModelNew(Model):
+    def forward(self, x):
+        _burn()
+        return x * self.scale
+""",
+    )
+    pairs = 2  # the last turn's work is half of it: its loss would show plainly
+    session = _session(setup, candidate, tmp_path / "session", pairs=pairs)
+    namespace: dict[str, object] = {}
+    exec(BURN, namespace)
+    best = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        namespace["_burn"]()  # type: ignore[operator]
+        best.append(time.perf_counter() - t0)
+    work_ms = pairs * session.calls * min(best) * 1e3
+    charged_ms = sum(session.side_turns("candidate")) * session.calls
+    # its first turn did almost none of it; without the timed end, its last turn's work
+    # (half) would be done after the session, untimed
+    assert charged_ms >= 0.7 * work_ms, (charged_ms, work_ms)
+
+
+def test_the_baseline_child_never_sees_the_candidates_module(
+    setup: RoundSetup, tmp_path: Path
+) -> None:
+    candidate = _candidate(
+        tmp_path,
+        """
+import os
+open(f"imported.{os.getpid()}", "w").close()  # in the importing child's workdir
+ModelNew = Model
+""",
+    )
+    _session(setup, candidate, tmp_path / "session")
+    base_dir, cand_dir = tmp_path / "session" / "baseline", tmp_path / "session" / "candidate"
+    assert list(cand_dir.glob("imported.*"))  # the marker works
+    assert not list(base_dir.glob("imported.*"))
+    assert "candidate.py" not in (base_dir / "job.json").read_text()
+    assert (cand_dir / CHECKS_FILE).is_file() and not (base_dir / CHECKS_FILE).exists()
+
+
+def test_a_candidate_that_dies_in_a_turn_fails_the_round_as_the_candidates(
+    setup: RoundSetup, tmp_path: Path
+) -> None:
+    candidate = _candidate(
+        tmp_path,
+        """
+import os
+import gates.jobs.timing as timing
+
+_turn = timing.CheckedLoop.turn
+
+
+def _dies(self, n):
+    os._exit(3)
+
+
+timing.CheckedLoop.turn = _dies
+ModelNew = Model
+""",
+    )
+    m = measure(BASE, candidate, setup, workdir=tmp_path / "timing")
+    assert m.failure is not None
+    side, outcome = m.failure
+    assert side == "candidate" and outcome.status == "crashed"
+    v4, _, _ = perf_verdict(m, settings=SETTINGS, gamma=SETTINGS.gamma, roofline=None)
+    assert v4.status == GateStatus.ERROR and not v4.metrics.get("infrastructure")
+
+
+def test_the_pairs_median_decides_and_their_middle_half_is_the_noise() -> None:
+    steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.6]  # one pair across a regime change
+    d = turn_decision(steady, [0.05] * 8, [0.05] * 8, gamma=1.03, noise_limit=0.10)
+    assert d.category == PerfCategory.MATCHED and d.stable and d.noise < 0.05
+    assert "turns: 8 pairs" in d.reason
+    win = [1.2, 1.25, 1.22, 1.18, 1.3, 0.9, 1.21, 1.24]
+    d = turn_decision(win, [0.06] * 8, [0.05] * 8, gamma=1.03, noise_limit=0.10)
+    assert d.category == PerfCategory.OPTIMIZED and d.decisive
+    assert d.speedup == pytest.approx(1.215)
+    wild = [0.6, 1.5, 0.8, 1.3, 1.0, 0.7, 1.4, 1.1]
+    d = turn_decision(wild, [0.05] * 8, [0.05] * 8, gamma=1.03, noise_limit=0.10)
+    assert not d.stable
