@@ -8,7 +8,10 @@ are made), and the baseline's objects and memory are gone when it is
 agree within ``spread_target`` (the spread is then known) or ``max_rounds``
 is reached, and up to ``noisy_rounds`` more while the noise could still flip
 the category (``noisy_undecided``); a first round far outside the gamma band decides alone
-(``decided_by_one_round``).  Every timed call is checked (gates/checked_calls.py):
+(``decided_by_one_round``).  With ``GateSettings.turn_pairs`` each round is a turn
+session instead (``gates.turns``: a baseline child and a candidate child take
+alternating turns timed by this process) and the pairs' ratios decide
+(``perfstats.turn_decision``).  Every timed call is checked (gates/checked_calls.py):
 a wrong output in any of them ends the measurement.  Then, in order:
 
 0. a timed call returned a wrong output     -> FAIL (naming the call)
