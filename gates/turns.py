@@ -1,10 +1,10 @@
 """A turn session: the baseline and the candidate in two live children that take turns.
 
 ``GateSettings.turn_pairs`` (off by default; gates/README.md, "Turns").  A
-dispatch-bound forward is timed by the host clock, whose speed on the H200
-host moves in regimes of a fraction of a second; two sides timed seconds
-apart disagree by that much, two sides timed in alternating short batches do
-not.  Candidate code must never share a process with the trusted baseline, so
+dispatch-bound forward is timed by the host clock, whose speed can move in
+regimes shorter than a paired round; two sides timed seconds apart then
+disagree by that much, two sides timed in alternating short batches share a
+regime.  Candidate code must never share a process with the trusted baseline, so
 here each side has a child of its own and the parent alternates them:
 
 1. both start together; the baseline child builds and warms, then the

@@ -99,6 +99,9 @@ def test_the_identity_through_measure_gives_abba_pairs_and_a_turns_verdict(
     assert m.candidate[0].host_samples == session.side_turns("candidate")
     assert len(m.candidate[0].turn_ms) == PAIRS  # the child's own, a diagnostic
     assert m.checks[0].ok and m.checks[0].calls >= PAIRS * session.calls
+    # both children held the device: each one's wall time is charged
+    assert set(session.outcomes) == {"baseline", "candidate"}
+    assert m.seconds == pytest.approx(sum(o.wall_s for o in session.outcomes.values()))
     v4, _, _ = perf_verdict(m, settings=SETTINGS, gamma=SETTINGS.gamma, roofline=None)
     assert v4.status == GateStatus.PASS
     assert v4.metrics["turns"]["pairs"] == PAIRS and f"turns: {PAIRS} pairs" in v4.reason
@@ -262,3 +265,63 @@ def test_the_pairs_median_decides_and_their_middle_half_is_the_noise() -> None:
     wild = [0.6, 1.5, 0.8, 1.3, 1.0, 0.7, 1.4, 1.1]
     d = turn_decision(wild, [0.05] * 8, [0.05] * 8, gamma=1.03, noise_limit=0.10)
     assert not d.stable
+
+
+def _turn_round(ratio: float, event_ms: float = 0.01):
+    """A finished session whose every pair reads ``ratio`` (host-bound: turns above events)."""
+    from gates.protocol import TimingResult
+    from gates.turns import TurnRound
+
+    base_turns, cand_turns = [0.05] * PAIRS, [0.05 / ratio] * PAIRS
+
+    def side(name: str, turns: list[float]) -> TimingResult:
+        return TimingResult(
+            side=name, event_ms=event_ms, event_samples=[event_ms] * 5, host_ms=turns[0]
+        ).model_copy(update={"host_samples": turns})
+
+    return TurnRound(
+        baseline=side("baseline", base_turns),
+        candidate=side("candidate", cand_turns),
+        ratios=[ratio] * PAIRS,
+        calls=100,
+    )
+
+
+def test_turns_replace_paired_rounds_only_when_asked_and_keep_the_order_control(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Default settings never start a turn session; with turns, a win the host clock decides
+    is checked against A/A turn sessions, whose ratio is taken off the speedup."""
+    import gates.perf as perf
+    from gates.runner import ChildOutcome
+    from tests.support.paired_timing import measure_on
+
+    sessions: list[tuple[str, str]] = []
+
+    def turn_round(base_job, cand_job, workdir, **_):
+        # every session reads 1.25x, the A/A ones too: the order (here, the child) alone
+        sessions.append((base_job.model.kind, cand_job.model.kind))
+        session = _turn_round(1.25)
+        session.outcomes = {
+            side: ChildOutcome(status="ok", phase="save_checks", wall_s=1.0)
+            for side in ("baseline", "candidate")
+        }
+        session.wall_s = 2.0  # as run_turn_round sums it: both children's wall time
+        return session
+
+    def paired(*_a, **_k):
+        return ChildOutcome(status="crashed", phase="start", wall_s=0.1)
+
+    monkeypatch.setattr(perf, "run_turn_round", turn_round)
+    m = measure_on(paired, monkeypatch, min_rounds=1, max_rounds=1)
+    assert not sessions and m.failure is not None  # turn_pairs=0: the paired child ran
+    m = measure_on(paired, monkeypatch, min_rounds=2, max_rounds=2, turn_pairs=PAIRS)
+    assert sessions[:2] == [("eager", "candidate")] * 2
+    assert sessions[2:] == [("eager", "eager")] * 2  # A/A: trusted code in both children
+    assert m.failure is None and len(m.pair_ratios()) == 2 * PAIRS
+    assert m.seconds == pytest.approx(4 * 2.0)  # every session's GPU-seconds, the A/A ones too
+    settings = GateSettings(device="cuda", min_rounds=2, max_rounds=2, turn_pairs=PAIRS)
+    v4, category, speedup = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
+    assert category == PerfCategory.MATCHED and speedup == pytest.approx(1.0)
+    assert "order control" in v4.reason and "turns: 8 pairs" in v4.reason
+    assert v4.metrics["order_control"]["pair_ratios"] == [1.25] * 2 * PAIRS
