@@ -8,11 +8,11 @@ regime.  Candidate code must never share a process with the trusted baseline, so
 here each side has a child of its own and the parent alternates them:
 
 1. both start together; the baseline child builds and warms, then the
-   candidate child (told ``start`` only then), then each in turn settles and
-   takes its CUDA-event samples while the other is stopped
-   (``gates.jobs.turn_side``);
-2. the parent pins both to one CPU and chooses one call count for both (a
-   turn of about ``host_batch_ms`` for the slower side);
+   candidate child (told ``start`` only then);
+2. the parent pins both to one CPU; each in turn settles and takes its
+   CUDA-event samples while the other is stopped (``gates.jobs.turn_side``);
+   the parent chooses one call count for both (a turn of about
+   ``host_batch_ms`` for the slower side);
 3. ``pairs`` pairs of turns in ABBA order: before each turn the baseline child
    waits out GPU work left queued (its idle probe), charged to the turn before;
    the turn itself is the parent's ``perf_counter_ns`` from before resuming
@@ -202,7 +202,7 @@ class _Session:
         self.turn_ns: list[tuple[str, int]] = []
 
     def probe(self, timeout_s: float) -> int:
-        """The baseline's idle wait, its tree resumed only for it (unless it was running)."""
+        """The baseline's idle wait in ns: it is resumed for the probe and stopped after it."""
         base = self.base
         base.resume()
         waited = int(base.number("probed", base.command("probe"), timeout_s))
@@ -311,6 +311,10 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     cand.command("start")
     cand.answer("warmed", None, timeout_s)
     cand.stop()
+    base.stop()
+    out.cpu = turn_cpu()
+    for child in (base, cand):  # settling and the events on the CPU the turns run on
+        child.pin(out.cpu)
     session.probe(timeout_s)  # the candidate's warm-up may still occupy the GPU
     base.resume()
     est_b = base.number("ready", base.command("prep"), timeout_s)
@@ -320,7 +324,6 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     cand.stop()
     estimate = max(est_b, est_c)
     out.calls = calls_for(estimate, host_batch_ms)
-    out.cpu = turn_cpu()
     turn_s = max(_TURN_MIN_S, _TURN_FACTOR * out.calls * estimate / 1000)
     session.charge(session.probe(timeout_s))
     for i in range(pairs):
