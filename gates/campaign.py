@@ -140,7 +140,13 @@ def _judge_candidate(
     """``gate_candidate`` once it has its reference: gates 1-2 (or 1-3), then the timings."""
     timing_settings = settings.model_copy(update={"min_rounds": 1, "max_rounds": 1})
     prestarted = None
-    if settings.prestart_timing and inp.measure_kernel_speedup and bundle.ok:
+    # a turn session starts children of its own (gates/turns.py): nothing to prestart
+    if (
+        settings.prestart_timing
+        and not settings.turn_pairs
+        and inp.measure_kernel_speedup
+        and bundle.ok
+    ):
         bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
         prestarted = prestart_round(
             ws.wrapper_source(None),

@@ -239,8 +239,9 @@ def verify_candidate(
 def _prestart(
     bundle: ReferenceBundle, candidate_path: str | Path, settings: GateSettings, workdir: Path
 ) -> PrestartedRound | None:
-    """Gate 4's first round started now, when ``settings.prestart_timing`` asks for it."""
-    if not (settings.prestart_timing and settings.run_perf and bundle.ok):
+    """Gate 4's first round started now, when ``settings.prestart_timing`` asks for it (not
+    with turns: a turn session starts children of its own)."""
+    if not (settings.prestart_timing and settings.run_perf and bundle.ok) or settings.turn_pairs:
         return None
     problem = str(Path(bundle.problem_path).resolve())
     path = str(Path(candidate_path).resolve())
