@@ -80,9 +80,9 @@ class PerfMeasurement:
     turn_rounds: list[TurnRound] = field(default_factory=list)
     control_turns: list[TurnRound] = field(default_factory=list)  # A/A turn sessions
 
-    def pair_ratios(self) -> list[float]:
-        """Every pair's baseline turn over its candidate turn, over all turn sessions."""
-        return [x for r in self.turn_rounds for x in r.ratios]
+    def pair_ratios(self) -> list[list[float]]:
+        """Each turn session's pair ratios (baseline turn over candidate turn), a list each."""
+        return [list(r.ratios) for r in self.turn_rounds]
 
     @staticmethod
     def primary(r: TimingResult) -> float:
@@ -255,7 +255,7 @@ def host_decided_win(m: PerfMeasurement, gamma: float) -> bool:
     if median(cand) <= 0:
         return False
     if m.turn_rounds:  # the pairs' ratios decide: a win by them is a win by the host clock
-        if median(m.pair_ratios()) < gamma:
+        if median([median(x) for x in m.pair_ratios() if x] or [0.0]) < gamma:
             return False
         return any(
             r.event_ms is not None and r.host_ms > r.event_ms for r in m.baseline + m.candidate
@@ -460,7 +460,7 @@ def _measure_turns(
     for r in range(settings.max_rounds + settings.noisy_rounds):
         ratios = m.pair_ratios()
         if r >= settings.max_rounds and (
-            not ratios
+            not any(ratios)
             or turn_decision(
                 ratios, [1.0], [1.0], gamma=gamma, noise_limit=settings.noise_limit
             ).stable
@@ -498,11 +498,10 @@ def _measure_turns(
         if session.candidate.tampered_before or session.candidate.tampered_after:
             return
         ratios = m.pair_ratios()
-        if len(m.turn_rounds) == 1 and decided_by_one_round(median(ratios), 1.0, gamma):
+        if len(ratios) == 1 and ratios[0] and decided_by_one_round(median(ratios[0]), 1.0, gamma):
             return
         if turns_sufficient(
             ratios,
-            len(m.turn_rounds),
             min_rounds=settings.min_rounds,
             spread_target=settings.spread_target,
             gamma=gamma,
@@ -554,10 +553,13 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
 def _turn_metrics(m: PerfMeasurement) -> dict[str, Any]:
     """How the turn sessions ran: pairs, calls per turn, the CPU, every turn and probe wait."""
     return {
-        "pairs": len(m.pair_ratios()),
+        "pairs": sum(len(x) for x in m.pair_ratios()),
         "sessions": len(m.turn_rounds),
-        "pair_ratios": [round(x, 5) for x in m.pair_ratios()],
-        "spread": "interquartile range of the pair ratios over their median",
+        "pair_ratios": [[round(x, 5) for x in session] for session in m.pair_ratios()],
+        "spread": (
+            "the larger of the pairs' interquartile range within a session and the spread "
+            "of the session medians"
+        ),
         "rounds": [
             {
                 "calls_per_turn": t.calls,
@@ -682,7 +684,8 @@ def perf_verdict(
     turns_note = ""
     if m.turn_rounds:
         metrics["turns"] = _turn_metrics(m)
-        turns_note = f"; turns: {len(m.pair_ratios())} pairs in {len(m.turn_rounds)} sessions"
+        pairs = sum(len(x) for x in m.pair_ratios())
+        turns_note = f"; turns: {pairs} pairs in {len(m.turn_rounds)} sessions"
 
     def verdict(status: GateStatus, reason: str, feedback: str = "") -> GateVerdict:
         return GateVerdict(
@@ -798,7 +801,7 @@ def perf_verdict(
             ]
         if control > 1.0:  # never the other way: the control only ever takes a win away
             cand_rounds = [x * control for x in cand_rounds]
-            ratios = [x / control for x in ratios]
+            ratios = [[x / control for x in session] for session in ratios]
             order_note = (
                 f"; the baseline timed in the candidate's slot read {control:.3g}x faster "
                 "(order control), taken off the speedup"

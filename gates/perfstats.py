@@ -304,30 +304,38 @@ def quartiles(values: Sequence[float]) -> tuple[float, float]:
 
 
 def turn_decision(
-    ratios: Sequence[float],
+    sessions: Sequence[Sequence[float]],
     baseline_turns: Sequence[float],
     candidate_turns: Sequence[float],
     *,
     gamma: float,
     noise_limit: float,
 ) -> PerfDecision:
-    """The category from a turn session's pair ratios (``gates.turns``).
+    """The category from turn sessions' pair ratios (``gates.turns``), one list a session.
 
-    The speedup is the median of every pair's baseline turn over its candidate
-    turn; the noise is their interquartile range relative to that median
-    (``iqr_rel``).  Why the IQR and not ``round_spread``: pairs come by the
-    dozen, and the host clock's regime changes land inside a few pairs, not a
-    quarter of them; a max-min spread, even with a fifth trimmed, would be set
-    by exactly those pairs, while the middle half says how well adjacent turns
-    agree, which is what a turn session measures.  Decisive when both quartiles
-    fall in the median's category; stable when decisive or the noise is within
-    ``noise_limit``.
+    A session -- one fresh pair of processes -- is the unit of evidence: adjacent
+    turns cancel the host clock's regimes, but each pair of processes keeps an
+    offset of its own (docs/TEAM_NOTES.md, twentieth session), so pairs pooled over
+    sessions would count one process's luck many times.  The speedup is the median
+    of the sessions' medians; the noise is the larger of the pairs' interquartile
+    range within a session (``iqr_rel``: the middle half, because a regime change
+    lands inside a few pairs and a max-min spread would be set by exactly those)
+    and the spread of all session medians (``spread``: sessions are few, and an
+    offset is exactly what must not be set aside).  Decisive when the pooled pairs'
+    quartiles and every session median fall in the median's category; stable when
+    decisive or the noise is within ``noise_limit``.
     """
-    speedup = median(ratios)
-    noise = iqr_rel(ratios)
-    low, high = quartiles(ratios)
+    kept = [list(s) for s in sessions if s]
+    medians = [median(s) for s in kept]
+    pooled = [x for s in kept for x in s]
+    speedup = median(medians) if medians else float("nan")
+    within = median([iqr_rel(s) for s in kept]) if kept else float("inf")
+    between = spread(medians) if len(medians) >= 2 else 0.0
+    noise = max(within, between)
+    low, high = quartiles(pooled)
     category = category_of(speedup, noise, gamma)
-    decisive = bool(ratios) and all(category_of(q, 0.0, gamma) == category for q in (low, high))
+    edges = (low, high, *medians)
+    decisive = bool(pooled) and all(category_of(q, 0.0, gamma) == category for q in edges)
     stable = noise <= noise_limit or decisive
     if category == PerfCategory.OPTIMIZED:
         reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {noise:.1%})"
@@ -336,9 +344,11 @@ def turn_decision(
     else:
         reason = f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
     reason += (
-        f"; turns: {len(ratios)} pairs of alternating turns, middle half of their ratios "
-        f"{low:.3g}x to {high:.3g}x"
+        f"; turns: {len(pooled)} pairs of alternating turns in {len(kept)} session(s), "
+        f"middle half of their ratios {low:.3g}x to {high:.3g}x"
     )
+    if len(medians) >= 2:
+        reason += f", session medians {min(medians):.3g}x to {max(medians):.3g}x"
     return PerfDecision(
         category,
         speedup,
@@ -356,10 +366,10 @@ def turn_decision(
 
 
 def turns_sufficient(
-    ratios: Sequence[float], rounds: int, *, min_rounds: int, spread_target: float, gamma: float
+    sessions: Sequence[Sequence[float]], *, min_rounds: int, spread_target: float, gamma: float
 ) -> bool:
     """Turn sessions enough: ``min_rounds`` of them, and pair ratios that agree or decide."""
-    if rounds < min_rounds or not ratios:
+    if len(sessions) < min_rounds or not any(sessions):
         return False
-    decision = turn_decision(ratios, [1.0], [1.0], gamma=gamma, noise_limit=spread_target)
+    decision = turn_decision(sessions, [1.0], [1.0], gamma=gamma, noise_limit=spread_target)
     return decision.noise <= spread_target or decision.decisive
