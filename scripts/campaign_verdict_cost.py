@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scripts.gate_levers import add_lever_arguments, levers_from
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_ENV = "KERNELOPT_REFERENCE_CACHE"  # gates.reference_cache.REFERENCE_CACHE_ENV
 
@@ -66,7 +68,7 @@ def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) 
     extra: dict[str, Any] = {"reference_uses": args.uses} if args.uses is not None else {}
     if args.cpu_budget is not None:
         extra["cpu_budget_s"] = args.cpu_budget
-    extra.update(_levers(args))
+    extra.update(levers_from(args))
     return CandidateGateInput(
         compiled=compiled,
         segment=segment,
@@ -78,16 +80,6 @@ def _input(store: Any, compiled: Any, candidate: str, args: argparse.Namespace) 
         timeout_s=300,
         settings=GateSettings(device=args.device, **extra),
     )
-
-
-def _levers(args: argparse.Namespace) -> dict[str, Any]:
-    """The issue-22 levers this run turns on, as ``GateSettings`` fields (off: today's)."""
-    levers: dict[str, Any] = {}
-    if args.settle_wall:
-        levers["settle_step_wall_ms"] = args.settle_wall
-    if args.prestart_timing:
-        levers["prestart_timing"] = True
-    return levers
 
 
 def _problem_path(name: str) -> Path:
@@ -136,7 +128,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "wall": round(wall, 3),
                 "reference_child_ran": "reference_child" in stages,
                 "reference": mark,
-                "levers": _levers(args),
+                "levers": levers_from(args),
                 "stage_seconds": stages,
             }
             sys.stderr.write(
@@ -200,12 +192,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1, help="unrecorded verdicts first")
     parser.add_argument("--uses", type=int, help="GateSettings.reference_uses (default: its own)")
     parser.add_argument("--cpu-budget", type=float, help="GateSettings.cpu_budget_s (0: full size)")
-    parser.add_argument(
-        "--settle-wall", type=float, default=0.0, help="GateSettings.settle_step_wall_ms (ms)"
-    )
-    parser.add_argument(
-        "--prestart-timing", action="store_true", help="GateSettings.prestart_timing"
-    )
+    add_lever_arguments(parser)
     parser.add_argument("--label", default="after")
     parser.add_argument("--table", type=Path, nargs="+", help="only print the table of these")
     args = parser.parse_args()

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scripts.gate_levers import add_lever_arguments, levers_from
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = sorted((ROOT / "tests" / "problems" / "identity").glob("*.py"))
 
@@ -217,9 +219,7 @@ def main() -> int:
     v = sub.add_parser("verify")
     v.add_argument("--deadline", type=float, default=540.0)
     v.add_argument("--only", default="", help="comma-separated problem names (default: all)")
-    v.add_argument("--settle-wall", type=float, default=0.0, help="settle_step_wall_ms (ms)")
-    v.add_argument("--prestart-timing", action="store_true", help="prestart_timing")
-    v.add_argument("--quiet-wait", type=float, default=0.0, help="quiet_gpu_wait_s (s)")
+    add_lever_arguments(v)
     o = sub.add_parser("optimize")
     o.add_argument("--chunk", default="0/8")
     o.add_argument("--deadline", type=float, default=540.0)
@@ -236,14 +236,7 @@ def main() -> int:
         unknown = sorted(set(only) - {path.stem for path in CORPUS})
         if unknown:
             parser.error(f"--only names problems the corpus does not hold: {unknown}")
-        levers: dict[str, Any] = {}
-        if args.settle_wall:
-            levers["settle_step_wall_ms"] = args.settle_wall
-        if args.prestart_timing:
-            levers["prestart_timing"] = True
-        if args.quiet_wait:
-            levers["quiet_gpu_wait_s"] = args.quiet_wait
-        return verify(args.deadline, out, only, levers)
+        return verify(args.deadline, out, only, levers_from(args))
     if args.section == "optimize":
         return optimize(args.chunk, args.deadline, args.resume, args.plans, args.max_targets)
     return summary(args.out)

@@ -1,0 +1,38 @@
+"""Gate 4's opt-in levers as command-line flags, for the scripts that A/B them on the GPU.
+
+Each lever is a ``GateSettings`` field that is off by default until an H200 run shows it
+helps; the identity corpus and the verdict-cost benchmark take the same flags and name
+the levers in every row they write, so two runs can be compared side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+# flag -> (GateSettings field, type, help)
+LEVERS: dict[str, tuple[str, type, str]] = {
+    "--settle-wall": ("settle_step_wall_ms", float, "settling steps sized by wall time (ms)"),
+    "--prestart-timing": ("prestart_timing", bool, "build the first round's baseline early"),
+    "--quiet-wait": ("quiet_gpu_wait_s", float, "wait for other GPU work before a round (s)"),
+    "--turns": ("turn_pairs", int, "turn sessions of this many ABBA pairs (gates/README.md)"),
+}
+
+
+def add_lever_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per lever, each off unless given."""
+    for flag, (field, kind, text) in LEVERS.items():
+        if kind is bool:
+            parser.add_argument(flag, action="store_true", help=f"{text} ({field})")
+        else:
+            parser.add_argument(flag, type=kind, default=kind(0), help=f"{text} ({field})")
+
+
+def levers_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The levers a run turns on, as ``GateSettings`` fields (nothing given: today's gate)."""
+    chosen: dict[str, Any] = {}
+    for flag, (field, _kind, _text) in LEVERS.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value:
+            chosen[field] = value
+    return chosen
