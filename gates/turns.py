@@ -11,8 +11,9 @@ here each side has a child of its own and the parent alternates them:
    candidate child (told ``start`` only then);
 2. the parent pins both to one CPU; each in turn settles and takes its
    CUDA-event samples while the other is stopped (``gates.jobs.turn_side``);
-   the parent chooses one call count for both (a turn of about
-   ``host_batch_ms`` for the slower side);
+   the parent chooses one call count for both from the baseline's estimate (a
+   turn of about ``host_batch_ms`` for the baseline: the candidate's own estimate
+   could shrink turns until their fixed overhead pulls every ratio towards 1);
 3. ``pairs`` pairs of turns in ABBA order: before each turn the baseline child
    waits out GPU work left queued (its idle probe), charged to the turn before;
    the turn itself is the parent's ``perf_counter_ns`` from before resuming
@@ -48,7 +49,7 @@ from gates.runner import ChildOutcome, run_job
 from gates.timers import calls_for
 from gates.turn_channel import COMMANDS, REPLIES, LineReader, make_fifos
 
-TURN_MS = 25.0  # a turn lasts about this long for the slower side: many regimes of the host
+TURN_MS = 25.0  # a baseline turn lasts about this long: many regimes of the host
 # clock last longer, so both turns of a pair usually share one
 _TURN_MIN_S = 10.0  # a turn's deadline: at least this, or many times its expected length
 _TURN_FACTOR = 50.0
@@ -322,9 +323,9 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     cand.resume()
     est_c = cand.number("ready", cand.command("prep"), timeout_s)
     cand.stop()
-    estimate = max(est_b, est_c)
-    out.calls = calls_for(estimate, host_batch_ms)
-    turn_s = max(_TURN_MIN_S, _TURN_FACTOR * out.calls * estimate / 1000)
+    out.calls = calls_for(est_b, host_batch_ms)  # trusted: see the module docstring
+    slowest = max(est_b, est_c)
+    turn_s = min(timeout_s, max(_TURN_MIN_S, _TURN_FACTOR * out.calls * slowest / 1000))
     session.charge(session.probe(timeout_s))
     for i in range(pairs):
         for child in (base, cand) if i % 2 == 0 else (cand, base):

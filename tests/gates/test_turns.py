@@ -8,6 +8,7 @@ agent could write.  The decision rule itself is tested on numbers.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from gates.perf import CHECKS_FILE, RoundSetup, measure, perf_verdict
 from gates.perfstats import turn_decision
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
-from gates.turns import run_turn_round
+from gates.turns import TURN_MS, run_turn_round
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "gates" / "scale_one.py"
@@ -350,3 +351,21 @@ def test_turns_replace_paired_rounds_only_when_asked_and_keep_the_order_control(
     assert category == PerfCategory.MATCHED and speedup == pytest.approx(1.0)
     assert "order control" in v4.reason and "turns: 8 pairs" in v4.reason
     assert v4.metrics["order_control"]["pair_ratios"] == [1.25] * 2 * PAIRS
+
+
+def test_the_call_count_follows_the_baseline_not_the_candidates_estimate(
+    setup: RoundSetup, tmp_path: Path
+) -> None:
+    """A slow candidate (or one that reports a large estimate) does not shorten the turns:
+    short turns are mostly fixed overhead, which pulls every ratio towards 1, so a slower
+    candidate would read matched."""
+    slow = _candidate(
+        tmp_path,
+        "import time\n\n\nclass ModelNew(Model):\n"
+        "    def forward(self, *args):\n"
+        "        time.sleep(0.005)\n"
+        "        return super().forward(*args)\n",
+    )
+    session = _session(setup, slow, tmp_path / "slow", pairs=2)
+    per_call_ms = statistics.median(session.side_turns("candidate"))
+    assert session.calls * per_call_ms > 3 * TURN_MS  # its turns last its own slowness
