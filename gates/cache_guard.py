@@ -20,6 +20,13 @@ one (compiling its own kernels is what a candidate does).  Files above
 re-tunes the trusted baseline and rewrites them itself, and a dropped record
 re-tunes in the next process's warm-up, before anything is timed.  Planting a file under a key
 the baseline has not compiled yet is not detected (gates/README).
+
+A GPU worker's caches also carry a window record (``kernelopt.compiler_caches``):
+``arm()`` marks a window open before the candidate starts and ``check()`` marks it
+closed once judged, so ``kernelopt state export --compiler-caches`` leaves behind
+whatever a candidate changed in a window no check has seen -- a snapshot taken
+mid-window, or a gate process killed before its check.  ``arm()`` finding a window
+left open drops every entry changed since it opened, for the same reason.
 """
 
 from __future__ import annotations
@@ -37,6 +44,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gates.zygote_client import SOCKET_ENV, ServiceError, request_digests
+from kernelopt.compiler_caches import (
+    changed_since,
+    close_window,
+    open_window,
+    read_window,
+    window_file,
+)
 
 Stat = tuple[int, int, int]  # inode, size, ctime_ns
 HASH_LIMIT = 16 * 2**20  # cubins and kernel sources are KBs; bigger files: state only
@@ -160,9 +174,16 @@ class CacheGuard:
         self._before: dict[str, Stat] | None = None
         self._known: dict[str, tuple[Stat, str | None]] = {}  # path -> (state, digest then)
         self.retuned: list[str] = []  # autotuning records rewritten and dropped, unblamed
+        self.window = window_file(self.dirs)  # None: caches not laid out as a worker's
+        self.stale: list[str] = []  # dropped because a window before ours was never checked
 
     def arm(self) -> None:
         started = time.monotonic()
+        if self.window is not None:
+            last = read_window(self.window)
+            if last is not None and last.open:
+                self._drop_changed_since(last.since_ns)
+            open_window(self.window)  # before the snapshot and the candidate's start
         before = snapshot(self.dirs)
         new = [(p, st) for p, st in before.items() if self._known.get(p, (None,))[0] != st]
         for (path, state), digest in zip(new, self.digests(new), strict=True):
@@ -206,7 +227,28 @@ class CacheGuard:
         blamed = sorted(set(touched) - set(retuned))
         for path in blamed:
             self._drop_entry(Path(path))
+        if self.window is not None:
+            close_window(self.window)
         return blamed
+
+    def _drop_changed_since(self, since_ns: int) -> None:
+        """Drop every entry a window left open (its gate process died before ``check()``)
+        may have changed: the file, or a folder above it below a cache root, changed since."""
+        for top in self.dirs:
+            for root, subdirs, files in os.walk(top):
+                subdirs[:] = [d for d in subdirs if not _bookkeeping(d)]
+                chain = _folder_ctimes(Path(top), Path(root))
+                for name in files:
+                    if _bookkeeping(name):
+                        continue
+                    path = Path(root) / name
+                    try:
+                        ctime = os.lstat(path).st_ctime_ns
+                    except OSError:
+                        continue
+                    if changed_since([*chain, ctime], since_ns):
+                        self.stale.append(str(path))
+                        self._drop_entry(path)
 
     def _drop_entry(self, path: Path) -> None:
         """Delete the cache entry holding ``path``: its whole directory, below a cache root.
@@ -233,3 +275,16 @@ class CacheGuard:
             except ValueError:
                 continue
         return f"compiler cache {path}"
+
+
+def _folder_ctimes(top: Path, folder: Path) -> list[int]:
+    """Change times of ``folder`` and the folders between it and ``top`` (``top`` not included:
+    every new entry changes it)."""
+    out = []
+    while folder != top and top in folder.parents:
+        try:
+            out.append(os.lstat(folder).st_ctime_ns)
+        except OSError:
+            out.append(time.time_ns())  # gone meanwhile: judged changed
+        folder = folder.parent
+    return out

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 CACHE_ENV = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
@@ -42,3 +44,91 @@ def isolate_compiler_caches(root: Path, host: str, gpu: str) -> tuple[Path, Path
         path.mkdir(parents=True, exist_ok=True)
         os.environ[env] = str(path)
     return dirs
+
+
+# --- the cache guard's window record ------------------------------------------------------------
+# The gates open a window before each candidate process and close it once they have checked
+# what it wrote (``gates.cache_guard``).  The record lies beside a worker's two caches, out of
+# the sandbox's view (only the caches themselves are bound into it), so a candidate can neither
+# read nor remove it; ``kernelopt state export --compiler-caches`` reads it to leave behind
+# every file a candidate may have changed and no check has seen yet.
+WINDOW_NAME = "guard-window"
+CACHE_NAMES = ("triton", "inductor")
+
+
+@dataclass(frozen=True)
+class Window:
+    """The last window of a worker's caches: opened (and not yet checked) or closed."""
+
+    generation: int
+    open: bool
+    since_ns: int  # the record's change time, on the clock that stamps the cache files
+
+
+def window_file(dirs: Sequence[Path]) -> Path | None:
+    """The window record of caches laid out as ``worker_cache_dirs`` does; None otherwise."""
+    paths = [Path(d) for d in dirs]
+    if len(paths) != 2 or tuple(p.name for p in paths) != CACHE_NAMES:
+        return None
+    if paths[0].parent != paths[1].parent:
+        return None
+    return paths[0].parent / WINDOW_NAME
+
+
+def read_window(path: Path) -> Window | None:
+    """The record at ``path``; None when there is none (no window ever opened there)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        text = handle.read(64).decode("ascii", "replace").split()
+    if len(text) != 2 or text[0] not in ("open", "closed") or not text[1].isdigit():
+        # unreadable: judged as a window open since the record last changed (the safe side)
+        return Window(generation=-1, open=True, since_ns=st.st_ctime_ns)
+    return Window(generation=int(text[1]), open=text[0] == "open", since_ns=st.st_ctime_ns)
+
+
+def open_window(path: Path) -> Window:
+    """Record a window opening now (before the candidate process starts)."""
+    last = read_window(path)
+    generation = (last.generation if last else 0) + 1
+    return _write_window(path, f"open {generation}")
+
+
+def close_window(path: Path) -> Window:
+    """Record the window checked: what the candidate changed was judged (and dropped)."""
+    last = read_window(path)
+    return _write_window(path, f"closed {last.generation if last else 0}")
+
+
+def _write_window(path: Path, text: str) -> Window:
+    """A new file renamed over the record: its change time is when this was written."""
+    tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(text.encode("ascii"))
+    os.replace(tmp, path)
+    window = read_window(path)
+    assert window is not None
+    return window
+
+
+def changed_since(chain: Sequence[int], since_ns: int) -> bool:
+    """Whether any of the change times in ``chain`` (a file's and those of its folders
+    below the cache root) is at or after ``since_ns``.
+
+    The folders count because renaming one moves whole entries without touching
+    their files' own change times.  "At" counts too: the clock ticks coarsely.
+    """
+    return any(ctime >= since_ns for ctime in chain)
+
+
+def worker_of(name: str) -> tuple[str, str] | None:
+    """(host, GPU id) of a worker cache folder's name, as ``worker_cache_dirs`` spelt them
+    (the host with odd characters replaced); None for a folder of another kind."""
+    host, sep, gpu = name.rpartition("-gpu")
+    if not sep or not host or not gpu:
+        return None
+    return host, gpu

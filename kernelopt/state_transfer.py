@@ -6,7 +6,10 @@ workers keep under ``KERNELOPT_HOME`` -- the artifact store, the GPU result
 index (so a retried call finds its finished result instead of running again),
 the shared experience memory and the reply folder.  Caches a new machine
 rebuilds (compiler caches, generated code) and per-machine bookkeeping (pid
-files, worker and server logs) stay behind.
+files, worker and server logs) stay behind -- except, opt-in, the GPU workers'
+compiler caches (``compiler_caches=True``, ``kernelopt.cache_transfer``): a large
+model's max-autotune compile can take most of a loan, and the caches spare the
+next machine that compile.
 
 The database is copied with SQLite's online backup API, never as a file: a
 copy of a file the server is writing can be torn, while a backup is one
@@ -38,7 +41,7 @@ import subprocess
 import tarfile
 import tempfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal
@@ -46,6 +49,17 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelopt.audit.moves import StateMove, record_move
+from kernelopt.cache_transfer import (
+    CACHES_PART,
+    CachesInfo,
+    Placement,
+    cache_bytes,
+    pack_caches,
+    place_workers,
+    relocate_groups,
+    version_mismatch,
+    worker_folders,
+)
 from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.errors import KernelOptError
@@ -64,6 +78,8 @@ FILE_PARTS: tuple[str, ...] = ("results", "memory", "llm", "artifacts")
 _CHUNK = 1 << 20
 
 ServerState = Literal["running", "stopped", "lost", "external"]
+# (phase, bytes just done, the phase's total): 0 bytes done announces a phase and its total
+PhaseProgress = Callable[[str, int, int], None]
 
 
 class StateTransferError(KernelOptError):
@@ -94,6 +110,8 @@ class StateManifest(BaseModel):
     files: list[ManifestFile] = Field(default_factory=list)
     # files the exporter left behind because its caller regenerates them (``leave_out``)
     left_out: list[str] = Field(default_factory=list)
+    # the GPU workers' compiler caches, when exported with them (their files are in ``files``)
+    compiler_caches: CachesInfo | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -114,18 +132,26 @@ class TransferReport(BaseModel):
     manifest: StateManifest
     parts: list[PartSummary]
     warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
 
 # --- export ------------------------------------------------------------------------------------
 def export_state(
-    settings: Settings, archive: Path, store_only: bool = False, leave_out: Iterable[str] = ()
+    settings: Settings,
+    archive: Path,
+    store_only: bool = False,
+    leave_out: Iterable[str] = (),
+    *,
+    compiler_caches: bool = False,
+    progress: PhaseProgress | None = None,
 ) -> TransferReport:
     """Write ``archive`` from ``settings.home``: the database (unless ``store_only``) and files.
 
     ``leave_out``: home-relative paths (``artifacts/ab/ab12...``) the caller will
     regenerate after the import (tensors drawn from a problem's seed are hundreds of
     MiB, a moved home may carry only a few): they are not archived, and the manifest
-    names them.
+    names them.  ``compiler_caches``: also the GPU workers' Triton and Inductor caches
+    (``kernelopt.cache_transfer``).  ``progress`` hears each phase's bytes.
     """
     home = settings.home
     skip = set(leave_out)
@@ -155,6 +181,9 @@ def export_state(
         )
     entries: list[ManifestFile] = []
     left: list[str] = []
+    notes: list[str] = []
+    caches: CachesInfo | None = None
+    tell = progress or (lambda phase, done, total: None)
     staging = Path(tempfile.mkdtemp(prefix=".state-export-", dir=archive.parent))
     partial = archive.with_name(f".{archive.name}.{uuid.uuid4().hex[:8]}.partial")
     try:
@@ -163,15 +192,23 @@ def export_state(
             if not store_only:
                 last_write = _mtime_iso(db)
                 snapshot = staging / "temporal.db"
+                tell("database", 0, db.stat().st_size)
                 _backup_database(db, snapshot)
                 entries.append(_add_file(tar, snapshot, DB_NAME))
-            for part in FILE_PARTS:
-                for path in _files_of(home / part):
-                    name = path.relative_to(home).as_posix()
-                    if name in skip:
-                        left.append(name)
-                        continue
-                    entries.append(_add_file(tar, path, name))
+                tell("database", entries[-1].size, db.stat().st_size)
+            files = [p for part in FILE_PARTS for p in _files_of(home / part)]
+            total = sum(_size(p) for p in files)
+            tell("state files", 0, total)
+            for path in files:
+                name = path.relative_to(home).as_posix()
+                if name in skip:
+                    left.append(name)
+                    tell("state files", _size(path), total)
+                    continue
+                entries.append(_add_file(tar, path, name))
+                tell("state files", entries[-1].size, total)
+            if compiler_caches:
+                caches = _pack_caches(settings, tar, staging, entries, tell, notes)
             if store_only:
                 last_write = _newest_write(home / "artifacts")
             manifest = StateManifest(
@@ -186,6 +223,7 @@ def export_state(
                 code=code_fingerprint(),
                 files=entries,
                 left_out=left,
+                compiler_caches=caches,
             )
             data = manifest.model_dump_json(indent=2).encode()
             info = tarfile.TarInfo(MANIFEST_NAME)
@@ -202,7 +240,41 @@ def export_state(
         manifest=manifest,
         parts=_summaries(entries),
         warnings=warnings,
+        notes=notes,
     )
+
+
+def _pack_caches(
+    settings: Settings,
+    tar: tarfile.TarFile,
+    staging: Path,
+    entries: list[ManifestFile],
+    tell: PhaseProgress,
+    notes: list[str],
+) -> CachesInfo | None:
+    """The GPU workers' caches into ``tar`` (None, and a note, when there are none)."""
+    root = settings.compiler_caches_dir
+    if not worker_folders(root):
+        notes.append(f"no GPU worker compiler caches under {root}: exported the rest without them")
+        return None
+    total = cache_bytes(root)
+    tell("compiler caches", 0, total)
+
+    def add(_tar: tarfile.TarFile, name: str, size: int, sha256: str) -> None:
+        entries.append(ManifestFile(path=name, size=size, sha256=sha256))
+
+    info = pack_caches(tar, root, staging, add, lambda done: tell("compiler caches", done, total))
+    behind = sum(w.left_behind for w in info.workers)
+    notes.append(
+        f"compiler caches: {len(info.workers)} worker(s), {info.files} file(s), "
+        f"{human_bytes(info.bytes)} (torch {info.torch_version}, triton {info.triton_version})"
+    )
+    if behind:
+        notes.append(
+            f"{behind} cache file(s) left behind: changed while a candidate's cache-guard "
+            "window was open and not yet checked (they are compiled again on the new machine)"
+        )
+    return info
 
 
 def _server_state(settings: Settings) -> ServerState:
@@ -271,9 +343,21 @@ def read_manifest(archive: Path) -> StateManifest:
 
 
 def import_state(
-    settings: Settings, archive: Path, force: bool = False, store_only: bool = False
+    settings: Settings,
+    archive: Path,
+    force: bool = False,
+    store_only: bool = False,
+    *,
+    host: str | None = None,
+    gpus: Sequence[tuple[str, str]] | None = None,
 ) -> TransferReport:
-    """Restore ``archive`` into ``settings.home`` after checking every file's digest."""
+    """Restore ``archive`` into ``settings.home`` after checking every file's digest.
+
+    Compiler caches in the archive go to this machine's GPU workers (``host``, default
+    this host's name; ``gpus``, default ``nvidia-smi``'s (index, UUID) pairs), and only
+    when the torch and triton that wrote them are the ones installed here: otherwise the
+    import is refused, or with ``force`` goes ahead without them.
+    """
     archive = Path(archive).resolve()
     if not archive.is_file():
         raise StateTransferError(f"{archive} does not exist")
@@ -290,8 +374,37 @@ def import_state(
             f"the Temporal dev server of {home} is running: `kernelopt server stop` first"
         )
     wanted = [f for f in manifest.files if with_db or f.path != DB_NAME]
-    parts = sorted({_part_of(f.path) for f in wanted})
+    warnings, notes = [], []
+    caches = manifest.compiler_caches
+    placements: list[Placement] = []
+    if caches is not None:
+        mismatch = version_mismatch(caches)
+        if mismatch and not force:
+            raise StateTransferError(
+                f"the archive's compiler caches were written by other compiler versions "
+                f"({mismatch}): a cache from another torch or triton is useless at best and "
+                "serves wrong kernels at worst. Install the same versions here, or pass "
+                "--force to import everything else and leave the caches out"
+            )
+        if mismatch:
+            warnings.append(f"compiler caches left out: {mismatch}")
+            wanted = [f for f in wanted if _part_of(f.path) != CACHES_PART]
+            caches = None
+        else:
+            here = gpus if gpus is not None else _gpu_ids()
+            if not here:
+                notes.append("no GPU visible here: caches keep the source's GPU ids")
+            placements = place_workers(
+                caches, settings.compiler_caches_dir, host or socket.gethostname(), here
+            )
+            notes += [p.note for p in placements if p.note]
+    parts = sorted({_part_of(f.path) for f in wanted} - {CACHES_PART})
     occupied = [p for p in parts if _occupied(home, p)]
+    occupied += [
+        f"{CACHES_PART}/{p.target.name}"
+        for p in placements
+        if p.target is not None and p.target.is_dir() and any(p.target.rglob("*"))
+    ]
     if occupied and not force:
         raise StateTransferError(
             f"{home} already holds state ({', '.join(occupied)}); import into an empty "
@@ -303,9 +416,17 @@ def import_state(
         _extract_checked(archive, wanted, staging)
         for part in parts:
             _swap_in(staging, home, part)
+        restored = _swap_in_caches(staging, settings, caches, placements, warnings)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     archive_sha = file_digest(archive)
+    sources = tuple(f"{CACHES_PART}/{r.split(' -> ')[0]}/" for r in restored)
+    moved_caches = [f for f in wanted if sources and f.path.startswith(sources)]
+    if restored:
+        notes.append(
+            f"compiler caches restored: {len(moved_caches)} file(s), "
+            f"{human_bytes(sum(f.size for f in moved_caches))} ({'; '.join(restored)})"
+        )
     move = StateMove(
         archive_sha256=archive_sha,
         exported_at=manifest.created_at,
@@ -315,9 +436,11 @@ def import_state(
         imported_at=_now(),
         imported_to=f"{socket.gethostname()}:{home}",
         kind="full" if with_db else "store-only",
+        compiler_caches_files=len(moved_caches),
+        compiler_caches_bytes=sum(f.size for f in moved_caches),
+        compiler_caches=restored,
     )
     record_move(open_store(settings.artifacts_dir), move)
-    warnings = []
     if manifest.server == "running":
         warnings.append(
             f"the archive is a snapshot of a running server on {manifest.source}: make sure "
@@ -335,7 +458,61 @@ def import_state(
         manifest=manifest,
         parts=_summaries(wanted),
         warnings=warnings,
+        notes=notes,
     )
+
+
+def _swap_in_caches(
+    staging: Path,
+    settings: Settings,
+    caches: CachesInfo | None,
+    placements: list[Placement],
+    warnings: list[str],
+) -> list[str]:
+    """Move each checked worker's caches to its worker here; "source -> target" for each."""
+    if caches is None:
+        return []
+    sources = {w.name: w for w in caches.workers}
+    root = private_dir(settings.compiler_caches_dir)
+    done = []
+    for placement in placements:
+        staged = staging / CACHES_PART / placement.source
+        if placement.target is None or not staged.is_dir():
+            continue
+        dropped = relocate_groups(staged, sources[placement.source].source_dir, placement.target)
+        if dropped:
+            warnings.append(
+                f"{placement.source}: {dropped} Triton group file(s) named paths outside its "
+                "cache and were dropped"
+            )
+        target = placement.target
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.exists():
+            shutil.rmtree(target)
+        shutil.move(staged, target)  # a copy when the caches live on another file system
+        os.chmod(target, dir_mode())
+        done.append(f"{placement.source} -> {target.relative_to(root)}")
+    return done
+
+
+def _gpu_ids() -> list[tuple[str, str]]:
+    """This machine's GPUs as (index, UUID), from ``nvidia-smi`` (empty without it)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        done = subprocess.run(
+            [smi, "--query-gpu=index,uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    pairs = [tuple(x.strip() for x in line.split(",", 1)) for line in done.stdout.splitlines()]
+    return [(p[0], p[1]) for p in pairs if len(p) == 2]
 
 
 def _manifest_of(tar: tarfile.TarFile, archive: Path) -> StateManifest:
@@ -470,6 +647,23 @@ def _summaries(entries: list[ManifestFile]) -> list[PartSummary]:
     return list(out.values())
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def human_bytes(size: int) -> str:
+    """Bytes for people: 1.2 GiB."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -505,10 +699,12 @@ def _temporal_cli_version() -> str:
 
 __all__ = [
     "ManifestFile",
+    "PhaseProgress",
     "StateManifest",
     "StateTransferError",
     "TransferReport",
     "export_state",
+    "human_bytes",
     "import_state",
     "read_manifest",
 ]

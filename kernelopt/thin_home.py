@@ -27,7 +27,12 @@ from pydantic import BaseModel, Field
 from kernelopt.config import Settings
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.log import get_logger
-from kernelopt.state_transfer import StateTransferError, TransferReport, export_state
+from kernelopt.state_transfer import (
+    PhaseProgress,
+    StateTransferError,
+    TransferReport,
+    export_state,
+)
 from kernelopt.store import ArtifactStore, open_store, write_atomic
 
 log = get_logger(__name__)
@@ -92,11 +97,22 @@ class Redrawn(BaseModel):
 
 # --- export ------------------------------------------------------------------------------------
 def export_thin(
-    settings: Settings, archive: Path, *, also_leave_out: Mapping[str, str] | None = None
+    settings: Settings,
+    archive: Path,
+    *,
+    also_leave_out: Mapping[str, str] | None = None,
+    compiler_caches: bool = False,
+    progress: PhaseProgress | None = None,
 ) -> ThinExport:
     """``export_state`` without the tensors an import can draw again (``plan_thin``)."""
     plan = plan_thin(settings, also_leave_out=also_leave_out)
-    report = export_state(settings, archive, leave_out=plan.paths)
+    report = export_state(
+        settings,
+        archive,
+        leave_out=plan.paths,
+        compiler_caches=compiler_caches,
+        progress=progress,
+    )
     return ThinExport(report=report, plan=plan)
 
 

@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from kernelopt.store import ArtifactStore, write_atomic
 
@@ -32,6 +32,10 @@ class StateMove(BaseModel):
     imported_at: str
     imported_to: str  # host:home of the destination
     kind: str = "full"  # full / store-only
+    # GPU workers' compiler caches that came along (``--compiler-caches``), and where they went
+    compiler_caches_files: int = 0
+    compiler_caches_bytes: int = 0
+    compiler_caches: list[str] = Field(default_factory=list)  # "<source worker> -> <worker here>"
 
 
 def journal_path(store: ArtifactStore) -> Path | None:
