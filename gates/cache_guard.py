@@ -45,6 +45,7 @@ from pathlib import Path
 
 from gates.zygote_client import SOCKET_ENV, ServiceError, request_digests
 from kernelopt.compiler_caches import (
+    Window,
     changed_since,
     close_window,
     open_window,
@@ -176,14 +177,18 @@ class CacheGuard:
         self.retuned: list[str] = []  # autotuning records rewritten and dropped, unblamed
         self.window = window_file(self.dirs)  # None: caches not laid out as a worker's
         self.stale: list[str] = []  # dropped because a window before ours was never checked
+        self._opened: Window | None = None  # the window record this guard wrote last
 
     def arm(self) -> None:
         started = time.monotonic()
         if self.window is not None:
             last = read_window(self.window)
-            if last is not None and last.open:
+            if last is None or not last.open:
+                self._opened = open_window(self.window)  # before the snapshot and the start
+            elif last != self._opened:  # another guard's window, never checked: its gate died
                 self._drop_changed_since(last.since_ns)
-            open_window(self.window)  # before the snapshot and the candidate's start
+                self._opened = open_window(self.window)
+            # else: armed again before a check; our window stays open since its start
         before = snapshot(self.dirs)
         new = [(p, st) for p, st in before.items() if self._known.get(p, (None,))[0] != st]
         for (path, state), digest in zip(new, self.digests(new), strict=True):
@@ -228,7 +233,7 @@ class CacheGuard:
         for path in blamed:
             self._drop_entry(Path(path))
         if self.window is not None:
-            close_window(self.window)
+            self._opened = close_window(self.window)
         return blamed
 
     def _drop_changed_since(self, since_ns: int) -> None:

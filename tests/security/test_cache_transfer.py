@@ -85,3 +85,12 @@ def test_a_window_left_open_by_a_dead_gate_is_cleaned_before_the_next(tmp_path: 
     assert (folder / RECORD).is_file()
     assert {Path(p).relative_to(folder).as_posix() for p in fresh.stale} >= {CUBIN, GRAPH}
     assert fresh.check() == []
+
+
+def test_arming_twice_before_a_check_keeps_the_window_and_drops_nothing(tmp_path: Path):
+    guard, folder = worker_with_an_own_entry(tmp_path / "caches")
+    guard.arm()
+    opened = read_window(folder / "guard-window")
+    guard.arm()
+    assert read_window(folder / "guard-window") == opened and guard.stale == []
+    assert (folder / CUBIN).is_file() and guard.check() == []
