@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from gates.cache_guard import CacheGuard
 from gates.protocol import SCREEN_RESULTS, ScreenEntry, ScreenJob, ScreenLine
 from gates.runner import ChildOutcome, run_job
 from gates.screen_layout import ScreenLayout
@@ -81,18 +82,28 @@ def _run_child(job: ScreenJob, workdir: Path, lines: list[ScreenLine]) -> ChildO
     """One screen job in a fresh workdir holding the pass's lines so far.
 
     Nothing a candidate left in an earlier child's workdir reaches this one, but
-    the lines it may have forged there do (the order checks judge them).
+    the lines it may have forged there do (the order checks judge them).  The
+    child writes the worker's compiler caches, which trusted compiles load later:
+    a cache-guard window around it drops every cache file a candidate rewrote, as
+    around every gate child (``gates.cache_guard``).
     """
     workdir.mkdir(parents=True)
     (workdir / SCREEN_RESULTS).write_text("".join(f"{x.model_dump_json()}\n" for x in lines))
     stall_s = job.params.timeout_s
-    return run_job(
-        job,
-        workdir,
-        timeout_s=stall_s * (len(job.candidates) + 1),  # each line may take stall_s
-        stall_s=stall_s,
-        device=job.device,
-    )
+    caches = CacheGuard()
+    caches.arm()
+    try:
+        return run_job(
+            job,
+            workdir,
+            timeout_s=stall_s * (len(job.candidates) + 1),  # each line may take stall_s
+            stall_s=stall_s,
+            device=job.device,
+        )
+    finally:
+        rewritten = [caches.describe(path) for path in caches.check()]
+        if rewritten:  # dropped: the next trusted compile builds them again from source
+            log.warning("screen_rewrote_compiler_caches", files=rewritten[:20])
 
 
 def _run_pass(job: ScreenJob, entries: list[ScreenEntry], workdir: Path) -> _Pass:

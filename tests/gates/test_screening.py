@@ -320,3 +320,26 @@ def test_a_round_forks_from_the_workers_zygote_and_a_hang_costs_only_its_candida
     assert "no progress within 10 s" in hang.smoke_note and hang.estimated_ms is None
     assert "died on it: process died (signal SIGSEGV) during screen segv" in segv.smoke_note
     assert wall < 10 * len(cands)  # the hang cost its own 10 s, not the round's budget
+
+
+def test_a_compiler_cache_file_a_screened_candidate_rewrites_is_dropped(
+    store: ArtifactStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trusted compiles load the worker's caches later (and `state export --compiler-caches`
+    carries them): a screen child gets the gate children's cache-guard window."""
+    cache = tmp_path / "triton-cache"
+    (cache / "ab12").mkdir(parents=True)
+    victim = cache / "ab12" / "baseline_kernel.cubin"
+    victim.write_bytes(b"\x7fELF baseline kernel")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    poison = _read("swish_fused") + (
+        f"\nfrom pathlib import Path as _P\n_v = _P({str(victim)!r})\n"
+        "_v.write_bytes(_v.read_bytes() + b'\\0')\n"
+        f"_P({str(cache)!r}, 'cd34').mkdir(exist_ok=True)\n"
+        f"_P({str(cache)!r}, 'cd34', 'own.cubin').write_bytes(b'mine')\n"
+    )
+    result = screen_candidates(_input(store, [_candidate(store, "poison", poison)]), store)
+    assert result.estimates[0].smoke_ok  # screening only ranks: the estimate stands
+    assert not victim.exists()  # dropped: the next trusted compile builds it from source
+    assert (cache / "cd34" / "own.cubin").exists()  # what a candidate compiles stays
