@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from gates import sandbox
 from gates.job_progress import StallWatch, wait_for
+from gates.proctree import HostTree, TreeSignaller
 from gates.protocol import ModelSource, TimingJob
 from gates.sandbox_stage import LIVE_FILE
 from gates.zygote import Zygote, ZygoteError
@@ -158,7 +159,7 @@ def run_job(
     env: dict[str, str] | None = None,
     via: Zygote | None = None,
     stall_s: float | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[TreeSignaller], None] | None = None,
 ) -> ChildOutcome:
     """Run ``job`` in a fresh child process and wait for it (at most ``timeout_s``).
 
@@ -167,10 +168,10 @@ def run_job(
     else it is a freshly spawned interpreter.  A custom ``env`` always spawns.
     With ``stall_s``, a child that marks no progress for that long is killed too
     (a ``timeout`` outcome with ``stalled`` set): a job of many candidates, each
-    of which may hang, says so.  ``on_start`` is called with the child's host PID
-    as soon as it runs, for a caller that signals it itself (``gates.turns``):
-    such a child is spawned, or forked from an unsandboxed zygote, never from a
-    sandboxed one, whose PIDs are its namespace's own.
+    of which may hang, says so.  ``on_start`` is called as soon as the child runs
+    with a handle that stops, resumes, pins and kills its whole tree
+    (``gates.turns``): host-PID signals for a spawned child, the zygote's
+    commands for a forked one (a sandboxed zygote's PIDs are its namespace's own).
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -237,23 +238,23 @@ def _launch(
     env: dict[str, str] | None,
     via: Zygote | None,
     stall_s: float | None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[TreeSignaller], None] | None = None,
 ) -> tuple[int | None, str]:
     """How the child ended: its exit code, and "" or why it was killed ("timeout", "stall")."""
     zygote = via or (_ZYGOTES.get(device) if env is None else None)
-    if on_start is not None:  # host PIDs only: a sandboxed zygote's are its namespace's
-        if zygote is not None and zygote.alive and not zygote.sandboxed:
-            return _run_forked(zygote, workdir, timeout_s, stall_s, on_start)
-        return _run_spawned(workdir, log_path, timeout_s, stall_s, child_env(device, env), on_start)
     if zygote is not None and zygote.alive:
-        return _run_forked(zygote, workdir, timeout_s, stall_s)
+        return _run_forked(zygote, workdir, timeout_s, stall_s, on_start)
     service = os.environ.get(SOCKET_ENV)
     if env is None and service and os.environ.get(DEVICE_ENV) == device:
         try:
-            return run_via_service(service, workdir, timeout_s, stall_s)
+            return run_via_service(service, workdir, timeout_s, stall_s, on_start=on_start)
         except ServiceError as exc:
+            if on_start is not None and exc.started:
+                raise  # the caller holds the forked child: a second one would be a new job
             _LOG.warning("shared zygote failed; spawning", reason=str(exc))
-    return _run_spawned(workdir, log_path, timeout_s, stall_s, child_env(device, env))
+    return _run_spawned(
+        workdir, log_path, timeout_s, stall_s, child_env(device, env), on_start=on_start
+    )
 
 
 def _run_spawned(
@@ -262,7 +263,7 @@ def _run_spawned(
     timeout_s: float,
     stall_s: float | None,
     env: dict[str, str],
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[TreeSignaller], None] | None = None,
 ) -> tuple[int | None, str]:
     """A fresh interpreter: the most isolated launch, used when no zygote is running.
 
@@ -286,10 +287,10 @@ def _run_spawned(
             env=env,
             start_new_session=True,
         )
-        if on_start is not None:
-            on_start(proc.pid)
         killed = ""
         try:
+            if on_start is not None:
+                on_start(HostTree(proc.pid))
             _, killed = wait_for(_poll(proc), timeout_s, StallWatch(workdir, stall_s))
             if killed:
                 _kill_group(proc.pid)
@@ -318,11 +319,16 @@ def _run_forked(
     workdir: Path,
     timeout_s: float,
     stall_s: float | None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[TreeSignaller], None] | None = None,
 ) -> tuple[int | None, str]:
     pid = zygote.spawn(workdir)
     if on_start is not None:
-        on_start(pid)
+        try:
+            on_start(zygote.signaller(pid))
+        except BaseException:
+            zygote.kill(pid)
+            zygote.wait(pid, 30.0)
+            raise
     watch = StallWatch(zygote.workdir_of(pid, workdir), stall_s)
     code, killed = wait_for(lambda seconds: zygote.wait(pid, seconds), timeout_s, watch)
     if killed:

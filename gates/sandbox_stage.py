@@ -56,7 +56,11 @@ def _link_tree(src: Path, dst: Path) -> None:
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
-    """Copy (never link: the child may write these) regular files of ``src`` to ``dst``."""
+    """Copy (never link: the child may write these) regular files of ``src`` to ``dst``.
+
+    A FIFO (a turn child's channel, ``gates.turn_channel``) is made afresh: the
+    parent opens the staged one, which is what the child sees.
+    """
     dst.mkdir(parents=True, exist_ok=True)
     if not src.is_dir():
         return
@@ -67,6 +71,9 @@ def _copy_tree(src: Path, dst: Path) -> None:
             _copy_tree(child, dst / child.name)
         elif child.is_file():
             shutil.copy2(child, dst / child.name)
+        elif child.is_fifo():
+            (dst / child.name).unlink(missing_ok=True)
+            os.mkfifo(dst / child.name, 0o600)
 
 
 def _move_back(src: Path, dst: Path) -> None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -41,9 +40,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gates import proctree
+from gates.go_signal import live_workdir
 from gates.perfstats import median
 from gates.placement import current_cpu
+from gates.proctree import SignalFailed, TreeSignaller
 from gates.protocol import TimingJob, TimingResult
 from gates.runner import ChildOutcome, run_job
 from gates.timers import calls_for
@@ -78,44 +78,70 @@ class ChildLost(RuntimeError):
 
 
 class TurnChild:
-    """Parent side of one turn child: its FIFOs, its process tree and its outcome."""
+    """Parent side of one turn child: its FIFOs, its process tree and its outcome.
+
+    The tree is stopped, resumed and pinned through the signaller ``run_job``
+    hands over when the child starts (``gates.proctree.TreeSignaller``): host
+    PIDs for a spawned child, the zygote's commands for a forked one.  The FIFOs
+    are opened where the child sees them (a sandboxed zygote's stage) and
+    unlinked once it has opened them (``seal``), so no sibling can open them later.
+    """
 
     def __init__(self, job: TimingJob, workdir: Path, *, timeout_s: float, device: str) -> None:
         self.side = job.side
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         make_fifos(self.workdir)
-        self._commands = os.open(self.workdir / COMMANDS, os.O_RDWR | os.O_NONBLOCK)
-        self._replies = os.open(self.workdir / REPLIES, os.O_RDWR | os.O_NONBLOCK)
-        self.reader = LineReader(self._replies)
-        self._pid: int | None = None
+        self._fds: list[int] = []
+        self._fifos: list[Path] = [self.workdir / COMMANDS, self.workdir / REPLIES]
+        self._commands = -1
+        self._reader: LineReader | None = None
+        self._tree: TreeSignaller | None = None
         self._started = threading.Event()
-        self.pids: list[int] = []  # the tree as last stopped
         self._seq = 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"turns-{self.side}")
         self.future: Future[ChildOutcome] = self._pool.submit(
             run_job, job, self.workdir, timeout_s=timeout_s, device=device, on_start=self._on_start
         )
 
-    def _on_start(self, pid: int) -> None:
-        self._pid = pid
+    def _on_start(self, tree: TreeSignaller) -> None:
+        live = live_workdir(self.workdir)
+        if live != self.workdir:
+            self._fifos += [live / COMMANDS, live / REPLIES]
+        self._commands = os.open(live / COMMANDS, os.O_RDWR | os.O_NONBLOCK)
+        replies = os.open(live / REPLIES, os.O_RDWR | os.O_NONBLOCK)
+        self._fds = [self._commands, replies]
+        self._reader = LineReader(replies)
+        self._tree = tree
         self._started.set()
 
     def alive(self) -> bool:
         return not self.future.done()
 
     @property
-    def root(self) -> int:
-        if self._pid is None:
+    def tree(self) -> TreeSignaller:
+        if self._tree is None:
             self._started.wait(60.0)
-        if self._pid is None:
+        if self._tree is None:
             raise ChildLost(self.side, "never started")
-        return self._pid
+        return self._tree
+
+    @property
+    def reader(self) -> LineReader:
+        self.tree  # noqa: B018 (waits for the start)
+        assert self._reader is not None
+        return self._reader
+
+    def seal(self) -> None:
+        """Unlink the FIFOs: the child has opened both (it answered), the parent holds both."""
+        for path in self._fifos:
+            path.unlink(missing_ok=True)
 
     def command(self, word: str, arg: str = "") -> str:
         """Send ``word`` with a fresh sequence number (stale replies dropped first); the number."""
+        reader = self.reader
         self._seq += 1
-        self.reader.drain()
+        reader.drain()
         os.write(self._commands, f"{word} {self._seq} {arg}\n".encode())
         return str(self._seq)
 
@@ -125,8 +151,9 @@ class TurnChild:
         Other lines are skipped: they are not the answer to this command.
         """
         deadline = time.monotonic() + timeout_s
+        reader = self.reader
         while True:
-            line = self.reader.line(deadline, self.alive)
+            line = reader.line(deadline, self.alive)
             if line is None:
                 raise ChildLost(self.side, f"gave no {word!r} within {timeout_s:g} s")
             fields = line.split()
@@ -145,20 +172,19 @@ class TurnChild:
         return value
 
     def resume(self) -> None:
-        proctree.send(self.pids or [self.root], signal.SIGCONT)
+        self.tree.cont()
 
-    def stop(self) -> bool:
-        """Stop the child's whole tree; True when it had started processes not stopped before."""
-        before = set(self.pids)
-        self.pids = proctree.stop_tree(self.root, self.pids or [self.root])
-        return bool(set(self.pids) - before) and bool(before)
+    def stop(self) -> int:
+        """Stop the child's whole tree; ``perf_counter_ns`` when it is known stopped."""
+        return self.tree.stop()
 
     def pin(self, cpu: int) -> None:
-        proctree.pin(self.pids or proctree.tree(self.root), cpu)
+        self.tree.pin(cpu)
 
     def kill(self) -> None:
-        pids = proctree.tree(self.root) if self._pid is not None else []
-        proctree.send(pids, signal.SIGKILL)
+        if self._tree is not None:
+            with contextlib.suppress(SignalFailed):
+                self._tree.kill()
 
     def outcome(self) -> ChildOutcome:
         outcome = self.future.result()
@@ -166,11 +192,10 @@ class TurnChild:
         return outcome
 
     def close(self) -> None:
-        for fd in (self._commands, self._replies):
+        for fd in self._fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        for name in (COMMANDS, REPLIES):
-            (self.workdir / name).unlink(missing_ok=True)
+        self.seal()
 
 
 @dataclass
@@ -223,10 +248,7 @@ class _Session:
         child.resume()
         seq = child.command("turn", str(calls))
         child.answer("done", seq, timeout_s)
-        proctree.send(child.pids, signal.SIGSTOP)
-        t1 = time.perf_counter_ns()
-        if child.stop():  # it started processes during its turn: the search is its time too
-            t1 = time.perf_counter_ns()
+        t1 = child.stop()
         self.turn_ns.append((child.side, t1 - t0))
         if self.observer is not None:
             self.observer(child.side, "after")
@@ -236,14 +258,13 @@ class _Session:
         t0 = time.perf_counter_ns()
         child.resume()
         child.answer("ended", child.command("end"), timeout_s)
-        proctree.send(child.pids, signal.SIGSTOP)
-        elapsed = time.perf_counter_ns() - t0
+        elapsed = child.stop() - t0
         for i in range(len(self.turn_ns) - 1, -1, -1):
             side, t = self.turn_ns[i]
             if side == child.side:
                 self.turn_ns[i] = (side, t + elapsed)
                 break
-        proctree.send(proctree.tree(child.root), signal.SIGCONT)
+        child.tree.release()
         self.out.outcomes[child.side] = child.outcome()
 
 
@@ -309,8 +330,10 @@ def run_turn_round(
 def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: float) -> None:
     base, cand, out = session.base, session.cand, session.out
     base.answer("warmed", None, timeout_s)  # built and warm before any candidate code runs
+    base.seal()  # its channel is unreachable by path before any candidate code runs
     cand.command("start")
     cand.answer("warmed", None, timeout_s)
+    cand.seal()
     cand.stop()
     base.stop()
     out.cpu = turn_cpu()

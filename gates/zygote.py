@@ -10,8 +10,16 @@ globals (a candidate's monkey-patching dies with it).
 Protocol (text lines): the parent writes ``run TOKEN WORKDIR``; the zygote
 answers ``started TOKEN PID`` and, when the child ends, ``exited PID CODE``
 (``CODE`` as ``subprocess`` reports it: negative for a signal).  ``kill PID``
-kills a child's process group: PIDs are the zygote's own (in the sandbox they
-live in its PID namespace, so the parent must never signal them itself).
+kills a child's process group and tree: PIDs are the zygote's own (in the
+sandbox they live in its PID namespace, so the parent must never signal them
+itself).  For a turn session (``gates.turns``) ``stop PID`` SIGSTOPs a child
+and every descendant (``gates.proctree``'s walk, so a helper that left the
+process group is caught), and every orphan the zygote adopted, which no
+``cont`` ever resumes; ``cont PID`` resumes what the last stop stopped (``cont
+PID all``: the whole tree, to finish alone); ``pin PID CPU`` pins the tree's
+threads.  Each is answered (``stopped PID``, ``continued PID``, ``pinned
+PID``) once done, so the parent knows a side is stopped before the other's
+turn starts; ``refused WORD PID`` when PID is not a child of this zygote.
 
 Sandboxed (the default, ``gates.sandbox``), the zygote runs under bubblewrap
 with no network, an allow-listed environment and a view of the system, the
@@ -34,9 +42,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from gates import sandbox
+from gates import proctree, sandbox
 from gates.child import main as child_main
 from gates.sandbox_stage import Stage, new_root
 
@@ -59,6 +68,8 @@ PRELOAD = (
 )
 # Seconds each for a compiled baseline; imported without initialising CUDA.
 OPTIONAL_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx")
+ACK_TIMEOUT_S = 10.0  # a stop, cont or pin unanswered this long fails the turn session
+_ACKS = ("stopped", "continued", "pinned", "refused")
 
 
 # --------------------------------------------------------------------------- zygote side
@@ -140,6 +151,7 @@ def serve() -> None:
     out.write("ready\n")
     out.flush()
     children: set[int] = set()
+    stopped: dict[int, list[int]] = {}  # child -> its tree as last stopped
     buffer = b""
     stdin = sys.stdin.fileno()
     while True:
@@ -152,10 +164,11 @@ def serve() -> None:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 parts = line.decode().split(" ", 2)
-                killing = len(parts) == 2 and parts[0] == "kill" and parts[1].isdigit()
-                if killing and int(parts[1]) in children:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(int(parts[1]), signal.SIGKILL)
+                if parts[0] in _TREE_COMMANDS:
+                    answer = _tree_command(parts, children, stopped)
+                    if answer:
+                        out.write(answer + "\n")
+                        out.flush()
                 if len(parts) == 3 and parts[0] == "run":
                     pid = os.fork()
                     if pid == 0:
@@ -173,12 +186,47 @@ def serve() -> None:
             if pid not in children:
                 continue  # an adopted orphan that died by itself
             children.discard(pid)
+            stopped.pop(pid, None)
             reap_orphans(keep=children)  # before anyone hears the job ended
             out.write(f"exited {pid} {os.waitstatus_to_exitcode(status)}\n")
             out.flush()
     for pid in children:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
+
+
+_TREE_COMMANDS = {"kill": "", "stop": "stopped", "cont": "continued", "pin": "pinned"}
+
+
+def _tree_command(parts: list[str], children: set[int], stopped: dict[int, list[int]]) -> str:
+    """``kill``, ``stop``, ``cont`` or ``pin`` on a child's tree; the answer line ("" for kill).
+
+    Runs in the zygote: it alone can name a sandboxed child's PIDs.  Orphans it
+    adopted are stopped with any child and resumed with none: a helper that
+    escaped its child's tree (``clone(CLONE_PARENT)``, or one orphaned after the
+    child dropped its own subreaper flag) cannot be told apart, so it never runs
+    during a turn.
+    """
+    word = parts[0]
+    pid = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1
+    if pid not in children:
+        return "" if word == "kill" else f"refused {word} {parts[1] if len(parts) > 1 else ''}"
+    if word == "kill":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        proctree.send(proctree.tree(pid), signal.SIGKILL)
+    elif word == "stop":
+        escaped = tuple(proctree.strays(os.getpid(), children))
+        stopped[pid] = proctree.stop_tree(pid, stopped.get(pid) or [pid], also=escaped)
+    elif word == "cont":
+        whole = len(parts) > 2 and parts[2] == "all"
+        pids = proctree.tree(pid) if whole else stopped.get(pid) or [pid]
+        proctree.send(pids, signal.SIGCONT)
+    elif word == "pin":
+        if len(parts) < 3 or not parts[2].isdigit():
+            return f"refused {word} {pid}"
+        proctree.pin(stopped.get(pid) or proctree.tree(pid), int(parts[2]))
+    return f"{_TREE_COMMANDS[word]} {pid}" if _TREE_COMMANDS[word] else ""
 
 
 # --------------------------------------------------------------------------- parent side
@@ -225,6 +273,7 @@ class Zygote:
         self._cond = threading.Condition()
         self._started: dict[str, int] = {}
         self._exited: dict[int, int] = {}
+        self._acks: dict[str, int] = {}  # answer line -> how many are unclaimed
         self._ready = threading.Event()
         self._dead = False
         self._next = 0
@@ -253,6 +302,9 @@ class Zygote:
                     self._started[parts[1]] = int(parts[2])
                 elif len(parts) == 3 and parts[0] == "exited":
                     self._exited[int(parts[1])] = int(parts[2])
+                elif len(parts) in (2, 3) and parts[0] in _ACKS:
+                    key = " ".join(parts)
+                    self._acks[key] = self._acks.get(key, 0) + 1
                 self._cond.notify_all()
         with self._cond:
             self._dead = True
@@ -320,16 +372,62 @@ class Zygote:
         return code
 
     def kill(self, pid: int) -> None:
-        """SIGKILL the child's process group (through the zygote when it is sandboxed)."""
+        """SIGKILL the child's process group and tree (through the zygote when it is sandboxed)."""
         if not self.sandboxed:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+            proctree.send(proctree.tree(pid), signal.SIGKILL)
             return
         with self._lock, contextlib.suppress(OSError, ValueError):
             stdin = self._proc.stdin
             if stdin is not None and self.alive:
                 stdin.write(f"kill {pid}\n".encode())
                 stdin.flush()
+
+    def stop(self, pid: int, timeout_s: float = ACK_TIMEOUT_S) -> None:
+        """SIGSTOP child ``pid``'s whole tree (and every stray orphan), in the zygote; returns
+        once it is done.  ``ZygoteError`` if no acknowledgement comes within ``timeout_s``."""
+        self._command(f"stop {pid}", f"stopped {pid}", timeout_s)
+
+    def cont(self, pid: int, timeout_s: float = ACK_TIMEOUT_S, *, whole: bool = False) -> None:
+        """SIGCONT what the last ``stop`` of ``pid`` stopped (``whole``: its whole tree)."""
+        self._command(f"cont {pid}{' all' if whole else ''}", f"continued {pid}", timeout_s)
+
+    def pin(self, pid: int, cpu: int, timeout_s: float = ACK_TIMEOUT_S) -> None:
+        """Every thread of child ``pid``'s tree onto ``cpu``."""
+        self._command(f"pin {pid} {cpu}", f"pinned {pid}", timeout_s)
+
+    def _command(self, line: str, ack: str, timeout_s: float) -> None:
+        word, pid = line.split()[:2]
+        refused = f"refused {word} {pid}"
+        with self._lock:
+            stdin = self._proc.stdin
+            if stdin is None or not self.alive:
+                raise ZygoteError(f"zygote is not running ({line!r} not sent)")
+            try:
+                stdin.write(f"{line}\n".encode())
+                stdin.flush()
+            except (OSError, ValueError) as exc:
+                raise ZygoteError(f"zygote did not take {line!r}: {exc}") from exc
+        with self._cond:
+            got = self._cond.wait_for(
+                lambda: self._acks.get(ack) or self._acks.get(refused) or self._dead, timeout_s
+            )
+            for key in (ack, refused):
+                if self._acks.get(key):
+                    self._acks[key] -= 1
+                    if key == refused:
+                        raise ZygoteError(f"zygote refused {line!r}: not its child")
+                    return
+        raise ZygoteError(
+            f"zygote gave no {ack.split()[0]!r} within {timeout_s:g} s"
+            if not got
+            else f"zygote died before answering {line!r}"
+        )
+
+    def signaller(self, pid: int) -> ZygoteTree:
+        """The turn-session handle on child ``pid``'s tree (``gates.proctree.TreeSignaller``)."""
+        return ZygoteTree(self, pid)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -346,6 +444,42 @@ class Zygote:
                 stage.leave()
             self._stages.clear()
             shutil.rmtree(self._stage_root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _failed() -> Iterator[None]:
+    try:
+        yield
+    except ZygoteError as exc:
+        raise proctree.SignalFailed(str(exc)) from exc
+
+
+class ZygoteTree:
+    """A forked child's tree, signalled through its zygote (which alone can name its PIDs)."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote = zygote
+        self.pid = pid
+
+    def stop(self) -> int:
+        with _failed():
+            self.zygote.stop(self.pid)
+        return time.perf_counter_ns()
+
+    def cont(self) -> None:
+        with _failed():
+            self.zygote.cont(self.pid)
+
+    def release(self) -> None:
+        with _failed():
+            self.zygote.cont(self.pid, whole=True)
+
+    def pin(self, cpu: int) -> None:
+        with _failed():
+            self.zygote.pin(self.pid, cpu)
+
+    def kill(self) -> None:
+        self.zygote.kill(self.pid)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,12 @@ context, allocator, module state), exactly as with ``fast_launch``.
 Protocol: one JSON line per connection, ``{"workdir", "timeout_s"}`` (and
 ``"stall_s"`` for a job killed when it stops marking progress); the answer is
 ``{"returncode", "timed_out", "stalled"}`` or ``{"error"}``.  If the client
-goes away first (its activity was cancelled), the job is killed.  A
+goes away first (its activity was cancelled), the job is killed.  A turn
+child (``"turns": true``, ``gates.turns``) is answered ``{"started": PID}``
+at once, then the client may send ``{"stop": true}``, ``{"cont": true}`` (with
+``"all": true``: the whole tree), ``{"pin": CPU}`` and ``{"kill": true}`` on
+the same connection, each acting on that job's child only and answered
+``{"ack": "stopped" | "continued" | "pinned" | "refused"}`` once done.  A
 ``{"digests": [[path, inode, size, ctime_ns], ...]}`` request is answered from
 the worker's ``DigestMemo`` (the compiler-cache guard's content digests).
 """
@@ -107,6 +112,7 @@ class _Job:
     workdir: str
     timeout_s: float
     stall_s: float | None = None
+    turns: bool = False
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -125,6 +131,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 workdir=str(raw["workdir"]),
                 timeout_s=float(raw["timeout_s"]),
                 stall_s=None if stall is None else float(stall),
+                turns=raw.get("turns") is True,
             )
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             self._answer({"error": f"bad request: {exc}"})
@@ -201,8 +208,16 @@ class ZygoteService:
         deadline = time.monotonic() + job.timeout_s
         code: int | None = None
         killed = ""
+        turns = _TurnRequests(zygote, pid, client) if job.turns else None
         while True:
-            code = zygote.wait(pid, 0.5 if job.stall_s is None else 0.05)
+            if turns is not None:
+                code = zygote.wait(pid, 0.0) if turns.serve(0.05) else None
+                if turns.gone:
+                    log.info("gate client left; killing its turn child", pid=pid)
+                    self.abandoned += 1
+                    break
+            else:
+                code = zygote.wait(pid, 0.5 if job.stall_s is None else 0.05)
             if code is not None:
                 break
             if time.monotonic() > deadline:
@@ -211,7 +226,7 @@ class ZygoteService:
             if watch.stalled():
                 killed = "stall"
                 break
-            if _client_gone(client):
+            if turns is None and _client_gone(client):
                 log.info("gate client left; killing its job", pid=pid)
                 self.abandoned += 1
                 break
@@ -231,6 +246,57 @@ class ZygoteService:
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None
+
+
+class _TurnRequests:
+    """A turn child's requests on its job's connection, served between checks of the job."""
+
+    def __init__(self, zygote: Zygote, pid: int, client: socket.socket) -> None:
+        self.zygote, self.pid, self.client = zygote, pid, client
+        self.gone = False
+        self._buffer = b""
+        self._send({"started": pid})
+
+    def _send(self, payload: dict) -> None:
+        with contextlib.suppress(OSError):
+            self.client.sendall((json.dumps(payload) + "\n").encode())
+
+    def serve(self, wait_s: float) -> bool:
+        """Answer what the client asked within ``wait_s``; True when nothing more is waiting."""
+        readable, _, _ = select.select([self.client], [], [], wait_s)
+        if not readable:
+            return True
+        try:
+            chunk = self.client.recv(65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.gone = True
+            return False
+        self._buffer += chunk
+        while b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            self._send({"ack": self._act(line)})
+        return True
+
+    def _act(self, line: bytes) -> str:
+        try:
+            request = json.loads(line)
+            if request.get("stop") is True:
+                self.zygote.stop(self.pid)
+                return "stopped"
+            if request.get("cont") is True:
+                self.zygote.cont(self.pid, whole=request.get("all") is True)
+                return "continued"
+            if isinstance(request.get("pin"), int):
+                self.zygote.pin(self.pid, int(request["pin"]))
+                return "pinned"
+            if request.get("kill") is True:
+                self.zygote.kill(self.pid)
+                return "killed"
+        except (ValueError, AttributeError, ZygoteError) as exc:
+            log.warning("turn request failed", pid=self.pid, reason=str(exc)[:200])
+        return "refused"
 
 
 def _client_gone(client: socket.socket) -> bool:

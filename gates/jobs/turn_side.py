@@ -24,6 +24,7 @@ from gates.job_progress import job_file
 from gates.jobs.timing import build_side, finish_side, settle_and_sample
 from gates.perfstats import median
 from gates.protocol import TimingJob, TimingResult
+from gates.reaper import become_subreaper
 from gates.timers import TimerKit, calls_for  # the kit is made before the candidate is imported
 from gates.turn_channel import COMMANDS, REPLIES
 from kernelopt.precision import strict_fp32
@@ -97,6 +98,9 @@ class _Commands:
 
 def run(job: TimingJob) -> TimingResult:
     """Build and warm ``job.model``, then answer the parent's commands until ``end``."""
+    # orphans of anything it starts stay in its tree, which the parent stops as one
+    # (``gates.proctree``), and are not adopted by a zygote serving other children
+    become_subreaper()
     gc.freeze()  # as a timing child: later collections scan only what the model made
     strict_fp32()  # before the kit: it snapshots these switches as the honest state
     kit = TimerKit(job.device)
