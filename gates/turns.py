@@ -83,8 +83,10 @@ class TurnChild:
     The tree is stopped, resumed and pinned through the signaller ``run_job``
     hands over when the child starts (``gates.proctree.TreeSignaller``): host
     PIDs for a spawned child, the zygote's commands for a forked one.  The FIFOs
-    are opened where the child sees them (a sandboxed zygote's stage) and
-    unlinked once it has opened them (``seal``), so no sibling can open them later.
+    are opened where the child sees them (a sandboxed zygote's stage); the
+    baseline's are unlinked once it has opened them (``seal``), before any
+    candidate code runs, so a forked candidate (which sees its siblings' stages)
+    finds no channel of the baseline's to write into.
     """
 
     def __init__(self, job: TimingJob, workdir: Path, *, timeout_s: float, device: str) -> None:
@@ -333,7 +335,6 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     base.seal()  # its channel is unreachable by path before any candidate code runs
     cand.command("start")
     cand.answer("warmed", None, timeout_s)
-    cand.seal()
     cand.stop()
     base.stop()
     out.cpu = turn_cpu()

@@ -1,9 +1,12 @@
 """Turn sessions (``GateSettings.turn_pairs``): real children on the CPU, hostile ones among them.
 
-Every test here runs a real turn session (two sandboxed children spawned
-through ``gates.runner``, stopped and resumed by the parent) on a small CPU
+Every test here runs a real turn session (two sandboxed children started
+through ``gates.runner``, stopped and resumed as the parent asks) on a small CPU
 problem; the hostile candidates are ordinary modules that a kernel-writing
-agent could write.  The decision rule itself is tested on numbers.
+agent could write.  Each hostile one runs twice (``launch``): spawned (the
+parent signals host PIDs) and forked from the session's sandboxed zygote
+(the zygote signals its own children; the two are siblings in its sandbox).
+The decision rule itself is tested on numbers.
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ from pathlib import Path
 import pytest
 
 from gates.cascade import round_setup
+from gates.go_signal import live_workdir
 from gates.perf import CHECKS_FILE, RoundSetup, measure, perf_verdict
 from gates.perfstats import turn_decision
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle, prepare_reference
+from gates.runner import forking_from
 from gates.turns import TURN_MS, run_turn_round
+from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "gates" / "scale_one.py"
@@ -60,6 +66,18 @@ def setup(bundle: ReferenceBundle) -> RoundSetup:
     return round_setup(bundle, SETTINGS)
 
 
+@pytest.fixture(params=["spawned", "forked"])
+def launch(request: pytest.FixtureRequest) -> Iterator[str]:
+    """How both children of this test's sessions start (the zygote as ``run_job`` finds it)."""
+    zygote: Zygote | None = None
+    if request.param == "forked":
+        zygote = request.getfixturevalue("cpu_zygote")
+        if zygote is None or not zygote.sandboxed:
+            pytest.skip("needs the session's sandboxed CPU zygote")
+    with forking_from("cpu", zygote):
+        yield request.param
+
+
 def _candidate(directory: Path, body: str) -> ModelSource:
     path = directory / "candidate.py"
     path.write_text(PROBLEM.read_text() + "\n" + body)
@@ -83,7 +101,7 @@ def _session(
 
 
 def test_the_identity_through_measure_gives_abba_pairs_and_a_turns_verdict(
-    setup: RoundSetup, tmp_path: Path
+    setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
     candidate = _candidate(tmp_path, "ModelNew = Model\n")
     m = measure(BASE, candidate, setup, workdir=tmp_path / "timing")
@@ -110,7 +128,7 @@ def test_the_identity_through_measure_gives_abba_pairs_and_a_turns_verdict(
 
 
 def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn(
-    setup: RoundSetup, tmp_path: Path
+    setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
     """The thread counts into a file of its own; the count is read around every turn."""
     candidate = _candidate(
@@ -131,13 +149,13 @@ threading.Thread(target=_spin, daemon=True).start()
 ModelNew = Model
 """,
     )
-    counter = tmp_path / "session" / "candidate" / "spin.count"
+    cand_dir = tmp_path / "session" / "candidate"
     seen: dict[str, list[int]] = {"baseline": [], "candidate": []}
     marks: list[int] = []
 
     def observe(side: str, edge: str) -> None:
         time.sleep(0.02)  # were the thread running now, it would count on meanwhile
-        value = int(counter.read_text())
+        value = int((live_workdir(cand_dir) / "spin.count").read_text())  # forked: its stage
         if edge == "before":
             marks.append(value)
         else:
@@ -150,7 +168,7 @@ ModelNew = Model
 
 
 def test_a_candidate_that_says_done_early_still_pays_for_its_calls(
-    setup: RoundSetup, tmp_path: Path
+    setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
     """Its harness is patched to answer done before the calls: the work lands in later turns
     of its own, and its last turn's work in its timed end."""
@@ -209,7 +227,7 @@ class ModelNew(Model):
 
 
 def test_the_baseline_child_never_sees_the_candidates_module(
-    setup: RoundSetup, tmp_path: Path
+    setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
     candidate = _candidate(
         tmp_path,
@@ -227,8 +245,38 @@ ModelNew = Model
     assert (cand_dir / CHECKS_FILE).is_file() and not (base_dir / CHECKS_FILE).exists()
 
 
+def test_a_candidate_finds_no_channel_of_the_baselines_to_write_into(
+    setup: RoundSetup, tmp_path: Path, launch: str
+) -> None:
+    """Forked, the children are siblings that see each other's stages; the baseline's FIFOs
+    are unlinked before the candidate's ``start``, so an injected ``end`` reaches nobody."""
+    candidate = _candidate(
+        tmp_path,
+        """
+import glob, os
+_here = os.getcwd()
+_reached = []
+for _path in glob.glob(os.path.join(_here, "..", "..", "*", "work", "turn_commands")):
+    if os.path.samefile(os.path.dirname(_path), _here):
+        continue
+    try:
+        _fd = os.open(_path, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(_fd, b"end 0 \\n")
+        os.close(_fd)
+        _reached.append(_path)
+    except OSError:
+        pass
+with open("reached.txt", "w") as _f:
+    _f.write("\\n".join(_reached))
+ModelNew = Model
+""",
+    )
+    _session(setup, candidate, tmp_path / "session")
+    assert (tmp_path / "session" / "candidate" / "reached.txt").read_text() == ""
+
+
 def test_a_candidate_that_dies_in_a_turn_fails_the_round_as_the_candidates(
-    setup: RoundSetup, tmp_path: Path
+    setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
     candidate = _candidate(
         tmp_path,
