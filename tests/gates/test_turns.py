@@ -78,6 +78,24 @@ def launch(request: pytest.FixtureRequest) -> Iterator[str]:
         yield request.param
 
 
+# a thread that counts into a file of its own, in the candidate child's workdir
+SPIN = """
+import os, threading
+
+def _spin() -> None:
+    count = 0
+    while True:
+        count += 1
+        if count % 200 == 0:
+            with open("spin.tmp", "w") as f:
+                f.write(str(count))
+            os.replace("spin.tmp", "spin.count")
+
+threading.Thread(target=_spin, daemon=True).start()
+ModelNew = Model
+"""
+
+
 def _candidate(directory: Path, body: str) -> ModelSource:
     path = directory / "candidate.py"
     path.write_text(PROBLEM.read_text() + "\n" + body)
@@ -131,24 +149,7 @@ def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn
     setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
     """The thread counts into a file of its own; the count is read around every turn."""
-    candidate = _candidate(
-        tmp_path,
-        """
-import os, threading
-
-def _spin() -> None:
-    count = 0
-    while True:
-        count += 1
-        if count % 200 == 0:
-            with open("spin.tmp", "w") as f:
-                f.write(str(count))
-            os.replace("spin.tmp", "spin.count")
-
-threading.Thread(target=_spin, daemon=True).start()
-ModelNew = Model
-""",
-    )
+    candidate = _candidate(tmp_path, SPIN)
     cand_dir = tmp_path / "session" / "candidate"
     seen: dict[str, list[int]] = {"baseline": [], "candidate": []}
     marks: list[int] = []
@@ -417,3 +418,37 @@ def test_the_call_count_follows_the_baseline_not_the_candidates_estimate(
     session = _session(setup, slow, tmp_path / "slow", pairs=2)
     per_call_ms = statistics.median(session.side_turns("candidate"))
     assert session.calls * per_call_ms > 3 * TURN_MS  # its turns last its own slowness
+
+
+def test_a_session_forked_by_the_workers_shared_zygote_stops_the_candidates_thread(
+    setup: RoundSetup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the worker's zygote service: stop, cont and pin travel on each job's own
+    connection; the thread still makes no progress during the baseline's turns."""
+    from gates.zygote_service import DEVICE_ENV, SOCKET_ENV, ZygoteService
+
+    service = ZygoteService("cpu", str(tmp_path / "z.sock"))
+    service.start(probe=False)
+    monkeypatch.setenv(SOCKET_ENV, service.path)
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    candidate = _candidate(tmp_path, SPIN)
+    cand_dir = tmp_path / "session" / "candidate"
+    moved: dict[str, list[int]] = {"baseline": [], "candidate": []}
+    marks: list[int] = []
+
+    def observe(side: str, edge: str) -> None:
+        time.sleep(0.02)
+        value = int((live_workdir(cand_dir) / "spin.count").read_text())
+        if edge == "before":
+            marks.append(value)
+        else:
+            moved[side].append(value - marks.pop())
+
+    try:
+        with forking_from("cpu", None):
+            jobs = service.jobs
+            _session(setup, candidate, tmp_path / "session", observe)
+            assert service.jobs == jobs + 2  # both children forked by the service
+    finally:
+        service.close()
+    assert moved["baseline"] == [0] * PAIRS and all(n > 0 for n in moved["candidate"])
