@@ -381,12 +381,7 @@ def measure(
             noise_limit=settings.noise_limit,
         ):
             break
-        if before_candidate is not None:
-            before_candidate()
-        waited = wait_for_quiet(settings.device, settings.quiet_gpu_wait_s)
-        if waited is not None:
-            m.quiet_waits.append(waited)
-        round_dir = workdir / f"round{r}"
+        round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
         outcome = prestarted.go() if prestarted is not None and r == 0 else None
         if outcome is not None and prestarted is not None:
             round_dir = prestarted.workdir
@@ -466,12 +461,7 @@ def _measure_turns(
             ).stable
         ):
             break
-        if before_candidate is not None:
-            before_candidate()
-        waited = wait_for_quiet(settings.device, settings.quiet_gpu_wait_s)
-        if waited is not None:
-            m.quiet_waits.append(waited)
-        round_dir = workdir / f"round{r}"
+        round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
         session = setup.turn_round(baseline, candidate, round_dir)
         m.seconds += session.wall_s
         for side, outcome in session.outcomes.items():
@@ -507,6 +497,22 @@ def _measure_turns(
             gamma=gamma,
         ):
             return
+
+
+def _round_start(
+    m: PerfMeasurement,
+    settings: GateSettings,
+    before_candidate: Callable[[], None] | None,
+    round_dir: Path,
+) -> Path:
+    """What every round does before its children start: the candidate's cache-guard window
+    (``before_candidate``) and, when asked, a wait for other work on the GPU to pause."""
+    if before_candidate is not None:
+        before_candidate()
+    waited = wait_for_quiet(settings.device, settings.quiet_gpu_wait_s)
+    if waited is not None:
+        m.quiet_waits.append(waited)
+    return round_dir
 
 
 def _unstable(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:

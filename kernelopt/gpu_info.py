@@ -12,26 +12,35 @@ import shutil
 import subprocess
 
 
+def smi_query(fields: str, timeout_s: float = 30.0) -> list[list[str]] | None:
+    """``nvidia-smi --query-gpu=FIELDS``: one row of stripped fields per GPU, in index order;
+    None without ``nvidia-smi`` or when it fails."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        out = subprocess.run(
+            [smi, f"--query-gpu={fields}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=True,
+        ).stdout
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return [[x.strip() for x in line.split(",")] for line in out.splitlines() if line.strip()]
+
+
 def gpu_names() -> list[str]:
     """Names of the visible CUDA devices, in index order; empty without CUDA."""
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run(
-                [smi, "--query-gpu=name", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                timeout=20,
-                check=True,
-            ).stdout
-            names = [line.strip() for line in out.splitlines() if line.strip()]
-            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-            if visible not in (None, ""):
-                picks = [int(v) for v in visible.split(",") if v.strip().isdigit()]
-                names = [names[i] for i in picks if i < len(names)]
-            return names
-        except (subprocess.SubprocessError, OSError, ValueError):
-            pass
+    rows = smi_query("name", timeout_s=20.0)
+    if rows is not None:
+        names = [row[0] for row in rows]
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible not in (None, ""):
+            picks = [int(v) for v in visible.split(",") if v.strip().isdigit()]
+            names = [names[i] for i in picks if i < len(names)]
+        return names
     try:
         import torch
     except ImportError:

@@ -63,6 +63,7 @@ from kernelopt.cache_transfer import (
 from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.errors import KernelOptError
+from kernelopt.gpu_info import smi_query
 from kernelopt.log import get_logger
 from kernelopt.store import dir_mode, file_digest, file_mode, open_store, private_dir
 from kernelopt.temporal_server import EmbeddedServer, temporal_binary
@@ -498,21 +499,7 @@ def _swap_in_caches(
 
 def _gpu_ids() -> list[tuple[str, str]]:
     """This machine's GPUs as (index, UUID), from ``nvidia-smi`` (empty without it)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    try:
-        done = subprocess.run(
-            [smi, "--query-gpu=index,uuid", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []
-    pairs = [tuple(x.strip() for x in line.split(",", 1)) for line in done.stdout.splitlines()]
-    return [(p[0], p[1]) for p in pairs if len(p) == 2]
+    return [(row[0], row[1]) for row in smi_query("index,uuid") or [] if len(row) == 2]
 
 
 def _manifest_of(tar: tarfile.TarFile, archive: Path) -> StateManifest:
