@@ -121,6 +121,15 @@ def category_of(speedup: float, noise: float, gamma: float) -> PerfCategory:
     return PerfCategory.SLOWER
 
 
+def category_reason(category: PerfCategory, speedup: float, noise: float, gamma: float) -> str:
+    """The verdict's first words for a category: the speedup and what it was judged against."""
+    if category == PerfCategory.OPTIMIZED:
+        return f"{speedup:.3g}x faster (gamma {gamma:g}, noise {noise:.1%})"
+    if category == PerfCategory.MATCHED:
+        return f"{speedup:.3g}x: within the gamma band of the baseline (noise {noise:.1%})"
+    return f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
+
+
 def decisive_category(
     baseline_rounds: Sequence[float], candidate_rounds: Sequence[float], *, gamma: float
 ) -> PerfCategory | None:
@@ -224,12 +233,7 @@ def decide_category(
         speedup, judged_noise = median(ratios), round_spread(ratios)
     stable = noise <= noise_limit or decided is not None or paired
     category = category_of(speedup, judged_noise, gamma)
-    if category == PerfCategory.OPTIMIZED:
-        reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {judged_noise:.1%})"
-    elif category == PerfCategory.MATCHED:
-        reason = f"{speedup:.3g}x: within the gamma band of the baseline (noise {judged_noise:.1%})"
-    else:
-        reason = f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
+    reason = category_reason(category, speedup, judged_noise, gamma)
     if paired:
         reason += (
             f"; paired rounds: each round's own ratio agrees within {judged_noise:.1%} while "
@@ -337,12 +341,7 @@ def turn_decision(
     edges = (low, high, *medians)
     decisive = bool(pooled) and all(category_of(q, 0.0, gamma) == category for q in edges)
     stable = noise <= noise_limit or decisive
-    if category == PerfCategory.OPTIMIZED:
-        reason = f"{speedup:.3g}x faster (gamma {gamma:g}, noise {noise:.1%})"
-    elif category == PerfCategory.MATCHED:
-        reason = f"{speedup:.3g}x: within the gamma band of the baseline (noise {noise:.1%})"
-    else:
-        reason = f"{speedup:.3g}x: slower than the baseline beyond the gamma band ({1 / gamma:.3g})"
+    reason = category_reason(category, speedup, noise, gamma)
     reason += (
         f"; turns: {len(pooled)} pairs of alternating turns in {len(kept)} session(s), "
         f"middle half of their ratios {low:.3g}x to {high:.3g}x"

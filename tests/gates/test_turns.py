@@ -28,21 +28,11 @@ from gates.runner import forking_from
 from gates.turns import TURN_MS, run_turn_round
 from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
+from tests.support.adversarial import cpu_suite_settings
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "gates" / "scale_one.py"
 PAIRS = 4
-SETTINGS = GateSettings(
-    device="cpu",
-    baseline_mode="eager",
-    warmup_ms=2.0,
-    rep_ms=10.0,
-    min_rounds=1,
-    max_rounds=1,
-    noisy_rounds=0,
-    static_timeout_s=120.0,
-    timing_timeout_s=120.0,
-    turn_pairs=PAIRS,
-)
+SETTINGS = cpu_suite_settings().model_copy(update={"noisy_rounds": 0, "turn_pairs": PAIRS})
 BASE = ModelSource(kind="eager", problem_path=str(PROBLEM))
 
 # a forward of about a millisecond of the CPU's own work (a loop, not a sleep: a stopped
