@@ -36,7 +36,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from kernelopt.agents.deferred import LLM_REPLY_SIGNAL
     from kernelopt.agents.plans import dedupe_plans
-    from kernelopt.agents.result_text import sibling_lines, timing_feedback
+    from kernelopt.agents.result_text import sibling_lines, timing_feedback, with_baseline
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
@@ -500,7 +500,9 @@ class SearchKernel:
         inp = PlanInput(
             target=self.inp.target,
             state_source=self.state.sources[node.id],
-            profile=profile or self.state.profiles.get(ROOT_ID),
+            profile=with_baseline(
+                profile or self.state.profiles.get(ROOT_ID), self.state.profiles.get(ROOT_ID)
+            ),
             banned_directions=banned,
             plans=self.inp.params.plans,
             proposer=self.inp.proposer,
@@ -557,7 +559,9 @@ class SearchKernel:
             proposer=self.inp.proposer,
             campaign_id=self.inp.campaign_id,
             candidate_id=self._candidate_id(state_index, plan_index, 0),
-            profile=self.state.profiles.get(node.id),
+            profile=with_baseline(
+                self.state.profiles.get(node.id), self.state.profiles.get(ROOT_ID)
+            ),
             facts=self._facts(),
             memory=self.state.memory,
             memory_tags=self._tags(),

@@ -71,11 +71,47 @@ def render_analysis(analysis: Analysis | None) -> str:
     return f"{text} Advice: {analysis.advice}" if analysis.advice else text
 
 
+MAX_REASON_CHARS = 240
+
+
+def profile_failure(profile: KernelProfile) -> str:
+    """Why a state has no profile, in one line: the first harness's reason, not its traceback."""
+    lines = [line.strip() for line in profile.note.splitlines() if line.strip()]
+    reason = lines[0].split("; ")[0] if lines else "no reason recorded"
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 3] + "..."
+
+
+def with_baseline(
+    profile: ProfileResult | None, root: ProfileResult | None
+) -> ProfileResult | None:
+    """The profile a prompt shows for a state: its own, with the root's beside it when it has none.
+
+    A state that could not be profiled (``source == "none"``) would show every
+    number as n/a; the baseline's last good profile is the nearest evidence.
+    """
+    if profile is None or profile.profile.source != "none" or root is None or root is profile:
+        return profile
+    if root.profile.source == "none":
+        return profile
+    return profile.model_copy(update={"baseline": root.model_copy(update={"baseline": None})})
+
+
 def render_profile_result(result: ProfileResult | None) -> tuple[str, str]:
-    """(profile text, analysis text) for a prompt."""
+    """(profile text, analysis text) for a prompt.
+
+    A state that could not be profiled gets one line saying why and, when
+    known, the baseline's profile and analysis, labelled as the baseline's.
+    """
     if result is None:
         return render_profile(None), render_analysis(None)
-    return render_profile(result.profile), render_analysis(result.analysis)
+    if result.profile.source != "none":
+        return render_profile(result.profile), render_analysis(result.analysis)
+    head = f"this state could not be profiled: {profile_failure(result.profile)}"
+    base = result.baseline
+    if base is None:
+        return head, render_analysis(result.analysis)
+    text = f"{head}\nthe baseline's last profile (the root state's, not this state's):\n"
+    return text + render_profile(base.profile), "(the baseline's) " + render_analysis(base.analysis)
 
 
 def render_verdict_feedback(verdicts: list[GateVerdict], error: str = "") -> str:

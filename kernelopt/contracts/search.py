@@ -135,6 +135,9 @@ class ProfileResult(DeviceTimed):
     analysis: Analysis
     gpu_seconds: float = 0.0
     hardware: Hardware | None = None  # read on the GPU worker that profiled
+    # set for a prompt (never by the profiler) when this state could not be profiled:
+    # the root state's last good profile, shown as the baseline's instead of no numbers
+    baseline: ProfileResult | None = None
 
 
 # the most Inductor kernels a search's prompt facts list (``PromptFacts.bounded``): a
