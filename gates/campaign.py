@@ -31,6 +31,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from gates.cascade import roofline_inputs, round_setup, run_gates_1_to_3
 from gates.layout import CompiledLayout
@@ -40,6 +41,7 @@ from gates.perf import (
     measure,
     perf_verdict,
     prestart_round,
+    timing_summary,
 )
 from gates.prestart import PrestartedRound
 from gates.protocol import ModelSource
@@ -177,6 +179,7 @@ def _gates_and_timing(
 ) -> CandidateGateResult:
     verdicts = _gates_on(ws, bundle, candidate, settings, stages, gates_stage)
     kernel_ms = baseline_ms = None
+    timing: dict[str, Any] = {}
     if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
         m = measure(
             ws.wrapper_source(None),
@@ -196,6 +199,7 @@ def _gates_and_timing(
         if m.baseline and m.candidate:
             baseline_ms = v4.metrics["baseline"]["median_ms"]
             kernel_ms = v4.metrics["candidate"]["median_ms"]
+            timing = timing_summary(v4.metrics)
         # A suspicious or broken measurement rejects here, and so does a faster kernel
         # in a slower forward (dispatch overhead); otherwise "slower" is ranking data.
         suspicious = v4.metrics.get("tampered") or v4.metrics.get("inputs_tampered")
@@ -212,6 +216,7 @@ def _gates_and_timing(
         verdicts=_with_reference(verdicts, bundle),
         kernel_ms=kernel_ms,
         baseline_kernel_ms=baseline_ms,
+        timing=timing,
         stage_seconds=stages.seconds,
     )
 

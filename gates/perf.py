@@ -222,6 +222,19 @@ def prestart_round(
 
 
 EARLY_MARGIN = 2.0  # one round decides when its speedup is this far beyond the gamma band
+# the decision's fields the agents' feedback quotes (PerfDecision); its reason is left out
+_FEEDBACK_DECISION_KEYS = (
+    "category",
+    "speedup",
+    "baseline_ms",
+    "candidate_ms",
+    "baseline_spread",
+    "candidate_spread",
+    "noise",
+    "decisive",
+    "speedup_low",
+    "speedup_high",
+)
 
 
 def decided_by_one_round(baseline_ms: float, candidate_ms: float, gamma: float) -> bool:
@@ -614,6 +627,24 @@ def _graph_metrics(m: PerfMeasurement) -> dict[str, Any]:
         return {"notes": notes} if notes else {}
     b, c = median(base), median(cand)
     return {"baseline_ms": b, "candidate_ms": c, "speedup": b / c if c > 0 else None}
+
+
+def timing_summary(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The part of a gate-4 verdict's metrics the agents' feedback quotes: small enough to
+    carry in every decision (the rounds' raw samples stay in the verdict's log)."""
+    out: dict[str, Any] = {}
+    decision = metrics.get("decision")
+    if isinstance(decision, dict):
+        out["decision"] = {k: decision[k] for k in _FEEDBACK_DECISION_KEYS if k in decision}
+    for key in ("graph_replay", "gpu_work"):
+        value = metrics.get(key)
+        if isinstance(value, dict) and value.get("baseline_ms") and value.get("candidate_ms"):
+            out[key] = {
+                k: value[k] for k in ("baseline_ms", "candidate_ms", "speedup") if k in value
+            }
+    if metrics.get("one_round"):
+        out["one_round"] = True
+    return out
 
 
 def dispatch_overhead(v4: GateVerdict, gamma: float) -> GateVerdict | None:

@@ -565,15 +565,19 @@ class SearchKernel:
             facts=self._facts(),
             memory=self.state.memory,
             memory_tags=self._tags(),
-            siblings=sibling_lines(
-                [d for d in self.state.decisions if d.candidate.parent_id == node.id],
-                plan.direction,
-            ),
+            siblings=self._siblings(node, plan),
         )
         reply = (
             await self._llm(names.EXECUTE, inp, ExecuteResult) if not self._exhausted() else None
         )
         return inp, reply
+
+    def _siblings(self, node: Node, plan: Plan) -> list[str]:
+        """The outcomes known so far of the other plans on this state (``sibling_lines``)."""
+        return sibling_lines(
+            [d for d in self.state.decisions if d.candidate.parent_id == node.id],
+            plan.direction,
+        )
 
     async def _pursue_plan(
         self,
@@ -648,6 +652,8 @@ class SearchKernel:
                     "timing": timing,
                     "attempt": attempt,
                     "candidate_id": cid(attempt),
+                    # what the other plans on this state measured since the first reply
+                    "siblings": self._siblings(node, plan),
                 }
             )
             reply = await self._llm(names.RETRY_FIX, fix, ExecuteResult)
@@ -864,7 +870,7 @@ class SearchKernel:
         self.state.sources[cand.id] = cand.source
         self.state.candidates[cand.id] = cand
         speed = f"{child.speedup:.3f}x" if child.speedup else "untimed"
-        reason = f"passed {result.gates_label}; per-kernel {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
+        reason = f"passed {result.gates_label}; whole forward {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
         return self._decide(cand, "", reason, verdicts, result, accepted=True), verdicts
 
     async def _gate(
@@ -926,6 +932,7 @@ class SearchKernel:
             at=workflow.now().isoformat(),
             retime=retime,
             speedup=speedup,
+            timing=result.timing if result else {},
             screening=screening or self.screened.pop(cand.id, None),
         )
         self.state.decisions.append(decision)

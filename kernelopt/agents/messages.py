@@ -198,7 +198,7 @@ def executor_messages(inp: ExecuteInput, store: ArtifactStore, home: Any = None)
     contract = inp.contract or sections.contract_form(inp.target, candidate_contract())
     system = prompts.EXECUTOR_SYSTEM.format(contract=contract)
     experience = retrieve_experience(inp, store, home)
-    siblings = "\n".join(f"- {line.lstrip('- ')}" for line in inp.siblings) or "(none yet)"
+    siblings = siblings_text(inp.siblings)
     parts = [
         *_common(inp.target, inp.facts, inp.profile, source, store),
         Section("experience", experience, cuttable=True),
@@ -218,12 +218,21 @@ def executor_messages(inp: ExecuteInput, store: ArtifactStore, home: Any = None)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+def siblings_text(lines: list[str]) -> str:
+    """The sibling section, or nothing when no sibling has a result yet (an empty heading
+    only costs tokens and says nothing)."""
+    if not lines:
+        return ""
+    return prompts.SIBLINGS.format(lines="\n".join(f"- {line.lstrip('- ')}" for line in lines))
+
+
 def _asked(inp: ExecuteInput) -> list[str]:
     return inp.entry_points or sections.required_names(inp.target)
 
 
 def retry_message(inp: ExecuteInput, conversation: list[Message]) -> Message:
-    """The user message of a retry: the rejection (or the timing result) to act on.
+    """The user message of a retry: the rejection (or the timing result) to act on, and the
+    siblings' results known by now (the first turn's list was written before any).
 
     The feedback is cut to what the retry budget leaves after the conversation
     so far.
@@ -237,11 +246,14 @@ def retry_message(inp: ExecuteInput, conversation: list[Message]) -> Message:
     used = sum(estimate_tokens(m.get("content", "")) for m in conversation)
     room = max(BUDGETS["retry"] - used, 400)
     texts = fit_sections(
-        [Section("feedback", feedback, cuttable=True)],
-        len(template.format(feedback="", entry_points=asked)),
+        [
+            Section("feedback", feedback, cuttable=True),
+            Section("siblings", siblings_text(inp.siblings), cuttable=True),
+        ],
+        len(template.format(feedback="", siblings="", entry_points=asked)),
         room,
     )
     return {
         "role": "user",
-        "content": template.format(feedback=texts["feedback"], entry_points=asked),
+        "content": template.format(**texts, entry_points=asked),
     }

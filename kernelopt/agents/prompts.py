@@ -101,16 +101,20 @@ Search target `{target_id}` ({target_kind}); your module must define: {entry_poi
     + "## Numerics (checked by the gates)\n"
     + _PROFILE_AND_EXPERIENCE
     + """\
-## Sibling attempts in this round
-{siblings}
-
-## Current source
+{siblings}## Current source
 ```python
 {source}
 ```
 {inductor}
 Write the complete replacement module."""
 )
+
+# Left out entirely when no sibling has a result yet.  Speeds are whole-forward ratios.
+SIBLINGS = """\
+## Sibling attempts on this state (other plans, their results so far)
+{lines}
+
+"""
 
 INDUCTOR_KERNELS = """
 ## Inductor's kernels for this forward (the code to beat; metadata trimmed)
@@ -122,13 +126,13 @@ Your module was rejected.
 
 {feedback}
 
-Fix the problem and reply with the complete corrected module in one ```python code \
+{siblings}Fix the problem and reply with the complete corrected module in one ```python code \
 block. It must still define: {entry_points}."""
 
 RETRY_TIMING_USER = """\
 {feedback}
 
-Make it faster and reply with the complete module in one ```python code block. It must \
+{siblings}Make it faster and reply with the complete module in one ```python code block. It must \
 still define: {entry_points}, and still pass the same checks."""
 
 SUMMARIZER_SYSTEM = """\
@@ -136,6 +140,11 @@ You distil kernel-optimisation attempts into short, reusable experience entries.
 entry names a situation (kernel kind, bottleneck, shape traits) and an action, with the \
 measured effect. Keep only high-confidence, actionable lessons: a failed idea is worth \
 an entry only if the failure reason generalises.
+Use only facts stated in the outcomes: do not add operations, shapes, bottlenecks or \
+causes they do not state. The speedups are of the whole forward with the kernel in \
+place, not of the kernel alone; call them that. A difference "within this noise" is \
+not evidence either way: never turn it into a rule (to prefer or to avoid something). \
+Write no lesson about the reply format.
 
 Reply with JSON only, in this exact shape:
 {{"entries": [{{"situation": "...", "action": "...", "effect": "...", "tags": \
@@ -145,7 +154,9 @@ At most {max_entries} entries; an empty list is fine."""
 
 SUMMARIZER_USER = """\
 Search target `{target_id}` ({target_kind}), iteration {iteration}. Outcomes, one line \
-per candidate:
+per candidate (the plan it followed indented below it): what the gates measured are the \
+whole forward's times with the kernel in place, their noise, and whether the difference \
+is within that noise:
 {outcomes}"""
 
 DEFAULT_CONTRACT = """\

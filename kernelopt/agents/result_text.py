@@ -8,12 +8,15 @@ thousand characters, and one line per candidate for the summarizer.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kernelopt.contracts.search import Analysis, Decision, KernelProfile, ProfileResult
 from kernelopt.contracts.verdicts import GateName, GateVerdict
 
 MAX_FEEDBACK_CHARS = 4000
 MAX_SIBLINGS = 6
+MAX_APPROACH_CHARS = 300  # the plan text the summarizer reads per candidate
+MAX_SIBLING_APPROACH_CHARS = 160
 # the gates' call-name bullets: "- call seed0: ..." / "- calls seed0, heldout: ..."
 _BULLET = re.compile(r"^- (?:call|calls) (?P<names>[\w, -]+?): (?P<text>.*)$")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
@@ -135,16 +138,39 @@ def render_verdict_feedback(verdicts: list[GateVerdict], error: str = "") -> str
 
 
 def render_outcome(decision: Decision) -> str:
-    """One summarizer line per candidate: what was tried, what happened, how fast."""
+    """One line per candidate: what was tried, what happened, with the timed numbers labelled.
+
+    The speed is the whole forward's (that is what gate 4 times), so the line says so and
+    gives the noise band: a ratio inside it is not a result to learn from.
+    """
     cand = decision.candidate
     what = cand.plan.direction if cand.plan else (cand.label or "variant")
     if decision.accepted:
-        speed = f"{decision.speedup:.3f}x" if decision.speedup else "untimed"
-        result = f"accepted, per-kernel speedup {speed}"
+        numbers = measurement_text(decision)
+        result = f"correct, {numbers}" if numbers else "correct, untimed"
     else:
         result = f"rejected at {decision.deciding_gate or 'unknown'}: {decision.reason[:200]}"
     retry = f" (retry {cand.attempt})" if cand.attempt else ""
     return f"- {what}{retry}: {result}"
+
+
+def _approach(decision: Decision, limit: int) -> str:
+    plan = decision.candidate.plan
+    if plan is None or not plan.description.strip():
+        return ""
+    text = " ".join(plan.description.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def render_summary_outcome(decision: Decision) -> str:
+    """The summarizer's record of one candidate: its line plus the plan it followed (short).
+
+    Without the plan the summarizer guessed what each candidate did and wrote the guesses
+    down as lessons.
+    """
+    line = render_outcome(decision)
+    approach = _approach(decision, MAX_APPROACH_CHARS)
+    return f"{line}\n  plan followed: {approach}" if approach else line
 
 
 def _shape_key(text: str) -> str:
@@ -198,36 +224,135 @@ def merge_failures(feedback: str, holdout_hint: bool = True) -> str:
     return "\n".join(out)
 
 
+def timing_numbers(decision: Decision) -> dict[str, Any]:
+    """Gate 4's numbers for a decision: its ``timing``, else a performance verdict's metrics.
+
+    Empty when the candidate was not timed; the texts below then quote only the two
+    forward times the decision itself carries.
+    """
+    if decision.timing:
+        return dict(decision.timing)
+    for verdict in decision.verdicts:
+        if verdict.gate == GateName.PERFORMANCE and verdict.metrics.get("decision"):
+            return dict(verdict.metrics)  # the same keys, unabridged
+    return {}
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1000:.1f} us" if value < 1.0 else f"{value:.4g} ms"
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def _within_noise(speedup: float, timing: dict[str, Any]) -> bool | None:
+    """Whether the forward's ratio is inside its measured noise (None: noise unknown)."""
+    decision = timing.get("decision") or {}
+    if timing.get("one_round"):
+        return None
+    low, high = _num(decision.get("speedup_low")), _num(decision.get("speedup_high"))
+    if low is not None and high is not None and low <= high:
+        return low <= 1.0 <= high
+    noise = decision.get("noise")
+    if isinstance(noise, int | float):
+        return abs(speedup - 1.0) <= noise
+    return None
+
+
+def _forward_speedup(decision: Decision, timing: dict[str, Any]) -> float | None:
+    judged = timing.get("decision") or {}
+    cand_ms = _num(judged.get("candidate_ms")) or decision.kernel_ms
+    base_ms = _num(judged.get("baseline_ms")) or decision.baseline_kernel_ms
+    speed = _num(judged.get("speedup")) or decision.speedup
+    if speed is None and cand_ms and base_ms:
+        speed = base_ms / cand_ms
+    return speed
+
+
+def measurement_text(decision: Decision, whose: str = "its") -> str:
+    """What was timed, labelled: the whole forward's times with the noise band, and the
+    forward's kernels alone where a CUDA-graph replay timed them.
+
+    Only numbers the decision carries are quoted; a missing one is left out, never
+    estimated.  Empty when the candidate was not timed.
+    """
+    timing = timing_numbers(decision)
+    judged = timing.get("decision") or {}
+    cand_ms = _num(judged.get("candidate_ms")) or decision.kernel_ms
+    base_ms = _num(judged.get("baseline_ms")) or decision.baseline_kernel_ms
+    speed = _forward_speedup(decision, timing)
+    if speed is None:
+        return ""
+    parts = [f"whole-forward speedup {speed:.3f}x"]
+    if cand_ms and base_ms:
+        parts[0] = (
+            f"the whole forward with {whose} kernel in place: {_ms(cand_ms)} vs the baseline's "
+            f"{_ms(base_ms)} ({speed:.3f}x)"
+        )
+    band = []
+    noise = judged.get("noise")
+    if isinstance(noise, int | float) and not timing.get("one_round"):
+        band.append(f"noise {noise:.1%} (spread of the timing rounds)")
+    low, high = _num(judged.get("speedup_low")), _num(judged.get("speedup_high"))
+    if low is not None and high is not None and not timing.get("one_round"):
+        band.append(f"rounds give {low:.3f}x to {high:.3f}x")
+    if band:
+        parts.append("; ".join(band))
+    within = _within_noise(speed, timing)
+    if within is not None:
+        parts.append(
+            "the difference is within this noise"
+            if within
+            else "the difference is beyond this noise"
+        )
+    graphs = timing.get("graph_replay") or {}
+    g_base, g_cand = _num(graphs.get("baseline_ms")), _num(graphs.get("candidate_ms"))
+    if g_base and g_cand:
+        parts.append(
+            f"the forward's kernels alone (CUDA-graph replay, no launch overhead): "
+            f"{_ms(g_cand)} vs {_ms(g_base)} ({g_base / g_cand:.3f}x)"
+        )
+    return "; ".join(parts)
+
+
 def timing_feedback(decision: Decision, gamma: float = 1.03) -> str:
-    """What an accepted candidate is told about its speed, e.g. "correct, 0.93x: slower ...".
+    """What an accepted candidate is told about its speed, with what was timed and its noise.
 
     The workflow sends it back to the executor (``ExecuteInput.timing``) for one
-    more attempt when the candidate passed the checks but did not win.
+    more attempt when the candidate passed the checks but did not win.  The times are the
+    whole re-stitched forward's, which the text says, so they are not read as the kernel's.
     """
-    speed = decision.speedup
-    if speed is None and decision.kernel_ms and decision.baseline_kernel_ms:
-        speed = decision.baseline_kernel_ms / decision.kernel_ms
-    if speed is None:
+    timing = timing_numbers(decision)
+    speed = _forward_speedup(decision, timing)
+    numbers = measurement_text(decision, "your")
+    if speed is None or not numbers:
         return "Your module is correct, but its timing could not be measured."
-    times = ""
-    if decision.kernel_ms is not None and decision.baseline_kernel_ms is not None:
-        times = (
-            f" ({decision.kernel_ms:.4g} ms vs the baseline's {decision.baseline_kernel_ms:.4g} ms)"
-        )
     if speed < 1.0:
         verdict = "slower than the baseline"
     elif speed < gamma:
-        verdict = f"faster than the baseline, but below the {gamma}x needed to count"
+        verdict = f"faster than the baseline, but below the {gamma:g}x needed to count"
     else:
         verdict = "faster than the baseline"
-    return f"Your module is correct, {speed:.2f}x{times}: {verdict}."
+    lines = [f"Your module is correct, {speed:.3f}x: {verdict}.", f"Timed: {numbers}."]
+    within = _within_noise(speed, timing)
+    if within:
+        lines.append(
+            "This difference is within the measurement's noise: it does not show that your "
+            "approach is slower or faster than the baseline, so do not drop or keep an idea "
+            "on this number alone."
+        )
+    lines.append(f"The {gamma:g}x needed is for the whole forward, the same level as these times.")
+    return "\n".join(lines)
 
 
 def sibling_lines(decisions: list[Decision], exclude_plan: str = "") -> list[str]:
     """Short lines on sibling candidates of this round (same state), for the executor.
 
-    Failures say at which gate and why; successes say how fast.  Identical
-    lines are merged with a count, and the executor's own plan is left out.
+    Failures say at which gate and why; successes give the labelled times and noise; each
+    line names the plan it followed, so a retry does not switch to an approach a sibling
+    already measured.  Identical lines are merged with a count, and the executor's own plan
+    is left out.
     """
     counts: dict[str, int] = {}
     for decision in decisions:
@@ -237,6 +362,9 @@ def sibling_lines(decisions: list[Decision], exclude_plan: str = "") -> list[str
         if plan is not None and exclude_plan and plan.direction == exclude_plan:
             continue
         line = render_outcome(decision)
+        approach = _approach(decision, MAX_SIBLING_APPROACH_CHARS)
+        if approach:
+            line += f" [plan: {approach}]"
         counts[line] = counts.get(line, 0) + 1
     lines = [line + (f" (x{n})" if n > 1 else "") for line, n in counts.items()]
     return lines[:MAX_SIBLINGS]

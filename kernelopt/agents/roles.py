@@ -16,7 +16,7 @@ from kernelopt.agents import messages as messages_mod
 from kernelopt.agents import prompts
 from kernelopt.agents.parsing import parse_experiences, parse_kernel_reply, parse_plans
 from kernelopt.agents.plans import dedupe_plans
-from kernelopt.agents.result_text import render_outcome
+from kernelopt.agents.result_text import render_summary_outcome
 from kernelopt.agents.transport import ChatTransport, Message
 from kernelopt.contracts.search import (
     ExecuteInput,
@@ -135,7 +135,7 @@ async def summarize(
     inp: SummarizeInput, store: ArtifactStore, transport: ChatTransport | None, home=None
 ) -> SummarizeResult:
     """Distil the iteration into experience entries and fold them into memory."""
-    outcomes = [*inp.outcomes, *(render_outcome(d) for d in inp.decisions)]
+    outcomes = [*inp.outcomes, *(render_summary_outcome(d) for d in inp.decisions)]
     usage = Usage()
     prompt_ref = reply_ref = None
     error = ""

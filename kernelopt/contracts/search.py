@@ -359,6 +359,9 @@ class Decision(Frozen):
     at: str = ""  # workflow time, ISO
     retime: bool = False  # a winner's re-timing before it seeds the next round
     speedup: float | None = None  # baseline_kernel_ms / kernel_ms
+    # gate 4's numbers the feedback quotes (result_text.timing_summary): the forward's
+    # decision with its noise and interval, the CUDA-graph and GPU-event times
+    timing: dict[str, Any] = Field(default_factory=dict)
     # the first tier's untrusted estimate (two-tier search); never read as a result
     screening: ScreeningEstimate | None = None
 

@@ -151,6 +151,8 @@ class CandidateGateResult(DeviceTimed):
     verdicts: list[GateVerdict]
     kernel_ms: float | None = None  # per-target time of the candidate (not the model)
     baseline_kernel_ms: float | None = None
+    # the timing verdict's numbers for the agents' feedback (noise, interval, graph replay)
+    timing: dict[str, Any] = Field(default_factory=dict)
     # where the activity's time went (reference, gates 1-2, timing): seconds, for tuning
     stage_seconds: dict[str, float] = Field(default_factory=dict)
 

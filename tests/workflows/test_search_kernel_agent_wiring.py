@@ -223,7 +223,7 @@ async def test_a_later_round_on_the_same_state_sees_its_siblings(env, store):
         later = executor_requests(llm, "unroll loop")[0]
 
     assert result.stopped_reason == "completed 2 iterations"
-    assert "(none yet)" in first_round
+    assert "Sibling attempts" not in first_round  # none had a result yet: no empty section
     assert "- bigger blocks: rejected at correctness: fail: seed 0: max abs error 0.5" in later
     assert "- vectorize loads: rejected at static: error: compile error" in later
 
@@ -279,7 +279,8 @@ async def test_a_slower_accepted_candidate_gets_exactly_one_timing_retry(env, st
     assert gpu.profile_inputs[0].kernel_times == {OTHER: 0.03, KERNEL: 0.02}
     assert f"### `{OTHER}`: 30.00 us per forward (dominant: the most GPU time)" in fused
     assert len(timing) == 1
-    assert "Your module is correct, 0.91x (1.1 ms vs the baseline's 1 ms): slower" in timing[0]
+    assert "Your module is correct, 0.909x: slower" in timing[0]
+    assert "the whole forward with your kernel in place: 1.1 ms vs the baseline's 1 ms" in timing[0]
     by_id = {d.candidate.id: d for d in result.decisions if not d.retime}
     assert sorted(by_id) == ["forward:i0-s0-p0-a0", "forward:i0-s0-p0-a1", "forward:i0-s0-p1-a0"]
     assert by_id["forward:i0-s0-p0-a1"].accepted

@@ -237,7 +237,8 @@ async def test_summarizer_entries_go_into_campaign_memory(server, store):
     transport = ChatTransport(inp.proposer)
     result = await roles.summarize(inp, store, transport)
     await transport.close()
-    assert "bigger blocks: accepted, per-kernel speedup 1.100x" in server.requests[0].text
+    assert "bigger blocks: correct, whole-forward speedup 1.100x" in server.requests[0].text
+    assert "plan followed: x" in server.requests[0].text
     (entry,) = result.entries
     assert entry.tags == ["bottleneck/memory_bound", "direction/launch-config", "kind/pointwise"]
     memory = ExperienceMemory.load(store, result.memory)
