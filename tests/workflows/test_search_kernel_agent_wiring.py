@@ -228,6 +228,37 @@ async def test_a_later_round_on_the_same_state_sees_its_siblings(env, store):
     assert "- vectorize loads: rejected at static: error: compile error" in later
 
 
+async def test_a_retry_is_told_the_siblings_results_and_plans_known_by_then(env, store):
+    """The retry's own message lists the siblings' results and plans, not only its first turn."""
+    with ScriptedOpenAI() as llm:
+        llm.add(
+            Reply(match="Your module was rejected", respond=salted("WRONG"), repeat=True),
+            planner(
+                2,
+                ("bigger blocks", "XBLOCK 2048"),
+                ("vectorize loads", "128-bit loads"),
+                later=(("unroll loop", "unroll by 4"),),
+            ),
+            executor("bigger blocks", respond=salted("WRONG")),
+            executor("vectorize loads", respond=salted("WRONG")),
+            executor("unroll loop", respond=salted("WRONG")),
+            summarizer(repeat=True),
+        )
+        inp = kernel_search(store, llm, SearchParams(iterations=2, plans=2, retries=1, beam=1))
+        await run_search(env, inp, RecordingGpu())
+        retries = [
+            str(r.messages[-1]["content"])
+            for r in llm.requests
+            if "Plan (unroll loop)" in r.text and "Your module was rejected" in r.text
+        ]
+    (retry,) = retries
+    assert retry.startswith("Your module was rejected.")
+    assert "## Sibling attempts on this state" in retry
+    assert "- bigger blocks: rejected at correctness" in retry and "[plan: XBLOCK 2048]" in retry
+    assert "[plan: 128-bit loads]" in retry
+    assert "unroll loop" not in retry.split("## Sibling attempts")[1]  # its own plan is left out
+
+
 async def test_a_slower_accepted_candidate_gets_exactly_one_timing_retry(env, store):
     """A whole-model target: the profiler gets triage's times, the executor Inductor's kernels;
     a correct but slower module is told its speed once, and the (still slow) answer ends it."""
