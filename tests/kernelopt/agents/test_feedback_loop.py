@@ -14,8 +14,9 @@ from kernelopt.agents.result_text import (
     sibling_lines,
     timing_feedback,
 )
-from kernelopt.contracts.search import Candidate, Decision, Plan
+from kernelopt.contracts.search import Decision, Plan
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict
+from tests.support.decisions import root_decision
 
 GATE_HINT = (
     " This is a held-out input shape (another batch size than get_inputs()): "
@@ -73,17 +74,7 @@ def test_verdict_feedback_uses_the_merged_lines():
 def _decision(
     speedup: float | None, accepted: bool = True, direction: str = "tile", **kw
 ) -> Decision:
-    cand = Candidate(
-        id=f"c-{direction}",
-        target_id="t",
-        parent_id="root",
-        iteration=0,
-        source=None,
-        plan=Plan(direction=direction, description="d"),
-    )
-    return Decision(
-        candidate=cand, accepted=accepted, reason=kw.pop("reason", "ok"), speedup=speedup, **kw
-    )
+    return root_decision(direction, accepted=accepted, speedup=speedup, **kw)
 
 
 @pytest.mark.parametrize(

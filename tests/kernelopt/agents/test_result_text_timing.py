@@ -16,8 +16,9 @@ from kernelopt.agents.result_text import (
     sibling_lines,
     timing_feedback,
 )
-from kernelopt.contracts.search import Candidate, Decision, Plan
+from kernelopt.contracts.search import Decision
 from kernelopt.contracts.verdicts import GateName, GateStatus, GateVerdict, PerfCategory
+from tests.support.decisions import root_decision
 
 # a layernorm-sized forward: four rounds each side, as gate 4 times them (ms)
 BASELINE_ROUNDS = [0.2292, 0.2301, 0.2285, 0.2310]
@@ -50,15 +51,6 @@ def _decision(
     accepted: bool = True,
     **kw: Any,
 ) -> Decision:
-    cand = Candidate(
-        id=f"c-{direction}",
-        target_id="t",
-        parent_id="root",
-        iteration=0,
-        source=None,
-        plan=Plan(direction=direction, description=description),
-        attempt=kw.pop("attempt", 0),
-    )
     judged = (metrics or {}).get("decision") or {}
     times = {
         "kernel_ms": judged.get("candidate_ms"),
@@ -66,10 +58,10 @@ def _decision(
         "speedup": judged.get("speedup"),
         **kw,
     }
-    return Decision(
-        candidate=cand,
+    return root_decision(
+        direction,
+        description,
         accepted=accepted,
-        reason=times.pop("reason", "ok"),
         timing=timing_summary(metrics) if metrics else {},
         **times,
     )
