@@ -34,9 +34,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from kernelopt.agents import result_text, result_text_v1
     from kernelopt.agents.deferred import LLM_REPLY_SIGNAL
     from kernelopt.agents.plans import dedupe_plans
-    from kernelopt.agents.result_text import sibling_lines, timing_feedback, with_baseline
+    from kernelopt.agents.result_text import with_baseline
     from kernelopt.contracts import names
     from kernelopt.contracts.base import ArtifactRef
     from kernelopt.contracts.candidate_id import RETIME_SUFFIX, CandidateId
@@ -171,6 +172,10 @@ BUILTIN_FORWARD_ON_GPU_PATCH = "builtin-forward-on-gpu"
 # The same for an LLM round's first attempts, with the fix loop intact: only a candidate
 # correct on the smoke input and judged unable to change the beam is kept out.
 SCREEN_LLM_PATCH = "two-tier-screening-llm"
+# The agents' feedback names what gate 4 timed (the whole forward), its noise and the
+# siblings' results with their plans; a state that could not be profiled shows the
+# baseline's profile.  Histories from before replay with ``result_text_v1``.
+FEEDBACK_PATCH = "labelled-agent-feedback"
 DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
 
 
@@ -500,9 +505,7 @@ class SearchKernel:
         inp = PlanInput(
             target=self.inp.target,
             state_source=self.state.sources[node.id],
-            profile=with_baseline(
-                profile or self.state.profiles.get(ROOT_ID), self.state.profiles.get(ROOT_ID)
-            ),
+            profile=self._shown_profile(profile or self.state.profiles.get(ROOT_ID)),
             banned_directions=banned,
             plans=self.inp.params.plans,
             proposer=self.inp.proposer,
@@ -559,9 +562,7 @@ class SearchKernel:
             proposer=self.inp.proposer,
             campaign_id=self.inp.campaign_id,
             candidate_id=self._candidate_id(state_index, plan_index, 0),
-            profile=with_baseline(
-                self.state.profiles.get(node.id), self.state.profiles.get(ROOT_ID)
-            ),
+            profile=self._shown_profile(self.state.profiles.get(node.id)),
             facts=self._facts(),
             memory=self.state.memory,
             memory_tags=self._tags(),
@@ -572,9 +573,20 @@ class SearchKernel:
         )
         return inp, reply
 
+    @staticmethod
+    def _texts() -> Any:
+        """The result texts this run's history was written with (``FEEDBACK_PATCH``)."""
+        return result_text if workflow.patched(FEEDBACK_PATCH) else result_text_v1
+
+    def _shown_profile(self, profile: ProfileResult | None) -> ProfileResult | None:
+        """A state's profile for a prompt, with the baseline's beside it when it has none."""
+        if not workflow.patched(FEEDBACK_PATCH):
+            return profile
+        return with_baseline(profile, self.state.profiles.get(ROOT_ID))
+
     def _siblings(self, node: Node, plan: Plan) -> list[str]:
         """The outcomes known so far of the other plans on this state (``sibling_lines``)."""
-        return sibling_lines(
+        return self._texts().sibling_lines(
             [d for d in self.state.decisions if d.candidate.parent_id == node.id],
             plan.direction,
         )
@@ -637,7 +649,7 @@ class SearchKernel:
                 if timed or not self._too_slow(decision, attempt):
                     break
                 timed = True
-                timing = timing_feedback(decision, self._gamma())
+                timing = self._texts().timing_feedback(decision, self._gamma())
             elif (
                 not should_retry_fix(decision.deciding_gate, attempt, self.inp.params.retries)
                 or self._exhausted()
@@ -653,7 +665,11 @@ class SearchKernel:
                     "attempt": attempt,
                     "candidate_id": cid(attempt),
                     # what the other plans on this state measured since the first reply
-                    "siblings": self._siblings(node, plan),
+                    **(
+                        {"siblings": self._siblings(node, plan)}
+                        if workflow.patched(FEEDBACK_PATCH)
+                        else {}
+                    ),
                 }
             )
             reply = await self._llm(names.RETRY_FIX, fix, ExecuteResult)
@@ -870,7 +886,8 @@ class SearchKernel:
         self.state.sources[cand.id] = cand.source
         self.state.candidates[cand.id] = cand
         speed = f"{child.speedup:.3f}x" if child.speedup else "untimed"
-        reason = f"passed {result.gates_label}; whole forward {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
+        timed = "whole forward" if workflow.patched(FEEDBACK_PATCH) else "per-kernel"
+        reason = f"passed {result.gates_label}; {timed} {speed} ({result.kernel_ms} ms vs {result.baseline_kernel_ms} ms)"
         return self._decide(cand, "", reason, verdicts, result, accepted=True), verdicts
 
     async def _gate(
