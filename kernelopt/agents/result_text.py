@@ -8,6 +8,7 @@ thousand characters, and one line per candidate for the summarizer.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from kernelopt.contracts.search import Analysis, Decision, KernelProfile, ProfileResult
@@ -354,6 +355,20 @@ def sibling_lines(decisions: list[Decision], exclude_plan: str = "") -> list[str
     already measured.  Identical lines are merged with a count, and the executor's own plan
     is left out.
     """
+    return merged_sibling_lines(decisions, exclude_plan, _sibling_line)
+
+
+def _sibling_line(decision: Decision) -> str:
+    line = render_outcome(decision)
+    approach = _approach(decision, MAX_SIBLING_APPROACH_CHARS)
+    return f"{line} [plan: {approach}]" if approach else line
+
+
+def merged_sibling_lines(
+    decisions: list[Decision], exclude_plan: str, render: Callable[[Decision], str]
+) -> list[str]:
+    """``render``'s line for each sibling (re-timings and the executor's own plan left out),
+    identical lines merged with a count, at most ``MAX_SIBLINGS``."""
     counts: dict[str, int] = {}
     for decision in decisions:
         if decision.retime:
@@ -361,10 +376,7 @@ def sibling_lines(decisions: list[Decision], exclude_plan: str = "") -> list[str
         plan = decision.candidate.plan
         if plan is not None and exclude_plan and plan.direction == exclude_plan:
             continue
-        line = render_outcome(decision)
-        approach = _approach(decision, MAX_SIBLING_APPROACH_CHARS)
-        if approach:
-            line += f" [plan: {approach}]"
+        line = render(decision)
         counts[line] = counts.get(line, 0) + 1
     lines = [line + (f" (x{n})" if n > 1 else "") for line, n in counts.items()]
     return lines[:MAX_SIBLINGS]

@@ -7,9 +7,8 @@ Retire with the patch (docs/architecture.md, "Patch retirement").
 
 from __future__ import annotations
 
+from kernelopt.agents.result_text import merged_sibling_lines
 from kernelopt.contracts.search import Decision
-
-MAX_SIBLINGS = 6
 
 
 def render_outcome(decision: Decision) -> str:
@@ -48,14 +47,4 @@ def timing_feedback(decision: Decision, gamma: float = 1.03) -> str:
 
 def sibling_lines(decisions: list[Decision], exclude_plan: str = "") -> list[str]:
     """Short lines on sibling candidates of this round (same state), merged with a count."""
-    counts: dict[str, int] = {}
-    for decision in decisions:
-        if decision.retime:
-            continue
-        plan = decision.candidate.plan
-        if plan is not None and exclude_plan and plan.direction == exclude_plan:
-            continue
-        line = render_outcome(decision)
-        counts[line] = counts.get(line, 0) + 1
-    lines = [line + (f" (x{n})" if n > 1 else "") for line, n in counts.items()]
-    return lines[:MAX_SIBLINGS]
+    return merged_sibling_lines(decisions, exclude_plan, render_outcome)
