@@ -325,8 +325,9 @@ def order_control(
 def control_ratio(m: PerfMeasurement) -> float | None:
     """Median over the A/A rounds of first slot / second slot: above 1, the second slot (the
     candidate's) reads faster for the same code.  None without such rounds."""
-    if m.control_turns:
-        return median([x for t in m.control_turns for x in t.ratios])
+    if m.control_turns:  # a session is the unit here too (``perfstats.turn_decision``)
+        sessions = [median(t.ratios) for t in m.control_turns if t.ratios]
+        return median(sessions) if sessions else None
     paired = [r for r in m.control if r.baseline is not None]
     ratios = paired_ratios([m.primary(r.baseline) for r in paired], [m.primary(r) for r in paired])
     return median(ratios) if ratios else None
