@@ -307,6 +307,32 @@ def quartiles(values: Sequence[float]) -> tuple[float, float]:
     return q[0], q[2]
 
 
+CI_COVERAGE = 0.95  # the session medians' interval must hold the true median this often
+CI_MIN_SESSIONS = 6  # the fewest sessions whose range already reaches CI_COVERAGE
+
+
+def median_interval(values: Sequence[float], coverage: float = CI_COVERAGE) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median: two order statistics.
+
+    The k-th smallest and k-th largest of n values hold the median with probability
+    1 - 2 P(Binomial(n, 1/2) < k); k is the largest that keeps ``coverage`` (1: the
+    range, below ``CI_MIN_SESSIONS`` values the range covers less than that).
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return float("nan"), float("nan")
+    k = 1
+    while k < n // 2 and 1.0 - 2.0 * _binomial_below(n, k + 1) >= coverage:
+        k += 1
+    return ordered[k - 1], ordered[n - k]
+
+
+def _binomial_below(n: int, k: int) -> float:
+    """P(Binomial(n, 1/2) < k)."""
+    return sum(math.comb(n, i) for i in range(k)) / 2.0**n
+
+
 def turn_decision(
     sessions: Sequence[Sequence[float]],
     baseline_turns: Sequence[float],
@@ -321,24 +347,34 @@ def turn_decision(
     turns cancel the host clock's regimes, but each pair of processes keeps an
     offset of its own (docs/TEAM_NOTES.md, twentieth session), so pairs pooled over
     sessions would count one process's luck many times.  The speedup is the median
-    of the sessions' medians; the noise is the larger of the pairs' interquartile
-    range within a session (``iqr_rel``: the middle half, because a regime change
-    lands inside a few pairs and a max-min spread would be set by exactly those)
-    and the spread of all session medians (``spread``: sessions are few, and an
-    offset is exactly what must not be set aside).  Decisive when the pooled pairs'
-    quartiles and every session median fall in the median's category; stable when
-    decisive or the noise is within ``noise_limit``.
+    of the sessions' medians.
+
+    With ``CI_MIN_SESSIONS`` sessions or more, the noise is the width of the median's
+    confidence interval over the session medians (``median_interval``), and the
+    decision is decisive when both ends of that interval fall in its category: each
+    session median already averages its pairs, so their spread is the estimate's
+    uncertainty, offsets included, and one more session can only narrow it.  With
+    fewer, an interval would cover too little: the noise is then the larger of the
+    pairs' interquartile range within a session (``iqr_rel``: a regime change lands
+    inside a few pairs) and the spread of all session medians, and decisive means the
+    pooled pairs' quartiles and every session median fall in the median's category.
+    Stable when decisive or the noise is within ``noise_limit``.
     """
     kept = [list(s) for s in sessions if s]
     medians = [median(s) for s in kept]
     pooled = [x for s in kept for x in s]
     speedup = median(medians) if medians else float("nan")
-    within = median([iqr_rel(s) for s in kept]) if kept else float("inf")
-    between = spread(medians) if len(medians) >= 2 else 0.0
-    noise = max(within, between)
     low, high = quartiles(pooled)
+    if len(medians) >= CI_MIN_SESSIONS:
+        ci_low, ci_high = median_interval(medians)
+        noise = (ci_high - ci_low) / speedup if speedup > 0 else float("inf")
+        edges: tuple[float, ...] = (ci_low, ci_high)
+    else:
+        within = median([iqr_rel(s) for s in kept]) if kept else float("inf")
+        between = spread(medians) if len(medians) >= 2 else 0.0
+        noise = max(within, between)
+        edges = (low, high, *medians)
     category = category_of(speedup, noise, gamma)
-    edges = (low, high, *medians)
     decisive = bool(pooled) and all(category_of(q, 0.0, gamma) == category for q in edges)
     stable = noise <= noise_limit or decisive
     reason = category_reason(category, speedup, noise, gamma)
@@ -348,6 +384,8 @@ def turn_decision(
     )
     if len(medians) >= 2:
         reason += f", session medians {min(medians):.3g}x to {max(medians):.3g}x"
+    if len(medians) >= CI_MIN_SESSIONS:
+        reason += f", {CI_COVERAGE:.0%} interval of their median {edges[0]:.3g}x to {edges[1]:.3g}x"
     return PerfDecision(
         category,
         speedup,

@@ -349,6 +349,39 @@ def test_a_session_is_the_unit_each_pair_of_processes_keeps_its_offset() -> None
     assert d.category == PerfCategory.OPTIMIZED and d.decisive
 
 
+def test_with_enough_sessions_the_medians_interval_is_the_noise() -> None:
+    """The identity on the H200 (docs/TEAM_NOTES.md, twenty-first session): ten sessions,
+    medians 0.917x-1.053x, each session's pairs spread by +-10%.  The pairs'
+    own spread or the medians' range would quarantine identical code; the interval of
+    the median is what the estimate is uncertain by."""
+    medians = [0.938, 0.977, 0.989, 0.987, 0.992, 1.023, 0.917, 1.053, 0.985, 1.010]
+    identity = [_pairs_around(m, 0.10, 10) for m in medians]
+    d = turn_decision(identity, [0.5] * 120, [0.5] * 120, gamma=1.03, noise_limit=0.10)
+    assert d.category == PerfCategory.MATCHED and d.stable
+    assert d.noise == pytest.approx((1.023 - 0.938) / 0.988, rel=0.02)  # 2nd to 9th of ten
+    assert "95% interval of their median 0.938x to 1.02x" in d.reason
+    # the rule for few sessions would have quarantined it
+    few = turn_decision(identity[:4], [0.5] * 48, [0.5] * 48, gamma=1.03, noise_limit=0.10)
+    assert not few.stable
+    # seven lucky pairs of processes and three honest ones: a lucky median, but the
+    # interval reaches down to the honest ones, so it is no win
+    lucky = [_pairs_around(1.04, 0.005)] * 7 + [_pairs_around(0.99, 0.005)] * 3
+    d = turn_decision(lucky, [0.05] * 200, [0.05] * 200, gamma=1.03, noise_limit=0.10)
+    assert d.speedup == pytest.approx(1.04) and d.category == PerfCategory.MATCHED
+    real = [_pairs_around(m, 0.10, 10) for m in (1.2, 1.15, 1.22, 1.18, 1.25, 1.17)]
+    d = turn_decision(real, [0.06] * 72, [0.05] * 72, gamma=1.03, noise_limit=0.10)
+    assert d.category == PerfCategory.OPTIMIZED and d.decisive
+
+
+def test_the_median_interval_keeps_its_coverage() -> None:
+    from gates.perfstats import median_interval
+
+    assert median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few: the range
+    assert median_interval(list(range(8))) == (0, 7)  # 2nd-7th would cover only 93%
+    assert median_interval(list(range(10))) == (1, 8)  # 97.9%
+    assert median_interval(list(range(12))) == (2, 9)  # 96.1%
+
+
 def _turn_round(ratio: float, event_ms: float = 0.01):
     """A finished session whose every pair reads ``ratio`` (host-bound: turns above events)."""
     from gates.protocol import TimingResult
