@@ -6,6 +6,9 @@
     python3 -m scripts.llm_eval resume --home home.tgz --replies DIR_OR_TGZ [--budget-s 450]
     python3 -m scripts.llm_eval report --home home.tgz --out DIR
 
+``start --proposer builtin`` runs the same chain of calls for built-in campaigns
+(no requests): one campaign carried across machine loans (issue 31).
+
 Run from the repository root (``scripts`` is a package: nothing patches
 ``sys.path``).  Modules: ``commands`` (the three commands and
 one call around them), ``services`` (server and workers), ``watch`` (what each

@@ -69,10 +69,15 @@ def _out(args: argparse.Namespace) -> Path:
 
 
 def campaign_options_for(args: argparse.Namespace, settings: Settings) -> CampaignOptions:
-    """The CLI's own option building (``kernelopt bench``'s flags), LLM proposer in folder mode."""
+    """The CLI's own option building (``kernelopt bench``'s flags), LLM proposer in folder mode.
+
+    ``--proposer builtin`` runs the same chain of calls without any request: a
+    campaign carried across machine loans (issue 31) rather than an evaluation.
+    """
     from kernelopt.cli.parser import build_parser, campaign_options
 
-    argv = ["bench", str(ROOT / "problems"), "--proposer", "llm", "--mode", args.mode]
+    proposer = getattr(args, "proposer", "llm")
+    argv = ["bench", str(ROOT / "problems"), "--proposer", proposer, "--mode", args.mode]
     argv += ["--iterations", str(args.rounds), "--plans", str(args.plans)]
     argv += ["--retries", str(args.retries), "--beam", str(args.beam)]
     argv += ["--gamma", str(args.gamma), "--llm-model", args.llm_model]
@@ -388,6 +393,13 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--max-gpu-seconds", type=float, default=None)
     start.add_argument(
         "--llm-model", default="reply-folder", help="label of whoever writes the replies"
+    )
+    start.add_argument(
+        "--proposer",
+        choices=["llm", "builtin"],
+        default="llm",
+        help="llm: requests answered out of band (default); builtin: no requests, the same "
+        "chain of calls carries a built-in campaign across machine loans",
     )
     running(start)
 

@@ -391,3 +391,18 @@ def test_a_thin_home_leaves_seed_tensors_behind_and_draws_them_again(tmp_path: P
     assert redraw_left_out(moved).blobs == len(REDRAWN_FIELDS)
     for field in REDRAWN_FIELDS:
         assert moved_store.exists(getattr(recorded, field))
+
+
+@pytest.mark.parametrize("proposer", ["llm", "builtin"])
+def test_start_builds_the_campaign_for_the_proposer_asked(
+    proposer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--proposer builtin`` carries a built-in campaign through the same calls (issue 31)."""
+    from kernelopt.config import Settings
+    from scripts.llm_eval.commands import build_parser, campaign_options_for
+
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    argv = ["start", "--problems", "p.py", "--proposer", proposer]
+    args = build_parser().parse_args(argv)
+    options = campaign_options_for(args, Settings.from_env(llm_mode="folder"))
+    assert options.proposer.kind == proposer
