@@ -22,18 +22,37 @@ from gates.cascade import round_setup
 from gates.go_signal import live_workdir
 from gates.perf import CHECKS_FILE, RoundSetup, measure, perf_verdict
 from gates.perfstats import turn_decision
-from gates.protocol import ModelSource
-from gates.reference import ReferenceBundle, prepare_reference
+from gates.reference import ReferenceBundle
 from gates.runner import forking_from
-from gates.turns import TURN_MS, run_turn_round
-from gates.zygote import Zygote
+from gates.turns import TURN_MS
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
-from tests.support.adversarial import cpu_suite_settings
+from tests.support.turn_sessions import (
+    BASE,
+    LAUNCHES,
+    PAIRS,
+    SETTINGS,
+    launching,
+    reference,
+    run_session,
+    write_candidate,
+)
 
-PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "gates" / "scale_one.py"
-PAIRS = 4
-SETTINGS = cpu_suite_settings().model_copy(update={"noisy_rounds": 0, "turn_pairs": PAIRS})
-BASE = ModelSource(kind="eager", problem_path=str(PROBLEM))
+
+@pytest.fixture(scope="module")
+def bundle(gates_env: Path, tmp_path_factory: pytest.TempPathFactory) -> ReferenceBundle:
+    return reference(tmp_path_factory)
+
+
+@pytest.fixture
+def setup(bundle: ReferenceBundle) -> RoundSetup:
+    return round_setup(bundle, SETTINGS)
+
+
+@pytest.fixture(params=LAUNCHES)
+def launch(request: pytest.FixtureRequest) -> Iterator[str]:
+    with launching(request) as how:
+        yield how
+
 
 # a forward of about a millisecond of the CPU's own work (a loop, not a sleep: a stopped
 # process does no work, while a sleep's deadline passes all the same)
@@ -44,28 +63,6 @@ def _burn(n: int = 20000) -> int:
         total += i
     return total
 """
-
-
-@pytest.fixture(scope="module")
-def bundle(gates_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceBundle]:
-    yield prepare_reference(PROBLEM, SETTINGS, tmp_path_factory.mktemp("reference"))
-
-
-@pytest.fixture
-def setup(bundle: ReferenceBundle) -> RoundSetup:
-    return round_setup(bundle, SETTINGS)
-
-
-@pytest.fixture(params=["spawned", "forked"])
-def launch(request: pytest.FixtureRequest) -> Iterator[str]:
-    """How both children of this test's sessions start (the zygote as ``run_job`` finds it)."""
-    zygote: Zygote | None = None
-    if request.param == "forked":
-        zygote = request.getfixturevalue("cpu_zygote")
-        if zygote is None or not zygote.sandboxed:
-            pytest.skip("needs the session's sandboxed CPU zygote")
-    with forking_from("cpu", zygote):
-        yield request.param
 
 
 # a thread that counts into a file of its own, in the candidate child's workdir
@@ -86,32 +83,10 @@ ModelNew = Model
 """
 
 
-def _candidate(directory: Path, body: str) -> ModelSource:
-    path = directory / "candidate.py"
-    path.write_text(PROBLEM.read_text() + "\n" + body)
-    return ModelSource(kind="candidate", problem_path=str(PROBLEM), candidate_path=str(path))
-
-
-def _session(
-    setup: RoundSetup, candidate: ModelSource, workdir: Path, observer=None, pairs: int = PAIRS
-):
-    session = run_turn_round(
-        setup.turn_job(BASE, "baseline"),
-        setup.turn_job(candidate, "candidate"),
-        workdir,
-        pairs=pairs,
-        timeout_s=SETTINGS.timing_timeout_s,
-        device="cpu",
-        observer=observer,
-    )
-    assert session.failure is None, session.failure[1].describe() + session.failure[1].log_tail
-    return session
-
-
 def test_the_identity_through_measure_gives_abba_pairs_and_a_turns_verdict(
     setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
-    candidate = _candidate(tmp_path, "ModelNew = Model\n")
+    candidate = write_candidate(tmp_path, "ModelNew = Model\n")
     m = measure(BASE, candidate, setup, workdir=tmp_path / "timing")
     assert m.failure is None and m.wrong_output is None
     (session,) = m.turn_rounds
@@ -139,7 +114,7 @@ def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn
     setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
     """The thread counts into a file of its own; the count is read around every turn."""
-    candidate = _candidate(tmp_path, SPIN)
+    candidate = write_candidate(tmp_path, SPIN)
     cand_dir = tmp_path / "session" / "candidate"
     seen: dict[str, list[int]] = {"baseline": [], "candidate": []}
     marks: list[int] = []
@@ -152,7 +127,7 @@ def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn
         else:
             seen[side].append(value - marks.pop())
 
-    _session(setup, candidate, tmp_path / "session", observe)
+    run_session(setup, candidate, tmp_path / "session", observe)
     assert len(seen["baseline"]) == PAIRS
     assert seen["baseline"] == [0] * PAIRS  # stopped with its process for every baseline turn
     assert all(n > 0 for n in seen["candidate"])  # and running during its own turns
@@ -163,7 +138,7 @@ def test_a_candidate_that_says_done_early_still_pays_for_its_calls(
 ) -> None:
     """Its harness is patched to answer done before the calls: the work lands in later turns
     of its own, and its last turn's work in its timed end."""
-    candidate = _candidate(
+    candidate = write_candidate(
         tmp_path,
         BURN
         + """
@@ -217,7 +192,7 @@ _HOME = os.getcwd()
 """,
     )
     pairs = 2  # the last turn's work is half of it: its loss would show plainly
-    session = _session(setup, candidate, tmp_path / "session", pairs=pairs)
+    session = run_session(setup, candidate, tmp_path / "session", pairs=pairs)
     cand_dir = tmp_path / "session" / "candidate"
     burned = next(
         d / "burn_cpu.txt"
@@ -237,7 +212,7 @@ _HOME = os.getcwd()
 def test_the_baseline_child_never_sees_the_candidates_module(
     setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
-    candidate = _candidate(
+    candidate = write_candidate(
         tmp_path,
         """
 import os
@@ -245,7 +220,7 @@ open(f"imported.{os.getpid()}", "w").close()  # in the importing child's workdir
 ModelNew = Model
 """,
     )
-    _session(setup, candidate, tmp_path / "session")
+    run_session(setup, candidate, tmp_path / "session")
     base_dir, cand_dir = tmp_path / "session" / "baseline", tmp_path / "session" / "candidate"
     assert list(cand_dir.glob("imported.*"))  # the marker works
     assert not list(base_dir.glob("imported.*"))
@@ -258,7 +233,7 @@ def test_a_candidate_finds_no_channel_of_the_baselines_to_write_into(
 ) -> None:
     """Forked, the children are siblings that see each other's stages; the baseline's FIFOs
     are unlinked before the candidate's ``start``, so an injected ``end`` reaches nobody."""
-    candidate = _candidate(
+    candidate = write_candidate(
         tmp_path,
         """
 import glob, os
@@ -279,14 +254,14 @@ with open("reached.txt", "w") as _f:
 ModelNew = Model
 """,
     )
-    _session(setup, candidate, tmp_path / "session")
+    run_session(setup, candidate, tmp_path / "session")
     assert (tmp_path / "session" / "candidate" / "reached.txt").read_text() == ""
 
 
 def test_a_candidate_that_dies_in_a_turn_fails_the_round_as_the_candidates(
     setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
-    candidate = _candidate(
+    candidate = write_candidate(
         tmp_path,
         """
 import os
@@ -448,14 +423,14 @@ def test_the_call_count_follows_the_baseline_not_the_candidates_estimate(
     """A slow candidate (or one that reports a large estimate) does not shorten the turns:
     short turns are mostly fixed overhead, which pulls every ratio towards 1, so a slower
     candidate would read matched."""
-    slow = _candidate(
+    slow = write_candidate(
         tmp_path,
         "import time\n\n\nclass ModelNew(Model):\n"
         "    def forward(self, *args):\n"
         "        time.sleep(0.005)\n"
         "        return super().forward(*args)\n",
     )
-    session = _session(setup, slow, tmp_path / "slow", pairs=2)
+    session = run_session(setup, slow, tmp_path / "slow", pairs=2)
     per_call_ms = statistics.median(session.side_turns("candidate"))
     assert session.calls * per_call_ms > 3 * TURN_MS  # its turns last its own slowness
 
@@ -471,7 +446,7 @@ def test_a_session_forked_by_the_workers_shared_zygote_stops_the_candidates_thre
     service.start(probe=False)
     monkeypatch.setenv(SOCKET_ENV, service.path)
     monkeypatch.setenv(DEVICE_ENV, "cpu")
-    candidate = _candidate(tmp_path, SPIN)
+    candidate = write_candidate(tmp_path, SPIN)
     cand_dir = tmp_path / "session" / "candidate"
     moved: dict[str, list[int]] = {"baseline": [], "candidate": []}
     marks: list[int] = []
@@ -487,7 +462,7 @@ def test_a_session_forked_by_the_workers_shared_zygote_stops_the_candidates_thre
     try:
         with forking_from("cpu", None):
             jobs = service.jobs
-            _session(setup, candidate, tmp_path / "session", observe)
+            run_session(setup, candidate, tmp_path / "session", observe)
             assert service.jobs == jobs + 2  # both children forked by the service
     finally:
         service.close()
