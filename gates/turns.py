@@ -16,11 +16,21 @@ here each side has a child of its own and the parent alternates them:
    could shrink turns until their fixed overhead pulls every ratio towards 1);
 3. ``pairs`` pairs of turns in ABBA order: before each turn the baseline child
    waits out GPU work left queued (its idle probe), charged to the turn before;
-   the turn itself is the parent's ``perf_counter_ns`` from before resuming
-   the child to the moment its stop is sent after ``done``.  Outside its turn
-   a child and everything it started is SIGSTOPped (``gates.proctree``): the
-   candidate cannot run while the baseline is timed, nor between turns;
-4. ``end``: each child answers (also timed, charged to its last turn: a forged
+   the turn's window is the parent's ``perf_counter_ns`` from before resuming
+   the child to the moment its stop is acknowledged after ``done``.  Outside
+   its turn a child and everything it started is SIGSTOPped
+   (``gates.proctree``): the candidate cannot run while the baseline is timed,
+   nor between turns;
+4. the record phase: the child answers ``synced`` after its calls' final sync
+   and ``done`` once every output is recorded; the parent notes when ``synced``
+   arrives.  A side is charged its window minus the smaller of its own record
+   phase and the median record phase of the baseline's turns so far (its own,
+   for the baseline's first).  The records are the harness's, not the model's,
+   and would pull every ratio towards 1; only the baseline's (trusted code on
+   outputs of the reference's structure) sets what may be taken off, so a
+   candidate that says ``synced`` early, with work still to do, is charged all
+   of it beyond the baseline's record time;
+5. ``end``: each child answers (also timed, charged to its last turn: a forged
    early ``done`` moves work into a later turn of its own, never out of the
    timing), then saves its checked calls and its result, one at a time.
 
@@ -208,8 +218,12 @@ class TurnRound:
     candidate: TimingResult | None = None
     ratios: list[float] = field(default_factory=list)  # baseline turn / candidate turn, per pair
     calls: int = 0  # per turn, both sides
+    estimates_ms: dict[str, float] = field(default_factory=dict)  # each side's ``ready``
     cpu: int | None = None
-    turns: list[tuple[str, float]] = field(default_factory=list)  # (side, ms per call), in order
+    turns: list[tuple[str, float]] = field(default_factory=list)  # (side, ms per call), charged
+    windows_ms: list[tuple[str, float]] = field(default_factory=list)  # (side, whole window)
+    records_ms: list[float] = field(default_factory=list)  # each turn's record phase
+    taken_off_ms: list[float] = field(default_factory=list)  # what each turn was not charged
     probe_waits_ms: list[float] = field(default_factory=list)  # charged to the turn before
     outcomes: dict[str, ChildOutcome] = field(default_factory=dict)
     failure: tuple[str, ChildOutcome] | None = None
@@ -222,12 +236,22 @@ class TurnRound:
 Observer = Callable[[str, str], None]  # (side, "before" | "after") around each timed turn
 
 
+@dataclass
+class _Turn:
+    """One turn as the parent's clock saw it."""
+
+    side: str
+    window_ns: int  # resume to the acknowledged stop, plus what is charged to it later
+    record_ns: int  # ``synced`` to the acknowledged stop
+
+
 class _Session:
     """The parent's part of one round: the order of turns and the clock."""
 
     def __init__(self, base: TurnChild, cand: TurnChild, out: TurnRound, observer: Observer | None):
         self.base, self.cand, self.out, self.observer = base, cand, out, observer
-        self.turn_ns: list[tuple[str, int]] = []
+        self.turns: list[_Turn] = []  # the timed ones, in order
+        self.last: _Turn | None = None  # the latest
 
     def probe(self, timeout_s: float) -> int:
         """The baseline's idle wait in ns: it is resumed for the probe and stopped after it."""
@@ -239,21 +263,28 @@ class _Session:
 
     def charge(self, ns: int) -> None:
         """Add ``ns`` to the latest turn (the side whose work it was)."""
-        if self.turn_ns and ns > 0:
-            side, t = self.turn_ns[-1]
-            self.turn_ns[-1] = (side, t + ns)
+        if self.last is not None and ns > 0:
+            self.last.window_ns += ns
 
     def turn(self, child: TurnChild, calls: int, timeout_s: float) -> None:
+        """One timed turn of ``child``, with its record phase (from ``synced``)."""
         if self.observer is not None:
             self.observer(child.side, "before")
+        self.turns.append(self.window(child, calls, timeout_s))
+        if self.observer is not None:
+            self.observer(child.side, "after")
+
+    def window(self, child: TurnChild, calls: int, timeout_s: float) -> _Turn:
+        """Resume ``child`` for ``calls`` calls; the turn as the parent's clock saw it."""
         t0 = time.perf_counter_ns()
         child.resume()
         seq = child.command("turn", str(calls))
+        child.answer("synced", seq, timeout_s)
+        synced = time.perf_counter_ns()
         child.answer("done", seq, timeout_s)
         t1 = child.stop()
-        self.turn_ns.append((child.side, t1 - t0))
-        if self.observer is not None:
-            self.observer(child.side, "after")
+        self.last = _Turn(child.side, t1 - t0, max(0, t1 - synced))
+        return self.last
 
     def end(self, child: TurnChild, timeout_s: float) -> None:
         """Its ``end``, timed and charged to its last turn, then let it finish alone."""
@@ -261,11 +292,9 @@ class _Session:
         child.resume()
         child.answer("ended", child.command("end"), timeout_s)
         elapsed = child.stop() - t0
-        for i in range(len(self.turn_ns) - 1, -1, -1):
-            side, t = self.turn_ns[i]
-            if side == child.side:
-                self.turn_ns[i] = (side, t + elapsed)
-                break
+        mine = [t for t in self.turns if t.side == child.side]
+        if mine:
+            mine[-1].window_ns += elapsed
         child.tree.release()
         self.out.outcomes[child.side] = child.outcome()
 
@@ -341,14 +370,12 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     for child in (base, cand):  # settling and the events on the CPU the turns run on
         child.pin(out.cpu)
     session.probe(timeout_s)  # the candidate's warm-up may still occupy the GPU
-    base.resume()
-    est_b = base.number("ready", base.command("prep"), timeout_s)
-    base.stop()
-    cand.resume()
-    est_c = cand.number("ready", cand.command("prep"), timeout_s)
-    cand.stop()
-    out.calls = calls_for(est_b, host_batch_ms)  # trusted: see the module docstring
-    slowest = max(est_b, est_c)
+    for child in (base, cand):
+        child.resume()
+        out.estimates_ms[child.side] = child.number("ready", child.command("prep"), timeout_s)
+        child.stop()
+    out.calls = calls_for(out.estimates_ms["baseline"], host_batch_ms)  # trusted: see above
+    slowest = max(out.estimates_ms.values())
     turn_s = min(timeout_s, max(_TURN_MIN_S, _TURN_FACTOR * out.calls * slowest / 1000))
     session.charge(session.probe(timeout_s))
     for i in range(pairs):
@@ -365,10 +392,29 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     session.end(cand, timeout_s)
 
 
+def _charged(turns: list[_Turn]) -> list[int]:
+    """Each turn's record phase taken off, up to the baseline's median so far (step 5)."""
+    baseline: list[int] = []
+    taken: list[int] = []
+    for t in turns:
+        if t.side == "baseline":
+            baseline.append(t.record_ns)
+        allowance = median(baseline) if baseline else 0
+        taken.append(int(min(t.record_ns, allowance)))
+    return taken
+
+
 def _results(session: _Session) -> None:
     """Each side's result with the parent's turns as its host numbers; the pairs' ratios."""
     out = session.out
-    out.turns = [(side, ns / 1e6 / out.calls) for side, ns in session.turn_ns]
+    taken = _charged(session.turns)
+    out.windows_ms = [(t.side, t.window_ns / 1e6) for t in session.turns]
+    out.records_ms = [t.record_ns / 1e6 for t in session.turns]
+    out.taken_off_ms = [ns / 1e6 for ns in taken]
+    out.turns = [
+        (t.side, (t.window_ns - off) / 1e6 / out.calls)
+        for t, off in zip(session.turns, taken, strict=True)
+    ]
     for side in ("baseline", "candidate"):
         result = TimingResult.model_validate(out.outcomes[side].result)
         turns = out.side_turns(side)

@@ -175,14 +175,17 @@ class CheckedLoop:
         floor = min(self.dispatch_ms(), batch_ms) if self.dispatch_ns else 0.0
         return max(batch_ms - copies_ms, floor)
 
-    def turn(self, n: int) -> float:
+    def turn(self, n: int, synced: Callable[[], None] | None = None) -> float:
         """``n`` back-to-back calls on new values, synchronised and checked: one turn.
 
         What a host batch does, timed by the parent of a turn child
         (``gates.turns``): the outputs are recorded before the child says done, so
         work that fills an output late (a thread, another stream) is either inside
-        the parent's window or caught as a wrong call.  The copies stay inside too,
-        the same on both sides.  Returns this process's own ms per call, a diagnostic.
+        the parent's window or caught as a wrong call.  ``synced`` runs between the
+        final sync and the records, so the parent can see where the record phase
+        starts (it takes off at most the baseline's own record time).  The copies
+        stay inside too, the same on both sides.  Returns this process's own ms per
+        call, a diagnostic.
         """
         outs = []
         self.kit.sync()
@@ -193,6 +196,8 @@ class CheckedLoop:
             outs.append((k, args, self.fn(*args)))
         self.kit.sync()
         ms = (self.kit.now_ns() - t0) / 1e6 / n
+        if synced is not None:
+            synced()
         for k, args, out in outs:
             self.checks.record(out, k, args)
         return ms

@@ -4,7 +4,9 @@
 children that take turns (``gates.turns``).  Each child builds, warms, settles
 and takes its CUDA-event samples exactly as ``gates.jobs.timing`` does (the
 same functions), then times nothing itself: it runs checked turns on the
-parent's commands, and the parent's clock is the host number.  The baseline
+parent's commands, and the parent's clock is the host number.  A turn answers
+``synced`` after its calls' final sync and ``done`` once every output is
+recorded, so the parent can tell the record phase (the harness's) apart.  The baseline
 child never sees the candidate (its job names only the baseline); the
 candidate child builds nothing before the parent's ``start``, which comes once
 the baseline is built and warm, so no candidate code runs beside the baseline's
@@ -130,7 +132,7 @@ def run(job: TimingJob) -> TimingResult:
                 channel.reply(f"probed {seq} {probe.wait_ns()}")
             elif word == "turn" and arg.isdigit() and host:
                 calls = int(arg)
-                turn_ms.append(side.loop.turn(calls))
+                turn_ms.append(side.loop.turn(calls, lambda s=seq: channel.reply(f"synced {s}")))
                 channel.reply(f"done {seq}")
             elif word == "end":
                 channel.reply(f"ended {seq}")

@@ -136,8 +136,8 @@ def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn
 def test_a_candidate_that_says_done_early_still_pays_for_its_calls(
     setup: RoundSetup, tmp_path: Path, launch: str
 ) -> None:
-    """Its harness is patched to answer done before the calls: the work lands in later turns
-    of its own, and its last turn's work in its timed end."""
+    """Its harness is patched to answer synced and done before the calls: the work lands in
+    later turns of its own, and its last turn's work in its timed end."""
     candidate = write_candidate(
         tmp_path,
         BURN
@@ -159,12 +159,12 @@ def _next_spy(self):
 _turn = timing.CheckedLoop.turn
 
 
-def _early_turn(self, n):
+def _early_turn(self, n, synced=None):
     fd = os.open("turn_replies", os.O_WRONLY)
-    os.write(fd, f"done {_seq[0]}\\n".encode())
+    os.write(fd, f"synced {_seq[0]}\\ndone {_seq[0]}\\n".encode())
     os.close(fd)
     _in_turns[0] = True  # from here every call is a turn's: its work must be charged
-    return _turn(self, n)
+    return _turn(self, n, synced)
 
 
 turn_side._Commands.next = _next_spy
@@ -270,7 +270,7 @@ import gates.jobs.timing as timing
 _turn = timing.CheckedLoop.turn
 
 
-def _dies(self, n):
+def _dies(self, n, synced=None):
     os._exit(3)
 
 
