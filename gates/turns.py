@@ -11,17 +11,22 @@ here each side has a child of its own and the parent alternates them:
    candidate child (told ``start`` only then);
 2. the parent pins both to one CPU; each in turn settles and takes its
    CUDA-event samples while the other is stopped (``gates.jobs.turn_side``);
-   the parent chooses one call count for both from the baseline's estimate (a
-   turn of about ``host_batch_ms`` for the baseline: the candidate's own estimate
-   could shrink turns until their fixed overhead pulls every ratio towards 1);
-3. ``pairs`` pairs of turns in ABBA order: before each turn the baseline child
+3. calibration: the parent times baseline turns exactly as real ones, first at
+   the count the baseline's own estimate gives, and sets one call count for
+   both so that a baseline turn's window lasts about ``host_batch_ms``.  The
+   parent's clock, because the window also holds the harness (rotating copies,
+   seeding, the records), often several times the child's estimate, and a
+   window longer than the host clock's regimes no longer cancels them.  The
+   baseline's only: the candidate's numbers could shrink turns until their fixed
+   overhead pulls every ratio towards 1.  These turns are in no ratio;
+4. ``pairs`` pairs of turns in ABBA order: before each turn the baseline child
    waits out GPU work left queued (its idle probe), charged to the turn before;
    the turn's window is the parent's ``perf_counter_ns`` from before resuming
    the child to the moment its stop is acknowledged after ``done``.  Outside
    its turn a child and everything it started is SIGSTOPped
    (``gates.proctree``): the candidate cannot run while the baseline is timed,
    nor between turns;
-4. the record phase: the child answers ``synced`` after its calls' final sync
+5. the record phase: the child answers ``synced`` after its calls' final sync
    and ``done`` once every output is recorded; the parent notes when ``synced``
    arrives.  A side is charged its window minus the smaller of its own record
    phase and the median record phase of the baseline's turns so far (its own,
@@ -30,7 +35,7 @@ here each side has a child of its own and the parent alternates them:
    outputs of the reference's structure) sets what may be taken off, so a
    candidate that says ``synced`` early, with work still to do, is charged all
    of it beyond the baseline's record time;
-5. ``end``: each child answers (also timed, charged to its last turn: a forged
+6. ``end``: each child answers (also timed, charged to its last turn: a forged
    early ``done`` moves work into a later turn of its own, never out of the
    timing), then saves its checked calls and its result, one at a time.
 
@@ -61,6 +66,7 @@ from gates.turn_channel import COMMANDS, REPLIES, LineReader, make_fifos
 
 TURN_MS = 25.0  # a baseline turn lasts about this long: many regimes of the host
 # clock last longer, so both turns of a pair usually share one
+CALIBRATION_TURNS = 2  # the second at the first's count: a turn's fixed cost weighs less
 _TURN_MIN_S = 10.0  # a turn's deadline: at least this, or many times its expected length
 _TURN_FACTOR = 50.0
 
@@ -217,7 +223,9 @@ class TurnRound:
     baseline: TimingResult | None = None
     candidate: TimingResult | None = None
     ratios: list[float] = field(default_factory=list)  # baseline turn / candidate turn, per pair
-    calls: int = 0  # per turn, both sides
+    calls: int = 0  # per turn, both sides: from the calibration
+    calls_raw: int = 0  # what the baseline's own estimate gave, before the calibration
+    calibration_ms: list[float] = field(default_factory=list)  # parent-timed, ms per call
     estimates_ms: dict[str, float] = field(default_factory=dict)  # each side's ``ready``
     cpu: int | None = None
     turns: list[tuple[str, float]] = field(default_factory=list)  # (side, ms per call), charged
@@ -251,7 +259,7 @@ class _Session:
     def __init__(self, base: TurnChild, cand: TurnChild, out: TurnRound, observer: Observer | None):
         self.base, self.cand, self.out, self.observer = base, cand, out, observer
         self.turns: list[_Turn] = []  # the timed ones, in order
-        self.last: _Turn | None = None  # the latest
+        self.last: _Turn | None = None  # the latest, a calibration turn too
 
     def probe(self, timeout_s: float) -> int:
         """The baseline's idle wait in ns: it is resumed for the probe and stopped after it."""
@@ -285,6 +293,13 @@ class _Session:
         t1 = child.stop()
         self.last = _Turn(child.side, t1 - t0, max(0, t1 - synced))
         return self.last
+
+    def calibrate(self, calls: int, cpu: int, timeout_s: float) -> float:
+        """A baseline turn of ``calls`` timed as every turn is (pinned, probed, its window,
+        record phase included): the parent's ms per call.  In no ratio."""
+        self.base.pin(cpu)
+        self.probe(timeout_s)
+        return self.window(self.base, calls, timeout_s).window_ns / 1e6 / calls
 
     def end(self, child: TurnChild, timeout_s: float) -> None:
         """Its ``end``, timed and charged to its last turn, then let it finish alone."""
@@ -374,10 +389,10 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
         child.resume()
         out.estimates_ms[child.side] = child.number("ready", child.command("prep"), timeout_s)
         child.stop()
-    out.calls = calls_for(out.estimates_ms["baseline"], host_batch_ms)  # trusted: see above
-    slowest = max(out.estimates_ms.values())
-    turn_s = min(timeout_s, max(_TURN_MIN_S, _TURN_FACTOR * out.calls * slowest / 1000))
     session.charge(session.probe(timeout_s))
+    _calibrate(session, host_batch_ms, timeout_s)
+    slowest = max(*out.calibration_ms, *out.estimates_ms.values())
+    turn_s = min(timeout_s, max(_TURN_MIN_S, _TURN_FACTOR * out.calls * slowest / 1000))
     for i in range(pairs):
         for child in (base, cand) if i % 2 == 0 else (cand, base):
             child.pin(out.cpu)  # again each turn: a side may have moved its threads
@@ -390,6 +405,16 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     session.charge(waited)
     session.end(base, timeout_s)
     session.end(cand, timeout_s)
+
+
+def _calibrate(session: _Session, host_batch_ms: float, timeout_s: float) -> None:
+    """Set ``calls`` from parent-timed baseline turns (step 3 of the module docstring)."""
+    out = session.out
+    assert out.cpu is not None
+    out.calls_raw = out.calls = calls_for(out.estimates_ms["baseline"], host_batch_ms)
+    for _ in range(CALIBRATION_TURNS):
+        out.calibration_ms.append(session.calibrate(out.calls, out.cpu, timeout_s))
+        out.calls = calls_for(out.calibration_ms[-1], host_batch_ms)
 
 
 def _charged(turns: list[_Turn]) -> list[int]:

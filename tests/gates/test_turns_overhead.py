@@ -1,9 +1,11 @@
-"""A turn's harness overhead (``gates.turns``): the record phase taken off each turn only up to
-the baseline's own.
+"""A turn's harness overhead (``gates.turns``): calls per turn from the parent-timed baseline,
+and the record phase taken off each turn only up to the baseline's own.
 
 Real sessions of two sandboxed children on the CPU, as in ``test_turns.py``: a
-candidate that answers ``synced`` before its work is charged for that work; an
-honest identical pair still reads about 1.
+baseline whose records cost many times its forward (many small outputs) gets
+its call count from its parent-timed turns, never from its own estimate nor
+the candidate's; a candidate that answers ``synced`` before its work is
+charged for that work; an honest identical pair still reads about 1.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from gates.cascade import round_setup
 from gates.perf import RoundSetup
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle
-from gates.turns import TurnRound
+from gates.timers import calls_for
+from gates.turns import TURN_MS, TurnRound
 from tests.support.turn_sessions import (
     LAUNCHES,
     PROBLEMS,
@@ -30,6 +33,7 @@ from tests.support.turn_sessions import (
 )
 
 DEEP = PROBLEMS / "deep_residual.py"  # 32 small layers
+WIDE = PROBLEMS / "many_outputs.py"  # 48 outputs of one multiply: the records dominate a call
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +51,23 @@ def launch(request: pytest.FixtureRequest) -> Iterator[str]:
     with launching(request) as how:
         yield how
 
+
+# its child reports a call of a second: were the count taken from it, a turn would be 3 calls
+LIAR = """
+import gates.jobs.turn_side as _turn_side
+
+_reply = _turn_side._Commands.reply
+
+
+def _lying_reply(self, line):
+    if line.startswith("ready "):
+        line = " ".join([*line.split()[:2], "1000"])
+    _reply(self, line)
+
+
+_turn_side._Commands.reply = _lying_reply
+ModelNew = Model
+"""
 
 # says synced before its calls, then works on (a sleep stands for late work): everything
 # after ``synced`` is its "record phase"
@@ -75,6 +96,31 @@ def _side_rows(session: TurnRound, side: str) -> list[tuple[float, float, float]
     """(window, record phase, taken off) in ms of each of ``side``'s turns."""
     rows = zip(session.windows_ms, session.records_ms, session.taken_off_ms, strict=True)
     return [(w, r, off) for (s, w), r, off in rows if s == side]
+
+
+def test_the_call_count_follows_the_parent_timed_baseline_turn_not_any_estimate(
+    gates_env: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The baseline's estimate leaves out its records (here most of a call), so a turn at its
+    count would last several times ``TURN_MS``; the candidate's ``ready`` lies and counts
+    for nothing."""
+    setup = round_setup(reference(tmp_path_factory, WIDE), SETTINGS)
+    base = ModelSource(kind="eager", problem_path=str(WIDE))
+    liar = write_candidate(tmp_path, LIAR, problem=WIDE)
+    session = run_session(setup, liar, tmp_path / "session", pairs=2, base=base)
+    assert session.estimates_ms["candidate"] == 1000.0  # the lie reached the parent
+    assert session.calls_raw == calls_for(session.estimates_ms["baseline"], TURN_MS)
+    assert 3 < session.calls < session.calls_raw / 3
+    assert session.calls == calls_for(session.calibration_ms[-1], TURN_MS)
+    # the parent's clock sees the harness: several times the child's own estimate per call
+    assert session.calibration_ms[0] > 3 * session.estimates_ms["baseline"]
+    # calibration turns are in no ratio: ABBA pairs only
+    assert [side for side, _ in session.windows_ms] == [
+        "baseline",
+        "candidate",
+        "candidate",
+        "baseline",
+    ]
 
 
 def test_a_candidate_that_says_synced_early_is_charged_its_late_work(
