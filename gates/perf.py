@@ -197,6 +197,7 @@ class RoundSetup:
             pairs=settings.turn_pairs,
             timeout_s=settings.timing_timeout_s,
             device=settings.device,
+            record_credit=settings.turn_record_credit,
         )
 
 
@@ -577,14 +578,20 @@ def _turn_metrics(m: PerfMeasurement) -> dict[str, Any]:
         "sessions": len(m.turn_rounds),
         "pair_ratios": [[round(x, 5) for x in session] for session in m.pair_ratios()],
         "spread": (
+            "from six sessions on, the 95% interval of the session medians' median; below, "
             "the larger of the pairs' interquartile range within a session and the spread "
             "of the session medians"
         ),
         "rounds": [
             {
                 "calls_per_turn": t.calls,
+                "calls_from_estimate": t.calls_raw,
+                "calibration_ms": [round(x, 6) for x in t.calibration_ms],
                 "cpu": t.cpu,
                 "turns_ms": [[side, round(ms, 6)] for side, ms in t.turns],
+                "windows_ms": [[side, round(ms, 4)] for side, ms in t.windows_ms],
+                "records_ms": [round(x, 4) for x in t.records_ms],
+                "taken_off_ms": [round(x, 4) for x in t.taken_off_ms],
                 "probe_waits_ms": [round(x, 4) for x in t.probe_waits_ms],
             }
             for t in m.turn_rounds

@@ -28,7 +28,8 @@ here each side has a child of its own and the parent alternates them:
    nor between turns;
 5. the record phase: the child answers ``synced`` after its calls' final sync
    and ``done`` once every output is recorded; the parent notes when ``synced``
-   arrives.  A side is charged its window minus the smaller of its own record
+   arrives.  With ``record_credit`` (``GateSettings.turn_record_credit``, off
+   until the H200 shows it steadier than whole windows) a side is charged its window minus the smaller of its own record
    phase and the median record phase of the baseline's turns so far (its own,
    for the baseline's first).  The records are the harness's, not the model's,
    and would pull every ratio towards 1; only the baseline's (trusted code on
@@ -232,6 +233,7 @@ class TurnRound:
     windows_ms: list[tuple[str, float]] = field(default_factory=list)  # (side, whole window)
     records_ms: list[float] = field(default_factory=list)  # each turn's record phase
     taken_off_ms: list[float] = field(default_factory=list)  # what each turn was not charged
+    record_credit: bool = False  # record phases taken off (step 5), else whole windows
     probe_waits_ms: list[float] = field(default_factory=list)  # charged to the turn before
     outcomes: dict[str, ChildOutcome] = field(default_factory=dict)
     failure: tuple[str, ChildOutcome] | None = None
@@ -324,12 +326,17 @@ def run_turn_round(
     device: str,
     host_batch_ms: float = TURN_MS,
     observer: Observer | None = None,
+    record_credit: bool = False,
 ) -> TurnRound:
-    """One round as a turn session (module docstring); ``observer`` sees each turn's edges."""
+    """One round as a turn session (module docstring); ``observer`` sees each turn's edges.
+
+    ``record_credit`` takes each turn's record phase off as step 5 says
+    (``GateSettings.turn_record_credit``); without it every window is charged whole.
+    """
     if baseline_job.model.kind == "candidate" or not (baseline_job.turns and candidate_job.turns):
         raise ValueError("a turn session's baseline child runs trusted code, both as turn jobs")
     workdir = Path(workdir)
-    out = TurnRound()
+    out = TurnRound(record_credit=record_credit)
     started = time.monotonic()
     children = {
         "baseline": TurnChild(
@@ -417,10 +424,13 @@ def _calibrate(session: _Session, host_batch_ms: float, timeout_s: float) -> Non
         out.calls = calls_for(out.calibration_ms[-1], host_batch_ms)
 
 
-def _charged(turns: list[_Turn]) -> list[int]:
-    """Each turn's record phase taken off, up to the baseline's median so far (step 5)."""
+def _charged(turns: list[_Turn], credit: bool) -> list[int]:
+    """Each turn's record phase taken off, up to the baseline's median so far (step 5);
+    nothing without ``credit``."""
     baseline: list[int] = []
     taken: list[int] = []
+    if not credit:
+        return [0] * len(turns)
     for t in turns:
         if t.side == "baseline":
             baseline.append(t.record_ns)
@@ -432,7 +442,7 @@ def _charged(turns: list[_Turn]) -> list[int]:
 def _results(session: _Session) -> None:
     """Each side's result with the parent's turns as its host numbers; the pairs' ratios."""
     out = session.out
-    taken = _charged(session.turns)
+    taken = _charged(session.turns, out.record_credit)
     out.windows_ms = [(t.side, t.window_ns / 1e6) for t in session.turns]
     out.records_ms = [t.record_ns / 1e6 for t in session.turns]
     out.taken_off_ms = [ns / 1e6 for ns in taken]

@@ -85,6 +85,10 @@ class GateSettings(Frozen):
     # baseline child and a candidate child, and the pairs' ratios decide (gates/turns.py,
     # gates/README.md "Turns"); 0: paired rounds as before.  Off until the H200 confirms it
     turn_pairs: int = 0
+    # with turns: take each turn's record phase off its window, up to the baseline's median
+    # record phase (gates/turns.py step 5); off: the whole window is charged (records
+    # included, the same on both sides) until the H200 shows which is less noisy
+    turn_record_credit: bool = False
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2

@@ -130,7 +130,7 @@ def test_a_candidate_that_says_synced_early_is_charged_its_late_work(
     off, so its late work stays charged and it reads slower (had its own record phase come
     off, only the command's round trip would be left and it would read far faster)."""
     candidate = write_candidate(tmp_path, EARLY_SYNCED)
-    session = run_session(setup, candidate, tmp_path / "session")
+    session = run_session(setup, candidate, tmp_path / "session", record_credit=True)
     assert statistics.median(session.ratios) < 0.75, session.ratios
     baseline_records = [r for _, r, _ in _side_rows(session, "baseline")]
     for _, record, off in _side_rows(session, "candidate"):
@@ -151,7 +151,7 @@ def test_an_identical_pair_reads_one_and_its_record_phases_come_off(
     setup = round_setup(reference(tmp_path_factory, DEEP), SETTINGS)
     base = ModelSource(kind="eager", problem_path=str(DEEP))
     identity = write_candidate(tmp_path, "ModelNew = Model\n", problem=DEEP)
-    session = run_session(setup, identity, tmp_path / "s", pairs=8, base=base)
+    session = run_session(setup, identity, tmp_path / "s", pairs=8, base=base, record_credit=True)
     assert 0.67 < statistics.median(session.ratios) < 1.5, session.ratios
     for (side, per_call), (_, window), off in zip(
         session.turns, session.windows_ms, session.taken_off_ms, strict=True
@@ -161,3 +161,17 @@ def test_an_identical_pair_reads_one_and_its_record_phases_come_off(
     # the baseline's own record phases are what may come off: its median, at most
     records = [r for _, r, _ in _side_rows(session, "baseline")]
     assert max(off for _, _, off in _side_rows(session, "candidate")) <= max(records)
+
+
+def test_without_the_credit_every_window_is_charged_whole(
+    gates_env: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """``GateSettings.turn_record_credit`` off (the default): records stay in the charge."""
+    assert not SETTINGS.turn_record_credit
+    setup = round_setup(reference(tmp_path_factory, DEEP), SETTINGS)
+    base = ModelSource(kind="eager", problem_path=str(DEEP))
+    identity = write_candidate(tmp_path, "ModelNew = Model\n", problem=DEEP)
+    session = run_session(setup, identity, tmp_path / "s", pairs=2, base=base)
+    assert session.taken_off_ms == [0.0] * len(session.turns)
+    for (_, per_call), (_, window) in zip(session.turns, session.windows_ms, strict=True):
+        assert per_call * session.calls == pytest.approx(window)

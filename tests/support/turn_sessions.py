@@ -64,6 +64,7 @@ def run_session(
     observer: Observer | None = None,
     pairs: int = PAIRS,
     base: ModelSource = BASE,
+    record_credit: bool = False,
 ) -> TurnRound:
     """One real turn session of ``base`` against ``candidate``; it must not fail."""
     session = run_turn_round(
@@ -74,6 +75,7 @@ def run_session(
         timeout_s=SETTINGS.timing_timeout_s,
         device="cpu",
         observer=observer,
+        record_credit=record_credit,
     )
     assert session.failure is None, session.failure[1].describe() + session.failure[1].log_tail
     return session
