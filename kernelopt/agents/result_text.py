@@ -62,10 +62,21 @@ def render_profile(profile: KernelProfile | None) -> str:
         f"registers/thread: {_fmt(profile.registers_per_thread)}, spills: {_fmt(profile.spills)}",
         f"achieved occupancy: {_fmt(profile.achieved_occupancy_pct, '%')}",
     ]
-    if profile.top_rules:
+    rules = relevant_rules(profile.top_rules)
+    if rules:
         lines.append("top ncu findings (by estimated speedup):")
-        lines.extend(f"  - {rule}" for rule in profile.top_rules[:3])
+        lines.extend(f"  - {rule}" for rule in rules[:3])
     return "\n".join(lines)
+
+
+# ncu findings that never bear on a candidate (fp32 data the L2 cannot compress), by text
+_IRRELEVANT_RULES = ("L2 Compression",)
+
+
+def relevant_rules(rules: list[str]) -> list[str]:
+    """The ncu findings worth a prompt's lines: stored profiles still carry the L2
+    compression finding, which no kernel rewrite here can act on."""
+    return [r for r in rules if not any(noise in r for noise in _IRRELEVANT_RULES)]
 
 
 def render_analysis(analysis: Analysis | None) -> str:

@@ -99,3 +99,18 @@ def test_the_planner_prompt_carries_the_baseline_s_numbers(tmp_path):
     assert "the baseline's last profile (the root state's, not this state's):" in user
     assert "duration: 9.41 us" in user
     assert "built harness" not in user  # one reason, not every harness's
+
+
+def test_the_l2_compression_finding_never_reaches_a_prompt():
+    # stored profiles carry it (25 of 46 run-1 prompts); it never bore on a rewrite
+    compression = (
+        "[Memory Workload Analysis Chart] Out of the 77077536.0 bytes sent to the L2 "
+        "Compression unit only 0.00% were successfully compressed."
+    )
+    rules = [compression, *ROOT.profile.top_rules]
+    profile = ROOT.model_copy(
+        update={"profile": ROOT.profile.model_copy(update={"top_rules": rules})}
+    )
+    text, _ = render_profile_result(profile)
+    assert "Compression" not in text
+    assert ROOT.profile.top_rules[0] in text
