@@ -139,7 +139,7 @@ def _common(
         Section("signature", sections.signature_table(target)),
         Section("launch", sections.launch_text(facts, target)),
         Section("numbers", sections.numbers_text(facts, hardware, target.kind)),
-        Section("hardware", sections.hardware_text(hardware)),
+        Section("hardware", sections.hardware_text(hardware, facts)),
         Section("precision", sections.precision_text(facts)),
         Section("profiled", _profiled(profile)),
         Section("profile", profile_text, cuttable=True),

@@ -65,10 +65,35 @@ def launch_text(facts: PromptFacts | None, target: SearchTarget) -> str:
     lines = [f"- {line}" for line in facts.launches]
     if facts.grid:
         lines.append(f"- grid: {facts.grid}")
+    lines.extend(facts.launch_configs)
+    lines.extend(facts.neighbours)
     return "\n".join(lines)
 
 
-def hardware_text(hardware: Hardware | None) -> str:
+def hardware_text(hardware: Hardware | None, facts: PromptFacts | None = None) -> str:
+    """The GPU, and the PyTorch and Triton the GPU worker runs candidates with.
+
+    The versions are the worker's (its profile, else the compile record), never the
+    prompt builder's: a model that knows them writes to that API instead of hedging.
+    """
+    text = _device_text(hardware)
+    versions = software_text(hardware, facts)
+    return f"{text}\n{versions}" if versions else text
+
+
+def software_text(hardware: Hardware | None, facts: PromptFacts | None) -> str:
+    """One line naming the worker's PyTorch and Triton versions; empty when neither is known."""
+    if hardware is not None and (hardware.torch_version or hardware.triton_version):
+        torch, triton, where = hardware.torch_version, hardware.triton_version, "the GPU worker"
+    elif facts is not None and (facts.torch_version or facts.triton_version):
+        torch, triton = facts.torch_version, facts.triton_version
+        where = "the GPU worker's compile record"
+    else:
+        return ""
+    return f"Software: PyTorch {torch or 'unknown'}, Triton {triton or 'unknown'} (from {where})"
+
+
+def _device_text(hardware: Hardware | None) -> str:
     if hardware is None:
         return "(hardware not provided)"
     parts = [hardware.name]
@@ -100,7 +125,7 @@ def numbers_text(
         + (f" ({facts.baseline_note})" if facts.baseline_note else ""),
         f"- whole forward: {_fmt_ms(facts.forward_ms)}; this target's share: "
         + (f"{facts.share:.1%}" if facts.share is not None else "not measured"),
-        f"- required speedup of this target for the forward to gain gamma = {facts.gamma}: "
+        f"- required speedup of this target for the forward to gain gamma = {facts.gamma:.3f}: "
         + (f"{facts.required_speedup:.3f}x" if facts.required_speedup else "n/a")
         + (f" ({facts.required_note})" if facts.required_note else ""),
     ]
@@ -125,7 +150,7 @@ def numbers_text(
     lines.append(
         '- "faster" means: the search ranks candidates by this target\'s GPU time against the '
         f"baseline's; a result is kept only if the whole forward with it is at least "
-        f"{facts.gamma}x faster than Inductor's (fresh processes, L2 flushed)."
+        f"{facts.gamma:.3f}x faster than Inductor's (fresh processes, L2 flushed)."
     )
     return "\n".join(lines)
 
@@ -155,8 +180,8 @@ def headroom_text(facts: PromptFacts, bandwidth_gbs: float, kind: TargetKind) ->
         "target; this target's launch must still write all of its outputs)"
     )
     return [
-        f"- bandwidth headroom {headroom:.2f}x < required {required:.3f}x: {what} cannot reach "
-        f"gamma = {facts.gamma} by using the bandwidth better, however well it is tuned. Only "
+        f"- bandwidth headroom {headroom:.3f}x < required {required:.3f}x: {what} cannot reach "
+        f"gamma = {facts.gamma:.3f} by using the bandwidth better, however well it is tuned. Only "
         f"moving fewer bytes could: {fewer}. A cheaper data type is NOT allowed: outputs must "
         "match the float32 reference."
     ]

@@ -128,6 +128,9 @@ class Hardware(Frozen):
     l2_bytes: int | None = None
     compute_capability: str = ""
     source: str = ""
+    # the software the GPU worker runs candidates with (None: not read, as in older payloads)
+    torch_version: str | None = None
+    triton_version: str | None = None
 
 
 class ProfileResult(DeviceTimed):
@@ -185,6 +188,13 @@ class PromptFacts(Frozen):
     # how many of Inductor's kernels ``bounded`` left out of ``inductor_kernels`` (the
     # fastest ones); the stored scope of a by-reference search keeps them all
     inductor_kernels_left_out: int = 0
+    # the compile record's software, read on the GPU worker that compiled the baseline
+    torch_version: str | None = None
+    triton_version: str | None = None
+    # one line per target kernel: the launch config Inductor chose (or that it is unknown)
+    launch_configs: list[str] = Field(default_factory=list)
+    # the target's producer and consumer in the forward's launch order, one line each
+    neighbours: list[str] = Field(default_factory=list)
 
     def bounded(self, limit: int = FACT_KERNELS) -> PromptFacts:
         """These facts with only the ``limit`` slowest Inductor kernels listed.

@@ -25,4 +25,15 @@ def device_hardware(index: int = 0) -> Hardware | None:
         l2_bytes=int(l2) if l2 else None,
         compute_capability=f"{props.major}.{props.minor}",
         source="device: torch.cuda.get_device_properties on the GPU worker",
+        torch_version=torch.__version__,
+        triton_version=_triton_version(),
     )
+
+
+def _triton_version() -> str | None:
+    """Triton's version where it is installed (the worker that runs candidates has it)."""
+    try:
+        import triton
+    except ImportError:
+        return None
+    return str(triton.__version__)

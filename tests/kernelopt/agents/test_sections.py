@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelopt.agents.sections import numbers_text
+from kernelopt.agents.sections import hardware_text, numbers_text
 from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.search import Hardware, PromptFacts
 
@@ -29,8 +29,8 @@ def test_a_target_near_its_floor_is_told_it_cannot_reach_gamma_by_bandwidth() ->
     assert "(90% of the bandwidth)" in text
     line = next(line for line in text.splitlines() if line.startswith("- bandwidth headroom"))
     assert line.startswith(
-        "- bandwidth headroom 1.11x < required 1.196x: this target alone cannot reach "
-        "gamma = 1.03 by using the bandwidth better"
+        "- bandwidth headroom 1.110x < required 1.196x: this target alone cannot reach "
+        "gamma = 1.030 by using the bandwidth better"
     )
     assert "Only moving fewer bytes could: not re-reading data" in line
     assert "fusing with a neighbouring kernel's read or write" in line
@@ -55,5 +55,29 @@ def test_no_headroom_line_where_bandwidth_is_not_the_limit_or_unknown(
 def test_the_whole_forward_is_not_told_to_fuse_with_a_neighbour() -> None:
     facts = _facts(10.2, 1.03).model_copy(update={"share": 1.0})
     line = numbers_text(facts, H200, TargetKind.FORWARD).splitlines()[-2]
-    assert line.startswith("- bandwidth headroom 1.02x < required 1.030x: the whole forward")
+    assert line.startswith("- bandwidth headroom 1.020x < required 1.030x: the whole forward")
     assert "neighbouring kernel" not in line and "NOT allowed" in line
+
+
+def test_the_hardware_section_names_the_gpu_worker_s_versions() -> None:
+    worker = H200.model_copy(update={"torch_version": "2.11.0+cu130", "triton_version": "3.6.0"})
+    compiled = PromptFacts(torch_version="2.9.1", triton_version="3.5.1")
+    text = hardware_text(worker, compiled)
+    assert (
+        text.splitlines()[-1]
+        == "Software: PyTorch 2.11.0+cu130, Triton 3.6.0 (from the GPU worker)"
+    )
+    # no profile read them: the compile record's, still the GPU worker's, not this machine's
+    line = hardware_text(H200, compiled).splitlines()[-1]
+    assert line == "Software: PyTorch 2.9.1, Triton 3.5.1 (from the GPU worker's compile record)"
+    assert "Software" not in hardware_text(H200, PromptFacts())  # unknown: no line at all
+
+
+def test_old_payloads_without_versions_still_load() -> None:
+    assert Hardware.model_validate({"name": "NVIDIA H200"}).torch_version is None
+    assert PromptFacts.model_validate({"gamma": 1.03}).neighbours == []
+
+
+def test_ratios_are_printed_with_three_decimals() -> None:
+    text = numbers_text(_facts(137.0, 1.068), H200)
+    assert "gamma = 1.030: 1.068x" in text and "at least 1.030x faster" in text
