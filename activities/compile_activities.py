@@ -105,16 +105,19 @@ async def target_scope(inp: contracts.TargetScopeInput) -> contracts.TargetScope
     Asked ``by_reference``, the scope is stored and only its reference and the
     bounded facts come back: the whole forward's scope is the whole model.
     """
-    from kernelopt.agents.facts import build_facts
+    from kernelopt.agents.facts import build_facts, with_context
+    from kernelopt.compile.segment_scope import scope_segment
     from kernelopt.compile.segment_store import store_scope
-    from kernelopt.compile.triage_store import load_triage, planned_target
+    from kernelopt.compile.triage_store import load_triage, planned_target_whole
 
     def run() -> contracts.TargetScope:
         store = open_store()
-        target, segment = planned_target(inp, store)
+        target, whole = planned_target_whole(inp, store)
+        segment = scope_segment(whole, target)
         try:
             triage = load_triage(inp.triage, store)
             facts = build_facts(inp.compiled, segment, target, triage, gates=inp.gates)
+            facts = with_context(facts, inp.compiled, whole, target, triage)
         except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
             # an aid to the agents: the target is searched without them
             log.warning("no prompt facts", target=target.id, error=str(exc))

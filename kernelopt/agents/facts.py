@@ -10,9 +10,11 @@ the gates' tolerances.  Nothing here knows a problem by name.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kernelopt.contracts.compiled import (
     CompileResult,
+    KernelArg,
     SearchTarget,
     SegmentResult,
     TargetKind,
@@ -24,6 +26,9 @@ from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.roofline import ceilings_for
 
 _DEVICE_PROPS = re.compile(r"DeviceProperties\(([^)]*)\)")
+_BUFFER = re.compile(r"\bbuf\d+\b")
+# the autotune candidates a kernel's decorator lists, at most this many shown
+_MAX_CANDIDATES = 6
 
 
 def stand_in_hardware(gpu_name: str, wrapper_text: str = "") -> Hardware:
@@ -82,6 +87,19 @@ def _launches(segment: SegmentResult, names: list[str]) -> tuple[list[str], str]
     return lines, "; ".join(grids)
 
 
+def _required_note(share: float | None, required: float | None, gamma: str) -> str:
+    if share is None:
+        return "share not measured: run triage"
+    if required is None:
+        return (
+            f"unreachable: the target is {share:.1%} of the forward, so even an infinitely "
+            f"fast replacement gives at most {1 / (1 - share):.3f}x < gamma {gamma}"
+            if share < 1.0
+            else "unreachable"
+        )
+    return f"Amdahl: 1 / ((1 - {share:.3f}) + {share:.3f} / S) >= {gamma}"
+
+
 def build_facts(
     compiled: CompileResult,
     segment: SegmentResult,
@@ -110,17 +128,7 @@ def build_facts(
         bytes_note = "every tensor argument read (in) or written (out) once"
     bytes_in, bytes_out = target_bytes(compiled, segment, target)
     required = required_speedup(share, gamma) if share else None
-    if share is None:
-        required_note = "share not measured: run triage"
-    elif required is None:
-        required_note = (
-            f"unreachable: the target is {share:.1%} of the forward, so even an infinitely "
-            f"fast replacement gives at most {1 / (1 - share):.3f}x < gamma {gamma}"
-            if share < 1.0
-            else "unreachable"
-        )
-    else:
-        required_note = f"Amdahl: 1 / ((1 - {share:.3f}) + {share:.3f} / S) >= {gamma}"
+    required_note = _required_note(share, required, str(gamma))
     kernels: list[InductorKernelFact] = []
     if target.kind == TargetKind.FORWARD:
         for kernel in segment.kernels:
@@ -160,3 +168,134 @@ def build_facts(
         inductor_kernels=kernels,
         dominant_kernel=dominant,
     )
+
+
+def with_context(
+    facts: PromptFacts,
+    compiled: CompileResult,
+    whole: SegmentResult,
+    target: SearchTarget,
+    triage: TriageResult | None = None,
+) -> PromptFacts:
+    """``facts`` with the worker's software versions, Inductor's chosen launch configs and
+    the target's neighbours in the forward.
+
+    Kept apart from ``build_facts`` so the facts a workflow builds (and passes to its
+    activities) stay as recorded; activities and the CLI add these.  ``whole`` is the
+    unscoped segmentation: a target's scoped part has no neighbours.
+    """
+    kernels = {k.name: k for k in whole.kernels}
+    configs = [
+        line
+        for name in target.kernels
+        if name in kernels
+        for line in config_lines(name, compiled.kernel_configs.get(name), kernels[name].config)
+    ]
+    return facts.model_copy(
+        update={
+            "torch_version": compiled.torch_version or None,
+            "triton_version": compiled.triton_version or None,
+            "launch_configs": configs if target.kind != TargetKind.FORWARD else [],
+            "neighbours": neighbour_lines(whole, target, triage),
+            # gamma with the 3 decimals of every other ratio, so no two ratios round alike
+            "required_note": _required_note(
+                facts.share, facts.required_speedup, f"{facts.gamma:.3f}"
+            ),
+        }
+    )
+
+
+def config_lines(
+    name: str, chosen: dict[str, Any] | None, decorator: dict[str, Any] | None = None
+) -> list[str]:
+    """Inductor's chosen config for kernel ``name`` in one line, and its listed autotune
+    candidates in another when the decorator lists them.
+
+    The chosen config is the one the compile recorded from the autotuner; without it the
+    line says it is unknown, so a model does not re-tune toward a guessed baseline point.
+    """
+    decorator = decorator or {}
+    prefix = f"`{name}`: " if name else ""
+    if chosen:
+        lines = [f"- Inductor's chosen config {prefix}{_config(chosen)} (autotuned at compile)"]
+    elif "num_warps" in decorator or "num_stages" in decorator:
+        fixed = {k: decorator[k] for k in ("num_warps", "num_stages") if k in decorator}
+        lines = [f"- Inductor's config {prefix}{_config({'kwargs': {}, **fixed})} (its decorator)"]
+    else:
+        lines = [f"- Inductor's chosen config {prefix}not recorded by the compile (unknown)"]
+    candidates = decorator.get("configs")
+    if isinstance(candidates, list) and candidates and all(isinstance(c, dict) for c in candidates):
+        shown = "; ".join(_config(c) for c in candidates[:_MAX_CANDIDATES])
+        more = len(candidates) - _MAX_CANDIDATES
+        lines.append(
+            f"- its autotune candidates: {shown}" + (f" (+{more} more)" if more > 0 else "")
+        )
+    return lines
+
+
+def _config(config: dict[str, Any]) -> str:
+    kwargs = config.get("kwargs", {})
+    items = {**(kwargs if isinstance(kwargs, dict) else {}), **config}
+    items.pop("kwargs", None)
+    return ", ".join(f"{key}={value}" for key, value in items.items())
+
+
+def neighbour_lines(
+    whole: SegmentResult, target: SearchTarget, triage: TriageResult | None = None
+) -> list[str]:
+    """The launches just before and just after a kernel target's, in the forward's order.
+
+    They wrote its inputs or read its outputs when a buffer is shared (named); the line
+    lets a model reason about L2 reuse and fusion without guessing.  Forward targets: none.
+    """
+    if target.kind == TargetKind.FORWARD or not target.kernels:
+        return []
+    order = _launch_order(whole)
+    mine = [i for i, (_line, name, _lib, _args) in enumerate(order) if name in target.kernels]
+    if not mine:
+        return []
+    buffers = _buffers(a for _l, n, _b, args in order if n in target.kernels for a in args)
+    times = _kernel_ms(triage)
+    before = order[mine[0] - 1] if mine[0] > 0 else None
+    after = order[mine[-1] + 1] if mine[-1] + 1 < len(order) else None
+    return [
+        _neighbour("producer (launched just before)", before, buffers, times, "start"),
+        _neighbour("consumer (launched just after)", after, buffers, times, "end"),
+    ]
+
+
+_Launch = tuple[int, str, bool, list[str]]  # line, name, is a library call, argument texts
+
+
+def _launch_order(segment: SegmentResult) -> list[_Launch]:
+    out: list[_Launch] = []
+    for kernel in segment.kernels:
+        sites = kernel.launches or []
+        if sites:
+            out.extend((s.line, kernel.name, False, _arg_texts(s.args, s.site)) for s in sites)
+        else:
+            out.append((kernel.launch_line, kernel.name, False, _arg_texts([], kernel.launch_site)))
+    out.extend((c.line, c.name, True, [c.statement]) for c in segment.library_calls)
+    return sorted(out, key=lambda launch: launch[0])
+
+
+def _arg_texts(args: list[KernelArg], site: str) -> list[str]:
+    return [a.expr for a in args if a.expr] or [site]
+
+
+def _buffers(texts: Any) -> set[str]:
+    return {b for text in texts for b in _BUFFER.findall(text)}
+
+
+def _neighbour(
+    what: str, launch: _Launch | None, buffers: set[str], times: dict[str, float], edge: str
+) -> str:
+    if launch is None:
+        return f"- {what}: none (the target is at the forward's {edge})"
+    _line, name, library, args = launch
+    kind = "library call" if library else "Triton kernel"
+    ms = times.get(name)
+    timed = f"{ms * 1000:.2f} us per forward" if ms is not None else "not timed per call"
+    shared = sorted(_buffers(args) & buffers, key=lambda b: int(b[3:]))
+    via = f"; shares {', '.join(shared)}" if shared else "; shares no buffer by name"
+    return f"- {what}: `{name}` ({kind}, {timed}{via})"

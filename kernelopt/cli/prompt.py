@@ -156,15 +156,17 @@ def render(
 ) -> tuple[list[Message], SearchTarget, PromptFacts]:
     """The messages ``role`` would send for the target, built by the campaign's own builders."""
     from kernelopt.agents import messages
-    from kernelopt.agents.facts import build_facts, stand_in_hardware
+    from kernelopt.agents.facts import build_facts, stand_in_hardware, with_context
 
     segment = _resegment(problem, mode)
     triage = problem.triage if problem.triage and problem.triage.mode == segment.mode else None
     target = _target(segment, triage, target_id)
     if target.source is None:
         raise PromptInputError(f"target {target.id} has no source")
-    hardware = stand_in_hardware(problem.compiled.gpu_name, problem.wrapper)
-    facts = build_facts(problem.compiled, segment, target, triage, hardware)
+    compiled = problem.compiled
+    hardware = stand_in_hardware(compiled.gpu_name, problem.wrapper)
+    facts = build_facts(compiled, segment, target, triage, hardware)
+    facts = with_context(facts, compiled, segment, target, triage)
     config = ProposerConfig()
     if role == "planner":
         inp = PlanInput(target=target, state_source=target.source, proposer=config, facts=facts)

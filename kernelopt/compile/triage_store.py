@@ -70,11 +70,18 @@ def planned_target(
     inp: TargetScopeInput, store: ArtifactStore
 ) -> tuple[SearchTarget, SegmentResult]:
     """The plan's ``index``-th target and its part of the stored segmentation."""
+    target, whole = planned_target_whole(inp, store)
+    return target, scope_segment(whole, target)
+
+
+def planned_target_whole(
+    inp: TargetScopeInput, store: ArtifactStore
+) -> tuple[SearchTarget, SegmentResult]:
+    """The plan's ``index``-th target and the whole stored segmentation (its neighbours too)."""
     targets = load_plan(inp.plan, store)
     if inp.index >= len(targets):
         raise PlanIndexError(f"target {inp.index} asked of a plan of {len(targets)}")
-    target = targets[inp.index]
-    return target, scope_segment(load_segment(inp.segment, store), target)
+    return targets[inp.index], load_segment(inp.segment, store)
 
 
 def plan_lookup(inp: PlanLookupInput, store: ArtifactStore) -> TargetList:
@@ -89,6 +96,7 @@ __all__ = [
     "load_triage",
     "plan_lookup",
     "planned_target",
+    "planned_target_whole",
     "rank_kernel_targets",
     "store_plan",
     "store_triage",

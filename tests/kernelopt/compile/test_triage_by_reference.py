@@ -19,7 +19,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import compile_activities as acts
 from activities import report_activities
-from kernelopt.agents.facts import build_facts
+from kernelopt.agents.facts import build_facts, with_context
 from kernelopt.compile.segment_scope import scope_segment
 from kernelopt.compile.triage_store import load_plan, load_triage, store_triage
 from kernelopt.contracts import (
@@ -194,7 +194,9 @@ async def test_target_scope_hands_out_the_target_its_part_and_its_facts(
         scope = await env.run(acts.target_scope, m.scope_input(plan, index))
         assert scope.target == target
         assert scope.segment == scope_segment(m.segment, target)
-        assert scope.facts == build_facts(m.compiled, scope.segment, target, m.triage)
+        facts = build_facts(m.compiled, scope.segment, target, m.triage)
+        # the activity adds what needs the whole segmentation (neighbours) and the compile
+        assert scope.facts == with_context(facts, m.compiled, m.segment, target, m.triage)
     with pytest.raises(ApplicationError) as err:
         await env.run(acts.target_scope, m.scope_input(plan, plan.count))
     assert err.value.non_retryable
