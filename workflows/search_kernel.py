@@ -176,6 +176,9 @@ SCREEN_LLM_PATCH = "two-tier-screening-llm"
 # siblings' results with their plans; a state that could not be profiled shows the
 # baseline's profile.  Histories from before replay with ``result_text_v1``.
 FEEDBACK_PATCH = "labelled-agent-feedback"
+# The timing feedback prints gamma with the speedup's 3 decimals ("1.028x ... below the
+# 1.030x needed"), not as "1.03x ... below the 1.03x"; asked only where that text is made.
+RATIO_DIGITS_PATCH = "timing-feedback-three-decimals"
 DEFERRED_MODES = ("batch", "folder")  # replies arrive out of band (workflows.deferred_llm)
 
 
@@ -578,6 +581,13 @@ class SearchKernel:
         """The result texts this run's history was written with (``FEEDBACK_PATCH``)."""
         return result_text if workflow.patched(FEEDBACK_PATCH) else result_text_v1
 
+    def _timing_feedback(self, decision: Decision) -> str:
+        """The timing retry's text, gamma in 3 decimals since ``RATIO_DIGITS_PATCH``."""
+        texts = self._texts()
+        if texts is result_text and workflow.patched(RATIO_DIGITS_PATCH):
+            return result_text.timing_feedback(decision, self._gamma(), digits=3)
+        return str(texts.timing_feedback(decision, self._gamma()))
+
     def _shown_profile(self, profile: ProfileResult | None) -> ProfileResult | None:
         """A state's profile for a prompt, with the baseline's beside it when it has none."""
         if not workflow.patched(FEEDBACK_PATCH):
@@ -649,7 +659,7 @@ class SearchKernel:
                 if timed or not self._too_slow(decision, attempt):
                     break
                 timed = True
-                timing = self._texts().timing_feedback(decision, self._gamma())
+                timing = self._timing_feedback(decision)
             elif (
                 not should_retry_fix(decision.deciding_gate, attempt, self.inp.params.retries)
                 or self._exhausted()

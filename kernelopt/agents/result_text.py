@@ -328,8 +328,11 @@ def measurement_text(decision: Decision, whose: str = "its") -> str:
     return "; ".join(parts)
 
 
-def timing_feedback(decision: Decision, gamma: float = 1.03) -> str:
+def timing_feedback(decision: Decision, gamma: float = 1.03, digits: int | None = None) -> str:
     """What an accepted candidate is told about its speed, with what was timed and its noise.
+
+    ``digits`` prints gamma with the speedup's 3 decimals, so "1.03x ... below the 1.03x"
+    cannot be read; None keeps the text of histories from before that patch.
 
     The workflow sends it back to the executor (``ExecuteInput.timing``) for one
     more attempt when the candidate passed the checks but did not win.  The times are the
@@ -338,12 +341,13 @@ def timing_feedback(decision: Decision, gamma: float = 1.03) -> str:
     timing = timing_numbers(decision)
     speed = _forward_speedup(decision, timing)
     numbers = measurement_text(decision, "your")
+    needed = f"{gamma:g}" if digits is None else f"{gamma:.{digits}f}"
     if speed is None or not numbers:
         return "Your module is correct, but its timing could not be measured."
     if speed < 1.0:
         verdict = "slower than the baseline"
     elif speed < gamma:
-        verdict = f"faster than the baseline, but below the {gamma:g}x needed to count"
+        verdict = f"faster than the baseline, but below the {needed}x needed to count"
     else:
         verdict = "faster than the baseline"
     lines = [f"Your module is correct, {speed:.3f}x: {verdict}.", f"Timed: {numbers}."]
@@ -354,7 +358,7 @@ def timing_feedback(decision: Decision, gamma: float = 1.03) -> str:
             "approach is slower or faster than the baseline, so do not drop or keep an idea "
             "on this number alone."
         )
-    lines.append(f"The {gamma:g}x needed is for the whole forward, the same level as these times.")
+    lines.append(f"The {needed}x needed is for the whole forward, the same level as these times.")
     return "\n".join(lines)
 
 

@@ -150,3 +150,12 @@ def test_think_blocks_tolerant_json_and_every_fence_are_read():
         parse_kernel_reply(
             "```python\nimport triton\n\n@triton.jit\ndef k(x):\n    pass\n", ["launch"]
         )
+
+
+def test_timing_feedback_prints_gamma_with_the_speedup_s_decimals():
+    # run 1 read "1.03x ... below the 1.03x needed"; since the patch both have 3 decimals
+    decision = _decision(1.028, kernel_ms=0.1, baseline_kernel_ms=0.1028)
+    text = timing_feedback(decision, 1.03, digits=3)
+    assert "correct, 1.028x: faster than the baseline, but below the 1.030x needed" in text
+    assert "The 1.030x needed is for the whole forward" in text
+    assert "below the 1.03x needed" in timing_feedback(decision, 1.03)  # recorded histories
