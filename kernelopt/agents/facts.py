@@ -177,25 +177,23 @@ def with_context(
     target: SearchTarget,
     triage: TriageResult | None = None,
 ) -> PromptFacts:
-    """``facts`` with the worker's software versions, Inductor's chosen launch configs and
-    the target's neighbours in the forward.
+    """``facts`` with the worker's software versions, a kernel target's chosen launch config
+    and the target's neighbours in the forward.
 
     Kept apart from ``build_facts`` so the facts a workflow builds (and passes to its
     activities) stay as recorded; activities and the CLI add these.  ``whole`` is the
     unscoped segmentation: a target's scoped part has no neighbours.
     """
     kernels = {k.name: k for k in whole.kernels}
-    configs = [
-        line
-        for name in target.kernels
-        if name in kernels
-        for line in config_lines(name, compiled.kernel_configs.get(name), kernels[name].config)
-    ]
+    configs: list[str] = []
+    if target.kind == TargetKind.KERNEL and target.kernels and target.kernels[0] in kernels:
+        name = target.kernels[0]
+        configs = config_lines("", compiled.kernel_configs.get(name), kernels[name].config)
     return facts.model_copy(
         update={
             "torch_version": compiled.torch_version or None,
             "triton_version": compiled.triton_version or None,
-            "launch_configs": configs if target.kind != TargetKind.FORWARD else [],
+            "launch_configs": configs,
             "neighbours": neighbour_lines(whole, target, triage),
             # gamma with the 3 decimals of every other ratio, so no two ratios round alike
             "required_note": _required_note(
@@ -215,14 +213,14 @@ def config_lines(
     line says it is unknown, so a model does not re-tune toward a guessed baseline point.
     """
     decorator = decorator or {}
-    prefix = f"`{name}`: " if name else ""
+    of = f" of `{name}`" if name else ""
     if chosen:
-        lines = [f"- Inductor's chosen config {prefix}{_config(chosen)} (autotuned at compile)"]
+        lines = [f"- Inductor's chosen config{of}: {_config(chosen)} (autotuned at compile)"]
     elif "num_warps" in decorator or "num_stages" in decorator:
         fixed = {k: decorator[k] for k in ("num_warps", "num_stages") if k in decorator}
-        lines = [f"- Inductor's config {prefix}{_config({'kwargs': {}, **fixed})} (its decorator)"]
+        lines = [f"- Inductor's config{of}: {_config(fixed)} (its decorator)"]
     else:
-        lines = [f"- Inductor's chosen config {prefix}not recorded by the compile (unknown)"]
+        lines = [f"- Inductor's chosen config{of}: not recorded by the compile (unknown)"]
     candidates = decorator.get("configs")
     if isinstance(candidates, list) and candidates and all(isinstance(c, dict) for c in candidates):
         shown = "; ".join(_config(c) for c in candidates[:_MAX_CANDIDATES])
@@ -295,7 +293,8 @@ def _neighbour(
     _line, name, library, args = launch
     kind = "library call" if library else "Triton kernel"
     ms = times.get(name)
-    timed = f"{ms * 1000:.2f} us per forward" if ms is not None else "not timed per call"
+    untimed = "not timed per call" if library else "not timed"
+    timed = f"{ms * 1000:.2f} us per forward" if ms is not None else untimed
     shared = sorted(_buffers(args) & buffers, key=lambda b: int(b[3:]))
     via = f"; shares {', '.join(shared)}" if shared else "; shares no buffer by name"
     return f"- {what}: `{name}` ({kind}, {timed}{via})"

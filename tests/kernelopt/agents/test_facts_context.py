@@ -28,14 +28,14 @@ def _planner(problem, target_id: str) -> str:
 def test_the_prompt_shows_the_config_inductor_chose_in_one_line(problem):
     problem.compiled = problem.compiled.model_copy(update={"kernel_configs": {SOFTMAX: CHOSEN}})
     text = _planner(problem, SOFTMAX)
-    line = f"- Inductor's chosen config `{SOFTMAX}`: XBLOCK=8, R0_BLOCK=256, num_warps=4, "
-    assert line + "num_stages=1 (autotuned at compile)" in text
+    line = "- Inductor's chosen config: XBLOCK=8, R0_BLOCK=256, num_warps=4, num_stages=1"
+    assert line + " (autotuned at compile)" in text
 
 
 def test_an_unrecorded_config_is_said_to_be_unknown(problem):
     assert "kernel_configs" not in problem.compiled.model_dump(exclude_defaults=True)
     text = _planner(problem, SOFTMAX)
-    assert f"chosen config `{SOFTMAX}`: not recorded by the compile (unknown)" in text
+    assert "- Inductor's chosen config: not recorded by the compile (unknown)" in text
 
 
 def test_a_template_s_decorator_config_and_listed_candidates_are_shown():
@@ -45,7 +45,7 @@ def test_a_template_s_decorator_config_and_listed_candidates_are_shown():
         "configs": [{"kwargs": {"XBLOCK": x}, "num_warps": 4} for x in (64, 128)],
     }
     fixed, candidates = config_lines("k", None, decorator)
-    assert fixed == "- Inductor's config `k`: num_warps=8, num_stages=4 (its decorator)"
+    assert fixed == "- Inductor's config of `k`: num_warps=8, num_stages=4 (its decorator)"
     assert (
         candidates == "- its autotune candidates: XBLOCK=64, num_warps=4; XBLOCK=128, num_warps=4"
     )
@@ -83,3 +83,21 @@ def test_the_workflow_s_own_facts_are_unchanged(problem):
     assert facts.required_note.endswith(">= 1.03") or "gamma 1.03" in facts.required_note
     added = with_context(facts, problem.compiled, problem.segment, target, problem.triage)
     assert "1.030" in added.required_note and len(added.neighbours) == 2
+
+
+def test_a_fusion_group_gets_its_neighbours_but_no_config_line(problem):
+    (group,) = [t for t in problem.segment.targets if t.kind == "fusion_group"]
+    facts = build_facts(problem.compiled, problem.segment, group)  # no triage: nothing timed
+    added = with_context(facts, problem.compiled, problem.segment, group)
+    assert added.launch_configs == []
+    assert added.neighbours == [
+        "- producer (launched just before): `extern_kernels.mm` (library call, not timed per "
+        "call; shares buf4)",
+        "- consumer (launched just after): `extern_kernels.mm` (library call, not timed per "
+        "call; shares buf13)",
+    ]
+    (second,) = [t for t in problem.segment.targets if t.id == AFTER_MM.replace("_1", "_2")]
+    line = with_context(facts, problem.compiled, problem.segment, second).neighbours[0]
+    assert line.startswith(
+        f"- producer (launched just before): `{AFTER_MM}` (Triton kernel, not timed;"
+    )
