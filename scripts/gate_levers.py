@@ -16,6 +16,11 @@ LEVERS: dict[str, tuple[str, type, str]] = {
     "--prestart-timing": ("prestart_timing", bool, "build the first round's baseline early"),
     "--quiet-wait": ("quiet_gpu_wait_s", float, "wait for other GPU work before a round (s)"),
     "--turns": ("turn_pairs", int, "turn sessions of this many ABBA pairs (gates/README.md)"),
+    "--record-credit": (
+        "turn_record_credit",
+        bool,
+        "with turns: take each turn's record phase off, up to the baseline's median",
+    ),
 }
 
 

@@ -153,6 +153,9 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
         "candidate": side("candidate"),
         "order_control": metrics.get("order_control"),
         "other_work": metrics.get("other_work"),  # NVML while idle, after unstable rounds
+        # turn sessions: calibration, whole windows, record phases, what came off, probes
+        "turns": metrics.get("turns"),
+        "decision": metrics.get("decision"),
     }
 
 
