@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -405,30 +406,21 @@ def measure(
             outcome = run_job(
                 job, round_dir, timeout_s=settings.timing_timeout_s, device=settings.device
             )
-        m.seconds += outcome.wall_s
-        for key, value in side_phases(outcome).items():
-            m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)
-        if tampered_inputs is not None:
-            m.inputs_tampered = tampered_inputs()
-            if m.inputs_tampered:
-                return m
+        failure = None
         if not outcome.ok or outcome.result is None:
             # the candidate's part begins at its mark: before it, only trusted code ran
-            m.failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
+            failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
+        if _round_ends_measuring(
+            m,
+            setup,
+            seconds=outcome.wall_s,
+            phases=side_phases(outcome),
+            tampered_inputs=tampered_inputs,
+            failure=failure,
+            sides=partial(_paired_sides, outcome),
+            checks_path=round_dir / CHECKS_FILE,
+        ):
             return m
-        result = TimingResult.model_validate(outcome.result)
-        if result.baseline is None:
-            raise RuntimeError("a paired timing child returned no baseline timing")
-        m.order += ["baseline", "candidate"]
-        m.baseline.append(result.baseline)
-        checked = setup.checks.check(round_dir / CHECKS_FILE)
-        m.checks.append(checked)
-        if not checked.ok:
-            m.wrong_output = checked
-            return m  # its numbers do not count: it did not compute the answer
-        m.candidate.append(result.model_copy(update={"baseline": None}))
-        if result.tampered_before or result.tampered_after:
-            return m  # rejected whatever the numbers say: stop spending GPU time
         base = [m.primary(x) for x in m.baseline]
         cand = [m.primary(x) for x in m.candidate]
         if len(cand) == 1 and decided_by_one_round(base[0], cand[0], gamma):
@@ -478,29 +470,24 @@ def _measure_turns(
             break
         round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
         session = setup.turn_round(baseline, candidate, round_dir)
-        m.seconds += session.wall_s
+        phases: dict[str, float] = {}
         for side, outcome in session.outcomes.items():
             for key, value in outcome.phase_seconds(side).items():
-                m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)
-        if tampered_inputs is not None:
-            m.inputs_tampered = tampered_inputs()
-            if m.inputs_tampered:
-                return
-        if session.failure is not None:
-            m.failure = session.failure
-            return
-        if session.baseline is None or session.candidate is None:
-            raise RuntimeError("a turn session returned no timing for a side")
-        m.order += ["baseline", "candidate"]
-        m.baseline.append(session.baseline)
-        checked = setup.checks.check(round_dir / "candidate" / CHECKS_FILE)
-        m.checks.append(checked)
-        if not checked.ok:
-            m.wrong_output = checked
-            return
-        m.candidate.append(session.candidate)
-        m.turn_rounds.append(session)
-        if session.candidate.tampered_before or session.candidate.tampered_after:
+                phases[key] = phases.get(key, 0.0) + value
+        kept = len(m.candidate)
+        stop = _round_ends_measuring(
+            m,
+            setup,
+            seconds=session.wall_s,
+            phases=phases,
+            tampered_inputs=tampered_inputs,
+            failure=session.failure,
+            sides=partial(_turn_sides, session),
+            checks_path=round_dir / "candidate" / CHECKS_FILE,
+        )
+        if len(m.candidate) > kept:  # its numbers count: the pairs with them
+            m.turn_rounds.append(session)
+        if stop:
             return
         ratios = m.pair_ratios()
         if len(ratios) == 1 and ratios[0] and decided_by_one_round(median(ratios[0]), 1.0, gamma):
@@ -512,6 +499,58 @@ def _measure_turns(
             gamma=gamma,
         ):
             return
+
+
+def _round_ends_measuring(
+    m: PerfMeasurement,
+    setup: RoundSetup,
+    *,
+    seconds: float,
+    phases: dict[str, float],
+    tampered_inputs: Callable[[], list[str]] | None,
+    failure: tuple[str, ChildOutcome] | None,
+    sides: Callable[[], tuple[TimingResult, TimingResult]],
+    checks_path: Path,
+) -> bool:
+    """What every round does once its children are done, paired or turns; True: stop.
+
+    Its time is charged, the shared files checked, a failure recorded; then the
+    candidate's recorded calls are compared before its numbers count, and a side
+    that saw its process tampered with ends the measurement whatever it reads.
+    """
+    m.seconds += seconds
+    for key, value in phases.items():
+        m.phase_seconds[key] = round(m.phase_seconds.get(key, 0.0) + value, 3)
+    if tampered_inputs is not None:
+        m.inputs_tampered = tampered_inputs()
+        if m.inputs_tampered:
+            return True
+    if failure is not None:
+        m.failure = failure
+        return True
+    base, cand = sides()
+    m.order += ["baseline", "candidate"]
+    m.baseline.append(base)
+    checked = setup.checks.check(checks_path)
+    m.checks.append(checked)
+    if not checked.ok:
+        m.wrong_output = checked
+        return True  # its numbers do not count: it did not compute the answer
+    m.candidate.append(cand)
+    return bool(cand.tampered_before or cand.tampered_after)  # stop spending GPU time
+
+
+def _paired_sides(outcome: ChildOutcome) -> tuple[TimingResult, TimingResult]:
+    result = TimingResult.model_validate(outcome.result)
+    if result.baseline is None:
+        raise RuntimeError("a paired timing child returned no baseline timing")
+    return result.baseline, result.model_copy(update={"baseline": None})
+
+
+def _turn_sides(session: TurnRound) -> tuple[TimingResult, TimingResult]:
+    if session.baseline is None or session.candidate is None:
+        raise RuntimeError("a turn session returned no timing for a side")
+    return session.baseline, session.candidate
 
 
 def _round_start(
