@@ -15,6 +15,9 @@ calls the model only through ``CheckedCalls``:
   from ``os.urandom`` *after* the call returned are copied aside (their
   reference values are compared in the parent), and a reservoir keeps whole
   outputs of a few calls chosen uniformly at random, also after the fact.
+  ``record_batch`` does the same for a batch of calls after its last call
+  returned, with one draw and a few launches per leaf instead of several per
+  call (a dispatch-bound forward's records otherwise dominate a turn).
 
 The candidate may learn which positions were drawn for past calls; it cannot
 know them for the call it is computing.  Comparisons happen in the parent,
@@ -38,6 +41,9 @@ _urandom = os.urandom  # captured before any candidate code is imported
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _MAX_PROBLEMS = 8
 _RESERVOIR_BYTES = 1 << 30  # whole outputs kept at most (device memory)
+# a batch's outputs of one leaf up to this size are stacked and gathered in one launch;
+# beyond it each call is gathered alone (the forward is then long next to its record)
+_STACK_BYTES = 64 << 20
 
 
 def _random_below(n: int) -> int:
@@ -52,23 +58,37 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 def shares_memory(out: torch.Tensor, inputs: list[Any]) -> bool:
     """True if ``out``'s storage overlaps any input tensor's storage."""
+    return _overlaps(out, _input_spans(inputs))
+
+
+def _input_spans(inputs: list[Any]) -> list[tuple[int, int]]:
+    """The storage spans of the inputs: found once per call, not once per output leaf."""
+    return [
+        _span(x) for x in inputs if isinstance(x, torch.Tensor) and x.untyped_storage().nbytes() > 0
+    ]
+
+
+def _overlaps(out: torch.Tensor, spans: list[tuple[int, int]]) -> bool:
     if out.device.type == "meta" or out.untyped_storage().nbytes() == 0:
         return False
     lo, hi = _span(out)
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.untyped_storage().nbytes() > 0:
-            a, b = _span(x)
-            if a < hi and lo < b:
-                return True
-    return False
+    return any(a < hi and lo < b for a, b in spans)
 
 
 def output_problem(out: Any, expected: list[OutputLeaf], device: str, inputs: list[Any]) -> str:
     """Why ``out`` is not a plain, materialised, fresh output ('' when it is)."""
     leaves, _ = tree_flatten(out)
+    return leaves_problem(leaves, expected, device, inputs)
+
+
+def leaves_problem(
+    leaves: list[Any], expected: list[OutputLeaf], device: str, inputs: list[Any]
+) -> str:
+    """``output_problem`` on an output already flattened (the records flatten it once)."""
     if len(leaves) != len(expected):
         return f"{len(leaves)} output leaves, the reference returns {len(expected)}"
     want_device = torch.device(device).type
+    spans: list[tuple[int, int]] | None = None
     for i, (leaf, spec) in enumerate(zip(leaves, expected, strict=True)):
         if spec.shape is None:
             continue  # a scalar or None leaf: compared by value in the parent
@@ -83,7 +103,10 @@ def output_problem(out: Any, expected: list[OutputLeaf], device: str, inputs: li
             return f"output {i} has shape {list(leaf.shape)}, expected {spec.shape}"
         if spec.dtype is not None and str(leaf.dtype).removeprefix("torch.") != spec.dtype:
             return f"output {i} has dtype {leaf.dtype}, expected {spec.dtype}"
-        if not spec.may_alias and shares_memory(leaf, inputs):
+        if spec.may_alias:
+            continue
+        spans = _input_spans(inputs) if spans is None else spans
+        if _overlaps(leaf, spans):
             return (
                 f"output {i} shares memory with an input, where the reference returns fresh "
                 "memory (writing into the input afterwards would change the result)"
@@ -135,7 +158,8 @@ class CheckedCalls:
     reservoir: int = 2
     calls: int = 0
     sets: list[int] = field(default_factory=list)
-    positions: list[list[torch.Tensor]] = field(default_factory=list)  # per leaf, per call
+    # per leaf, in call order: one call's row (record) or several calls' rows (record_batch)
+    positions: list[list[torch.Tensor]] = field(default_factory=list)
     values: list[list[torch.Tensor]] = field(default_factory=list)
     valid: list[list[bool]] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)
@@ -174,19 +198,13 @@ class CheckedCalls:
         return out
 
     def record(self, out: Any, set_index: int, inputs: list[Any]) -> None:
+        """Record one call that has returned: its structure checked, samples drawn now."""
         index = self.calls
-        self.calls += 1
-        self.sets.append(set_index)
-        if not self.expected:  # no reference structure given (probes): the first call's
-            self._learn(out)
-        problem = output_problem(out, self.expected, self.device, inputs)
-        if problem:
-            if len(self.problems) < _MAX_PROBLEMS:
-                self.problems.append((index, problem))
+        leaves = self._checked(out, set_index, inputs)
+        if leaves is None:
             for j in range(len(self.expected)):
                 self._skip(j)
             return
-        leaves, _ = tree_flatten(out)
         self._gen.manual_seed(int.from_bytes(_urandom(8), "little") >> 1)
         for j, (leaf, spec) in enumerate(zip(leaves, self.expected, strict=True)):
             if spec.shape is None or leaf.numel() == 0:
@@ -201,6 +219,94 @@ class CheckedCalls:
             self.values[j].append(flat[where.to(flat.device)].to(here, torch.float64))
             self.valid[j].append(True)
         self._keep(index, set_index, leaves)
+
+    def record_batch(self, outs: list[tuple[Any, int, list[Any]]]) -> None:
+        """Record calls that have all returned, each as ``record`` would, in one pass.
+
+        ``outs`` holds (output, set index, inputs) in call order.  Every call is
+        checked alone; the positions of all of them are drawn only now, from one
+        seed, one draw per leaf, and gathered with a few launches, so the record
+        of a dispatch-bound forward costs little next to the forward.
+        """
+        first = self.calls
+        flat = [self._checked(out, set_index, inputs) for out, set_index, inputs in outs]
+        if any(leaves is not None for leaves in flat):
+            self._gen.manual_seed(int.from_bytes(_urandom(8), "little") >> 1)
+        pieces = _runs(flat)
+        with torch.no_grad():
+            for j, spec in enumerate(self.expected):
+                self._sample_leaf(j, spec, flat, pieces)
+        self._keep_batch(first, [set_index for _, set_index, _ in outs], flat)
+
+    def _checked(self, out: Any, set_index: int, inputs: list[Any]) -> list[Any] | None:
+        """Count the call and check its structure: its leaves, or None (a problem noted)."""
+        index = self.calls
+        self.calls += 1
+        self.sets.append(set_index)
+        if not self.expected:  # no reference structure given (probes): the first call's
+            self._learn(out)
+        leaves, _ = tree_flatten(out)
+        problem = leaves_problem(leaves, self.expected, self.device, inputs)
+        if not problem:
+            return leaves
+        if len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append((index, problem))
+        return None
+
+    def _sample_leaf(
+        self,
+        j: int,
+        spec: OutputLeaf,
+        flat: list[list[Any] | None],
+        pieces: list[tuple[int, int] | None],
+    ) -> None:
+        """Leaf ``j`` of every call in a batch: one draw, blocks of rows in call order.
+
+        A call is skipped as ``record`` skips it (a problem, a scalar or empty leaf);
+        the others' rows are kept as slices of the batch's tensors, not one view per
+        call, which would cost more than the draw.
+        """
+        rows = [leaves[j] for leaves in flat if leaves is not None]
+        numel = _numel(spec.shape) if spec.shape is not None else 0
+        if not rows or numel == 0:
+            for _ in flat:
+                self._skip(j)
+            return
+        here = self._gen.device  # every record lives here, whatever the leaf's device
+        where = torch.randint(0, numel, (len(rows), self.samples), generator=self._gen, device=here)
+        values = _gathered(rows, where)
+        for piece in pieces:
+            if piece is None:
+                self._skip(j)
+                continue
+            a, b = piece
+            self.positions[j].append(where[a:b])
+            self.values[j].append(values[a:b])
+            self.valid[j].extend([True] * (b - a))
+
+    def _keep_batch(self, first: int, sets: list[int], flat: list[list[Any] | None]) -> None:
+        """``_keep`` for each call of a batch in turn, copying only the calls still kept at its end.
+
+        The draws are ``_keep``'s (one per call once the reservoir is full, made now,
+        after every call returned), so each call is as likely to be kept as before.
+        """
+        if self.reservoir <= 0:
+            return
+        slots: list[tuple[int, int, list[Any]] | int] = list(self.kept)  # int: a batch call
+        calls = {i: leaves for i, leaves in enumerate(flat) if leaves is not None}
+        draws = _urandom(8 * max(0, len(slots) + len(calls) - self.reservoir))
+        d = 0
+        for i in calls:
+            if len(slots) < self.reservoir:
+                slots.append(i)
+                continue
+            slot = int.from_bytes(draws[d : d + 8], "little") % (first + i + 1)
+            d += 8
+            if slot < self.reservoir:
+                slots[slot] = i
+        self.kept = [
+            (first + s, sets[s], _copied(calls[s])) if isinstance(s, int) else s for s in slots
+        ]
 
     def _learn(self, out: Any) -> None:
         leaves, _ = tree_flatten(out)
@@ -223,7 +329,7 @@ class CheckedCalls:
         """Reservoir sampling: every call is equally likely to be kept whole."""
         if self.reservoir <= 0:
             return
-        copy = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in leaves]
+        copy = _copied(leaves)
         if len(self.kept) < self.reservoir:
             self.kept.append((index, set_index, copy))
             return
@@ -248,11 +354,68 @@ class CheckedCalls:
         torch.save(payload, path)
 
 
+def _gathered(rows: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
+    """``rows[i].flatten()[where[i]]`` for every i, as float64 where ``where`` lives.
+
+    Outputs of one device and dtype, together at most ``_STACK_BYTES``, are
+    stacked and gathered in one launch each; others are gathered call by call.
+    """
+    first = rows[0]
+    alike = all(x.device == first.device and x.dtype == first.dtype for x in rows)
+    if alike and first.numel() * first.element_size() * len(rows) <= _STACK_BYTES:
+        stacked = torch.stack(rows).reshape(len(rows), -1)
+        return torch.gather(stacked, 1, where.to(first.device)).to(where.device, torch.float64)
+    return torch.stack(
+        [
+            x.reshape(-1)[w.to(x.device)].to(where.device, torch.float64)
+            for x, w in zip(rows, where, strict=True)
+        ]
+    )
+
+
+def _runs(flat: list[list[Any] | None]) -> list[tuple[int, int] | None]:
+    """The batch in call order: None for a call with a problem, (start, end) for each run
+    of calls without one, counted among those calls only (their rows in a leaf's draw)."""
+    pieces: list[tuple[int, int] | None] = []
+    start = end = 0
+    for leaves in flat:
+        if leaves is not None:
+            end += 1
+            continue
+        if end > start:
+            pieces.append((start, end))
+        pieces.append(None)
+        start = end
+    if end > start:
+        pieces.append((start, end))
+    return pieces
+
+
+def _copied(leaves: list[Any]) -> list[Any]:
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in leaves]
+
+
 def _stacked(rows: list[torch.Tensor], dtype: torch.dtype, width: int) -> torch.Tensor:
-    """One device-to-host copy for all calls (thousands of small ones cost seconds)."""
+    """One device-to-host copy for all calls (thousands of small ones cost seconds).
+
+    ``rows`` holds single calls' rows (``record``) and blocks of several calls'
+    rows (``record_batch``), in call order.
+    """
     if not rows:
         return torch.empty((0, width), dtype=dtype)
-    return torch.stack(rows).cpu()
+    blocks: list[torch.Tensor] = []
+    singles: list[torch.Tensor] = []
+    for row in rows:
+        if row.dim() == 1:
+            singles.append(row)
+            continue
+        if singles:
+            blocks.append(torch.stack(singles))
+            singles = []
+        blocks.append(row)
+    if singles:
+        blocks.append(torch.stack(singles))
+    return (torch.cat(blocks) if len(blocks) > 1 else blocks[0]).cpu()
 
 
 def _numel(shape: list[int]) -> int:

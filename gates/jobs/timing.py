@@ -156,7 +156,7 @@ class CheckedLoop:
         time the GPU cannot shorten) is a floor, so a slower copy batch cannot hide it.
         """
         copies_ms = self._copies_ms(n)
-        outs = []
+        outs: list[tuple[Any, int, list[Any]]] = []
         prepared_ns = 0  # host time spent seeding / restoring between calls: not the model's
         self.kit.sync()
         t0 = self.kit.now_ns()
@@ -166,12 +166,11 @@ class CheckedLoop:
                 p0 = self.kit.now_ns()
                 self.checks.before(k)
                 prepared_ns += self.kit.now_ns() - p0
-            outs.append((k, args, self.fn(*args)))
+            outs.append((self.fn(*args), k, args))
         self.kit.sync()
         batch_ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
         self.batches.append((copies_ms, batch_ms))
-        for k, args, out in outs:
-            self.checks.record(out, k, args)
+        self.checks.record_batch(outs)  # positions drawn now, after the batch's last call
         floor = min(self.dispatch_ms(), batch_ms) if self.dispatch_ns else 0.0
         return max(batch_ms - copies_ms, floor)
 
@@ -187,19 +186,18 @@ class CheckedLoop:
         stay inside too, the same on both sides.  Returns this process's own ms per
         call, a diagnostic.
         """
-        outs = []
+        outs: list[tuple[Any, int, list[Any]]] = []
         self.kit.sync()
         t0 = self.kit.now_ns()
         for _ in range(n):
             k, args = self.rotation.next()
             self.checks.before(k)
-            outs.append((k, args, self.fn(*args)))
+            outs.append((self.fn(*args), k, args))
         self.kit.sync()
         ms = (self.kit.now_ns() - t0) / 1e6 / n
         if synced is not None:
             synced()
-        for k, args, out in outs:
-            self.checks.record(out, k, args)
+        self.checks.record_batch(outs)  # positions drawn now, after the turn's last call
         return ms
 
     def _copies_ms(self, n: int) -> float:
