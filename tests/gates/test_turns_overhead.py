@@ -103,17 +103,18 @@ def test_the_call_count_follows_the_parent_timed_baseline_turn_not_any_estimate(
 ) -> None:
     """The baseline's estimate leaves out its records (here most of a call), so a turn at its
     count would last several times ``TURN_MS``; the candidate's ``ready`` lies and counts
-    for nothing."""
+    for nothing.  Batched records (``record_batch``) narrowed that gap on a loaded CPU, so
+    the bounds ask for twice the estimate, not three times."""
     setup = round_setup(reference(tmp_path_factory, WIDE), SETTINGS)
     base = ModelSource(kind="eager", problem_path=str(WIDE))
     liar = write_candidate(tmp_path, LIAR, problem=WIDE)
     session = run_session(setup, liar, tmp_path / "session", pairs=2, base=base)
     assert session.estimates_ms["candidate"] == 1000.0  # the lie reached the parent
     assert session.calls_raw == calls_for(session.estimates_ms["baseline"], TURN_MS)
-    assert 3 < session.calls < session.calls_raw / 3
+    assert 3 < session.calls < session.calls_raw / 2
     assert session.calls == calls_for(session.calibration_ms[-1], TURN_MS)
-    # the parent's clock sees the harness: several times the child's own estimate per call
-    assert session.calibration_ms[0] > 3 * session.estimates_ms["baseline"]
+    # the parent's clock sees the harness: at least twice the child's own estimate per call
+    assert session.calibration_ms[0] > 2 * session.estimates_ms["baseline"]
     # calibration turns are in no ratio: ABBA pairs only
     assert [side for side, _ in session.windows_ms] == [
         "baseline",
