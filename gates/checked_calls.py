@@ -245,7 +245,7 @@ class CheckedCalls:
         self.sets.append(set_index)
         if not self.expected:  # no reference structure given (probes): the first call's
             self._learn(out)
-        leaves, _ = tree_flatten(out)
+        leaves = _leaves(out)
         problem = leaves_problem(leaves, self.expected, self.device, inputs)
         if not problem:
             return leaves
@@ -371,6 +371,17 @@ def _gathered(rows: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
             for x, w in zip(rows, where, strict=True)
         ]
     )
+
+
+def _leaves(out: Any) -> list[Any]:
+    """``tree_flatten(out)``'s leaves, without its walk for a plain tensor or a plain tuple
+    or list of them (the usual output: the walk would cost more than the rest of a record)."""
+    if type(out) in _PLAIN:
+        return [out]
+    if type(out) in (tuple, list) and all(type(x) in _PLAIN for x in out):
+        return list(out)
+    leaves, _ = tree_flatten(out)
+    return leaves
 
 
 def _runs(flat: list[list[Any] | None]) -> list[tuple[int, int] | None]:

@@ -347,3 +347,20 @@ def test_every_call_of_every_batch_is_as_likely_to_be_kept_whole(
             counts[index] += 1
     assert sum(counts) == 2 * trials
     assert all(abs(c - trials / 5) < 0.15 * trials / 5 for c in counts), counts
+
+
+def test_the_records_see_the_leaves_tree_flatten_sees() -> None:
+    """The records' shortcut for plain tensors, tuples and lists is ``tree_flatten``'s walk."""
+    from collections import namedtuple
+
+    from torch.utils._pytree import tree_flatten
+
+    from gates.checked_calls import _leaves
+
+    x, y = torch.ones(2), torch.zeros(3)
+    pair = namedtuple("pair", "a b")
+    outs = [x, (x, y), [y], (), (x, None), (x, (y,)), {"a": x}, pair(x, y), torch.nn.Parameter(x)]
+    outs.append((x.as_subclass(_Sub), y))
+    for out in outs:
+        got, want = _leaves(out), tree_flatten(out)[0]
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want, strict=True))
