@@ -58,7 +58,8 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 def shares_memory(out: torch.Tensor, inputs: list[Any]) -> bool:
     """True if ``out``'s storage overlaps any input tensor's storage."""
-    return _overlaps(out, _input_spans(inputs))
+    span = _own_span(out)
+    return span is not None and _overlaps(span, _input_spans(inputs))
 
 
 def _input_spans(inputs: list[Any]) -> list[tuple[int, int]]:
@@ -68,10 +69,15 @@ def _input_spans(inputs: list[Any]) -> list[tuple[int, int]]:
     ]
 
 
-def _overlaps(out: torch.Tensor, spans: list[tuple[int, int]]) -> bool:
+def _own_span(out: torch.Tensor) -> tuple[int, int] | None:
+    """``out``'s storage span, None where it has no memory (meta, empty): nothing to share."""
     if out.device.type == "meta" or out.untyped_storage().nbytes() == 0:
-        return False
-    lo, hi = _span(out)
+        return None
+    return _span(out)
+
+
+def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    lo, hi = span
     return any(a < hi and lo < b for a, b in spans)
 
 
@@ -103,10 +109,11 @@ def leaves_problem(
             return f"output {i} has shape {list(leaf.shape)}, expected {spec.shape}"
         if spec.dtype is not None and str(leaf.dtype).removeprefix("torch.") != spec.dtype:
             return f"output {i} has dtype {leaf.dtype}, expected {spec.dtype}"
-        if spec.may_alias:
+        own = None if spec.may_alias else _own_span(leaf)
+        if own is None:
             continue
         spans = _input_spans(inputs) if spans is None else spans
-        if _overlaps(leaf, spans):
+        if _overlaps(own, spans):
             return (
                 f"output {i} shares memory with an input, where the reference returns fresh "
                 "memory (writing into the input afterwards would change the result)"
