@@ -13,46 +13,23 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gates.cascade import round_setup
 from gates.go_signal import live_workdir
 from gates.perf import CHECKS_FILE, RoundSetup, measure, perf_verdict
 from gates.perfstats import turn_decision
-from gates.reference import ReferenceBundle
 from gates.runner import forking_from
 from gates.turns import TURN_MS
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
 from tests.support.turn_sessions import (
     BASE,
-    LAUNCHES,
     PAIRS,
     SETTINGS,
-    launching,
-    reference,
     run_session,
     write_candidate,
 )
-
-
-@pytest.fixture(scope="module")
-def bundle(gates_env: Path, tmp_path_factory: pytest.TempPathFactory) -> ReferenceBundle:
-    return reference(tmp_path_factory)
-
-
-@pytest.fixture
-def setup(bundle: ReferenceBundle) -> RoundSetup:
-    return round_setup(bundle, SETTINGS)
-
-
-@pytest.fixture(params=LAUNCHES)
-def launch(request: pytest.FixtureRequest) -> Iterator[str]:
-    with launching(request) as how:
-        yield how
-
 
 # a forward of about a millisecond of the CPU's own work (a loop, not a sleep: a stopped
 # process does no work, while a sleep's deadline passes all the same)

@@ -11,7 +11,6 @@ charged for that work; an honest identical pair still reads about 1.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,11 @@ import pytest
 from gates.cascade import round_setup
 from gates.perf import RoundSetup
 from gates.protocol import ModelSource
-from gates.reference import ReferenceBundle
 from gates.timers import calls_for
 from gates.turns import TURN_MS, TurnRound
 from tests.support.turn_sessions import (
-    LAUNCHES,
     PROBLEMS,
     SETTINGS,
-    launching,
     reference,
     run_session,
     write_candidate,
@@ -34,22 +30,6 @@ from tests.support.turn_sessions import (
 
 DEEP = PROBLEMS / "deep_residual.py"  # 32 small layers
 WIDE = PROBLEMS / "many_outputs.py"  # 48 outputs of one multiply: the records dominate a call
-
-
-@pytest.fixture(scope="module")
-def bundle(gates_env: Path, tmp_path_factory: pytest.TempPathFactory) -> ReferenceBundle:
-    return reference(tmp_path_factory)
-
-
-@pytest.fixture
-def setup(bundle: ReferenceBundle) -> RoundSetup:
-    return round_setup(bundle, SETTINGS)
-
-
-@pytest.fixture(params=LAUNCHES)
-def launch(request: pytest.FixtureRequest) -> Iterator[str]:
-    with launching(request) as how:
-        yield how
 
 
 # its child reports a call of a second: were the count taken from it, a turn would be 3 calls
