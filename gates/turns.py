@@ -29,9 +29,9 @@ here each side has a child of its own and the parent alternates them:
 5. the record phase: the child answers ``synced`` after its calls' final sync
    and ``done`` once every output is recorded; the parent notes when ``synced``
    arrives.  With ``record_credit`` (``GateSettings.turn_record_credit``, off
-   until the H200 shows it steadier than whole windows) a side is charged its window minus the smaller of its own record
-   phase and the median record phase of the baseline's turns so far (its own,
-   for the baseline's first).  The records are the harness's, not the model's,
+   until the H200 shows it steadier than whole windows) a side is charged its
+   window minus the smaller of its own record phase and the median record
+   phase of the baseline's turns so far (its own, for the baseline's first).  The records are the harness's, not the model's,
    and would pull every ratio towards 1; only the baseline's (trusted code on
    outputs of the reference's structure) sets what may be taken off, so a
    candidate that says ``synced`` early, with work still to do, is charged all
