@@ -19,6 +19,7 @@ from kernelopt.contracts.compiled import (
     SegmentResult,
     TargetKind,
     TriageResult,
+    TritonKernel,
 )
 from kernelopt.contracts.data_movement import required_speedup, target_bytes
 from kernelopt.contracts.search import Hardware, InductorKernelFact, PromptFacts
@@ -71,17 +72,20 @@ def _kernel_ms(triage: TriageResult | None) -> dict[str, float]:
     return {k.name: k.ms for k in triage.per_kernel if not k.is_library}
 
 
+def _sites(kernel: TritonKernel) -> list[tuple[int, str, list[KernelArg]]]:
+    """A kernel's launches as (line, site, arguments); an older record keeps only its first."""
+    if kernel.launches:
+        return [(launch.line, launch.site, launch.args) for launch in kernel.launches]
+    return [(kernel.launch_line, kernel.launch_site, [])]
+
+
 def _launches(segment: SegmentResult, names: list[str]) -> tuple[list[str], str]:
     lines: list[str] = []
     grids: list[str] = []
     for kernel in segment.kernels:
         if kernel.name not in names:
             continue
-        sites = kernel.launches or []
-        if sites:
-            lines.extend(f"line {launch.line}: {launch.site}" for launch in sites)
-        else:
-            lines.append(f"line {kernel.launch_line}: {kernel.launch_site}")
+        lines.extend(f"line {line}: {site}" for line, site, _args in _sites(kernel))
         if kernel.grid:
             grids.append(kernel.grid if len(names) == 1 else f"{kernel.name}: {kernel.grid}")
     return lines, "; ".join(grids)
@@ -188,7 +192,7 @@ def with_context(
     configs: list[str] = []
     if target.kind == TargetKind.KERNEL and target.kernels and target.kernels[0] in kernels:
         name = target.kernels[0]
-        configs = config_lines("", compiled.kernel_configs.get(name), kernels[name].config)
+        configs = config_lines(compiled.kernel_configs.get(name), kernels[name].config)
     return facts.model_copy(
         update={
             "torch_version": compiled.torch_version or None,
@@ -204,23 +208,22 @@ def with_context(
 
 
 def config_lines(
-    name: str, chosen: dict[str, Any] | None, decorator: dict[str, Any] | None = None
+    chosen: dict[str, Any] | None, decorator: dict[str, Any] | None = None
 ) -> list[str]:
-    """Inductor's chosen config for kernel ``name`` in one line, and its listed autotune
+    """A kernel target's chosen Inductor config in one line, and its listed autotune
     candidates in another when the decorator lists them.
 
     The chosen config is the one the compile recorded from the autotuner; without it the
     line says it is unknown, so a model does not re-tune toward a guessed baseline point.
     """
     decorator = decorator or {}
-    of = f" of `{name}`" if name else ""
     if chosen:
-        lines = [f"- Inductor's chosen config{of}: {_config(chosen)} (autotuned at compile)"]
+        lines = [f"- Inductor's chosen config: {_config(chosen)} (autotuned at compile)"]
     elif "num_warps" in decorator or "num_stages" in decorator:
         fixed = {k: decorator[k] for k in ("num_warps", "num_stages") if k in decorator}
-        lines = [f"- Inductor's config{of}: {_config(fixed)} (its decorator)"]
+        lines = [f"- Inductor's config: {_config(fixed)} (its decorator)"]
     else:
-        lines = [f"- Inductor's chosen config{of}: not recorded by the compile (unknown)"]
+        lines = ["- Inductor's chosen config: not recorded by the compile (unknown)"]
     candidates = decorator.get("configs")
     if isinstance(candidates, list) and candidates and all(isinstance(c, dict) for c in candidates):
         shown = "; ".join(_config(c) for c in candidates[:_MAX_CANDIDATES])
@@ -268,11 +271,10 @@ _Launch = tuple[int, str, bool, list[str]]  # line, name, is a library call, arg
 def _launch_order(segment: SegmentResult) -> list[_Launch]:
     out: list[_Launch] = []
     for kernel in segment.kernels:
-        sites = kernel.launches or []
-        if sites:
-            out.extend((s.line, kernel.name, False, _arg_texts(s.args, s.site)) for s in sites)
-        else:
-            out.append((kernel.launch_line, kernel.name, False, _arg_texts([], kernel.launch_site)))
+        out.extend(
+            (line, kernel.name, False, _arg_texts(args, site))
+            for line, site, args in _sites(kernel)
+        )
     out.extend((c.line, c.name, True, [c.statement]) for c in segment.library_calls)
     return sorted(out, key=lambda launch: launch[0])
 

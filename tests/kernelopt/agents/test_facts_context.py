@@ -44,8 +44,8 @@ def test_a_template_s_decorator_config_and_listed_candidates_are_shown():
         "num_stages": 4,
         "configs": [{"kwargs": {"XBLOCK": x}, "num_warps": 4} for x in (64, 128)],
     }
-    fixed, candidates = config_lines("k", None, decorator)
-    assert fixed == "- Inductor's config of `k`: num_warps=8, num_stages=4 (its decorator)"
+    fixed, candidates = config_lines(None, decorator)
+    assert fixed == "- Inductor's config: num_warps=8, num_stages=4 (its decorator)"
     assert (
         candidates == "- its autotune candidates: XBLOCK=64, num_warps=4; XBLOCK=128, num_warps=4"
     )
