@@ -110,7 +110,7 @@ def inductor_settings() -> dict[str, Any]:
     import torch
     from torch._inductor import config
 
-    from kernelopt.compile.capture import mode_options
+    from kernelopt.compile.modes import mode_options
     from kernelopt.contracts.compiled import CompileInput
 
     fields = CompileInput.model_fields

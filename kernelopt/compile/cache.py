@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from kernelopt.compile.modes import AUTOTUNE_RULES
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
@@ -43,6 +44,7 @@ def cache_key(
         "gpu": gpu_name,
         "default_mode": measure_default_mode,
         "numerics": POLICY,  # a baseline autotuned under another policy is another baseline
+        "rules": AUTOTUNE_RULES,  # so are choices pruned by other rules
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

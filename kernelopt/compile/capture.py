@@ -37,6 +37,7 @@ from typing import Any
 
 from kernelopt.checkpoint import report
 from kernelopt.compile import cache
+from kernelopt.compile.modes import mode_options
 from kernelopt.compile.runtime import (
     chosen_configs,
     load_wrapper_module,
@@ -66,18 +67,6 @@ MODE_REASON = (
 
 class CaptureError(DeterministicError):
     """The model cannot be captured as one Inductor graph (graph breaks, no wrapper, ...)."""
-
-
-def mode_options(mode: str) -> dict[str, Any]:
-    """The Inductor config patches ``torch.compile(mode=...)`` would apply."""
-    from torch._inductor import list_mode_options
-
-    if mode in ("", "default"):
-        return {}
-    try:
-        return dict(list_mode_options(mode))
-    except RuntimeError as exc:
-        raise CaptureError(str(exc)) from exc
 
 
 def _tensor_key(t: Any) -> tuple:
@@ -295,6 +284,7 @@ def compile_module(
         compiled_ms=compiled_ms,
         default_mode_ms=default_ms,
         compile_seconds=cap.seconds,
+        inductor_options=mode_options(inp.mode),
         arg_roles=roles,
         arg_names=names,
         arg_input_index=positions,

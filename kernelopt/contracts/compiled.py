@@ -54,6 +54,8 @@ class CompileResult(DeviceTimed):
     compiled_ms: float
     default_mode_ms: float | None = None
     compile_seconds: float = 0.0
+    # the Inductor config patches the compile ran with: the mode's and the product's rules
+    inductor_options: dict[str, Any] = Field(default_factory=dict)
     # --- how the flat argument list maps back onto the module (one entry per wrapper arg)
     # "input" | "parameter" | "buffer" | "constant"
     arg_roles: list[str] = Field(default_factory=list)

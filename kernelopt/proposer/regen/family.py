@@ -121,7 +121,7 @@ class RegenFamily:
         device = generation_device(inp.compiled)
         if device is None:
             return [], "the baseline was compiled for a GPU this process cannot see"
-        from kernelopt.compile.capture import mode_options
+        from kernelopt.compile.modes import mode_options
 
         source = store.get_text(inp.compiled.problem.source)
         state = read_header(store.get_text(inp.state_source)) or {}

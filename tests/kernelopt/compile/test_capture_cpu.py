@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelopt.compile.modes import mode_options
 from kernelopt.contracts.compiled import CompileInput, CompileResult, SearchMode, SegmentInput
 from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.precision import POLICY, tf32_enabled
@@ -54,6 +55,7 @@ def cpu_compiled(home: Path) -> tuple[CompileResult, CompileResult, ArtifactStor
             torch.set_float32_matmul_precision(saved[1])
         assert timer_calls == [False] * 3  # eager, compiled, wrapper (first call only), no TF32
         assert first.default_mode_ms is None
+        assert first.inductor_options == mode_options(inp.mode)  # stated, reproducible
         return first, second, store
 
 
