@@ -74,8 +74,10 @@ FORMAT = 1
 MANIFEST_NAME = "MANIFEST.json"
 DB_NAME = "server/temporal.db"
 # what a campaign needs besides the database, in the order they are archived: the store
-# last, so everything the result index names was written before it is copied
-FILE_PARTS: tuple[str, ...] = ("results", "memory", "llm", "artifacts")
+# last, so everything the result index names was written before it is copied; the
+# regeneration digests too, or a resumed search compiles the whole model again to learn
+# what its own code is
+FILE_PARTS: tuple[str, ...] = ("results", "memory", "llm", "regen_cache", "artifacts")
 _CHUNK = 1 << 20
 
 ServerState = Literal["running", "stopped", "lost", "external"]

@@ -65,6 +65,8 @@ def make_home(home: Path, rows: int = 3) -> dict[str, str]:
     refs = {name: store.put_text(f"kernel source {name}").sha256 for name in ("a", "b")}
     (home / "results" / "ab").mkdir(parents=True)
     (home / "results" / "ab" / "ab12.json").write_text('{"sha256": "x"}')
+    (home / "regen_cache").mkdir()
+    (home / "regen_cache" / "graph.json").write_text('{"regen:": "digest"}')
     (home / "workers").mkdir()
     (home / "workers" / "gpu0.pid").write_text("123")
     return refs
@@ -80,6 +82,7 @@ def test_export_then_import_restores_everything_with_private_modes(kernelopt, tm
     manifest = read_manifest(archive)
     paths = {f.path for f in manifest.files}
     assert DB_NAME in paths and "results/ab/ab12.json" in paths
+    assert "regen_cache/graph.json" in paths  # a resumed search knows its diffs' code
     # bookkeeping and logs stay on the machine they describe
     assert not any(p.startswith("workers/") or p.endswith("server.log") for p in paths)
 
@@ -91,6 +94,7 @@ def test_export_then_import_restores_everything_with_private_modes(kernelopt, tm
         assert db.execute("SELECT count(*) FROM executions").fetchone() == (3,)
     store = open_store(new / "artifacts")
     assert [store.get_text(refs[n]) for n in ("a", "b")] == ["kernel source a", "kernel source b"]
+    assert (new / "regen_cache" / "graph.json").read_text() == '{"regen:": "digest"}'
     for path in new.rglob("*"):
         want = 0o700 if path.is_dir() else 0o600
         assert stat.S_IMODE(path.stat().st_mode) == want, path
