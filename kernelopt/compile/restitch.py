@@ -269,7 +269,11 @@ def build_restitched(inp: RestitchInput, store: ArtifactStore) -> tuple[str, dic
 
 
 def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
-    """Activity entry point: build the wrapper, run it on the captured args, compare."""
+    """Activity entry point: build the wrapper, run it on the captured args, compare.
+
+    The outputs are compared here and stored only when ``inp.keep_output`` asks: the
+    durable store travels with a moved home, and a model's output is as large as its input.
+    """
     text, forms = build_restitched(inp, store)
     ref = store.put_text(
         text, media_type="text/x-python", name=f"{inp.compiled.problem.name}_restitched.py"
@@ -296,7 +300,9 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
     stages.lap("load")
     outputs = call(args)
     stages.lap("run")
-    out_ref = save_tensors(store, outputs, f"{inp.compiled.problem.name}_restitched_out.pt")
+    out_ref = None
+    if inp.keep_output:  # else held only in memory: nothing after the comparison reads it
+        out_ref = save_tensors(store, outputs, f"{inp.compiled.problem.name}_restitched_out.pt")
     bit_exact, max_diff = None, None
     reference = inp.compiled.reference_output
     # a diagnostic only: a home moved without its regenerable tensors (state export --thin)

@@ -411,11 +411,14 @@ class RestitchInput(Frozen):
     segment_ref: SegmentRef | None = None
     replacements: list[Replacement] = Field(default_factory=list)
     run: bool = True  # load the re-stitched wrapper and run it on the captured args
+    # store the run's outputs too (tests, diagnostics): a model's output is as large as its
+    # input, only the comparison reads it, and a campaign's home must stay small enough to move
+    keep_output: bool = False
 
 
 class RestitchResult(DeviceTimed):
     wrapper: ArtifactRef  # the re-stitched wrapper module
-    output: ArtifactRef | None = None  # its outputs on the captured args
+    output: ArtifactRef | None = None  # its outputs on the captured args (``keep_output``)
     bit_exact: bool | None = None  # vs. the baseline output (identity re-stitch check)
     replaced: list[str] = Field(default_factory=list)
     max_abs_diff: float | None = None  # vs. the baseline output

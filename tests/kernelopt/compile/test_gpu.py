@@ -332,7 +332,10 @@ def test_launch_form_candidate_gets_its_own_launcher(gpu_store, baseline) -> Non
     cand = gpu_store.put_text(LAUNCH_CANDIDATE, name="relu_chain_launch.py")
     result = restitch(
         RestitchInput(
-            compiled=compiled, segment=seg, replacements=[Replacement(target=target, source=cand)]
+            compiled=compiled,
+            segment=seg,
+            replacements=[Replacement(target=target, source=cand)],
+            keep_output=True,
         ),
         gpu_store,
     )
@@ -358,6 +361,7 @@ def test_forward_form_candidate_runs_model_new(gpu_store, baseline) -> None:
             compiled=compiled,
             segment=seg,
             replacements=[Replacement(target=seg.targets[0], source=cand)],
+            keep_output=True,
         ),
         gpu_store,
     )
