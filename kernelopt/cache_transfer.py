@@ -26,8 +26,8 @@ import stat
 import tarfile
 import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import IO
+from pathlib import Path, PurePosixPath
+from typing import IO, Literal
 
 from pydantic import BaseModel, Field
 
@@ -44,6 +44,8 @@ from kernelopt.log import get_logger
 
 log = get_logger(__name__)
 
+# none; Inductor's benchmark results alone (``autotune_result``: KiBs, the default); everything
+CacheScope = Literal["none", "autotune", "all"]
 CACHES_PART = "compiler-caches"  # their names in an archive: compiler-caches/<worker>/...
 _SPOOL = 8 << 20  # cache files up to this are held in memory while checked
 _CHUNK = 1 << 20
@@ -68,6 +70,7 @@ class CachesInfo(BaseModel):
 
     torch_version: str
     triton_version: str
+    scope: Literal["autotune", "all"] = "all"
     workers: list[CacheWorker] = Field(default_factory=list)
 
     @property
@@ -106,14 +109,28 @@ def worker_folders(root: Path) -> list[Path]:
     ]
 
 
-def cache_bytes(root: Path) -> int:
-    """What the caches under ``root`` hold, for a progress bar's total."""
+def autotune_result(cache: str, rel: PurePosixPath) -> bool:
+    """Inductor's benchmark results: GEMM/conv choice timings and kernels' best configs.
+
+    A few KiBs that spare a fresh machine of the same GPU and compiler versions
+    every benchmark of a max-autotune compile (the compiled code itself is rebuilt).
+    """
+    return cache == "inductor" and (
+        rel.parts[:1] == ("cache",) or rel.name.endswith(".best_config")
+    )
+
+
+def cache_bytes(root: Path, scope: CacheScope = "all") -> int:
+    """What the caches under ``root`` hold (within ``scope``), for a progress bar's total."""
     total = 0
     for folder in worker_folders(root):
         for name in CACHE_NAMES:
             for base, subdirs, files in os.walk(folder / name):
                 subdirs[:] = [d for d in subdirs if not _bookkeeping(d)]
+                rel_dir = PurePosixPath(Path(base).relative_to(folder / name).as_posix())
                 for f in files:
+                    if scope == "autotune" and not autotune_result(name, rel_dir / f):
+                        continue
                     with contextlib.suppress(OSError):
                         total += os.lstat(os.path.join(base, f)).st_size
     return total
@@ -125,13 +142,15 @@ def pack_caches(
     spool_dir: Path,
     add: Callable[[tarfile.TarFile, str, int, str], None],
     progress: Progress | None = None,
+    scope: Literal["autotune", "all"] = "all",
 ) -> CachesInfo:
-    """Archive every worker's caches under ``root`` that the guard has vouched for.
+    """Archive every worker's caches under ``root`` (within ``scope``) that the guard has
+    vouched for.
 
     ``add(tar, name, size, sha256)`` records each archived file (the manifest).
     """
     torch_version, triton_version = compiler_versions()
-    info = CachesInfo(torch_version=torch_version, triton_version=triton_version)
+    info = CachesInfo(torch_version=torch_version, triton_version=triton_version, scope=scope)
     for folder in worker_folders(root):
         host_gpu = worker_of(folder.name)
         assert host_gpu is not None
@@ -146,6 +165,9 @@ def pack_caches(
                 rel_dir = Path(dirpath).relative_to(top)
                 for filename in sorted(files):
                     if _bookkeeping(filename):
+                        continue
+                    rel = PurePosixPath(rel_dir.as_posix()) / filename
+                    if scope == "autotune" and not autotune_result(cache, rel):
                         continue
                     name = f"{CACHES_PART}/{folder.name}/{cache}/{(rel_dir / filename).as_posix()}"
                     size = _pack_one(
@@ -346,9 +368,11 @@ def _version(package: str) -> str:
 
 __all__ = [
     "CACHES_PART",
+    "CacheScope",
     "CacheWorker",
     "CachesInfo",
     "Placement",
+    "autotune_result",
     "cache_bytes",
     "compiler_versions",
     "pack_caches",

@@ -5,11 +5,11 @@ the campaign needs is the embedded server's SQLite database and the files the
 workers keep under ``KERNELOPT_HOME`` -- the artifact store, the GPU result
 index (so a retried call finds its finished result instead of running again),
 the shared experience memory and the reply folder.  Caches a new machine
-rebuilds (compiler caches, generated code) and per-machine bookkeeping (pid
-files, worker and server logs) stay behind -- except, opt-in, the GPU workers'
-compiler caches (``compiler_caches=True``, ``kernelopt.cache_transfer``): a large
-model's max-autotune compile can take most of a loan, and the caches spare the
-next machine that compile.
+rebuilds (compiled code) and per-machine bookkeeping (pid files, worker and
+server logs) stay behind.  The GPU workers' autotuning results do travel
+(``kernelopt.cache_transfer``): a large model's max-autotune compile spends
+most of its time benchmarking choices, and they spare the next machine that;
+opt-in (``compiler_caches="all"``) the whole compiler caches travel too.
 
 The database is copied with SQLite's online backup API, never as a file: a
 copy of a file the server is writing can be torn, while a backup is one
@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernelopt.audit.moves import StateMove, record_move
 from kernelopt.cache_transfer import (
     CACHES_PART,
+    CacheScope,
     CachesInfo,
     Placement,
     cache_bytes,
@@ -145,7 +146,7 @@ def export_state(
     store_only: bool = False,
     leave_out: Iterable[str] = (),
     *,
-    compiler_caches: bool = False,
+    compiler_caches: CacheScope = "autotune",
     progress: PhaseProgress | None = None,
 ) -> TransferReport:
     """Write ``archive`` from ``settings.home``: the database (unless ``store_only``) and files.
@@ -153,8 +154,10 @@ def export_state(
     ``leave_out``: home-relative paths (``artifacts/ab/ab12...``) the caller will
     regenerate after the import (tensors drawn from a problem's seed are hundreds of
     MiB, a moved home may carry only a few): they are not archived, and the manifest
-    names them.  ``compiler_caches``: also the GPU workers' Triton and Inductor caches
-    (``kernelopt.cache_transfer``).  ``progress`` hears each phase's bytes.
+    names them.  ``compiler_caches``: which of the GPU workers' Triton and Inductor caches
+    travel (``kernelopt.cache_transfer``): by default Inductor's benchmark results alone,
+    so a large model's compile on the next machine benchmarks nothing again; "all" adds
+    the compiled code.  ``progress`` hears each phase's bytes.
     """
     home = settings.home
     skip = set(leave_out)
@@ -210,8 +213,8 @@ def export_state(
                     continue
                 entries.append(_add_file(tar, path, name))
                 tell("state files", entries[-1].size, total)
-            if compiler_caches:
-                caches = _pack_caches(settings, tar, staging, entries, tell, notes)
+            if compiler_caches != "none":
+                caches = _pack_caches(settings, tar, staging, entries, tell, notes, compiler_caches)
             if store_only:
                 last_write = _newest_write(home / "artifacts")
             manifest = StateManifest(
@@ -254,22 +257,30 @@ def _pack_caches(
     entries: list[ManifestFile],
     tell: PhaseProgress,
     notes: list[str],
+    scope: Literal["autotune", "all"],
 ) -> CachesInfo | None:
-    """The GPU workers' caches into ``tar`` (None, and a note, when there are none)."""
+    """The GPU workers' caches into ``tar`` (None when there are none, with a note if they
+    were asked for by name)."""
     root = settings.compiler_caches_dir
     if not worker_folders(root):
-        notes.append(f"no GPU worker compiler caches under {root}: exported the rest without them")
+        if scope == "all":
+            notes.append(
+                f"no GPU worker compiler caches under {root}: exported the rest without them"
+            )
         return None
-    total = cache_bytes(root)
+    total = cache_bytes(root, scope)
     tell("compiler caches", 0, total)
 
     def add(_tar: tarfile.TarFile, name: str, size: int, sha256: str) -> None:
         entries.append(ManifestFile(path=name, size=size, sha256=sha256))
 
-    info = pack_caches(tar, root, staging, add, lambda done: tell("compiler caches", done, total))
+    info = pack_caches(
+        tar, root, staging, add, lambda done: tell("compiler caches", done, total), scope
+    )
     behind = sum(w.left_behind for w in info.workers)
+    what = "compiler caches" if scope == "all" else "autotuning results"
     notes.append(
-        f"compiler caches: {len(info.workers)} worker(s), {info.files} file(s), "
+        f"{what}: {len(info.workers)} worker(s), {info.files} file(s), "
         f"{human_bytes(info.bytes)} (torch {info.torch_version}, triton {info.triton_version})"
     )
     if behind:
@@ -382,7 +393,8 @@ def import_state(
     placements: list[Placement] = []
     if caches is not None:
         mismatch = version_mismatch(caches)
-        if mismatch and not force:
+        # benchmark results alone never serve code: other versions' are left out, not refused
+        if mismatch and not force and caches.scope == "all":
             raise StateTransferError(
                 f"the archive's compiler caches were written by other compiler versions "
                 f"({mismatch}): a cache from another torch or triton is useless at best and "

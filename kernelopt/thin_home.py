@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from kernelopt.cache_transfer import CacheScope
 from kernelopt.config import Settings
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.log import get_logger
@@ -101,7 +102,7 @@ def export_thin(
     archive: Path,
     *,
     also_leave_out: Mapping[str, str] | None = None,
-    compiler_caches: bool = False,
+    compiler_caches: CacheScope = "autotune",
     progress: PhaseProgress | None = None,
 ) -> ThinExport:
     """``export_state`` without the tensors an import can draw again (``plan_thin``)."""

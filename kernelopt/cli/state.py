@@ -52,12 +52,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="leave out the tensors an import draws again from each problem's seed (checked "
         "here first) and the compiles' reference outputs: an archive of MiBs, not GiBs",
     )
-    exp.add_argument(
+    caches = exp.add_mutually_exclusive_group()
+    caches.add_argument(
         "--compiler-caches",
-        action="store_true",
-        help="also the GPU workers' Triton and Inductor caches (GiBs): for large models whose "
-        "compile would not fit the next machine's loan; imported only under the same "
-        "torch and triton",
+        dest="compiler_caches",
+        action="store_const",
+        const="all",
+        default="autotune",
+        help="all of the GPU workers' Triton and Inductor caches (GiBs), not only their "
+        "autotuning results (KiBs, always carried): for large models whose compile would "
+        "not fit the next machine's loan; imported only under the same torch and triton",
+    )
+    caches.add_argument(
+        "--no-autotune-results",
+        dest="compiler_caches",
+        action="store_const",
+        const="none",
+        help="leave even the autotuning results behind (the next machine benchmarks again)",
     )
     imp = actions.add_parser(
         "import", help="restore an archive into $KERNELOPT_HOME (its digests checked first)"

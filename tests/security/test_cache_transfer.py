@@ -52,7 +52,7 @@ def test_an_export_mid_window_leaves_the_candidates_rewrites_behind(tmp_path: Pa
     guard.arm()
     poison(folder)
     archive = tmp_path / "state.tar.gz"
-    report = export_state(make_settings(tmp_path / "a"), archive, compiler_caches=True)
+    report = export_state(make_settings(tmp_path / "a"), archive, compiler_caches="all")
     names = {f.path for f in read_manifest(archive).files}
     prefix = "compiler-caches/node-a-gpu0/"
     assert prefix + RECORD in names  # untouched: travels
@@ -69,7 +69,7 @@ def test_an_export_mid_window_leaves_the_candidates_rewrites_behind(tmp_path: Pa
     assert guard.check()
     window = read_window(folder / "guard-window")
     assert window is not None and not window.open
-    export_state(make_settings(tmp_path / "a"), archive, compiler_caches=True)
+    export_state(make_settings(tmp_path / "a"), archive, compiler_caches="all")
     names = {f.path for f in read_manifest(archive).files}
     assert prefix + CUBIN not in names and prefix + GRAPH not in names
     assert prefix + RECORD in names

@@ -100,7 +100,7 @@ def test_a_gpu_id_missing_here_is_mapped_by_position_and_said(tmp_path: Path):
     make_home(tmp_path / "a")
     make_caches(tmp_path / "a" / "compiler-caches", "node-a", "GPU-1f0e-aa")
     archive = tmp_path / "state.tar.gz"
-    export_state(make_settings(tmp_path / "a"), archive, compiler_caches=True)
+    export_state(make_settings(tmp_path / "a"), archive, compiler_caches="all")
     home = tmp_path / "b"
     report = import_state(make_settings(home), archive, host="node-b", gpus=[("0", "GPU-77")])
     assert any("does not exist here" in n and "GPU 0 (by position)" in n for n in report.notes)
@@ -114,7 +114,7 @@ def test_other_compiler_versions_are_refused_unless_forced(
     make_home(tmp_path / "a")
     make_caches(tmp_path / "a" / "compiler-caches", "node-a", "0")
     archive = tmp_path / "state.tar.gz"
-    export_state(make_settings(tmp_path / "a"), archive, compiler_caches=True)
+    export_state(make_settings(tmp_path / "a"), archive, compiler_caches="all")
     monkeypatch.setattr(cache_transfer, "compiler_versions", lambda: ("9.9.9", "3.9.0"))
     home = tmp_path / "b"
     with pytest.raises(StateTransferError, match=r"torch .* there, 9\.9\.9 here.*--force"):
@@ -132,7 +132,7 @@ def test_a_tampered_cache_file_is_refused_and_nothing_changes(tmp_path: Path):
     make_home(tmp_path / "a")
     make_caches(tmp_path / "a" / "compiler-caches", "node-a", "0")
     archive, forged = tmp_path / "state.tar.gz", tmp_path / "forged.tar.gz"
-    export_state(make_settings(tmp_path / "a"), archive, compiler_caches=True)
+    export_state(make_settings(tmp_path / "a"), archive, compiler_caches="all")
     with tarfile.open(archive) as src, tarfile.open(forged, "w:gz") as dst:
         for member in src:
             data = src.extractfile(member).read()
@@ -153,8 +153,45 @@ def test_the_default_export_leaves_caches_behind_and_a_home_without_says_so(cli,
     assert "no GPU worker compiler caches under" in done.out
     assert read_manifest(archive).compiler_caches is None
     make_caches(tmp_path / "a" / "compiler-caches", "node-a", "0")
-    done = cli(tmp_path / "a", "state", "export", str(archive))
+    done = cli(tmp_path / "a", "state", "export", "--no-autotune-results", str(archive))
     assert done.code == 0, done.err
     manifest = read_manifest(archive)
     assert manifest.compiler_caches is None
     assert not any(f.path.startswith("compiler-caches/") for f in manifest.files)
+
+
+def test_the_default_export_carries_the_autotuning_results_alone(cli, tmp_path: Path):
+    make_home(tmp_path / "a")
+    make_caches(tmp_path / "a" / "compiler-caches", "node-a", "0")
+    _, inductor = worker_cache_dirs(tmp_path / "a" / "compiler-caches", "node-a", "0")
+    (inductor / "cache").mkdir()
+    (inductor / "cache" / "5be1").write_text('{"cache": {"mm": {}}}')  # GEMM choice timings
+    archive = tmp_path / "state.tar.gz"
+    done = cli(tmp_path / "a", "state", "export", str(archive))
+    assert done.code == 0, done.err
+    assert "autotuning results: 1 worker(s), 2 file(s)" in done.out
+    manifest = read_manifest(archive)
+    assert manifest.compiler_caches is not None and manifest.compiler_caches.scope == "autotune"
+    assert sorted(f.path for f in manifest.files if f.path.startswith("compiler-caches/")) == [
+        "compiler-caches/node-a-gpu0/inductor/cache/5be1",
+        "compiler-caches/node-a-gpu0/inductor/cq/cqzz.best_config",
+    ]
+    home = tmp_path / "b"
+    import_state(make_settings(home), archive, host="node-b", gpus=[("0", "GPU-0")])
+    _, there = worker_cache_dirs(home / "compiler-caches", "node-b", "0")
+    assert (there / "cache" / "5be1").is_file() and (there / "cq" / "cqzz.best_config").is_file()
+    assert not (there / "fxgraph").exists()
+
+
+def test_autotuning_results_of_other_versions_are_left_out_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    make_home(tmp_path / "a")
+    make_caches(tmp_path / "a" / "compiler-caches", "node-a", "0")
+    archive = tmp_path / "state.tar.gz"
+    export_state(make_settings(tmp_path / "a"), archive)
+    monkeypatch.setattr(cache_transfer, "compiler_versions", lambda: ("9.9.9", "3.9.0"))
+    home = tmp_path / "b"
+    report = import_state(make_settings(home), archive, host="node-b", gpus=[("0", "GPU-0")])
+    assert any("compiler caches left out" in w for w in report.warnings)
+    assert not (home / "compiler-caches").exists() and (home / "server" / "temporal.db").is_file()
