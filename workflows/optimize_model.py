@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
 
     from . import activity_options as opts
     from .export_campaign import start_export
+    from .machine_loss import riding_out_losses
 
 FALLBACK_REASON_PATCH = "fallback-names-model-gate"
 # A target's best winner that fails the model gates is followed by its runners-up.
@@ -896,8 +897,11 @@ class OptimizeModel:
         started = workflow.now()
         charged = False
         try:
-            result = await workflow.execute_activity(
-                name, arg, task_queue=queue, result_type=result_type, **options.kwargs()
+            result = await riding_out_losses(
+                name,
+                lambda: workflow.execute_activity(
+                    name, arg, task_queue=queue, result_type=result_type, **options.kwargs()
+                ),
             )
             held = getattr(result, "device_seconds", None)
             if held is not None and queue == self._input.options.gpu_queue:

@@ -93,6 +93,7 @@ with workflow.unsafe.imports_passed_through():
     from . import activity_options as opts
     from . import search_log
     from .deferred_llm import DeferredLLM
+    from .machine_loss import riding_out_losses
     from .screen_policy import select_for_cascade
     from .search_policy import (
         ROOT_ID,
@@ -355,12 +356,15 @@ class SearchKernel:
         self, activity: str, inp: Any, result_type: type, options: opts.CallOptions
     ) -> Any:
         """``activity`` on the GPU queue, under the campaign's GPU heartbeat timeout."""
-        return await workflow.execute_activity(
+        return await riding_out_losses(
             activity,
-            inp,
-            result_type=result_type,
-            task_queue=self.inp.gpu_queue,
-            **options.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
+            lambda: workflow.execute_activity(
+                activity,
+                inp,
+                result_type=result_type,
+                task_queue=self.inp.gpu_queue,
+                **options.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
+            ),
         )
 
     # --- profiling ------------------------------------------------------------------------
@@ -764,8 +768,11 @@ class SearchKernel:
             name, queue = names.PROPOSE_BUILTIN_GPU, self.inp.gpu_queue
             call = opts.BUILTIN_GPU.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs()
         try:
-            result = await workflow.execute_activity(
-                name, inp, result_type=BuiltinProposeResult, task_queue=queue, **call
+            result = await riding_out_losses(
+                name,
+                lambda: workflow.execute_activity(
+                    name, inp, result_type=BuiltinProposeResult, task_queue=queue, **call
+                ),
             )
         except ActivityError as exc:
             workflow.logger.warning("built-in proposer failed on %s: %s", node.id, _cause(exc))
