@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
@@ -20,6 +21,11 @@ from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
 _ERROR = "error"
+BUILT = "built "  # DigestCache entries "built <label>": the stored candidate's sha256
+
+
+def _file_name(label: str) -> str:
+    return f"{label.replace(':', '_')}.py"
 
 
 def generation_device(compiled: CompileResult) -> str | None:
@@ -47,10 +53,12 @@ def graph_key(compiled: CompileResult, source: str, device: str) -> str:
 
 
 class DigestCache:
-    """Code digests of earlier regenerations of one graph, by diff label, on disk.
+    """Code digests of earlier regenerations of one graph, by diff label, on disk, and the
+    candidates built from them (``BUILT``).
 
-    A later round (or campaign) on the same graph then knows which diffs change
-    nothing without compiling them again.
+    A later round (or campaign, or an attempt on the next machine: the folder moves with
+    ``kernelopt state export``) then knows which diffs change nothing, and which it built,
+    without compiling them again.
     """
 
     def __init__(self, directory: Path, key: str) -> None:
@@ -158,13 +166,9 @@ class RegenFamily:
                 same += 1
                 continue
             seen.add(found)
-            try:
-                text = self.build(source, inp.compiled.problem.seed, device, {**base, **diff}, diff)
-            except Exception as exc:  # as in _digest_of: a diff that cannot be built is skipped
-                log.info("regeneration not buildable", label=label, error=str(exc)[:300])
-                cache.put(label, _ERROR)
+            ref = self._built(cache, store, source, inp, device, base, diff)
+            if ref is None:
                 continue
-            ref = store.put_text(text, "text/x-python", f"{label.replace(':', '_')}.py")
             out.append(
                 BuiltinVariant(
                     label=label,
@@ -176,6 +180,32 @@ class RegenFamily:
         if not out and not note:
             note = f"no Inductor option left that changes the code ({same} gave the same code)"
         return out, note
+
+    def _built(
+        self,
+        cache: DigestCache,
+        store: ArtifactStore,
+        source: str,
+        inp: BuiltinProposeInput,
+        device: str,
+        base: dict[str, Any],
+        diff: dict[str, Any],
+    ) -> ArtifactRef | None:
+        """The candidate for ``diff``, built once per graph: an attempt cut by a lost machine
+        (two whole-model compiles, minutes on a large model) is not built again."""
+        label = label_of(diff)
+        known = cache.get(BUILT + label)
+        if known is not None and store.exists(known):
+            return store.put_text(store.get_text(known), "text/x-python", _file_name(label))
+        try:
+            text = self.build(source, inp.compiled.problem.seed, device, {**base, **diff}, diff)
+        except Exception as exc:  # as in _digest_of: a diff that cannot be built is skipped
+            log.info("regeneration not buildable", label=label, error=str(exc)[:300])
+            cache.put(label, _ERROR)
+            return None
+        ref = store.put_text(text, "text/x-python", _file_name(label))
+        cache.put(BUILT + label, ref.sha256)
+        return ref
 
     def _digest_of(
         self,

@@ -174,6 +174,36 @@ def test_identical_code_is_dropped_and_verdicts_are_cached(tmp_path: Path, probl
     assert none == [] and "same code" in note
 
 
+def test_a_built_candidate_is_not_built_again_after_a_lost_attempt(
+    tmp_path: Path, problem: Path
+) -> None:
+    store = open_store(tmp_path / "artifacts")
+    builds: list[dict] = []
+
+    def counting_build(source: str, seed: int, device: str, options: dict, diff: dict) -> str:
+        builds.append(diff)
+        return fake_build(source, seed, device, options, diff)
+
+    def family() -> RegenFamily:  # a new process each time: what the next attempt starts with
+        return RegenFamily(
+            cache_dir=tmp_path / "cache",
+            generate=FakeInductor({"epilogue_fusion=False": "code B"}),
+            build=counting_build,
+            choices=CHOICES_AB,
+        )
+
+    first, _ = family().propose(_input(store, problem), store, 2, set())
+    again, _ = family().propose(_input(store, problem), store, 2, set())
+    assert [v.label for v in again] == [v.label for v in first] == ["regen:epilogue_fusion=False"]
+    assert again[0].source.sha256 == first[0].source.sha256
+    assert builds == [{"epilogue_fusion": False}]  # built once
+    # a store that lost the text (a home moved without it) builds it again
+    (tmp_path / "artifacts").rename(tmp_path / "gone")
+    store = open_store(tmp_path / "artifacts")
+    family().propose(_input(store, problem), store, 2, set())
+    assert len(builds) == 2
+
+
 def test_rounds_are_capped_and_budgeted(tmp_path: Path, problem: Path) -> None:
     store = open_store(tmp_path / "artifacts")
     codes = {
