@@ -415,11 +415,14 @@ def import_state(
             notes += [p.note for p in placements if p.note]
     parts = sorted({_part_of(f.path) for f in wanted} - {CACHES_PART})
     occupied = [p for p in parts if _occupied(home, p)]
-    occupied += [
-        f"{CACHES_PART}/{p.target.name}"
-        for p in placements
-        if p.target is not None and p.target.is_dir() and any(p.target.rglob("*"))
-    ]
+    busy = [p for p in placements if p.target is not None and _has_files(p.target)]
+    if caches is not None and caches.scope == "autotune":
+        # a worker here with caches of its own keeps them: its own timings are as good
+        for p in busy:
+            notes.append(f"autotuning results for {p.target.name} not restored: it has caches")
+        placements = [p for p in placements if p not in busy]
+    else:
+        occupied += [f"{CACHES_PART}/{p.target.name}" for p in busy]
     if occupied and not force:
         raise StateTransferError(
             f"{home} already holds state ({', '.join(occupied)}); import into an empty "
@@ -573,6 +576,10 @@ def _extract_checked(archive: Path, wanted: list[ManifestFile], staging: Path) -
         raise StateTransferError(
             f"{archive} lacks {len(missing)} file(s) its manifest names, e.g. {missing[0]}"
         )
+
+
+def _has_files(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.rglob("*"))
 
 
 def _part_of(path: str) -> str:

@@ -195,3 +195,18 @@ def test_autotuning_results_of_other_versions_are_left_out_not_refused(
     report = import_state(make_settings(home), archive, host="node-b", gpus=[("0", "GPU-0")])
     assert any("compiler caches left out" in w for w in report.warnings)
     assert not (home / "compiler-caches").exists() and (home / "server" / "temporal.db").is_file()
+
+
+def test_autotuning_results_leave_a_worker_with_caches_of_its_own_alone(tmp_path: Path):
+    make_home(tmp_path / "a")
+    make_caches(tmp_path / "a" / "compiler-caches", "node-a", "0")
+    archive = tmp_path / "state.tar.gz"
+    export_state(make_settings(tmp_path / "a"), archive)
+    home = tmp_path / "b"
+    triton, _ = worker_cache_dirs(home / "compiler-caches", "node-b", "0")
+    triton.mkdir(parents=True)
+    (triton / "own.cubin").write_bytes(b"compiled here")
+    report = import_state(make_settings(home), archive, host="node-b", gpus=[("0", "GPU-0")])
+    assert any("not restored: it has caches" in n for n in report.notes)
+    assert (triton / "own.cubin").read_bytes() == b"compiled here"
+    assert (home / "server" / "temporal.db").is_file()
