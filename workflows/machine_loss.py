@@ -5,7 +5,9 @@ fleet that preempts machines, one long step (a large model's compile, a regenera
 can be cut by several losses in a row and then fail for good, although nothing was
 wrong with it. An attempt whose worker shut down (``WorkerShutdown``) or stopped
 heartbeating was lost with its machine: the step is issued again, with fresh attempts,
-up to ``MAX_LOSSES`` times; every other failure is the step's own.
+up to ``MAX_LOSSES`` times; every other failure is the step's own. Not yet charged: the
+GPU time of an issue whose attempts were all lost (a retry inside one issue is charged
+through its heartbeats; a new issue starts without them).
 """
 
 from __future__ import annotations
