@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,19 @@ def default_cache_dir() -> Path:
     return Settings.from_env().home / "regen_cache"
 
 
+@dataclass(frozen=True)
+class _Graph:
+    """What one round regenerates from: the problem, its device, the state's options
+    (``base``) and where the graph's digests and built candidates are remembered."""
+
+    cache: DigestCache
+    store: ArtifactStore
+    source: str
+    seed: int
+    device: str
+    base: dict[str, Any]
+
+
 Generate = Callable[[str, int, str, dict[str, Any]], str]
 Build = Callable[[str, int, str, dict[str, Any], dict[str, Any]], str]
 
@@ -143,8 +157,9 @@ class RegenFamily:
         cache = DigestCache(
             self.cache_dir or default_cache_dir(), graph_key(inp.compiled, source, device)
         )
+        graph = _Graph(cache, store, source, inp.compiled.problem.seed, device, base)
         started = time.monotonic()
-        code = self._digest_of(cache, source, inp, device, base, state)
+        code = self._digest_of(graph, state)
         if code is None:
             return [], "Inductor could not compile the forward here"
         # code an earlier round already offered (under another diff) is not offered again
@@ -159,14 +174,14 @@ class RegenFamily:
             if cache.get(label) is None and time.monotonic() - started > self.budget_s:
                 note = f"regeneration time budget ({self.budget_s:.0f} s) spent"
                 break
-            found = self._digest_of(cache, source, inp, device, {**base, **diff}, diff)
+            found = self._digest_of(graph, diff)
             if found is None:
                 continue
             if found in seen:  # the same code as the state's or an earlier candidate's
                 same += 1
                 continue
             seen.add(found)
-            ref = self._built(cache, store, source, inp, device, base, diff)
+            ref = self._built(graph, diff)
             if ref is None:
                 continue
             out.append(
@@ -181,54 +196,37 @@ class RegenFamily:
             note = f"no Inductor option left that changes the code ({same} gave the same code)"
         return out, note
 
-    def _built(
-        self,
-        cache: DigestCache,
-        store: ArtifactStore,
-        source: str,
-        inp: BuiltinProposeInput,
-        device: str,
-        base: dict[str, Any],
-        diff: dict[str, Any],
-    ) -> ArtifactRef | None:
+    def _built(self, g: _Graph, diff: dict[str, Any]) -> ArtifactRef | None:
         """The candidate for ``diff``, built once per graph: an attempt cut by a lost machine
         (two whole-model compiles, minutes on a large model) is not built again."""
         label = label_of(diff)
-        known = cache.get(BUILT + label)
-        if known is not None and store.exists(known):
-            return store.put_text(store.get_text(known), "text/x-python", _file_name(label))
+        known = g.cache.get(BUILT + label)
+        if known is not None and g.store.exists(known):
+            return g.store.put_text(g.store.get_text(known), "text/x-python", _file_name(label))
         try:
-            text = self.build(source, inp.compiled.problem.seed, device, {**base, **diff}, diff)
+            text = self.build(g.source, g.seed, g.device, {**g.base, **diff}, diff)
         except Exception as exc:  # as in _digest_of: a diff that cannot be built is skipped
             log.info("regeneration not buildable", label=label, error=str(exc)[:300])
-            cache.put(label, _ERROR)
+            g.cache.put(label, _ERROR)
             return None
-        ref = store.put_text(text, "text/x-python", _file_name(label))
-        cache.put(BUILT + label, ref.sha256)
+        ref = g.store.put_text(text, "text/x-python", _file_name(label))
+        g.cache.put(BUILT + label, ref.sha256)
         return ref
 
-    def _digest_of(
-        self,
-        cache: DigestCache,
-        source: str,
-        inp: BuiltinProposeInput,
-        device: str,
-        options: dict[str, Any],
-        diff: dict[str, Any],
-    ) -> str | None:
+    def _digest_of(self, g: _Graph, diff: dict[str, Any]) -> str | None:
         label = label_of(diff)
-        known = cache.get(label)
+        known = g.cache.get(label)
         if known is not None:
             return None if known == _ERROR else known
         started = time.monotonic()
         try:
-            found = digest(self.generate(source, inp.compiled.problem.seed, device, options))
+            found = digest(self.generate(g.source, g.seed, g.device, {**g.base, **diff}))
         except Exception as exc:  # Inductor and the user's module ran here: a failure is a note
             log.info("regeneration failed", label=label, error=f"{type(exc).__name__}: {exc}"[:300])
-            cache.put(label, _ERROR)
+            g.cache.put(label, _ERROR)
             return None
         log.info("regenerated", label=label, seconds=round(time.monotonic() - started, 1))
-        cache.put(label, found)
+        g.cache.put(label, found)
         return found
 
 
