@@ -21,9 +21,10 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 T = TypeVar("T")
 
 LOSS_PATCH = "steps-ride-out-machine-losses"
-# losses one step may ride out beyond its own attempts: a 66-hour campaign on a preemptible
-# fleet loses machines every few hours, and a step runs minutes
-MAX_LOSSES = 48
+# losses one step may ride out beyond its own attempts: a step runs minutes and machines are
+# lost every few hours, so more than a dozen in a row is a step that takes its worker down
+# with it (a poison step), which must end rather than kill workers forever
+MAX_LOSSES = 12
 
 
 def lost_with_machine(exc: ActivityError) -> bool:
