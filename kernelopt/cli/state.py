@@ -60,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         const="all",
         default="autotune",
         help="all of the GPU workers' Triton and Inductor caches (GiBs), not only their "
-        "autotuning results (KiBs, always carried): for large models whose compile would "
+        "autotuning results (KiBs, carried by default): for large models whose compile would "
         "not fit the next machine's loan; imported only under the same torch and triton",
     )
     caches.add_argument(
