@@ -126,7 +126,9 @@ async def main(kind: str, queue: str) -> None:
         shorten_cpu_heartbeats(float(cpu_heartbeat))
     configure(level=os.environ.get(LOG_LEVEL_ENV, "warning"))
     slow_cpu.install()
-    client = await connect(Settings.from_env(), start_embedded=False)
+    # a worker restarted just before the next server kill must outwait the server's downtime
+    # (up to 3 s, then its start), as a supervised worker would be started again
+    client = await connect(Settings.from_env(), start_embedded=False, retries=8)
     zygote = None
     if kind == "cpu":
         w = cpu_worker(client, queue)
