@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kernelopt.contracts import data_movement
+
 
 @dataclass(frozen=True)
 class DeviceCeilings:
@@ -81,6 +83,11 @@ class RooflineCheck:
         return asdict(self)
 
 
+def _flop_floor_ms(flops: int | None, peak_tflops: float) -> float | None:
+    """Milliseconds ``flops`` take at ``peak_tflops``; None when either is unknown (zero)."""
+    return flops / (peak_tflops * 1e12) * 1e3 if flops and peak_tflops else None
+
+
 def roofline_check(
     *,
     ceilings: DeviceCeilings,
@@ -93,15 +100,11 @@ def roofline_check(
 ) -> RooflineCheck:
     """Compare a measured time against the data-movement floor of the problem."""
     bytes_floor = bytes_in + max(0, bytes_out - ceilings.l2_bytes)
-    floor_ms = bytes_floor / (ceilings.copy_bandwidth_gbs * 1e9) * 1e3
+    floor_ms = data_movement.floor_ms(bytes_floor, ceilings.copy_bandwidth_gbs)
     below = candidate_ms < slack * floor_ms
     max_speedup = baseline_ms / floor_ms if baseline_ms and floor_ms > 0 else None
-    fp32_ms = (
-        flops / (ceilings.fp32_tflops * 1e12) * 1e3 if flops and ceilings.fp32_tflops else None
-    )
-    tf32_ms = (
-        flops / (ceilings.tf32_tflops * 1e12) * 1e3 if flops and ceilings.tf32_tflops else None
-    )
+    fp32_ms = _flop_floor_ms(flops, ceilings.fp32_tflops)
+    tf32_ms = _flop_floor_ms(flops, ceilings.tf32_tflops)
     beats = fp32_ms is not None and candidate_ms < fp32_ms
     if below:
         reason = (
