@@ -136,6 +136,23 @@ def salted(marker: str):
     return lambda messages: kernel_reply(marker, salt=f"salt {next(counter)}")
 
 
+def two_rounds(bigger: str, vectorize: str, unroll: str) -> tuple[Reply, ...]:
+    """Round 0 plans "bigger blocks" and "vectorize loads", a later round "unroll loop";
+    each plan's executor answers with its marker (salted), the summarizer with no lessons."""
+    return (
+        planner(
+            2,
+            ("bigger blocks", "XBLOCK 2048"),
+            ("vectorize loads", "128-bit loads"),
+            later=(("unroll loop", "unroll by 4"),),
+        ),
+        executor("bigger blocks", respond=salted(bigger)),
+        executor("vectorize loads", respond=salted(vectorize)),
+        executor("unroll loop", respond=salted(unroll)),
+        summarizer(repeat=True),
+    )
+
+
 async def test_executor_prompt_carries_facts_memory_and_repeats_are_not_developed(env, store):
     """Round 0 at the root; round 1 plans the same two ideas on every beam state: developed once."""
     gpu = RecordingGpu()
@@ -205,18 +222,7 @@ async def test_without_facts_the_prompt_says_so(env, store):
 async def test_a_later_round_on_the_same_state_sees_its_siblings(env, store):
     """Every round-0 candidate is rejected, so round 1 plans on the root again and is told why."""
     with ScriptedOpenAI() as llm:
-        llm.add(
-            planner(
-                2,
-                ("bigger blocks", "XBLOCK 2048"),
-                ("vectorize loads", "128-bit loads"),
-                later=(("unroll loop", "unroll by 4"),),
-            ),
-            executor("bigger blocks", respond=salted("WRONG")),
-            executor("vectorize loads", respond=salted("FAILS_COMPILE")),
-            executor("unroll loop", respond=salted("MS=0.5")),
-            summarizer(repeat=True),
-        )
+        llm.add(*two_rounds("WRONG", "FAILS_COMPILE", "MS=0.5"))
         inp = kernel_search(store, llm, SearchParams(iterations=2, plans=2, retries=0, beam=1))
         result, _ = await run_search(env, inp, RecordingGpu())
         first_round = executor_requests(llm, "bigger blocks")[0]
@@ -233,16 +239,7 @@ async def test_a_retry_is_told_the_siblings_results_and_plans_known_by_then(env,
     with ScriptedOpenAI() as llm:
         llm.add(
             Reply(match="Your module was rejected", respond=salted("WRONG"), repeat=True),
-            planner(
-                2,
-                ("bigger blocks", "XBLOCK 2048"),
-                ("vectorize loads", "128-bit loads"),
-                later=(("unroll loop", "unroll by 4"),),
-            ),
-            executor("bigger blocks", respond=salted("WRONG")),
-            executor("vectorize loads", respond=salted("WRONG")),
-            executor("unroll loop", respond=salted("WRONG")),
-            summarizer(repeat=True),
+            *two_rounds("WRONG", "WRONG", "WRONG"),
         )
         inp = kernel_search(store, llm, SearchParams(iterations=2, plans=2, retries=1, beam=1))
         await run_search(env, inp, RecordingGpu())
