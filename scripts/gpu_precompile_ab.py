@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = "PRECOMPILE_AB_RESULT "
@@ -74,7 +75,7 @@ def child(variant: str, rows: int) -> None:
     sys.stdout.flush()
 
 
-def run(variant: str, rows: int, out: Path, timeout: float) -> dict[str, object]:
+def run(variant: str, rows: int, out: Path, timeout: float) -> dict[str, Any]:
     """The variant in a fresh process with empty caches; its autotune lines parsed."""
     caches = Path(tempfile.mkdtemp(prefix=f"ab-{variant}-"))
     env = dict(os.environ)
@@ -97,7 +98,7 @@ def run(variant: str, rows: int, out: Path, timeout: float) -> dict[str, object]
         text = (exc.stdout or b"").decode() + (exc.stderr or b"").decode()
         code = None
     log.write_text(text)
-    row: dict[str, object] = {"variant": variant, "returncode": code}
+    row: dict[str, Any] = {"variant": variant, "returncode": code}
     for line in text.splitlines():
         if line.startswith(RESULT):
             row |= json.loads(line[len(RESULT) :])
@@ -108,14 +109,14 @@ def run(variant: str, rows: int, out: Path, timeout: float) -> dict[str, object]
     return row
 
 
-def table(rows: list[dict[str, object]]) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     head = "| variant | compile s | autotunes | benchmarking s (sum) | each: bench / precompile s |"
     lines = [head, "| --- | --- | --- | --- | --- |"]
     for r in rows:
         tunes = r.get("autotunes") or []
-        each = ", ".join(f"{t['bench_s']:.2f}/{t['precompile_s']:.3f}" for t in tunes)  # type: ignore[index,union-attr]
+        each = ", ".join(f"{t['bench_s']:.2f}/{t['precompile_s']:.3f}" for t in tunes)
         lines.append(
-            f"| {r['variant']} | {r.get('compile_s', 'cut')} | {len(tunes)} "  # type: ignore[arg-type]
+            f"| {r['variant']} | {r.get('compile_s', 'cut')} | {len(tunes)} "
             f"| {r.get('bench_total_s')} | {each} |"
         )
     return "\n".join(lines) + "\n"
