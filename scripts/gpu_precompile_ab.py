@@ -114,7 +114,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = [head, "| --- | --- | --- | --- | --- |"]
     for r in rows:
         tunes = r.get("autotunes") or []
-        each = ", ".join(f"{t['bench_s']:.2f}/{t['precompile_s']:.3f}" for t in tunes)
+        each = ", ".join(f"{t['bench_s']:.2f}/{t['precompile_s']:.4f}" for t in tunes)
         lines.append(
             f"| {r['variant']} | {r.get('compile_s', 'cut')} | {len(tunes)} "
             f"| {r.get('bench_total_s')} | {each} |"
