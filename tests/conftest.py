@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from gates.cache_guard import compiler_cache_dirs
+from kernelopt.compiler_caches import CACHE_ENV
 from kernelopt.config import Settings
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.temporal import make_settings, start_server, temporal_binary_or_skip
@@ -37,6 +40,24 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if getattr(config.option, "dist", "no") != "no" and _has_cuda():
         config.option.dist, config.option.tx = "no", []
+    _own_compiler_caches()
+
+
+def _own_compiler_caches() -> None:
+    """Each pytest-xdist worker compiles into caches of its own, as each GPU worker does.
+
+    Two test processes writing one cache break the cache guard's premise
+    (kernelopt/compiler_caches.py): a gate test read the other process's rewrite of
+    a precompiled header as the candidate's and failed an honest one.  The gates
+    hand the variables on to their sandboxed children.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    for env, default in zip(CACHE_ENV, compiler_cache_dirs(), strict=True):
+        own = Path(os.environ.get(env) or default) / f"xdist-{worker}"
+        own.mkdir(parents=True, exist_ok=True)
+        os.environ[env] = str(own)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
