@@ -11,11 +11,17 @@ class UnknownModeError(DeterministicError):
     """``torch.compile`` knows no such mode."""
 
 
-# Added to any mode that autotunes GEMM/conv templates, where the installed torch has it:
-# template configs that ask for more shared memory than the GPU has cannot run, and pruning
-# them before they compile keeps autotuning from spending its time on them
-# (docs/architecture.md, "Compile rules").
-AUTOTUNE_RULES: dict[str, Any] = {"max_autotune_prune_choices_based_on_shared_mem": True}
+# Added to any mode that autotunes GEMM/conv templates, where the installed torch has it
+# (docs/architecture.md, "Compile rules"):
+# * template configs that ask for more shared memory than the GPU has cannot run, and
+#   pruning them before they compile keeps autotuning from spending its time on them;
+# * one compile thread keeps Inductor's worker pool out of the compile: once that pool is
+#   warm, a template's choices are handed to it and then built again, one at a time,
+#   inside benchmarking, while without it they are built by threads of this process.
+AUTOTUNE_RULES: dict[str, Any] = {
+    "max_autotune_prune_choices_based_on_shared_mem": True,
+    "compile_threads": 1,
+}
 
 
 def mode_options(mode: str) -> dict[str, Any]:
