@@ -78,9 +78,12 @@ def regenerate(
     Compiled as the baseline is (one graph, no grad, the gates' numerics) on the
     problem's seeded model and inputs, then loaded and called once through the same
     argument expressions the candidate uses, so a candidate that cannot call its own
-    wrapper is never offered.
+    wrapper is never offered.  The dynamic-shape wrapper serves every other shape, so it
+    gives each size a symbol of its own (no duck sizing: two sizes equal in the compiled
+    inputs need not be equal in a held-out set) and is called on the held-out sets too.
     """
     import torch
+    import torch.fx.experimental._config as shape_config
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import run_and_get_code
 
@@ -102,7 +105,7 @@ def regenerate(
             model = problem.make_model(seed, device)
             inputs = problem.make_inputs(seed, device)
             compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=dynamic)
-            with torch.no_grad():
+            with torch.no_grad(), shape_config.patch(use_duck_shape=not dynamic):
                 out, sources = run_and_get_code(compiled, *inputs)
         finally:
             torch._dynamo.reset()
@@ -116,11 +119,16 @@ def regenerate(
             raise RegenError(f"the forward returns {type(out).__name__}, not tensors")
         module = load_wrapper_module(sources[-1], "regen")
         inputs_named = forward_names(model)
-        scope = {"L": {"self": model, **dict(zip(inputs_named, inputs, strict=False))}}
-        with torch.no_grad():
-            got = run_call(module, [eval(name, {}, scope) for name in names])
-    if len(got) != leaves:
-        raise RegenError(f"the wrapper returns {len(got)} outputs, the forward {leaves}")
+        cases = [inputs, *(problem.make_holdout_inputs(seed, device) if dynamic else [])]
+        for case in cases:
+            scope = {"L": {"self": model, **dict(zip(inputs_named, case, strict=False))}}
+            try:
+                with torch.no_grad():
+                    got = run_call(module, [eval(name, {}, scope) for name in names])
+            except (AssertionError, RuntimeError) as exc:  # a shape the wrapper refuses
+                raise RegenError(f"the wrapper cannot run an input set: {exc}") from exc
+            if len(got) != leaves:
+                raise RegenError(f"the wrapper returns {len(got)} outputs, the forward {leaves}")
     return Regenerated(
         sources[-1], names, input_signature(inputs), output, inputs_named, model.training
     )

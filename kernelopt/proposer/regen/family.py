@@ -22,7 +22,10 @@ from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
 _ERROR = "error"
-BUILT = "built "  # DigestCache entries "built <label>": the stored candidate's sha256
+# DigestCache entries "built v<N> <label>": the stored candidate's sha256.  N is the
+# builder's version: candidates an older builder made (whose dynamic-shape wrapper
+# could refuse held-out shapes) are built again.
+BUILT = "built v2 "
 
 
 def _file_name(label: str) -> str:

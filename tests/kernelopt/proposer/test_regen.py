@@ -29,6 +29,7 @@ from kernelopt.proposer.regen import (
     read_header,
     single_diffs,
 )
+from kernelopt.proposer.regen.candidate import regenerated_candidate
 from kernelopt.store import ArtifactStore, open_store
 from tests.gates.test_campaign_cpu import _compiled
 
@@ -317,3 +318,41 @@ def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(
         GateName.MODEL,
     ], reasons
     assert gated.passed, [v.reason for v in gated.verdicts]
+
+
+# equal sizes in the compiled inputs (8 x 8) and unequal ones in a held-out set (8 x 6):
+# Dynamo's duck sizing would give both one symbol and the dynamic wrapper would refuse the
+# held-out set (on the H200: ViT's 224 x 208 holdout against its 224 x 224 image)
+SQUARE = '''"""Column means times a row softmax, on square inputs."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1) * x.mean(dim=-2, keepdim=True)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(4, 8, 8)]
+
+
+def get_holdout_inputs():
+    return [[torch.randn(2, 8, 6)], [torch.randn(3, 5, 8)]]
+'''
+
+
+def test_the_dynamic_wrapper_serves_held_out_sets_whose_equal_sizes_differ() -> None:
+    namespace: dict[str, Any] = {}
+    text = regenerated_candidate(SQUARE, 0, "cpu", {}, {})
+    exec(compile(text, "<regen>", "exec"), namespace)
+    model, new = namespace["Model"](), namespace["ModelNew"]()
+    with torch.no_grad():
+        for shape in ((4, 8, 8), (2, 8, 6), (3, 5, 8), (2, 7, 7)):
+            x = torch.randn(*shape)
+            torch.testing.assert_close(new(x), model(x))
