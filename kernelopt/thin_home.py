@@ -224,7 +224,7 @@ def redraw_left_out(settings: Settings) -> Redrawn:
     for record in left_out_records(settings):
         if record.field in REDRAWN_FIELDS and not store.exists(record.sha256):
             wanted.setdefault(record.key, []).append(record)
-    started, drawn, failed = time.monotonic(), 0, []
+    started, drawn, failed, errors = time.monotonic(), 0, [], []
     for key, records in wanted.items():
         try:
             entry = Redrawable.model_validate_json(
@@ -233,7 +233,7 @@ def redraw_left_out(settings: Settings) -> Redrawn:
             compiled = CompileResult.model_validate(entry.compiled)
             values = seed_tensors(compiled, store)
         except Exception as exc:  # the problem's own code ran here
-            failed.append(f"compile {key[:12]}: {type(exc).__name__}: {exc}"[:300])
+            errors.append(f"compile {key[:12]}: {type(exc).__name__}: {exc}"[:300])
             continue
         for record in records:
             name = f"{compiled.problem.name}_{record.field}.pt"
@@ -247,6 +247,12 @@ def redraw_left_out(settings: Settings) -> Redrawn:
             store.put_bytes(data, media_type="application/x-torch", name=name)
             drawn += 1
     seconds = round(time.monotonic() - started, 1)
+    if errors:  # nothing says the tensors differ: the problem did not run here
+        raise ThinHomeError(
+            f"{len(errors)} left-out tensor set(s) could not be drawn again: the problem failed "
+            f"to load or run here ({'; '.join(errors)}). Mend what the error names (this "
+            "process's environment, a missing package) and import again; the archive is intact"
+        )
     if failed:
         raise ThinHomeError(
             f"{len(failed)} left-out tensor set(s) did not come out of the problem's seed as "

@@ -124,3 +124,22 @@ def test_tensors_this_machine_cannot_draw_again_travel_in_the_archive(
     manifest = read_manifest(archive)
     assert manifest.left_out == []
     assert {_blob(recorded, f) for f in REDRAWN_FIELDS} <= {f.path for f in manifest.files}
+
+
+def test_a_problem_that_fails_to_run_at_import_is_named_not_blamed_on_the_tensors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded: CompileResult
+) -> None:
+    """On the H200 an invalid ``TORCH_LOGS`` broke the problem's import, and the message
+    said the machine draws other tensors: the cure it named (a full export) was wrong."""
+    make_home(tmp_path / "a", recorded)
+    archive = tmp_path / "thin.tgz"
+    assert run_cli(monkeypatch, tmp_path / "a", "state", "export", "--thin", str(archive))[0] == 0
+
+    def broken_environment(compiled: CompileResult, store: object) -> dict[str, list]:
+        raise ValueError("Unknown TORCH_LOGS setting")
+
+    monkeypatch.setattr(kernelopt.thin_home, "seed_tensors", broken_environment)
+    code, text = run_cli(monkeypatch, tmp_path / "b", "state", "import", str(archive))
+    assert code == 2
+    assert "could not be drawn again" in text and "Unknown TORCH_LOGS setting" in text
+    assert "other tensors" not in text and "without --thin" not in text
