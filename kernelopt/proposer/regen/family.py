@@ -206,12 +206,14 @@ class RegenFamily:
         known = g.cache.get(BUILT + label)
         if known is not None and g.store.exists(known):
             return g.store.put_text(g.store.get_text(known), "text/x-python", _file_name(label))
+        started = time.monotonic()
         try:
             text = self.build(g.source, g.seed, g.device, {**g.base, **diff}, diff)
         except Exception as exc:  # as in _digest_of: a diff that cannot be built is skipped
             log.info("regeneration not buildable", label=label, error=str(exc)[:300])
             g.cache.put(label, _ERROR)
             return None
+        log.info("regeneration built", label=label, seconds=round(time.monotonic() - started, 1))
         ref = g.store.put_text(text, "text/x-python", _file_name(label))
         g.cache.put(BUILT + label, ref.sha256)
         return ref
