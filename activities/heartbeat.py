@@ -28,11 +28,15 @@ HEARTBEAT_EVERY_S = 5.0
 
 
 @contextlib.asynccontextmanager
-async def heartbeating(every_s: float | None = None) -> AsyncIterator[None]:
+async def heartbeating(
+    every_s: float | None = None, held: Callable[[], float] | None = None
+) -> AsyncIterator[None]:
     """Heartbeat from the event loop until the block ends (a no-op outside an activity).
 
     ``every_s=None`` reads ``HEARTBEAT_EVERY_S`` at entry, so a test worker with a
-    shorter CPU heartbeat timeout can beat faster without another code path.
+    shorter CPU heartbeat timeout can beat faster without another code path.  With
+    ``held`` (a GPU step's clock), each beat carries the GPU time held so far, as the
+    supervised children's beats do (``activities.supervise``).
     """
     if not activity.in_activity():
         yield
@@ -41,7 +45,10 @@ async def heartbeating(every_s: float | None = None) -> AsyncIterator[None]:
 
     async def beat() -> None:
         while True:
-            activity.heartbeat()
+            if held is None:
+                activity.heartbeat()
+            else:
+                activity.heartbeat(None, held())
             await asyncio.sleep(period)
 
     task = asyncio.create_task(beat())
@@ -65,3 +72,29 @@ async def in_thread_final(fn: Callable[..., T], /, *args: Any) -> T:
         return await in_thread(fn, *args)
     except DeterministicError as exc:
         raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+
+# --- GPU time held by attempts that do not finish -------------------------------------------------
+# A GPU step's beats carry (detail, seconds held so far, earlier attempts included).  A retry
+# reads the last beat of the attempt before it; an attempt cut by its worker's shutdown says
+# in its failure what it held, and a heartbeat timeout's failure carries the last beat, so the
+# workflow charges attempts that were lost with their machines (``workflows.machine_loss``).
+
+
+def held_before() -> float:
+    """GPU seconds earlier attempts of this activity held, from their last heartbeat."""
+    if not activity.in_activity():
+        return 0.0
+    details = activity.info().heartbeat_details
+    if len(details) > 1 and isinstance(details[1], int | float):
+        return float(details[1])
+    return 0.0
+
+
+def lost_with_worker(held: float) -> ApplicationError:
+    """What an attempt cut by its worker's shutdown raises: the GPU time it held goes with it."""
+    return ApplicationError(
+        f"the worker shut down before this attempt finished ({held:.1f} GPU-s held)",
+        held,
+        type="WorkerShutdown",
+    )

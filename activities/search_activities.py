@@ -10,13 +10,15 @@ return it as a result with ``error`` set.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Iterator
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.heartbeat import heartbeating, in_thread
+from activities.heartbeat import heartbeating, held_before, in_thread, lost_with_worker
 from activities.scope import resolve_scope
 from activities.supervise import run_supervised
 from kernelopt.agents import roles
@@ -119,10 +121,23 @@ async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
 
 @activity.defn(name=names.PROPOSE_BUILTIN_GPU)
 async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResult:
-    """The built-in proposer in the GPU worker: its compiles take turns with the gates."""
+    """The built-in proposer in the GPU worker: its compiles take turns with the gates, so
+    the time it holds the worker is GPU time, charged like a gate's."""
+    earlier, started = held_before(), time.monotonic()
+
+    def held() -> float:
+        return earlier + time.monotonic() - started
+
     with _sorted_failures():
-        async with heartbeating():
-            return await in_thread(builtin.propose, await resolve_scope(inp), open_store())
+        try:
+            async with heartbeating(held=held):
+                scoped = await resolve_scope(inp)
+                result = await asyncio.to_thread(builtin.propose, scoped, open_store())
+        except asyncio.CancelledError:
+            if activity.is_worker_shutdown():
+                raise lost_with_worker(held()) from None
+            raise
+    return result.model_copy(update={"device_seconds": held()})
 
 
 @activity.defn(name=names.ARCHIVE_SEARCH_LOG)

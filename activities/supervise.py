@@ -26,6 +26,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import spare_child
+from activities.heartbeat import held_before, lost_with_worker
 from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV, SPAWNED_AT_ENV
 from kernelopt.config import Settings
 from kernelopt.log import get_logger
@@ -54,13 +55,11 @@ async def run_supervised(
     in_activity = activity.in_activity()
     log.info("child started", target=target)
     resume = None
-    held_before = 0.0  # run time of earlier attempts (a killed worker's), from their heartbeats
+    earlier = held_before()  # run time of earlier attempts (a killed worker's)
     if in_activity:
         details = activity.info().heartbeat_details
         if details:
             resume = details[0]
-        if len(details) > 1 and isinstance(details[1], int | float):
-            held_before = float(details[1])
     with tempfile.TemporaryDirectory(prefix="kernelopt-child-") as tmp:
         in_path = Path(tmp) / "input.json"
         out_path = Path(tmp) / "output.json"
@@ -78,7 +77,7 @@ async def run_supervised(
         started = time.monotonic()
 
         def held() -> float:
-            return held_before + time.monotonic() - started
+            return earlier + time.monotonic() - started
 
         exited = time.time()  # set again when the child exits
         state: dict[str, object] = {"detail": resume, "tail": [], "held": held}
@@ -107,6 +106,8 @@ async def run_supervised(
             _kill_group(proc.pid)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), 10)
+            if in_activity and activity.is_worker_shutdown():
+                raise lost_with_worker(held()) from None
             raise
         finally:
             gone.cancel()

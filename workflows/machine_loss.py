@@ -5,9 +5,10 @@ fleet that preempts machines, one long step (a large model's compile, a regenera
 can be cut by several losses in a row and then fail for good, although nothing was
 wrong with it. An attempt whose worker shut down (``WorkerShutdown``) or stopped
 heartbeating was lost with its machine: the step is issued again, with fresh attempts,
-up to ``MAX_LOSSES`` times; every other failure is the step's own. Not yet charged: the
-GPU time of an issue whose attempts were all lost (a retry inside one issue is charged
-through its heartbeats; a new issue starts without them).
+up to ``MAX_LOSSES`` times; every other failure is the step's own. The GPU time a lost
+issue held is charged: its last attempt says it in its failure (``WorkerShutdown``'s
+details, or the last heartbeat of a timed-out one), earlier attempts' time included
+(``activities.heartbeat``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 T = TypeVar("T")
 
 LOSS_PATCH = "steps-ride-out-machine-losses"
+# GPU time of lost issues and of the built-in proposer's GPU step is charged; histories
+# from before replay without the charge they did not make
+CHARGE_PATCH = "charge-lost-and-proposer-gpu-time"
 # losses one step may ride out beyond its own attempts: a step runs minutes and machines are
 # lost every few hours, so more than a dozen in a row is a step that takes its worker down
 # with it (a poison step), which must end rather than kill workers forever
@@ -35,8 +39,27 @@ def lost_with_machine(exc: ActivityError) -> bool:
     return isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
 
 
-async def riding_out_losses(name: str, start: Callable[[], Awaitable[T]]) -> T:
-    """``await start()``, issued again after each attempt lost with its machine."""
+def lost_seconds(exc: ActivityError) -> float:
+    """The GPU time a lost issue's attempts held, as its last attempt reported it (0: none)."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        details, index = cause.details, 0
+    elif isinstance(cause, TimeoutError):
+        details, index = cause.last_heartbeat_details, 1  # (detail, held)
+    else:
+        return 0.0
+    if len(details) > index and isinstance(details[index], int | float):
+        return max(0.0, float(details[index]))
+    return 0.0
+
+
+async def riding_out_losses(
+    name: str,
+    start: Callable[[], Awaitable[T]],
+    on_loss: Callable[[float], None] | None = None,
+) -> T:
+    """``await start()``, issued again after each attempt lost with its machine; ``on_loss``
+    hears the GPU seconds each lost issue held."""
     losses = 0
     while True:
         try:
@@ -48,6 +71,8 @@ async def riding_out_losses(name: str, start: Callable[[], Awaitable[T]]) -> T:
             if not workflow.patched(LOSS_PATCH):
                 raise
             losses += 1
+            if on_loss is not None and workflow.patched(CHARGE_PATCH):
+                on_loss(lost_seconds(exc))
             workflow.logger.warning(
                 "%s: its attempts were lost with their machines (%s); issued again (%d of %d)",
                 name,

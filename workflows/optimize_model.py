@@ -896,16 +896,18 @@ class OptimizeModel:
         self._progress.waiting_on = queue
         started = workflow.now()
         charged = False
+        lost: list[float] = []  # GPU time of issues lost with their machines
         try:
             result = await riding_out_losses(
                 name,
                 lambda: workflow.execute_activity(
                     name, arg, task_queue=queue, result_type=result_type, **options.kwargs()
                 ),
+                on_loss=lost.append,
             )
             held = getattr(result, "device_seconds", None)
             if held is not None and queue == self._input.options.gpu_queue:
-                self._state.used.gpu_seconds += held  # run time, not time queued
+                self._state.used.gpu_seconds += held + sum(lost)  # run time, not time queued
                 charged = True
             return result
         except ActivityError as exc:

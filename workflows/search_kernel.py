@@ -93,7 +93,7 @@ with workflow.unsafe.imports_passed_through():
     from . import activity_options as opts
     from . import search_log
     from .deferred_llm import DeferredLLM
-    from .machine_loss import riding_out_losses
+    from .machine_loss import CHARGE_PATCH, riding_out_losses
     from .screen_policy import select_for_cascade
     from .search_policy import (
         ROOT_ID,
@@ -355,8 +355,13 @@ class SearchKernel:
     async def _on_gpu(
         self, activity: str, inp: Any, result_type: type, options: opts.CallOptions
     ) -> Any:
-        """``activity`` on the GPU queue, under the campaign's GPU heartbeat timeout."""
-        return await riding_out_losses(
+        """``activity`` on the GPU queue, under the campaign's GPU heartbeat timeout.
+
+        Issues lost with their machines are charged here once the step succeeds; a step
+        that fails is charged its wall time by the caller, losses included.
+        """
+        lost: list[float] = []
+        result = await riding_out_losses(
             activity,
             lambda: workflow.execute_activity(
                 activity,
@@ -365,7 +370,10 @@ class SearchKernel:
                 task_queue=self.inp.gpu_queue,
                 **options.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
             ),
+            on_loss=lost.append,
         )
+        self.state.gpu_seconds += sum(lost)
+        return result
 
     # --- profiling ------------------------------------------------------------------------
     async def _profile(self, node: Node) -> ProfileResult:
@@ -767,16 +775,21 @@ class SearchKernel:
         ):
             name, queue = names.PROPOSE_BUILTIN_GPU, self.inp.gpu_queue
             call = opts.BUILTIN_GPU.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs()
+        lost: list[float] = []
         try:
             result = await riding_out_losses(
                 name,
                 lambda: workflow.execute_activity(
                     name, inp, result_type=BuiltinProposeResult, task_queue=queue, **call
                 ),
+                on_loss=lost.append,
             )
         except ActivityError as exc:
             workflow.logger.warning("built-in proposer failed on %s: %s", node.id, _cause(exc))
             return []
+        # its whole-model compiles hold the GPU worker (None: the CPU queue's proposer)
+        if result.device_seconds is not None and workflow.patched(CHARGE_PATCH):
+            self.state.gpu_seconds += result.device_seconds + sum(lost)
         if result.note:
             workflow.logger.info("built-in proposer on %s: %s", node.id, result.note)
             self.notes.append(result.note)

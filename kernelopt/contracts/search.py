@@ -337,7 +337,7 @@ class BuiltinVariant(Frozen):
     description: str = ""
 
 
-class BuiltinProposeResult(Frozen):
+class BuiltinProposeResult(DeviceTimed):
     variants: list[BuiltinVariant]
     kernel_kind: str = ""  # pointwise / reduction / persistent_reduction / fixed_config
     note: str = ""  # why fewer variants than asked (unsupported heuristic, space exhausted)

@@ -1,0 +1,84 @@
+"""An attempt cut by its worker's shutdown says how long it held the GPU.
+
+The built-in proposer's GPU step (whole-model compiles, minutes on a large model) is the
+step a lost machine cuts most; its failure carries the time held, earlier attempts
+included, so the workflow can charge it (``workflows.machine_loss``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import Any
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+import activities.search_activities as search_activities
+from activities.search_activities import propose_builtin_on_gpu
+from kernelopt.contracts.search import BuiltinProposeResult
+
+
+@pytest.fixture
+def slow_proposer(monkeypatch: pytest.MonkeyPatch) -> None:
+    def propose(inp: Any, store: Any) -> BuiltinProposeResult:
+        time.sleep(0.6)
+        return BuiltinProposeResult(variants=[], note="compiled")
+
+    async def as_is(inp: Any) -> Any:
+        return inp
+
+    monkeypatch.setattr(search_activities.builtin, "propose", propose)
+    monkeypatch.setattr(search_activities, "resolve_scope", as_is)
+    monkeypatch.setattr(search_activities, "open_store", lambda: None)
+
+
+def _env(earlier_s: float) -> tuple[ActivityEnvironment, list[tuple]]:
+    env = ActivityEnvironment()
+    beats: list[tuple] = []
+    env.on_heartbeat = lambda *details: beats.append(details)
+    env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[None, earlier_s])
+    return env, beats
+
+
+async def test_a_finished_attempt_charges_its_run_time_and_the_earlier_attempts(
+    slow_proposer: None,
+) -> None:
+    env, beats = _env(30.0)
+    out = await env.run(propose_builtin_on_gpu, object())
+    assert out.note == "compiled"
+    assert out.device_seconds is not None and 30.6 <= out.device_seconds < 45.0
+    assert beats and all(b[0] is None and b[1] >= 30.0 for b in beats)
+
+
+async def test_an_attempt_cut_by_the_worker_shutdown_reports_what_it_held(
+    slow_proposer: None,
+) -> None:
+    env, _ = _env(30.0)
+
+    async def shut_down_soon() -> None:
+        await asyncio.sleep(0.3)
+        env.worker_shutdown()
+        env.cancel()
+
+    stopper = asyncio.create_task(shut_down_soon())
+    with pytest.raises(ApplicationError) as caught:
+        await env.run(propose_builtin_on_gpu, object())
+    await stopper
+    assert caught.value.type == "WorkerShutdown"
+    assert 30.3 <= caught.value.details[0] < 45.0
+
+
+async def test_a_cancel_without_a_shutdown_stays_a_cancel(slow_proposer: None) -> None:
+    env, _ = _env(0.0)
+
+    async def cancel_soon() -> None:
+        await asyncio.sleep(0.3)
+        env.cancel()
+
+    stopper = asyncio.create_task(cancel_soon())
+    with pytest.raises(asyncio.CancelledError):
+        await env.run(propose_builtin_on_gpu, object())
+    await stopper
