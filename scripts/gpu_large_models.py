@@ -13,10 +13,11 @@ compile step, segmentation and triage as a campaign's activities run them
 library-call and target counts, f, the ceilings, triage's cut-off and the
 targets it searches first, peak host RSS and peak GPU memory, and the size of
 every payload a campaign sends for this model as Temporal's pydantic converter
-encodes it: the compile, segment and triage results, the campaign state carried
-across continue-as-new, and one search's input and one gate call's input with
-the whole segmentation and with the target's scoped part (what a search sends
-now).  A history grows by about one gate input per candidate.
+encodes it: the compile result, the campaign state carried across
+continue-as-new, one search's input and one gate call's input as campaigns send
+them now (segmentation, triage, target plan and scope by reference), and the
+inline shapes campaigns from before those patches carried.  A history grows by
+about one gate input per candidate.
 
 A run cut short still leaves what it saw.  As each model runs, the child's line at
 every stage boundary (seconds since it started, peak RSS; the first line names the
@@ -173,7 +174,9 @@ def measure(path: Path, home: Path, progress: Progress) -> dict[str, Any]:
     tri, triage_s = _stage(
         progress, "triage", lambda: triage(TriageInput(compiled=compiled, segment=seg), store)
     )
-    payloads, _ = _stage(progress, "payloads", lambda: payload_kib(compiled, seg, tri, source))
+    payloads, _ = _stage(
+        progress, "payloads", lambda: payload_kib(compiled, seg, tri, source, store)
+    )
     progress("payload sizes", payload_kib=payloads)
     return {
         "model": path.stem,
@@ -205,27 +208,43 @@ def measure(path: Path, home: Path, progress: Progress) -> dict[str, Any]:
     }
 
 
-def payload_kib(compiled: Any, seg: Any, tri: Any, source: Any) -> dict[str, float]:
-    """Every payload a campaign sends for this model, in KiB as Temporal encodes it."""
+def payload_kib(compiled: Any, seg: Any, tri: Any, source: Any, store: Any) -> dict[str, float]:
+    """Every payload a campaign sends for this model, in KiB as Temporal encodes it: what
+    campaigns carry now (segmentation, triage, target plan and a search's scope by
+    reference), and the inline shapes of campaigns from before those patches."""
     from kernelopt.compile.segment_scope import scope_segment
+    from kernelopt.compile.segment_store import store_scope, store_segment
+    from kernelopt.compile.triage_store import store_plan, store_triage
     from kernelopt.contracts import CampaignState
     from kernelopt.contracts.search import SearchKernelInput
     from kernelopt.contracts.verdicts import CandidateGateInput
 
-    state = CampaignState(compiled=compiled, segment=seg, triage=tri, targets=tri.targets)
-    payloads = {"compile result": compiled, "segment result": seg, "triage result": tri}
-    payloads["campaign state"] = state
+    payloads: dict[str, Any] = {
+        "compile result": compiled,
+        "campaign state": CampaignState(
+            compiled=compiled,
+            segment_ref=store_segment(seg, store),
+            triage_ref=store_triage(tri, store),
+            plan=store_plan(tri.targets, store),
+        ),
+    }
+    inline = CampaignState(compiled=compiled, segment=seg, triage=tri, targets=tri.targets)
     if tri.targets:  # the first target searched: its search's and one gate call's inputs
         first = tri.targets[0]
+        part = scope_segment(seg, first)
         queues = {"gpu_queue": "gpu", "cpu_queue": "cpu"}
         gate = {"candidate_id": "c", "source": first.source or source}
-        for label, part in (("whole segment", seg), ("scoped", scope_segment(seg, first))):
-            payloads[f"search input, {label}"] = SearchKernelInput(
-                campaign_id="c", compiled=compiled, segment=part, target=first, **queues
-            )
-            payloads[f"gate input, {label}"] = CandidateGateInput(
-                compiled=compiled, segment=part, target=first, **gate
-            )
+        scope = store_scope(first, part, None, store)
+        payloads["search input"] = SearchKernelInput(
+            campaign_id="c", compiled=compiled, scope=scope, target=first, **queues
+        )
+        payloads["gate input"] = CandidateGateInput(
+            compiled=compiled, scope=scope, target=first, **gate
+        )
+        payloads["inline: search input, scoped"] = SearchKernelInput(
+            campaign_id="c", compiled=compiled, segment=part, target=first, **queues
+        )
+    payloads |= {"inline: campaign state": inline, "inline: segment": seg, "inline: triage": tri}
     return {name: round(_size(v) / 1024, 1) for name, v in payloads.items()}
 
 

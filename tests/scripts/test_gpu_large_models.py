@@ -147,3 +147,22 @@ def test_the_first_line_names_the_inductor_settings_before_the_compile_starts(
     # the mode turns autotuning on whatever this process's config says
     assert settings["effective"]["max_autotune"] is True
     assert settings["cpus"] >= 1
+
+
+def test_payloads_are_measured_as_campaigns_send_them_and_as_they_were_inline(
+    tmp_path: Path,
+) -> None:
+    """On the H200, ResNet-50's inline campaign state read 979 KiB; what a campaign carries
+    since segmentation, triage and scope go by reference is what the table must show."""
+    from kernelopt.contracts.compiled import CompileResult, SegmentResult, TriageResult
+    from kernelopt.store import open_store
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "wrappers"
+    name = "level3_002_transformer_block"
+    compiled = CompileResult.model_validate_json((fixtures / f"{name}.compile.json").read_text())
+    seg = SegmentResult.model_validate_json((fixtures / f"{name}.segment.json").read_text())
+    tri = TriageResult.model_validate_json((fixtures / f"{name}.triage.json").read_text())
+    sizes = large.payload_kib(compiled, seg, tri, compiled.problem.source, open_store(tmp_path))
+    assert {"campaign state", "search input", "gate input", "inline: campaign state"} <= set(sizes)
+    assert sizes["campaign state"] < sizes["inline: campaign state"] / 4
+    assert sizes["search input"] < sizes["inline: search input, scoped"]
