@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,7 +13,6 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from gates.cache_guard import compiler_cache_dirs
 from kernelopt.compiler_caches import CACHE_ENV
 from kernelopt.config import Settings
 from kernelopt.store import ArtifactStore, open_store
@@ -49,13 +49,20 @@ def _own_compiler_caches() -> None:
     Two test processes writing one cache break the cache guard's premise
     (kernelopt/compiler_caches.py): a gate test read the other process's rewrite of
     a precompiled header as the candidate's and failed an honest one.  The gates
-    hand the variables on to their sandboxed children.
+    hand the variables on to their sandboxed children.  The caches stay below the
+    temporary directory (Triton's default is in the home, which the sandbox tests
+    require to stay out of a child's view), or below the caches the caller named.
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return
-    for env, default in zip(CACHE_ENV, compiler_cache_dirs(), strict=True):
-        own = Path(os.environ.get(env) or default) / f"xdist-{worker}"
+    for env, name in zip(CACHE_ENV, ("triton", "inductor"), strict=True):
+        named = os.environ.get(env)
+        own = (
+            Path(named) / f"xdist-{worker}"
+            if named
+            else Path(tempfile.gettempdir()) / "kernelopt-test-caches" / worker / name
+        )
         own.mkdir(parents=True, exist_ok=True)
         os.environ[env] = str(own)
 
