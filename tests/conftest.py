@@ -51,7 +51,8 @@ def _own_compiler_caches() -> None:
     a precompiled header as the candidate's and failed an honest one.  The gates
     hand the variables on to their sandboxed children.  The caches stay below the
     temporary directory (Triton's default is in the home, which the sandbox tests
-    require to stay out of a child's view), or below the caches the caller named.
+    require to stay out of a child's view), or below the caches the caller named; not
+    laid out as a GPU worker's, whose window record the cache guard keeps beside them.
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
@@ -61,7 +62,7 @@ def _own_compiler_caches() -> None:
         own = (
             Path(named) / f"xdist-{worker}"
             if named
-            else Path(tempfile.gettempdir()) / "kernelopt-test-caches" / worker / name
+            else Path(tempfile.gettempdir()) / "kernelopt-test-caches" / name / worker
         )
         own.mkdir(parents=True, exist_ok=True)
         os.environ[env] = str(own)
