@@ -11,6 +11,7 @@ import torch
 from gates.call_policy import apply_mode, load_policy
 from gates.problem_io import ProblemFile, load_candidate_class
 from gates.protocol import ModelSource
+from kernelopt.compile.modes import mode_options
 
 WEIGHTS_FILE = "_weights.pt"
 
@@ -89,8 +90,9 @@ def build_callable(
             import torch._inductor.config as inductor_config
 
             inductor_config.fallback_random = True
+        # the mode plus the product's compile rules, as the compile step compiles it
         mode = src.compile_mode or "default"
-        compiled = torch.compile(model, mode=None if mode == "default" else mode)
+        compiled = torch.compile(model, options=mode_options(mode))
         return compiled, {"weights": "state_dict", "compile_mode": mode}
     return model, {"weights": "state_dict"}
 
