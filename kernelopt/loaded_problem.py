@@ -167,6 +167,31 @@ class LoadedProblem:
         return [[_to(x, device, dtype) for x in case] for case in cases]
 
 
+def another_batch(values: list[Any], more: Callable[[], list[Any]]) -> list[Any]:
+    """``values`` at another leading batch size: the checker's held-out shape for a file
+    that defines none (``gates/jobs/reference.py``), and what a shape-general candidate
+    must also run (the regeneration family).
+
+    Every tensor whose first dimension is the first tensor's batch size gets one row
+    fewer, or, when the batch is 1, is joined with the same tensor of ``more()`` (the
+    next draw): a kernel that hard-codes the batch size is wrong there.  ValueError when
+    no tensor has a batch dimension.
+    """
+    import torch
+
+    first = next((v for v in values if isinstance(v, torch.Tensor) and v.dim() >= 1), None)
+    if first is None:
+        raise ValueError("no tensor input with a batch dimension")
+    batch = int(first.shape[0])
+
+    def batched(v: Any) -> bool:
+        return isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == batch
+
+    if batch >= 2:
+        return [v[: batch - 1].clone() if batched(v) else v for v in values]
+    return [torch.cat([v, w]) if batched(v) else v for v, w in zip(values, more(), strict=True)]
+
+
 def _to(value: Any, device: str, dtype: Any) -> Any:
     import torch
 

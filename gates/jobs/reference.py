@@ -63,7 +63,7 @@ from gates.protocol import (
     group_name,
 )
 from kernelopt.kinds.validate import first_difference, same_values
-from kernelopt.loaded_problem import apply_mode, resolve_mode
+from kernelopt.loaded_problem import another_batch, apply_mode, resolve_mode
 from kernelopt.precision import strict_fp32
 
 JOB_TYPE = ReferenceJob
@@ -78,36 +78,10 @@ def _make_inputs(problem: ProblemFile, s: InputSet) -> list[Any]:
     return problem.inputs(s.seed)
 
 
-def _batch_size(values: list[Any]) -> int | None:
-    first = next((v for v in values if isinstance(v, torch.Tensor) and v.dim() >= 1), None)
-    return int(first.shape[0]) if first is not None else None
-
-
 def derived_holdout(problem: ProblemFile, seed: int) -> list[Any]:
-    """``get_inputs()`` at another leading batch size, for a file that defines no held-out shape.
-
-    Every tensor whose first dimension is the first tensor's batch size gets one
-    row fewer (two draws joined when the batch is 1): a kernel that hard-codes
-    the batch size, or a grid computed for it, is wrong there.
-    """
-    values = problem.inputs(seed)
-    batch = _batch_size(values)
-    if batch is None:
-        raise ValueError("no tensor input with a batch dimension")
-    if batch >= 2:
-        return [
-            v[: batch - 1].clone()
-            if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == batch
-            else v
-            for v in values
-        ]
-    more = problem.inputs(seed + 1)
-    return [
-        torch.cat([v, w])
-        if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == batch
-        else v
-        for v, w in zip(values, more, strict=True)
-    ]
+    """``get_inputs()`` at another leading batch size, for a file that defines no held-out
+    shape (``kernelopt.loaded_problem.another_batch``)."""
+    return another_batch(problem.inputs(seed), lambda: problem.inputs(seed + 1))
 
 
 def _holdout_sets(job: ReferenceJob, problem: ProblemFile, available: int) -> list[InputSet]:

@@ -80,7 +80,8 @@ def regenerate(
     argument expressions the candidate uses, so a candidate that cannot call its own
     wrapper is never offered.  The dynamic-shape wrapper serves every other shape, so it
     gives each size a symbol of its own (no duck sizing: two sizes equal in the compiled
-    inputs need not be equal in a held-out set) and is called on the held-out sets too.
+    inputs need not be equal in a held-out set; no size specialised for being 1: a batch
+    of one is not the held-out batch) and is called on the other shapes the gates feed.
     """
     import torch
     import torch.fx.experimental._config as shape_config
@@ -105,7 +106,10 @@ def regenerate(
             model = problem.make_model(seed, device)
             inputs = problem.make_inputs(seed, device)
             compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=dynamic)
-            with torch.no_grad(), shape_config.patch(use_duck_shape=not dynamic):
+            with (
+                torch.no_grad(),
+                shape_config.patch(use_duck_shape=not dynamic, backed_size_oblivious=dynamic),
+            ):
                 out, sources = run_and_get_code(compiled, *inputs)
         finally:
             torch._dynamo.reset()
@@ -119,7 +123,7 @@ def regenerate(
             raise RegenError(f"the forward returns {type(out).__name__}, not tensors")
         module = load_wrapper_module(sources[-1], "regen")
         inputs_named = forward_names(model)
-        cases = [inputs, *(problem.make_holdout_inputs(seed, device) if dynamic else [])]
+        cases = [inputs, *(_other_shapes(problem, seed, device, inputs) if dynamic else [])]
         for case in cases:
             scope = {"L": {"self": model, **dict(zip(inputs_named, case, strict=False))}}
             try:
@@ -132,6 +136,20 @@ def regenerate(
     return Regenerated(
         sources[-1], names, input_signature(inputs), output, inputs_named, model.training
     )
+
+
+def _other_shapes(problem: Any, seed: int, device: str, inputs: list[Any]) -> list[list[Any]]:
+    """The shapes the gates feed besides ``inputs``: the file's held-out sets, or else the
+    checker's other batch size (none when no input has a batch dimension)."""
+    from kernelopt.loaded_problem import another_batch
+
+    held_out = problem.make_holdout_inputs(seed, device)
+    if held_out:
+        return held_out
+    try:
+        return [another_batch(inputs, lambda: problem.make_inputs(seed + 1, device))]
+    except ValueError:
+        return []
 
 
 def forward_names(model: Any) -> list[str]:

@@ -356,3 +356,35 @@ def test_the_dynamic_wrapper_serves_held_out_sets_whose_equal_sizes_differ() -> 
         for shape in ((4, 8, 8), (2, 8, 6), (3, 5, 8), (2, 7, 7)):
             x = torch.randn(*shape)
             torch.testing.assert_close(new(x), model(x))
+
+
+# a batch of one and no held-out sets: the checker feeds another batch size
+# (``another_batch``), which a wrapper specialised to the batch of one would refuse
+ONE_ROW = '''"""Batch means times a row softmax, on a batch of one."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1) * x.mean(dim=0, keepdim=True)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(1, 8, 16)]
+'''
+
+
+def test_the_dynamic_wrapper_serves_the_checkers_other_batch_size() -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(regenerated_candidate(ONE_ROW, 0, "cpu", {}, {}), "<regen>", "exec"), namespace)
+    model, new = namespace["Model"](), namespace["ModelNew"]()
+    with torch.no_grad():
+        for shape in ((1, 8, 16), (2, 8, 16), (5, 8, 16)):
+            x = torch.randn(*shape)
+            torch.testing.assert_close(new(x), model(x))
