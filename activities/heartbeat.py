@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from temporalio import activity
@@ -81,20 +82,33 @@ async def in_thread_final(fn: Callable[..., T], /, *args: Any) -> T:
 # workflow charges attempts that were lost with their machines (``workflows.machine_loss``).
 
 
-def held_before() -> float:
-    """GPU seconds earlier attempts of this activity held, from their last heartbeat."""
-    if not activity.in_activity():
-        return 0.0
-    details = activity.info().heartbeat_details
-    if len(details) > 1 and isinstance(details[1], int | float):
-        return float(details[1])
-    return 0.0
+class HeldClock:
+    """The GPU seconds this activity has held: earlier attempts' (from the last heartbeat
+    before this attempt) plus this attempt's since the clock was made."""
+
+    def __init__(self) -> None:
+        self.earlier = 0.0
+        if activity.in_activity():
+            details = activity.info().heartbeat_details
+            if len(details) > 1 and isinstance(details[1], int | float):
+                self.earlier = float(details[1])
+        self.started = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.earlier + time.monotonic() - self.started
 
 
-def lost_with_worker(held: float) -> ApplicationError:
-    """What an attempt cut by its worker's shutdown raises: the GPU time it held goes with it."""
-    return ApplicationError(
-        f"the worker shut down before this attempt finished ({held:.1f} GPU-s held)",
-        held,
-        type="WorkerShutdown",
-    )
+@contextlib.contextmanager
+def reporting_loss(held: HeldClock) -> Iterator[None]:
+    """A cancel from this worker's shutdown leaves the block as ``WorkerShutdown`` carrying
+    the GPU time held (any other cancel stays a cancel)."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        if activity.in_activity() and activity.is_worker_shutdown():
+            raise ApplicationError(
+                f"the worker shut down before this attempt finished ({held():.1f} GPU-s held)",
+                held(),
+                type="WorkerShutdown",
+            ) from None
+        raise

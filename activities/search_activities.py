@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Iterator
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.heartbeat import heartbeating, held_before, in_thread, lost_with_worker
+from activities.heartbeat import HeldClock, heartbeating, in_thread, reporting_loss
 from activities.scope import resolve_scope
 from activities.supervise import run_supervised
 from kernelopt.agents import roles
@@ -123,20 +122,11 @@ async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
 async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResult:
     """The built-in proposer in the GPU worker: its compiles take turns with the gates, so
     the time it holds the worker is GPU time, charged like a gate's."""
-    earlier, started = held_before(), time.monotonic()
-
-    def held() -> float:
-        return earlier + time.monotonic() - started
-
-    with _sorted_failures():
-        try:
-            async with heartbeating(held=held):
-                scoped = await resolve_scope(inp)
-                result = await asyncio.to_thread(builtin.propose, scoped, open_store())
-        except asyncio.CancelledError:
-            if activity.is_worker_shutdown():
-                raise lost_with_worker(held()) from None
-            raise
+    held = HeldClock()
+    with _sorted_failures(), reporting_loss(held):
+        async with heartbeating(held=held):
+            scoped = await resolve_scope(inp)
+            result = await asyncio.to_thread(builtin.propose, scoped, open_store())
     return result.model_copy(update={"device_seconds": held()})
 
 

@@ -26,7 +26,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import spare_child
-from activities.heartbeat import held_before, lost_with_worker
+from activities.heartbeat import HeldClock, reporting_loss
 from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV, SPAWNED_AT_ENV
 from kernelopt.config import Settings
 from kernelopt.log import get_logger
@@ -55,7 +55,6 @@ async def run_supervised(
     in_activity = activity.in_activity()
     log.info("child started", target=target)
     resume = None
-    earlier = held_before()  # run time of earlier attempts (a killed worker's)
     if in_activity:
         details = activity.info().heartbeat_details
         if details:
@@ -74,50 +73,47 @@ async def run_supervised(
         if resume is not None:
             job_env[RESUME_ENV] = json.dumps(resume, default=str)
         proc = await spare_child.take(child_env)
-        started = time.monotonic()
-
-        def held() -> float:
-            return earlier + time.monotonic() - started
+        held = HeldClock()  # earlier attempts' run time (a killed worker's) included
 
         exited = time.time()  # set again when the child exits
         state: dict[str, object] = {"detail": resume, "tail": [], "held": held}
         reader = asyncio.create_task(_read_progress(proc, state))
         gone = asyncio.create_task(_exit_of(proc))
-        try:
-            await _hand_job(proc, target, in_path, out_path, job_env)
-            await spare_child.replenish(child_env, target)
-            while True:
-                try:
-                    await asyncio.wait_for(asyncio.shield(gone), heartbeat_every)
-                    exited = time.time()
-                    break
-                except TimeoutError:
-                    pass
-                if in_activity:
-                    activity.heartbeat(state["detail"], held())
-                if timeout_s is not None and time.monotonic() - started > timeout_s:
-                    _kill_group(proc.pid)
-                    await proc.wait()
-                    raise ApplicationError(
-                        f"{target} did not finish within {timeout_s:.0f} s; child killed",
-                        type="ChildTimeout",
-                    )
-        except asyncio.CancelledError:
-            _kill_group(proc.pid)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 10)
-            if in_activity and activity.is_worker_shutdown():
-                raise lost_with_worker(held()) from None
-            raise
-        finally:
-            gone.cancel()
-            # what the child's process group left running (Inductor's compile workers, a
-            # daemon) dies with it; it would also hold stderr open and stall the reader
-            _kill_group(proc.pid)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 5)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(reader, 5)
+        # a cancel from the worker's shutdown leaves as WorkerShutdown with the time held
+        with reporting_loss(held):
+            try:
+                await _hand_job(proc, target, in_path, out_path, job_env)
+                await spare_child.replenish(child_env, target)
+                while True:
+                    try:
+                        await asyncio.wait_for(asyncio.shield(gone), heartbeat_every)
+                        exited = time.time()
+                        break
+                    except TimeoutError:
+                        pass
+                    if in_activity:
+                        activity.heartbeat(state["detail"], held())
+                    if timeout_s is not None and time.monotonic() - held.started > timeout_s:
+                        _kill_group(proc.pid)
+                        await proc.wait()
+                        raise ApplicationError(
+                            f"{target} did not finish within {timeout_s:.0f} s; child killed",
+                            type="ChildTimeout",
+                        )
+            except asyncio.CancelledError:
+                _kill_group(proc.pid)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait(), 10)
+                raise
+            finally:
+                gone.cancel()
+                # what the child's process group left running (Inductor's compile workers, a
+                # daemon) dies with it; it would also hold stderr open and stall the reader
+                _kill_group(proc.pid)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait(), 5)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(reader, 5)
         result = _exit_stage(
             _collect(target, proc.returncode, out_path, state, result_type), out_path, exited
         )

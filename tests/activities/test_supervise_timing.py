@@ -89,3 +89,36 @@ async def test_a_finished_child_skips_teardown_and_leaves_nothing_running(
         for _ in range(200):  # SIGKILL is asynchronous; the zombie is reaped by init
             os.kill(out.daemon_pid, 0)
             await asyncio.sleep(0.05)
+
+
+async def test_a_child_cut_by_the_worker_shutdown_reports_the_time_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step is issued again after its machine is lost; this is what it is charged."""
+    from temporalio.exceptions import ApplicationError
+
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[{"step": "x"}, 40.0])
+
+    @activity.defn(name="nap")
+    async def nap_activity() -> NapOut:
+        return await run_supervised(
+            "tests.support.timed_probe:nap",
+            NapIn(seconds=30.0),
+            NapOut,
+            heartbeat_every=0.2,
+            env={"PYTHONPATH": str(ROOT)},
+        )
+
+    async def shut_down_soon() -> None:
+        await asyncio.sleep(1.0)
+        env.worker_shutdown()
+        env.cancel()
+
+    stopper = asyncio.create_task(shut_down_soon())
+    with pytest.raises(ApplicationError) as caught:
+        await env.run(nap_activity)
+    await stopper
+    assert caught.value.type == "WorkerShutdown"
+    assert 40.5 <= caught.value.details[0] < 60.0  # this attempt held it about a second
