@@ -5,7 +5,7 @@
 # set runs as its own suite with its own results: SUITE=problems/unseen
 # RESULTS=docs/results/h200-unseen (never a folder under docs/results/h200: the level
 # report reads every outcome below its folder).
-# carry [".whl", ".device"]. Runs `kernelopt bench` for at most SECONDS (one campaign per
+# carry [".device"]. Runs `kernelopt bench` for at most SECONDS (one campaign per
 # local GPU worker at a time), then puts the results folder, the bench log and the cost
 # table of every campaign this server finished (python -m kernelopt.bench.costs) into
 # $OUT/results.tgz. A chunk cut by the time limit leaves the server and workers running:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU tests (`-m gpu`) on the GPU host, split over its GPUs, for a regression check of
-# main:   bash scripts/device_gpu_tests.sh SECONDS      (carry [".whl", ".device"])
+# main:   bash scripts/device_gpu_tests.sh SECONDS      (carry [".device"])
 # Batch 0 (GPU_TESTS_0, pytest arguments; default: the compile/re-stitch tests) and
 # batch 1 (GPU_TESTS_1; default: the gate tests; `none`: no batch) run side by side on
 # two GPUs, one after the other on one, each with its own KERNELOPT_HOME and compiler

