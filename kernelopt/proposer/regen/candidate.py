@@ -30,8 +30,9 @@ import torch as _ko_torch  # noqa: E402
 from kernelopt.compile.runtime import load_wrapper_module as _ko_load  # noqa: E402
 
 # Inductor's own code for Model.forward under these options (kernelopt.proposer.regen):
-# the static-shape wrapper for the shapes it was compiled for, the dynamic-shape one for
-# any other, as torch.compile itself specialises and falls back.
+# the static-shape wrapper for the shapes it was compiled for, the dynamic-shape one (not
+# autotuned: no shape it serves is timed) for any other, as torch.compile itself
+# specialises and falls back.
 _KO_INDUCTOR_OPTIONS = {options}
 _KO_SIGNATURE = {signature}
 _KO_STATIC_ARGS = {static_args}
@@ -109,10 +110,25 @@ def candidate_source(
     )
 
 
+# Inductor options that only choose among equivalent kernels by timing them
+TUNING_OPTIONS = frozenset(
+    {"max_autotune", "max_autotune_gemm", "max_autotune_pointwise", "coordinate_descent_tuning"}
+)
+
+
+def untuned(options: dict[str, Any], diff: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the tuning ones the diff does not move.
+
+    The dynamic-shape wrapper runs only the shapes the gates check, never the ones they
+    time, so tuning it buys nothing; on a large model it is most of a build's compile.
+    """
+    return {k: v for k, v in options.items() if k not in TUNING_OPTIONS or k in diff}
+
+
 def regenerated_candidate(
     source: str, seed: int, device: str, options: dict[str, Any], diff: dict[str, Any]
 ) -> str:
     """A candidate's text: the static and the dynamic-shape regeneration under ``options``."""
     static = regenerate(source, seed, device, options)
-    dynamic = regenerate(source, seed, device, options, dynamic=True)
+    dynamic = regenerate(source, seed, device, untuned(options, diff), dynamic=True)
     return candidate_source(source, options, diff, static, dynamic)

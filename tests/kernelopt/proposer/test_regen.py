@@ -388,3 +388,28 @@ def test_the_dynamic_wrapper_serves_the_checkers_other_batch_size() -> None:
         for shape in ((1, 8, 16), (2, 8, 16), (5, 8, 16)):
             x = torch.randn(*shape)
             torch.testing.assert_close(new(x), model(x))
+
+
+def test_only_the_timed_static_wrapper_is_autotuned(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kernelopt.proposer.regen.candidate as candidate
+
+    asked: list[tuple[bool, dict[str, Any]]] = []
+
+    def regenerate(source, seed, device, options, dynamic=False):
+        asked.append((dynamic, dict(options)))
+        return real(source, seed, device, {}, dynamic=dynamic)
+
+    real = candidate.regenerate
+    monkeypatch.setattr(candidate, "regenerate", regenerate)
+    options = {"max_autotune": True, "coordinate_descent_tuning": True, "split_reductions": False}
+    text = candidate.regenerated_candidate(
+        ONE_ROW, 0, "cpu", options, {"coordinate_descent_tuning": True}
+    )
+    assert asked == [
+        (False, options),
+        (
+            True,
+            {"coordinate_descent_tuning": True, "split_reductions": False},
+        ),  # the diff's own stays
+    ]
+    assert f"_KO_INDUCTOR_OPTIONS = {dict(sorted(options.items()))!r}" in text  # what is recorded
