@@ -255,8 +255,13 @@ def _budgets(
         )
     if outcome is not None:
         report.used = outcome.used
-    else:
-        report.used = BudgetUse(tokens=tokens, usd=usd, gpu_seconds=gpu)
+    else:  # a running campaign: its wall time so far, as its wall budget counts it
+        last = max(
+            (e for r in [*own, *(r for t in targets for r in t.runs)] if (e := r.last_event_at)),
+            default=None,
+        )
+        wall = (last - own[0].started_at).total_seconds() if last else 0.0
+        report.used = BudgetUse(tokens=tokens, usd=usd, gpu_seconds=gpu, wall_seconds=wall)
 
 
 # --- events --------------------------------------------------------------------------------

@@ -140,6 +140,7 @@ class ParsedRun:
     new_run_id: str = ""  # continue-as-new successor
     new_run_input: Any = None
     closed_at: datetime | None = None
+    last_event_at: datetime | None = None
     events: int = 0
     activities: list[ActivityCall] = field(default_factory=list)
     children: list[ChildCall] = field(default_factory=list)
@@ -174,6 +175,7 @@ def parse_run(history: WorkflowHistory, run_id: str = "") -> ParsedRun:
         first_run_id=start.first_execution_run_id,
         continued_from=start.continued_execution_run_id,
         parent_workflow_id=start.parent_workflow_execution.workflow_id or None,
+        last_event_at=event_time(events[-1]),
         events=len(events),
     )
     for key, payload in start.search_attributes.indexed_fields.items():

@@ -108,7 +108,8 @@ def header(report: AuditReport) -> Table:
         "budget used",
         f"{u.tokens} tokens (max {b.max_tokens or '-'}), ${u.usd:.4f} (max {b.max_usd or '-'}), "
         f"{u.gpu_seconds:.1f} GPU-s (max {b.max_gpu_seconds or '-'}), "
-        f"{u.wall_seconds:.1f} wall-s (max {b.max_wall_seconds or '-'})",
+        f"{u.wall_seconds:.1f} wall-s (max {b.max_wall_seconds or '-'})"
+        + ("" if o is not None else "; so far: tokens and GPU-s of the finished searches"),
     )
     if report.targets:
         t.add_row("targets", targets_line(report.targets))

@@ -183,3 +183,42 @@ def test_a_gate_call_still_running_is_in_flight_not_lost() -> None:
     report = build_report(rows[0]["workflow_id"], runs, "recorded")
     check = next(c for c in report.checks if c.name == "every gated candidate decided")
     assert check.ok and "1 being gated now" in check.detail, check
+
+
+def test_a_running_campaign_shows_its_wall_time_so_far() -> None:
+    """Without an outcome the budget line still counts the campaign's wall time (start to
+    its latest event, as its wall budget does) and says what its GPU-s leave out."""
+    from kernelopt.audit.history import event_time
+
+    rows = [
+        r for r in INDEX if r["scenario"] == "optimized" and r["workflow_type"] != "ExportCampaign"
+    ]
+    runs = []
+    for i, row in enumerate(rows):
+        text = gzip.decompress((HISTORIES / row["file"]).read_bytes()).decode()
+        history = WorkflowHistory.from_json(row["workflow_id"], text)
+        status = row["status"]
+        if i == 0:  # the campaign run, cut halfway
+            events = list(history.events)
+            history = WorkflowHistory(row["workflow_id"], events[: len(events) // 2])
+            status = "running"
+        runs.append(
+            (
+                WorkflowRun(
+                    workflow_id=row["workflow_id"],
+                    run_id=row["run_id"],
+                    workflow_type=row["workflow_type"],
+                    status=status,
+                ),
+                history,
+            )
+        )
+    report = build_report(rows[0]["workflow_id"], runs, "recorded")
+    assert report.outcome is None
+    start = event_time(next(iter(runs[0][1].events)))
+    latest = max(event_time(e) for _, h in runs for e in h.events)
+    assert report.used.wall_seconds == pytest.approx((latest - start).total_seconds())
+    assert report.used.wall_seconds > 0
+    console = Console(file=io.StringIO(), width=200)
+    print_report(report, console)
+    assert "so far: tokens and GPU-s of the finished searches" in console.file.getvalue()
