@@ -8,17 +8,15 @@ included, so the workflow can charge it (``workflows.machine_loss``).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from typing import Any
 
 import pytest
-from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
 
 import activities.search_activities as search_activities
 from activities.search_activities import propose_builtin_on_gpu
 from kernelopt.contracts.search import BuiltinProposeResult
+from tests.support.lost_attempts import cut_by_shutdown, retry_environment
 
 
 @pytest.fixture
@@ -35,18 +33,10 @@ def slow_proposer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search_activities, "open_store", lambda: None)
 
 
-def _env(earlier_s: float) -> tuple[ActivityEnvironment, list[tuple]]:
-    env = ActivityEnvironment()
-    beats: list[tuple] = []
-    env.on_heartbeat = lambda *details: beats.append(details)
-    env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[None, earlier_s])
-    return env, beats
-
-
 async def test_a_finished_attempt_charges_its_run_time_and_the_earlier_attempts(
     slow_proposer: None,
 ) -> None:
-    env, beats = _env(30.0)
+    env, beats = retry_environment(30.0)
     out = await env.run(propose_builtin_on_gpu, object())
     assert out.note == "compiled"
     assert out.device_seconds is not None and 30.6 <= out.device_seconds < 45.0
@@ -56,23 +46,14 @@ async def test_a_finished_attempt_charges_its_run_time_and_the_earlier_attempts(
 async def test_an_attempt_cut_by_the_worker_shutdown_reports_what_it_held(
     slow_proposer: None,
 ) -> None:
-    env, _ = _env(30.0)
-
-    async def shut_down_soon() -> None:
-        await asyncio.sleep(0.3)
-        env.worker_shutdown()
-        env.cancel()
-
-    stopper = asyncio.create_task(shut_down_soon())
-    with pytest.raises(ApplicationError) as caught:
-        await env.run(propose_builtin_on_gpu, object())
-    await stopper
-    assert caught.value.type == "WorkerShutdown"
-    assert 30.3 <= caught.value.details[0] < 45.0
+    env, _ = retry_environment(30.0)
+    failure = await cut_by_shutdown(env, propose_builtin_on_gpu, object(), after_s=0.3)
+    assert failure.type == "WorkerShutdown"
+    assert 30.3 <= failure.details[0] < 45.0
 
 
 async def test_a_cancel_without_a_shutdown_stays_a_cancel(slow_proposer: None) -> None:
-    env, _ = _env(0.0)
+    env, _ = retry_environment(0.0)
 
     async def cancel_soon() -> None:
         await asyncio.sleep(0.3)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from temporalio import activity
-from temporalio.testing import ActivityEnvironment
 
 from activities.supervise import run_supervised
+from tests.support.lost_attempts import cut_by_shutdown, retry_environment
 from tests.support.paths import ROOT
 from tests.support.timed_probe import LeftoverIn, LeftoverOut, NapIn, NapOut, StagedOut
 
@@ -27,27 +27,29 @@ async def test_the_wrapper_sets_device_seconds_over_the_childs_claim(
     assert out.device_seconds is not None and out.device_seconds >= 0.6
 
 
-async def test_a_retry_charges_the_lost_attempts_run_time_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A GPU worker killed 40 s into an activity: the retry's charge includes those 40 s."""
-    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
-    env = ActivityEnvironment()
-    beats: list[tuple] = []
-    env.on_heartbeat = lambda *details: beats.append(details)
-    env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[{"step": "x"}, 40.0])
+def _supervised_nap(seconds: float) -> Callable[[], Awaitable[NapOut]]:
+    """An activity that supervises a child napping ``seconds`` and heartbeats often."""
 
     @activity.defn(name="nap")
     async def nap_activity() -> NapOut:
         return await run_supervised(
             "tests.support.timed_probe:nap",
-            NapIn(seconds=0.6),
+            NapIn(seconds=seconds),
             NapOut,
             heartbeat_every=0.2,
             env={"PYTHONPATH": str(ROOT)},
         )
 
-    out = await env.run(nap_activity)
+    return nap_activity
+
+
+async def test_a_retry_charges_the_lost_attempts_run_time_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPU worker killed 40 s into an activity: the retry's charge includes those 40 s."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    env, beats = retry_environment(40.0, {"step": "x"})
+    out = await env.run(_supervised_nap(0.6))
     assert out.device_seconds is not None and 40.6 <= out.device_seconds < 60.0
     # heartbeats carry the checkpoint detail and the run time so far, earlier attempts included
     assert beats and all(b[0] == {"step": "x"} and b[1] >= 40.0 for b in beats)
@@ -95,30 +97,8 @@ async def test_a_child_cut_by_the_worker_shutdown_reports_the_time_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The step is issued again after its machine is lost; this is what it is charged."""
-    from temporalio.exceptions import ApplicationError
-
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[{"step": "x"}, 40.0])
-
-    @activity.defn(name="nap")
-    async def nap_activity() -> NapOut:
-        return await run_supervised(
-            "tests.support.timed_probe:nap",
-            NapIn(seconds=30.0),
-            NapOut,
-            heartbeat_every=0.2,
-            env={"PYTHONPATH": str(ROOT)},
-        )
-
-    async def shut_down_soon() -> None:
-        await asyncio.sleep(1.0)
-        env.worker_shutdown()
-        env.cancel()
-
-    stopper = asyncio.create_task(shut_down_soon())
-    with pytest.raises(ApplicationError) as caught:
-        await env.run(nap_activity)
-    await stopper
-    assert caught.value.type == "WorkerShutdown"
-    assert 40.5 <= caught.value.details[0] < 60.0  # this attempt held it about a second
+    env, _ = retry_environment(40.0, {"step": "x"})
+    failure = await cut_by_shutdown(env, _supervised_nap(30.0), after_s=1.0)
+    assert failure.type == "WorkerShutdown"
+    assert 40.5 <= failure.details[0] < 60.0  # this attempt held it about a second
