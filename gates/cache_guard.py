@@ -26,7 +26,11 @@ A GPU worker's caches also carry a window record (``kernelopt.compiler_caches``)
 closed once judged, so ``kernelopt state export --compiler-caches`` leaves behind
 whatever a candidate changed in a window no check has seen -- a snapshot taken
 mid-window, or a gate process killed before its check.  ``arm()`` finding a window
-left open drops every entry changed since it opened, for the same reason.
+left open by a process that died drops every entry changed since it opened, for the
+same reason.  Candidates checked at once (threads sharing a guard, or guards of several
+processes on one worker's caches) each get their own window in one shared record; a
+file rewritten while windows overlap is blamed on each candidate whose window saw it
+change, and dropped either way.
 """
 
 from __future__ import annotations
@@ -39,17 +43,17 @@ import re
 import shutil
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from gates.zygote_client import SOCKET_ENV, ServiceError, request_digests
 from kernelopt.compiler_caches import (
-    Window,
     changed_since,
     close_window,
+    new_holder,
     open_window,
-    read_window,
     window_file,
 )
 
@@ -172,28 +176,32 @@ class CacheGuard:
         self.dirs = dirs if dirs is not None else compiler_cache_dirs()
         self.digests = digests or worker_digests
         self.seconds = 0.0  # spent arming and checking, for the gate's stage timings
-        self._before: dict[str, Stat] | None = None
         self._known: dict[str, tuple[Stat, str | None]] = {}  # path -> (state, digest then)
         self.retuned: list[str] = []  # autotuning records rewritten and dropped, unblamed
         self.window = window_file(self.dirs)  # None: caches not laid out as a worker's
         self.stale: list[str] = []  # dropped because a window before ours was never checked
-        self._opened: Window | None = None  # the window record this guard wrote last
+        # one window per thread: parallel checks sharing a reference bundle each judge
+        # their own candidate process (``before``: its snapshot; ``holder``: its record name)
+        self._mine = threading.local()
+        self._lock = threading.Lock()  # ``_known``, ``retuned`` and ``stale``
 
     def arm(self) -> None:
         started = time.monotonic()
-        if self.window is not None:
-            last = read_window(self.window)
-            if last is None or not last.open:
-                self._opened = open_window(self.window)  # before the snapshot and the start
-            elif last != self._opened:  # another guard's window, never checked: its gate died
-                self._drop_changed_since(last.since_ns)
-                self._opened = open_window(self.window)
-            # else: armed again before a check; our window stays open since its start
+        holder = getattr(self._mine, "holder", None)
+        if self.window is not None and holder is None:  # else: armed again before a check
+            holder = new_holder()
+            opened = open_window(self.window, holder)  # before the snapshot and the start
+            if opened.stale is not None:  # a window whose gate died unchecked
+                self._drop_changed_since(opened.stale.since_ns)
+            self._mine.holder = holder
         before = snapshot(self.dirs)
-        new = [(p, st) for p, st in before.items() if self._known.get(p, (None,))[0] != st]
-        for (path, state), digest in zip(new, self.digests(new), strict=True):
-            self._known[path] = (state, digest)
-        self._before = before
+        with self._lock:
+            new = [(p, st) for p, st in before.items() if self._known.get(p, (None,))[0] != st]
+        digests = self.digests(new)
+        with self._lock:
+            for (path, state), digest in zip(new, digests, strict=True):
+                self._known[path] = (state, digest)
+        self._mine.before = before
         self.seconds += time.monotonic() - started
 
     def check(self) -> list[str]:
@@ -209,7 +217,10 @@ class CacheGuard:
             self.seconds += time.monotonic() - started
 
     def _check(self) -> list[str]:
-        before, self._before = self._before, None  # one check per window, thread-safe
+        before, self._mine.before = (
+            getattr(self._mine, "before", None),
+            None,
+        )  # one check per window
         if before is None:
             return []
         after = snapshot(self.dirs)
@@ -218,22 +229,26 @@ class CacheGuard:
             now = after.get(path)
             if now is None or now == state:
                 continue  # removed (regenerates) or untouched
-            was = self._known.get(path, (state, None))[1]
+            with self._lock:
+                was = self._known.get(path, (state, None))[1]
             digest = content_digest(path, now[1])
             if was is None or digest is None or digest == "" or digest != was:
                 touched.append(path)
             else:
-                self._known[path] = (now, digest)  # same bytes written again: benign
+                with self._lock:
+                    self._known[path] = (now, digest)  # same bytes written again: benign
         retuned = [p for p in touched if p.endswith(AUTOTUNE_RECORDS)]
         for path in retuned:  # a record alone: the kernel beside it stays
             Path(path).unlink(missing_ok=True)
-            self._known.pop(path, None)
-        self.retuned += retuned
+            with self._lock:
+                self._known.pop(path, None)
+                self.retuned.append(path)
         blamed = sorted(set(touched) - set(retuned))
         for path in blamed:
             self._drop_entry(Path(path))
-        if self.window is not None:
-            self._opened = close_window(self.window)
+        holder, self._mine.holder = getattr(self._mine, "holder", None), None
+        if self.window is not None and holder is not None:
+            close_window(self.window, holder)
         return blamed
 
     def _drop_changed_since(self, since_ns: int) -> None:
@@ -252,7 +267,8 @@ class CacheGuard:
                     except OSError:
                         continue
                     if changed_since([*chain, ctime], since_ns):
-                        self.stale.append(str(path))
+                        with self._lock:
+                            self.stale.append(str(path))
                         self._drop_entry(path)
 
     def _drop_entry(self, path: Path) -> None:
@@ -266,11 +282,13 @@ class CacheGuard:
         parent = path.parent
         if any(parent == top or parent.parent == parent for top in self.dirs):
             path.unlink(missing_ok=True)
-            self._known.pop(str(path), None)
+            with self._lock:
+                self._known.pop(str(path), None)
             return
         shutil.rmtree(parent, ignore_errors=True)
-        for known in [k for k in self._known if Path(k).parent == parent]:
-            self._known.pop(known, None)
+        with self._lock:
+            for known in [k for k in self._known if Path(k).parent == parent]:
+                self._known.pop(known, None)
 
     def describe(self, path: str) -> str:
         """A cache file's name relative to its cache directory, for verdicts."""

@@ -97,9 +97,13 @@ def run_gates_1_to_3(
     )
     bundle.before_candidate()
     clock.lap("arm")
-    outcome = run_job(
-        job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
-    )
+    try:
+        outcome = run_job(
+            job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
+        )
+    except BaseException:
+        bundle.tampered_inputs()  # cut short: the window still closes, poisoned files dropped
+        raise
     clock.lap("child")
     on_gpu = settings.device.startswith("cuda")
     s1, s2 = split_seconds(outcome) if on_gpu else (0.0, 0.0)

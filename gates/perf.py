@@ -366,6 +366,34 @@ def measure(
     first round's child, started during gates 1-3 with its baseline built
     (``gates.prestart``); it is released here, or discarded and replaced by a fresh one.
     """
+    try:
+        return _measure(
+            baseline,
+            candidate,
+            setup,
+            workdir=workdir,
+            tampered_inputs=tampered_inputs,
+            before_candidate=before_candidate,
+            gamma=gamma,
+            prestarted=prestarted,
+        )
+    except BaseException:
+        if tampered_inputs is not None:  # a round cut short still has its window checked
+            tampered_inputs()
+        raise
+
+
+def _measure(
+    baseline: ModelSource,
+    candidate: ModelSource,
+    setup: RoundSetup,
+    *,
+    workdir: Path,
+    tampered_inputs: Callable[[], list[str]] | None,
+    before_candidate: Callable[[], None] | None,
+    gamma: float | None,
+    prestarted: PrestartedRound | None,
+) -> PerfMeasurement:
     m = PerfMeasurement()
     settings = setup.settings
     gamma = settings.gamma if gamma is None else gamma

@@ -12,9 +12,13 @@ can write them during a candidate's window is that candidate.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
-from collections.abc import Sequence
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,29 +94,106 @@ def read_window(path: Path) -> Window | None:
     return Window(generation=int(text[1]), open=text[0] == "open", since_ns=st.st_ctime_ns)
 
 
-def open_window(path: Path) -> Window:
-    """Record a window opening now (before the candidate process starts)."""
-    last = read_window(path)
-    generation = (last.generation if last else 0) + 1
-    return _write_window(path, f"open {generation}")
+@contextlib.contextmanager
+def _record_lock(path: Path) -> Iterator[None]:
+    """Hold the record's lock: guards of other threads and processes open and close too."""
+    fd = os.open(path.with_name(f"{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
-def close_window(path: Path) -> Window:
-    """Record the window checked: what the candidate changed was judged (and dropped)."""
-    last = read_window(path)
-    return _write_window(path, f"closed {last.generation if last else 0}")
+def _holders_file(path: Path) -> Path:
+    return path.with_name(f"{path.name}.holders")
 
 
-def _write_window(path: Path, text: str) -> Window:
+def _read_holders(path: Path) -> list[str]:
+    try:
+        return _holders_file(path).read_text("ascii", "replace").split()
+    except FileNotFoundError:
+        return []
+
+
+def _alive(holder: str) -> bool:
+    """Whether the process that wrote ``holder`` (``PID:TOKEN``) still runs."""
+    pid, _, _ = holder.partition(":")
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: it exists
+    return True
+
+
+def new_holder() -> str:
+    """A name for one guard's window in the record: this process and a fresh token."""
+    return f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What ``open_window`` found and left."""
+
+    window: Window  # the record now
+    stale: Window | None  # a window whose holders all died unchecked; None if none
+
+
+def open_window(path: Path, holder: str) -> Opened:
+    """Record ``holder``'s window opening now (before its candidate process starts).
+
+    Windows of candidates that run at once (gate children of parallel checks in one
+    process, or of several processes) share the record: it opens with the first and
+    closes with the last, so its open time covers every change none has checked yet.
+    Holders whose process has died are dropped and their window returned as stale.
+    """
+    with _record_lock(path):
+        last = read_window(path)
+        holders = _read_holders(path)
+        live = [h for h in holders if _alive(h)]
+        stale = last if last is not None and last.open and len(live) < len(holders) else None
+        if last is not None and last.open and not holders:
+            stale = last  # opened by a guard from before holders were recorded
+        if last is None or not last.open:
+            _write_window(path, f"open {(last.generation if last else 0) + 1}")
+        _write_holders(path, [h for h in live if h != holder] + [holder])
+        window = read_window(path)
+        assert window is not None
+        return Opened(window=window, stale=stale)
+
+
+def close_window(path: Path, holder: str) -> Window:
+    """Record ``holder``'s window checked; the record closes when no live holder is left."""
+    with _record_lock(path):
+        last = read_window(path)
+        live = [h for h in _read_holders(path) if h != holder and _alive(h)]
+        _write_holders(path, live)
+        if not live:
+            _write_window(path, f"closed {last.generation if last else 0}")
+        window = read_window(path)
+        assert window is not None
+        return window
+
+
+def _write_holders(path: Path, holders: list[str]) -> None:
+    _replace(_holders_file(path), "".join(f"{h}\n" for h in holders))
+
+
+def _write_window(path: Path, text: str) -> None:
     """A new file renamed over the record: its change time is when this was written."""
-    tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}")
+    _replace(path, text)
+
+
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}.{threading.get_ident()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(text.encode("ascii"))
     os.replace(tmp, path)
-    window = read_window(path)
-    assert window is not None
-    return window
 
 
 def changed_since(chain: Sequence[int], since_ns: int) -> bool:

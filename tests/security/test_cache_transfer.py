@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gates.cache_guard import CacheGuard, local_digests
@@ -24,6 +28,7 @@ from tests.support.temporal import make_settings
 CUBIN = f"triton/{KEY}/triton_poi_fused_add_0.cubin"
 GRAPH = f"inductor/fxgraph/ab/{KEY}/entry"
 RECORD = "inductor/cq/cqzz.best_config"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def worker_with_an_own_entry(root: Path) -> tuple[CacheGuard, Path]:
@@ -77,14 +82,63 @@ def test_an_export_mid_window_leaves_the_candidates_rewrites_behind(tmp_path: Pa
 
 def test_a_window_left_open_by_a_dead_gate_is_cleaned_before_the_next(tmp_path: Path):
     guard, folder = worker_with_an_own_entry(tmp_path / "caches")
+    # a worker process arms its guard, its candidate poisons the caches, and the worker
+    # dies before its check
+    arm = "import sys; from gates.cache_guard import CacheGuard, local_digests; "
+    arm += "from pathlib import Path; CacheGuard([Path(d) for d in sys.argv[1:]], "
+    arm += "digests=local_digests).arm()"
+    dirs = [str(d) for d in guard.dirs]
+    subprocess.run([sys.executable, "-c", arm, *dirs], check=True, cwd=REPO)
+    poison(folder)
     guard.arm()
-    poison(folder)  # ... and the gate process dies before its check
-    fresh = CacheGuard(guard.dirs, digests=local_digests)
-    fresh.arm()
     assert not (folder / CUBIN).exists() and not (folder / GRAPH).exists()
     assert (folder / RECORD).is_file()
-    assert {Path(p).relative_to(folder).as_posix() for p in fresh.stale} >= {CUBIN, GRAPH}
-    assert fresh.check() == []
+    assert {Path(p).relative_to(folder).as_posix() for p in guard.stale} >= {CUBIN, GRAPH}
+    assert guard.check() == []
+    assert not read_window(folder / "guard-window").open
+
+
+def test_windows_of_parallel_checks_share_the_record_and_drop_nothing(tmp_path: Path):
+    """Two candidates checked at once (two bundles' guards on one worker's caches) open one
+    window between them; neither is taken for a dead gate, and it closes with the last."""
+    guard, folder = worker_with_an_own_entry(tmp_path / "caches")
+    other = CacheGuard(guard.dirs, digests=local_digests)
+    record = folder / "guard-window"
+    guard.arm()
+    opened = read_window(record)
+    other.arm()
+    assert read_window(record) == opened and guard.stale == [] and other.stale == []
+    assert guard.check() == []
+    assert read_window(record) == opened  # the other window is still open
+    poison(folder)
+    assert str(folder / GRAPH) in other.check()
+    assert not read_window(record).open and not (folder / GRAPH).exists()
+
+
+def test_threads_sharing_one_guard_each_judge_their_own_candidate(tmp_path: Path):
+    guard, folder = worker_with_an_own_entry(tmp_path / "caches")
+    armed, checked = threading.Barrier(2), threading.Event()
+
+    def honest() -> list[str]:
+        guard.arm()
+        armed.wait()
+        try:
+            return guard.check()
+        finally:
+            checked.set()
+
+    def tamperer() -> list[str]:
+        guard.arm()
+        armed.wait()
+        checked.wait()  # rewrites after the honest check: only its own window saw it
+        (folder / GRAPH).write_bytes(b"pickled graph calling the slow kernel")
+        return guard.check()
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.submit(honest), pool.submit(tamperer)
+        assert first.result() == [] and second.result() == [str(folder / GRAPH)]
+    assert not (folder / GRAPH).exists()
+    assert not read_window(folder / "guard-window").open
 
 
 def test_arming_twice_before_a_check_keeps_the_window_and_drops_nothing(tmp_path: Path):
