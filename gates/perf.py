@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
 from typing import Any
 
@@ -335,6 +335,24 @@ def control_ratio(m: PerfMeasurement) -> float | None:
     return median(ratios) if ratios else None
 
 
+def _window_checked_if_cut(fn: Callable[..., PerfMeasurement]) -> Callable[..., PerfMeasurement]:
+    """``fn`` with the reference bundle's check (its keyword ``tampered_inputs``) run when a
+    round is cut short by an exception: the cache-guard window still closes, and whatever
+    the cut child rewrote is dropped before anything else loads it."""
+
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> PerfMeasurement:
+        try:
+            return fn(*args, **kwargs)
+        except BaseException:
+            if kwargs.get("tampered_inputs") is not None:
+                kwargs["tampered_inputs"]()
+            raise
+
+    return run
+
+
+@_window_checked_if_cut
 def measure(
     baseline: ModelSource,
     candidate: ModelSource,
@@ -366,34 +384,6 @@ def measure(
     first round's child, started during gates 1-3 with its baseline built
     (``gates.prestart``); it is released here, or discarded and replaced by a fresh one.
     """
-    try:
-        return _measure(
-            baseline,
-            candidate,
-            setup,
-            workdir=workdir,
-            tampered_inputs=tampered_inputs,
-            before_candidate=before_candidate,
-            gamma=gamma,
-            prestarted=prestarted,
-        )
-    except BaseException:
-        if tampered_inputs is not None:  # a round cut short still has its window checked
-            tampered_inputs()
-        raise
-
-
-def _measure(
-    baseline: ModelSource,
-    candidate: ModelSource,
-    setup: RoundSetup,
-    *,
-    workdir: Path,
-    tampered_inputs: Callable[[], list[str]] | None,
-    before_candidate: Callable[[], None] | None,
-    gamma: float | None,
-    prestarted: PrestartedRound | None,
-) -> PerfMeasurement:
     m = PerfMeasurement()
     settings = setup.settings
     gamma = settings.gamma if gamma is None else gamma
