@@ -2,9 +2,9 @@
 
 ``--queue cpu`` runs the workflows and the CPU activities (segmenting, LLM
 calls, reports).  ``--queue gpu [--gpu N]`` runs the GPU activities for one
-GPU: one process per GPU, one activity at a time (timed candidates never share
-a GPU), on a task queue named by the GPU model (timings only compare on the
-same model).  Both connect to any Temporal address/namespace and shut down
+GPU: one process per GPU, one activity at a time unless ``--gpu-slots`` asks for
+more (timed work never shares the GPU either way: ``gates/gpu_lease.py``), on a
+task queue named by the GPU model (timings only compare on the same model).  Both connect to any Temporal address/namespace and shut down
 gracefully on SIGTERM: running activities are cancelled, their children
 killed, and Temporal hands the work to another worker.
 """
@@ -105,8 +105,12 @@ def build_gpu_worker(
     activities: Sequence[Callable[..., Any]] | None = None,
     busy: BusySampler | None = None,
     home: Path | None = None,
+    slots: int = 1,
 ) -> Worker:
-    """GPU activities only, strictly one at a time, each idempotent per call.
+    """GPU activities only, ``slots`` at a time (one by default), each idempotent per call.
+
+    With more than one slot, activities overlap only their untimed GPU work: every timed
+    section takes the GPU alone through its lease (``gates.gpu_lease``).
 
     ``memoized``: a result is stored before its completion is reported, so an
     attempt Temporal runs again after losing that completion returns it at once.
@@ -128,7 +132,7 @@ def build_gpu_worker(
         client,
         task_queue=task_queue,
         activities=[memoized(a) for a in activities],
-        max_concurrent_activities=1,
+        max_concurrent_activities=slots,
         max_concurrent_workflow_tasks=1,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
     )
@@ -194,7 +198,9 @@ async def start_gpu_worker(
     folder, the Temporal worker, the gates' shared zygote and its spare children;
     (worker, zygote or None).  The fault tests' real GPU worker is built here too."""
     _share_references(settings)
-    worker = build_gpu_worker(client, task_queue, activities, busy=busy, home=settings.home)
+    worker = build_gpu_worker(
+        client, task_queue, activities, busy=busy, home=settings.home, slots=settings.gpu_slots
+    )
     zygote = await asyncio.to_thread(_shared_zygote, settings, index)
     if settings.spare_child:
         spare_child.enable()
@@ -253,6 +259,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-key", default=None)
     parser.add_argument("--tls-ca", default=None)
     parser.add_argument("--log-json", action="store_true", default=None)
+    parser.add_argument(
+        "--gpu-slots",
+        type=int,
+        default=None,
+        help="GPU activities run at once (gpu queue; default 1): timed work still runs alone",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -265,6 +277,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         tls_ca=getattr(args, "tls_ca", None),
         log_json=getattr(args, "log_json", None),
         log_level=getattr(args, "log_level", None),
+        gpu_slots=getattr(args, "gpu_slots", None),
     )
 
 

@@ -22,6 +22,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from gates.gpu_lease import LEASE_ENV, whole_job
 from kernelopt.checkpoint import SPAWNED_AT_ENV
 from kernelopt.errors import DeterministicError
 from kernelopt.stages import add_stages
@@ -58,7 +59,8 @@ def main(argv: list[str]) -> int:
         hints = typing.get_type_hints(func)
         input_type = hints[params[0].name]
         inp = input_type.model_validate_json(Path(in_path).read_text())
-        result = _startup_stages(func(inp, open_store()), started, imported)
+        with whole_job(os.environ.get(LEASE_ENV)):  # a timed job waits for the GPU to itself
+            result = _startup_stages(func(inp, open_store()), started, imported)
         out.write_text(json.dumps({"ok": True, "result": result.model_dump(mode="json")}))
         return 0
     except BaseException as exc:

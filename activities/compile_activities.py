@@ -24,7 +24,7 @@ log = get_logger(__name__)
 async def compile_problem(inp: contracts.CompileInput) -> contracts.CompileResult:
     """The baseline, compiled by the problem's kind (Inductor capture for modules); cached."""
     return await run_supervised(
-        "kernelopt.kinds.registry:compile_problem", inp, contracts.CompileResult
+        "kernelopt.kinds.registry:compile_problem", inp, contracts.CompileResult, lease="shared"
     )
 
 
@@ -73,7 +73,9 @@ async def segment_targets(inp: contracts.SegmentTargetsInput) -> contracts.Segme
 @activity.defn(name=names.TRIAGE)
 async def triage(inp: contracts.TriageInput) -> contracts.TriageResult:
     """Per-kernel GPU time, library fraction f, Amdahl ceiling, verdict."""
-    return await run_supervised("kernelopt.compile.triage:triage", inp, contracts.TriageResult)
+    return await run_supervised(
+        "kernelopt.compile.triage:triage", inp, contracts.TriageResult, lease="exclusive"
+    )
 
 
 @activity.defn(name=names.TRIAGE_TO_STORE)
@@ -85,7 +87,9 @@ async def triage_to_store(inp: contracts.TriageInput) -> contracts.TriageRef:
     """
     from kernelopt.compile.triage_store import store_triage
 
-    result = await run_supervised("kernelopt.compile.triage:triage", inp, contracts.TriageResult)
+    result = await run_supervised(
+        "kernelopt.compile.triage:triage", inp, contracts.TriageResult, lease="exclusive"
+    )
     name = f"{inp.compiled.problem.name}.triage.json"
     return await in_thread(store_triage, result, open_store(), name)
 
@@ -143,7 +147,7 @@ async def plan_lookup(inp: contracts.PlanLookupInput) -> contracts.TargetList:
 async def restitch(inp: contracts.RestitchInput) -> contracts.RestitchResult:
     """Put replacements back into the wrapper, run it on the captured args, compare."""
     return await run_supervised(
-        "kernelopt.compile.restitch:restitch", inp, contracts.RestitchResult
+        "kernelopt.compile.restitch:restitch", inp, contracts.RestitchResult, lease="shared"
     )
 
 

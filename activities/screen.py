@@ -30,7 +30,11 @@ async def screen_candidates(inp: ScreenInput) -> ScreenResult:
         limit = inp.params.timeout_s * (4 * len(inp.candidates) + 2) + _MARGIN_S
         inp = await resolve_scope(inp)
         return await run_supervised(
-            "gates.screening:screen_candidates", inp, ScreenResult, timeout_s=limit
+            "gates.screening:screen_candidates",
+            inp,
+            ScreenResult,
+            timeout_s=limit,
+            lease="exclusive",
         )
 
 

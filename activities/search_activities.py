@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -20,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import HeldClock, heartbeating, in_thread, reporting_loss
 from activities.scope import resolve_scope
 from activities.supervise import run_supervised
+from gates import gpu_lease
 from kernelopt.agents import roles
 from kernelopt.agents.plan_retry import planner_transport
 from kernelopt.agents.transport import ChatTransport
@@ -76,6 +78,7 @@ async def profile(inp: ProfileInput) -> ProfileResult:
         inp,
         ProfileResult,
         timeout_s=2 * inp.timeout_s + 300,
+        lease="exclusive",
     )
 
 
@@ -118,6 +121,20 @@ async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
         return await in_thread(builtin.propose, await resolve_scope(inp), open_store())
 
 
+T = TypeVar("T")
+
+
+async def _sharing_the_gpu(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a thread under the GPU's shared lease, held until the thread ends:
+    a cancelled activity's thread runs on, and so does its GPU work."""
+    if not gpu_lease.pinned_to_gpu():
+        return await asyncio.to_thread(fn, *args)
+    hold = await gpu_lease.acquire_async("shared")
+    work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    work.add_done_callback(lambda _: hold.release())
+    return await asyncio.shield(work)
+
+
 @activity.defn(name=names.PROPOSE_BUILTIN_GPU)
 async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResult:
     """The built-in proposer in the GPU worker: its compiles take turns with the gates, so
@@ -126,7 +143,9 @@ async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResu
     with _sorted_failures(), reporting_loss(held):
         async with heartbeating(held=held):
             scoped = await resolve_scope(inp)
-            result = await asyncio.to_thread(builtin.propose, scoped, open_store())
+            # its compiles autotune on the GPU and run the wrapper on held-out sets: untimed
+            # work, which may share the GPU with other gates' untimed work
+            result = await _sharing_the_gpu(builtin.propose, scoped, open_store())
     return result.model_copy(update={"device_seconds": held()})
 
 

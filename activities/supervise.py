@@ -27,6 +27,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import spare_child
 from activities.heartbeat import HeldClock, reporting_loss
+from gates.gpu_lease import LEASE_ENV, Mode
 from kernelopt.checkpoint import PROGRESS_PREFIX, RESUME_ENV, SPAWNED_AT_ENV
 from kernelopt.config import Settings
 from kernelopt.log import get_logger
@@ -44,13 +45,16 @@ async def run_supervised(
     heartbeat_every: float = 5.0,
     timeout_s: float | None = None,
     env: dict[str, str] | None = None,
+    lease: Mode | None = None,
 ) -> M:
     """Run ``module:function(inp, store)`` in a child process and return its result.
 
     Inside an activity: heartbeats every ``heartbeat_every`` seconds with the
     child's latest progress detail, hands a retry the previous attempt's
     detail, and kills the child's process group when the activity is
-    cancelled.  Outside one (``kernelopt verify``), it simply runs the child.
+    cancelled.  Outside one (``kernelopt verify``), it simply runs the child.  ``lease``:
+    the child's whole job holds the GPU's lease in that mode (``gates.gpu_lease``); without
+    it the job takes its own sections, or puts no work on the GPU.
     """
     in_activity = activity.in_activity()
     log.info("child started", target=target)
@@ -70,6 +74,8 @@ async def run_supervised(
         child_env.update(env or {})
         child_env.setdefault("KERNELOPT_HOME", str(settings.home))
         job_env = {SPAWNED_AT_ENV: repr(time.time())}
+        if lease is not None:
+            job_env[LEASE_ENV] = lease
         if resume is not None:
             job_env[RESUME_ENV] = json.dumps(resume, default=str)
         proc = await spare_child.take(child_env)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.cascade import roofline_inputs, round_setup, run_gates_1_to_3
+from gates.gpu_lease import gpu_section
 from gates.layout import CompiledLayout
 from gates.perf import (
     PerfMeasurement,
@@ -124,7 +125,12 @@ def gate_candidate(inp: CandidateGateInput, store: ArtifactStore) -> CandidateGa
                 candidate_id=inp.candidate_id, verdicts=[early] if early else []
             )
         stages.lap("setup")
-        with shared_reference(ws.problem_path, settings, ws.dir / "reference") as bundle:
+        # untimed GPU work may share the GPU with other gates' until the timing (``measure``
+        # takes it alone); the prestarted timing child builds its baseline under this hold
+        with (
+            gpu_section("shared", settings.device),
+            shared_reference(ws.problem_path, settings, ws.dir / "reference") as bundle,
+        ):
             return _judge_candidate(inp, ws, candidate, bundle, settings, stages, gates_stage)
     finally:
         ws.close()
@@ -298,55 +304,63 @@ def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
     stages = StageClock()
     ws = _Workspace(inp.compiled, store)
     try:
-        if inp.source_kind == "forward":
-            path = store.materialize(inp.wrapper, ws.dir, "candidate_forward.py")
-            candidate = ModelSource(
-                kind="candidate", problem_path=ws.problem_path, candidate_path=str(path)
-            )
-        else:
-            candidate = ws.wrapper_source(inp.wrapper)
-        # always a fresh reference: the verdict that accepts is judged on sets no earlier
-        # candidate or feedback text has seen (gates/README.md)
-        bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
-        early = _with_reference(
-            _gates_on(ws, bundle, candidate, settings, stages, "gates_1_3"), bundle
-        )
-        v_model = _as_model_verdict(early)
-        if not v_model.passed:
-            stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
-            return ModelGateResult(
-                verdict=v_model, verdicts=[v_model], stage_seconds=stages.seconds
-            )
-        first = bundle.input_sets[0].name
-        m = measure(
-            ws.wrapper_source(None),
-            candidate,
-            round_setup(bundle, settings),
-            workdir=ws.dir / "timing",
-            tampered_inputs=bundle.tampered_inputs,
-            before_candidate=bundle.before_candidate,
-            gamma=inp.gamma,
-        )
-        v_perf, category, speedup = perf_verdict(
-            m, settings=settings, gamma=inp.gamma, roofline=roofline_inputs(bundle, first)
-        )
-        _timing_stages(stages, m)
-        stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
-        if v_perf.metrics.get("infrastructure"):
-            raise RuntimeError(v_perf.reason)  # retryable: the baseline itself did not time
-        base = v_perf.metrics["baseline"]["median_ms"] if m.baseline else None
-        cand = v_perf.metrics["candidate"]["median_ms"] if m.candidate else None
-        return ModelGateResult(
-            verdict=v_perf,
-            category=category,
-            speedup=speedup,
-            baseline_ms=base,
-            candidate_ms=cand,
-            verdicts=[v_model, v_perf],
-            stage_seconds=stages.seconds,
-        )
+        with gpu_section("shared", settings.device):  # ``measure`` takes the GPU alone
+            return _judge_model(inp, ws, store, settings, stages)
     finally:
         ws.close()
+
+
+def _judge_model(
+    inp: ModelGateInput,
+    ws: _Workspace,
+    store: ArtifactStore,
+    settings: GateSettings,
+    stages: StageClock,
+) -> ModelGateResult:
+    """``gate_model`` in its workspace: a fresh reference, V_model, then V_perf."""
+    if inp.source_kind == "forward":
+        path = store.materialize(inp.wrapper, ws.dir, "candidate_forward.py")
+        candidate = ModelSource(
+            kind="candidate", problem_path=ws.problem_path, candidate_path=str(path)
+        )
+    else:
+        candidate = ws.wrapper_source(inp.wrapper)
+    # always a fresh reference: the verdict that accepts is judged on sets no earlier
+    # candidate or feedback text has seen (gates/README.md)
+    bundle = prepare_reference(ws.problem_path, settings, ws.dir / "reference")
+    early = _with_reference(_gates_on(ws, bundle, candidate, settings, stages, "gates_1_3"), bundle)
+    v_model = _as_model_verdict(early)
+    if not v_model.passed:
+        stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
+        return ModelGateResult(verdict=v_model, verdicts=[v_model], stage_seconds=stages.seconds)
+    first = bundle.input_sets[0].name
+    m = measure(
+        ws.wrapper_source(None),
+        candidate,
+        round_setup(bundle, settings),
+        workdir=ws.dir / "timing",
+        tampered_inputs=bundle.tampered_inputs,
+        before_candidate=bundle.before_candidate,
+        gamma=inp.gamma,
+    )
+    v_perf, category, speedup = perf_verdict(
+        m, settings=settings, gamma=inp.gamma, roofline=roofline_inputs(bundle, first)
+    )
+    _timing_stages(stages, m)
+    stages.seconds["cache_guard"] = round(bundle.caches.seconds, 3)
+    if v_perf.metrics.get("infrastructure"):
+        raise RuntimeError(v_perf.reason)  # retryable: the baseline itself did not time
+    base = v_perf.metrics["baseline"]["median_ms"] if m.baseline else None
+    cand = v_perf.metrics["candidate"]["median_ms"] if m.candidate else None
+    return ModelGateResult(
+        verdict=v_perf,
+        category=category,
+        speedup=speedup,
+        baseline_ms=base,
+        candidate_ms=cand,
+        verdicts=[v_model, v_perf],
+        stage_seconds=stages.seconds,
+    )
 
 
 def _as_model_verdict(verdicts: list[GateVerdict]) -> GateVerdict:

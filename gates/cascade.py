@@ -21,6 +21,7 @@ import torch
 
 from gates.correctness import correctness_verdict, load_candidate_outputs
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK
+from gates.gpu_lease import gpu_section
 from gates.model_gate import model_verdict_from_sets
 from gates.numerics import comparison_threads
 from gates.perf import (
@@ -98,9 +99,10 @@ def run_gates_1_to_3(
     bundle.before_candidate()
     clock.lap("arm")
     try:
-        outcome = run_job(
-            job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
-        )
+        with gpu_section("shared", settings.device):
+            outcome = run_job(
+                job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
+            )
     except BaseException:
         bundle.tampered_inputs()  # cut short: the window still closes, poisoned files dropped
         raise
@@ -219,25 +221,38 @@ def verify_candidate(
         tmp = tempfile.mkdtemp(prefix="kernelopt-verify-")
         workdir = Path(tmp)
     try:
-        if bundle is None:
-            bundle = prepare_reference(problem_path, settings, workdir / "reference")
-        prestarted = _prestart(bundle, candidate_path, settings, workdir)
-        try:
-            result = check_candidate(bundle, candidate_path, settings, workdir)
-            if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
-                slow = _too_slow_for_cpu_timing(result, settings)
-                if slow:
-                    return result.model_copy(
-                        update={"environment": {**result.environment, "gate_4": slow}}
-                    )
-                result = time_candidate(result, bundle, settings, workdir, prestarted=prestarted)
-            return result
-        finally:
-            if prestarted is not None:
-                prestarted.stop()  # gates 1-3 did not pass: it ends having run nothing
+        # shared until gate 4 takes the GPU alone (``measure``): the prestarted timing child
+        # builds its baseline under this hold
+        with gpu_section("shared", settings.device):
+            return _verify_in(problem_path, candidate_path, settings, workdir, bundle)
     finally:
         if tmp is not None and not keep_files:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _verify_in(
+    problem_path: str | Path,
+    candidate_path: str | Path,
+    settings: GateSettings,
+    workdir: Path,
+    bundle: ReferenceBundle | None,
+) -> CascadeResult:
+    if bundle is None:
+        bundle = prepare_reference(problem_path, settings, workdir / "reference")
+    prestarted = _prestart(bundle, candidate_path, settings, workdir)
+    try:
+        result = check_candidate(bundle, candidate_path, settings, workdir)
+        if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
+            slow = _too_slow_for_cpu_timing(result, settings)
+            if slow:
+                return result.model_copy(
+                    update={"environment": {**result.environment, "gate_4": slow}}
+                )
+            result = time_candidate(result, bundle, settings, workdir, prestarted=prestarted)
+        return result
+    finally:
+        if prestarted is not None:
+            prestarted.stop()  # gates 1-3 did not pass: it ends having run nothing
 
 
 def _prestart(

@@ -34,6 +34,7 @@ from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
 from gates.gpu_contention import OtherWork, other_work, wait_for_quiet
+from gates.gpu_lease import timed_section
 from gates.perfstats import (
     TimerAgreement,
     decide_category,
@@ -335,15 +336,19 @@ def control_ratio(m: PerfMeasurement) -> float | None:
     return median(ratios) if ratios else None
 
 
-def _window_checked_if_cut(fn: Callable[..., PerfMeasurement]) -> Callable[..., PerfMeasurement]:
-    """``fn`` with the reference bundle's check (its keyword ``tampered_inputs``) run when a
-    round is cut short by an exception: the cache-guard window still closes, and whatever
-    the cut child rewrote is dropped before anything else loads it."""
+def _measuring(fn: Callable[..., PerfMeasurement]) -> Callable[..., PerfMeasurement]:
+    """``measure`` with the GPU to itself (``gates.gpu_lease``), and the reference bundle's
+    check (its keyword ``tampered_inputs``) run when a round is cut short by an exception:
+    the cache-guard window still closes, and whatever the cut child rewrote is dropped
+    before anything else loads it."""
 
     @wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> PerfMeasurement:
+    def run(
+        baseline: ModelSource, candidate: ModelSource, setup: RoundSetup, **kwargs: Any
+    ) -> PerfMeasurement:
         try:
-            return fn(*args, **kwargs)
+            with timed_section(setup.settings.device):
+                return fn(baseline, candidate, setup, **kwargs)
         except BaseException:
             if kwargs.get("tampered_inputs") is not None:
                 kwargs["tampered_inputs"]()
@@ -352,7 +357,7 @@ def _window_checked_if_cut(fn: Callable[..., PerfMeasurement]) -> Callable[..., 
     return run
 
 
-@_window_checked_if_cut
+@_measuring
 def measure(
     baseline: ModelSource,
     candidate: ModelSource,

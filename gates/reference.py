@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.cache_guard import CacheGuard
+from gates.gpu_lease import gpu_section
 from gates.jobs.build import weights_path
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import (
@@ -319,9 +320,10 @@ def prepare_reference(
     inputs_dir.mkdir(parents=True, exist_ok=True)
     refs_dir.mkdir(parents=True, exist_ok=True)
     job = _reference_job(problem_path, settings, workdir, plan_input_sets(settings))
-    outcome = run_job(
-        job, workdir / "reference", timeout_s=settings.static_timeout_s, device=settings.device
-    )
+    with gpu_section("shared", settings.device):
+        outcome = run_job(
+            job, workdir / "reference", timeout_s=settings.static_timeout_s, device=settings.device
+        )
     bundle = ReferenceBundle(str(problem_path), settings, workdir, inputs_dir, outcome)
     if not outcome.ok or outcome.result is None:
         shutil.rmtree(refs_dir, ignore_errors=True)

@@ -54,6 +54,9 @@ class Settings(BaseModel):
     helion_effort: str = "quick"  # autotuning effort of a Helion problem's baseline
     zygote: bool = True  # GPU workers fork gate jobs from one preloaded process
     spare_child: bool = True  # GPU workers start each activity's process ahead of its job
+    # activities one GPU worker runs at once; timed sections still take the GPU alone
+    # (gates/gpu_lease.py), so more than one overlaps only untimed work
+    gpu_slots: int = Field(default=1, ge=1, le=16)
     compiler_caches: Path | None = None  # None: $KERNELOPT_HOME/compiler-caches
     sandbox: bool = True  # gate children run in bubblewrap (gates/sandbox.py); off: unsandboxed
     shared_group: bool = False  # artifacts 0640 / dirs 02770 instead of 0600 / 0700
@@ -125,6 +128,7 @@ class Settings(BaseModel):
             "HELION_EFFORT": "helion_effort",
             "ZYGOTE": "zygote",
             "SPARE_CHILD": "spare_child",
+            "GPU_SLOTS": "gpu_slots",
             "COMPILER_CACHES": "compiler_caches",
             "SANDBOX": "sandbox",
             "SHARED_GROUP": "shared_group",

@@ -38,3 +38,19 @@ async def test_a_prepared_gpu_worker_gets_its_reference_folder_worker_and_spares
         assert spare_child._enabled
     finally:
         spare_child.disable()
+
+
+def test_gpu_slots_come_from_the_flag_or_the_environment(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One activity at a time unless asked; more overlap untimed work (gates/gpu_lease.py)."""
+    parser = worker.argparse.ArgumentParser()
+    worker.add_arguments(parser)
+    assert worker.settings_from_args(parser.parse_args([])).gpu_slots == 1
+    monkeypatch.setenv("KERNELOPT_GPU_SLOTS", "3")
+    assert worker.settings_from_args(parser.parse_args([])).gpu_slots == 3
+    assert worker.settings_from_args(parser.parse_args(["--gpu-slots", "2"])).gpu_slots == 2
+    two = worker.build_gpu_worker(client, "gpu-slots-2", activities=[probe], slots=2)
+    assert two.config()["max_concurrent_activities"] == 2
+    one = worker.build_gpu_worker(client, "gpu-slots-1", activities=[probe])
+    assert one.config()["max_concurrent_activities"] == 1
