@@ -72,3 +72,15 @@ def whoami(inp: NapIn, store: ArtifactStore) -> WhoOut:
         resume=resume_detail(),
         wrapper_runtime="torch._inductor.async_compile" in sys.modules,
     )
+
+
+class SpanOut(Frozen):
+    started: float  # wall clock, comparable across processes
+    ended: float
+
+
+def span(inp: NapIn, store: ArtifactStore) -> SpanOut:
+    """When the job's own work ran: inside whatever GPU lease its supervisor asked for."""
+    started = time.time()
+    time.sleep(inp.seconds)
+    return SpanOut(started=started, ended=time.time())
