@@ -22,7 +22,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from gates.gpu_lease import LEASE_ENV, whole_job
+from gates.gpu_lease import LEASE_ENV, waited_s, whole_job
 from kernelopt.checkpoint import SPAWNED_AT_ENV
 from kernelopt.errors import DeterministicError
 from kernelopt.stages import add_stages
@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
         inp = input_type.model_validate_json(Path(in_path).read_text())
         with whole_job(os.environ.get(LEASE_ENV)):  # a timed job waits for the GPU to itself
             result = _startup_stages(func(inp, open_store()), started, imported)
-        out.write_text(json.dumps({"ok": True, "result": result.model_dump(mode="json")}))
+        payload = {"ok": True, "result": result.model_dump(mode="json"), "lease_wait_s": waited_s()}
+        out.write_text(json.dumps(payload))
         return 0
     except BaseException as exc:
         out.write_text(

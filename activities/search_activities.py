@@ -124,15 +124,16 @@ async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
 T = TypeVar("T")
 
 
-async def _sharing_the_gpu(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a thread under the GPU's shared lease, held until the thread ends:
-    a cancelled activity's thread runs on, and so does its GPU work."""
+async def _sharing_the_gpu(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``fn(*args)`` in a thread under the GPU's shared lease, held until the thread ends
+    (a cancelled activity's thread runs on, and so does its GPU work); and the seconds it
+    waited for the lease, which held no GPU."""
     if not gpu_lease.pinned_to_gpu():
-        return await asyncio.to_thread(fn, *args)
+        return await asyncio.to_thread(fn, *args), 0.0
     hold = await gpu_lease.acquire_async("shared")
     work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
     work.add_done_callback(lambda _: hold.release())
-    return await asyncio.shield(work)
+    return await asyncio.shield(work), hold.waited_s
 
 
 @activity.defn(name=names.PROPOSE_BUILTIN_GPU)
@@ -145,8 +146,8 @@ async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResu
             scoped = await resolve_scope(inp)
             # its compiles autotune on the GPU and run the wrapper on held-out sets: untimed
             # work, which may share the GPU with other gates' untimed work
-            result = await _sharing_the_gpu(builtin.propose, scoped, open_store())
-    return result.model_copy(update={"device_seconds": held()})
+            result, waited = await _sharing_the_gpu(builtin.propose, scoped, open_store())
+    return result.model_copy(update={"device_seconds": max(0.0, held() - waited)})
 
 
 @activity.defn(name=names.ARCHIVE_SEARCH_LOG)

@@ -125,8 +125,10 @@ async def run_supervised(
         )
         if "device_seconds" in type(result).model_fields:
             # every attempt held the GPU: a retry after a killed worker charges both (the lost
-            # one up to its last heartbeat, so at most one heartbeat interval is missed)
-            result = result.model_copy(update={"device_seconds": held()})
+            # one up to its last heartbeat, so at most one heartbeat interval is missed); the
+            # time its child waited for the GPU's lease held none (``--gpu-slots``)
+            waited = _lease_wait(out_path)
+            result = result.model_copy(update={"device_seconds": max(0.0, held() - waited)})
         return result
 
 
@@ -176,6 +178,14 @@ def _exit_stage(result: M, out_path: Path, exited: float) -> M:
     """Add ``process_exit``: from the result being written to the process being gone."""
     seconds = max(0.0, exited - out_path.stat().st_mtime)
     return add_stages(result, {"process_exit": round(seconds, 3)})
+
+
+def _lease_wait(out_path: Path) -> float:
+    """Seconds the child reported waiting for the GPU's lease (0 when it did not say)."""
+    try:
+        return float(json.loads(out_path.read_text()).get("lease_wait_s") or 0.0)
+    except (OSError, ValueError, TypeError):
+        return 0.0
 
 
 def _kill_group(pid: int) -> None:

@@ -52,6 +52,23 @@ def lease_dir(home: Path | None = None) -> Path:
     return folder
 
 
+_waits_lock = threading.Lock()
+_waited = [0.0]  # seconds this process's sections spent waiting for the lease
+
+
+def waited_s() -> float:
+    """Seconds this process has waited for the lease: time its activity held no GPU, which
+    the GPU-seconds it is charged leave out (``activities.supervise``)."""
+    with _waits_lock:
+        return _waited[0]
+
+
+def _note_wait(seconds: float) -> float:
+    with _waits_lock:
+        _waited[0] += seconds
+    return seconds
+
+
 @dataclass
 class Hold:
     """One section's hold on the lease, and how long it waited for it."""
@@ -118,7 +135,7 @@ def _files(mode: Mode, key: str | None, home: Path | None) -> tuple[int, int, fl
 
 def _held_now(mode: Mode, turnstile: int, lease: int, started: float) -> Hold:
     os.close(turnstile)  # the lease is ours: the next in line may queue for it
-    return Hold(mode=mode, waited_s=time.monotonic() - started, _fds=[lease])
+    return Hold(mode=mode, waited_s=_note_wait(time.monotonic() - started), _fds=[lease])
 
 
 def _open(path: Path) -> int:
@@ -194,11 +211,13 @@ def timed_section(device: str, *, home: Path | None = None) -> Iterator[None]:
         with _holding(acquire("exclusive", home=home), "exclusive"):
             yield
         return
+    started = time.monotonic()
     try:
         # new sections wait at the turnstile we hold, so the conversion has no gap for them
         fcntl.flock(shared._fds[0], fcntl.LOCK_EX)
     finally:
         os.close(turnstile)
+        _note_wait(time.monotonic() - started)
     _held.mode = "exclusive"
     try:
         yield

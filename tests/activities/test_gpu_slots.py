@@ -11,6 +11,7 @@ import asyncio
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio import activity, workflow
@@ -44,27 +45,29 @@ async def timed(inp: NapIn) -> SpanOut:
     return await _span(inp, "exclusive")
 
 
-CALLS = [("probe-untimed", 2.0), ("probe-timed", 0.5), ("probe-untimed", 2.0)]
-CALLS += [("probe-timed", 0.5), ("probe-untimed", 2.0)]
+UNTIMED, TIMED = [("probe-untimed", 5.0)] * 3, [("probe-timed", 0.5)] * 2
+CALLS = UNTIMED + TIMED
 
 
 @workflow.defn(name="gpu-slots-probe")
 class SlotsProbe:
     @workflow.run
     async def run(self, gpu_queue: str) -> list[list[float]]:
-        spans = await asyncio.gather(
-            *(
-                workflow.execute_activity(
-                    name,
-                    NapIn(seconds=seconds),
-                    result_type=SpanOut,
-                    task_queue=gpu_queue,
-                    start_to_close_timeout=timedelta(seconds=120),
-                    retry_policy=RetryPolicy(maximum_attempts=1),
-                )
-                for name, seconds in CALLS
+        def call(name: str, seconds: float) -> Any:
+            return workflow.execute_activity(
+                name,
+                NapIn(seconds=seconds),
+                result_type=SpanOut,
+                task_queue=gpu_queue,
+                start_to_close_timeout=timedelta(seconds=120),
+                retry_policy=RetryPolicy(maximum_attempts=1),
             )
-        )
+
+        untimed = [asyncio.ensure_future(call(*c)) for c in UNTIMED]
+        # the untimed ones take the lease first (a timed one waiting at the turnstile would
+        # queue the rest behind it): then they must overlap, and each timed one wait
+        await workflow.sleep(timedelta(seconds=3))
+        spans = await asyncio.gather(*untimed, *(call(*c) for c in TIMED))
         return [[s.started, s.ended] for s in spans]
 
 

@@ -178,6 +178,8 @@ async def test_a_supervised_job_with_a_lease_waits_for_the_timing_to_end() -> No
     timing.release()
     out = await asyncio.wait_for(job, 60)
     assert out.napped == 0.1
+    # the seconds it waited held no GPU: charged are its start, its nap and its exit only
+    assert out.device_seconds is not None and 0.1 <= out.device_seconds < 2.5
 
 
 def test_lease_files_live_in_the_home_out_of_the_sandbox(_home: Path) -> None:
@@ -199,6 +201,12 @@ async def test_the_proposers_thread_keeps_its_shared_hold_after_a_cancel() -> No
     """A cancelled activity's thread cannot be stopped: its GPU work keeps the lease."""
     from activities.search_activities import _sharing_the_gpu
 
+    timing = acquire("exclusive")
+    waiting = asyncio.create_task(_sharing_the_gpu(time.sleep, 0.0))
+    await asyncio.sleep(0.3)
+    timing.release()
+    _, waited = await asyncio.wait_for(waiting, 5)
+    assert waited >= 0.25  # reported, so the proposer's charge leaves it out
     step = asyncio.create_task(_sharing_the_gpu(time.sleep, 1.0))
     await asyncio.sleep(0.2)
     step.cancel()
