@@ -79,7 +79,10 @@ class Hold:
 
     def release(self) -> None:
         for fd in self._fds:
-            os.close(fd)  # closing drops the lock
+            # unlocked first: a process forked meanwhile shares the open file, and closing
+            # only our descriptor would leave the lock held for as long as it lives
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
         self._fds.clear()
 
 

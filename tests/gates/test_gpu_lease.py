@@ -7,6 +7,7 @@ decides that the sections take the lease.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -214,3 +215,17 @@ async def test_the_proposers_thread_keeps_its_shared_hold_after_a_cancel() -> No
     timing = await asyncio.wait_for(acquire_async("exclusive", poll_s=0.01), 5)
     timing.release()
     assert time.monotonic() - started > 0.5  # waited for the thread, not for the cancel
+
+
+def test_a_process_forked_under_a_hold_does_not_keep_the_gpu_after_its_release() -> None:
+    hold = acquire("exclusive")
+    pid = os.fork()
+    if pid == 0:  # a helper forked without exec (a compile pool, a daemon): it lingers
+        time.sleep(3)
+        os._exit(0)
+    try:
+        hold.release()
+        _, got = _in_thread(lambda: acquire("shared").release())
+        assert got.wait(1.0)  # not after the helper's three seconds
+    finally:
+        os.waitpid(pid, 0)
