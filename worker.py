@@ -4,9 +4,10 @@
 calls, reports).  ``--queue gpu [--gpu N]`` runs the GPU activities for one
 GPU: one process per GPU, one activity at a time unless ``--gpu-slots`` asks for
 more (timed work never shares the GPU either way: ``gates/gpu_lease.py``), on a
-task queue named by the GPU model (timings only compare on the same model).  Both connect to any Temporal address/namespace and shut down
-gracefully on SIGTERM: running activities are cancelled, their children
-killed, and Temporal hands the work to another worker.
+task queue named by the GPU model (timings only compare on the same model).  Both
+connect to any Temporal address/namespace and shut down gracefully on SIGTERM:
+running activities are cancelled, their children killed, and Temporal hands the
+work to another worker.
 """
 
 from __future__ import annotations

@@ -28,9 +28,10 @@ whatever a candidate changed in a window no check has seen -- a snapshot taken
 mid-window, or a gate process killed before its check.  ``arm()`` finding a window
 left open by a process that died drops every entry changed since it opened, for the
 same reason.  Candidates checked at once (threads sharing a guard, or guards of several
-processes on one worker's caches) each get their own window in one shared record; a
-file rewritten while windows overlap is blamed on each candidate whose window saw it
-change, and dropped either way.
+processes on one worker's caches) each get their own window in one shared record.  A
+file rewritten while windows overlap is dropped by the first check that sees it and
+blamed on that check's candidate, which need not be the one that wrote it: with one
+activity per GPU worker (the default) windows never overlap.
 """
 
 from __future__ import annotations
@@ -217,10 +218,8 @@ class CacheGuard:
             self.seconds += time.monotonic() - started
 
     def _check(self) -> list[str]:
-        before, self._mine.before = (
-            getattr(self._mine, "before", None),
-            None,
-        )  # one check per window
+        before = getattr(self._mine, "before", None)
+        self._mine.before = None  # one check per window
         if before is None:
             return []
         after = snapshot(self.dirs)

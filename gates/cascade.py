@@ -34,7 +34,7 @@ from gates.perf import (
 )
 from gates.prestart import PrestartedRound
 from gates.protocol import CandidateJob, ModelSource
-from gates.reference import ReferenceBundle, prepare_reference
+from gates.reference import ReferenceBundle, checked_if_cut, prepare_reference
 from gates.runner import ChildOutcome, run_job
 from gates.static import split_seconds, static_verdict
 from kernelopt.contracts.verdicts import (
@@ -98,14 +98,10 @@ def run_gates_1_to_3(
     )
     bundle.before_candidate()
     clock.lap("arm")
-    try:
-        with gpu_section("shared", settings.device):
-            outcome = run_job(
-                job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
-            )
-    except BaseException:
-        bundle.tampered_inputs()  # cut short: the window still closes, poisoned files dropped
-        raise
+    with checked_if_cut(bundle.tampered_inputs), gpu_section("shared", settings.device):
+        outcome = run_job(
+            job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
+        )
     clock.lap("child")
     on_gpu = settings.device.startswith("cuda")
     s1, s2 = split_seconds(outcome) if on_gpu else (0.0, 0.0)

@@ -12,13 +12,13 @@ also waits, before each timing round, for such work to pause.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from kernelopt.gpu_busy import NvmlUnavailable, SampleSource, nvml_source
+from kernelopt.gpu_info import pinned_gpu
 
 BUSY_SHARE = 0.2  # idle-time samples above this share busy: other work, worth saying
 # ...and busy for real: a time-sliced job keeps the GPU well above this; a stray
@@ -53,7 +53,7 @@ class OtherWork:
 def nvml_device(device: str) -> str:
     """The NVML name of the gate's GPU: the worker's pinned GPU (an index or a UUID), else
     the index in ``cuda:N``."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    visible = pinned_gpu()
     if visible:
         return visible
     _, _, index = device.partition(":")

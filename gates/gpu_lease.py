@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from kernelopt.config import Settings
+from kernelopt.gpu_info import pinned_gpu
 
 Mode = Literal["shared", "exclusive"]
 MODES: tuple[Mode, ...] = ("shared", "exclusive")
@@ -36,14 +37,12 @@ LEASE_ENV = "KERNELOPT_GPU_LEASE"  # a supervised child's whole job holds the le
 
 def gpu_key() -> str:
     """The physical GPU this process is pinned to (a GPU worker sets it), as a file name."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in visible or "0")
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in pinned_gpu() or "0")
 
 
 def pinned_to_gpu() -> bool:
     """Whether this process was pinned to a GPU (a GPU worker and its children are)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    return bool(visible) and visible != "-1"
+    return pinned_gpu() not in ("", "-1")
 
 
 def lease_dir(home: Path | None = None) -> Path:
@@ -128,12 +127,17 @@ async def acquire_async(
 _LOCKS = {"shared": fcntl.LOCK_SH, "exclusive": fcntl.LOCK_EX}
 
 
+def _paths(key: str | None, home: Path | None) -> tuple[Path, Path]:
+    """The GPU's (turnstile, lease) files."""
+    base = lease_dir(home) / f"gpu-{key or gpu_key()}"
+    return base.with_suffix(".turnstile"), base.with_suffix(".lease")
+
+
 def _files(mode: Mode, key: str | None, home: Path | None) -> tuple[int, int, float]:
     if mode not in MODES:
         raise ValueError(f"GPU lease mode {mode!r}: expected one of {MODES}")
-    folder, name = lease_dir(home), f"gpu-{key or gpu_key()}"
-    started = time.monotonic()
-    return _open(folder / f"{name}.turnstile"), _open(folder / f"{name}.lease"), started
+    turnstile, lease = _paths(key, home)
+    return _open(turnstile), _open(lease), time.monotonic()
 
 
 def _held_now(mode: Mode, turnstile: int, lease: int, started: float) -> Hold:
@@ -204,7 +208,7 @@ def timed_section(device: str, *, home: Path | None = None) -> Iterator[None]:
             yield
         return
     shared: Hold = _held.hold
-    turnstile = _open(lease_dir(home) / f"gpu-{gpu_key()}.turnstile")
+    turnstile = _open(_paths(None, home)[0])
     try:
         fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -49,6 +49,7 @@ from gates.perfstats import (
 )
 from gates.prestart import PrestartedRound
 from gates.protocol import ModelSource, OutputLeaf, TimingJob, TimingResult
+from gates.reference import checked_if_cut
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck
 from gates.turns import TurnRound, run_turn_round
@@ -338,21 +339,15 @@ def control_ratio(m: PerfMeasurement) -> float | None:
 
 def _measuring(fn: Callable[..., PerfMeasurement]) -> Callable[..., PerfMeasurement]:
     """``measure`` with the GPU to itself (``gates.gpu_lease``), and the reference bundle's
-    check (its keyword ``tampered_inputs``) run when a round is cut short by an exception:
-    the cache-guard window still closes, and whatever the cut child rewrote is dropped
-    before anything else loads it."""
+    check (its keyword ``tampered_inputs``) run when a round is cut short
+    (``gates.reference.checked_if_cut``)."""
 
     @wraps(fn)
     def run(
         baseline: ModelSource, candidate: ModelSource, setup: RoundSetup, **kwargs: Any
     ) -> PerfMeasurement:
-        try:
-            with timed_section(setup.settings.device):
-                return fn(baseline, candidate, setup, **kwargs)
-        except BaseException:
-            if kwargs.get("tampered_inputs") is not None:
-                kwargs["tampered_inputs"]()
-            raise
+        with checked_if_cut(kwargs.get("tampered_inputs")), timed_section(setup.settings.device):
+            return fn(baseline, candidate, setup, **kwargs)
 
     return run
 

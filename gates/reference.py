@@ -19,11 +19,13 @@ once, so draws made ahead would mostly be wasted).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import secrets
 import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -299,6 +301,19 @@ def _reference_job(
         cpu_budget_s=settings.cpu_budget_s if settings.device == "cpu" else 0.0,
         draw_only=draw_only,
     )
+
+
+@contextlib.contextmanager
+def checked_if_cut(tampered_inputs: Callable[[], list[str]] | None) -> Iterator[None]:
+    """Run the bundle's check (``ReferenceBundle.tampered_inputs``) when the block is cut
+    short by an exception: the candidate process's cache-guard window still closes, and
+    whatever it rewrote is dropped before anything else loads it."""
+    try:
+        yield
+    except BaseException:
+        if tampered_inputs is not None:
+            tampered_inputs()
+        raise
 
 
 def prepare_reference(

@@ -68,6 +68,7 @@ from gates.runner import ChildOutcome
 from kernelopt.code_version import code_fingerprint
 from kernelopt.config import Settings
 from kernelopt.contracts.verdicts import GateSettings
+from kernelopt.file_lock import exclusive_lock
 from kernelopt.log import get_logger
 from kernelopt.store import file_digest
 
@@ -197,15 +198,9 @@ def shared_reference(
             _evict(root, limits)
 
 
-@contextlib.contextmanager
-def _index_lock(root: Path) -> Iterator[None]:
+def _index_lock(root: Path) -> contextlib.AbstractContextManager[None]:
     """Short critical sections over the directory's entries (a worker's processes only)."""
-    with open(root / ".lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return exclusive_lock(root / ".lock")
 
 
 def _lock_entry(entry: Path) -> IO[str] | None:

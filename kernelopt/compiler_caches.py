@@ -13,14 +13,15 @@ can write them during a candidate's window is that candidate.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
-import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from kernelopt.file_lock import exclusive_lock
+from kernelopt.store import write_atomic
 
 CACHE_ENV = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 
@@ -94,15 +95,9 @@ def read_window(path: Path) -> Window | None:
     return Window(generation=int(text[1]), open=text[0] == "open", since_ns=st.st_ctime_ns)
 
 
-@contextlib.contextmanager
-def _record_lock(path: Path) -> Iterator[None]:
-    """Hold the record's lock: guards of other threads and processes open and close too."""
-    fd = os.open(path.with_name(f"{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+def _record_lock(path: Path) -> contextlib.AbstractContextManager[None]:
+    """The record's lock: guards of other threads and processes open and close too."""
+    return exclusive_lock(path.with_name(f"{path.name}.lock"))
 
 
 def _holders_file(path: Path) -> Path:
@@ -180,20 +175,12 @@ def close_window(path: Path, holder: str) -> Window:
 
 
 def _write_holders(path: Path, holders: list[str]) -> None:
-    _replace(_holders_file(path), "".join(f"{h}\n" for h in holders))
+    write_atomic(_holders_file(path), "".join(f"{h}\n" for h in holders).encode("ascii"))
 
 
 def _write_window(path: Path, text: str) -> None:
     """A new file renamed over the record: its change time is when this was written."""
-    _replace(path, text)
-
-
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(text.encode("ascii"))
-    os.replace(tmp, path)
+    write_atomic(path, text.encode("ascii"))
 
 
 def changed_since(chain: Sequence[int], since_ns: int) -> bool:

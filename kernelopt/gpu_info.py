@@ -12,6 +12,12 @@ import shutil
 import subprocess
 
 
+def pinned_gpu() -> str:
+    """The GPU this process is pinned to: ``CUDA_VISIBLE_DEVICES``' first entry (an index or
+    a UUID, as a GPU worker sets it); "" when none is named."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+
+
 def smi_query(fields: str, timeout_s: float = 30.0) -> list[list[str]] | None:
     """``nvidia-smi --query-gpu=FIELDS``: one row of stripped fields per GPU, in index order;
     None without ``nvidia-smi`` or when it fails."""

@@ -21,14 +21,10 @@ embedding model is assumed to be available offline.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -36,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.search import Experience
-from kernelopt.store import ArtifactStore
+from kernelopt.file_lock import exclusive_lock
+from kernelopt.store import ArtifactStore, write_atomic
 
 MAX_ENTRIES = 200
 CHARS_PER_TOKEN = 4
@@ -273,16 +270,7 @@ def update_shared(home: Path, memory: ExperienceMemory) -> None:
     """Merge ``memory`` into the cross-campaign file: locked, atomically replaced."""
     path = shared_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(path.with_suffix(".lock")):
         merged = load_shared(home)
         merged.merge(memory)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(merged.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_atomic(path, merged.to_json().encode())
