@@ -38,8 +38,10 @@ def documented_variables() -> set[str]:
     return names
 
 
-def _raw_value(name: str, annotation: object, tmp: Path, default: object = None) -> str:
-    """A valid, non-default raw environment value for a Settings field."""
+def _raw_value(
+    name: str, annotation: object, tmp: Path, default: object = None, metadata: list | None = None
+) -> str:
+    """A valid, non-default raw environment value for a Settings field (inside its bounds)."""
     args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else ()
     kinds = set(args) or {annotation}
     if SecretStr in kinds:
@@ -49,7 +51,8 @@ def _raw_value(name: str, annotation: object, tmp: Path, default: object = None)
     if bool in kinds:
         return "false" if default is True else "true"
     if int in kinds:
-        return "4242"
+        upper = min((m.le for m in metadata or [] if hasattr(m, "le")), default=None)
+        return "4242" if upper is None else str(upper)
     if float in kinds:
         return "0.25"
     return f"value-of-{name}"
@@ -87,7 +90,7 @@ def test_settings_from_env_reads_every_documented_variable(
         field = var.removeprefix("KERNELOPT_").lower()
         assert field in Settings.model_fields, f"{var} is documented but Settings has no {field}"
         info = Settings.model_fields[field]
-        raw = _raw_value(field, info.annotation, tmp_path, info.default)
+        raw = _raw_value(field, info.annotation, tmp_path, info.default, info.metadata)
         clean_env.setenv(var, raw)
         expected[field] = getattr(Settings.model_validate({field: raw}), field)
     settings = Settings.from_env()
