@@ -325,29 +325,49 @@ async def _resume(args: argparse.Namespace, settings: Settings, stream: Stream, 
     return await run_call("resume", args, settings, stream, work, prepare)
 
 
-async def cmd_report(args: argparse.Namespace) -> int:
-    """Restore into a private home, start a server (no workers), read the audits, stop."""
+@contextlib.asynccontextmanager
+async def _restored(home_tgz: Path):
+    """A client of a private copy of ``home_tgz``'s state: its own server, no workers."""
     from kernelopt.client import connect
     from kernelopt.state_transfer import import_state
     from kernelopt.temporal_server import EmbeddedServer
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="llm-eval-report-") as tmp:
         settings = Settings(home=Path(tmp) / "home", server_port=_free_port(), ui_port=_free_port())
-        import_state(settings, Path(args.home))
-        manifest = load_manifest(settings)
+        import_state(settings, home_tgz)
         server = EmbeddedServer(settings)
         await asyncio.to_thread(server.start)
         try:
-            client = await connect(settings, start_embedded=False)
-            rows = await report_rows(client, settings, manifest)
+            yield settings, await connect(settings, start_embedded=False)
         finally:
             server.stop()
+
+
+async def cmd_report(args: argparse.Namespace) -> int:
+    """Restore into a private home, start a server (no workers), read the audits, stop."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    async with _restored(Path(args.home)) as (settings, client):
+        manifest = load_manifest(settings)
+        rows = await report_rows(client, settings, manifest)
     text = report_markdown(rows, manifest, "llm_eval report")
     write_atomic(out / "report.md", text.encode("utf-8"))
     data = {"generated_at": now(), "manifest": manifest.model_dump(mode="json"), "rows": rows}
     write_atomic(out / "report.json", json.dumps(data, indent=1, default=str).encode("utf-8"))
+    print(text, end="")
+    return 0
+
+
+async def cmd_timeline(args: argparse.Namespace) -> int:
+    """Every finished activity's start and end, from a restored home's histories."""
+    from scripts.llm_eval.timeline import steps, timeline_markdown
+
+    async with _restored(Path(args.home)) as (_, client):
+        found = await steps(client)
+    text = timeline_markdown(found, f"Activity timeline of {Path(args.home).name}")
+    if args.out is not None:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(Path(args.out), text.encode("utf-8"))
     print(text, end="")
     return 0
 
@@ -416,10 +436,19 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="the outcome table of a home.tgz")
     report.add_argument("--home", type=Path, required=True)
     report.add_argument("--out", type=Path, required=True)
+
+    timeline = sub.add_parser("timeline", help="when each activity of a home.tgz ran")
+    timeline.add_argument("--home", type=Path, required=True)
+    timeline.add_argument("--out", type=Path, default=None, help="a markdown file to write")
     return parser
 
 
-COMMANDS = {"start": cmd_start, "resume": cmd_resume, "report": cmd_report}
+COMMANDS = {
+    "start": cmd_start,
+    "resume": cmd_resume,
+    "report": cmd_report,
+    "timeline": cmd_timeline,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

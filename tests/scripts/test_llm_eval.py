@@ -239,6 +239,18 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
     table = (report / "report.md").read_text()
     assert "| 001_relu_chain | completed |" in table and "| 6 | resume |" in table
 
+    # the same home's activity timeline: every step of both campaigns, in start order
+    timeline = tmp_path / "timeline.md"
+    harness(
+        tmp_path / "unused", "timeline", "--home", str(out / "home.tgz"), "--out", str(timeline)
+    )
+    steps = [line.split("|") for line in timeline.read_text().splitlines() if line.startswith("| ")]
+    starts = [float(cells[1]) for cells in steps[1:] if cells[1].strip()[0].isdigit()]
+    assert starts == sorted(starts) and len(starts) >= 10
+    activities = {cells[4].strip() for cells in steps[1:]}
+    assert {"compile", "gate_candidate"} <= activities  # folder-mode replies come as signals
+    assert "GPU-queue activities:" in timeline.read_text()
+
 
 class _Site:
     """The call's server and workers, doubled: nothing to start or stop."""

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from kernelopt.contracts.verdicts import GateName
 from scripts.llm_eval.record import EvalCall, EvalManifest, EvalProblem
 from scripts.llm_eval.report import candidate_counts, report_markdown
+from scripts.llm_eval.timeline import Step, busy_union, timeline_markdown
 
 
 def _candidate(speedup: float | None, *, passed_1_2: bool = True) -> SimpleNamespace:
@@ -49,3 +50,17 @@ def test_the_table_shows_each_candidates_speedup_on_its_own_target() -> None:
         dict(zip(header.split("|"), cells.split("|"), strict=True))[" best kernel "] == " 0.981x "
     )
     assert "candidates timed on their target: 0.981x, 0.93x" in text
+
+
+def test_the_timeline_counts_overlapping_gpu_steps_once_in_its_busy_span() -> None:
+    assert busy_union([(0.0, 10.0), (5.0, 12.0), (20.0, 21.0), (6.0, 7.0)]) == 13.0
+    assert busy_union([]) == 0.0
+    found = [
+        Step(100.0, 110.0, "gate_candidate", "a"),
+        Step(105.0, 115.0, "gate_candidate", "b"),
+        Step(115.0, 116.0, "plan", "a"),  # a CPU step: not in the GPU line
+    ]
+    text = timeline_markdown(found, "t")
+    assert "| 5.0 | 15.0 | 10.0 | gate_candidate | b |" in text
+    assert "GPU-queue activities: 2, 20.0 s held in all, 15.0 s with at least one running" in text
+    assert "mean overlap 1.33" in text
