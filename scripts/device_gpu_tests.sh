@@ -18,6 +18,10 @@
 #     work (KERNELOPT_GPU_DEADLINE: tests/kernelopt/compile/test_gpu.py skips what is
 #     left; KERNELOPT_GATES_DEADLINE: tests/gates/test_gpu_campaign.py), 75 s before
 #     its SIGINT, so a batch ends with skips rather than a cut.
+#   * What the gate tests write (KERNELOPT_GATES_OUT: the adversarial suite's rows, table and
+#     results, the screening and campaign tables) comes back as $OUT/gates-out-N.tgz, so a
+#     failed case still says which gate decided and why.
+#     The whole suite alone needs ~450 s on one H200 (gate 4 times one case at a time).
 #   * Per-test limit: GPU_TEST_TIMEOUT seconds (default 450) through pytest-timeout
 #     (signal method: the hung test fails, the batch goes on) when the carried wheels
 #     have it (scripts/device_wheels.sh fetches it); without it only the batch limit holds.
@@ -43,19 +47,21 @@ run_batch() {  # N GPU ARGS
         : > "$OUT/gpu-tests-$n.log"
         return
     fi
-    mkdir -p "$dir"
+    mkdir -p "$dir/out"
     deadline=$(($(date +%s) + limit - 75))
     # ARGS is a pytest command line (files, -k "expression"): let bash parse its quotes
     eval "set -- $args"
     CUDA_VISIBLE_DEVICES=$gpu KERNELOPT_HOME=$dir/home TORCHINDUCTOR_CACHE_DIR=$dir/inductor \
         TRITON_CACHE_DIR=$dir/triton KERNELOPT_GPU_DEADLINE=$deadline \
-        KERNELOPT_GATES_DEADLINE=$deadline timeout -s INT -k 30 "$limit" \
+        KERNELOPT_GATES_DEADLINE=$deadline KERNELOPT_GATES_OUT=$dir/out timeout -s INT -k 30 "$limit" \
         python3 -m pytest -v -ra --durations=0 ${per_test[@]+"${per_test[@]}"} -m gpu -p no:cacheprovider \
         "$@" 2>&1 | tee "$OUT/gpu-tests-$n.log" \
         | grep --line-buffered -E ' (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b' \
         | sed -u "s/^/[batch $n] /"
     echo "batch $n ($args): exit ${PIPESTATUS[0]} (130 or 124: cut by the time limit)" \
         >> "$OUT/gpu-tests-exit.txt"
+    # one file, whatever the tests wrote (the device tool returns at most 8)
+    [ -n "$(ls -A "$dir/out")" ] && tar -C "$dir/out" -czf "$OUT/gates-out-$n.tgz" .
 }
 
 started=$SECONDS

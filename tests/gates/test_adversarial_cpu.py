@@ -46,7 +46,7 @@ def suite(cpu_zygote: Zygote | None, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.mark.parametrize("case", CPU_CASES, ids=lambda c: c.candidate)
 def test_case_meets_expectation(suite: SuiteResult, case) -> None:
     outcome = suite.by_candidate()[case.candidate]
-    assert outcome.as_expected, outcome.row()
+    assert outcome.as_expected, outcome.explain()
     if case.expect == "reject":
         failing = next(v for v in outcome.result.verdicts if not v.passed)
         assert failing.feedback, "a rejected candidate must get feedback"

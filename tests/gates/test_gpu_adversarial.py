@@ -91,7 +91,7 @@ def gpu_suite() -> Iterator[SuiteResult]:
 @pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: c.candidate)
 def test_gpu_case_meets_expectation(gpu_suite: SuiteResult, case) -> None:
     outcome = gpu_suite.by_candidate()[case.candidate]
-    assert outcome.as_expected, outcome.row()
+    assert outcome.as_expected, outcome.explain()
 
 
 def _need(suite: SuiteResult, name: str):

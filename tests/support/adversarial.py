@@ -281,6 +281,14 @@ class CaseOutcome:
             "wall_seconds": round(r.wall_seconds, 2),
         }
 
+    def explain(self) -> str:
+        """The row and every gate's status and reason as one string: pytest prints a string
+        message whole, but cuts a dict's repr short (a failed case must say why)."""
+        gates = "\n".join(
+            f"  {v.gate.value}: {v.status.value}: {v.reason}" for v in self.result.verdicts
+        )
+        return json.dumps(self.row(), default=str) + "\n" + gates
+
 
 @dataclass
 class SuiteResult:
