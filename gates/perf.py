@@ -980,10 +980,12 @@ def perf_verdict(
         f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
         f"{decision.reason}{host_note}{order_note}"
     )
-    if len(cand_rounds) == 1 and settings.min_rounds > 1:
-        # decided_by_one_round ended the measurement: its noise is not known, and says so
+    if len(cand_rounds) == 1:
+        # one round's spread is no noise estimate, whether the settings asked for one round
+        # or decided_by_one_round ended the measurement; the feedback says it is unknown
         metrics["one_round"] = True
-        summary += f"; one round decided it ({EARLY_MARGIN:g}x beyond the gamma band)"
+        if settings.min_rounds > 1:
+            summary += f"; one round decided it ({EARLY_MARGIN:g}x beyond the gamma band)"
     if decision.category == PerfCategory.SLOWER:
         return (
             verdict(

@@ -258,10 +258,18 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
+def _one_round(timing: dict[str, Any]) -> bool:
+    """Whether one timing round decided: its spread is no noise estimate.  Decisions recorded
+    before gate 4 flagged every single round show it as an interval of one ratio."""
+    decision = timing.get("decision") or {}
+    low, high = _num(decision.get("speedup_low")), _num(decision.get("speedup_high"))
+    return bool(timing.get("one_round")) or (low is not None and low == high)
+
+
 def _within_noise(speedup: float, timing: dict[str, Any]) -> bool | None:
     """Whether the forward's ratio is inside its measured noise (None: noise unknown)."""
     decision = timing.get("decision") or {}
-    if timing.get("one_round"):
+    if _one_round(timing):
         return None
     low, high = _num(decision.get("speedup_low")), _num(decision.get("speedup_high"))
     if low is not None and high is not None and low <= high:
@@ -304,11 +312,14 @@ def measurement_text(decision: Decision, whose: str = "its") -> str:
         )
     band = []
     noise = judged.get("noise")
-    if isinstance(noise, int | float) and not timing.get("one_round"):
-        band.append(f"noise {noise:.1%} (spread of the timing rounds)")
     low, high = _num(judged.get("speedup_low")), _num(judged.get("speedup_high"))
-    if low is not None and high is not None and not timing.get("one_round"):
-        band.append(f"rounds give {low:.3f}x to {high:.3f}x")
+    if _one_round(timing):
+        band.append("noise unknown (one timing round)")
+    else:
+        if isinstance(noise, int | float):
+            band.append(f"noise {noise:.1%} (spread of the timing rounds)")
+        if low is not None and high is not None:
+            band.append(f"rounds give {low:.3f}x to {high:.3f}x")
     if band:
         parts.append("; ".join(band))
     within = _within_noise(speed, timing)

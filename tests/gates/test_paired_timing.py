@@ -148,6 +148,12 @@ def test_a_verdict_from_one_round_says_so() -> None:
         two, settings=GateSettings(device="cuda", min_rounds=2), gamma=GAMMA, roofline=None
     )
     assert "one_round" not in v2.metrics and "one round" not in v2.reason
+    # one round because the settings asked for one: no early decision to report, but its
+    # spread is still no noise estimate, which the agents' feedback must not claim
+    v1, _, _ = perf_verdict(
+        m, settings=GateSettings(device="cuda", min_rounds=1), gamma=GAMMA, roofline=None
+    )
+    assert v1.metrics["one_round"] and "one round" not in v1.reason
 
 
 def test_noise_that_could_flip_the_category_buys_more_rounds_past_max_rounds(

@@ -110,7 +110,20 @@ def test_one_round_decisions_claim_no_noise():
     metrics = _metrics(SLOWER_ROUNDS)
     metrics["one_round"] = True
     text = measurement_text(_decision(metrics))
-    assert "noise" not in text and "rounds give" not in text
+    assert "noise unknown (one timing round)" in text
+    assert "noise 0" not in text and "rounds give" not in text and "beyond" not in text
+
+
+def test_a_single_round_recorded_without_its_flag_claims_no_noise_either():
+    # decisions of histories from before gate 4 flagged every single round: one ratio,
+    # "noise 0.0%", and every difference "beyond" it (run 1's feedback)
+    decision = decide_category([0.2292], [0.2464], gamma=1.03, noise_limit=0.1)
+    assert decision.speedup_low == decision.speedup_high
+    metrics = {"decision": decision.as_dict()}
+    text = measurement_text(_decision(metrics))
+    assert "noise unknown (one timing round)" in text
+    assert "0.0%" not in text and "rounds give" not in text and "beyond" not in text
+    assert "within the measurement's noise" not in timing_feedback(_decision(metrics))
 
 
 def test_a_dispatch_verdict_in_the_decision_serves_when_no_timing_was_carried():
