@@ -174,6 +174,33 @@ def build_facts(
     )
 
 
+HOST_MARGIN = 1.10  # a dispatched forward this far above its kernels' GPU time is host-bound
+
+
+def _judged_forward(facts: PromptFacts, compiled: CompileResult, target: SearchTarget) -> dict:
+    """The share and required speedup against the forward gate 4 judges, when launch and host
+    time make it much longer than its kernels' GPU time (small, many-kernel forwards).
+
+    Gate 4 times the forward called from Python, so a target's kernels are a smaller part of
+    it than of the GPU time, and Amdahl on the GPU time promises too little.
+    """
+    dispatched, forward = compiled.wrapper_ms, facts.forward_ms
+    if (
+        target.kind == TargetKind.FORWARD
+        or not dispatched
+        or not forward
+        or facts.baseline_ms is None
+        or dispatched < forward * HOST_MARGIN
+    ):
+        return {}
+    share = min(1.0, facts.baseline_ms / dispatched)
+    return {
+        "dispatched_ms": dispatched,
+        "share": share,
+        "required_speedup": required_speedup(share, facts.gamma),
+    }
+
+
 def with_context(
     facts: PromptFacts,
     compiled: CompileResult,
@@ -181,14 +208,15 @@ def with_context(
     target: SearchTarget,
     triage: TriageResult | None = None,
 ) -> PromptFacts:
-    """``facts`` with the worker's software versions, a kernel target's chosen launch config
-    and the target's neighbours in the forward.
+    """``facts`` with the worker's software versions, a kernel target's chosen launch config,
+    the target's neighbours in the forward and the forward's launch and host time.
 
     Kept apart from ``build_facts`` so the facts a workflow builds (and passes to its
     activities) stay as recorded; activities and the CLI add these.  ``whole`` is the
     unscoped segmentation: a target's scoped part has no neighbours.
     """
     kernels = {k.name: k for k in whole.kernels}
+    facts = facts.model_copy(update=_judged_forward(facts, compiled, target))
     configs: list[str] = []
     if target.kind == TargetKind.KERNEL and target.kernels and target.kernels[0] in kernels:
         name = target.kernels[0]

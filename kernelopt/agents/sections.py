@@ -123,8 +123,7 @@ def numbers_text(
     lines = [
         f"- baseline (Inductor) time of this target: {_fmt_ms(facts.baseline_ms)} per forward"
         + (f" ({facts.baseline_note})" if facts.baseline_note else ""),
-        f"- whole forward: {_fmt_ms(facts.forward_ms)}; this target's share: "
-        + (f"{facts.share:.1%}" if facts.share is not None else "not measured"),
+        _forward_line(facts),
         f"- required speedup of this target for the forward to gain gamma = {facts.gamma:.3f}: "
         + (f"{facts.required_speedup:.3f}x" if facts.required_speedup else "n/a")
         + (f" ({facts.required_note})" if facts.required_note else ""),
@@ -148,11 +147,26 @@ def numbers_text(
         if bandwidth:
             lines.extend(headroom_text(facts, bandwidth, kind))
     lines.append(
-        '- "faster" means: the search ranks candidates by this target\'s GPU time against the '
-        f"baseline's; a result is kept only if the whole forward with it is at least "
+        '- "faster" means: gate 4 times the whole forward called from Python (launch and host '
+        "time included) with this target's code in place, against the baseline's; the search "
+        "ranks candidates by that time, and a result is kept only if it is at least "
         f"{facts.gamma:.3f}x faster than Inductor's (fresh processes, L2 flushed)."
     )
     return "\n".join(lines)
+
+
+def _forward_line(facts: PromptFacts) -> str:
+    share = f"{facts.share:.1%}" if facts.share is not None else "not measured"
+    if not facts.dispatched_ms or not facts.forward_ms:
+        return f"- whole forward: {_fmt_ms(facts.forward_ms)}; this target's share: {share}"
+    host = facts.dispatched_ms - facts.forward_ms
+    return (
+        f"- whole forward: {_fmt_ms(facts.forward_ms)} of GPU time in its kernels, "
+        f"{_fmt_ms(facts.dispatched_ms)} as gate 4 times it (called from Python: "
+        f"{_fmt_ms(host)}, {host / facts.dispatched_ms:.0%}, is launch and host time, which a "
+        "faster kernel does not shrink and extra launches or Python work per call add to); "
+        f"this target's share of the timed forward: {share}"
+    )
 
 
 def headroom_text(facts: PromptFacts, bandwidth_gbs: float, kind: TargetKind) -> list[str]:

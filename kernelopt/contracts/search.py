@@ -170,6 +170,9 @@ class PromptFacts(Frozen):
     baseline_ms: float | None = None  # the target's GPU time per forward
     baseline_note: str = ""  # where baseline_ms comes from
     forward_ms: float | None = None  # the whole forward's GPU time
+    # the forward as gate 4 times it (called from Python, launch and host time included),
+    # set when it is well above forward_ms; share and required_speedup are then against it
+    dispatched_ms: float | None = None
     share: float | None = None  # the target's fraction of the forward
     gamma: float = 1.03
     required_speedup: float | None = None  # target speedup for the forward to gain gamma

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelopt.agents.facts import build_facts, config_lines, with_context
+from kernelopt.agents.facts import HOST_MARGIN, build_facts, config_lines, with_context
+from kernelopt.contracts.data_movement import required_speedup
 from kernelopt.cli.prompt import load, render
 from kernelopt.store import open_store
 from tests.kernelopt.agents.test_prompt_facts import KERNEL, _text
@@ -101,3 +102,32 @@ def test_a_fusion_group_gets_its_neighbours_but_no_config_line(problem):
     assert line.startswith(
         f"- producer (launched just before): `{AFTER_MM}` (Triton kernel, not timed;"
     )
+
+
+def test_a_host_bound_forward_sets_the_share_and_required_speedup_against_what_gate_4_times(
+    problem,
+):
+    # this recorded compile: kernels 0.224 ms of GPU time, the wrapper called from Python
+    # 0.279 ms; gate 4 judges the latter, so the target is a smaller part of it
+    (target,) = [t for t in problem.segment.targets if t.id == AFTER_MM]
+    plain = build_facts(problem.compiled, problem.segment, target, problem.triage)
+    assert problem.compiled.wrapper_ms > plain.forward_ms * HOST_MARGIN
+    added = with_context(plain, problem.compiled, problem.segment, target, problem.triage)
+    assert added.dispatched_ms == problem.compiled.wrapper_ms
+    assert added.share == pytest.approx(plain.baseline_ms / problem.compiled.wrapper_ms)
+    assert added.share < plain.share
+    assert added.required_speedup == required_speedup(added.share, added.gamma)
+    text = _planner(problem, AFTER_MM)
+    host_us = (problem.compiled.wrapper_ms - plain.forward_ms) * 1000
+    assert f"as gate 4 times it (called from Python: {host_us:.2f} us" in text
+    assert f"this target's share of the timed forward: {added.share:.1%}" in text
+    assert "gate 4 times the whole forward called from Python" in text  # "faster" means
+
+
+def test_a_forward_its_kernels_fill_keeps_the_gpu_time_share(problem):
+    (target,) = [t for t in problem.segment.targets if t.id == AFTER_MM]
+    plain = build_facts(problem.compiled, problem.segment, target, problem.triage)
+    busy = problem.compiled.model_copy(update={"wrapper_ms": plain.forward_ms * 1.02})
+    added = with_context(plain, busy, problem.segment, target, problem.triage)
+    assert added.dispatched_ms is None and added.share == plain.share
+    assert added.required_speedup == plain.required_speedup
