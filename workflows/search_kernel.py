@@ -660,6 +660,7 @@ class SearchKernel:
                 proposer=self.proposer,
                 attempt=attempt,
                 conversation=reply.conversation,
+                parent_speedup=node.speedup if node.id != ROOT_ID else None,
             )
             if screened is not None and attempt == 0:
                 decisions.append(self._screened_out_llm(cand, screened))

@@ -160,10 +160,33 @@ def render_outcome(decision: Decision) -> str:
     if decision.accepted:
         numbers = measurement_text(decision)
         result = f"correct, {numbers}" if numbers else "correct, untimed"
+        against = parent_comparison(decision, "its")
+        if numbers and against:
+            result += f"; {against}"
     else:
         result = f"rejected at {decision.deciding_gate or 'unknown'}: {decision.reason[:200]}"
     retry = f" (retry {cand.attempt})" if cand.attempt else ""
     return f"- {what}{retry}: {result}"
+
+
+def parent_comparison(decision: Decision, whose: str = "its") -> str:
+    """The candidate against the state it was built on, when that state is not Inductor's:
+    1.096x over Inductor from a 1.146x state is a step back, not a gain."""
+    parent = decision.candidate.parent_speedup
+    speed = _forward_speedup(decision, timing_numbers(decision))
+    if not parent or parent <= 0 or speed is None:
+        return ""
+    ratio = speed / parent
+    if ratio < 0.9995:
+        direction = f"slower than the code {whose} change started from"
+    elif ratio > 1.0005:
+        direction = f"faster than the code {whose} change started from"
+    else:
+        direction = f"as fast as the code {whose} change started from"
+    return (
+        f"{ratio:.3f}x the state it was built on (which measured {parent:.3f}x over "
+        f"Inductor in its own gate run): {direction}"
+    )
 
 
 def _approach(decision: Decision, limit: int) -> str:
@@ -362,6 +385,9 @@ def timing_feedback(decision: Decision, gamma: float = 1.03, digits: int | None 
     else:
         verdict = "faster than the baseline"
     lines = [f"Your module is correct, {speed:.3f}x: {verdict}.", f"Timed: {numbers}."]
+    against = parent_comparison(decision, "your")
+    if against:
+        lines.append(f"Against the code you started from: {against}.")
     within = _within_noise(speed, timing)
     if within:
         lines.append(

@@ -357,6 +357,9 @@ class Candidate(Frozen):
     attempt: int = 0  # retry-fix attempt that produced it
     conversation: ArtifactRef | None = None
     label: str = ""  # built-in variant label (launch config), empty for LLM candidates
+    # the speedup over Inductor of the state it was built on, when that is not Inductor's
+    # own code: its feedback compares with it, not only with Inductor
+    parent_speedup: float | None = None
 
 
 class Decision(Frozen):

@@ -374,6 +374,39 @@ async def test_llm_search_with_retry_fix_rejections_and_retimed_winner(env, stor
     assert len(memory) == 1
 
 
+async def test_a_round_one_candidate_is_compared_with_the_state_it_was_built_on(env, store):
+    """Built on a 1.67x state, a 1.25x candidate is a step back: its record says so, so the
+    summarizer does not file it as a gain (run 1 did)."""
+    gpu = Gpu()
+    with ScriptedOpenAI() as llm:
+        llm.add(
+            planner(1, ("bigger blocks", "XBLOCK 2048"), later=(("unroll", "two rows"),)),
+            executor("bigger blocks", content=kernel_reply("MS=0.5 # RETIME_MS=0.6")),
+            executor("unroll", content=kernel_reply("MS=0.8")),
+            summarizer(repeat=True),
+        )
+        proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
+        inp = search_input(
+            store,
+            f"parent-{uuid.uuid4().hex[:6]}",
+            params=SearchParams(iterations=2, plans=1, retries=0, beam=1),
+            proposer=proposer,
+            use_llm=True,
+        )
+        result, _ = await run_search(env, inp, gpu)
+        summaries = [r.text for r in llm.requests if r.reply is not None and "entries" in r.text]
+    by_id = {d.candidate.id: d for d in result.decisions if not d.retime}
+    first = by_id["k0:i0-s0-p0-a0"]
+    assert first.candidate.parent_speedup is None  # built on Inductor's code
+    (later,) = [d for d in by_id.values() if d.candidate.parent_id == first.candidate.id]
+    assert later.accepted and later.speedup == pytest.approx(1.25)
+    assert later.candidate.parent_speedup == pytest.approx(1.0 / 0.6)  # the kept re-timing
+    assert any(
+        "0.750x the state it was built on" in t and "slower than the code its change" in t
+        for t in summaries
+    )
+
+
 async def test_repeated_plans_are_dropped_and_memory_is_retrieved(env, store):
     gpu = Gpu()
     memory = ExperienceMemory()

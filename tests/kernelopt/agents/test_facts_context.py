@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kernelopt.agents.facts import HOST_MARGIN, build_facts, config_lines, with_context
-from kernelopt.contracts.data_movement import required_speedup
 from kernelopt.cli.prompt import load, render
+from kernelopt.contracts.data_movement import required_speedup
 from kernelopt.store import open_store
 from tests.kernelopt.agents.test_prompt_facts import KERNEL, _text
 

@@ -177,3 +177,28 @@ def test_the_summarizer_reads_the_plan_the_numbers_and_the_noise_verdict():
     assert "Use only facts stated in the outcomes" in prompts.SUMMARIZER_SYSTEM
     assert 'A difference "within this noise" is' in prompts.SUMMARIZER_SYSTEM
     assert "never turn it into a rule" in prompts.SUMMARIZER_SYSTEM
+
+
+def test_a_candidate_built_on_a_faster_state_is_compared_with_that_state_too():
+    # run 1: round-1 candidates at 1.030-1.096x over Inductor, built on a 1.146x state, were
+    # told "faster than the baseline" and summarised as gains
+    metrics = _metrics(SLOWER_ROUNDS)
+    on_root = _decision(metrics)
+    speed = on_root.speedup
+    assert speed is not None and speed < 1.0
+    parent = speed / 0.956  # the state it was built on measured this over Inductor
+    candidate = on_root.candidate.model_copy(update={"parent_id": "s1", "parent_speedup": parent})
+    on_state = on_root.model_copy(update={"candidate": candidate})
+    text = timing_feedback(on_state)
+    assert (
+        f"Against the code you started from: 0.956x the state it was built on (which measured "
+        f"{parent:.3f}x over Inductor in its own gate run): slower than the code your change "
+        "started from." in text
+    )
+    line = render_outcome(on_state)
+    assert "0.956x the state it was built on" in line
+    assert line.endswith("slower than the code its change started from")
+    faster = on_root.candidate.model_copy(update={"parent_speedup": speed / 1.02})
+    assert "1.020x the state" in render_outcome(on_root.model_copy(update={"candidate": faster}))
+    # a candidate on Inductor's own code: nothing to compare but the baseline
+    assert "started from" not in timing_feedback(on_root) + render_outcome(on_root)
