@@ -144,7 +144,10 @@ Use only facts stated in the outcomes: do not add operations, shapes, bottleneck
 causes they do not state. The speedups are of the whole forward with the kernel in \
 place, not of the kernel alone; call them that. A difference "within this noise" is \
 not evidence either way: never turn it into a rule (to prefer or to avoid something). \
-Write no lesson about the reply format.
+A candidate's plan is what it was asked to do, and the planner's guesses in it are not \
+facts; where its author's note says it did something else, credit the result to what \
+the note says. A ratio against the state a candidate was built on below 1 is a step back, \
+not a gain, however it compares with Inductor. Write no lesson about the reply format.
 
 Reply with JSON only, in this exact shape:
 {{"entries": [{{"situation": "...", "action": "...", "effect": "...", "tags": \
@@ -154,9 +157,10 @@ At most {max_entries} entries; an empty list is fine."""
 
 SUMMARIZER_USER = """\
 Search target `{target_id}` ({target_kind}), iteration {iteration}. Outcomes, one line \
-per candidate (the plan it followed indented below it): what the gates measured are the \
-whole forward's times with the kernel in place, their noise, and whether the difference \
-is within that noise:
+per candidate (the plan it was asked to follow and its author's note on what it changed \
+indented below it): what the gates measured are the whole forward's times with the \
+kernel in place, their noise where more than one round measured it, and whether the \
+difference is within that noise:
 {outcomes}"""
 
 DEFAULT_CONTRACT = """\

@@ -197,15 +197,32 @@ def _approach(decision: Decision, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
-def render_summary_outcome(decision: Decision) -> str:
-    """The summarizer's record of one candidate: its line plus the plan it followed (short).
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
+def change_note(reply: str, limit: int = MAX_APPROACH_CHARS) -> str:
+    """What a reply says it changed: its prose outside the code blocks, in one short line."""
+    text = " ".join(_FENCED.sub(" ", reply).split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def render_summary_outcome(decision: Decision, note: str = "") -> str:
+    """The summarizer's record of one candidate: its line, the plan it was asked to follow
+    (short, marked as the planner's guess) and, when known, what its author said it changed.
 
     Without the plan the summarizer guessed what each candidate did and wrote the guesses
-    down as lessons.
+    down as lessons; with the plan alone it credited a retry's result to the plan the retry
+    had dropped.
     """
     line = render_outcome(decision)
     approach = _approach(decision, MAX_APPROACH_CHARS)
-    return f"{line}\n  plan followed: {approach}" if approach else line
+    if approach:
+        line += (
+            f"\n  plan it was asked to follow (the planner's assumptions, unverified): {approach}"
+        )
+    if note:
+        line += f"\n  what its author says it changed: {note}"
+    return line
 
 
 def _shape_key(text: str) -> str:

@@ -16,9 +16,10 @@ from kernelopt.agents import messages as messages_mod
 from kernelopt.agents import prompts
 from kernelopt.agents.parsing import parse_experiences, parse_kernel_reply, parse_plans
 from kernelopt.agents.plans import dedupe_plans
-from kernelopt.agents.result_text import render_summary_outcome
+from kernelopt.agents.result_text import change_note, render_summary_outcome
 from kernelopt.agents.transport import ChatTransport, Message
 from kernelopt.contracts.search import (
+    Decision,
     ExecuteInput,
     ExecuteResult,
     Experience,
@@ -32,7 +33,7 @@ from kernelopt.errors import LLMReplyError
 from kernelopt.log import get_logger
 from kernelopt.memory import ExperienceMemory, update_shared
 from kernelopt.proposer.knowledge import family_of, pattern_of
-from kernelopt.store import ArtifactStore
+from kernelopt.store import ArtifactError, ArtifactStore
 
 log = get_logger(__name__)
 
@@ -131,11 +132,31 @@ async def _converse(
     )
 
 
+def _author_note(store: ArtifactStore, decision: Decision) -> str:
+    """The candidate's own reply, outside its code: what it says it did (a retry may have
+    dropped its plan).  Empty when its conversation is not stored or not readable."""
+    ref = decision.candidate.conversation
+    if ref is None:
+        return ""
+    try:
+        messages = json.loads(store.get_text(ref))
+    except (ArtifactError, OSError, ValueError):
+        return ""
+    if not isinstance(messages, list):
+        return ""
+    replies = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+    content = replies[-1].get("content") if replies else None
+    return change_note(content) if isinstance(content, str) else ""
+
+
 async def summarize(
     inp: SummarizeInput, store: ArtifactStore, transport: ChatTransport | None, home=None
 ) -> SummarizeResult:
     """Distil the iteration into experience entries and fold them into memory."""
-    outcomes = [*inp.outcomes, *(render_summary_outcome(d) for d in inp.decisions)]
+    outcomes = [
+        *inp.outcomes,
+        *(render_summary_outcome(d, _author_note(store, d)) for d in inp.decisions),
+    ]
     usage = Usage()
     prompt_ref = reply_ref = None
     error = ""

@@ -170,8 +170,9 @@ def test_the_summarizer_reads_the_plan_the_numbers_and_the_noise_verdict():
     first, second = entry.splitlines()
     assert first.startswith("- single-read rows (retry 1): correct, the whole forward")
     assert "the difference is within this noise" in first and "per-kernel" not in first
-    assert second.startswith("  plan followed: Use one warp per row")
-    assert len(second) < 340 and second.endswith("...")
+    label = "  plan it was asked to follow (the planner's assumptions, unverified): "
+    assert second.startswith(label + "Use one warp per row")
+    assert len(second) <= len(label) + 300 and second.endswith("...")
     assert render_outcome(_decision(None)).endswith("correct, untimed")
     # its instructions forbid facts it was not given and rules from noise
     assert "Use only facts stated in the outcomes" in prompts.SUMMARIZER_SYSTEM

@@ -217,6 +217,13 @@ async def test_summarizer_entries_go_into_campaign_memory(server, store):
             ' "effect": "1.10x", "tags": ["direction/launch-config"]}]}',
         )
     )
+    # the candidate's own reply: a retry that says what it kept and what it dropped
+    reply = "This version drops TMA and keeps 2048-wide blocks.\n```python\nx = 1\n```\nDone."
+    conversation = store.put_text(
+        json.dumps([{"role": "user", "content": "u"}, {"role": "assistant", "content": reply}]),
+        "application/json",
+        "c.conversation.json",
+    )
     cand = Candidate(
         id="c",
         target_id="k0",
@@ -224,6 +231,7 @@ async def test_summarizer_entries_go_into_campaign_memory(server, store):
         iteration=2,
         source=None,
         plan=Plan(direction="bigger blocks", description="x"),
+        conversation=conversation,
     )
     inp = SummarizeInput(
         target=target(),
@@ -238,7 +246,12 @@ async def test_summarizer_entries_go_into_campaign_memory(server, store):
     result = await roles.summarize(inp, store, transport)
     await transport.close()
     assert "bigger blocks: correct, whole-forward speedup 1.100x" in server.requests[0].text
-    assert "plan followed: x" in server.requests[0].text
+    text = server.requests[0].text
+    assert "plan it was asked to follow (the planner's assumptions, unverified): x" in text
+    assert (
+        "what its author says it changed: This version drops TMA and keeps 2048-wide blocks. Done."
+        in text
+    )
     (entry,) = result.entries
     assert entry.tags == ["bottleneck/memory_bound", "direction/launch-config", "kind/pointwise"]
     memory = ExperienceMemory.load(store, result.memory)
