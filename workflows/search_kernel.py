@@ -152,6 +152,9 @@ PRUNED_CAP_PATCH = "bounded-search-tree"
 PLAN_RETRY_PATCH = "planner-parse-retry"
 # A plan that repeats one of this state's lineage or of this round is not developed.
 DEDUPE_PATCH = "dedupe-plans"
+# The planner may propose nothing, with a reason; when every state of a round's beam is
+# declined so, the search ends instead of asking again each round.
+DECLINE_PATCH = "planner-may-decline"
 TRIED_PLANS_KEPT = 16  # plans of a lineage the planner is shown (and repeats are checked against)
 # Per state, this many plans are carried, descriptions cut to PLAN_CHARS: at most ~64 states
 # x 8 x ~0.35 KB in the carried state, far below the 2 MB payload limit.
@@ -213,6 +216,8 @@ class SearchKernel:
         self.notes: list[str] = []  # the built-in proposer's notes of the current round
         # a gated candidate's screening estimate until its decision takes it (same round)
         self.screened: dict[str, ScreeningEstimate] = {}
+        # states whose planner proposed nothing on purpose this round, with its reason
+        self.declined: dict[str, str] = {}
         self.run_started = workflow.now()
         p = inp.proposer
         self.proposer = (
@@ -405,7 +410,11 @@ class SearchKernel:
     async def _llm_round(self, beam: list[Node]) -> list[Decision]:
         p = self.inp.params
         banned = meltdown_bans(self.state.directions, p.meltdown_window, p.meltdown_distinct)
+        self.declined = {}
         planned = await asyncio.gather(*(self._plan(node, banned) for node in beam))
+        if beam and all(node.id in self.declined for node in beam):
+            self.end_search(f"the planner proposed no plan: {self.declined[beam[0].id]}"[:500])
+            return []
         jobs: list[tuple[Node, int, int, Plan]] = []
         this_round: list[Plan] = []
         for k, (node, plans) in enumerate(zip(beam, planned, strict=True)):
@@ -539,6 +548,9 @@ class SearchKernel:
             return []
         call_id = f"{node.id}/i{self.state.iteration}/plan"
         self._ledger("planner", call_id, result.usage, result.prompt, result.reply)
+        if result.declined and workflow.patched(DECLINE_PATCH):
+            self.declined[node.id] = result.declined
+            return []
         if (
             result.error
             and not result.plans

@@ -157,6 +157,25 @@ def _text_field(item: dict[str, Any], name: str, index: int, limit: int) -> str:
     return value
 
 
+MAX_DECLINE_CHARS = 400
+
+
+def parse_decline(text: str) -> str:
+    """The planner's reason when it proposes no plan on purpose: ``{"plans": [], "no_plan":
+    "why"}``.  Empty for any other reply (which ``parse_plans`` then reads)."""
+    try:
+        value = extract_json(text)
+    except LLMReplyError:
+        return ""
+    if not isinstance(value, dict) or value.get("plans") not in (None, []):
+        return ""
+    reason = value.get("no_plan")
+    if not isinstance(reason, str) or not reason.strip():
+        return ""
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= MAX_DECLINE_CHARS else reason[: MAX_DECLINE_CHARS - 3] + "..."
+
+
 def parse_plans(text: str, max_plans: int, banned: Sequence[str] = ()) -> list[Plan]:
     """Plans from a planner reply: at most ``max_plans``, banned directions dropped.
 

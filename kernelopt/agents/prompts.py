@@ -20,7 +20,10 @@ implementable as a single self-contained Triton module.
 Reply with JSON only, in this exact shape:
 {{"plans": [{{"direction": "<2-5 word label of the approach>", "description": "<what to \
 change and why it should be faster, 1-4 sentences>"}}]}}
-Give at most {max_plans} plans, each with a different direction."""
+Give at most {max_plans} plans, each with a different direction.
+If you judge that no plan can make this target fast enough (the Numbers give the speedup \
+it needs and what limits it), reply {{"plans": [], "no_plan": "<one sentence: why>"}} \
+instead: the search then stops spending rounds on this target."""
 
 # What the planner and the executor both read about the target, around the numerics
 # heading each words for itself.

@@ -14,7 +14,12 @@ import json
 
 from kernelopt.agents import messages as messages_mod
 from kernelopt.agents import prompts
-from kernelopt.agents.parsing import parse_experiences, parse_kernel_reply, parse_plans
+from kernelopt.agents.parsing import (
+    parse_decline,
+    parse_experiences,
+    parse_kernel_reply,
+    parse_plans,
+)
 from kernelopt.agents.plans import dedupe_plans
 from kernelopt.agents.result_text import change_note, render_summary_outcome
 from kernelopt.agents.transport import ChatTransport, Message
@@ -66,6 +71,12 @@ async def plan(
     prompt_ref = _store_messages(store, messages, f"{call}.prompt.json")
     reply = await transport.complete(messages)
     reply_ref = store.put_text(reply.text, "text/markdown", f"{call}.reply.md")
+    declined = parse_decline(reply.text)
+    if declined:
+        log.info("planner_declined", target=inp.target.id, reason=declined)
+        return PlanResult(
+            plans=[], usage=reply.usage, prompt=prompt_ref, reply=reply_ref, declined=declined
+        )
     try:
         plans = parse_plans(reply.text, inp.plans, inp.banned_directions)
         plans, dropped = dedupe_plans(plans, inp.tried_plans)

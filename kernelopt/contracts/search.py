@@ -257,6 +257,8 @@ class PlanResult(Frozen):
     prompt: ArtifactRef | None = None
     reply: ArtifactRef | None = None
     error: str = ""  # the reply could not be used (malformed, all directions banned)
+    # the planner's reason for proposing nothing (no plan can reach the required speedup)
+    declined: str = ""
 
 
 class ExecuteInput(Frozen):

@@ -407,6 +407,29 @@ async def test_a_round_one_candidate_is_compared_with_the_state_it_was_built_on(
     )
 
 
+async def test_a_planner_that_declines_ends_the_search_without_another_round(env, store):
+    gpu = Gpu()
+    why = "The target is at its bytes-moved floor; the forward needs 1.2x from it."
+    with ScriptedOpenAI() as llm:
+        llm.add(
+            Reply(match="Propose up to", content='{"plans": [], "no_plan": "' + why + '"}'),
+            summarizer(repeat=True),
+        )
+        proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
+        inp = search_input(
+            store,
+            f"decline-{uuid.uuid4().hex[:6]}",
+            params=SearchParams(iterations=3, plans=2, retries=0, beam=1),
+            proposer=proposer,
+            use_llm=True,
+        )
+        result, _ = await run_search(env, inp, gpu)
+        asked = [r.text for r in llm.requests]
+    assert result.stopped_reason == f"the planner proposed no plan: {why}"
+    assert len(asked) == 1 and result.decisions == [] and gpu.gated == []  # no retry, no round
+    assert [e.role for e in result.ledger] == ["planner"]
+
+
 async def test_repeated_plans_are_dropped_and_memory_is_retrieved(env, store):
     gpu = Gpu()
     memory = ExperienceMemory()

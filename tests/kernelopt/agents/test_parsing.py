@@ -6,6 +6,7 @@ import pytest
 
 from kernelopt.agents.parsing import (
     extract_json,
+    parse_decline,
     parse_experiences,
     parse_kernel_reply,
     parse_plans,
@@ -39,6 +40,23 @@ def test_plans_drop_banned_and_repeated_directions():
     )
     plans = parse_plans(reply, 4, banned=["tune-block"])
     assert [p.direction for p in plans] == ["vectorize"]
+
+
+def test_a_planner_may_decline_with_a_reason_and_only_so():
+    why = "The kernel runs at 90% of the bandwidth; 1.2x would need fewer bytes."
+    assert parse_decline('```json\n{"plans": [], "no_plan": "  ' + why + '  "}\n```') == why
+    assert parse_decline('{"no_plan": "' + why + '"}') == why
+    long = parse_decline('{"plans": [], "no_plan": "' + "x" * 1000 + '"}')
+    assert len(long) == 400 and long.endswith("...")
+    # plans beside it, an empty reason, or no JSON: not a decline (parse_plans decides)
+    assert (
+        parse_decline('{"plans": [{"direction": "a", "description": "b"}], "no_plan": "w"}') == ""
+    )
+    assert parse_decline('{"plans": [], "no_plan": " "}') == ""
+    assert parse_decline('{"plans": []}') == ""
+    assert parse_decline("no idea") == ""
+    with pytest.raises(LLMReplyError, match="proposes no plans"):
+        parse_plans('{"plans": []}', 2)
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,24 @@ async def test_malformed_planner_reply_is_a_result_with_usage(server, store):
     assert result.usage.total_tokens == 15
 
 
+async def test_a_planner_that_declines_says_why_and_is_no_error(server, store):
+    server.add(
+        Reply(
+            content='{"plans": [], "no_plan": "At 90% of the bandwidth; 1.2x needs fewer bytes."}',
+            prompt_tokens=10,
+            completion_tokens=5,
+        )
+    )
+    inp = PlanInput(target=target(), state_source=store.put_text("x"), proposer=config(server))
+    transport = ChatTransport(inp.proposer)
+    result = await roles.plan(inp, store, transport)
+    await transport.close()
+    assert (result.plans, result.error) == ([], "")
+    assert result.declined == "At 90% of the bandwidth; 1.2x needs fewer bytes."
+    assert result.usage.total_tokens == 15 and result.reply is not None
+    assert '"no_plan"' in server.requests[0].messages[0]["content"]  # the option is offered
+
+
 async def test_retry_fix_loop_fixes_a_module_that_does_not_parse(server, store):
     """Attempt 0 fails to compile (syntax); its error goes back in the same conversation."""
     server.add(
