@@ -128,7 +128,8 @@ def reply_format(call: LlmCall) -> str:
         n = call.payload.get("plans", 4)
         return (
             'One JSON object {"plans": [{"direction": "<short label>", "description": '
-            f'"<what to change and why>"}}]}} with at most {n} plans.'
+            f'"<what to change and why>"}}]}} with at most {n} plans, or '
+            '{"plans": [], "no_plan": "<why no plan can make the target fast enough>"}.'
         )
     if call.role == names.SUMMARIZE:
         return (

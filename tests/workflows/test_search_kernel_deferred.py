@@ -181,6 +181,7 @@ async def test_folder_mode_waits_for_reply_files_and_kernelopt_reply(env, store,
         # self-contained: the whole prompt, with the kernel source, and how to answer
         assert plan["role"] == "plan" and plan["round"] == 0 and plan["target_id"] == "k0"
         assert plan["workflow_id"] == handle.id and "JSON object" in plan["reply_format"]
+        assert '"no_plan"' in plan["reply_format"]  # declining is an answer too
         assert [m["role"] for m in plan["messages"]] == ["system", "user"]
         assert "triton_poi_fused_add_mul_relu_0" in plan["messages"][1]["content"]
         shown = cli(home, target, "pending")
