@@ -28,6 +28,7 @@
 set -uo pipefail
 seconds=${1:?usage: device_gpu_tests.sh SECONDS}
 source scripts/device_env.sh
+source scripts/device_bwrap.sh  # the gates refuse to run candidates without the sandbox
 nvidia-smi -L
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 batch_0=${GPU_TESTS_0:-tests/kernelopt/compile/test_gpu.py}
