@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Iterator
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -121,33 +120,32 @@ async def propose_builtin(inp: BuiltinProposeInput) -> BuiltinProposeResult:
         return await in_thread(builtin.propose, await resolve_scope(inp), open_store())
 
 
-T = TypeVar("T")
-
-
-async def _sharing_the_gpu(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
-    """``fn(*args)`` in a thread under the GPU's shared lease, held until the thread ends
-    (a cancelled activity's thread runs on, and so does its GPU work); and the seconds it
-    waited for the lease, which held no GPU."""
-    if not gpu_lease.pinned_to_gpu():
-        return await asyncio.to_thread(fn, *args), 0.0
-    hold = await gpu_lease.acquire_async("shared")
-    work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    work.add_done_callback(lambda _: hold.release())
-    return await asyncio.shield(work), hold.waited_s
+# the built-in proposer's entry point, run in a supervised child on a GPU worker
+PROPOSER = "kernelopt.proposer.builtin:propose"
 
 
 @activity.defn(name=names.PROPOSE_BUILTIN_GPU)
 async def propose_builtin_on_gpu(inp: BuiltinProposeInput) -> BuiltinProposeResult:
     """The built-in proposer in the GPU worker: its compiles take turns with the gates, so
-    the time it holds the worker is GPU time, charged like a gate's."""
+    the time it holds the worker is GPU time, charged like a gate's.
+
+    On a GPU it runs in a supervised child under the shared lease, like a compile: in a
+    thread of the worker two slots' proposals took twice as long side by side, and a CUDA
+    fault there would take the worker down.  Without a GPU (tests, CPU problems) it runs in
+    a thread.
+    """
+    if gpu_lease.pinned_to_gpu():
+        with _sorted_failures():
+            scoped = await resolve_scope(inp)
+            # its compiles autotune on the GPU and run the wrapper on held-out sets: untimed
+            # work, which may share the GPU with other gates' untimed work
+            return await run_supervised(PROPOSER, scoped, BuiltinProposeResult, lease="shared")
     held = HeldClock()
     with _sorted_failures(), reporting_loss(held):
         async with heartbeating(held=held):
             scoped = await resolve_scope(inp)
-            # its compiles autotune on the GPU and run the wrapper on held-out sets: untimed
-            # work, which may share the GPU with other gates' untimed work
-            result, waited = await _sharing_the_gpu(builtin.propose, scoped, open_store())
-    return result.model_copy(update={"device_seconds": max(0.0, held() - waited)})
+            result = await asyncio.to_thread(builtin.propose, scoped, open_store())
+    return result.model_copy(update={"device_seconds": held()})
 
 
 @activity.defn(name=names.ARCHIVE_SEARCH_LOG)
