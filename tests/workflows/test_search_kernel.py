@@ -374,27 +374,33 @@ async def test_llm_search_with_retry_fix_rejections_and_retimed_winner(env, stor
     assert len(memory) == 1
 
 
+async def _scripted_search(
+    env, store, params: SearchParams, *replies: Reply, gpu: Gpu | None = None
+) -> tuple[SearchKernelResult, list]:
+    """An LLM search against scripted replies over HTTP: its result and the requests made."""
+    with ScriptedOpenAI() as llm:
+        llm.add(*replies)
+        proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
+        inp = search_input(
+            store, f"s-{uuid.uuid4().hex[:6]}", params=params, proposer=proposer, use_llm=True
+        )
+        result, _ = await run_search(env, inp, gpu or Gpu())
+        return result, list(llm.requests)
+
+
 async def test_a_round_one_candidate_is_compared_with_the_state_it_was_built_on(env, store):
     """Built on a 1.67x state, a 1.25x candidate is a step back: its record says so, so the
     summarizer does not file it as a gain (run 1 did)."""
-    gpu = Gpu()
-    with ScriptedOpenAI() as llm:
-        llm.add(
-            planner(1, ("bigger blocks", "XBLOCK 2048"), later=(("unroll", "two rows"),)),
-            executor("bigger blocks", content=kernel_reply("MS=0.5 # RETIME_MS=0.6")),
-            executor("unroll", content=kernel_reply("MS=0.8")),
-            summarizer(repeat=True),
-        )
-        proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
-        inp = search_input(
-            store,
-            f"parent-{uuid.uuid4().hex[:6]}",
-            params=SearchParams(iterations=2, plans=1, retries=0, beam=1),
-            proposer=proposer,
-            use_llm=True,
-        )
-        result, _ = await run_search(env, inp, gpu)
-        summaries = [r.text for r in llm.requests if r.reply is not None and "entries" in r.text]
+    result, requests = await _scripted_search(
+        env,
+        store,
+        SearchParams(iterations=2, plans=1, retries=0, beam=1),
+        planner(1, ("bigger blocks", "XBLOCK 2048"), later=(("unroll", "two rows"),)),
+        executor("bigger blocks", content=kernel_reply("MS=0.5 # RETIME_MS=0.6")),
+        executor("unroll", content=kernel_reply("MS=0.8")),
+        summarizer(repeat=True),
+    )
+    summaries = [r.text for r in requests if r.reply is not None and "entries" in r.text]
     by_id = {d.candidate.id: d for d in result.decisions if not d.retime}
     first = by_id["k0:i0-s0-p0-a0"]
     assert first.candidate.parent_speedup is None  # built on Inductor's code
@@ -408,23 +414,16 @@ async def test_a_round_one_candidate_is_compared_with_the_state_it_was_built_on(
 
 
 async def test_a_planner_that_declines_ends_the_search_without_another_round(env, store):
-    gpu = Gpu()
     why = "The target is at its bytes-moved floor; the forward needs 1.2x from it."
-    with ScriptedOpenAI() as llm:
-        llm.add(
-            Reply(match="Propose up to", content='{"plans": [], "no_plan": "' + why + '"}'),
-            summarizer(repeat=True),
-        )
-        proposer = ProposerConfig(base_url=llm.base_url, model="m", api_key_env="NO_KEY_HERE")
-        inp = search_input(
-            store,
-            f"decline-{uuid.uuid4().hex[:6]}",
-            params=SearchParams(iterations=3, plans=2, retries=0, beam=1),
-            proposer=proposer,
-            use_llm=True,
-        )
-        result, _ = await run_search(env, inp, gpu)
-        asked = [r.text for r in llm.requests]
+    gpu = Gpu()
+    result, asked = await _scripted_search(
+        env,
+        store,
+        SearchParams(iterations=3, plans=2, retries=0, beam=1),
+        Reply(match="Propose up to", content='{"plans": [], "no_plan": "' + why + '"}'),
+        summarizer(repeat=True),
+        gpu=gpu,
+    )
     assert result.stopped_reason == f"the planner proposed no plan: {why}"
     assert len(asked) == 1 and result.decisions == [] and gpu.gated == []  # no retry, no round
     assert [e.role for e in result.ledger] == ["planner"]
