@@ -106,8 +106,14 @@ def _moves(path: Path, within: float = 10.0) -> bool:
     return False
 
 
-def _still(path: Path, seconds: float = 0.5) -> bool:
-    """The counter does not advance for ``seconds``: its process is stopped."""
+def _still(path: Path, seconds: float = 0.5, settle: float = 0.2) -> bool:
+    """The counter does not advance for ``seconds``: its process is stopped.
+
+    Read after ``settle``: SIGSTOP takes effect when the process next leaves the kernel, so
+    a write or rename it was inside when stopped still completes (on a loaded machine, after
+    the stop was acknowledged), and would read as a stopped process running on.
+    """
+    time.sleep(settle)
     before = _count(path)
     time.sleep(seconds)
     return _count(path) == before
