@@ -78,6 +78,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def gpu_pin_restored() -> Iterator[None]:
+    """Building a GPU worker in-process pins the process (``CUDA_VISIBLE_DEVICES``); the next
+    test in the same xdist worker must not inherit the pin (the proposer's activity picks a
+    supervised child when pinned)."""
+    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+    yield
+    if saved is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = saved
+
+
 @pytest.fixture(scope="session", autouse=True)
 def remembered_proposals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """GPU-doubles workers started by this session share the proposer's answers.

@@ -28,6 +28,7 @@ def slow_proposer(monkeypatch: pytest.MonkeyPatch) -> None:
     async def as_is(inp: Any) -> Any:
         return inp
 
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)  # the worker-thread path
     monkeypatch.setattr(search_activities.builtin, "propose", propose)
     monkeypatch.setattr(search_activities, "resolve_scope", as_is)
     monkeypatch.setattr(search_activities, "open_store", lambda: None)
