@@ -16,7 +16,6 @@ The kernel drops both when a process dies, so a killed gate never leaves the GPU
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import os
@@ -62,18 +61,16 @@ def waited_s() -> float:
         return _waited[0]
 
 
-def _note_wait(seconds: float) -> float:
+def _note_wait(seconds: float) -> None:
     with _waits_lock:
         _waited[0] += seconds
-    return seconds
 
 
 @dataclass
 class Hold:
-    """One section's hold on the lease, and how long it waited for it."""
+    """One section's hold on the lease."""
 
     mode: Mode
-    waited_s: float = 0.0
     _fds: list[int] = field(default_factory=list, repr=False)
 
     def release(self) -> None:
@@ -102,28 +99,6 @@ def acquire(mode: Mode, *, key: str | None = None, home: Path | None = None) -> 
     return _held_now(mode, turnstile, lease, started)
 
 
-async def acquire_async(
-    mode: Mode, *, key: str | None = None, home: Path | None = None, poll_s: float = 0.05
-) -> Hold:
-    """``acquire`` for a worker's event loop: it polls, so a cancelled activity stops waiting
-    and leaves nothing held (a thread blocked in ``flock`` would take the lease later, for
-    no one)."""
-    turnstile, lease, started = _files(mode, key, home)
-    try:
-        for fd, flag in ((turnstile, fcntl.LOCK_EX), (lease, _LOCKS[mode])):
-            while True:
-                try:
-                    fcntl.flock(fd, flag | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    await asyncio.sleep(poll_s)
-    except BaseException:
-        os.close(lease)
-        os.close(turnstile)
-        raise
-    return _held_now(mode, turnstile, lease, started)
-
-
 _LOCKS = {"shared": fcntl.LOCK_SH, "exclusive": fcntl.LOCK_EX}
 
 
@@ -142,7 +117,8 @@ def _files(mode: Mode, key: str | None, home: Path | None) -> tuple[int, int, fl
 
 def _held_now(mode: Mode, turnstile: int, lease: int, started: float) -> Hold:
     os.close(turnstile)  # the lease is ours: the next in line may queue for it
-    return Hold(mode=mode, waited_s=_note_wait(time.monotonic() - started), _fds=[lease])
+    _note_wait(time.monotonic() - started)
+    return Hold(mode=mode, _fds=[lease])
 
 
 def _open(path: Path) -> int:

@@ -19,7 +19,7 @@ import pytest
 
 from activities.supervise import run_supervised
 from gates import gpu_lease
-from gates.gpu_lease import acquire, acquire_async, gpu_section, held_mode, timed_section
+from gates.gpu_lease import acquire, gpu_section, held_mode, timed_section
 from tests.support.paths import ROOT
 from tests.support.timed_probe import NapIn, NapOut
 
@@ -149,18 +149,6 @@ def test_an_exclusive_section_inside_a_shared_one_is_refused() -> None:
         gpu_section("exclusive", GPU),
     ):
         pass
-
-
-async def test_a_cancelled_wait_in_the_worker_leaves_nothing_held() -> None:
-    timing = acquire("exclusive")
-    waiter = asyncio.create_task(acquire_async("shared", poll_s=0.01))
-    await asyncio.sleep(0.2)
-    waiter.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await waiter
-    timing.release()
-    again = await asyncio.wait_for(acquire_async("exclusive", poll_s=0.01), 5)
-    again.release()
 
 
 async def test_a_supervised_job_with_a_lease_waits_for_the_timing_to_end() -> None:
