@@ -97,6 +97,7 @@ class ActivityCall(Call):
     scheduled_at: datetime
     attempt: int = 0
     last_failure: str = ""
+    started_at: datetime | None = None  # its last attempt's start (a history keeps only that)
     outcome: str = field(default="scheduled", kw_only=True)
 
 
@@ -216,6 +217,7 @@ def _apply(
         if call is not None:
             call.attempt = a.attempt
             call.outcome = "started"
+            call.started_at = at
             if a.HasField("last_failure"):
                 call.last_failure = describe_failure(a.last_failure)
     elif t in _ACTIVITY_CLOSE:

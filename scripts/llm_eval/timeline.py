@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from temporalio.client import Client
 
+from kernelopt.audit.history import parse_run
 from kernelopt.contracts.names import GPU_ACTIVITIES
 
 
@@ -32,21 +33,13 @@ async def steps(client: Client) -> list[Step]:
     found: list[Step] = []
     async for wf in client.list_workflows():
         history = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
-        scheduled: dict[int, tuple[str, float]] = {}
-        started: dict[int, float] = {}
-        for event in history.events:
-            at = event.event_time.ToDatetime().timestamp()
-            if event.HasField("activity_task_scheduled_event_attributes"):
-                name = event.activity_task_scheduled_event_attributes.activity_type.name
-                scheduled[event.event_id] = (name, at)
-            elif event.HasField("activity_task_started_event_attributes"):
-                started[event.activity_task_started_event_attributes.scheduled_event_id] = at
-            else:
-                for field in ("activity_task_completed", "activity_task_failed"):
-                    if event.HasField(f"{field}_event_attributes"):
-                        sid = getattr(event, f"{field}_event_attributes").scheduled_event_id
-                        name, queued = scheduled[sid]
-                        found.append(Step(started.get(sid, queued), at, name, wf.id))
+        for call in parse_run(history, wf.run_id).activities:
+            if call.closed_at is None or call.outcome not in ("completed", "failed"):
+                continue
+            start = call.started_at or call.scheduled_at
+            found.append(
+                Step(start.timestamp(), call.closed_at.timestamp(), call.activity_type, wf.id)
+            )
     return sorted(found, key=lambda s: (s.start, s.activity))
 
 
