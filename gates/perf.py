@@ -407,56 +407,107 @@ def measure(
             m.other_work = other_work(settings.device)
         return m
     job = setup.job(baseline, candidate)
-    for r in range(settings.max_rounds + settings.noisy_rounds):
-        if r >= settings.max_rounds and not noisy_undecided(
-            [m.primary(x) for x in m.baseline],
-            [m.primary(x) for x in m.candidate],
-            gamma=gamma,
-            noise_limit=settings.noise_limit,
-        ):
-            break
-        round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
-        outcome = prestarted.go() if prestarted is not None and r == 0 else None
-        if outcome is not None and prestarted is not None:
-            round_dir = prestarted.workdir
-            m.prestarted = True
-        else:
-            outcome = run_job(
-                job, round_dir, timeout_s=settings.timing_timeout_s, device=settings.device
-            )
-        failure = None
-        if not outcome.ok or outcome.result is None:
-            # the candidate's part begins at its mark: before it, only trusted code ran
-            failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
-        if _round_ends_measuring(
+    rounds = _PairedRounds(m, job, setup, gamma, workdir, tampered_inputs, before_candidate)
+    if rounds.run(prestarted=prestarted):
+        return m
+    if settings.order_control_rounds > 0 and host_decided_win(m, gamma):
+        order_control(
             m,
+            baseline,
             setup,
-            seconds=outcome.wall_s,
-            phases=side_phases(outcome),
-            tampered_inputs=tampered_inputs,
-            failure=failure,
-            sides=partial(_paired_sides, outcome),
-            checks_path=round_dir / CHECKS_FILE,
-        ):
-            return m
-        base = [m.primary(x) for x in m.baseline]
-        cand = [m.primary(x) for x in m.candidate]
-        if len(cand) == 1 and decided_by_one_round(base[0], cand[0], gamma):
-            break
-        if rounds_sufficient(
+            rounds=min(settings.order_control_rounds, len(m.candidate)),
+            workdir=workdir,
+        )
+        control = control_ratio(m)
+        if not m.failure and control is not None and control > 1.0:
+            # the rounds may have stopped on a win the slot order made: if the corrected
+            # one would not have stopped them, the rest of the rounds decide it
+            rounds.correction = control
+            if rounds.run(prestarted=None):
+                return m
+    if _unstable(m, gamma, settings.noise_limit):
+        m.other_work = other_work(settings.device)
+    return m
+
+
+@dataclass
+class _PairedRounds:
+    """``measure``'s fresh-process rounds, resumable: a second run goes on from the round
+    the first one stopped at, judging the candidate's rounds scaled by ``correction``
+    (the order control's ratio) when deciding whether more are needed."""
+
+    m: PerfMeasurement
+    job: TimingJob
+    setup: RoundSetup
+    gamma: float
+    workdir: Path
+    tampered_inputs: Callable[[], list[str]] | None
+    before_candidate: Callable[[], None] | None
+    correction: float = 1.0
+    next_round: int = 0
+
+    def sides(self) -> tuple[list[float], list[float]]:
+        m = self.m
+        return [m.primary(x) for x in m.baseline], [
+            m.primary(x) * self.correction for x in m.candidate
+        ]
+
+    def run(self, *, prestarted: PrestartedRound | None) -> bool:
+        """Rounds until the spread is known or the cap; True when measuring must stop."""
+        m, settings = self.m, self.setup.settings
+        if self.next_round > 0 and self.enough():
+            return False
+        while self.next_round < settings.max_rounds + settings.noisy_rounds:
+            r = self.next_round
+            if r >= settings.max_rounds and not noisy_undecided(
+                *self.sides(), gamma=self.gamma, noise_limit=settings.noise_limit
+            ):
+                return False
+            self.next_round += 1
+            round_dir = _round_start(m, settings, self.before_candidate, self.workdir / f"round{r}")
+            outcome = prestarted.go() if prestarted is not None and r == 0 else None
+            if outcome is not None and prestarted is not None:
+                round_dir = prestarted.workdir
+                m.prestarted = True
+            else:
+                outcome = run_job(
+                    self.job,
+                    round_dir,
+                    timeout_s=settings.timing_timeout_s,
+                    device=settings.device,
+                )
+            failure = None
+            if not outcome.ok or outcome.result is None:
+                # the candidate's part begins at its mark: before it, only trusted code ran
+                failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
+            if _round_ends_measuring(
+                m,
+                self.setup,
+                seconds=outcome.wall_s,
+                phases=side_phases(outcome),
+                tampered_inputs=self.tampered_inputs,
+                failure=failure,
+                sides=partial(_paired_sides, outcome),
+                checks_path=round_dir / CHECKS_FILE,
+            ):
+                return True
+            if self.enough():
+                return False
+        return False
+
+    def enough(self) -> bool:
+        """The rounds so far decide: one far outside the band, or agreeing ones."""
+        base, cand = self.sides()
+        if len(cand) == 1 and decided_by_one_round(base[0], cand[0], self.gamma):
+            return True
+        settings = self.setup.settings
+        return rounds_sufficient(
             base,
             cand,
             min_rounds=settings.min_rounds,
             spread_target=settings.spread_target,
-            gamma=gamma,
-        ):
-            break
-    if settings.order_control_rounds > 0 and host_decided_win(m, gamma):
-        rounds = min(settings.order_control_rounds, len(m.candidate))
-        order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
-    if _unstable(m, gamma, settings.noise_limit):
-        m.other_work = other_work(settings.device)
-    return m
+            gamma=self.gamma,
+        )
 
 
 def _measure_turns(
@@ -595,7 +646,8 @@ def _unstable(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
     if len(m.candidate) < 2 or len(m.baseline) != len(m.candidate):
         return False
     base = [m.primary(r) for r in m.baseline]
-    cand = [m.primary(r) for r in m.candidate]
+    control = control_ratio(m) or 1.0  # as ``perf_verdict`` judges them
+    cand = [m.primary(r) * max(control, 1.0) for r in m.candidate]
     return not decide_category(base, cand, gamma=gamma, noise_limit=noise_limit).stable
 
 
