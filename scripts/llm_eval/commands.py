@@ -33,6 +33,7 @@ from scripts.llm_eval.record import (
     EvalCall,
     EvalManifest,
     EvalProblem,
+    idle_without_replies,
     load_manifest,
     manifest_path,
     save_manifest,
@@ -311,6 +312,9 @@ async def _resume(args: argparse.Namespace, settings: Settings, stream: Stream, 
         warnings=restored.warnings,
         reply_files=len(files),
     )
+    idle = idle_without_replies(load_manifest(settings), len(files))
+    if idle is not None:
+        raise KernelOptError(idle)
     if restored.manifest.left_out:  # a thin home: its seed-drawn tensors are drawn again here
         redrawn = await asyncio.to_thread(redraw_left_out, settings)
         stream.event("regenerated", blobs=redrawn.blobs, seconds=redrawn.seconds)

@@ -59,3 +59,25 @@ def save_manifest(settings: Settings, manifest: EvalManifest) -> None:
     path = manifest_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, manifest.model_dump_json(indent=1).encode("utf-8"))
+
+
+def idle_without_replies(manifest: EvalManifest, replies: int) -> str | None:
+    """Why a resume given no replies could do nothing, or None when it can work.
+
+    The last call's end states say it: when each campaign had finished or waited for
+    replies (not for a GPU worker, not running), a call without replies only restarts
+    the services to find the same waits.  That is almost always a stale ``home.tgz``:
+    the one the asking call wrote, not the one the delivering call wrote after it.
+    """
+    if replies or not manifest.calls:
+        return None
+    states = manifest.calls[-1].states
+    waiting = [s for s in states.values() if s.startswith("waiting for") and "GPU" not in s]
+    if not waiting or any(s != "finished" and s not in waiting for s in states.values()):
+        return None
+    call = len(manifest.calls)
+    return (
+        f"call {call} ended with every campaign finished or waiting for replies "
+        f"({len(waiting)} waiting) and no reply was given: nothing could run. Deliver the "
+        "replies (--replies), or resume from the home.tgz of the call that delivered them"
+    )

@@ -158,6 +158,18 @@ def test_an_evaluation_moves_home_every_call_until_both_campaigns_finish(tmp_pat
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stopped"] == SETTLED
     assert sorted(summary["states"].values()) == ["waiting for 1 plan"] * 2
+    # resumed again without the replies (a stale home.tgz): refused before any service starts
+    stale = ["resume", "--home", str(out / "home.tgz"), "--out", str(tmp_path / "out-idle")]
+    idle = subprocess.run(
+        [sys.executable, "-m", "scripts.llm_eval", *stale],
+        cwd=ROOT,
+        env=_env(tmp_path / "home-idle"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert idle.returncode == 2 and "no reply was given" in idle.stderr, idle.stderr[-2000:]
+    assert "server_started" not in (tmp_path / "out-idle" / "progress.jsonl").read_text()
 
     # a call cut at its time limit: SIGKILLed after its first live snapshot, it leaves its
     # server and workers running (sessions of their own); the next call resumes from the

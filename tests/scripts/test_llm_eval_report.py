@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from kernelopt.contracts.verdicts import GateName
-from scripts.llm_eval.record import EvalCall, EvalManifest, EvalProblem
+from scripts.llm_eval.record import EvalCall, EvalManifest, EvalProblem, idle_without_replies
 from scripts.llm_eval.report import candidate_counts, report_markdown
 from scripts.llm_eval.timeline import Step, busy_union, timeline_markdown
 
@@ -64,3 +64,18 @@ def test_the_timeline_counts_overlapping_gpu_steps_once_in_its_busy_span() -> No
     assert "| 5.0 | 15.0 | 10.0 | gate_candidate | b |" in text
     assert "GPU-queue activities: 2, 20.0 s held in all, 15.0 s with at least one running" in text
     assert "mean overlap 1.33" in text
+
+
+def test_a_resume_without_replies_is_idle_only_when_every_campaign_waits_for_them() -> None:
+    def manifest(*states: str) -> EvalManifest:
+        call = EvalCall(command="resume", host="vm", started_at="then")
+        call.states = {f"c{i}": s for i, s in enumerate(states)}
+        return EvalManifest(created_at="now", rounds=2, options={}, calls=[call])
+
+    asking = manifest("waiting for 2 retry_fix", "finished", "waiting for 1 plan")
+    assert "no reply was given" in (idle_without_replies(asking, 0) or "")
+    assert idle_without_replies(asking, 3) is None  # the replies are the work
+    for busy in ("waiting for a GPU worker (screen_candidates)", "running gate_candidate"):
+        assert idle_without_replies(manifest("waiting for 1 plan", busy), 0) is None
+    assert idle_without_replies(manifest("finished", "finished"), 0) is None
+    assert idle_without_replies(EvalManifest(created_at="now", rounds=2, options={}), 0) is None
