@@ -390,7 +390,8 @@ def measure(
     if settings.turn_pairs > 0:
         if prestarted is not None:  # a paired child: turn sessions start children of their own
             prestarted.stop()
-        _measure_turns(
+        turns = partial(
+            _measure_turns,
             m,
             baseline,
             candidate,
@@ -400,9 +401,19 @@ def measure(
             before_candidate=before_candidate,
             gamma=gamma,
         )
-        if settings.order_control_rounds > 0 and not m.failure and host_decided_win(m, gamma):
+        next_round, stopped = turns()
+        if (
+            not stopped
+            and settings.order_control_rounds > 0
+            and not m.failure
+            and host_decided_win(m, gamma)
+        ):
             rounds = min(settings.order_control_rounds, len(m.candidate))
             order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
+            control = control_ratio(m)
+            if not m.failure and control is not None and control > 1.0:
+                # as for paired rounds: the corrected ratios decide whether more are needed
+                turns(correction=control, start=next_round)
         if _unstable(m, gamma, settings.noise_limit):
             m.other_work = other_work(settings.device)
         return m
@@ -520,23 +531,41 @@ def _measure_turns(
     tampered_inputs: Callable[[], list[str]] | None,
     before_candidate: Callable[[], None] | None,
     gamma: float,
-) -> None:
+    correction: float = 1.0,
+    start: int = 0,
+) -> tuple[int, bool]:
     """``measure``'s rounds as turn sessions (``gates.turns``): the same checks after each.
 
     Rounds go on until ``min_rounds`` and the pairs' ratios agree within
     ``spread_target`` or decide the category (``turns_sufficient``), up to
     ``max_rounds``, and ``noisy_rounds`` more while they could still flip it.
+    From round ``start``, judging the ratios divided by ``correction`` (the order
+    control's).  Returns the next round's index and whether measuring must stop.
     """
     settings = setup.settings
-    for r in range(settings.max_rounds + settings.noisy_rounds):
-        ratios = m.pair_ratios()
+
+    def ratios() -> list[list[float]]:
+        return [[x / correction for x in session] for session in m.pair_ratios()]
+
+    def enough() -> bool:
+        found = ratios()
+        if len(found) == 1 and found[0] and decided_by_one_round(median(found[0]), 1.0, gamma):
+            return True
+        return turns_sufficient(
+            found, min_rounds=settings.min_rounds, spread_target=settings.spread_target, gamma=gamma
+        )
+
+    if start > 0 and enough():
+        return start, False
+    for r in range(start, settings.max_rounds + settings.noisy_rounds):
+        found = ratios()
         if r >= settings.max_rounds and (
-            not any(ratios)
+            not any(found)
             or turn_decision(
-                ratios, [1.0], [1.0], gamma=gamma, noise_limit=settings.noise_limit
+                found, [1.0], [1.0], gamma=gamma, noise_limit=settings.noise_limit
             ).stable
         ):
-            break
+            return r, False
         round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
         session = setup.turn_round(baseline, candidate, round_dir)
         phases: dict[str, float] = {}
@@ -557,17 +586,10 @@ def _measure_turns(
         if len(m.candidate) > kept:  # its numbers count: the pairs with them
             m.turn_rounds.append(session)
         if stop:
-            return
-        ratios = m.pair_ratios()
-        if len(ratios) == 1 and ratios[0] and decided_by_one_round(median(ratios[0]), 1.0, gamma):
-            return
-        if turns_sufficient(
-            ratios,
-            min_rounds=settings.min_rounds,
-            spread_target=settings.spread_target,
-            gamma=gamma,
-        ):
-            return
+            return r + 1, True
+        if enough():
+            return r + 1, False
+    return settings.max_rounds + settings.noisy_rounds, False
 
 
 def _round_ends_measuring(
@@ -641,7 +663,8 @@ def _round_start(
 def _unstable(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
     """Rounds that will quarantine: the only measurement worth asking NVML about."""
     if m.turn_rounds:
-        ratios = m.pair_ratios()
+        control = max(control_ratio(m) or 1.0, 1.0)  # as ``perf_verdict`` judges them
+        ratios = [[x / control for x in session] for session in m.pair_ratios()]
         return not turn_decision(ratios, [1.0], [1.0], gamma=gamma, noise_limit=noise_limit).stable
     if len(m.candidate) < 2 or len(m.baseline) != len(m.candidate):
         return False

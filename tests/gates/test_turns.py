@@ -444,3 +444,39 @@ def test_a_session_forked_by_the_workers_shared_zygote_stops_the_candidates_thre
     finally:
         service.close()
     assert moved["baseline"] == [0] * PAIRS and all(n > 0 for n in moved["candidate"])
+
+
+def test_a_turn_win_the_control_takes_back_gets_the_sessions_it_stopped_short_of(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One session at 2.5x decides alone; A/A sessions at 1.25x leave 2.0x, which does not,
+    so the sessions go on, judged on corrected ratios, as paired rounds do."""
+    import gates.perf as perf
+    from gates.runner import ChildOutcome
+    from tests.support.paired_timing import measure_on
+
+    timed: list[str] = []
+
+    def turn_round(base_job, cand_job, workdir, **_):
+        timed.append(cand_job.model.kind)
+        if cand_job.model.kind == "eager":
+            ratio = 1.25  # A/A: the order alone
+        else:
+            ratio = 2.5 if timed.count("candidate") == 1 else 1.6
+        session = _turn_round(ratio)
+        session.outcomes = {
+            side: ChildOutcome(status="ok", phase="save_checks", wall_s=1.0)
+            for side in ("baseline", "candidate")
+        }
+        session.wall_s = 2.0
+        return session
+
+    monkeypatch.setattr(perf, "run_turn_round", turn_round)
+    m = measure_on(lambda *a, **k: None, monkeypatch, min_rounds=2, max_rounds=4, turn_pairs=PAIRS)
+    assert timed[:2] == ["candidate", "eager"]  # decided alone, then the control
+    # without the correction: one session; with it, a second that agrees on a win
+    assert timed.count("candidate") == 2
+    settings = GateSettings(device="cuda", min_rounds=2, max_rounds=4, turn_pairs=PAIRS)
+    v4, category, speedup = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
+    assert category == PerfCategory.OPTIMIZED, v4.reason
+    assert speedup == pytest.approx((2.5 + 1.6) / 2 / 1.25)  # the sessions' median, corrected
