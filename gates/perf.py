@@ -337,6 +337,36 @@ def control_ratio(m: PerfMeasurement) -> float | None:
     return median(ratios) if ratios else None
 
 
+def order_correction(m: PerfMeasurement) -> float:
+    """What the order control takes off a win: its ratio when above 1, else 1 (it never
+    adds to one)."""
+    control = control_ratio(m)
+    return control if control is not None and control > 1.0 else 1.0
+
+
+def corrected_rounds(m: PerfMeasurement, correction: float) -> tuple[list[float], list[float]]:
+    """Each side's round times, the candidate's scaled up by ``correction``."""
+    return [m.primary(r) for r in m.baseline], [m.primary(r) * correction for r in m.candidate]
+
+
+def corrected_ratios(m: PerfMeasurement, correction: float) -> list[list[float]]:
+    """Each turn session's pair ratios divided by ``correction``."""
+    return [[x / correction for x in session] for session in m.pair_ratios()]
+
+
+def _order_controlled(
+    m: PerfMeasurement, baseline: ModelSource, setup: RoundSetup, *, gamma: float, workdir: Path
+) -> float:
+    """The A/A rounds a host-decided win needs (``order_control``), and the correction
+    they call for: above 1, the rounds that stopped on the uncorrected win may be too few."""
+    settings = setup.settings
+    if settings.order_control_rounds <= 0 or m.failure or not host_decided_win(m, gamma):
+        return 1.0
+    rounds = min(settings.order_control_rounds, len(m.candidate))
+    order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
+    return 1.0 if m.failure else order_correction(m)
+
+
 def _measuring(fn: Callable[..., PerfMeasurement]) -> Callable[..., PerfMeasurement]:
     """``measure`` with the GPU to itself (``gates.gpu_lease``), and the reference bundle's
     check (its keyword ``tampered_inputs``) run when a round is cut short
@@ -390,135 +420,102 @@ def measure(
     if settings.turn_pairs > 0:
         if prestarted is not None:  # a paired child: turn sessions start children of their own
             prestarted.stop()
-        turns = partial(
-            _measure_turns,
-            m,
-            baseline,
-            candidate,
-            setup,
-            workdir=workdir,
-            tampered_inputs=tampered_inputs,
-            before_candidate=before_candidate,
-            gamma=gamma,
-        )
-        next_round, stopped = turns()
-        if (
-            not stopped
-            and settings.order_control_rounds > 0
-            and not m.failure
-            and host_decided_win(m, gamma)
-        ):
-            rounds = min(settings.order_control_rounds, len(m.candidate))
-            order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
-            control = control_ratio(m)
-            if not m.failure and control is not None and control > 1.0:
-                # as for paired rounds: the corrected ratios decide whether more are needed
-                turns(correction=control, start=next_round)
-        if _unstable(m, gamma, settings.noise_limit):
-            m.other_work = other_work(settings.device)
+        measure_rounds: Callable[..., tuple[int, bool]] = _measure_turns
+    else:
+        measure_rounds = partial(_measure_paired, prestarted=prestarted)
+    rounds = partial(
+        measure_rounds,
+        m,
+        baseline,
+        candidate,
+        setup,
+        workdir=workdir,
+        tampered_inputs=tampered_inputs,
+        before_candidate=before_candidate,
+        gamma=gamma,
+    )
+    next_round, stopped = rounds()
+    if stopped:
         return m
-    job = setup.job(baseline, candidate)
-    rounds = _PairedRounds(m, job, setup, gamma, workdir, tampered_inputs, before_candidate)
-    if rounds.run(prestarted=prestarted):
+    # the rounds may have stopped on a win the slot order made: if the corrected one
+    # would not have stopped them, the rest of the rounds decide it
+    correction = _order_controlled(m, baseline, setup, gamma=gamma, workdir=workdir)
+    if correction > 1.0 and rounds(correction=correction, start=next_round)[1]:
         return m
-    if settings.order_control_rounds > 0 and host_decided_win(m, gamma):
-        order_control(
-            m,
-            baseline,
-            setup,
-            rounds=min(settings.order_control_rounds, len(m.candidate)),
-            workdir=workdir,
-        )
-        control = control_ratio(m)
-        if not m.failure and control is not None and control > 1.0:
-            # the rounds may have stopped on a win the slot order made: if the corrected
-            # one would not have stopped them, the rest of the rounds decide it
-            rounds.correction = control
-            if rounds.run(prestarted=None):
-                return m
     if _unstable(m, gamma, settings.noise_limit):
         m.other_work = other_work(settings.device)
     return m
 
 
-@dataclass
-class _PairedRounds:
-    """``measure``'s fresh-process rounds, resumable: a second run goes on from the round
-    the first one stopped at, judging the candidate's rounds scaled by ``correction``
-    (the order control's ratio) when deciding whether more are needed."""
+def _measure_paired(
+    m: PerfMeasurement,
+    baseline: ModelSource,
+    candidate: ModelSource,
+    setup: RoundSetup,
+    *,
+    workdir: Path,
+    tampered_inputs: Callable[[], list[str]] | None,
+    before_candidate: Callable[[], None] | None,
+    gamma: float,
+    prestarted: PrestartedRound | None,
+    correction: float = 1.0,
+    start: int = 0,
+) -> tuple[int, bool]:
+    """``measure``'s fresh-process rounds, each one paired child, from round ``start``.
 
-    m: PerfMeasurement
-    job: TimingJob
-    setup: RoundSetup
-    gamma: float
-    workdir: Path
-    tampered_inputs: Callable[[], list[str]] | None
-    before_candidate: Callable[[], None] | None
-    correction: float = 1.0
-    next_round: int = 0
+    Until the spread is known or the cap, judging the candidate's rounds scaled by
+    ``correction`` (the order control's); ``prestarted`` serves round 0 only.  Returns
+    the next round's index and whether measuring must stop.
+    """
+    settings = setup.settings
+    job = setup.job(baseline, candidate)
 
-    def sides(self) -> tuple[list[float], list[float]]:
-        m = self.m
-        return [m.primary(x) for x in m.baseline], [
-            m.primary(x) * self.correction for x in m.candidate
-        ]
-
-    def run(self, *, prestarted: PrestartedRound | None) -> bool:
-        """Rounds until the spread is known or the cap; True when measuring must stop."""
-        m, settings = self.m, self.setup.settings
-        if self.next_round > 0 and self.enough():
-            return False
-        while self.next_round < settings.max_rounds + settings.noisy_rounds:
-            r = self.next_round
-            if r >= settings.max_rounds and not noisy_undecided(
-                *self.sides(), gamma=self.gamma, noise_limit=settings.noise_limit
-            ):
-                return False
-            self.next_round += 1
-            round_dir = _round_start(m, settings, self.before_candidate, self.workdir / f"round{r}")
-            outcome = prestarted.go() if prestarted is not None and r == 0 else None
-            if outcome is not None and prestarted is not None:
-                round_dir = prestarted.workdir
-                m.prestarted = True
-            else:
-                outcome = run_job(
-                    self.job,
-                    round_dir,
-                    timeout_s=settings.timing_timeout_s,
-                    device=settings.device,
-                )
-            failure = None
-            if not outcome.ok or outcome.result is None:
-                # the candidate's part begins at its mark: before it, only trusted code ran
-                failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
-            if _round_ends_measuring(
-                m,
-                self.setup,
-                seconds=outcome.wall_s,
-                phases=side_phases(outcome),
-                tampered_inputs=self.tampered_inputs,
-                failure=failure,
-                sides=partial(_paired_sides, outcome),
-                checks_path=round_dir / CHECKS_FILE,
-            ):
-                return True
-            if self.enough():
-                return False
-        return False
-
-    def enough(self) -> bool:
-        """The rounds so far decide: one far outside the band, or agreeing ones."""
-        base, cand = self.sides()
-        if len(cand) == 1 and decided_by_one_round(base[0], cand[0], self.gamma):
+    def enough() -> bool:
+        base, cand = corrected_rounds(m, correction)
+        if len(cand) == 1 and decided_by_one_round(base[0], cand[0], gamma):
             return True
-        settings = self.setup.settings
         return rounds_sufficient(
             base,
             cand,
             min_rounds=settings.min_rounds,
             spread_target=settings.spread_target,
-            gamma=self.gamma,
+            gamma=gamma,
         )
+
+    if start > 0 and enough():
+        return start, False
+    for r in range(start, settings.max_rounds + settings.noisy_rounds):
+        if r >= settings.max_rounds and not noisy_undecided(
+            *corrected_rounds(m, correction), gamma=gamma, noise_limit=settings.noise_limit
+        ):
+            return r, False
+        round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
+        outcome = prestarted.go() if prestarted is not None and r == 0 else None
+        if outcome is not None and prestarted is not None:
+            round_dir = prestarted.workdir
+            m.prestarted = True
+        else:
+            outcome = run_job(
+                job, round_dir, timeout_s=settings.timing_timeout_s, device=settings.device
+            )
+        failure = None
+        if not outcome.ok or outcome.result is None:
+            # the candidate's part begins at its mark: before it, only trusted code ran
+            failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
+        if _round_ends_measuring(
+            m,
+            setup,
+            seconds=outcome.wall_s,
+            phases=side_phases(outcome),
+            tampered_inputs=tampered_inputs,
+            failure=failure,
+            sides=partial(_paired_sides, outcome),
+            checks_path=round_dir / CHECKS_FILE,
+        ):
+            return r + 1, True
+        if enough():
+            return r + 1, False
+    return settings.max_rounds + settings.noisy_rounds, False
 
 
 def _measure_turns(
@@ -544,11 +541,8 @@ def _measure_turns(
     """
     settings = setup.settings
 
-    def ratios() -> list[list[float]]:
-        return [[x / correction for x in session] for session in m.pair_ratios()]
-
     def enough() -> bool:
-        found = ratios()
+        found = corrected_ratios(m, correction)
         if len(found) == 1 and found[0] and decided_by_one_round(median(found[0]), 1.0, gamma):
             return True
         return turns_sufficient(
@@ -558,7 +552,7 @@ def _measure_turns(
     if start > 0 and enough():
         return start, False
     for r in range(start, settings.max_rounds + settings.noisy_rounds):
-        found = ratios()
+        found = corrected_ratios(m, correction)
         if r >= settings.max_rounds and (
             not any(found)
             or turn_decision(
@@ -662,15 +656,13 @@ def _round_start(
 
 def _unstable(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
     """Rounds that will quarantine: the only measurement worth asking NVML about."""
+    correction = order_correction(m)  # as ``perf_verdict`` judges them
     if m.turn_rounds:
-        control = max(control_ratio(m) or 1.0, 1.0)  # as ``perf_verdict`` judges them
-        ratios = [[x / control for x in session] for session in m.pair_ratios()]
+        ratios = corrected_ratios(m, correction)
         return not turn_decision(ratios, [1.0], [1.0], gamma=gamma, noise_limit=noise_limit).stable
     if len(m.candidate) < 2 or len(m.baseline) != len(m.candidate):
         return False
-    base = [m.primary(r) for r in m.baseline]
-    control = control_ratio(m) or 1.0  # as ``perf_verdict`` judges them
-    cand = [m.primary(r) * max(control, 1.0) for r in m.candidate]
+    base, cand = corrected_rounds(m, correction)
     return not decide_category(base, cand, gamma=gamma, noise_limit=noise_limit).stable
 
 
@@ -961,11 +953,11 @@ def perf_verdict(
             None,
             None,
         )
-    base_rounds = [m.primary(r) for r in m.baseline]
-    cand_rounds = [m.primary(r) for r in m.candidate]
+    correction = order_correction(m)  # never the other way: it only ever takes a win away
+    base_rounds, cand_rounds = corrected_rounds(m, correction)
+    ratios = corrected_ratios(m, correction)
     order_note = ""
     control = control_ratio(m)
-    ratios = m.pair_ratios()
     if control is not None:
         metrics["order_control"] = {
             "ratio": control,
@@ -976,9 +968,7 @@ def perf_verdict(
             metrics["order_control"]["pair_ratios"] = [
                 round(x, 5) for t in m.control_turns for x in t.ratios
             ]
-        if control > 1.0:  # never the other way: the control only ever takes a win away
-            cand_rounds = [x * control for x in cand_rounds]
-            ratios = [[x / control for x in session] for session in ratios]
+        if correction > 1.0:
             order_note = (
                 f"; the baseline timed in the candidate's slot read {control:.3g}x faster "
                 "(order control), taken off the speedup"
