@@ -5,6 +5,7 @@
     python3 -m scripts.llm_eval start --problems P1.py P2.py ... --rounds 2 [--budget-s 450]
     python3 -m scripts.llm_eval resume --home home.tgz --replies DIR_OR_TGZ [--budget-s 450]
     python3 -m scripts.llm_eval report --home home.tgz --out DIR
+    python3 -m scripts.llm_eval compare --run run1=R1/report.json --run run2=R2/report.json
 
 ``start --proposer builtin`` runs the same chain of calls for built-in campaigns
 (no requests): one campaign carried across machine loans (issue 31).
@@ -13,7 +14,7 @@ Run from the repository root (``scripts`` is a package: nothing patches
 ``sys.path``).  Modules: ``commands`` (the three commands and
 one call around them), ``services`` (server and workers), ``watch`` (what each
 campaign is doing), ``replies``, ``packing`` (what goes back to $OUT),
-``report`` (the outcome table), ``record`` (the evaluation's own record) and
+``report`` (the outcome table), ``compare`` (runs side by side), ``record`` (the evaluation's own record) and
 ``stream`` (progress as it happens).
 
 Each LLM request of a folder-mode campaign is a self-contained file that an

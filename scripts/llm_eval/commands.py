@@ -376,6 +376,24 @@ async def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_compare(args: argparse.Namespace) -> int:
+    """Two or more runs' report.json files side by side (no server: the reports suffice)."""
+    from scripts.llm_eval.compare import compare_markdown, load_rows
+
+    runs = []
+    for given in args.run:
+        label, sep, path = given.partition("=")
+        if not sep or not label or not path:
+            raise SystemExit(f"--run {given!r}: expected LABEL=REPORT.json")
+        runs.append((label, load_rows(Path(path))))
+    text = compare_markdown(runs)
+    if args.out is not None:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(Path(args.out), text.encode("utf-8"))
+    print(text, end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llm_eval", description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -444,6 +462,12 @@ def build_parser() -> argparse.ArgumentParser:
     timeline = sub.add_parser("timeline", help="when each activity of a home.tgz ran")
     timeline.add_argument("--home", type=Path, required=True)
     timeline.add_argument("--out", type=Path, default=None, help="a markdown file to write")
+
+    compare = sub.add_parser("compare", help="runs' report.json files side by side")
+    compare.add_argument(
+        "--run", action="append", required=True, metavar="LABEL=REPORT.json", help="one per run"
+    )
+    compare.add_argument("--out", type=Path, default=None, help="a markdown file to write")
     return parser
 
 
@@ -452,6 +476,7 @@ COMMANDS = {
     "resume": cmd_resume,
     "report": cmd_report,
     "timeline": cmd_timeline,
+    "compare": cmd_compare,
 }
 
 

@@ -4,9 +4,15 @@ table used to hide behind zeros)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from kernelopt.contracts.verdicts import GateName
+from scripts.llm_eval.commands import build_parser, cmd_compare
 from scripts.llm_eval.record import EvalCall, EvalManifest, EvalProblem, idle_without_replies
 from scripts.llm_eval.report import candidate_counts, report_markdown
 from scripts.llm_eval.timeline import Step, busy_union, timeline_markdown
@@ -79,3 +85,48 @@ def test_a_resume_without_replies_is_idle_only_when_every_campaign_waits_for_the
         assert idle_without_replies(manifest("waiting for 1 plan", busy), 0) is None
     assert idle_without_replies(manifest("finished", "finished"), 0) is None
     assert idle_without_replies(EvalManifest(created_at="now", rounds=2, options={}), 0) is None
+
+
+def test_two_runs_side_by_side_sum_counts_and_take_geomeans(tmp_path: Path) -> None:
+    def main(argv: list[str]) -> int:  # the command itself: main() ends the process
+        return asyncio.run(cmd_compare(build_parser().parse_args(argv)))
+
+    def report(path, rows):
+        path.write_text(json.dumps({"rows": rows}))
+        return path
+
+    first = report(
+        tmp_path / "r1.json",
+        [
+            {"problem": "a", "outcome": "fallback", "speedup": 1.0, "candidates": 4, "parsed": 2},
+            {"problem": "b", "outcome": "optimized", "speedup": 4.0, "candidates": 1},
+        ],
+    )
+    second = report(
+        tmp_path / "r2.json",
+        [{"problem": "a", "outcome": "optimized", "speedup": 1.21, "candidates": 6, "parsed": 6}],
+    )
+    out = tmp_path / "side.md"
+    assert (
+        main(["compare", "--run", f"run1={first}", "--run", f"run2={second}", "--out", str(out)])
+        == 0
+    )
+    lines = out.read_text().splitlines()
+    table = {}
+    current = None
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        problem, column, *cells = [c.strip() for c in line.strip("|").split("|")]
+        current = problem or current
+        table[(current, column)] = cells
+    assert table[("a", "speedup")] == ["1.000x", "1.210x"]
+    assert table[("b", "outcome")] == ["optimized", "-"]  # run 2 has no row for b
+    assert table[("**all**", "speedup")] == ["2.000x", "1.210x"]  # geomean of 1 and 4
+    assert table[("**all**", "candidates")] == ["5", "6"]
+    assert table[("**all**", "outcome")] == ["1 optimized", "1 optimized"]
+    assert "run2 has no row for b" in out.read_text()
+    with pytest.raises(SystemExit, match=r"LABEL=REPORT\.json"):
+        main(["compare", "--run", str(first)])
+    with pytest.raises(SystemExit, match="not an llm_eval report"):
+        main(["compare", "--run", f"x={report(tmp_path / 'bad.json', [{'no': 1}])}"])
