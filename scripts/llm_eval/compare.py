@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from kernelopt.contracts.campaign import OutcomeCategory
 
 # (label, row key, format): the columns each run contributes per problem
 COLUMNS = (
@@ -24,6 +27,7 @@ COLUMNS = (
     ("tokens", "tokens", ""),
     ("GPU-s", "gpu_seconds", ".1f"),
 )
+OUTCOME_ORDER = [o.value for o in OutcomeCategory]  # the best first, in the last row's count
 SUMMED = ("candidates", "parsed", "compiled", "correct", "tokens", "gpu_seconds")
 
 
@@ -61,8 +65,9 @@ def _totals(rows: list[dict[str, Any] | None]) -> dict[str, Any]:
     }
     total["speedup"] = geomean([r.get("speedup") or 0 for r in present])
     total["best_kernel_speedup"] = geomean([r.get("best_kernel_speedup") or 0 for r in present])
-    wins = sum(1 for r in present if r.get("outcome") == "optimized")
-    total["outcome"] = f"{wins} optimized" if present else None
+    counts = Counter(r.get("outcome") or "unfinished" for r in present)
+    order = sorted(counts, key=lambda o: (OUTCOME_ORDER.index(o) if o in OUTCOME_ORDER else 9, o))
+    total["outcome"] = ", ".join(f"{counts[o]} {o}" for o in order) if present else None
     return total
 
 

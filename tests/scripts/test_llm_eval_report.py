@@ -124,7 +124,7 @@ def test_two_runs_side_by_side_sum_counts_and_take_geomeans(tmp_path: Path) -> N
     assert table[("b", "outcome")] == ["optimized", "-"]  # run 2 has no row for b
     assert table[("**all**", "speedup")] == ["2.000x", "1.210x"]  # geomean of 1 and 4
     assert table[("**all**", "candidates")] == ["5", "6"]
-    assert table[("**all**", "outcome")] == ["1 optimized", "1 optimized"]
+    assert table[("**all**", "outcome")] == ["1 optimized, 1 fallback", "1 optimized"]
     assert "run2 has no row for b" in out.read_text()
     with pytest.raises(SystemExit, match=r"LABEL=REPORT\.json"):
         main(["compare", "--run", str(first)])
