@@ -38,7 +38,10 @@ fi
 if [ ! -f .device/site.tar.xz ] || [ -n "$(find .whl -newer .device/site.tar.xz -name '*.whl')" ]; then
     site=$(mktemp -d)
     for w in .whl/*.whl; do unzip -q -o "$w" -d "$site"; done
-    tar -C "$site" -cf - . | xz -9 -T0 > .device/site.tar.xz
+    # temporalio ships its Rust sources (12 MB) and every wheel its type stubs: not run, only carried
+    rm -rf "$site"/temporalio/bridge/sdk-core "$site"/temporalio/bridge/src "$site"/google-stubs
+    find "$site" -name '*.pyi' -delete
+    tar -C "$site" -cf - . | xz -9e -T0 > .device/site.tar.xz
     rm -rf "$site"
 fi
 # the GPU host has no bubblewrap: its .deb travels and device_bwrap.sh unpacks it
