@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
 from gates.gpu_contention import OtherWork, other_work, wait_for_quiet
@@ -420,14 +420,13 @@ def measure(
     if settings.turn_pairs > 0:
         if prestarted is not None:  # a paired child: turn sessions start children of their own
             prestarted.stop()
-        measure_rounds: Callable[..., tuple[int, bool]] = _measure_turns
+        kind: _RoundKind = _TurnRounds(baseline, candidate, setup)
     else:
-        measure_rounds = partial(_measure_paired, prestarted=prestarted)
+        kind = _PairedRounds(baseline, candidate, setup, prestarted)
     rounds = partial(
-        measure_rounds,
+        _measure_rounds,
         m,
-        baseline,
-        candidate,
+        kind,
         setup,
         workdir=workdir,
         tampered_inputs=tampered_inputs,
@@ -447,81 +446,133 @@ def measure(
     return m
 
 
-def _measure_paired(
-    m: PerfMeasurement,
-    baseline: ModelSource,
-    candidate: ModelSource,
-    setup: RoundSetup,
-    *,
-    workdir: Path,
-    tampered_inputs: Callable[[], list[str]] | None,
-    before_candidate: Callable[[], None] | None,
-    gamma: float,
-    prestarted: PrestartedRound | None,
-    correction: float = 1.0,
-    start: int = 0,
-) -> tuple[int, bool]:
-    """``measure``'s fresh-process rounds, each one paired child, from round ``start``.
+@dataclass
+class _PlayedRound:
+    """One round's children, done: what ``_round_ends_measuring`` judges."""
 
-    Until the spread is known or the cap, judging the candidate's rounds scaled by
-    ``correction`` (the order control's); ``prestarted`` serves round 0 only.  Returns
-    the next round's index and whether measuring must stop.
-    """
-    settings = setup.settings
-    job = setup.job(baseline, candidate)
+    seconds: float
+    phases: dict[str, float]
+    failure: tuple[str, ChildOutcome] | None
+    sides: Callable[[], tuple[TimingResult, TimingResult]]
+    checks_path: Path
+    counted: Callable[[], None] = lambda: None  # its numbers count
 
-    def enough() -> bool:
+
+class _RoundKind(Protocol):
+    """How ``measure``'s rounds are run and judged: a paired child each, or turn sessions."""
+
+    def enough(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
+        """The rounds so far, the candidate's scaled by ``correction``, settle the category."""
+
+    def settled(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
+        """Past ``max_rounds``: no noisy round more could flip the category."""
+
+    def play(self, r: int, round_dir: Path, m: PerfMeasurement) -> _PlayedRound:
+        """Round ``r``'s children, run to their end."""
+
+
+class _PairedRounds:
+    """One fresh child per round timing both sides; ``prestarted`` serves round 0 only."""
+
+    def __init__(
+        self,
+        baseline: ModelSource,
+        candidate: ModelSource,
+        setup: RoundSetup,
+        prestarted: PrestartedRound | None,
+    ) -> None:
+        self.settings = setup.settings
+        self.job = setup.job(baseline, candidate)
+        self.prestarted = prestarted
+
+    def enough(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
         base, cand = corrected_rounds(m, correction)
         if len(cand) == 1 and decided_by_one_round(base[0], cand[0], gamma):
             return True
         return rounds_sufficient(
             base,
             cand,
-            min_rounds=settings.min_rounds,
-            spread_target=settings.spread_target,
+            min_rounds=self.settings.min_rounds,
+            spread_target=self.settings.spread_target,
             gamma=gamma,
         )
 
-    if start > 0 and enough():
-        return start, False
-    for r in range(start, settings.max_rounds + settings.noisy_rounds):
-        if r >= settings.max_rounds and not noisy_undecided(
-            *corrected_rounds(m, correction), gamma=gamma, noise_limit=settings.noise_limit
-        ):
-            return r, False
-        round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
-        outcome = prestarted.go() if prestarted is not None and r == 0 else None
-        if outcome is not None and prestarted is not None:
-            round_dir = prestarted.workdir
+    def settled(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
+        return not noisy_undecided(
+            *corrected_rounds(m, correction), gamma=gamma, noise_limit=self.settings.noise_limit
+        )
+
+    def play(self, r: int, round_dir: Path, m: PerfMeasurement) -> _PlayedRound:
+        outcome = self.prestarted.go() if self.prestarted is not None and r == 0 else None
+        if outcome is not None and self.prestarted is not None:
+            round_dir = self.prestarted.workdir
             m.prestarted = True
         else:
             outcome = run_job(
-                job, round_dir, timeout_s=settings.timing_timeout_s, device=settings.device
+                self.job,
+                round_dir,
+                timeout_s=self.settings.timing_timeout_s,
+                device=self.settings.device,
             )
         failure = None
         if not outcome.ok or outcome.result is None:
             # the candidate's part begins at its mark: before it, only trusted code ran
             failure = ("candidate" if "candidate" in outcome.phases else "baseline", outcome)
-        if _round_ends_measuring(
-            m,
-            setup,
+        return _PlayedRound(
             seconds=outcome.wall_s,
             phases=side_phases(outcome),
-            tampered_inputs=tampered_inputs,
             failure=failure,
             sides=partial(_paired_sides, outcome),
             checks_path=round_dir / CHECKS_FILE,
-        ):
-            return r + 1, True
-        if enough():
-            return r + 1, False
-    return settings.max_rounds + settings.noisy_rounds, False
+        )
 
 
-def _measure_turns(
+class _TurnRounds:
+    """Turn sessions (``gates.turns``): the pairs' ratios decide (``turns_sufficient``)."""
+
+    def __init__(self, baseline: ModelSource, candidate: ModelSource, setup: RoundSetup) -> None:
+        self.baseline, self.candidate, self.setup = baseline, candidate, setup
+        self.settings = setup.settings
+
+    def enough(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
+        found = corrected_ratios(m, correction)
+        if len(found) == 1 and found[0] and decided_by_one_round(median(found[0]), 1.0, gamma):
+            return True
+        return turns_sufficient(
+            found,
+            min_rounds=self.settings.min_rounds,
+            spread_target=self.settings.spread_target,
+            gamma=gamma,
+        )
+
+    def settled(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
+        found = corrected_ratios(m, correction)
+        return (
+            not any(found)
+            or turn_decision(
+                found, [1.0], [1.0], gamma=gamma, noise_limit=self.settings.noise_limit
+            ).stable
+        )
+
+    def play(self, r: int, round_dir: Path, m: PerfMeasurement) -> _PlayedRound:
+        session = self.setup.turn_round(self.baseline, self.candidate, round_dir)
+        phases: dict[str, float] = {}
+        for side, outcome in session.outcomes.items():
+            for key, value in outcome.phase_seconds(side).items():
+                phases[key] = phases.get(key, 0.0) + value
+        return _PlayedRound(
+            seconds=session.wall_s,
+            phases=phases,
+            failure=session.failure,
+            sides=partial(_turn_sides, session),
+            checks_path=round_dir / "candidate" / CHECKS_FILE,
+            counted=partial(m.turn_rounds.append, session),
+        )
+
+
+def _measure_rounds(
     m: PerfMeasurement,
-    baseline: ModelSource,
-    candidate: ModelSource,
+    kind: _RoundKind,
     setup: RoundSetup,
     *,
     workdir: Path,
@@ -531,57 +582,37 @@ def _measure_turns(
     correction: float = 1.0,
     start: int = 0,
 ) -> tuple[int, bool]:
-    """``measure``'s rounds as turn sessions (``gates.turns``): the same checks after each.
+    """``measure``'s rounds from round ``start``, of either kind, with the same checks after each.
 
-    Rounds go on until ``min_rounds`` and the pairs' ratios agree within
-    ``spread_target`` or decide the category (``turns_sufficient``), up to
-    ``max_rounds``, and ``noisy_rounds`` more while they could still flip it.
-    From round ``start``, judging the ratios divided by ``correction`` (the order
+    Rounds go on until ``kind.enough`` (the spread is known or the category decided),
+    up to ``max_rounds``, and ``noisy_rounds`` more while the noise could still flip the
+    category; the candidate's numbers are judged scaled by ``correction`` (the order
     control's).  Returns the next round's index and whether measuring must stop.
     """
     settings = setup.settings
-
-    def enough() -> bool:
-        found = corrected_ratios(m, correction)
-        if len(found) == 1 and found[0] and decided_by_one_round(median(found[0]), 1.0, gamma):
-            return True
-        return turns_sufficient(
-            found, min_rounds=settings.min_rounds, spread_target=settings.spread_target, gamma=gamma
-        )
-
-    if start > 0 and enough():
+    if start > 0 and kind.enough(m, correction, gamma):
         return start, False
     for r in range(start, settings.max_rounds + settings.noisy_rounds):
-        found = corrected_ratios(m, correction)
-        if r >= settings.max_rounds and (
-            not any(found)
-            or turn_decision(
-                found, [1.0], [1.0], gamma=gamma, noise_limit=settings.noise_limit
-            ).stable
-        ):
+        if r >= settings.max_rounds and kind.settled(m, correction, gamma):
             return r, False
         round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
-        session = setup.turn_round(baseline, candidate, round_dir)
-        phases: dict[str, float] = {}
-        for side, outcome in session.outcomes.items():
-            for key, value in outcome.phase_seconds(side).items():
-                phases[key] = phases.get(key, 0.0) + value
+        played = kind.play(r, round_dir, m)
         kept = len(m.candidate)
         stop = _round_ends_measuring(
             m,
             setup,
-            seconds=session.wall_s,
-            phases=phases,
+            seconds=played.seconds,
+            phases=played.phases,
             tampered_inputs=tampered_inputs,
-            failure=session.failure,
-            sides=partial(_turn_sides, session),
-            checks_path=round_dir / "candidate" / CHECKS_FILE,
+            failure=played.failure,
+            sides=played.sides,
+            checks_path=played.checks_path,
         )
-        if len(m.candidate) > kept:  # its numbers count: the pairs with them
-            m.turn_rounds.append(session)
+        if len(m.candidate) > kept:
+            played.counted()
         if stop:
             return r + 1, True
-        if enough():
+        if kind.enough(m, correction, gamma):
             return r + 1, False
     return settings.max_rounds + settings.noisy_rounds, False
 
