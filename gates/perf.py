@@ -881,6 +881,8 @@ def perf_verdict(
         metrics["graph_replay"] = graphs
     if m.quiet_waits:
         metrics["quiet_gpu_waits_s"] = m.quiet_waits
+    if m.prestarted:  # round 0's baseline was built beside gates 1-3 (``gates.prestart``)
+        metrics["prestarted"] = True
     turns_note = ""
     if m.turn_rounds:
         metrics["turns"] = _turn_metrics(m)

@@ -279,6 +279,22 @@ class CaseOutcome:
             "speedup": r.speedup,
             "gpu_seconds": round(r.gpu_seconds, 2),
             "wall_seconds": round(r.wall_seconds, 2),
+            "rounds": self.rounds(),
+        }
+
+    def rounds(self) -> dict[str, Any]:
+        """Gate 4's rounds one by one: a median that moved between runs is read from these."""
+        perf = [v.metrics for v in self.result.verdicts if v.gate.value == "performance"]
+        if not perf:
+            return {}
+        m = perf[-1]
+        return {
+            side: [round(x["primary_ms"], 5) for x in m.get(side, {}).get("rounds", [])]
+            for side in ("baseline", "candidate")
+        } | {
+            key: m[key]
+            for key in ("prestarted", "quiet_gpu_waits_s", "order_control", "other_work")
+            if key in m
         }
 
     def explain(self) -> str:
