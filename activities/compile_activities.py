@@ -22,9 +22,17 @@ log = get_logger(__name__)
 
 @activity.defn(name=names.COMPILE)
 async def compile_problem(inp: contracts.CompileInput) -> contracts.CompileResult:
-    """The baseline, compiled by the problem's kind (Inductor capture for modules); cached."""
+    """The baseline, compiled by the problem's kind (Inductor capture for modules); cached.
+
+    Exclusive: max-autotune picks each kernel by timing it, and a pick made beside other
+    work is kept in the caches for every later measurement; a baseline slowed that way
+    makes every candidate look faster.
+    """
     return await run_supervised(
-        "kernelopt.kinds.registry:compile_problem", inp, contracts.CompileResult, lease="shared"
+        "kernelopt.kinds.registry:compile_problem",
+        inp,
+        contracts.CompileResult,
+        lease="exclusive",
     )
 
 

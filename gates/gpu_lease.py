@@ -4,8 +4,8 @@ A GPU worker may run several activities at once (``kernelopt worker --gpu-slots`
 one candidate's compile and correctness runs overlap another's, but nothing may run on
 the GPU while a candidate is timed.  Every section of gate code that puts work on the GPU
 holds the GPU's lease: *shared* for work whose speed nobody reads (the reference,
-correctness and float64 runs, compiles and their autotuning), *exclusive* for what is timed
-(gate 4's rounds, screening, profiling).  A section's children end before it lets go, so
+correctness and float64 runs), *exclusive* for what is timed (gate 4's rounds, screening,
+profiling, and any compile that autotunes: its picks are timings, kept in the caches).  A section's children end before it lets go, so
 no process that ran candidate code is left to put work on the GPU during another's timing.
 
 The lease is two ``flock(2)`` locks per GPU in the home's ``locks/`` folder, which the

@@ -9,7 +9,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import compile_activities as acts
-from kernelopt.contracts import CompileResult, SegmentInput, names
+from kernelopt.contracts import CompileInput, CompileResult, SegmentInput, names
 from kernelopt.store import open_store
 from tests.support.wrappers import fixture_json, wrapper_text
 
@@ -56,3 +56,22 @@ async def test_segment_activity_reports_junk_as_non_retryable(tmp_path: Path, mo
     with pytest.raises(ApplicationError) as info:
         await ActivityEnvironment().run(acts.segment, SegmentInput(compiled=compiled))
     assert info.value.non_retryable
+
+
+async def test_the_baseline_compile_has_the_gpu_to_itself(tmp_path: Path, monkeypatch) -> None:
+    """max-autotune times its choices and caches them: a compile beside a shared section
+    (another slot's gates) would keep a slowed baseline for every later measurement."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    leases: list[str | None] = []
+
+    async def supervised(target, inp, result_type, **kwargs):
+        leases.append(kwargs.get("lease"))
+        raise ApplicationError("recorded", non_retryable=True)
+
+    monkeypatch.setattr(acts, "run_supervised", supervised)
+    recorded = CompileResult.model_validate(fixture_json("level3_001_small_mlp", "compile"))
+    with pytest.raises(ApplicationError, match="recorded"):
+        await ActivityEnvironment().run(
+            acts.compile_problem, CompileInput(problem=recorded.problem)
+        )
+    assert leases == ["exclusive"]

@@ -361,8 +361,13 @@ def _settings_for(case: Case, base: GateSettings) -> GateSettings:
 def warm_baseline(
     problem: Path, bundle: ReferenceBundle, settings: GateSettings, scratch: Path
 ) -> None:
-    """Compile the baseline once so the timed rounds hit Inductor's caches (untimed)."""
+    """Compile the baseline once so the timed rounds hit Inductor's caches.
+
+    With the GPU to itself: max-autotune times its choices, and a choice made beside
+    other cases' gates stays in the cache for every round (a slowed baseline).
+    """
     from gates.cascade import baseline_source
+    from gates.gpu_lease import gpu_section
 
     job = TimingJob(
         side="baseline",
@@ -375,12 +380,13 @@ def warm_baseline(
         rep_ms=1.0,
         host_batches=1,
     )
-    run_job(
-        job,
-        scratch / f"warm-{problem.stem}",
-        timeout_s=settings.timing_timeout_s,
-        device=settings.device,
-    )
+    with gpu_section("exclusive", settings.device):
+        run_job(
+            job,
+            scratch / f"warm-{problem.stem}",
+            timeout_s=settings.timing_timeout_s,
+            device=settings.device,
+        )
 
 
 def scratch_dir(prefix: str) -> Path:
