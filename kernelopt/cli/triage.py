@@ -48,14 +48,19 @@ async def run_triage(
         path.read_text(encoding="utf-8"), media_type="text/x-python", name=path.name
     )
     spec = ProblemSpec(name=path.stem, source=source, path=str(path), seed=seed)
+    # both time the GPU (autotuning, triage's profile): exclusive, as on a GPU worker
     compiled = await run_supervised(
-        "kernelopt.kinds.registry:compile_problem", CompileInput(problem=spec), CompileResult
+        "kernelopt.kinds.registry:compile_problem",
+        CompileInput(problem=spec),
+        CompileResult,
+        lease="exclusive",
     )
     seg = segment(SegmentInput(compiled=compiled, mode=mode), store)
     tri = await run_supervised(
         "kernelopt.compile.triage:triage",
         TriageInput(compiled=compiled, segment=seg),
         TriageResult,
+        lease="exclusive",
     )
     return compiled, seg, tri
 
