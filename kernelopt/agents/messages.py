@@ -13,11 +13,11 @@ from typing import Any
 
 from kernelopt.agents import prompts, sections
 from kernelopt.agents.budget import BUDGETS, Section, estimate_tokens, fit_sections
+from kernelopt.agents.chat import Message
 from kernelopt.agents.result_text import (
     render_profile_result,
     render_verdict_feedback,
 )
-from kernelopt.agents.transport import Message
 from kernelopt.contracts.compiled import SearchTarget, TargetKind
 from kernelopt.contracts.search import (
     ExecuteInput,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kernelopt.agents.transport import ChatReply, Message
+from kernelopt.agents.chat import ChatReply, Message
 from kernelopt.contracts.search import PlanInput
 from kernelopt.store import ArtifactStore
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelopt.agents.chat import Message
 from kernelopt.agents.deferred import PreparedRequest
-from kernelopt.agents.transport import Message
 
 PARTIAL_SUFFIXES = (".tmp", ".part", ".partial", ".swp")
 HOW_TO_ANSWER = (

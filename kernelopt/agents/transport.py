@@ -24,17 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import openai
-from pydantic import BaseModel, ConfigDict
 
 from kernelopt.agents import quirks as quirk_store
+from kernelopt.agents.chat import ChatReply, Message
 from kernelopt.agents.ledger import usage_of
-from kernelopt.contracts.search import ProposerConfig, Usage
+from kernelopt.contracts.search import ProposerConfig
 from kernelopt.errors import ConfigError, InfrastructureError, LLMReplyError
 from kernelopt.log import get_logger
 
 log = get_logger(__name__)
-
-Message = dict[str, str]
 
 # A truncated reply is sent back at most this often; the last text is returned as it is.
 MAX_CONTINUATIONS = 1
@@ -50,15 +48,6 @@ _FRESH_ANSWER = re.compile(r"\A\s*(?:(?:```|~~~)[ \t]*[A-Za-z][\w+-]*[ \t]*\n|\{
 
 class LLMConfigError(ConfigError):
     """The endpoint refused the request itself (auth, unknown model, bad request)."""
-
-
-class ChatReply(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    text: str
-    usage: Usage
-    model: str = ""
-    finish_reason: str = ""
 
 
 def endpoint_label(config: ProposerConfig) -> str:

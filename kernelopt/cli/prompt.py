@@ -34,7 +34,7 @@ from kernelopt.errors import KernelOptError
 from kernelopt.store import ArtifactStore, open_store
 
 if TYPE_CHECKING:  # the agents import openai (~0.5 s): only when a prompt is rendered
-    from kernelopt.agents.transport import Message
+    from kernelopt.agents.chat import Message
 
 ROLES = ("planner", "executor", "retry")
 EXAMPLE_PLAN = Plan(
