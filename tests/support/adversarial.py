@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gates.cascade import check_candidate, time_candidate
+from gates.cascade import baseline_source, check_candidate, time_candidate
+from gates.gpu_lease import gpu_section
 from gates.protocol import TimingJob
 from gates.reference import ReferenceBundle, prepare_reference
 from gates.runner import run_job
@@ -366,9 +367,6 @@ def warm_baseline(
     With the GPU to itself: max-autotune times its choices, and a choice made beside
     other cases' gates stays in the cache for every round (a slowed baseline).
     """
-    from gates.cascade import baseline_source
-    from gates.gpu_lease import gpu_section
-
     job = TimingJob(
         side="baseline",
         model=baseline_source(str(problem), settings),
