@@ -318,3 +318,13 @@ def test_every_cheat_that_behaves_differently_while_timed_is_named_with_its_call
         perf = suite.by_candidate()[name].result.verdicts[-1]
         assert perf.gate.value == "performance" and perf.status == GateStatus.FAIL, name
         assert "timed call #" in perf.reason, (name, perf.reason)
+
+
+def test_a_timed_cases_row_keeps_every_round_and_the_stages(suite: SuiteResult) -> None:
+    """A median that moves between runs is read from its rounds, a verdict's cost from its
+    stages: the rows the GPU suite writes carry both."""
+    row = suite.by_candidate()["timer_patch"].row()
+    rounds = row["rounds"]
+    assert rounds["baseline"] and len(rounds["baseline"]) >= len(rounds["candidate"]) >= 1
+    assert all(ms > 0 for ms in rounds["baseline"] + rounds["candidate"])
+    assert row["stages"] and all(s >= 0 for s in row["stages"].values())

@@ -281,6 +281,8 @@ class CaseOutcome:
             "gpu_seconds": round(r.gpu_seconds, 2),
             "wall_seconds": round(r.wall_seconds, 2),
             "rounds": self.rounds(),
+            # where the verdict's seconds went (issue 22's cost, per stage and child phase)
+            "stages": r.environment.get("stage_seconds", {}),
         }
 
     def rounds(self) -> dict[str, Any]:
