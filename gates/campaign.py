@@ -298,6 +298,23 @@ def _model_settings(inp: ModelGateInput) -> GateSettings:
     )
 
 
+# gate 4's baseline this much slower than the compile's own timing of it: logged, and the
+# ratio is kept in every model verdict (``baseline_vs_compile``) until one H200 series says
+# where a threshold that acts belongs
+BASELINE_DRIFT_WARN = 1.5
+
+
+def baseline_drift(gate_ms: float | None, compiled_ms: float) -> float | None:
+    """Gate 4's baseline median over the compile's timing of the same wrapper.
+
+    Well above 1, the baseline ran slower than when it was compiled and every speedup
+    against it reads high: a tuning pick made on a busy GPU, or other work beside it.
+    """
+    if not gate_ms or compiled_ms <= 0:
+        return None
+    return round(gate_ms / compiled_ms, 3)
+
+
 def gate_model(inp: ModelGateInput, store: ArtifactStore) -> ModelGateResult:
     """Gates 3-4 on a re-stitched model: V_model end to end, then V_perf vs the baseline wrapper."""
     settings = _model_settings(inp)
@@ -352,6 +369,18 @@ def _judge_model(
         raise RuntimeError(v_perf.reason)  # retryable: the baseline itself did not time
     base = v_perf.metrics["baseline"]["median_ms"] if m.baseline else None
     cand = v_perf.metrics["candidate"]["median_ms"] if m.candidate else None
+    drift = baseline_drift(base, inp.compiled.compiled_ms)
+    if drift is not None:
+        v_perf = v_perf.model_copy(
+            update={"metrics": {**v_perf.metrics, "baseline_vs_compile": drift}}
+        )
+        if drift > BASELINE_DRIFT_WARN:
+            log.warning(
+                "baseline_slower_than_at_compile",
+                ratio=drift,
+                gate_ms=base,
+                compiled_ms=inp.compiled.compiled_ms,
+            )
     return ModelGateResult(
         verdict=v_perf,
         category=category,

@@ -138,6 +138,7 @@ def test_identity_and_biased_kernel_through_all_gates(compiled, gate_launch) -> 
         + "\n"
         + "\n".join(
             f"{name}: verdict={r.verdict.gate.value}/{r.verdict.status.value} {r.verdict.reason[:160]} speedup={r.speedup}"
+            f" baseline_vs_compile={r.verdicts[-1].metrics.get('baseline_vs_compile')}"
             for name, r in (("gate_model identity", same), ("gate_model biased", biased))
         )
         + "\n"

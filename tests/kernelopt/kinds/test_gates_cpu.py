@@ -130,6 +130,10 @@ def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launc
         "cache_guard",
     ]
     assert "gates_1_3.child" in model.stage_seconds and "cand.outside" in model.stage_seconds
+    # gate 4's baseline against the compile's own timing of it, kept for the audit
+    assert compiled.compiled_ms > 0
+    drift = model.verdicts[1].metrics["baseline_vs_compile"]
+    assert drift == round(model.baseline_ms / compiled.compiled_ms, 3)
 
 
 def test_gate_4_times_the_files_own_launcher_as_the_baseline(launcher: bool) -> None:
