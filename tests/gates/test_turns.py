@@ -107,7 +107,9 @@ def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn
     run_session(setup, candidate, tmp_path / "session", observe)
     assert len(seen["baseline"]) == PAIRS
     assert seen["baseline"] == [0] * PAIRS  # stopped with its process for every baseline turn
-    assert all(n > 0 for n in seen["candidate"])  # and running during its own turns
+    # and running during its own turns (most of them: on a loaded CPU the thread may not be
+    # scheduled within a short one), so the zeros above are the stop, not a dead counter
+    assert sum(n > 0 for n in seen["candidate"]) > PAIRS // 2, seen["candidate"]
 
 
 def test_a_candidate_that_says_done_early_still_pays_for_its_calls(

@@ -116,7 +116,9 @@ def test_a_candidate_that_says_synced_early_is_charged_its_late_work(
     baseline_records = [r for _, r, _ in _side_rows(session, "baseline")]
     for _, record, off in _side_rows(session, "candidate"):
         assert off <= max(baseline_records)  # never more than the baseline's own
-        assert record >= LATE_MS  # its late work was in its "record phase"
+        # its late work was in its "record phase" (less the time ``synced`` took to reach the
+        # parent on a loaded CPU; without the late work it would be a few ms)
+        assert record >= 0.5 * LATE_MS
     charged = {
         side: statistics.median(w - off for w, _, off in _side_rows(session, side))
         for side in ("baseline", "candidate")
