@@ -29,6 +29,21 @@ RESULT_PREFIX = "KERNELOPT_HARNESS "
 WARMUP_CALLS = 3
 
 
+def runner_command(harness: Path, mode: str, *extra: str) -> list[str]:
+    """The argv that runs ``harness`` in a fresh interpreter, as the profiler and the event
+    timing both start it."""
+    return [
+        sys.executable,
+        "-P",  # its working directory is not an import path (gates/zygote.py says why)
+        "-m",
+        "kernelopt.profiling.harness_runner",
+        str(harness),
+        "--mode",
+        mode,
+        *extra,
+    ]
+
+
 def load_harness(path: Path) -> Any:
     spec = importlib.util.spec_from_file_location("kernelopt_harness", path)
     if spec is None or spec.loader is None:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelopt.errors import InfrastructureError
+from kernelopt.profiling.harness_runner import runner_command
 
 NCU_CANDIDATES = (
     "/usr/local/cuda/bin/ncu",
@@ -95,13 +95,7 @@ def profile_command(
         "/bin/sh",
         "-c",
         'exec "$0" "$@"',
-        sys.executable,
-        "-P",  # its working directory is not an import path (gates/zygote.py says why)
-        "-m",
-        "kernelopt.profiling.harness_runner",
-        str(harness),
-        "--mode",
-        "ncu",
+        *runner_command(harness, "ncu"),
     ]
 
 

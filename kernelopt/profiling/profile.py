@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from kernelopt.profiling.analyst import classify
 from kernelopt.profiling.distill import distill
 from kernelopt.profiling.dominant import profiled_kernel
 from kernelopt.profiling.harness_files import candidate_harnesses
-from kernelopt.profiling.harness_runner import RESULT_PREFIX
+from kernelopt.profiling.harness_runner import RESULT_PREFIX, runner_command
 from kernelopt.profiling.ncu import find_ncu, run_ncu, sandboxed
 from kernelopt.store import ArtifactStore
 
@@ -38,19 +37,13 @@ def run_events(
 ) -> dict:
     """Event timing of the harness in a fresh sandboxed process (it imports candidate code):
     {"median_ms": ...} or {"error": ...}."""
-    cmd = [
-        sys.executable,
-        "-P",  # its working directory is not an import path (gates/zygote.py says why)
-        "-m",
-        "kernelopt.profiling.harness_runner",
-        str(harness),
-        "--mode",
-        "events",
-        "--reps",
-        str(reps),
-    ]
     try:
-        cmd, env = sandboxed(cmd, harness, harness.parent, store_root)
+        cmd, env = sandboxed(
+            runner_command(harness, "events", "--reps", str(reps)),
+            harness,
+            harness.parent,
+            store_root,
+        )
     except InfrastructureError as exc:
         return {"error": f"harness not run: {exc}"}
     try:
