@@ -36,14 +36,8 @@ from typing import Any
 from gates.cascade import roofline_inputs, round_setup, run_gates_1_to_3
 from gates.gpu_lease import gpu_section
 from gates.layout import CompiledLayout
-from gates.perf import (
-    PerfMeasurement,
-    dispatch_overhead,
-    measure,
-    perf_verdict,
-    prestart_round,
-    timing_summary,
-)
+from gates.perf import PerfMeasurement, measure, prestart_round
+from gates.perf_verdict import dispatch_overhead, perf_verdict, timing_summary
 from gates.prestart import PrestartedRound
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle, prepare_reference

@@ -24,14 +24,8 @@ from gates.feedback import TAMPERED_INPUTS_FEEDBACK
 from gates.gpu_lease import gpu_section
 from gates.model_gate import model_verdict_from_sets
 from gates.numerics import comparison_threads
-from gates.perf import (
-    RooflineInputs,
-    RoundSetup,
-    TimingChecks,
-    measure,
-    perf_verdict,
-    prestart_round,
-)
+from gates.perf import RooflineInputs, RoundSetup, TimingChecks, measure, prestart_round
+from gates.perf_verdict import perf_verdict
 from gates.prestart import PrestartedRound
 from gates.protocol import CandidateJob, ModelSource
 from gates.reference import ReferenceBundle, checked_if_cut, prepare_reference

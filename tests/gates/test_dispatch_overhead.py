@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gates.perf import PerfMeasurement, dispatch_overhead, perf_verdict
+from gates.perf import PerfMeasurement
+from gates.perf_verdict import dispatch_overhead, perf_verdict
 from gates.protocol import TimingResult
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
 

@@ -16,7 +16,8 @@ import pytest
 import gates.gpu_contention as contention
 import gates.perf as perf
 from gates.gpu_contention import OtherWork, nvml_device, other_work, sample_idle, wait_for_quiet
-from gates.perf import PerfMeasurement, perf_verdict
+from gates.perf import PerfMeasurement
+from gates.perf_verdict import perf_verdict
 from gates.protocol import TimingJob, TimingResult
 from gates.runner import ChildOutcome
 from kernelopt.contracts.verdicts import GateSettings, GateStatus

@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 
 import gates.perf as perf
-from gates.perf import (
-    PerfMeasurement,
-    control_ratio,
-    host_decided_win,
-    measure,
-    perf_verdict,
-)
+from gates.perf import PerfMeasurement, control_ratio, host_decided_win, measure
+from gates.perf_verdict import perf_verdict
 from gates.protocol import TimingJob, TimingResult
 from gates.runner import ChildOutcome
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory

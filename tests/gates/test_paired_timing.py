@@ -134,7 +134,8 @@ def test_side_phases_keeps_process_start_up_with_the_baseline() -> None:
 
 
 def test_a_verdict_from_one_round_says_so() -> None:
-    from gates.perf import PerfMeasurement, perf_verdict
+    from gates.perf import PerfMeasurement
+    from gates.perf_verdict import perf_verdict
     from kernelopt.contracts.verdicts import GateStatus, PerfCategory
 
     m = PerfMeasurement(baseline=[_result("baseline", 1.0)], candidate=[_result("candidate", 0.2)])

@@ -164,7 +164,8 @@ def _round(side: str, ms: float, changed: list[str]) -> object:
 
 def test_only_changes_the_baseline_does_not_show_are_the_candidates() -> None:
     """A switch torch itself flips shows on both sides; the candidate is not failed for it."""
-    from gates.perf import PerfMeasurement, perf_verdict
+    from gates.perf import PerfMeasurement
+    from gates.perf_verdict import perf_verdict
     from kernelopt.contracts.verdicts import GateSettings, GateStatus
 
     settings = GateSettings(device="cpu", min_rounds=1, max_rounds=1)
@@ -199,7 +200,8 @@ def test_a_call_is_timed_by_the_larger_of_events_and_host() -> None:
 
 def test_a_dispatch_bound_verdict_states_the_gpu_work_alone() -> None:
     """A win that is mostly host time says so: the GPU-only ratio stands beside it."""
-    from gates.perf import PerfMeasurement, perf_verdict
+    from gates.perf import PerfMeasurement
+    from gates.perf_verdict import perf_verdict
     from gates.protocol import TimingResult
     from kernelopt.contracts.verdicts import GateSettings, GateStatus
 

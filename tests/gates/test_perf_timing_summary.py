@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gates.perf import PerfMeasurement, perf_verdict, timing_summary
+from gates.perf import PerfMeasurement
+from gates.perf_verdict import perf_verdict, timing_summary
 from gates.protocol import TimingResult
 from kernelopt.contracts.verdicts import GateSettings
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from gates.go_signal import live_workdir
-from gates.perf import CHECKS_FILE, RoundSetup, measure, perf_verdict
+from gates.perf import CHECKS_FILE, RoundSetup, measure
+from gates.perf_verdict import perf_verdict
 from gates.perfstats import turn_decision
 from gates.runner import forking_from
 from gates.turns import TURN_MS

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gates.perf import timing_summary
+from gates.perf_verdict import timing_summary
 from gates.perfstats import decide_category
 from kernelopt.agents import prompts
 from kernelopt.agents.result_text import (
