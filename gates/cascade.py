@@ -305,8 +305,8 @@ def check_candidate(
             verdicts=[],
             accepted=False,
             could_not_run=True,
-            reason=f"the reference could not run: {bundle.outcome.describe()}\n"
-            + bundle.outcome.error_text(2000),
+            reason=f"the reference could not run: {bundle.outcome.describe()}"
+            + ("" if bundle.outcome.explained else "\n" + bundle.outcome.error_text(2000)),
             gpu_seconds=bundle.gpu_seconds,
             wall_seconds=time.monotonic() - started,
             settings=settings,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gates.job_progress import current_phase, mark, record_to
 from gates.sandbox import apply_limits, not_inspectable
+from kernelopt.errors import DeterministicError
 from kernelopt.pidfile import die_with_parent
 
 
@@ -51,6 +52,9 @@ def main(argv: list[str]) -> int:
             "ok": False,
             "phase": current_phase(),
             "error_type": type(exc).__name__,
+            # raised on purpose with a message that says it all (a broken problem file, a
+            # reference that is not reproducible): the user needs no traceback
+            "explained": isinstance(exc, DeterministicError),
             "message": str(exc)[:4000],
             "traceback": traceback.format_exc(limit=30)[-12000:],
         }

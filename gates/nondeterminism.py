@@ -20,6 +20,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from kernelopt.errors import DeterministicError
+
 POLICIES = (
     "policies: model_mode=eval (GateSettings.model_mode, or KERNELOPT_MODE = 'eval' in the file) "
     "turns dropout and batch statistics off; randomness from torch's, Python's or NumPy's RNG is "
@@ -29,7 +31,7 @@ POLICIES = (
 )
 
 
-class NondeterministicReference(RuntimeError):
+class NondeterministicReference(DeterministicError):
     """Two reference calls with the same seed, state and inputs differ (one line)."""
 
 

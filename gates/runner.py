@@ -66,6 +66,7 @@ class ChildOutcome:
     progress: list[dict[str, Any]] = field(default_factory=list)
     workdir: str = ""
     stalled: bool = False  # "timeout" because it stopped marking progress (``stall_s``)
+    explained: bool = False  # the child's error message says it all (``DeterministicError``)
 
     @property
     def where(self) -> str:
@@ -226,6 +227,7 @@ def run_job(
         error_type=payload.get("error_type", ""),
         message=payload.get("message", ""),
         traceback=payload.get("traceback", ""),
+        explained=bool(payload.get("explained")),
         **seen,
     )
 

@@ -116,6 +116,9 @@ class _Caller:
         )
 
     def prepare(self, name: str, seed: int | None = None) -> None:
+        # any call so far (a CPU budget probe or the FLOP count, not only the first checked
+        # call) may have changed a parameter in place: every call starts from the built one
+        self.adopt_changed_parameters(self.watch.changed())
         self.keeper.restore()
         seed_everything(self.seeds.get(name, 0) if seed is None else seed)
 
