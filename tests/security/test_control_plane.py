@@ -22,6 +22,11 @@ from kernelopt.temporal_server import EmbeddedServer
 def stranger() -> Iterator[subprocess.Popen]:
     """A process kernelopt did not start (stands for any victim of a planted pid file)."""
     proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    # Popen returns once exec has begun; on a loaded CPU /proc may show no argv for a moment
+    deadline = time.monotonic() + 10.0
+    while (process_identity(proc.pid) or (0, []))[1][:1] != ["sleep"]:
+        assert time.monotonic() < deadline, "the stranger never showed its argv"
+        time.sleep(0.01)
     yield proc
     proc.kill()
     proc.wait()
