@@ -29,6 +29,34 @@ DEFAULT_SECONDS = 90.0  # torch's import alone takes seconds on a busy machine
 SECONDS_ENV = "KERNELOPT_PREFLIGHT_SECONDS"
 
 
+# what torch says when CUDA is asked for where there is none (a CPU build, no driver, none
+# visible): a problem that builds its model or inputs on CUDA cannot be checked here
+_NO_CUDA = (
+    "Torch not compiled with CUDA enabled",
+    "No CUDA GPUs are available",
+    "Found no NVIDIA driver",
+    "CUDA driver initialization failed",
+)
+NEEDS_CUDA_NOTE = (
+    "it builds its model or inputs on CUDA, which this CPU-only check cannot do: "
+    "imported here, its inputs are checked on the GPU"
+)
+
+
+def _needs_cuda(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is torch refusing CUDA on this CPU-only check."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if any(text in str(seen) for text in _NO_CUDA):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class _NeedsCuda(Exception):
+    """The problem is importable but makes CUDA tensors: the rest is checked on the GPU."""
+
+
 class _Found(Exception):
     """A problem found in the child: where (file:line) and why."""
 
@@ -88,22 +116,30 @@ def check_problem(path: Path) -> list[Any]:
         inputs = loaded.make_inputs(0, device="cpu")
         init = loaded.make_init_inputs(0)
     except Exception as exc:
+        if _needs_cuda(exc):
+            raise _NeedsCuda(NEEDS_CUDA_NOTE) from exc
         raise _Found(_where(path, exc), _cause(exc)) from exc
     _bind(model.forward, inputs, f"{type(model).__name__}.forward", path)
     return init
 
 
+def import_candidate(candidate: Path) -> Any:
+    """The candidate file imported as a module (its own import errors named by line)."""
+    from kernelopt.pyfile import exec_file
+
+    try:
+        return exec_file(candidate, "kernelopt_preflight_candidate")
+    except Exception as exc:
+        raise _Found(_where(candidate, exc), f"importing failed: {_cause(exc)}") from exc
+
+
 def check_candidate(problem: Path, candidate: Path) -> None:
     """Import the candidate; build ``ModelNew`` from the problem's init inputs, bind inputs."""
     from kernelopt.kinds.registry import load_problem
-    from kernelopt.pyfile import exec_file
 
     loaded = load_problem(problem)
     init, inputs = loaded.make_init_inputs(0), loaded.make_inputs(0, device="cpu")
-    try:
-        module = exec_file(candidate, "kernelopt_preflight_candidate")
-    except Exception as exc:
-        raise _Found(_where(candidate, exc), f"importing failed: {_cause(exc)}") from exc
+    module = import_candidate(candidate)
     model_new = getattr(module, "ModelNew", None)
     if model_new is None:
         launch = getattr(module, "launch", None)
@@ -147,13 +183,24 @@ def _child(argv: list[str]) -> dict[str, Any]:
             check_candidate(problem, Path(argv[1]))
     except _Found as found:
         return {"ok": False, "where": found.where, "cause": found.cause}
+    except _NeedsCuda as needs:
+        if len(argv) > 1:  # the candidate still imports, or it is named now
+            try:
+                import_candidate(Path(argv[1]))
+            except _Found as found:
+                return {"ok": False, "where": found.where, "cause": found.cause}
+        return {"ok": True, "note": str(needs)}
     return {"ok": True}
 
 
 def preflight(
     problem: str | Path, candidate: str | Path | None = None, seconds: float | None = None
-) -> None:
-    """Check the files in a CPU-only child; ``ProblemError`` naming file, line and cause."""
+) -> str:
+    """Check the files in a CPU-only child; ``ProblemError`` naming file, line and cause.
+
+    Returns what could not be checked here ("" when everything was): a problem that makes
+    CUDA tensors is only imported, and its inputs are checked where the GPU is.
+    """
     if seconds is None:
         seconds = float(os.environ.get(SECONDS_ENV) or DEFAULT_SECONDS)
     args = [str(problem)] + ([str(candidate)] if candidate is not None else [])
@@ -192,6 +239,7 @@ def preflight(
         ) from None
     if not verdict.get("ok"):
         raise ProblemError(verdict["where"], verdict["cause"])
+    return str(verdict.get("note", ""))
 
 
 if __name__ == "__main__":

@@ -83,7 +83,9 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
 
     problem = prepare_problem(args.file, open_store(settings.artifacts_dir), seed=args.seed)
     # import and build it once on the CPU, time-limited: nothing is submitted otherwise
-    await asyncio.to_thread(preflight, args.file)
+    unchecked = await asyncio.to_thread(preflight, args.file)
+    if unchecked:
+        output.err_console.print(f"[yellow]note[/]: {args.file}: {unchecked}", highlight=False)
     options = campaign_options(args, settings)
     asks_endpoint = options.proposer.mode != "folder"
     if options.proposer.kind == ProposerKind.LLM and asks_endpoint and not args.skip_llm_check:

@@ -29,6 +29,15 @@ NO_GPU = (
     "on the CPU (the Triton interpreter; no speed verdict)."
 )
 
+
+def cuda_only(problem_path: str | Path) -> str:
+    """Why ``--device cpu`` cannot check a problem that makes CUDA tensors itself."""
+    return (
+        f"{problem_path} builds its model or inputs on CUDA (.cuda(), device='cuda'), so it "
+        "cannot be checked on the CPU: verify it on a GPU host (--device cuda)"
+    )
+
+
 _STYLE = {
     GateStatus.PASS: "green",
     GateStatus.FAIL: "red",
@@ -193,13 +202,16 @@ def verify_command(
     from kernelopt.preflight_problem import preflight
 
     try:  # import and build both once on the CPU, time-limited, before any gate runs
-        preflight(problem_path, candidate_path)
+        unchecked = preflight(problem_path, candidate_path)
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad input: {exc}")
         return 2
     gate_settings = _settings_for(settings or GateSettings(), device, baseline_mode, run_perf)
     if gate_settings is None:
         _fail(json_out, problem_path, candidate_path, NO_GPU)
+        return 2
+    if unchecked and gate_settings.device == "cpu":
+        _fail(json_out, problem_path, candidate_path, cuda_only(problem_path))
         return 2
     device = gate_settings.device
     import contextlib
@@ -263,13 +275,16 @@ def verify_many_command(
         return 2
     try:
         check_problem_file(require_file(problem_path, "problem"))
-        preflight(problem_path)
+        unchecked = preflight(problem_path)
     except ProblemError as exc:
         _fail(json_out, problem_path, candidates[0], f"bad problem file: {exc}")
         return 2
     settings = _settings_for(GateSettings(), device, baseline_mode, run_perf)
     if settings is None:
         _fail(json_out, problem_path, candidates[0], NO_GPU)
+        return 2
+    if unchecked and settings.device == "cpu":
+        _fail(json_out, problem_path, candidates[0], cuda_only(problem_path))
         return 2
     return verify_batch_command(Path(problem_path), files, json_out, settings)
 

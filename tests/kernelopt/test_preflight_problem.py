@@ -105,3 +105,36 @@ def test_optimize_submits_nothing_for_a_file_that_raises(tmp_path: Path) -> None
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{path}:4:" in lines[0] and "ZeroDivisionError" in lines[0]
     assert not (settings.server_dir / "server.pid").exists()
+
+
+CUDA_PROBLEM = ROOT / "tests" / "problems" / "identity" / "cuda_built_inputs.py"
+
+
+def test_a_problem_that_makes_cuda_tensors_is_imported_and_left_to_the_gpu(
+    tmp_path: Path,
+) -> None:
+    """The check runs CPU-only (on a GPU host too), so ``.cuda()`` in get_inputs is no fault of
+    the file: it passes, saying what it left unchecked; a broken candidate is still named."""
+    assert "checked on the GPU" in preflight(CUDA_PROBLEM)
+    assert preflight(ROOT / "tests" / "problems" / "gates" / "swish_bias.py") == ""
+    cand = tmp_path / "cand.py"
+    cand.write_text(HEAD + "\nSCALE = 1 / 0\n")
+    with pytest.raises(ProblemError) as caught:
+        preflight(CUDA_PROBLEM, cand)
+    assert str(caught.value).startswith(f"{cand}:4:") and "ZeroDivisionError" in str(caught.value)
+    other_failure = tmp_path / "not_cuda.py"  # a failure of its own is still the file's
+    other_failure.write_text(CUDA_PROBLEM.read_text().replace(".cuda()", ".view(-1, 0)"))
+    with pytest.raises(ProblemError):
+        preflight(other_failure)
+
+
+def test_verify_on_the_cpu_says_a_cuda_only_problem_needs_a_gpu(tmp_path: Path) -> None:
+    cand = tmp_path / "identity.py"
+    cand.write_text(CUDA_PROBLEM.read_text() + "\n\nModelNew = Model\n")
+    done = run_cli(
+        ["verify", str(CUDA_PROBLEM), "--candidate", str(cand), "--device", "cpu"],
+        {**env_for(make_settings(tmp_path / "home")), "COLUMNS": "300"},
+    )
+    assert done.returncode == 2
+    assert "builds its model or inputs on CUDA" in done.stdout + done.stderr
+    assert "--device cuda" in done.stdout + done.stderr
