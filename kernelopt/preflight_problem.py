@@ -84,9 +84,26 @@ def _where(path: Path, exc: BaseException) -> str:
     return f"{path}:{line}" if line else str(path)
 
 
-def _cause(exc: BaseException) -> str:
+def _cause(exc: BaseException, path: Path | None = None) -> str:
     text = exc.reason if isinstance(exc, ProblemError) else f"{type(exc).__name__}: {exc}"
-    return " ".join(str(text).split())[:400]
+    return " ".join(str(text).split())[:400] + _sibling_hint(exc, path)
+
+
+def _sibling_hint(exc: BaseException, path: Path | None) -> str:
+    """A module the file imports from its own folder: the file travels alone, so say so."""
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, ModuleNotFoundError):
+        seen = seen.__cause__ or seen.__context__
+    if path is None or seen is None or not seen.name:
+        return ""
+    top = seen.name.split(".")[0]
+    folder = path.resolve().parent
+    if not ((folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file()):
+        return ""
+    return (
+        f" ('{top}' sits beside the file, but a problem or candidate travels as one file: "
+        "put what it needs into the file, or install the module on every worker)"
+    )
 
 
 def _bind(fn: Any, inputs: list[Any], what: str, path: Path) -> None:
@@ -118,7 +135,7 @@ def check_problem(path: Path) -> list[Any]:
     except Exception as exc:
         if _needs_cuda(exc):
             raise _NeedsCuda(NEEDS_CUDA_NOTE) from exc
-        raise _Found(_where(path, exc), _cause(exc)) from exc
+        raise _Found(_where(path, exc), _cause(exc, path)) from exc
     _bind(model.forward, inputs, f"{type(model).__name__}.forward", path)
     return init
 
@@ -130,7 +147,7 @@ def import_candidate(candidate: Path) -> Any:
     try:
         return exec_file(candidate, "kernelopt_preflight_candidate")
     except Exception as exc:
-        raise _Found(_where(candidate, exc), f"importing failed: {_cause(exc)}") from exc
+        raise _Found(_where(candidate, exc), f"importing failed: {_cause(exc, candidate)}") from exc
 
 
 def check_candidate(problem: Path, candidate: Path) -> None:

@@ -138,3 +138,18 @@ def test_verify_on_the_cpu_says_a_cuda_only_problem_needs_a_gpu(tmp_path: Path) 
     assert done.returncode == 2
     assert "builds its model or inputs on CUDA" in done.stdout + done.stderr
     assert "--device cuda" in done.stdout + done.stderr
+
+
+def test_a_module_beside_the_file_is_named_as_one_that_does_not_travel(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text("def scale(x):\n    return 2 * x\n")
+    path = tmp_path / "uses_helpers.py"
+    path.write_text(HEAD + "from helpers import scale\n" + TAIL)
+    with pytest.raises(ProblemError) as caught:
+        preflight(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:3:") and "No module named 'helpers'" in message
+    assert "'helpers' sits beside the file" in message and "travels as one file" in message
+    (tmp_path / "helpers.py").unlink()  # a module missing everywhere gets no such hint
+    with pytest.raises(ProblemError) as caught:
+        preflight(path)
+    assert "sits beside" not in str(caught.value)
