@@ -373,6 +373,12 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
             "LOGNAME": "kernelopt",
         }
     )
+    # the C++ compiler by absolute path: called by bare name ("c++", as torch's extension
+    # builder does) from a working directory other than /tmp, gcc in the sandbox places
+    # itself relative to that directory and cannot find cc1plus
+    compiler = shutil.which("c++", path=env["PATH"])
+    if compiler:
+        env["CXX"] = compiler
     triton, inductor = cache_dirs()
     env["TRITON_CACHE_DIR"] = str(triton)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor)
