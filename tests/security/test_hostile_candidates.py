@@ -340,3 +340,14 @@ def test_a_disk_filler_hits_the_file_size_and_tmp_limits(
     )
     assert not Path("/tmp/fill.bin").exists() or Path("/tmp/fill.bin").stat().st_size != 40 * mib
     assert outcome.status == "exception" and "disk writes refused" in outcome.describe()
+
+
+def test_an_honest_candidate_can_still_compile_cpp(
+    bait: Bait, zygote: Zygote, tmp_path: Path, launch: str
+) -> None:
+    """The sandbox must not take the toolchain away: gcc called by bare name from a build
+    directory below the private /tmp could not find ``cc1plus`` (every ``load_inline``
+    candidate failed at import); children get ``CXX`` as an absolute path."""
+    outcome, report = _attack("compiles_cpp", {}, tmp_path, launch, zygote, timeout_s=120)
+    assert report["rc"] == 0, report["stderr"]
+    assert outcome.ok, outcome.describe()
