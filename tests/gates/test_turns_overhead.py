@@ -93,8 +93,12 @@ def test_the_call_count_follows_the_parent_timed_baseline_turn_not_any_estimate(
     assert session.calls_raw == calls_for(session.estimates_ms["baseline"], TURN_MS)
     assert 3 < session.calls < session.calls_raw / 2
     assert session.calls == calls_for(session.calibration_ms[-1], TURN_MS)
-    # the parent's clock sees the harness: at least twice the child's own estimate per call
-    assert session.calibration_ms[0] > 2 * session.estimates_ms["baseline"]
+    # the parent's clock sees the harness: the calibration the count follows (the last; the
+    # first may still be warming up on a loaded CPU) is at least twice the child's estimate
+    assert session.calibration_ms[-1] > 2 * session.estimates_ms["baseline"], (
+        session.calibration_ms,
+        session.estimates_ms,
+    )
     # calibration turns are in no ratio: ABBA pairs only
     assert [side for side, _ in session.windows_ms] == [
         "baseline",
