@@ -32,20 +32,6 @@ def _has_cuda() -> bool:
         return False
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Three pytest-xdist workers for every two CPUs (``-n logical`` in addopts asks here).
-
-    A CPU test spends much of its time waiting on the processes it starts (a sandboxed
-    child importing torch, a Temporal server), so one worker per CPU left the CPUs idle
-    for part of the run; measurements in docs/TEAM_NOTES.md ("CI time").
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still overrides, as in pytest-xdist itself.
-    """
-    named = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
-    if named.isdigit():
-        return int(named)
-    return max(1, len(os.sched_getaffinity(0)) * 3 // 2)
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Where CUDA is present, tests run in one process (addopts asks pytest-xdist for more).
 
