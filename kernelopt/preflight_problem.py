@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +44,17 @@ NEEDS_CUDA_NOTE = (
 )
 
 
-def _needs_cuda(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it) is torch refusing CUDA on this CPU-only check."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it, outermost first."""
     seen: BaseException | None = exc
     while seen is not None:
-        if any(text in str(seen) for text in _NO_CUDA):
-            return True
+        yield seen
         seen = seen.__cause__ or seen.__context__
-    return False
+
+
+def _needs_cuda(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is torch refusing CUDA on this CPU-only check."""
+    return any(text in str(seen) for seen in _chain(exc) for text in _NO_CUDA)
 
 
 class _NeedsCuda(Exception):
@@ -69,8 +73,7 @@ def _where(path: Path, exc: BaseException) -> str:
     """``path:line`` of the deepest frame in ``path`` behind ``exc`` (its cause chain too)."""
     target = str(path.resolve())
     line = None
-    seen: BaseException | None = exc
-    while seen is not None and line is None:
+    for seen in _chain(exc):
         if (
             isinstance(seen, SyntaxError)
             and seen.filename
@@ -80,7 +83,8 @@ def _where(path: Path, exc: BaseException) -> str:
         for frame in traceback.extract_tb(seen.__traceback__):
             if frame.filename and str(Path(frame.filename).resolve()) == target:
                 line = frame.lineno
-        seen = seen.__cause__ or seen.__context__
+        if line is not None:
+            break
     return f"{path}:{line}" if line else str(path)
 
 
@@ -91,9 +95,7 @@ def _cause(exc: BaseException, path: Path | None = None) -> str:
 
 def _sibling_hint(exc: BaseException, path: Path | None) -> str:
     """A module the file imports from its own folder: the file travels alone, so say so."""
-    seen: BaseException | None = exc
-    while seen is not None and not isinstance(seen, ModuleNotFoundError):
-        seen = seen.__cause__ or seen.__context__
+    seen = next((e for e in _chain(exc) if isinstance(e, ModuleNotFoundError)), None)
     if path is None or seen is None or not seen.name:
         return ""
     top = seen.name.split(".")[0]

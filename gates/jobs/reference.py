@@ -223,8 +223,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
             if mutated:  # the candidate must then mutate the same way
                 save_values(set_path(job.inputs_dir, f"{s.name}.post"), dev_inputs)
             if not infos:  # the first call: what it changed, and is it reproducible
-                params = caller.watch.changed()
-                caller.adopt_changed_parameters(params)
+                params = caller.watch.changed()  # adopted by every ``prepare`` since
                 stateful = sorted(set(caller.keeper.changed()) | set(params))
                 random_forward = _probe(caller, s.name, out, job.problem_path)
                 if budget is not None and first_seconds is not None:
