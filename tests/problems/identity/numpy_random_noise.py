@@ -1,4 +1,5 @@
-"""Noise drawn from numpy's global generator inside forward."""
+"""Noise drawn from numpy's global generator inside forward (moved to the input's device,
+as a model that runs on a GPU must)."""
 
 import numpy as np
 import torch
@@ -7,7 +8,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        noise = torch.from_numpy(np.random.standard_normal(x.shape).astype("float32"))
+        noise = torch.from_numpy(np.random.standard_normal(x.shape).astype("float32")).to(x.device)
         return x + 0.1 * noise
 
 
