@@ -207,3 +207,66 @@ def test_a_win_the_control_leaves_decided_stops_where_it_stopped(
     children = _ScriptedRounds([(_side(0.020, 0.060), cand)], control=(FIRST, SECOND))
     m = measure_on(children, monkeypatch, min_rounds=2, max_rounds=6)
     assert len(m.candidate) == 1 and len(m.control) == 1
+
+
+class _ControlSequence(_ScriptedRounds):
+    """As ``_ScriptedRounds``, the A/A rounds answered in turn from a list (the last repeats),
+    each one's workdir kept."""
+
+    def __init__(
+        self,
+        rounds: list[tuple[TimingResult, TimingResult]],
+        controls: list[tuple[TimingResult, TimingResult]],
+    ) -> None:
+        super().__init__(rounds, control=controls[0])
+        self.controls, self.control_dirs = controls, []
+
+    def __call__(self, job: TimingJob, workdir: Path, **kwargs: Any) -> ChildOutcome:
+        if job.model == BASE:
+            self.control = self.controls[min(len(self.control_dirs), len(self.controls) - 1)]
+            self.control_dirs.append(workdir.name)
+        return super().__call__(job, workdir, **kwargs)
+
+
+# three rounds of an identity whose second slot reads 1.12x faster by the host clock
+IDENTITY_ROUNDS = [(_side(0.0017, 0.0135), _side(0.0017, 0.0121))] * 3
+SLOW_FIRST = (_side(0.0017, 0.020), _side(0.0017, 0.011))  # a rare regime: 1.82x
+USUAL = (_side(0.0017, 0.0125), _side(0.0017, 0.0121))  # 1.03x
+
+
+def _identity_verdict(controls: list[tuple[TimingResult, TimingResult]], monkeypatch):
+    children = _ControlSequence(IDENTITY_ROUNDS, controls)
+    knobs = {"min_rounds": 3, "max_rounds": 3, "noisy_rounds": 0, "order_control_rounds": 1}
+    m = measure_on(children, monkeypatch, **knobs)
+    settings = GateSettings(device="cuda", **knobs)
+    return children, m, perf_verdict(m, settings=settings, gamma=GAMMA, roofline=None)
+
+
+def test_a_correction_that_would_call_the_candidate_slower_is_measured_over_as_many_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On the H200 two A/A rounds both caught a rare slow first slot (1.81x) that most of ten
+    paired rounds missed, and the correction turned an identity into "0.58x slower"; the
+    control now takes as many rounds as the candidate had before it may do that."""
+    children, m, (v, category, _speedup) = _identity_verdict([SLOW_FIRST, USUAL], monkeypatch)
+    assert len(m.control) == len(m.candidate) == 3
+    assert children.control_dirs == ["control0", "control1", "control2"]
+    assert control_ratio(m) == pytest.approx(0.0125 / 0.0121)
+    assert category != PerfCategory.SLOWER, v.reason
+
+
+def test_a_slot_effect_the_longer_control_confirms_still_decides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not a cap: when every A/A round shows the slot effect, the corrected verdict stands."""
+    _children, m, (v, category, _speedup) = _identity_verdict([SLOW_FIRST], monkeypatch)
+    assert len(m.control) == 3
+    assert category == PerfCategory.SLOWER, v.reason
+
+
+def test_a_correction_that_only_takes_the_win_away_needs_no_more_control_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    children, m, (v, category, _speedup) = _identity_verdict([USUAL], monkeypatch)
+    assert len(m.control) == 1 and children.control_dirs == ["control0"]
+    assert category == PerfCategory.OPTIMIZED, v.reason  # 1.116 / 1.033: what is left
