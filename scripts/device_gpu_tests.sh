@@ -21,7 +21,8 @@
 #   * What the gate tests write (KERNELOPT_GATES_OUT: the adversarial suite's rows, table and
 #     results, the screening and campaign tables) comes back as $OUT/gates-out-N.tgz, so a
 #     failed case still says which gate decided and why.
-#     The whole suite alone needs ~450 s on one H200 (gate 4 times one case at a time).
+#     The whole suite alone needs ~600 s on one H200 (baseline warm-ups and gate 4 one at a
+#     time): run the cheats and the honest cases (KERNELOPT_GATES_CASES) as two calls.
 #   * Per-test limit: GPU_TEST_TIMEOUT seconds (default 450) through pytest-timeout
 #     (signal method: the hung test fails, the batch goes on) when the carried wheels
 #     have it (scripts/device_wheels.sh fetches it); without it only the batch limit holds.

