@@ -267,7 +267,9 @@ def order_control(
     """A/A rounds: the baseline in the candidate's slot as well, in fresh paired children.
 
     Trusted code only, so nothing in them can be gamed; their ratio (first slot
-    over second) is what the slot order alone does to the numbers.  A failed
+    over second) is what the slot order alone does to the numbers, so each is the
+    rounds' own job (the first slot's CUDA-graph replay included: in a round it runs
+    between the slots, on the host and the GPU the second slot is timed on).  A failed
     one is the baseline's failure, as in any round.  With turns, each is a turn
     session of the baseline against itself (the candidate's child running it).
     """
@@ -283,7 +285,7 @@ def order_control(
             m.control_turns.append(session)
             continue
         outcome = run_job(
-            setup.job(baseline, baseline, graph_replay=False),
+            setup.job(baseline, baseline),
             workdir / f"control{r}",
             timeout_s=setup.settings.timing_timeout_s,
             device=setup.settings.device,

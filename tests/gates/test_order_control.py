@@ -110,6 +110,20 @@ def test_measure_runs_the_baseline_in_both_slots_after_a_host_decided_win(
     assert m.seconds == pytest.approx(4.0)  # the A/A children are charged too
 
 
+@pytest.mark.parametrize("graph_replay", [True, False])
+def test_the_a_a_children_run_the_rounds_own_job(
+    monkeypatch: pytest.MonkeyPatch, graph_replay: bool
+) -> None:
+    """What runs between the slots of a round (the first slot's CUDA-graph replay, in the
+    campaign path) runs between the slots of the control too, or it cannot measure what
+    the order does to the second slot."""
+    children = _Children([(FIRST, SECOND)])
+    measure_on(children, monkeypatch, graph_replay=graph_replay, min_rounds=2, max_rounds=2)
+    rounds, controls = children.jobs[:2], children.jobs[2:]
+    assert len(controls) == 2
+    assert {j.graph_replay for j in rounds} == {j.graph_replay for j in controls} == {graph_replay}
+
+
 def test_measure_skips_the_control_when_the_gpu_decides_or_it_is_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

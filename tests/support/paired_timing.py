@@ -25,7 +25,11 @@ CAND = ModelSource(kind="candidate", problem_path="p.py", candidate_path="c.py")
 
 
 def measure_on(
-    children: Callable[..., ChildOutcome], monkeypatch: pytest.MonkeyPatch, **settings: Any
+    children: Callable[..., ChildOutcome],
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    graph_replay: bool = False,
+    **settings: Any,
 ) -> PerfMeasurement:
     """``measure`` of CAND against BASE on CUDA settings, every child answered by ``children``."""
     monkeypatch.setattr(perf, "run_job", children)
@@ -37,5 +41,6 @@ def measure_on(
         input_set="seed0",
         settings=GateSettings(device="cuda", **settings),
         checks=checks,
+        graph_replay=graph_replay,
     )
     return measure(BASE, CAND, setup, workdir=Path("w"))
