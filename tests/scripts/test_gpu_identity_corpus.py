@@ -131,3 +131,10 @@ def test_the_verdict_levers_reach_the_gates_and_every_row(
     assert seen[0].settle_step_wall_ms == 50.0 and seen[0].prestart_timing
     assert seen[0].baseline_mode == "eager"
     assert _rows(tmp_path)[0]["levers"] == levers
+
+
+def test_only_runs_the_problems_in_the_order_asked() -> None:
+    """A deadline cuts the last problems, so the ones asked for first run first."""
+    asked = [THREE[2], THREE[0], THREE[2]]
+    assert [p.stem for p in corpus.chosen(asked)] == [THREE[2], THREE[0]]
+    assert corpus.chosen(None) == corpus.CORPUS
