@@ -14,6 +14,9 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
 
        source scripts/device_env.sh; python3 -m scripts.gpu_identity_corpus verify --deadline 540
 
+   ``--ab`` with levers (``--settle-wall 50 --prestart-timing --ab``) runs each problem
+   with them and without, back to back, for a side-by-side of the same host minutes.
+
 2. **optimize**: ``kernelopt optimize`` machinery with the built-in proposer
    on the same problems, through ``scripts/gpu_e2e.py`` (server, workers,
    outcomes and histories under ``$OUT``).  A small built-in campaign takes
@@ -52,32 +55,54 @@ def verify(
     out: Path,
     only: list[str] | None = None,
     levers: dict[str, Any] | None = None,
+    ab: bool = False,
 ) -> int:
     """Section 1: four gates on the identity candidate of every corpus problem.
 
     Every problem asked for gets a row in ``identity.jsonl``, the ones the deadline left
     out too, and the exit is non-zero unless every one ran and was accepted.  ``levers``:
     GateSettings fields to turn on (issue 22's verdict levers), named in every row, so the
-    corpus is also their check that identical code still reads identical.
+    corpus is also their check that identical code still reads identical.  ``ab``: each
+    problem twice, with the levers and without, back to back and in alternating order, so
+    the host's drift over the call falls on both alike.
     """
     from gates.runner import fast_launch
 
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, fast_launch("cuda"):
-        for path in chosen(only):
+        for path, chosen_levers in runs(chosen(only), levers or {}, ab=ab):
             if time.monotonic() - started > deadline:
-                row: dict[str, Any] = {"problem": path.stem, "skipped": "deadline"}
+                row: dict[str, Any] = {
+                    "problem": path.stem,
+                    "skipped": "deadline",
+                    "levers": chosen_levers,
+                }
             else:
-                row = _verify_one(path, Path(tmp), levers or {})
+                row = _verify_one(path, Path(tmp), chosen_levers)
                 print(
                     f"{path.stem:32} {'ok' if row['accepted'] else 'REJECTED'} {row['seconds']} s"
+                    f"{' (levers)' if chosen_levers else ''}"
                 )
             rows.append(row)
             with (out / "identity.jsonl").open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
     print(verify_line(rows))
     return 0 if all_accepted(rows) else 1
+
+
+def runs(
+    paths: list[Path], levers: dict[str, Any], *, ab: bool
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Each verdict to run: a problem with the levers; with ``ab`` also without them, the
+    levers first for every other problem."""
+    if not ab:
+        return [(path, levers) for path in paths]
+    out: list[tuple[Path, dict[str, Any]]] = []
+    for i, path in enumerate(paths):
+        pair = [levers, {}] if i % 2 == 0 else [{}, levers]
+        out += [(path, chosen) for chosen in pair]
+    return out
 
 
 def chosen(only: list[str] | None) -> list[Path]:
@@ -195,10 +220,14 @@ def summary(out: Path) -> int:
 
 
 def identity_rows(path: Path) -> list[dict[str, Any]]:
-    """``identity.jsonl``'s rows, the last one of each problem (a later call may run one
-    an earlier call's deadline skipped)."""
+    """``identity.jsonl``'s rows, the last one of each problem and levers (a later call may
+    run one an earlier call's deadline skipped; an A/B run has two per problem)."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return list({row["problem"]: row for row in rows}.values())
+    return list({_row_key(row): row for row in rows}.values())
+
+
+def _row_key(row: dict[str, Any]) -> tuple[str, str]:
+    return row["problem"], json.dumps(row.get("levers", {}), sort_keys=True)
 
 
 def campaign_summary(table: Path) -> int:
@@ -227,6 +256,7 @@ def main() -> int:
     v.add_argument("--deadline", type=float, default=540.0)
     v.add_argument("--only", default="", help="comma-separated problem names (default: all)")
     add_lever_arguments(v)
+    v.add_argument("--ab", action="store_true", help="each problem with the levers and without")
     o = sub.add_parser("optimize")
     o.add_argument("--chunk", default="0/8")
     o.add_argument("--deadline", type=float, default=540.0)
@@ -243,7 +273,10 @@ def main() -> int:
         unknown = sorted(set(only) - {path.stem for path in CORPUS})
         if unknown:
             parser.error(f"--only names problems the corpus does not hold: {unknown}")
-        return verify(args.deadline, out, only, levers_from(args))
+        levers = levers_from(args)
+        if args.ab and not levers:
+            parser.error("--ab compares the levers given against none: name at least one")
+        return verify(args.deadline, out, only, levers, ab=args.ab)
     if args.section == "optimize":
         return optimize(args.chunk, args.deadline, args.resume, args.plans, args.max_targets)
     return summary(args.out)

@@ -138,3 +138,25 @@ def test_only_runs_the_problems_in_the_order_asked() -> None:
     asked = [THREE[2], THREE[0], THREE[2]]
     assert [p.stem for p in corpus.chosen(asked)] == [THREE[2], THREE[0]]
     assert corpus.chosen(None) == corpus.CORPUS
+
+
+def test_ab_runs_each_problem_with_and_without_the_levers_in_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Back to back, the levers first for every other problem; both rows kept by summary."""
+    seen: list[tuple[str, bool]] = []
+
+    def verify_candidate(path: Path, candidate: Path, settings: Any, **_: Any) -> SimpleNamespace:
+        seen.append((path.stem, settings.prestart_timing))
+        return SimpleNamespace(
+            accepted=True, category=None, speedup=None, reason="", environment={}, verdicts=[]
+        )
+
+    monkeypatch.setattr("gates.cascade.verify_candidate", verify_candidate)
+    monkeypatch.setattr("gates.runner.fast_launch", lambda device: contextlib.nullcontext())
+    levers = {"prestart_timing": True}
+    assert corpus.verify(60.0, tmp_path, only=THREE[:2], levers=levers, ab=True) == 0
+    first, second = THREE[:2]
+    assert seen == [(first, True), (first, False), (second, False), (second, True)]
+    rows = corpus.identity_rows(tmp_path / "identity.jsonl")
+    assert sorted((r["problem"], bool(r["levers"])) for r in rows) == sorted(seen)
