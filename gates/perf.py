@@ -355,8 +355,8 @@ def _controls(m: PerfMeasurement) -> int:
 def _correction_makes_slower(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
     """The order control's correction, not the rounds, would call the candidate slower."""
     judged = partial(_judged, m, gamma=gamma, noise_limit=noise_limit)
-    slower = PerfCategory.SLOWER
-    return judged(order_correction(m)).category == slower != judged(1.0).category
+    corrected_slower = judged(order_correction(m)).category == PerfCategory.SLOWER
+    return corrected_slower and judged(1.0).category != PerfCategory.SLOWER
 
 
 def _judged(
