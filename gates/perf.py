@@ -8,7 +8,7 @@ are made), and the baseline's objects and memory are gone when it is
 agree within ``spread_target`` (the spread is then known) or ``max_rounds``
 is reached, and up to ``noisy_rounds`` more while the noise could still flip
 the category (``noisy_undecided``); a first round far outside the gamma band decides alone
-(``decided_by_one_round``).  With ``GateSettings.turn_pairs`` each round is a turn
+(``decided_by_one_round``) when its GPU events, not the host clock, decide it.  With ``GateSettings.turn_pairs`` each round is a turn
 session instead (``gates.turns``: a baseline child and a candidate child take
 alternating turns timed by this process) and the pairs' ratios decide
 (``perfstats.turn_decision``).  Every timed call is checked (gates/checked_calls.py):
@@ -220,12 +220,19 @@ def decided_by_one_round(baseline_ms: float, candidate_ms: float, gamma: float) 
     2x; the widest cross-process spread of one side seen on the H200 is 1.6x
     (a launch-bound transformer block's rounds at 0.25-0.40 ms,
     docs/TEAM_NOTES.md), and in a paired child both sides share the process's
-    state.  So a second process could only cost time.
+    state.  So a second process could only cost time -- for the events: a round
+    the host clock decides always gets one (``_PairedRounds.enough``).
     """
     if baseline_ms <= 0 or candidate_ms <= 0:
         return False
     speedup = baseline_ms / candidate_ms
     return speedup >= gamma * EARLY_MARGIN or speedup <= 1.0 / (gamma * EARLY_MARGIN)
+
+
+def rests_on_host_clock(m: PerfMeasurement) -> bool:
+    """Some round's number on either side is its host time, not its GPU events (``primary``):
+    a dispatch-bound forward, timed by a clock whose speed moves between regimes."""
+    return any(r.event_ms is not None and r.host_ms > r.event_ms for r in m.baseline + m.candidate)
 
 
 def host_decided_win(m: PerfMeasurement, gamma: float) -> bool:
@@ -245,14 +252,12 @@ def host_decided_win(m: PerfMeasurement, gamma: float) -> bool:
     if m.turn_rounds:  # the pairs' ratios decide: a win by them is a win by the host clock
         if median([median(x) for x in m.pair_ratios() if x] or [0.0]) < gamma:
             return False
-        return any(
-            r.event_ms is not None and r.host_ms > r.event_ms for r in m.baseline + m.candidate
-        )
+        return rests_on_host_clock(m)
     # either statistic the decision may use: the sides' medians or the rounds' own ratios
     ratios = paired_ratios(base, cand)
     if max(median(base) / median(cand), median(ratios) if ratios else 0.0) < gamma:
         return False
-    return any(r.event_ms is not None and r.host_ms > r.event_ms for r in m.baseline + m.candidate)
+    return rests_on_host_clock(m)
 
 
 def order_control(
@@ -490,7 +495,9 @@ class _PairedRounds:
 
     def enough(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
         base, cand = corrected_rounds(m, correction)
-        if len(cand) == 1 and decided_by_one_round(base[0], cand[0], gamma):
+        # the host clock of one process can misread identical code by more than 2x
+        host = rests_on_host_clock(m)
+        if len(cand) == 1 and not host and decided_by_one_round(base[0], cand[0], gamma):
             return True
         return rounds_sufficient(
             base,
@@ -498,6 +505,7 @@ class _PairedRounds:
             min_rounds=self.settings.min_rounds,
             spread_target=self.settings.spread_target,
             gamma=gamma,
+            decisive_min_rounds=self.settings.host_decisive_rounds if host else 0,
         )
 
     def settled(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:

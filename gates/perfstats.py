@@ -166,15 +166,22 @@ def rounds_sufficient(
     min_rounds: int,
     spread_target: float,
     gamma: float | None = None,
+    decisive_min_rounds: int = 0,
 ) -> bool:
     """True once each side has ``min_rounds`` fresh-process medians that agree.
 
     With ``gamma``, also once the rounds already decide the category whatever
-    their spread: more rounds of a 50x win cannot change it, only cost GPU time.
+    their spread (from ``decisive_min_rounds`` rounds on, when more): more rounds
+    of a 50x win cannot change it, only cost GPU time.
     """
-    if len(baseline_rounds) < min_rounds or len(candidate_rounds) < min_rounds:
+    rounds = min(len(baseline_rounds), len(candidate_rounds))
+    if rounds < min_rounds:
         return False
-    if gamma is not None and decisive_category(baseline_rounds, candidate_rounds, gamma=gamma):
+    if (
+        gamma is not None
+        and rounds >= decisive_min_rounds
+        and decisive_category(baseline_rounds, candidate_rounds, gamma=gamma)
+    ):
         return True
     return (
         round_spread(baseline_rounds) <= spread_target

@@ -95,6 +95,9 @@ class GateSettings(Frozen):
     max_rounds: int = 6  # with four or more, outlier rounds are set aside (gates/perfstats.py)
     noisy_rounds: int = 4  # added past max_rounds only while the noise could flip the category
     spread_target: float = 0.03  # stop adding rounds once both sides agree this well
+    # rounds the host clock decides (a dispatch-bound forward) whose spread is wide settle
+    # their category by the extremes only from this many processes (gates/README.md)
+    host_decisive_rounds: int = 4
     noise_limit: float = 0.10  # beyond this after max_rounds the timing is quarantined
     timer_disagree_rel: float = 0.5  # host timer above events by this fraction ...
     timer_disagree_abs_ms: float = 0.05  # ... and by this much -> quarantine

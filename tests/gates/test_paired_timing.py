@@ -12,31 +12,41 @@ from typing import Any
 
 import pytest
 
-from gates.perf import EARLY_MARGIN, decided_by_one_round, side_phases
+from gates.perf import EARLY_MARGIN, PerfMeasurement, decided_by_one_round, side_phases
+from gates.perfstats import decide_category
 from gates.protocol import TimingJob, TimingResult
 from gates.runner import ChildOutcome
-from kernelopt.contracts.verdicts import GateSettings
+from kernelopt.contracts.verdicts import GateSettings, PerfCategory
 from tests.support.paired_timing import BASE, CAND, measure_on
 
 GAMMA = 1.03
 
 
-def _result(side: str, ms: float) -> TimingResult:
-    return TimingResult(side=side, event_ms=ms, event_samples=[ms] * 5, host_ms=ms)
+def _result(side: str, ms: float, *, host: bool = False) -> TimingResult:
+    """A side's round; ``host``: a dispatch-bound forward, its GPU work a fifth of its host time."""
+    event = ms / 5 if host else ms
+    return TimingResult(side=side, event_ms=event, event_samples=[event] * 5, host_ms=ms)
 
 
 class _Children:
     """Answers each job like a paired child: the baseline's and candidate's round times."""
 
-    def __init__(self, rounds: list[tuple[float, float]], fail: list[str] | None = None) -> None:
-        self.rounds, self.fail, self.jobs = rounds, fail, []
+    def __init__(
+        self,
+        rounds: list[tuple[float, float]],
+        fail: list[str] | None = None,
+        *,
+        host: bool = False,
+    ) -> None:
+        self.rounds, self.fail, self.jobs, self.host = rounds, fail, [], host
 
     def __call__(self, job: TimingJob, workdir: Path, **_: Any) -> ChildOutcome:
         self.jobs.append(job)
         if self.fail is not None:
             return ChildOutcome(status="crashed", phase=self.fail[-1], wall_s=1.0, phases=self.fail)
         b, c = self.rounds[len(self.jobs) - 1]
-        result = _result("candidate", c).model_copy(update={"baseline": _result("baseline", b)})
+        base = _result("baseline", b, host=self.host)
+        result = _result("candidate", c, host=self.host).model_copy(update={"baseline": base})
         progress = [{"phase": "load_job", "t": 0.0}, {"phase": "baseline", "t": 0.1}]
         progress += [{"phase": "base_warm", "t": 0.3}, {"phase": "base_forget", "t": 0.6}]
         progress += [{"phase": "candidate", "t": 0.7}, {"phase": "warm", "t": 0.8}]
@@ -95,6 +105,37 @@ def test_a_first_round_far_outside_the_band_ends_the_measurement(
     assert len(measure_on(loss, monkeypatch, min_rounds=2).candidate) == 1
     close = _Children([(1.0, 0.7)] * 3)  # 1.43x: optimized, but not beyond doubt
     assert len(measure_on(close, monkeypatch, min_rounds=2).candidate) == 2
+
+
+def test_a_round_the_host_clock_decides_never_decides_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # on the H200 one paired child read the identity of a 10-us forward 0.443x, its GPU
+    # work 1.000x: the host clock of one process misread identical code by 2.26x
+    far = _Children([(1.0, 2.26)] * 3, host=True)
+    assert len(measure_on(far, monkeypatch, min_rounds=2, order_control_rounds=0).candidate) == 2
+
+
+def test_host_clock_rounds_that_disagree_need_more_processes_to_settle_a_category(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # two rounds whose extremes both read "slower" (0.79x and 0.93x), then the truth: matched
+    rounds = [(1.0, 1.27), (1.0, 1.08)] + [(1.0, 1.0), (1.0, 0.99), (1.0, 1.01)] * 3
+    host = measure_on(_Children(rounds, host=True), monkeypatch, min_rounds=2)
+    assert len(host.candidate) >= 4
+    decision = decide_category(
+        [PerfMeasurement.primary(r) for r in host.baseline],
+        [PerfMeasurement.primary(r) for r in host.candidate],
+        gamma=GAMMA,
+        noise_limit=0.10,
+    )
+    assert decision.category == PerfCategory.MATCHED
+    # the GPU's events decide the same two rounds at once, as before
+    events = measure_on(_Children(rounds), monkeypatch, min_rounds=2)
+    assert len(events.candidate) == 2
+    # and host-clock rounds that agree stop at the minimum, as before
+    steady = _Children([(1.0, 1.0)] * 4, host=True)
+    assert len(measure_on(steady, monkeypatch, min_rounds=2).candidate) == 2
 
 
 @pytest.mark.parametrize(
