@@ -19,7 +19,7 @@ the measurement into the verdict.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial, wraps
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,6 +67,8 @@ class PerfMeasurement:
     # turn sessions (GateSettings.turn_pairs): each round's pair ratios and how it ran
     turn_rounds: list[TurnRound] = field(default_factory=list)
     control_turns: list[TurnRound] = field(default_factory=list)  # A/A turn sessions
+    # (baseline, candidate) of the paired round set aside for turns (host_clock_turns)
+    host_probe: tuple[TimingResult, TimingResult] | None = None
 
     def pair_ratios(self) -> list[list[float]]:
         """Each turn session's pair ratios (baseline turn over candidate turn), a list each."""
@@ -434,16 +436,27 @@ def measure(
     rounds = partial(
         _measure_rounds,
         m,
-        kind,
-        setup,
+        kind=kind,
+        setup=setup,
         workdir=workdir,
         tampered_inputs=tampered_inputs,
         before_candidate=before_candidate,
         gamma=gamma,
     )
-    next_round, stopped = rounds()
+    # with host_clock_turns the first paired round says whether the host clock decides
+    switching = kind_switches(settings)
+    next_round, stopped = rounds(last=1 if switching else None)
     if stopped:
         return m
+    if switching:
+        if rests_on_host_clock(m):
+            setup = with_turns(setup, settings.host_clock_turns)
+            m.host_probe = (m.baseline.pop(), m.candidate.pop())
+            del m.order[-2:]
+            rounds = partial(rounds, kind=_TurnRounds(baseline, candidate, setup), setup=setup)
+        next_round, stopped = rounds(start=next_round)
+        if stopped:
+            return m
     # the rounds may have stopped on a win the slot order made: if the corrected one
     # would not have stopped them, the rest of the rounds decide it
     correction = _order_controlled(m, baseline, setup, gamma=gamma, workdir=workdir)
@@ -583,27 +596,32 @@ class _TurnRounds:
 
 def _measure_rounds(
     m: PerfMeasurement,
+    *,
     kind: _RoundKind,
     setup: RoundSetup,
-    *,
     workdir: Path,
     tampered_inputs: Callable[[], list[str]] | None,
     before_candidate: Callable[[], None] | None,
     gamma: float,
     correction: float = 1.0,
     start: int = 0,
+    last: int | None = None,
 ) -> tuple[int, bool]:
     """``measure``'s rounds from round ``start``, of either kind, with the same checks after each.
 
     Rounds go on until ``kind.enough`` (the spread is known or the category decided),
     up to ``max_rounds``, and ``noisy_rounds`` more while the noise could still flip the
-    category; the candidate's numbers are judged scaled by ``correction`` (the order
-    control's).  Returns the next round's index and whether measuring must stop.
+    category (never past round ``last``, when given); the candidate's numbers are judged
+    scaled by ``correction`` (the order control's).  Returns the next round's index and
+    whether measuring must stop.
     """
     settings = setup.settings
     if start > 0 and kind.enough(m, correction, gamma):
         return start, False
-    for r in range(start, settings.max_rounds + settings.noisy_rounds):
+    end = settings.max_rounds + settings.noisy_rounds
+    if last is not None:
+        end = min(end, last)
+    for r in range(start, end):
         if r >= settings.max_rounds and kind.settled(m, correction, gamma):
             return r, False
         round_dir = _round_start(m, settings, before_candidate, workdir / f"round{r}")
@@ -625,7 +643,18 @@ def _measure_rounds(
             return r + 1, True
         if kind.enough(m, correction, gamma):
             return r + 1, False
-    return settings.max_rounds + settings.noisy_rounds, False
+    return end, False
+
+
+def kind_switches(settings: GateSettings) -> bool:
+    """Gate 4 starts with one paired round and may go on in turn sessions
+    (``GateSettings.host_clock_turns``): not with turns throughout, nor with one round."""
+    return settings.host_clock_turns > 0 and settings.turn_pairs <= 0 and settings.max_rounds > 1
+
+
+def with_turns(setup: RoundSetup, pairs: int) -> RoundSetup:
+    """``setup`` whose rounds (and A/A controls) are turn sessions of ``pairs`` pairs."""
+    return replace(setup, settings=setup.settings.model_copy(update={"turn_pairs": pairs}))
 
 
 def _round_ends_measuring(

@@ -251,6 +251,14 @@ def perf_verdict(
         metrics["turns"] = _turn_metrics(m)
         pairs = sum(len(x) for x in m.pair_ratios())
         turns_note = f"; turns: {pairs} pairs in {len(m.turn_rounds)} sessions"
+    probe_note = ""
+    if m.host_probe is not None:  # host_clock_turns: the paired round the turns replaced
+        probe_base, probe_cand = m.host_probe
+        metrics["host_probe"] = {
+            "baseline": _side_metrics([probe_base]),
+            "candidate": _side_metrics([probe_cand]),
+        }
+        probe_note = "; the first paired round rested on the host clock: turn sessions decided"
 
     def verdict(status: GateStatus, reason: str, feedback: str = "") -> GateVerdict:
         return GateVerdict(
@@ -432,14 +440,15 @@ def perf_verdict(
             verdict(
                 GateStatus.QUARANTINE,
                 f"timing not stable: spread {decision.noise:.1%} after {len(cand_rounds)} rounds "
-                f"(limit {settings.noise_limit:.0%}); {decision.reason}{order_note}{contention}",
+                f"(limit {settings.noise_limit:.0%}); {decision.reason}{order_note}{contention}"
+                f"{probe_note}",
             ),
             decision.category,
             decision.speedup,
         )
     summary = (
         f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
-        f"{decision.reason}{host_note}{order_note}"
+        f"{decision.reason}{host_note}{order_note}{probe_note}"
     )
     if len(cand_rounds) == 1:
         # one round's spread is no noise estimate, whether the settings asked for one round

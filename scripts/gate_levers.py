@@ -16,6 +16,11 @@ LEVERS: dict[str, tuple[str, type, str]] = {
     "--prestart-timing": ("prestart_timing", bool, "build the first round's baseline early"),
     "--quiet-wait": ("quiet_gpu_wait_s", float, "wait for other GPU work before a round (s)"),
     "--turns": ("turn_pairs", int, "turn sessions of this many ABBA pairs (gates/README.md)"),
+    "--host-clock-turns": (
+        "host_clock_turns",
+        int,
+        "turn sessions of this many pairs once a paired round rests on the host clock",
+    ),
     "--record-credit": (
         "turn_record_credit",
         bool,

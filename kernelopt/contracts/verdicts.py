@@ -72,7 +72,9 @@ class GateSettings(Frozen):
     # forward's GPU time, ~1,000 checked calls for a tiny forward (gates/README.md)
     settle_step_wall_ms: float = 0.0
     # start the first timing round's child before the candidate's gates 1-3 child, so it
-    # builds the baseline meanwhile; it runs nothing more until they pass (gates/prestart.py)
+    # builds the baseline meanwhile; it runs nothing more until they pass (gates/prestart.py).
+    # Both levers stay off: with them on, the H200 timed identical code as a win
+    # (docs/TEAM_NOTES.md, "Measured in the thirty-third session")
     prestart_timing: bool = False
     # a win decided by the host clock is checked against A/A rounds (the baseline in both
     # slots of the paired child); an advantage of the second slot they show is taken off
@@ -85,6 +87,12 @@ class GateSettings(Frozen):
     # baseline child and a candidate child, and the pairs' ratios decide (gates/turns.py,
     # gates/README.md "Turns"); 0: paired rounds as before.  Off until the H200 confirms it
     turn_pairs: int = 0
+    # > 0 (with turn_pairs 0): when gate 4's first paired round rests on the host clock (a
+    # dispatch-bound forward), that round is set aside and turn sessions of this many pairs
+    # decide instead (gates/README.md, "Turns for the host clock"); GPU-bound forwards keep
+    # their paired rounds.  0: paired rounds throughout, until the H200's adversarial
+    # suite has run with it
+    host_clock_turns: int = 0
     # with turns: take each turn's record phase off its window, up to the baseline's median
     # record phase (gates/turns.py step 5); off: the whole window is charged (records
     # included, the same on both sides) until the H200 shows which is less noisy

@@ -397,6 +397,84 @@ def test_turns_replace_paired_rounds_only_when_asked_and_keep_the_order_control(
     assert v4.metrics["order_control"]["pair_ratios"] == [1.25] * 2 * PAIRS
 
 
+def _paired_child(event_ms: float, host_ms: float):
+    """A stand-in for paired timing children: both sides read ``event_ms`` / ``host_ms``."""
+    from gates.protocol import TimingResult
+    from gates.runner import ChildOutcome
+
+    def side(name: str) -> TimingResult:
+        return TimingResult(
+            side=name, event_ms=event_ms, event_samples=[event_ms] * 5, host_ms=host_ms
+        )
+
+    def child(*_a, **_k):
+        result = side("candidate").model_copy(update={"baseline": side("baseline")})
+        return ChildOutcome(
+            status="ok", phase="save_checks", wall_s=1.0, result=result.model_dump(mode="json")
+        )
+
+    return child
+
+
+@pytest.mark.parametrize(
+    ("event_ms", "host_ms", "turns"),
+    [(0.01, 0.05, True), (0.05, 0.01, False)],
+    ids=["dispatch-bound", "gpu-bound"],
+)
+def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_decides(
+    monkeypatch: pytest.MonkeyPatch, event_ms: float, host_ms: float, turns: bool
+) -> None:
+    """With ``host_clock_turns`` the first paired round decides the kind: a dispatch-bound
+    forward goes on in turn sessions (the paired round set aside, and said so); a GPU-bound
+    one keeps its paired rounds, and no turn session starts."""
+    import gates.perf as perf
+    from gates.runner import ChildOutcome
+    from tests.support.paired_timing import measure_on
+
+    sessions: list[tuple[str, str]] = []
+
+    def turn_round(base_job, cand_job, workdir, **kwargs):
+        sessions.append((base_job.model.kind, cand_job.model.kind))
+        assert kwargs["pairs"] == PAIRS
+        session = _turn_round(1.0)
+        session.outcomes = {
+            side: ChildOutcome(status="ok", phase="save_checks", wall_s=1.0)
+            for side in ("baseline", "candidate")
+        }
+        session.wall_s = 2.0
+        return session
+
+    monkeypatch.setattr(perf, "run_turn_round", turn_round)
+    child = _paired_child(event_ms, host_ms)
+    settings = {"min_rounds": 2, "max_rounds": 4, "host_clock_turns": PAIRS}
+    m = measure_on(child, monkeypatch, **settings)
+    assert m.failure is None
+    if not turns:
+        assert not sessions and m.host_probe is None and len(m.candidate) == 2
+        return
+    assert sessions and set(sessions) == {("eager", "candidate")}
+    assert m.host_probe is not None and m.host_probe[1].host_ms == host_ms
+    assert len(m.turn_rounds) == len(sessions) == len(m.candidate)  # the probe is not one
+    assert m.seconds == pytest.approx(1.0 + 2.0 * len(sessions))  # the probe's time counts
+    v4, category, _ = perf_verdict(
+        m, settings=GateSettings(device="cuda", **settings), gamma=1.03, roofline=None
+    )
+    assert category == PerfCategory.MATCHED, v4.reason
+    assert "rested on the host clock" in v4.reason and "host_probe" in v4.metrics
+
+
+def test_host_clock_turns_stay_out_of_one_round_timings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-round timing (the campaign's kernel speedup) has no rounds left to switch to."""
+    import gates.perf as perf
+    from tests.support.paired_timing import measure_on
+
+    monkeypatch.setattr(perf, "run_turn_round", lambda *a, **k: pytest.fail("a turn session"))
+    m = measure_on(
+        _paired_child(0.01, 0.05), monkeypatch, min_rounds=1, max_rounds=1, host_clock_turns=PAIRS
+    )
+    assert m.host_probe is None and len(m.candidate) == 1
+
+
 def test_the_call_count_follows_the_baseline_not_the_candidates_estimate(
     setup: RoundSetup, tmp_path: Path
 ) -> None:
