@@ -18,12 +18,15 @@ the measurement into the verdict.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial, wraps
 from pathlib import Path
 from typing import Any, Protocol
 
+from gates.control_pool import POOL as CONTROL_POOL
+from gates.control_pool import PooledRound, control_key
 from gates.gpu_contention import OtherWork, other_work, wait_for_quiet
 from gates.gpu_lease import timed_section
 from gates.perfstats import (
@@ -67,6 +70,10 @@ class PerfMeasurement:
     # turn sessions (GateSettings.turn_pairs): each round's pair ratios and how it ran
     turn_rounds: list[TurnRound] = field(default_factory=list)
     control_turns: list[TurnRound] = field(default_factory=list)  # A/A turn sessions
+    # the pool's entries for this verdict's A/A rounds, its own and those lent by earlier
+    # verdicts of the same job (gates/control_pool.py), and how old the lent ones were
+    control_pooled: list[PooledRound] = field(default_factory=list)
+    control_lent_ages_s: list[float] = field(default_factory=list)
     # (baseline, candidate) of the paired round set aside for turns (host_clock_turns)
     host_probe: tuple[TimingResult, TimingResult] | None = None
 
@@ -344,14 +351,41 @@ def _order_controlled(
     if settings.order_control_rounds <= 0 or m.failure or not host_decided_win(m, gamma):
         return 1.0
     rounds = min(settings.order_control_rounds, len(m.candidate))
-    order_control(m, baseline, setup, rounds=rounds, workdir=workdir)
+    key = control_key(setup.job(baseline, baseline).model_dump_json(), settings.model_dump_json())
+    _pooled_control(m, baseline, setup, rounds=rounds, workdir=workdir, key=key)
     # A few A/A rounds can all land in a rare regime of the host clock (the first slot
     # slow) that most paired rounds missed; a correction that would turn the win into
     # "slower" is measured again over as many rounds as the candidate had.
     more = len(m.candidate) - _controls(m)
     if not m.failure and more > 0 and _correction_makes_slower(m, gamma, settings.noise_limit):
-        order_control(m, baseline, setup, rounds=more, workdir=workdir, first=_controls(m))
+        _pooled_control(m, baseline, setup, rounds=more, workdir=workdir, key=key)
     return 1.0 if m.failure else order_correction(m)
+
+
+def _pooled_control(
+    m: PerfMeasurement,
+    baseline: ModelSource,
+    setup: RoundSetup,
+    *,
+    rounds: int,
+    workdir: Path,
+    key: str,
+) -> None:
+    """``rounds`` A/A rounds: at least one run now, the rest lent by the process's pool
+    (``gates.control_pool``) when it has young ones of the same job; those run now join it."""
+    pool = CONTROL_POOL if setup.settings.control_pool else None
+    lent = pool.lend(key, rounds - 1, m.control_pooled) if pool is not None else []
+    turns = setup.settings.turn_pairs > 0
+    first = _controls(m)
+    order_control(m, baseline, setup, rounds=rounds - len(lent), workdir=workdir, first=first)
+    if m.failure:
+        return
+    fresh = m.control_turns[first:] if turns else m.control[first:]
+    if pool is not None:
+        m.control_pooled += pool.add(key, list(fresh)) + lent
+    for r in lent:
+        (m.control_turns if turns else m.control).append(r.result)
+    m.control_lent_ages_s += [round(time.monotonic() - r.ended, 1) for r in lent]
 
 
 def _controls(m: PerfMeasurement) -> int:

@@ -368,6 +368,8 @@ def perf_verdict(
             "first_ms": [m.primary(r.baseline) for r in m.control if r.baseline is not None],
             "second_ms": [m.primary(r) for r in m.control],
         }
+        if m.control_lent_ages_s:  # rounds of earlier verdicts of this job, not run again
+            metrics["order_control"]["lent_ages_s"] = m.control_lent_ages_s
         if m.control_turns:
             metrics["order_control"]["pair_ratios"] = [
                 round(x, 5) for t in m.control_turns for x in t.ratios
@@ -377,6 +379,11 @@ def perf_verdict(
                 f"; the baseline timed in the candidate's slot read {control:.3g}x faster "
                 "(order control), taken off the speedup"
             )
+            if m.control_lent_ages_s:
+                order_note += (
+                    f" ({len(m.control_lent_ages_s)} of its A/A rounds lent by earlier "
+                    "verdicts of this baseline)"
+                )
     if m.turn_rounds:  # the pairs decide: adjacent turns share the host clock's regime
         decision = turn_decision(
             ratios,

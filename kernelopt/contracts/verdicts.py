@@ -93,6 +93,9 @@ class GateSettings(Frozen):
     # their paired rounds.  0: paired rounds throughout, until the H200's adversarial
     # suite has run with it
     host_clock_turns: int = 0
+    # A/A order-control rounds beyond the first of a verdict may be lent by earlier verdicts
+    # of the same job in this process, at most 15 minutes old (gates/control_pool.py)
+    control_pool: bool = True
     # with turns: take each turn's record phase off its window, up to the baseline's median
     # record phase (gates/turns.py step 5); off: the whole window is charged (records
     # included, the same on both sides) until the H200 shows which is less noisy

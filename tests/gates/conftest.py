@@ -1,7 +1,9 @@
-"""Fixtures of the turn-session tests (``test_turns.py``, ``test_turns_overhead.py``).
+"""Fixtures of the gate tests: a fresh A/A pool for each, and the turn-session tests' own.
 
-One reference of the shared problem per module, a round setup on it, and each test
-once per way a turn child starts (spawned, forked from the zygote).
+Every test starts with an empty ``gates.control_pool`` pool, so no test is lent the
+A/A rounds of another. The turn-session tests (``test_turns.py``,
+``test_turns_overhead.py``) get one reference of the shared problem per module, a round
+setup on it, and run once per way a turn child starts (spawned, forked from the zygote).
 """
 
 from __future__ import annotations
@@ -11,10 +13,19 @@ from pathlib import Path
 
 import pytest
 
+import gates.perf as perf
 from gates.cascade import round_setup
+from gates.control_pool import ControlPool
 from gates.perf import RoundSetup
 from gates.reference import ReferenceBundle
 from tests.support.turn_sessions import LAUNCHES, SETTINGS, launching, reference
+
+
+@pytest.fixture(autouse=True)
+def fresh_control_pool(monkeypatch: pytest.MonkeyPatch) -> ControlPool:
+    pool = ControlPool()
+    monkeypatch.setattr(perf, "CONTROL_POOL", pool)
+    return pool
 
 
 @pytest.fixture(scope="module")

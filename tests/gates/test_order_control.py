@@ -286,3 +286,58 @@ def test_a_correction_that_only_takes_the_win_away_needs_no_more_control_rounds(
     children, m, (v, category, _speedup) = _identity_verdict([USUAL], monkeypatch)
     assert len(m.control) == 1 and children.control_dirs == ["control0"]
     assert category == PerfCategory.OPTIMIZED, v.reason  # 1.116 / 1.033: what is left
+
+
+def test_a_second_win_of_the_same_baseline_borrows_all_but_one_a_a_round(
+    monkeypatch: pytest.MonkeyPatch, fresh_control_pool: Any
+) -> None:
+    """The A/A rounds are the baseline's and the job's, not a candidate's: a worker that
+    gates another win of the same target runs one fresh and is lent the rest, and the
+    verdict says which were lent."""
+    rounds = [(_side(0.020, 0.060), _side(0.010, 0.040))] * 2  # 1.5x by the host clock
+    first = _ScriptedRounds(rounds, control=(FIRST, FIRST))
+    m1 = measure_on(first, monkeypatch, min_rounds=2, max_rounds=2)
+    assert sum(j.model == BASE for j in first.jobs) == 2 and not m1.control_lent_ages_s
+    second = _ScriptedRounds(rounds, control=(FIRST, FIRST))
+    m2 = measure_on(second, monkeypatch, min_rounds=2, max_rounds=2)
+    assert sum(j.model == BASE for j in second.jobs) == 1  # one run now, one lent
+    assert len(m2.control) == 2 and len(m2.control_lent_ages_s) == 1
+    assert m2.seconds == pytest.approx(3.0)  # two paired rounds and one A/A child
+    settings = GateSettings(device="cuda", min_rounds=2, max_rounds=2)
+    v, category, _ = perf_verdict(m2, settings=settings, gamma=GAMMA, roofline=None)
+    assert category == PerfCategory.OPTIMIZED
+    assert v.metrics["order_control"]["lent_ages_s"] == m2.control_lent_ages_s
+    # switched off, or another baseline: every round runs again
+    off = _ScriptedRounds(rounds, control=(FIRST, FIRST))
+    measure_on(off, monkeypatch, min_rounds=2, max_rounds=2, control_pool=False)
+    assert sum(j.model == BASE for j in off.jobs) == 2
+    other = _ScriptedRounds(rounds, control=(FIRST, FIRST))
+    measure_on(other, monkeypatch, min_rounds=2, max_rounds=2, rep_ms=50.0)
+    assert sum(j.model == BASE for j in other.jobs) == 2
+
+
+def test_a_longer_control_borrows_only_rounds_the_verdict_does_not_hold(
+    monkeypatch: pytest.MonkeyPatch, fresh_control_pool: Any
+) -> None:
+    """The slower-flip re-measure may be lent rounds too, never one the verdict already
+    holds (its own, just pooled, or one lent before)."""
+    _identity_verdict([SLOW_FIRST, USUAL], monkeypatch)  # pools SLOW_FIRST, USUAL, USUAL
+    children, m, (v, category, _speedup) = _identity_verdict([SLOW_FIRST, USUAL], monkeypatch)
+    # its own first round read the rare regime; of the two more, one is lent, one run now
+    assert children.control_dirs == ["control0", "control1"]
+    assert len(m.control) == len(m.candidate) == 3 and len(m.control_lent_ages_s) == 1
+    assert len({id(p) for p in m.control_pooled}) == len(m.control_pooled) == 3
+    assert category != PerfCategory.SLOWER, v.reason
+
+
+def test_old_a_a_rounds_are_not_lent() -> None:
+    from gates.control_pool import ControlPool
+
+    pool = ControlPool(max_age_s=0.0)
+    pool.add("k", ["a", "b"])
+    assert pool.lend("k", 2) == []  # older than the limit as soon as it is asked
+    young = ControlPool()
+    kept = young.add("k", ["a", "b"])
+    assert [r.result for r in young.lend("k", 5)] == ["b", "a"]  # newest first
+    assert young.lend("k", 5, taken=kept[:1]) == kept[1:]
+    assert young.lend("other", 5) == [] and young.lend("k", 0) == []

@@ -357,6 +357,20 @@ def _turn_round(ratio: float, event_ms: float = 0.01):
     )
 
 
+def _finished_session(ratio: float):
+    """``_turn_round`` as ``run_turn_round`` returns it: both children ended, each 1 s of
+    wall time, summed into the session's GPU-seconds."""
+    from gates.runner import ChildOutcome
+
+    session = _turn_round(ratio)
+    session.outcomes = {
+        side: ChildOutcome(status="ok", phase="save_checks", wall_s=1.0)
+        for side in ("baseline", "candidate")
+    }
+    session.wall_s = 2.0
+    return session
+
+
 def test_turns_replace_paired_rounds_only_when_asked_and_keep_the_order_control(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -371,13 +385,7 @@ def test_turns_replace_paired_rounds_only_when_asked_and_keep_the_order_control(
     def turn_round(base_job, cand_job, workdir, **_):
         # every session reads 1.25x, the A/A ones too: the order (here, the child) alone
         sessions.append((base_job.model.kind, cand_job.model.kind))
-        session = _turn_round(1.25)
-        session.outcomes = {
-            side: ChildOutcome(status="ok", phase="save_checks", wall_s=1.0)
-            for side in ("baseline", "candidate")
-        }
-        session.wall_s = 2.0  # as run_turn_round sums it: both children's wall time
-        return session
+        return _finished_session(1.25)
 
     def paired(*_a, **_k):
         return ChildOutcome(status="crashed", phase="start", wall_s=0.1)
@@ -428,7 +436,6 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
     forward goes on in turn sessions (the paired round set aside, and said so); a GPU-bound
     one keeps its paired rounds, and no turn session starts."""
     import gates.perf as perf
-    from gates.runner import ChildOutcome
     from tests.support.paired_timing import measure_on
 
     sessions: list[tuple[str, str]] = []
@@ -436,13 +443,7 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
     def turn_round(base_job, cand_job, workdir, **kwargs):
         sessions.append((base_job.model.kind, cand_job.model.kind))
         assert kwargs["pairs"] == PAIRS
-        session = _turn_round(1.0)
-        session.outcomes = {
-            side: ChildOutcome(status="ok", phase="save_checks", wall_s=1.0)
-            for side in ("baseline", "candidate")
-        }
-        session.wall_s = 2.0
-        return session
+        return _finished_session(1.0)
 
     monkeypatch.setattr(perf, "run_turn_round", turn_round)
     child = _paired_child(event_ms, host_ms)
@@ -533,7 +534,6 @@ def test_a_turn_win_the_control_takes_back_gets_the_sessions_it_stopped_short_of
     """One session at 2.5x decides alone; A/A sessions at 1.25x leave 2.0x, which does not,
     so the sessions go on, judged on corrected ratios, as paired rounds do."""
     import gates.perf as perf
-    from gates.runner import ChildOutcome
     from tests.support.paired_timing import measure_on
 
     timed: list[str] = []
@@ -544,13 +544,7 @@ def test_a_turn_win_the_control_takes_back_gets_the_sessions_it_stopped_short_of
             ratio = 1.25  # A/A: the order alone
         else:
             ratio = 2.5 if timed.count("candidate") == 1 else 1.6
-        session = _turn_round(ratio)
-        session.outcomes = {
-            side: ChildOutcome(status="ok", phase="save_checks", wall_s=1.0)
-            for side in ("baseline", "candidate")
-        }
-        session.wall_s = 2.0
-        return session
+        return _finished_session(ratio)
 
     monkeypatch.setattr(perf, "run_turn_round", turn_round)
     m = measure_on(lambda *a, **k: None, monkeypatch, min_rounds=2, max_rounds=4, turn_pairs=PAIRS)
