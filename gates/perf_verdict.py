@@ -447,8 +447,8 @@ def perf_verdict(
             verdict(
                 GateStatus.QUARANTINE,
                 f"timing not stable: spread {decision.noise:.1%} after {len(cand_rounds)} rounds "
-                f"(limit {settings.noise_limit:.0%}); {decision.reason}{order_note}{contention}"
-                f"{probe_note}",
+                f"(limit {settings.noise_limit:.0%}); {decision.reason}{host_note}{order_note}"
+                f"{contention}{probe_note}",
             ),
             decision.category,
             decision.speedup,

@@ -16,6 +16,8 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
 
    ``--ab`` with levers (``--settle-wall 50 --prestart-timing --ab``) runs each problem
    with them and without, back to back, for a side-by-side of the same host minutes.
+   ``--host-clock-turns 12`` lets turn sessions decide where the host clock would
+   (``GateSettings.host_clock_turns``), ``--turns 12`` everywhere.
 
 2. **optimize**: ``kernelopt optimize`` machinery with the built-in proposer
    on the same problems, through ``scripts/gpu_e2e.py`` (server, workers,
@@ -184,6 +186,8 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
         "other_work": metrics.get("other_work"),  # NVML while idle, after unstable rounds
         # turn sessions: calibration, whole windows, record phases, what came off, probes
         "turns": metrics.get("turns"),
+        # host_clock_turns: the paired round set aside once it rested on the host clock
+        "host_probe": metrics.get("host_probe"),
         "decision": metrics.get("decision"),
     }
 

@@ -214,3 +214,24 @@ def test_noise_that_could_flip_the_category_buys_more_rounds_past_max_rounds(
     assert len(m.candidate) == 10
     none = _Children(noisy)
     assert len(measure_on(none, monkeypatch, max_rounds=6, noisy_rounds=0).candidate) == 6
+
+
+def test_a_quarantine_of_a_dispatch_bound_forward_says_what_the_gpu_work_alone_read() -> None:
+    """Identical code the host clock could not settle: the reason shows the GPU's events
+    agree, so a reader sees why the timing was noisy, not that the kernel changed."""
+    from gates.perf_verdict import perf_verdict
+    from kernelopt.contracts.verdicts import GateStatus
+
+    gpu = 0.0054  # the GPU work of every round, both sides
+
+    def side(name: str, host_ms: float) -> TimingResult:
+        return TimingResult(side=name, event_ms=gpu, event_samples=[gpu] * 5, host_ms=host_ms)
+
+    m = PerfMeasurement(
+        baseline=[side("baseline", 0.027)] * 6,
+        candidate=[side("candidate", ms) for ms in (0.020, 0.036, 0.025, 0.030, 0.021, 0.034)],
+    )
+    settings = GateSettings(device="cuda", min_rounds=2, max_rounds=6, noisy_rounds=0)
+    v, _, _ = perf_verdict(m, settings=settings, gamma=GAMMA, roofline=None)
+    assert v.status == GateStatus.QUARANTINE, v.reason
+    assert "timing not stable" in v.reason and "GPU work alone" in v.reason
