@@ -22,10 +22,15 @@ from tests.support.turn_sessions import LAUNCHES, SETTINGS, launching, reference
 
 
 @pytest.fixture(autouse=True)
-def fresh_control_pool(monkeypatch: pytest.MonkeyPatch) -> ControlPool:
-    pool = ControlPool()
-    monkeypatch.setattr(perf, "CONTROL_POOL", pool)
-    return pool
+def fresh_control_pool() -> Iterator[ControlPool]:
+    # not through monkeypatch: an autouse fixture that asks for it would create every
+    # test's monkeypatch first, so it would undo last, after fixtures that rely on undoing
+    # before their own teardown (``unsandboxed`` swaps the zygote registry that
+    # ``cpu_launcher`` restores)
+    saved = perf.CONTROL_POOL
+    perf.CONTROL_POOL = pool = ControlPool()
+    yield pool
+    perf.CONTROL_POOL = saved
 
 
 @pytest.fixture(scope="module")
