@@ -478,13 +478,13 @@ def measure(
         gamma=gamma,
     )
     # with host_clock_turns the first paired round says whether the host clock decides
-    switching = kind_switches(settings)
+    switching = _switches_to_turns(settings)
     next_round, stopped = rounds(last=1 if switching else None)
     if stopped:
         return m
     if switching:
         if rests_on_host_clock(m):
-            setup = with_turns(setup, settings.host_clock_turns)
+            setup = _with_turns(setup, settings.host_clock_turns)
             m.host_probe = (m.baseline.pop(), m.candidate.pop())
             del m.order[-2:]
             rounds = partial(rounds, kind=_TurnRounds(baseline, candidate, setup), setup=setup)
@@ -680,13 +680,13 @@ def _measure_rounds(
     return end, False
 
 
-def kind_switches(settings: GateSettings) -> bool:
+def _switches_to_turns(settings: GateSettings) -> bool:
     """Gate 4 starts with one paired round and may go on in turn sessions
     (``GateSettings.host_clock_turns``): not with turns throughout, nor with one round."""
     return settings.host_clock_turns > 0 and settings.turn_pairs <= 0 and settings.max_rounds > 1
 
 
-def with_turns(setup: RoundSetup, pairs: int) -> RoundSetup:
+def _with_turns(setup: RoundSetup, pairs: int) -> RoundSetup:
     """``setup`` whose rounds (and A/A controls) are turn sessions of ``pairs`` pairs."""
     return replace(setup, settings=setup.settings.model_copy(update={"turn_pairs": pairs}))
 

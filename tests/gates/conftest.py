@@ -23,10 +23,8 @@ from tests.support.turn_sessions import LAUNCHES, SETTINGS, launching, reference
 
 @pytest.fixture(autouse=True)
 def fresh_control_pool() -> Iterator[ControlPool]:
-    # not through monkeypatch: an autouse fixture that asks for it would create every
-    # test's monkeypatch first, so it would undo last, after fixtures that rely on undoing
-    # before their own teardown (``unsandboxed`` swaps the zygote registry that
-    # ``cpu_launcher`` restores)
+    # not through monkeypatch: an autouse fixture that asks for it creates every test's
+    # monkeypatch first, so it undoes last, which changes every test's teardown order
     saved = perf.CONTROL_POOL
     perf.CONTROL_POOL = pool = ControlPool()
     yield pool

@@ -291,9 +291,9 @@ def test_a_correction_that_only_takes_the_win_away_needs_no_more_control_rounds(
 def test_a_second_win_of_the_same_baseline_borrows_all_but_one_a_a_round(
     monkeypatch: pytest.MonkeyPatch, fresh_control_pool: Any
 ) -> None:
-    """The A/A rounds are the baseline's and the job's, not a candidate's: a worker that
-    gates another win of the same target runs one fresh and is lent the rest, and the
-    verdict says which were lent."""
+    """The A/A rounds are the baseline's and the job's, not a candidate's: a process that
+    judges another win on the same reference (batch ``verify``) runs one fresh and is lent
+    the rest, and the verdict says which were lent."""
     rounds = [(_side(0.020, 0.060), _side(0.010, 0.040))] * 2  # 1.5x by the host clock
     first = _ScriptedRounds(rounds, control=(FIRST, FIRST))
     m1 = measure_on(first, monkeypatch, min_rounds=2, max_rounds=2)

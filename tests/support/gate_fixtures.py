@@ -62,14 +62,15 @@ def unsandboxed_zygote(gates_env: Path) -> Iterator[Zygote]:
 
 
 @pytest.fixture
-def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> None:
+def unsandboxed(monkeypatch: pytest.MonkeyPatch, unsandboxed_zygote: Zygote) -> Iterator[None]:
     """Children without bubblewrap (from an unsandboxed zygote, not the session's sandboxed one).
 
     With the sandbox, rewrites of the reference or the candidate's files are refused
     outright (the files are not writable in the child's view: tests/security); these
     tests check the parent-side detection and repair behind it, which must hold on its own.
+    Registered as ``cpu_launcher`` registers (``forking_from``), so each restores what it
+    replaced whatever order their teardowns run in.
     """
-    import gates.runner
-
     monkeypatch.setenv("KERNELOPT_SANDBOX", "off")
-    monkeypatch.setattr(gates.runner, "_ZYGOTES", {"cpu": unsandboxed_zygote})
+    with forking_from("cpu", unsandboxed_zygote):
+        yield
