@@ -483,7 +483,7 @@ def measure(
     if stopped:
         return m
     if switching:
-        if rests_on_host_clock(m):
+        if rests_on_host_clock(m) and _near_one(m, settings.host_clock_turns_max_ratio):
             setup = _with_turns(setup, settings.host_clock_turns)
             m.host_probe = (m.baseline.pop(), m.candidate.pop())
             del m.order[-2:]
@@ -684,6 +684,13 @@ def _switches_to_turns(settings: GateSettings) -> bool:
     """Gate 4 starts with one paired round and may go on in turn sessions
     (``GateSettings.host_clock_turns``): not with turns throughout, nor with one round."""
     return settings.host_clock_turns > 0 and settings.turn_pairs <= 0 and settings.max_rounds > 1
+
+
+def _near_one(m: PerfMeasurement, limit: float) -> bool:
+    """The latest paired round's ratio (baseline over candidate, the gate's numbers) lies
+    within ``limit`` either way: where the host clock's regimes could decide the category."""
+    base, cand = m.primary(m.baseline[-1]), m.primary(m.candidate[-1])
+    return cand > 0 and 1.0 / limit <= base / cand <= limit
 
 
 def _with_turns(setup: RoundSetup, pairs: int) -> RoundSetup:

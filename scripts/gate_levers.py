@@ -21,11 +21,6 @@ LEVERS: dict[str, tuple[str, type, str]] = {
         int,
         "turn sessions of this many pairs once a paired round rests on the host clock",
     ),
-    "--record-credit": (
-        "turn_record_credit",
-        bool,
-        "with turns: take each turn's record phase off, up to the baseline's median",
-    ),
 }
 
 

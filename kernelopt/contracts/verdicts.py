@@ -93,13 +93,18 @@ class GateSettings(Frozen):
     # their paired rounds.  0: paired rounds throughout, until the H200's adversarial
     # suite has run with it
     host_clock_turns: int = 0
+    # ... unless that first round's ratio lies beyond this factor either way: turns make a
+    # ratio near 1 trustworthy, and the harness work inside every turn (input copies, a
+    # turn's fixed cost) pulls a far ratio towards 1, so paired rounds decide it
+    host_clock_turns_max_ratio: float = 4.0
     # A/A order-control rounds beyond the first of a verdict may be lent by earlier verdicts
     # of the same job in this process, at most 15 minutes old (gates/control_pool.py)
     control_pool: bool = True
     # with turns: take each turn's record phase off its window, up to the baseline's median
-    # record phase (gates/turns.py step 5); off: the whole window is charged (records
-    # included, the same on both sides) until the H200 shows which is less noisy
-    turn_record_credit: bool = False
+    # record phase (gates/turns.py step 5); off: the whole window is charged, records
+    # included, which pulls every ratio towards 1 (records were 40% of a dispatch-bound
+    # turn on the H200: docs/TEAM_NOTES.md, thirty-fourth session)
+    turn_record_credit: bool = True
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2

@@ -405,18 +405,18 @@ def test_turns_replace_paired_rounds_only_when_asked_and_keep_the_order_control(
     assert v4.metrics["order_control"]["pair_ratios"] == [1.25] * 2 * PAIRS
 
 
-def _paired_child(event_ms: float, host_ms: float):
-    """A stand-in for paired timing children: both sides read ``event_ms`` / ``host_ms``."""
+def _paired_child(event_ms: float, host_ms: float, candidate_host_ms: float | None = None):
+    """A stand-in for paired timing children: both sides read ``event_ms`` / ``host_ms``
+    (the candidate ``candidate_host_ms`` where given)."""
     from gates.protocol import TimingResult
     from gates.runner import ChildOutcome
 
-    def side(name: str) -> TimingResult:
-        return TimingResult(
-            side=name, event_ms=event_ms, event_samples=[event_ms] * 5, host_ms=host_ms
-        )
+    def side(name: str, ms: float) -> TimingResult:
+        return TimingResult(side=name, event_ms=event_ms, event_samples=[event_ms] * 5, host_ms=ms)
 
     def child(*_a, **_k):
-        result = side("candidate").model_copy(update={"baseline": side("baseline")})
+        cand = side("candidate", host_ms if candidate_host_ms is None else candidate_host_ms)
+        result = cand.model_copy(update={"baseline": side("baseline", host_ms)})
         return ChildOutcome(
             status="ok", phase="save_checks", wall_s=1.0, result=result.model_dump(mode="json")
         )
@@ -425,16 +425,22 @@ def _paired_child(event_ms: float, host_ms: float):
 
 
 @pytest.mark.parametrize(
-    ("event_ms", "host_ms", "turns"),
-    [(0.01, 0.05, True), (0.05, 0.01, False)],
-    ids=["dispatch-bound", "gpu-bound"],
+    ("event_ms", "host_ms", "candidate_host_ms", "turns"),
+    [(0.01, 0.05, None, True), (0.05, 0.01, None, False), (0.01, 0.05, 0.005, False)],
+    ids=["dispatch-bound", "gpu-bound", "dispatch-bound-5x-apart"],
 )
 def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_decides(
-    monkeypatch: pytest.MonkeyPatch, event_ms: float, host_ms: float, turns: bool
+    monkeypatch: pytest.MonkeyPatch,
+    event_ms: float,
+    host_ms: float,
+    candidate_host_ms: float | None,
+    turns: bool,
 ) -> None:
     """With ``host_clock_turns`` the first paired round decides the kind: a dispatch-bound
     forward goes on in turn sessions (the paired round set aside, and said so); a GPU-bound
-    one keeps its paired rounds, and no turn session starts."""
+    one keeps its paired rounds, and no turn session starts; nor does a round whose sides
+    lie further apart than ``host_clock_turns_max_ratio`` (4x), where no clock regime
+    could change the category and the turns' harness work would pull the ratio towards 1."""
     import gates.perf as perf
     from tests.support.paired_timing import measure_on
 
@@ -446,7 +452,7 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
         return _finished_session(1.0)
 
     monkeypatch.setattr(perf, "run_turn_round", turn_round)
-    child = _paired_child(event_ms, host_ms)
+    child = _paired_child(event_ms, host_ms, candidate_host_ms)
     settings = {"min_rounds": 2, "max_rounds": 4, "host_clock_turns": PAIRS}
     m = measure_on(child, monkeypatch, **settings)
     assert m.failure is None

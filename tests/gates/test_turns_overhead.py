@@ -155,8 +155,8 @@ def test_an_identical_pair_reads_one_and_its_record_phases_come_off(
 def test_without_the_credit_every_window_is_charged_whole(
     gates_env: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """``GateSettings.turn_record_credit`` off (the default): records stay in the charge."""
-    assert not SETTINGS.turn_record_credit
+    """``record_credit`` off (``GateSettings.turn_record_credit=False``): records stay in
+    the charge."""
     setup = round_setup(reference(tmp_path_factory, DEEP), SETTINGS)
     base = ModelSource(kind="eager", problem_path=str(DEEP))
     identity = write_candidate(tmp_path, "ModelNew = Model\n", problem=DEEP)
