@@ -45,6 +45,9 @@ from kernelopt.contracts.verdicts import (
 from kernelopt.roofline import ceilings_for, roofline_check
 
 DISPATCH_BOUND = 1.2  # host time beyond this many times the GPU work: the verdict says so
+# a matched verdict whose GPU work alone is slower than gamma**HIDDEN_SLOWDOWN_BANDS times
+# the baseline's is rejected as slower: the host clock hid it (two bands: the events' noise)
+HIDDEN_SLOWDOWN_BANDS = 2
 # the decision's fields the agents' feedback quotes (PerfDecision); its reason is left out
 _FEEDBACK_DECISION_KEYS = (
     "category",
@@ -142,6 +145,16 @@ def _gpu_work(base_event: float | None, cand_event: float | None) -> dict[str, f
         "candidate_ms": cand_event,
         "speedup": base_event / cand_event,
     }
+
+
+def _hides_slower_gpu_work(gpu_work: dict[str, float], gamma: float) -> bool:
+    """The candidate's GPU work alone is slower than the gamma band, twice over.
+
+    A dispatch-bound baseline's wall time is mostly its host's, whose speed moves in
+    regimes: in a slow one it can match a candidate whose kernels do several times the
+    GPU work, and a faster host, or CUDA graphs, would show that candidate slower.
+    """
+    return bool(gpu_work) and gpu_work["speedup"] < gamma ** (-HIDDEN_SLOWDOWN_BANDS)
 
 
 def _graph_metrics(m: PerfMeasurement) -> dict[str, Any]:
@@ -457,6 +470,21 @@ def perf_verdict(
         f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
         f"{decision.reason}{host_note}{order_note}{probe_note}"
     )
+    if decision.category == PerfCategory.MATCHED and _hides_slower_gpu_work(gpu_work, gamma):
+        return (
+            verdict(
+                GateStatus.FAIL,
+                f"slower: GPU work alone {gpu_work['baseline_ms']:.4g} -> "
+                f"{gpu_work['candidate_ms']:.4g} ms ({gpu_work['speedup']:.3g}x), beyond the "
+                f"gamma band twice over; the host clock read it {summary}",
+                "Your candidate is correct and matched the baseline only because both wait "
+                "on the host: its kernels' GPU time is slower than the compiled baseline's "
+                f"({gpu_work['speedup']:.3g}x), which a faster host or CUDA graphs would "
+                "expose. Fuse more, or leave this part alone.",
+            ),
+            PerfCategory.SLOWER,
+            gpu_work["speedup"],
+        )
     if len(cand_rounds) == 1:
         # one round's spread is no noise estimate, whether the settings asked for one round
         # or decided_by_one_round ended the measurement; the feedback says it is unknown

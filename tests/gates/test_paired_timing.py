@@ -235,3 +235,37 @@ def test_a_quarantine_of_a_dispatch_bound_forward_says_what_the_gpu_work_alone_r
     v, _, _ = perf_verdict(m, settings=settings, gamma=GAMMA, roofline=None)
     assert v.status == GateStatus.QUARANTINE, v.reason
     assert "timing not stable" in v.reason and "GPU work alone" in v.reason
+
+
+@pytest.mark.parametrize(
+    ("candidate_event_ms", "accepted"), [(0.021, True), (0.093, False)], ids=["same", "4x"]
+)
+def test_a_match_the_host_clock_makes_of_slower_gpu_work_is_rejected(
+    candidate_event_ms: float, accepted: bool
+) -> None:
+    """A dispatch-bound baseline in a slow host regime (0.095 ms a call, 0.021 ms of GPU
+    work) reads like a candidate whose kernels take 0.093 ms: matched by the gate's
+    numbers, slower by its GPU work alone, which a faster host would show.  The same
+    match with equal GPU work (an identity) stays accepted."""
+    from gates.perf_verdict import perf_verdict
+    from kernelopt.contracts.verdicts import GateStatus
+
+    def side(name: str, event_ms: float, host_ms: float) -> TimingResult:
+        return TimingResult(
+            side=name, event_ms=event_ms, event_samples=[event_ms] * 5, host_ms=host_ms
+        )
+
+    m = PerfMeasurement(
+        baseline=[side("baseline", 0.021, 0.095)] * 2,
+        candidate=[side("candidate", candidate_event_ms, 0.093)] * 2,
+    )
+    v, category, speedup = perf_verdict(
+        m, settings=GateSettings(device="cuda", min_rounds=2), gamma=GAMMA, roofline=None
+    )
+    if accepted:
+        assert v.status == GateStatus.PASS and category == PerfCategory.MATCHED, v.reason
+        return
+    assert v.status == GateStatus.FAIL and category == PerfCategory.SLOWER, v.reason
+    assert "GPU work alone 0.021 -> 0.093 ms" in v.reason and "matched" in v.reason
+    assert speedup == pytest.approx(0.021 / 0.093)
+    assert "faster host" in v.feedback
