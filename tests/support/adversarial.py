@@ -165,7 +165,9 @@ CASES: tuple[Case, ...] = (
     Case("hang", "swish_bias", "hang (timeout)", "reject", ("static",), timeout_s=20.0),
     Case("illegal_access", "swish_bias", "illegal memory access", "reject", ("static",), GPU),
     # --- honest candidates: accepted (on the CPU: gates 1-3, no timing) -----------------
-    Case("diag_rowscale", "diag_matmul", "honest", "accept", min_speedup=50.0),
+    # its GPU work is 70x the baseline's; its wall time rests on the host clock, whose
+    # regimes read 37-70x on the H200 (docs/TEAM_NOTES.md, thirty-fourth session)
+    Case("diag_rowscale", "diag_matmul", "honest", "accept", min_speedup=30.0),
     Case("swish_fused", "swish_bias", "honest", "accept"),
     Case("gelu_erf", "gelu", "honest", "accept"),
     Case("softmax_rows", "softmax", "honest", "accept"),

@@ -31,7 +31,12 @@ def measure_on(
     graph_replay: bool = False,
     **settings: Any,
 ) -> PerfMeasurement:
-    """``measure`` of CAND against BASE on CUDA settings, every child answered by ``children``."""
+    """``measure`` of CAND against BASE on CUDA settings, every child answered by ``children``.
+
+    Paired rounds throughout unless ``host_clock_turns`` is given: the stand-in children
+    answer paired jobs only, and a host-clock round would otherwise go on in turn sessions.
+    """
+    settings.setdefault("host_clock_turns", 0)
     monkeypatch.setattr(perf, "run_job", children)
     checks = TimingChecks(
         input_sets=["seed0"], expected=[], check=lambda _p: TimedCheck(ok=True, calls=10)
