@@ -227,6 +227,25 @@ class CheckedCalls:
             self.valid[j].append(True)
         self._keep(index, set_index, leaves)
 
+    def hold(self, out: Any) -> Any:
+        """What a batch keeps of a call's output until its records.
+
+        The output itself, unless the reference's output may alias an input: the next
+        calls' copies overwrite those buffers before the batch is recorded, so each such
+        leaf is cloned now (on both sides alike: the reference decides, not the call).
+        """
+        if not any(spec.may_alias for spec in self.expected):
+            return out
+        leaves = _leaves(out)
+        if len(leaves) != len(self.expected):
+            return out  # the records name the structure problem
+        return _Held(
+            [
+                leaf.clone() if spec.may_alias and isinstance(leaf, torch.Tensor) else leaf
+                for leaf, spec in zip(leaves, self.expected, strict=True)
+            ]
+        )
+
     def record_batch(self, outs: list[tuple[Any, int, list[Any]]]) -> None:
         """Record calls that have all returned, each as ``record`` would, in one pass.
 
@@ -252,7 +271,7 @@ class CheckedCalls:
         self.sets.append(set_index)
         if not self.expected:  # no reference structure given (probes): the first call's
             self._learn(out)
-        leaves = _leaves(out)
+        leaves = out.leaves if isinstance(out, _Held) else _leaves(out)
         problem = leaves_problem(leaves, self.expected, self.device, inputs)
         if not problem:
             return leaves
@@ -378,6 +397,13 @@ def _gathered(rows: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
             for x, w in zip(rows, where, strict=True)
         ]
     )
+
+
+@dataclass
+class _Held:
+    """A call's output leaves as a batch held them (``CheckedCalls.hold``)."""
+
+    leaves: list[Any]
 
 
 def _leaves(out: Any) -> list[Any]:

@@ -166,7 +166,7 @@ class CheckedLoop:
                 p0 = self.kit.now_ns()
                 self.checks.before(k)
                 prepared_ns += self.kit.now_ns() - p0
-            outs.append((self.fn(*args), k, args))
+            outs.append((self.checks.hold(self.fn(*args)), k, args))
         self.kit.sync()
         batch_ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
         self.batches.append((copies_ms, batch_ms))
@@ -192,7 +192,7 @@ class CheckedLoop:
         for _ in range(n):
             k, args = self.rotation.next()
             self.checks.before(k)
-            outs.append((self.fn(*args), k, args))
+            outs.append((self.checks.hold(self.fn(*args)), k, args))
         self.kit.sync()
         ms = (self.kit.now_ns() - t0) / 1e6 / n
         if synced is not None:

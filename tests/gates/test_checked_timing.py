@@ -364,3 +364,27 @@ def test_the_records_see_the_leaves_tree_flatten_sees() -> None:
     for out in outs:
         got, want = _leaves(out), tree_flatten(out)[0]
         assert len(got) == len(want) and all(a is b for a, b in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("batch", ["host_batch", "turn"])
+def test_a_batch_holds_outputs_that_alias_their_inputs_until_its_records(
+    tmp_path: Path, batch: str
+) -> None:
+    """A forward that returns its input changed in place (as the reference does) is checked
+    on what each call returned: the batch's later copies into the same two buffers would
+    otherwise show another call's values (on the H200 the identity of such a problem was
+    rejected as "a timed call was wrong")."""
+    from gates.jobs.timing import CheckedLoop
+    from gates.timers import TimerKit
+
+    spec = [OutputLeaf(shape=[4, 8], dtype="float32", may_alias=True)]
+    checks = CheckedCalls(expected=spec, device="cpu", samples=16)
+    loop = CheckedLoop(
+        TimerKit("cpu"), lambda x: x.mul_(2).add_(1), RotatingInputs(_sets()), checks
+    )
+    getattr(loop, batch)(12)
+    assert checks.calls == 12
+    path = tmp_path / "checks.pt"
+    checks.save(path)
+    result = _check(path)
+    assert result.ok, result.reason
