@@ -51,6 +51,14 @@ _LOG = get_logger(__name__)
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+# torch's message when one op gets tensors of two devices, and what usually causes it
+_MIXED_DEVICES = "Expected all tensors to be on the same device"
+_MIXED_DEVICES_HINT = (
+    " (the code mixes devices: a tensor it creates without device= is made on the CPU;"
+    " make it where the inputs are, e.g. torch.randn(x.shape, device=x.device))"
+)
+
+
 @dataclass
 class ChildOutcome:
     status: str  # "ok" | "exception" | "crashed" | "timeout"
@@ -95,7 +103,8 @@ class ChildOutcome:
             )
             return f"process died ({how}) during {self.where}"
         first = self.message.splitlines()[0] if self.message else ""
-        return f"{self.error_type} during {self.where}: {first}"
+        hint = _MIXED_DEVICES_HINT if _MIXED_DEVICES in first else ""
+        return f"{self.error_type} during {self.where}: {first}{hint}"
 
     def error_text(self, limit: int = 4000) -> str:
         """The traceback (or log tail) as text fit for a verdict."""

@@ -249,3 +249,23 @@ def test_a_job_that_stops_marking_progress_is_killed_after_stall_s(
     with fast_launch("cpu") as started:
         assert started
         _stalled(tmp_path, "forked", 4.0)
+
+
+def test_a_child_that_mixed_devices_is_told_how_that_usually_happens() -> None:
+    """torch's device-mismatch error names the devices, not the cause: the one-line
+    description adds it (a tensor made inside forward without ``device=``)."""
+    from gates.runner import ChildOutcome
+
+    mixed = ChildOutcome(
+        status="exception",
+        phase="reference",
+        wall_s=0.5,
+        error_type="RuntimeError",
+        message="Expected all tensors to be on the same device, but found at least two "
+        "devices, cuda:0 and cpu!\nmore",
+    )
+    assert "device=x.device" in mixed.describe() and "\n" not in mixed.describe()
+    other = ChildOutcome(
+        status="exception", phase="reference", wall_s=0.5, error_type="TypeError", message="bad"
+    )
+    assert other.describe() == "TypeError during reference: bad"

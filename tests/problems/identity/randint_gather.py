@@ -6,7 +6,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        idx = torch.randint(0, x.shape[1], (x.shape[0], 3))
+        idx = torch.randint(0, x.shape[1], (x.shape[0], 3), device=x.device)
         return x.gather(1, idx)
 
 

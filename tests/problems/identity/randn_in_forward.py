@@ -1,4 +1,5 @@
-"""Gaussian noise drawn inside forward with torch.randn."""
+"""Gaussian noise drawn inside forward with torch.randn (on the input's device: drawn on the
+CPU, the problem itself mixes devices on a GPU, which the gates say in one line)."""
 
 import torch
 import torch.nn as nn
@@ -6,7 +7,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + 0.5 * torch.randn(x.shape)
+        return x + 0.5 * torch.randn(x.shape, device=x.device)
 
 
 def get_inputs():

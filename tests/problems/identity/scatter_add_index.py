@@ -10,7 +10,7 @@ class Model(nn.Module):
         self.bins = bins
 
     def forward(self, values: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros(values.shape[0], self.bins)
+        out = torch.zeros(values.shape[0], self.bins, device=values.device)
         return out.scatter_add(1, idx, values)
 
 
