@@ -121,6 +121,21 @@ def leaves_problem(
     return ""
 
 
+def output_bytes(expected: list[OutputLeaf]) -> int:
+    """The bytes of one call's tensor outputs, as the reference returned them."""
+    return sum(
+        _numel(s.shape) * torch.empty((), dtype=getattr(torch, s.dtype)).element_size()
+        for s in expected
+        if s.shape is not None and s.dtype is not None
+    )
+
+
+def held_calls(expected: list[OutputLeaf], budget_bytes: int) -> int:
+    """How many calls a host batch or a turn may make: it holds every call's outputs until
+    its records, and back-to-back calls of a large, fast output would fill the device."""
+    return max(1, budget_bytes // max(1, output_bytes(expected)))
+
+
 class RotatingInputs:
     """Two input buffers that get another set's values copied in before every call."""
 
@@ -184,11 +199,7 @@ class CheckedCalls:
         self._no_values = torch.full(
             (self.samples,), float("nan"), dtype=torch.float64, device=self.device
         )
-        out_bytes = sum(
-            _numel(s.shape) * torch.empty((), dtype=getattr(torch, s.dtype)).element_size()
-            for s in self.expected
-            if s.shape is not None and s.dtype is not None
-        )
+        out_bytes = output_bytes(self.expected)
         if out_bytes * self.reservoir > _RESERVOIR_BYTES:
             self.reservoir = int(_RESERVOIR_BYTES // max(1, out_bytes))
 

@@ -200,6 +200,9 @@ class TimingJob(ChildJob):
     rep_ms: float = 100.0
     host_batch_ms: float = 20.0  # each host-timer batch lasts about this long
     host_batches: int = 3
+    # a host batch or turn holds its calls' outputs until its records: at most this many
+    # bytes of them, which caps its calls (checked_calls.held_calls)
+    held_output_bytes: int = 8 << 30
     # > 0: settling steps (and the events' warm-up after them) last about this much wall
     # time at most (GateSettings.settle_step_wall_ms); 0: sized by GPU time alone
     settle_wall_ms: float = 0.0

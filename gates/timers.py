@@ -224,12 +224,14 @@ class TimerKit:
         self._sync()
         return (_perf_counter_ns() - t0) / 1e6 / calls
 
-    def calls_for(self, estimate_ms: float, batch_ms: float) -> int:
-        return calls_for(estimate_ms, batch_ms)
+    def calls_for(self, estimate_ms: float, batch_ms: float, most: int = 1000) -> int:
+        return calls_for(estimate_ms, batch_ms, most)
 
 
-def calls_for(estimate_ms: float, batch_ms: float) -> int:
-    """Calls that make a batch of about ``batch_ms`` at ``estimate_ms`` each (3 to 1,000)."""
+def calls_for(estimate_ms: float, batch_ms: float, most: int = 1000) -> int:
+    """Calls that make a batch of about ``batch_ms`` at ``estimate_ms`` each (3 to 1,000),
+    never more than ``most`` (the outputs a batch may hold: ``checked_calls.held_calls``)."""
+    most = max(1, min(1000, most))
     if not math.isfinite(estimate_ms) or estimate_ms <= 0:
-        return 1000
-    return int(min(1000, max(3, math.ceil(batch_ms / estimate_ms))))
+        return most
+    return int(min(most, max(3, math.ceil(batch_ms / estimate_ms))))

@@ -56,6 +56,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gates.checked_calls import held_calls
 from gates.go_signal import live_workdir
 from gates.perfstats import median
 from gates.placement import current_cpu
@@ -349,7 +350,9 @@ def run_turn_round(
     base, cand = children["baseline"], children["candidate"]
     session = _Session(base, cand, out, observer)
     try:
-        _run(session, pairs=pairs, timeout_s=timeout_s, host_batch_ms=host_batch_ms)
+        # the outputs a turn may hold, from the trusted side's job (the same reference's)
+        most = held_calls(baseline_job.expected, baseline_job.held_output_bytes)
+        _run(session, pairs=pairs, timeout_s=timeout_s, host_batch_ms=host_batch_ms, most=most)
     except ChildLost as lost:
         for child in children.values():
             with contextlib.suppress(ChildLost):
@@ -380,7 +383,9 @@ def run_turn_round(
     return out
 
 
-def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: float) -> None:
+def _run(
+    session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: float, most: int
+) -> None:
     base, cand, out = session.base, session.cand, session.out
     base.answer("warmed", None, timeout_s)  # built and warm before any candidate code runs
     base.seal()  # its channel is unreachable by path before any candidate code runs
@@ -397,7 +402,7 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
         out.estimates_ms[child.side] = child.number("ready", child.command("prep"), timeout_s)
         child.stop()
     session.charge(session.probe(timeout_s))
-    _calibrate(session, host_batch_ms, timeout_s)
+    _calibrate(session, host_batch_ms, timeout_s, most)
     slowest = max(*out.calibration_ms, *out.estimates_ms.values())
     turn_s = min(timeout_s, max(_TURN_MIN_S, _TURN_FACTOR * out.calls * slowest / 1000))
     for i in range(pairs):
@@ -414,14 +419,15 @@ def _run(session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: floa
     session.end(cand, timeout_s)
 
 
-def _calibrate(session: _Session, host_batch_ms: float, timeout_s: float) -> None:
-    """Set ``calls`` from parent-timed baseline turns (step 3 of the module docstring)."""
+def _calibrate(session: _Session, host_batch_ms: float, timeout_s: float, most: int) -> None:
+    """Set ``calls`` from parent-timed baseline turns (step 3 of the module docstring), at
+    most ``most`` (the outputs a turn may hold)."""
     out = session.out
     assert out.cpu is not None
-    out.calls_raw = out.calls = calls_for(out.estimates_ms["baseline"], host_batch_ms)
+    out.calls_raw = out.calls = calls_for(out.estimates_ms["baseline"], host_batch_ms, most)
     for _ in range(CALIBRATION_TURNS):
         out.calibration_ms.append(session.calibrate(out.calls, out.cpu, timeout_s))
-        out.calls = calls_for(out.calibration_ms[-1], host_batch_ms)
+        out.calls = calls_for(out.calibration_ms[-1], host_batch_ms, most)
 
 
 def _charged(turns: list[_Turn], credit: bool) -> list[int]:

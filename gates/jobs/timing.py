@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from gates.call_policy import CallPreparer, by_index, load_policy
-from gates.checked_calls import CheckedCalls, RotatingInputs
+from gates.checked_calls import CheckedCalls, RotatingInputs, held_calls
 from gates.go_signal import wait_for_go
 from gates.job_progress import job_file
 from gates.job_progress import mark as child_mark
@@ -369,7 +369,8 @@ def _time_side(
         settle_and_sample(kit, job, timed)
         timed.mark("time_host")
         slow = timed.slow
-        calls = 1 if slow else kit.calls_for(timed.event_ms, job.host_batch_ms)
+        most = held_calls(job.expected, job.held_output_bytes)
+        calls = 1 if slow else kit.calls_for(timed.event_ms, job.host_batch_ms, most)
         host = [timed.loop.host_batch(calls) for _ in range(1 if slow else job.host_batches)]
         timed.cpus.append(current_cpu())
         return finish_side(kit, job, timed, side, host=host, calls=calls, checks_file=checks_file)

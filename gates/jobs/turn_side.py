@@ -22,6 +22,7 @@ import os
 
 import torch
 
+from gates.checked_calls import held_calls
 from gates.job_progress import job_file
 from gates.jobs.timing import build_side, finish_side, settle_and_sample
 from gates.perfstats import median
@@ -125,7 +126,8 @@ def run(job: TimingJob) -> TimingResult:
             if word == "prep":
                 settle_and_sample(kit, job, side)
                 side.mark("turns")
-                per_call = 1 if side.slow else calls_for(side.event_ms, job.host_batch_ms)
+                most = held_calls(job.expected, job.held_output_bytes)
+                per_call = 1 if side.slow else calls_for(side.event_ms, job.host_batch_ms, most)
                 host = [side.loop.host_batch(per_call)]
                 channel.reply(f"ready {seq} {max(side.event_ms, host[0]):.9g}")
             elif word == "probe" and probe is not None:

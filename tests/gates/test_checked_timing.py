@@ -388,3 +388,18 @@ def test_a_batch_holds_outputs_that_alias_their_inputs_until_its_records(
     checks.save(path)
     result = _check(path)
     assert result.ok, result.reason
+
+
+def test_a_batch_holds_at_most_its_bound_of_outputs() -> None:
+    """The calls of a host batch or turn are capped by the bytes of outputs it may hold
+    (32 MiB a call and 4 GiB: 128), never below one."""
+    from gates.checked_calls import held_calls, output_bytes
+    from gates.timers import calls_for
+
+    big = [OutputLeaf(shape=[4096, 2048], dtype="float32"), OutputLeaf(shape=None, dtype=None)]
+    assert output_bytes(big) == 32 << 20
+    assert held_calls(big, 4 << 30) == 128
+    assert calls_for(0.02, 20.0, held_calls(big, 4 << 30)) == 128  # 1,000 without the bound
+    assert calls_for(0.02, 20.0) == 1000
+    assert calls_for(5.0, 20.0, held_calls(big, 4 << 30)) == 4  # the time decides
+    assert calls_for(0.02, 20.0, held_calls(big, 1 << 20)) == 1  # one call's outputs

@@ -21,6 +21,7 @@ from gates.protocol import ModelSource
 from gates.timers import calls_for
 from gates.turns import TURN_MS, TurnRound
 from tests.support.turn_sessions import (
+    PROBLEM,
     PROBLEMS,
     SETTINGS,
     reference,
@@ -164,3 +165,23 @@ def test_without_the_credit_every_window_is_charged_whole(
     assert session.taken_off_ms == [0.0] * len(session.turns)
     for (_, per_call), (_, window) in zip(session.turns, session.windows_ms, strict=True):
         assert per_call * session.calls == pytest.approx(window)
+
+
+def test_a_turn_holds_no_more_outputs_than_its_bound(
+    gates_env: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A turn keeps every call's outputs until its records: a bound of five calls' outputs
+    caps its calls, on both sides, however fast the forward (a large, fast output would
+    otherwise fill the device with up to 1,000 of them)."""
+    from gates.checked_calls import output_bytes
+
+    setup = round_setup(reference(tmp_path_factory, PROBLEM), SETTINGS)
+    identity = write_candidate(tmp_path, "ModelNew = Model\n")
+    free = run_session(setup, identity, tmp_path / "free", pairs=1)
+    assert free.calls > 5  # the bound below is what caps the next session
+    bound = 5 * output_bytes(setup.checks.expected)
+    session = run_session(setup, identity, tmp_path / "s", pairs=2, held_output_bytes=bound)
+    assert session.calls_raw <= 5 and session.calls <= 5, (session.calls_raw, session.calls)
+    for side in ("baseline", "candidate"):
+        result = getattr(session, side)
+        assert result is not None and result.host_calls_per_batch <= 5

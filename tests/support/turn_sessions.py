@@ -65,11 +65,14 @@ def run_session(
     pairs: int = PAIRS,
     base: ModelSource = BASE,
     record_credit: bool = False,
+    held_output_bytes: int | None = None,
 ) -> TurnRound:
-    """One real turn session of ``base`` against ``candidate``; it must not fail."""
+    """One real turn session of ``base`` against ``candidate``; it must not fail.
+    ``held_output_bytes``: the jobs' bound on the outputs a turn holds (else theirs)."""
+    update = {} if held_output_bytes is None else {"held_output_bytes": held_output_bytes}
     session = run_turn_round(
-        setup.turn_job(base, "baseline"),
-        setup.turn_job(candidate, "candidate"),
+        setup.turn_job(base, "baseline").model_copy(update=update),
+        setup.turn_job(candidate, "candidate").model_copy(update=update),
         workdir,
         pairs=pairs,
         timeout_s=SETTINGS.timing_timeout_s,
