@@ -241,18 +241,21 @@ class CheckedCalls:
     def hold(self, out: Any) -> Any:
         """What a batch keeps of a call's output until its records.
 
-        The output itself, unless the reference's output may alias an input: the next
-        calls' copies overwrite those buffers before the batch is recorded, so each such
+        The output itself, unless the reference's output may alias an input or a tensor
+        the model keeps: the next calls' copies, their state restores and their own
+        in-place writes change that memory before the batch is recorded, so each such
         leaf is cloned now (on both sides alike: the reference decides, not the call).
         """
-        if not any(spec.may_alias for spec in self.expected):
+        if not any(spec.may_alias or spec.holds_state for spec in self.expected):
             return out
         leaves = _leaves(out)
         if len(leaves) != len(self.expected):
             return out  # the records name the structure problem
         return _Held(
             [
-                leaf.clone() if spec.may_alias and isinstance(leaf, torch.Tensor) else leaf
+                leaf.clone()
+                if (spec.may_alias or spec.holds_state) and isinstance(leaf, torch.Tensor)
+                else leaf
                 for leaf, spec in zip(leaves, self.expected, strict=True)
             ]
         )

@@ -96,6 +96,8 @@ class SetInfo(Frozen):
     input_bytes: int
     mutates_inputs: list[int] = Field(default_factory=list)
     aliased_outputs: list[int] = Field(default_factory=list)  # leaves sharing an input's memory
+    # leaves sharing the memory of a tensor the model keeps (a buffer it returns)
+    state_outputs: list[int] = Field(default_factory=list)
     derived_holdout: bool = False  # held-out shape made by the checker (another batch size)
 
 
@@ -105,6 +107,7 @@ class OutputLeaf(Frozen):
     shape: list[int] | None  # None: not a tensor (compared by value)
     dtype: str | None
     may_alias: bool = False  # the reference's own output shares an input's memory
+    holds_state: bool = False  # ... or the memory of a tensor the model keeps
     device: str = ""  # the reference's device type for this leaf ("": the job's device)
 
 

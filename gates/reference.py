@@ -198,7 +198,11 @@ class ReferenceBundle:
         devices = info.output_devices or [None] * len(info.output_shapes)
         return [
             OutputLeaf(
-                shape=shape, dtype=dtype, may_alias=i in info.aliased_outputs, device=dev or ""
+                shape=shape,
+                dtype=dtype,
+                may_alias=i in info.aliased_outputs,
+                holds_state=i in info.state_outputs,
+                device=dev or "",
             )
             for i, (shape, dtype, dev) in enumerate(
                 zip(info.output_shapes, info.output_dtypes, devices, strict=True)

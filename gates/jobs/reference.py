@@ -157,6 +157,14 @@ def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> b
     return first_difference(first, other) is not None
 
 
+def _state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Every tensor the model keeps: parameters, buffers and plain tensor attributes."""
+    kept = list(model.state_dict(keep_vars=True).values())
+    for module in model.modules():
+        kept += [v for v in vars(module).values() if isinstance(v, torch.Tensor)]
+    return kept
+
+
 def run(job: ReferenceJob) -> ReferenceResult:
     strict_fp32()
     mark("import_problem")
@@ -212,6 +220,12 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 for i, leaf in enumerate(out)
                 if isinstance(leaf, torch.Tensor) and shares_memory(leaf, dev_inputs)
             ]
+            state = _state_tensors(model)
+            held_state = [
+                i
+                for i, leaf in enumerate(out)
+                if isinstance(leaf, torch.Tensor) and shares_memory(leaf, state)
+            ]
             save_values(set_path(job.refs_dir, s.name), out)
             # `inputs` may alias; a private mapping of the file just written, only read
             originals = load_values(set_path(job.inputs_dir, s.name), mmap=True)
@@ -241,6 +255,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     input_bytes=nbytes(inputs),
                     mutates_inputs=mutated,
                     aliased_outputs=aliased,
+                    state_outputs=held_state,
                     derived_holdout=s.kind == "derived",
                 )
             )
