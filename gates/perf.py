@@ -219,6 +219,7 @@ def prestart_round(
 
 
 EARLY_MARGIN = 2.0  # one round decides when its speedup is this far beyond the gamma band
+DISPATCH_BOUND = 1.2  # host time beyond this many times the GPU work: dispatch-bound
 
 
 def decided_by_one_round(baseline_ms: float, candidate_ms: float, gamma: float) -> bool:
@@ -483,7 +484,7 @@ def measure(
     if stopped:
         return m
     if switching:
-        if rests_on_host_clock(m) and _near_one(m, settings.host_clock_turns_max_ratio):
+        if _dispatch_bound(m) and _near_one(m, settings.host_clock_turns_max_ratio):
             setup = _with_turns(setup, settings.host_clock_turns)
             m.host_probe = (m.baseline.pop(), m.candidate.pop())
             del m.order[-2:]
@@ -684,6 +685,16 @@ def _switches_to_turns(settings: GateSettings) -> bool:
     """Gate 4 starts with one paired round and may go on in turn sessions
     (``GateSettings.host_clock_turns``): not with turns throughout, nor with one round."""
     return settings.host_clock_turns > 0 and settings.turn_pairs <= 0 and settings.max_rounds > 1
+
+
+def _dispatch_bound(m: PerfMeasurement) -> bool:
+    """The latest paired round's host time is beyond ``DISPATCH_BOUND`` times its GPU work
+    on either side: the host sets the pace, not the GPU (a GPU-bound forward's host time
+    runs a hair above its events, and turns would only add their harness to it)."""
+    return any(
+        r.event_ms is not None and r.host_ms > DISPATCH_BOUND * r.event_ms
+        for r in (m.baseline[-1], m.candidate[-1])
+    )
 
 
 def _near_one(m: PerfMeasurement, limit: float) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
 from gates.perf import (
+    DISPATCH_BOUND,
     EARLY_MARGIN,
     PerfMeasurement,
     RooflineInputs,
@@ -44,7 +45,6 @@ from kernelopt.contracts.verdicts import (
 )
 from kernelopt.roofline import ceilings_for, roofline_check
 
-DISPATCH_BOUND = 1.2  # host time beyond this many times the GPU work: the verdict says so
 # a matched verdict whose GPU work alone is slower than gamma**HIDDEN_SLOWDOWN_BANDS times
 # the baseline's is rejected as slower: the host clock hid it (two bands: the events' noise)
 HIDDEN_SLOWDOWN_BANDS = 2

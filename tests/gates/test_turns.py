@@ -426,8 +426,13 @@ def _paired_child(event_ms: float, host_ms: float, candidate_host_ms: float | No
 
 @pytest.mark.parametrize(
     ("event_ms", "host_ms", "candidate_host_ms", "turns"),
-    [(0.01, 0.05, None, True), (0.05, 0.01, None, False), (0.01, 0.05, 0.005, False)],
-    ids=["dispatch-bound", "gpu-bound", "dispatch-bound-5x-apart"],
+    [
+        (0.01, 0.05, None, True),
+        (0.05, 0.01, None, False),
+        (0.05, 0.051, None, False),
+        (0.01, 0.05, 0.005, False),
+    ],
+    ids=["dispatch-bound", "gpu-bound", "gpu-bound-host-a-hair-above", "dispatch-bound-5x-apart"],
 )
 def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_decides(
     monkeypatch: pytest.MonkeyPatch,
@@ -438,7 +443,8 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
 ) -> None:
     """With ``host_clock_turns`` the first paired round decides the kind: a dispatch-bound
     forward goes on in turn sessions (the paired round set aside, and said so); a GPU-bound
-    one keeps its paired rounds, and no turn session starts; nor does a round whose sides
+    one keeps its paired rounds, and no turn session starts (also when its host time runs a
+    hair above its events, as a GPU-bound forward's does); nor does a round whose sides
     lie further apart than ``host_clock_turns_max_ratio`` (4x), where no clock regime
     could change the category and the turns' harness work would pull the ratio towards 1."""
     import gates.perf as perf
