@@ -45,9 +45,11 @@ from kernelopt.contracts.verdicts import (
 )
 from kernelopt.roofline import ceilings_for, roofline_check
 
-# a matched verdict whose GPU work alone is slower than gamma**HIDDEN_SLOWDOWN_BANDS times
-# the baseline's is rejected as slower: the host clock hid it (two bands: the events' noise)
-HIDDEN_SLOWDOWN_BANDS = 2
+# a matched verdict whose GPU work alone is more than this many times the baseline's in
+# every round is rejected as slower: the host clock hid it.  Far beyond gamma: identical
+# code's GPU work read 0.58-1.21x of itself per verdict on the H200 (the GPU's clock
+# regimes), but never below 0.96x in all of a verdict's rounds at once
+HIDDEN_SLOWDOWN = 1.5
 # the decision's fields the agents' feedback quotes (PerfDecision); its reason is left out
 _FEEDBACK_DECISION_KEYS = (
     "category",
@@ -147,14 +149,20 @@ def _gpu_work(base_event: float | None, cand_event: float | None) -> dict[str, f
     }
 
 
-def _hides_slower_gpu_work(gpu_work: dict[str, float], gamma: float) -> bool:
-    """The candidate's GPU work alone is slower than the gamma band, twice over.
+def _hides_slower_gpu_work(m: PerfMeasurement) -> bool:
+    """In every round (two at least) the candidate's GPU work alone is more than
+    ``HIDDEN_SLOWDOWN`` times the baseline's.
 
     A dispatch-bound baseline's wall time is mostly its host's, whose speed moves in
     regimes: in a slow one it can match a candidate whose kernels do several times the
     GPU work, and a faster host, or CUDA graphs, would show that candidate slower.
     """
-    return bool(gpu_work) and gpu_work["speedup"] < gamma ** (-HIDDEN_SLOWDOWN_BANDS)
+    pairs = [
+        (b.event_ms, c.event_ms)
+        for b, c in zip(m.baseline, m.candidate, strict=False)
+        if b.event_ms and c.event_ms
+    ]
+    return len(pairs) >= 2 and all(c > HIDDEN_SLOWDOWN * b for b, c in pairs)
 
 
 def _graph_metrics(m: PerfMeasurement) -> dict[str, Any]:
@@ -470,13 +478,13 @@ def perf_verdict(
         f"{decision.category.value}: {decision.baseline_ms:.4g} ms -> {decision.candidate_ms:.4g} ms, "
         f"{decision.reason}{host_note}{order_note}{probe_note}"
     )
-    if decision.category == PerfCategory.MATCHED and _hides_slower_gpu_work(gpu_work, gamma):
+    if decision.category == PerfCategory.MATCHED and gpu_work and _hides_slower_gpu_work(m):
         return (
             verdict(
                 GateStatus.FAIL,
                 f"slower: GPU work alone {gpu_work['baseline_ms']:.4g} -> "
-                f"{gpu_work['candidate_ms']:.4g} ms ({gpu_work['speedup']:.3g}x), beyond the "
-                f"gamma band twice over; the host clock read it {summary}",
+                f"{gpu_work['candidate_ms']:.4g} ms ({gpu_work['speedup']:.3g}x), more than "
+                f"{HIDDEN_SLOWDOWN:g}x in every round; the host clock read it {summary}",
                 "Your candidate is correct and matched the baseline only because both wait "
                 "on the host: its kernels' GPU time is slower than the compiled baseline's "
                 f"({gpu_work['speedup']:.3g}x), which a faster host or CUDA graphs would "
