@@ -246,17 +246,16 @@ class CheckedCalls:
         in-place writes change that memory before the batch is recorded, so each such
         leaf is cloned now (on both sides alike: the reference decides, not the call).
         """
-        if not any(spec.may_alias or spec.holds_state for spec in self.expected):
+        shared = [spec.may_alias or spec.holds_state for spec in self.expected]
+        if not any(shared):
             return out
         leaves = _leaves(out)
-        if len(leaves) != len(self.expected):
+        if len(leaves) != len(shared):
             return out  # the records name the structure problem
         return _Held(
             [
-                leaf.clone()
-                if (spec.may_alias or spec.holds_state) and isinstance(leaf, torch.Tensor)
-                else leaf
-                for leaf, spec in zip(leaves, self.expected, strict=True)
+                leaf.clone() if copy and isinstance(leaf, torch.Tensor) else leaf
+                for leaf, copy in zip(leaves, shared, strict=True)
             ]
         )
 

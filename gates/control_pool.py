@@ -4,9 +4,10 @@ An A/A round (``gates.perf.order_control``) times the baseline in both slots of 
 rounds' own job: trusted code only, so no candidate can touch what it reads, and what it
 reads belongs to the baseline and the job, not to any candidate. A batch ``verify`` of
 several candidates on one reference would otherwise pay the same rounds again for every
-win the host clock decides (a verdict with a reference of its own has a job of its own). Each verdict still runs at least
-one fresh round, so the pool follows the host as it drifts, and only rounds younger than
-``MAX_AGE_S`` are lent; the verdict names how many it borrowed and how old they were.
+win the host clock decides (a verdict with a reference of its own has a job of its own).
+Each verdict still runs at least one fresh round, so the pool follows the host as it
+drifts, and only rounds younger than ``MAX_AGE_S`` are lent; the verdict names how many it
+borrowed and how old they were.
 A pool lives in one process and holds nothing on disk.
 """
 

@@ -157,9 +157,10 @@ def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> b
     return first_difference(first, other) is not None
 
 
-def _state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    """Every tensor the model keeps: parameters, buffers and plain tensor attributes."""
-    kept = list(model.state_dict(keep_vars=True).values())
+def _kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Every tensor the model keeps: its state (parameters, buffers) and plain tensor
+    attributes, which a forward may rebind (read after each call for that reason)."""
+    kept = list(state_tensors(model).values())
     for module in model.modules():
         kept += [v for v in vars(module).values() if isinstance(v, torch.Tensor)]
     return kept
@@ -220,7 +221,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 for i, leaf in enumerate(out)
                 if isinstance(leaf, torch.Tensor) and shares_memory(leaf, dev_inputs)
             ]
-            state = _state_tensors(model)
+            state = _kept_tensors(model)
             held_state = [
                 i
                 for i, leaf in enumerate(out)
