@@ -25,12 +25,12 @@ LEVERS: dict[str, tuple[str, type, str]] = {
 
 
 def add_lever_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per lever, each off unless given."""
+    """One flag per lever, each at ``GateSettings``' default unless given (0 given: off)."""
     for flag, (field, kind, text) in LEVERS.items():
         if kind is bool:
             parser.add_argument(flag, action="store_true", help=f"{text} ({field})")
         else:
-            parser.add_argument(flag, type=kind, default=kind(0), help=f"{text} ({field})")
+            parser.add_argument(flag, type=kind, default=None, help=f"{text} ({field})")
 
 
 def levers_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -38,6 +38,6 @@ def levers_from(args: argparse.Namespace) -> dict[str, Any]:
     chosen: dict[str, Any] = {}
     for flag, (field, _kind, _text) in LEVERS.items():
         value = getattr(args, flag.lstrip("-").replace("-", "_"))
-        if value:
+        if value is not None and value is not False:
             chosen[field] = value
     return chosen

@@ -16,8 +16,8 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
 
    ``--ab`` with levers (``--settle-wall 50 --prestart-timing --ab``) runs each problem
    with them and without, back to back, for a side-by-side of the same host minutes.
-   ``--host-clock-turns 12`` lets turn sessions decide where the host clock would
-   (``GateSettings.host_clock_turns``), ``--turns 12`` everywhere.
+   Turn sessions decide where the host clock would (``GateSettings.host_clock_turns``,
+   on by default; ``--host-clock-turns 0``: paired rounds only), ``--turns 12`` everywhere.
 
 2. **optimize**: ``kernelopt optimize`` machinery with the built-in proposer
    on the same problems, through ``scripts/gpu_e2e.py`` (server, workers,

@@ -90,9 +90,8 @@ class GateSettings(Frozen):
     # > 0 (with turn_pairs 0): when gate 4's first paired round rests on the host clock (a
     # dispatch-bound forward), that round is set aside and turn sessions of this many pairs
     # decide instead (gates/README.md, "Turns for the host clock"); GPU-bound forwards keep
-    # their paired rounds.  0: paired rounds throughout, until the H200's adversarial
-    # suite has run with it
-    host_clock_turns: int = 0
+    # their paired rounds.  0: paired rounds throughout
+    host_clock_turns: int = 12
     # ... unless that first round's ratio lies beyond this factor either way: turns make a
     # ratio near 1 trustworthy, and the harness work inside every turn (input copies, a
     # turn's fixed cost) pulls a far ratio towards 1, so paired rounds decide it

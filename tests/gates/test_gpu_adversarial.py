@@ -39,8 +39,10 @@ def gpu_settings() -> GateSettings:
         # max-autotune compiles take 30-50 s per GEMM problem; the script picks the mode
         baseline_mode=os.environ.get("KERNELOPT_GATES_BASELINE_MODE", "max-autotune-no-cudagraphs"),
         max_rounds=int(os.environ.get("KERNELOPT_GATES_MAX_ROUNDS", "6")),
-        # the lever under trial (GateSettings.host_clock_turns): the suite must hold with it
-        host_clock_turns=int(os.environ.get("KERNELOPT_GATES_HOST_CLOCK_TURNS", "0")),
+        # turns for the host clock (GateSettings.host_clock_turns; 0: paired rounds only)
+        host_clock_turns=int(
+            os.environ.get("KERNELOPT_GATES_HOST_CLOCK_TURNS", GateSettings().host_clock_turns)
+        ),
         static_timeout_s=180.0,
         timing_timeout_s=240.0,
         copy_bandwidth_gbs=float(bw) if bw else None,

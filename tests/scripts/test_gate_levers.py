@@ -1,4 +1,4 @@
-"""The A/B scripts' lever flags name real ``GateSettings`` fields and turn on only what is given."""
+"""The A/B scripts' lever flags name real ``GateSettings`` fields and set only what is given."""
 
 from __future__ import annotations
 
@@ -25,7 +25,14 @@ def test_each_flag_sets_its_field_and_the_settings_take_it() -> None:
     assert settings.turn_pairs == 12 and settings.prestart_timing
 
 
-def test_every_lever_is_a_gate_setting_that_is_off_by_default() -> None:
+def test_every_lever_is_a_gate_setting() -> None:
     defaults = GateSettings(device="cuda")
     for field, _kind, _text in LEVERS.values():
-        assert not getattr(defaults, field), field
+        assert hasattr(defaults, field), field
+
+
+def test_zero_turns_off_a_lever_that_is_on_by_default() -> None:
+    assert GateSettings(device="cuda").host_clock_turns > 0
+    chosen = _parse("--host-clock-turns", "0")
+    assert chosen == {"host_clock_turns": 0}
+    assert GateSettings(device="cuda", **chosen).host_clock_turns == 0
