@@ -65,6 +65,25 @@ TRIAGE_BY_REF_PATCH = "triage-by-reference"
 # facts, and its activities load the scope (compile/segment_store.py, activities/scope.py).
 SCOPE_BY_REF_PATCH = "scope-by-reference"
 NO_BASELINE = "; it came before the compile step finished, so no baseline was built"
+# A forward Inductor cannot compile (kernelopt.compile.capture.CaptureError, named here
+# because the workflow sandbox does not import torch) ends in an outcome that says so.
+UNCOMPILABLE_PATCH = "uncompilable-forward-outcome"
+UNCOMPILABLE_ERROR = "CaptureError"
+UNCOMPILABLE_REASON_CHARS = 600
+
+
+def uncompilable_reason(message: str) -> str:
+    """The outcome's reason when Inductor cannot compile the forward: the compile step's
+    error (its first line, without the traceback the child sent) and what the user gets."""
+    first = message.splitlines()[0] if message else ""
+    for prefix in (f"{names.COMPILE} failed: ", f"{UNCOMPILABLE_ERROR}: "):
+        first = first.removeprefix(prefix)
+    if len(first) > UNCOMPILABLE_REASON_CHARS:
+        first = first[: UNCOMPILABLE_REASON_CHARS - 3] + "..."
+    return (
+        f"torch.compile (Inductor) cannot compile this forward, so there is no compiled "
+        f"baseline to improve and the model is returned as written: {first}"
+    )
 
 
 def _not_kept(candidate_id: str, gate: contracts.ModelGateResult) -> str:
@@ -193,7 +212,12 @@ class OptimizeModel:
         state = self._state
         if state.compiled is None:
             await self._enter(contracts.CampaignPhase.COMPILING)
-            state.compiled = await self._compile(inp)
+            try:
+                state.compiled = await self._compile(inp)
+            except ApplicationError as exc:
+                if exc.type != UNCOMPILABLE_ERROR or not workflow.patched(UNCOMPILABLE_PATCH):
+                    raise
+                return await self._finish_with_baseline(inp, uncompilable_reason(exc.message))
         if state.segment is None and state.segment_ref is None:
             await self._enter(contracts.CampaignPhase.SEGMENTING)
             segment_input = contracts.SegmentInput(compiled=state.compiled, mode=inp.options.mode)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 
 from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
@@ -178,6 +178,37 @@ async def test_a_winner_failing_the_model_gates_gives_way_to_the_runner_up(
     first, second = outcome.model_trials  # two different candidates of the one target
     assert first != second and first.startswith(outcome.replaced[0])
     assert second.startswith(outcome.replaced[0])
+
+
+async def test_a_forward_inductor_cannot_compile_ends_in_an_outcome_that_says_so(
+    client: Client, temporal_settings: Settings
+) -> None:
+    """H200 2026-12-04: Inductor failed on a forward (``x[torch.randperm(n)]``) and the whole
+    campaign failed; it now ends with the model as written and the compiler's words."""
+    error = (
+        "CaptureError: the forward does not compile as one graph: BackendCompilerFailed: "
+        "backend='inductor' raised: RuntimeError: Not all inputs to pattern found"
+    )
+    with running_workers(temporal_settings, KERNELOPT_DOUBLES_COMPILE_ERROR=error) as workers:
+        outcome = await asyncio.wait_for(run_campaign(client, temporal_settings, workers), 120)
+    assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
+    assert "cannot compile this forward" in outcome.reason
+    assert outcome.reason.endswith("RuntimeError: Not all inputs to pattern found")
+    assert "Traceback" not in outcome.reason and outcome.wrapper is None
+    assert outcome.report is not None and outcome.candidates_tried == 0
+
+
+async def test_a_compile_step_failing_otherwise_still_fails_the_campaign(
+    client: Client, temporal_settings: Settings
+) -> None:
+    """Only the compiler's refusal is an outcome: a broken problem stays a failure."""
+    error = "ProblemError: forward raised on the GPU"
+    with (
+        running_workers(temporal_settings, KERNELOPT_DOUBLES_COMPILE_ERROR=error) as workers,
+        pytest.raises(WorkflowFailureError) as failed,
+    ):
+        await asyncio.wait_for(run_campaign(client, temporal_settings, workers), 120)
+    assert "forward raised on the GPU" in str(failed.value.cause)
 
 
 async def test_cancel_reaches_a_running_search_at_once(

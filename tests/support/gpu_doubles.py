@@ -26,6 +26,9 @@ where the next attempt resumed); KERNELOPT_DOUBLES_HANG ``name=marker`` makes
 the first call of that activity (the one that creates ``marker``) stop
 heartbeating and hang for KERNELOPT_DOUBLES_HANG_S seconds (default 3600) --
 a stuck activity that only a heartbeat timeout can notice.
+KERNELOPT_DOUBLES_COMPILE_ERROR ``Type: message`` makes "compile" fail as the real
+activity does when its child raises a deterministic error of that type (a forward
+Inductor cannot compile: ``CaptureError``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.scope import resolve_scope
 from activities.search_activities import propose_builtin_on_gpu
@@ -216,6 +220,11 @@ async def _remembered_proposal(memo: Path, inp: BuiltinProposeInput) -> BuiltinP
 @activity.defn(name=names.COMPILE)
 async def compile_double(inp: CompileInput) -> CompileResult:
     await _work(names.COMPILE, inp.problem.name)
+    failure = os.environ.get("KERNELOPT_DOUBLES_COMPILE_ERROR")
+    if failure:  # the form activities/supervise.py gives a child's deterministic error
+        error_type = failure.partition(": ")[0]
+        message = f"{failure}\nTraceback (most recent call last):\n  (the double's)"
+        raise ApplicationError(message, type=error_type, non_retryable=True)
     store = open_store()
     override = os.environ.get("KERNELOPT_DOUBLES_WRAPPER")
     wrapper_path = Path(override) if override else fixture_wrapper(inp.problem.path)

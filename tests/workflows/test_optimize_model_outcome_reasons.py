@@ -41,3 +41,14 @@ def test_searches_that_proposed_nothing_give_their_own_stop_reasons() -> None:
 def test_an_llm_campaign_with_no_target_does_not_blame_the_builtin_proposer() -> None:
     reason = _campaign(ProposerKind.LLM)._nothing_tried_reason()
     assert reason == "no candidate: no target was searched"
+
+
+def test_the_uncompilable_error_is_capture_errors_name() -> None:
+    """The workflow names the compiler's refusal by the type the compile child reports."""
+    from kernelopt.compile.capture import CaptureError
+    from workflows.optimize_model import UNCOMPILABLE_ERROR, uncompilable_reason
+
+    assert UNCOMPILABLE_ERROR == CaptureError.__name__
+    long = "compile failed: CaptureError: " + "x" * 2000 + "\nTraceback (most recent call last):"
+    reason = uncompilable_reason(long)
+    assert reason.endswith("...") and "Traceback" not in reason and "CaptureError" not in reason
