@@ -48,7 +48,7 @@ def test_the_uncompilable_error_is_capture_errors_name() -> None:
     from kernelopt.compile.capture import CaptureError
     from workflows.optimize_model import UNCOMPILABLE_ERROR, uncompilable_reason
 
-    assert UNCOMPILABLE_ERROR == CaptureError.__name__
+    assert CaptureError.__name__ == UNCOMPILABLE_ERROR
     long = "compile failed: CaptureError: " + "x" * 2000 + "\nTraceback (most recent call last):"
     reason = uncompilable_reason(long)
     assert reason.endswith("...") and "Traceback" not in reason and "CaptureError" not in reason
