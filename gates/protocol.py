@@ -121,6 +121,9 @@ class EvaluationPolicy(Frozen):
     seeded: bool = False  # RNGs seeded per input set before every call
     call_seeds: dict[str, int] = Field(default_factory=dict)  # input set -> its call seed
     stateful: list[str] = Field(default_factory=list)  # state entries a call changes
+    # two same-seed calls' largest float difference over the output's scale (summation
+    # order: atomics), within gates.nondeterminism.JITTER_REL; 0.0: bitwise reproducible
+    jitter: float = 0.0
     inputs_note: str = ""  # smaller inputs than get_inputs() gives, and why
 
     def summary(self) -> str:
@@ -133,6 +136,11 @@ class EvaluationPolicy(Frozen):
             )
         else:
             parts.append("forward is deterministic (no seeding needed)")
+        if self.jitter:
+            parts.append(
+                f"same-seed calls differ by up to {self.jitter:.2g} of the output's scale "
+                "(float summation order, e.g. atomics), far inside the tolerance: accepted"
+            )
         if self.stateful:
             shown = ", ".join(self.stateful[:4]) + (" ..." if len(self.stateful) > 4 else "")
             parts.append(f"state restored before every call ({shown})")

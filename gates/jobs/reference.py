@@ -41,7 +41,7 @@ from gates.cpu_budget import CpuBudget
 from gates.float32_random import Float32Randomness
 from gates.job_progress import mark
 from gates.jobs.build import weights_path
-from gates.nondeterminism import divergent_op, nondeterministic_error
+from gates.nondeterminism import divergent_op, float_jitter, nondeterministic_error
 from gates.problem_io import (
     ProblemFile,
     dtype_of,
@@ -145,16 +145,19 @@ class _Caller:
         return out
 
 
-def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> bool:
-    """Same seed again must give the same outputs; another seed tells whether forward is random."""
+def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> tuple[bool, float]:
+    """Same seed again must give the same outputs, up to float jitter (``float_jitter``);
+    another seed tells whether forward is random.  Returns (random, the jitter seen)."""
     mark("determinism", set=name)
     again = caller.call(name)
     difference = first_difference(first, again)
-    if difference:
+    jitter = float_jitter(first, again) if difference else 0.0
+    if jitter is None:
         op = divergent_op(lambda: caller.call(name), problem_path)
-        raise nondeterministic_error(difference, op)
+        raise nondeterministic_error(difference or "", op)
     other = caller.call(name, seed=caller.seeds.get(name, 0) ^ 0x5BD1E995)
-    return first_difference(first, other) is not None
+    random = first_difference(first, other) is not None and float_jitter(first, other) is None
+    return random, jitter
 
 
 def _kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
@@ -186,6 +189,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
     infos: list[SetInfo] = []
     flops: int | None = None
     random_forward = False
+    jitter = 0.0
     stateful: list[str] = []
     first_seconds: float | None = None
     with torch.no_grad():
@@ -240,7 +244,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
             if not infos:  # the first call: what it changed, and is it reproducible
                 params = caller.watch.changed()  # adopted by every ``prepare`` since
                 stateful = sorted(set(caller.keeper.changed()) | set(params))
-                random_forward = _probe(caller, s.name, out, job.problem_path)
+                random_forward, jitter = _probe(caller, s.name, out, job.problem_path)
                 if budget is not None and first_seconds is not None:
                     budget.announce(first_seconds, checked)
             infos.append(
@@ -268,6 +272,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
             seeded=random_forward,
             call_seeds={s.name: seeds[s.name] for s in input_sets},
             stateful=stateful,
+            jitter=jitter,
             inputs_note=budget.note if budget is not None else "",
         )
         if job.draw_only is None:  # a kept bundle's draw: its parent states the policy

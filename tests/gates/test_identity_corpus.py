@@ -91,6 +91,12 @@ def test_the_policy_says_what_was_seeded_restored_and_which_mode(results: dict[s
     assert _policy(results, "weight_mutated_in_forward")["stateful"] == ["lin.weight"]
     text = results["dropout_linear"].environment["evaluation"]
     assert "training mode" in text and "seeded per input set" in text
+    # sums in an order that drifts between calls, as atomics: same-seed calls differ in the
+    # last bits; the reference stands, not random, and its jitter is stated
+    jittery = _policy(results, "summation_order_jitter")
+    assert 0.0 < jittery["jitter"] < 1e-5 and not jittery["random"]
+    assert "float summation order" in results["summation_order_jitter"].environment["evaluation"]
+    assert _policy(results, "dropout_linear")["jitter"] == 0.0
 
 
 def test_a_setting_overrides_the_convention(tmp_path: Path, cpu_launcher: bool) -> None:
