@@ -76,6 +76,9 @@ class PerfMeasurement:
     control_lent_ages_s: list[float] = field(default_factory=list)
     # (baseline, candidate) of the paired round set aside for turns (host_clock_turns)
     host_probe: tuple[TimingResult, TimingResult] | None = None
+    # the A/A rounds ran for a host-decided "slower" (``slot_credit_due``), not for a win:
+    # the speedup they found, which a credit may lift to at most 1.0
+    credit_from: float | None = None
 
     def pair_ratios(self) -> list[list[float]]:
         """Each turn session's pair ratios (baseline turn over candidate turn), a list each."""
@@ -220,6 +223,9 @@ def prestart_round(
 
 EARLY_MARGIN = 2.0  # one round decides when its speedup is this far beyond the gamma band
 DISPATCH_BOUND = 1.2  # host time beyond this many times the GPU work: dispatch-bound
+# a host-decided "slower" from here up to the gamma band gets A/A rounds, whose slot
+# effect is credited (never past a match); no slot effect measured comes near 10%
+SLOT_CREDIT_FLOOR = 0.9
 
 
 def decided_by_one_round(baseline_ms: float, candidate_ms: float, gamma: float) -> bool:
@@ -327,10 +333,29 @@ def control_ratio(m: PerfMeasurement) -> float | None:
 
 
 def order_correction(m: PerfMeasurement) -> float:
-    """What the order control takes off a win: its ratio when above 1, else 1 (it never
-    adds to one)."""
+    """What the order control does to the candidate's speedup (divided by it): for a win,
+    its ratio when above 1, else 1 (it never adds to a win); for a host-decided "slower"
+    (``m.credit_from``), its ratio when below 1, but never so far that a credit makes a
+    win: the corrected speedup stays at most 1.0."""
     control = control_ratio(m)
-    return control if control is not None and control > 1.0 else 1.0
+    if control is None:
+        return 1.0
+    if m.credit_from is not None:
+        return min(1.0, max(control, m.credit_from))
+    return max(control, 1.0)
+
+
+def slot_credit_due(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
+    """A "slower" the host clock decides, within ``SLOT_CREDIT_FLOOR`` of the baseline: the
+    candidate's slot alone may have made it (identical code has read slower than the gamma
+    band in turns: docs/TEAM_NOTES.md, thirty-fifth session), so A/A rounds measure that
+    slot before the candidate is failed."""
+    if not m.baseline or not m.candidate or m.candidate[0].event_ms is None:
+        return False
+    decision = _judged(m, 1.0, gamma=gamma, noise_limit=noise_limit)
+    if decision.category != PerfCategory.SLOWER or decision.speedup < SLOT_CREDIT_FLOOR:
+        return False
+    return rests_on_host_clock(m)
 
 
 def corrected_rounds(m: PerfMeasurement, correction: float) -> tuple[list[float], list[float]]:
@@ -349,10 +374,16 @@ def _order_controlled(
     """The A/A rounds a host-decided win needs (``order_control``), and the correction
     they call for: above 1, the rounds that stopped on the uncorrected win may be too few."""
     settings = setup.settings
-    if settings.order_control_rounds <= 0 or m.failure or not host_decided_win(m, gamma):
+    if settings.order_control_rounds <= 0 or m.failure:
         return 1.0
     rounds = min(settings.order_control_rounds, len(m.candidate))
     key = control_key(setup.job(baseline, baseline).model_dump_json(), settings.model_dump_json())
+    if slot_credit_due(m, gamma, settings.noise_limit):
+        m.credit_from = _judged(m, 1.0, gamma=gamma, noise_limit=settings.noise_limit).speedup
+        _pooled_control(m, baseline, setup, rounds=rounds, workdir=workdir, key=key)
+        return 1.0 if m.failure else order_correction(m)
+    if not host_decided_win(m, gamma):
+        return 1.0
     _pooled_control(m, baseline, setup, rounds=rounds, workdir=workdir, key=key)
     # A few A/A rounds can all land in a rare regime of the host clock (the first slot
     # slow) that most paired rounds missed; a correction that would turn the win into
@@ -495,7 +526,7 @@ def measure(
     # the rounds may have stopped on a win the slot order made: if the corrected one
     # would not have stopped them, the rest of the rounds decide it
     correction = _order_controlled(m, baseline, setup, gamma=gamma, workdir=workdir)
-    if correction > 1.0 and rounds(correction=correction, start=next_round)[1]:
+    if correction != 1.0 and rounds(correction=correction, start=next_round)[1]:
         return m
     if _unstable(m, gamma, settings.noise_limit):
         m.other_work = other_work(settings.device)

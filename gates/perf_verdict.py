@@ -8,7 +8,8 @@ The checks run in this order, the first that applies decides:
 3. faster than the data-movement roofline    -> QUARANTINE (re-time before trusting)
 4. spread still above ``noise_limit`` and    -> QUARANTINE (timing not trustworthy)
    large enough to flip the category
-   (a win the host clock decides is first scaled by ``order_control``'s A/A rounds)
+   (a win the host clock decides is first scaled by ``order_control``'s A/A rounds;
+   a "slower" it decides near the band is credited their slot effect, up to a match)
 5. category: optimized / matched -> PASS, slower -> FAIL (fallback to the baseline)
 """
 
@@ -378,7 +379,8 @@ def perf_verdict(
             None,
             None,
         )
-    correction = order_correction(m)  # never the other way: it only ever takes a win away
+    # it takes a win away, or credits a host-decided "slower" its slot, never past a match
+    correction = order_correction(m)
     base_rounds, cand_rounds = corrected_rounds(m, correction)
     ratios = corrected_ratios(m, correction)
     order_note = ""
@@ -405,6 +407,11 @@ def perf_verdict(
                     f" ({len(m.control_lent_ages_s)} of its A/A rounds lent by earlier "
                     "verdicts of this baseline)"
                 )
+        elif correction < 1.0:
+            order_note = (
+                f"; the baseline timed in the candidate's slot read {1 / control:.3g}x slower "
+                "(order control), credited to the candidate (never past a match)"
+            )
     if m.turn_rounds:  # the pairs decide: adjacent turns share the host clock's regime
         decision = turn_decision(
             ratios,

@@ -341,3 +341,45 @@ def test_old_a_a_rounds_are_not_lent() -> None:
     assert [r.result for r in young.lend("k", 5)] == ["b", "a"]  # newest first
     assert young.lend("k", 5, taken=kept[:1]) == kept[1:]
     assert young.lend("other", 5) == [] and young.lend("k", 0) == []
+
+
+# the second slot's host clock 4% slower for the same code: a "slower" the slot alone made
+SLOW_SECOND = _side(0.0104, 0.056 / 0.96)
+
+
+def test_a_slower_the_slot_order_made_is_credited_to_a_match() -> None:
+    m = PerfMeasurement(baseline=[FIRST, FIRST], candidate=[SLOW_SECOND, SLOW_SECOND])
+    _, category, speedup = _verdict(m)
+    assert category == PerfCategory.SLOWER and speedup == pytest.approx(0.96)
+    m.credit_from = 0.96
+    m.control = [_paired(FIRST, SLOW_SECOND), _paired(FIRST, SLOW_SECOND)]
+    v, category, speedup = _verdict(m)
+    assert v.status == GateStatus.PASS and category == PerfCategory.MATCHED
+    assert speedup == pytest.approx(1.0)
+    assert "credited to the candidate" in v.reason
+
+
+def test_a_credit_never_makes_a_win_and_a_faster_control_is_no_credit() -> None:
+    m = PerfMeasurement(baseline=[FIRST, FIRST], candidate=[SLOW_SECOND, SLOW_SECOND])
+    m.credit_from = 0.96
+    m.control = [_paired(FIRST, _side(0.0104, 0.056 / 0.85))]  # a slot 15% slower
+    _, category, speedup = _verdict(m)
+    assert category == PerfCategory.MATCHED and speedup == pytest.approx(1.0)
+    m.control = [_paired(FIRST, SECOND)]  # the second slot reads faster: nothing to credit
+    _, category, speedup = _verdict(m)
+    assert category == PerfCategory.SLOWER and speedup == pytest.approx(0.96)
+
+
+def test_measure_runs_the_control_for_a_host_decided_slower_near_the_band_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    near = _Children([(FIRST, SLOW_SECOND)])
+    m = measure_on(near, monkeypatch, min_rounds=2, max_rounds=2)
+    assert len(m.control) == 2 and m.credit_from == pytest.approx(0.96)
+    assert _verdict(m)[1] == PerfCategory.MATCHED
+    far = _Children([(FIRST, _side(0.0104, 0.056 / 0.8))])  # 0.8x: no slot effect explains it
+    m = measure_on(far, monkeypatch, min_rounds=2, max_rounds=2)
+    assert m.control == [] and m.credit_from is None and len(far.jobs) == 2
+    gpu = _Children([(_side(0.5, 0.45), _side(0.52, 0.47))])  # the events decide
+    m = measure_on(gpu, monkeypatch, min_rounds=2, max_rounds=2)
+    assert m.control == [] and m.credit_from is None
