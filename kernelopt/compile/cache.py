@@ -3,9 +3,10 @@
 The key covers everything that changes Inductor's output or our capture of
 it: the problem source, the seed (weights and inputs), torch and triton
 versions, the compile mode, the GPU model, and ``CAPTURE_VERSION`` (bumped
-when our capture format changes).  Entries are CompileResult JSON files under
-``$KERNELOPT_HOME/compile_cache``; the blobs they reference live in the
-artifact store, and an entry whose blobs are gone counts as a miss.
+when our capture format or rules change, such as how random forwards compile).
+Entries are CompileResult JSON files under ``$KERNELOPT_HOME/compile_cache``; the
+blobs they reference live in the artifact store, and an entry whose blobs are gone
+counts as a miss.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kernelopt.contracts.compiled import CompileResult
 from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
 
-CAPTURE_VERSION = 1
+CAPTURE_VERSION = 2
 
 
 def cache_key(

@@ -1,0 +1,55 @@
+"""A forward that draws random numbers is captured with eager's random ops.
+
+Inductor's own generators (a seeds buffer, then philox or its CPU counterpart in the
+kernels) never draw what the seeded eager model draws, and every candidate derived from
+the capture is checked against that eager model: on the H200 both built-in candidates of
+an alpha-dropout problem failed gate 2 that way.  Runs Inductor on the CPU.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kernelopt.compile.capture import capture, uses_inductor_rng
+
+
+class _Noisy(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.dropout(x, 0.3, training=True) * 2 + torch.randn_like(x) * 0.1
+
+
+class _Plain(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) * 2
+
+
+def _seeded(fn, x: torch.Tensor) -> torch.Tensor:
+    torch.manual_seed(7)
+    with torch.no_grad():
+        return fn(x)
+
+
+def test_a_random_forward_is_captured_with_eager_random_ops() -> None:
+    torch._dynamo.reset()
+    model, x = _Noisy(), torch.randn(8, 32)
+    cap = capture(model, [x], "default")
+    assert cap.fallback_random and cap.inductor_options("default") == {"fallback_random": True}
+    assert not uses_inductor_rng([cap.source, *cap.extra_sources])
+    assert torch.equal(_seeded(cap.compiled, x), _seeded(model, x))
+
+
+def test_a_forward_without_draws_is_captured_once_as_it_was() -> None:
+    torch._dynamo.reset()
+    cap = capture(_Plain(), [torch.randn(8, 32)], "default")
+    assert not cap.fallback_random and cap.inductor_options("default") == {}
+
+
+def test_the_generators_markers_in_triton_and_cpu_code() -> None:
+    assert uses_inductor_rng(["tmp3 = tl.rand(tmp0, (tmp1).to(tl.uint32))"])
+    assert uses_inductor_rng(["tmp2 = tl.randn(seed, offs)"])
+    assert uses_inductor_rng(["tmp5 = triton_helpers.randint64(tmp0, offs, lo, hi)"])
+    seeds = "aten.randint.low_out(-9223372036854775808, 9223372036854775807, [2], out=buf0)"
+    assert uses_inductor_rng([seeds])
+    assert not uses_inductor_rng(["tmp1 = tl.load(in_ptr0 + x0)", "torch.randint(0, 5, (3,))"])
