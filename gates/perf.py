@@ -76,7 +76,7 @@ class PerfMeasurement:
     control_lent_ages_s: list[float] = field(default_factory=list)
     # (baseline, candidate) of the paired round set aside for turns (host_clock_turns)
     host_probe: tuple[TimingResult, TimingResult] | None = None
-    # the A/A rounds ran for a host-decided "slower" (``slot_credit_due``), not for a win:
+    # the A/A rounds ran for a host-decided "slower" (``slot_credit_from``), not for a win:
     # the speedup they found, which a credit may lift to at most 1.0
     credit_from: float | None = None
 
@@ -345,17 +345,17 @@ def order_correction(m: PerfMeasurement) -> float:
     return max(control, 1.0)
 
 
-def slot_credit_due(m: PerfMeasurement, gamma: float, noise_limit: float) -> bool:
-    """A "slower" the host clock decides, within ``SLOT_CREDIT_FLOOR`` of the baseline: the
-    candidate's slot alone may have made it (identical code has read slower than the gamma
-    band in turns: docs/TEAM_NOTES.md, thirty-fifth session), so A/A rounds measure that
-    slot before the candidate is failed."""
+def slot_credit_from(m: PerfMeasurement, gamma: float, noise_limit: float) -> float | None:
+    """The speedup of a "slower" the host clock decides, within ``SLOT_CREDIT_FLOOR`` of the
+    baseline (else None): the candidate's slot alone may have made it (identical code has
+    read slower than the gamma band in turns: docs/TEAM_NOTES.md, thirty-fifth session), so
+    A/A rounds measure that slot before the candidate is failed."""
     if not m.baseline or not m.candidate or m.candidate[0].event_ms is None:
-        return False
+        return None
     decision = _judged(m, 1.0, gamma=gamma, noise_limit=noise_limit)
     if decision.category != PerfCategory.SLOWER or decision.speedup < SLOT_CREDIT_FLOOR:
-        return False
-    return rests_on_host_clock(m)
+        return None
+    return decision.speedup if rests_on_host_clock(m) else None
 
 
 def corrected_rounds(m: PerfMeasurement, correction: float) -> tuple[list[float], list[float]]:
@@ -371,15 +371,16 @@ def corrected_ratios(m: PerfMeasurement, correction: float) -> list[list[float]]
 def _order_controlled(
     m: PerfMeasurement, baseline: ModelSource, setup: RoundSetup, *, gamma: float, workdir: Path
 ) -> float:
-    """The A/A rounds a host-decided win needs (``order_control``), and the correction
-    they call for: above 1, the rounds that stopped on the uncorrected win may be too few."""
+    """The A/A rounds a host-decided win, or a host-decided "slower" near the band, needs
+    (``order_control``), and the correction they call for: away from 1, the rounds that
+    stopped on the uncorrected numbers may be too few."""
     settings = setup.settings
     if settings.order_control_rounds <= 0 or m.failure:
         return 1.0
     rounds = min(settings.order_control_rounds, len(m.candidate))
     key = control_key(setup.job(baseline, baseline).model_dump_json(), settings.model_dump_json())
-    if slot_credit_due(m, gamma, settings.noise_limit):
-        m.credit_from = _judged(m, 1.0, gamma=gamma, noise_limit=settings.noise_limit).speedup
+    m.credit_from = slot_credit_from(m, gamma, settings.noise_limit)
+    if m.credit_from is not None:
         _pooled_control(m, baseline, setup, rounds=rounds, workdir=workdir, key=key)
         return 1.0 if m.failure else order_correction(m)
     if not host_decided_win(m, gamma):
