@@ -328,8 +328,17 @@ def perf_verdict(
         metrics["traceback"] = outcome.error_text()
         if side == "baseline":
             metrics["infrastructure"] = True
+            hint = ""
+            if outcome.error_type == "BackendCompilerFailed":  # torch.compile refused it
+                hint = (
+                    f"; torch.compile ({settings.baseline_mode}) cannot compile this forward: "
+                    "judge against the eager model with baseline_mode 'eager' "
+                    "(kernelopt verify --baseline-mode eager)"
+                )
             return (
-                verdict(GateStatus.ERROR, f"baseline could not be timed: {outcome.describe()}"),
+                verdict(
+                    GateStatus.ERROR, f"baseline could not be timed: {outcome.describe()}{hint}"
+                ),
                 None,
                 None,
             )

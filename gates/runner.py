@@ -59,6 +59,18 @@ _MIXED_DEVICES_HINT = (
 )
 
 
+def _first_sentence(message: str, limit: int = 400) -> str:
+    """A message's first line, and the next when the first only introduces it (torch's
+    "backend='inductor' raised:" puts the cause on the line below)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1:
+        first = f"{first} {lines[1]}"
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
 @dataclass
 class ChildOutcome:
     status: str  # "ok" | "exception" | "crashed" | "timeout"
@@ -102,7 +114,7 @@ class ChildOutcome:
                 else f"exit code {self.returncode}"
             )
             return f"process died ({how}) during {self.where}"
-        first = self.message.splitlines()[0] if self.message else ""
+        first = _first_sentence(self.message)
         hint = _MIXED_DEVICES_HINT if _MIXED_DEVICES in first else ""
         return f"{self.error_type} during {self.where}: {first}{hint}"
 
