@@ -59,9 +59,15 @@ def retried_gates(report: AuditReport) -> set[str]:
     }
 
 
+def call_id(record: dict) -> tuple[str, str]:
+    """A GPU call: its campaign's workflow and its key (a second campaign of the same
+    problem repeats the keys)."""
+    return record["workflow"], record["key"]
+
+
 def executions(log: Path) -> Counter:
-    """Finished physical executions per (activity, key)."""
-    return Counter((r["activity"], r["key"]) for r in records(log))
+    """Finished physical executions per (activity, workflow, key)."""
+    return Counter((r["activity"], *call_id(r)) for r in records(log))
 
 
 async def test_gpu_result_survives_a_server_outage_at_completion(reference, tmp_path: Path) -> None:
@@ -78,22 +84,22 @@ async def test_gpu_result_survives_a_server_outage_at_completion(reference, tmp_
     cpu_q, gpu_q = queues()
     cpu = Worker(settings, "cpu", cpu_q, tmp_path)
     gpu = Worker(settings, "gpu", gpu_q, tmp_path, **env)
-    lost: list[str] = []  # gate keys whose first attempt finished while the server was down
+    lost: list[tuple[str, str]] = []  # gate calls whose first attempt finished while it was down
 
     async def outages_until_retried(handle: WorkflowHandle) -> bool:
         """Kill the server as a gate finishes, until the server retried a lost attempt."""
         for _ in range(MAX_OUTAGES):
-            finished = {r["key"] for r in records(done_log)}
+            finished = {call_id(r) for r in records(done_log)}
 
-            def finishing(seen=frozenset(finished)) -> str | None:
+            def finishing(seen=frozenset(finished)) -> tuple[str, str] | None:
                 for r in records(steps_log):
                     if (
                         r["activity"] == "gate_candidate"
                         and r["step"] >= r["steps"] - 2
-                        and r["key"] not in seen
+                        and call_id(r) not in seen
                         and r["attempt"] == 1
                     ):
-                        return r["key"]
+                        return call_id(r)
                 return None
 
             try:
@@ -102,7 +108,7 @@ async def test_gpu_result_survives_a_server_outage_at_completion(reference, tmp_
                 return False  # no gate work left in this campaign
             key = finishing()
             server.kill9()
-            await wait_until(lambda k=key: k in {r["key"] for r in records(done_log)}, 10)
+            await wait_until(lambda k=key: k in {call_id(r) for r in records(done_log)}, 10)
             await asyncio.sleep(DOWN_S)
             server.start()
             lost.append(key)

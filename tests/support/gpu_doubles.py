@@ -149,6 +149,7 @@ async def _work(name: str, key: str) -> None:
             {
                 "activity": name,
                 "key": key,
+                "workflow": activity.info().workflow_id,
                 "pid": os.getpid(),
                 "attempt": activity.info().attempt,
                 "step": step,
@@ -162,6 +163,7 @@ async def _work(name: str, key: str) -> None:
         record = {
             "activity": name,
             "key": key,
+            "workflow": activity.info().workflow_id,
             "pid": os.getpid(),
             "task_queue": activity.info().task_queue,
             "start": start,
