@@ -59,16 +59,15 @@ _MIXED_DEVICES_HINT = (
 )
 
 
-def _first_sentence(message: str, limit: int = 400) -> str:
+def _first_sentence(message: str) -> str:
     """A message's first line, and the next when the first only introduces it (torch's
     "backend='inductor' raised:" puts the cause on the line below)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     if not lines:
         return ""
-    first = lines[0]
-    if first.endswith(":") and len(lines) > 1:
-        first = f"{first} {lines[1]}"
-    return first if len(first) <= limit else first[: limit - 3] + "..."
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
 
 
 @dataclass
