@@ -238,7 +238,7 @@ class TurnRound:
     probe_waits_ms: list[float] = field(default_factory=list)  # charged to the turn before
     outcomes: dict[str, ChildOutcome] = field(default_factory=dict)
     failure: tuple[str, ChildOutcome] | None = None
-    wall_s: float = 0.0  # both children's wall time: each held the GPU
+    wall_s: float = 0.0  # the session's span: the device is held for it once
 
     def side_turns(self, side: str) -> list[float]:
         return [ms for s, ms in self.turns if s == side]
@@ -371,7 +371,9 @@ def run_turn_round(
     finally:
         for child in children.values():
             child.close()
-    out.wall_s = sum(o.wall_s for o in out.outcomes.values()) or time.monotonic() - started
+    # the device is held for the session's span, whichever child is on turn: two children
+    # that live side by side are not twice the GPU time
+    out.wall_s = time.monotonic() - started
     if out.failure is not None:
         return out
     for side in ("baseline", "candidate"):
