@@ -68,8 +68,9 @@ MODE_REASON = (
 
 # Inductor draws random numbers with generators of its own (a seeds buffer from one
 # randint over the whole int64 range, then philox in the kernels), which never reproduce
-# the seeded eager draws the gates compare with; a forward that draws is compiled again with
-# eager's random ops (``fallback_random``), which draw the same numbers.
+# the seeded eager draws the gates compare with; a forward that draws is compiled with
+# eager's random ops (``fallback_random``), which draw the same numbers.  The option is not
+# set for every forward: it also changes how Inductor matches attention patterns.
 INDUCTOR_RNG = re.compile(
     r"randint\.low_out\(-9223372036854775808|\btl\.randn?\(|randint64\(|\brandn?_cpu\("
 )
@@ -96,9 +97,10 @@ class RecordingBackend:
     captured list is the state the compiled graph was first called with.
     """
 
-    def __init__(self, mode: str, fallback_random: bool = False) -> None:
+    def __init__(self, mode: str, force_random: bool = False) -> None:
         self.mode = mode
-        self.patches = mode_options(mode) | RANDOM_PATCH if fallback_random else mode_options(mode)
+        self.force_random = force_random  # eager's random ops whatever the graph calls
+        self.fallback_random = force_random
         self.graphs = 0
         self.keys: list[tuple | None] = []
         self.example_inputs: list[Any] = []
@@ -112,7 +114,36 @@ class RecordingBackend:
             _tensor_key(t) if isinstance(t, torch.Tensor) else None for t in example_inputs
         ]
         self.example_inputs = [clone_exact(t) for t in example_inputs]
-        return compile_fx(gm, example_inputs, config_patches=self.patches)
+        self.fallback_random = self.force_random or bool(random_ops(gm, example_inputs))
+        patches = capture_options(self.mode, self.fallback_random)
+        return compile_fx(gm, example_inputs, config_patches=patches)
+
+
+def capture_options(mode: str, fallback_random: bool) -> dict[str, Any]:
+    """The Inductor options of a capture: the mode's, and eager's random ops when it draws."""
+    return mode_options(mode) | RANDOM_PATCH if fallback_random else mode_options(mode)
+
+
+def random_ops(gm: Any, example_inputs: list[Any]) -> list[str]:
+    """The seeded random ops (torch's ``nondeterministic_seeded`` tag) a graph calls, traced
+    on fake tensors, so nothing runs and no state or generator moves; none when it cannot
+    be traced so (``capture`` then reads the generated code)."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    try:
+        traced = make_fx(gm, tracing_mode="fake")(*example_inputs)
+    except Exception as exc:  # a scan, not the compile: capture reads the code later
+        log.warning("random-op scan could not trace the graph", error=str(exc)[:200])
+        return []
+    seeded = torch.Tag.nondeterministic_seeded
+    return sorted(
+        {
+            str(node.target)
+            for node in traced.graph.nodes
+            if node.op == "call_function" and seeded in getattr(node.target, "tags", ())
+        }
+    )
 
 
 @dataclass
@@ -128,7 +159,7 @@ class Capture:
 
     def inductor_options(self, mode: str) -> dict[str, Any]:
         """The Inductor options this capture was compiled with."""
-        return mode_options(mode) | RANDOM_PATCH if self.fallback_random else mode_options(mode)
+        return capture_options(mode, self.fallback_random)
 
 
 def uses_inductor_rng(sources: list[str]) -> bool:
@@ -137,24 +168,25 @@ def uses_inductor_rng(sources: list[str]) -> bool:
 
 
 def capture(model: Any, inputs: list[Any], mode: str) -> Capture:
-    """Compile ``model`` as one graph in ``mode`` and capture wrapper + flat args; a forward
-    whose code draws with Inductor's own generators is compiled again with eager's
-    random ops (``INDUCTOR_RNG``), and ``seconds`` counts both compiles."""
-    first = _capture(model, inputs, mode, fallback_random=False)
-    if not uses_inductor_rng([first.source, *first.extra_sources]):
+    """Compile ``model`` as one graph in ``mode`` and capture wrapper + flat args, a forward
+    that draws with eager's random ops (``random_ops``).  Should the generated code still
+    draw with Inductor's own generators (the scan could not trace the graph), it is
+    compiled again with them forced; ``seconds`` counts both compiles."""
+    first = _capture(model, inputs, mode, force_random=False)
+    if first.fallback_random or not uses_inductor_rng([first.source, *first.extra_sources]):
         return first
-    again = _capture(model, inputs, mode, fallback_random=True)
-    again.fallback_random = True
+    log.warning("the generated code draws with Inductor's generators: compiling again")
+    again = _capture(model, inputs, mode, force_random=True)
     again.seconds += first.seconds
     return again
 
 
-def _capture(model: Any, inputs: list[Any], mode: str, *, fallback_random: bool) -> Capture:
+def _capture(model: Any, inputs: list[Any], mode: str, *, force_random: bool) -> Capture:
     import torch
     from torch._inductor.utils import run_and_get_code
     from torch.utils._pytree import tree_leaves
 
-    backend = RecordingBackend(mode, fallback_random)
+    backend = RecordingBackend(mode, force_random)
     compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=False)
     started = time.perf_counter()
     try:
@@ -179,6 +211,7 @@ def _capture(model: Any, inputs: list[Any], mode: str, *, fallback_random: bool)
         compiled=compiled,
         seconds=seconds,
         extra_sources=list(sources[:-1]),
+        fallback_random=backend.fallback_random,
     )
 
 

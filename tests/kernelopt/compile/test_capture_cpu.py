@@ -42,6 +42,22 @@ def test_a_random_forward_is_captured_with_eager_random_ops() -> None:
     assert torch.equal(_seeded(cap.compiled, x), _seeded(model, x))
 
 
+def test_the_scan_reads_the_graph_on_fake_tensors_without_running_it() -> None:
+    """The graph is traced before Inductor compiles it: one compile, and a model's state
+    (batch norm's running statistics) and the generator move only by the real run."""
+    torch._dynamo.reset()
+    model = nn.Sequential(nn.Linear(32, 32), nn.BatchNorm1d(32), nn.Dropout(0.2))
+    x = torch.randn(8, 32)
+    torch.manual_seed(3)
+    cap = capture(model, [x], "default")
+    assert cap.fallback_random and int(model[1].num_batches_tracked) == 1
+    torch.manual_seed(3)
+    with torch.no_grad():
+        again = model(x)
+    got = cap.output[0]  # the compiled run drew what eager draws: the same dropout mask
+    assert torch.equal(again == 0, got == 0) and torch.allclose(again, got, atol=1e-5)
+
+
 def test_a_forward_without_draws_is_captured_once_as_it_was() -> None:
     torch._dynamo.reset()
     cap = capture(_Plain(), [torch.randn(8, 32)], "default")
@@ -69,3 +85,17 @@ def test_a_forward_torch_compile_cannot_take_whole_is_a_capture_error() -> None:
     torch._dynamo.reset()
     with pytest.raises(CaptureError, match="does not compile as one graph"):
         capture(Branchy(), [torch.randn(9, 4)], "default")
+
+
+def test_code_that_still_draws_with_inductors_generators_is_compiled_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Should the scan miss (a graph it cannot trace), the generated code gives it away."""
+    import kernelopt.compile.capture as capture_module
+
+    monkeypatch.setattr(capture_module, "random_ops", lambda gm, example_inputs: [])
+    torch._dynamo.reset()
+    model, x = _Noisy(), torch.randn(8, 32)
+    cap = capture(model, [x], "default")
+    assert cap.fallback_random and not uses_inductor_rng([cap.source, *cap.extra_sources])
+    assert torch.equal(_seeded(cap.compiled, x), _seeded(model, x))
