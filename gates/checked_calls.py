@@ -191,6 +191,8 @@ class CheckedCalls:
     prepare: Callable[[int], None] | None = None
 
     def __post_init__(self) -> None:
+        # the leaves ``hold`` clones, read once: it runs inside the timed batches
+        self._shared = [spec.may_alias or spec.holds_state for spec in self.expected]
         self.positions = [[] for _ in self.expected]
         self.values = [[] for _ in self.expected]
         self.valid = [[] for _ in self.expected]
@@ -246,16 +248,15 @@ class CheckedCalls:
         in-place writes change that memory before the batch is recorded, so each such
         leaf is cloned now (on both sides alike: the reference decides, not the call).
         """
-        shared = [spec.may_alias or spec.holds_state for spec in self.expected]
-        if not any(shared):
+        if not any(self._shared):
             return out
         leaves = _leaves(out)
-        if len(leaves) != len(shared):
+        if len(leaves) != len(self._shared):
             return out  # the records name the structure problem
         return _Held(
             [
                 leaf.clone() if copy and isinstance(leaf, torch.Tensor) else leaf
-                for leaf, copy in zip(leaves, shared, strict=True)
+                for leaf, copy in zip(leaves, self._shared, strict=True)
             ]
         )
 
