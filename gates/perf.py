@@ -724,9 +724,14 @@ def _dispatch_bound(m: PerfMeasurement) -> bool:
     on either side: the host sets the pace, not the GPU (a GPU-bound forward's host time
     runs a hair above its events, and turns would only add their harness to it)."""
     return any(
-        r.event_ms is not None and r.host_ms > DISPATCH_BOUND * r.event_ms
+        r.event_ms is not None and dispatch_bound(r.host_ms, r.event_ms)
         for r in (m.baseline[-1], m.candidate[-1])
     )
+
+
+def dispatch_bound(host_ms: float, event_ms: float) -> bool:
+    """Host time beyond ``DISPATCH_BOUND`` times the GPU work: the host sets the pace."""
+    return host_ms > DISPATCH_BOUND * event_ms
 
 
 def _near_one(m: PerfMeasurement, limit: float) -> bool:

@@ -19,13 +19,13 @@ from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
 from gates.perf import (
-    DISPATCH_BOUND,
     EARLY_MARGIN,
     PerfMeasurement,
     RooflineInputs,
     control_ratio,
     corrected_ratios,
     corrected_rounds,
+    dispatch_bound,
     order_correction,
 )
 from gates.perfstats import (
@@ -445,11 +445,9 @@ def perf_verdict(
     gpu_work = _gpu_work(base_event, cand_event)
     if gpu_work:
         metrics["gpu_work"] = gpu_work
-        host_bound = (
-            agreement.host_ms > DISPATCH_BOUND * cand_event
-            or base_agreement.host_ms > DISPATCH_BOUND * base_event
-        )
-        if host_bound:
+        if dispatch_bound(agreement.host_ms, cand_event) or dispatch_bound(
+            base_agreement.host_ms, base_event
+        ):
             host_note += (
                 f"; GPU work alone {gpu_work['baseline_ms']:.4g} -> "
                 f"{gpu_work['candidate_ms']:.4g} ms ({gpu_work['speedup']:.3g}x)"
