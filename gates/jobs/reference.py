@@ -150,14 +150,12 @@ def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> t
     another seed tells whether forward is random.  Returns (random, the jitter seen)."""
     mark("determinism", set=name)
     again = caller.call(name)
-    difference = first_difference(first, again)
-    jitter = float_jitter(first, again) if difference else 0.0
+    jitter = float_jitter(first, again)  # 0.0 when the calls agree bit for bit
     if jitter is None:
         op = divergent_op(lambda: caller.call(name), problem_path)
-        raise nondeterministic_error(difference or "", op)
+        raise nondeterministic_error(first_difference(first, again) or "", op)
     other = caller.call(name, seed=caller.seeds.get(name, 0) ^ 0x5BD1E995)
-    random = first_difference(first, other) is not None and float_jitter(first, other) is None
-    return random, jitter
+    return float_jitter(first, other) is None, jitter
 
 
 def _kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
