@@ -117,6 +117,8 @@ def _turn_metrics(m: PerfMeasurement) -> dict[str, Any]:
                 "records_ms": [round(x, 4) for x in t.records_ms],
                 "taken_off_ms": [round(x, 4) for x in t.taken_off_ms],
                 "probe_waits_ms": [round(x, 4) for x in t.probe_waits_ms],
+                "phases_s": dict(t.phases_s),
+                "wall_s": round(t.wall_s, 3),
             }
             for t in m.turn_rounds
         ],

@@ -86,9 +86,22 @@ def test_the_identity_through_measure_gives_abba_pairs_and_a_turns_verdict(
     walls = [o.wall_s for o in session.outcomes.values()]
     assert m.seconds == pytest.approx(session.wall_s)
     assert max(walls) <= session.wall_s < sum(walls)
+    # where the span went, step by step, in order and within it
+    phases = list(session.phases_s.values())
+    assert list(session.phases_s) == [
+        "baseline_warmed",
+        "candidate_warmed",
+        "prepared",
+        "calibrated",
+        "paired",
+        "ended",
+        "closed",
+    ]
+    assert phases == sorted(phases) and phases[-1] <= session.wall_s
     v4, _, _ = perf_verdict(m, settings=SETTINGS, gamma=SETTINGS.gamma, roofline=None)
     assert v4.status == GateStatus.PASS
     assert v4.metrics["turns"]["pairs"] == PAIRS and f"turns: {PAIRS} pairs" in v4.reason
+    assert v4.metrics["turns"]["rounds"][0]["phases_s"] == session.phases_s
 
 
 def test_a_candidates_thread_makes_no_progress_while_the_baseline_takes_its_turn(
