@@ -138,6 +138,7 @@ def _verify_one(path: Path, tmp: Path, levers: dict[str, Any]) -> dict[str, Any]
         "seconds": round(time.monotonic() - t0, 1),
         # where the verdict's device time went, gate by gate (issue 22's budget)
         "gpu_seconds": {v.gate.value: round(v.gpu_seconds, 2) for v in result.verdicts},
+        "stage_seconds": result.environment.get("stage_seconds", {}),  # children's phases, summed
         "timing": _timing_rounds(result),
         "levers": levers,
     }
