@@ -58,6 +58,27 @@ def test_the_scan_reads_the_graph_on_fake_tensors_without_running_it() -> None:
     assert torch.equal(again == 0, got == 0) and torch.allclose(again, got, atol=1e-5)
 
 
+class _StridedSlice(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x)[:, ::2]
+
+
+@pytest.mark.parametrize(
+    "model",
+    [_StridedSlice(), nn.Sequential(nn.Conv2d(3, 8, 3), nn.GroupNorm(2, 8))],
+    ids=["strided_slice", "conv_groupnorm"],
+)
+def test_the_scan_leaves_dynamos_guards_buildable(model: nn.Module) -> None:
+    """The scan traces fake tensors of its own: traced on Dynamo's, it left symbols in
+    Dynamo's shape environment and these forwards failed to compile (on the H200 too)."""
+    torch._dynamo.reset()
+    x = torch.randn(2, 3, 10, 10) if isinstance(model, nn.Sequential) else torch.randn(4, 10)
+    cap = capture(model, [x], "default")
+    assert not cap.fallback_random
+    with torch.no_grad():
+        assert torch.allclose(cap.output[0], model(x), atol=1e-5)
+
+
 def test_a_forward_without_draws_is_captured_once_as_it_was() -> None:
     torch._dynamo.reset()
     cap = capture(_Plain(), [torch.randn(8, 32)], "default")
