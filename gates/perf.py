@@ -181,6 +181,7 @@ class RoundSetup:
                 "baseline": None,
                 "turns": True,
                 "checks_file": CHECKS_FILE if side == "candidate" else "",
+                "turn_prep_calls": self.settings.turn_prep_calls,
             }
         )
 

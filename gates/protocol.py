@@ -228,6 +228,9 @@ class TimingJob(ChildJob):
     # one side of a turn session (GateSettings.turn_pairs, gates/turns.py): after its events
     # the child times nothing itself; it runs checked turns on the parent's command
     turns: bool = False
+    # > 0, a turn side only: prepare without settling, events at most this many calls
+    # (GateSettings.turn_prep_calls)
+    turn_prep_calls: int = 0
 
 
 class TimingResult(Frozen):

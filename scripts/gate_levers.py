@@ -21,6 +21,11 @@ LEVERS: dict[str, tuple[str, type, str]] = {
         int,
         "turn sessions of this many pairs once a paired round rests on the host clock",
     ),
+    "--turn-prep-calls": (
+        "turn_prep_calls",
+        int,
+        "turn children prepare without settling, events at most this many calls",
+    ),
 }
 
 

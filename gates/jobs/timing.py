@@ -438,29 +438,35 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
 
 
 def settle_and_sample(kit: TimerKit, job: TimingJob, side: TimedSide) -> None:
-    """Settle (CUDA), warm the events and take the checked event samples into ``side``."""
+    """Settle (CUDA), warm the events and take the checked event samples into ``side``.
+
+    A turn side with ``turn_prep_calls`` skips the settling steps and caps its events'
+    warm-up and samples at that many calls: the parent's turns are its host numbers.
+    """
     loop, cuda = side.loop, side.cuda
+    brief = job.turns and job.turn_prep_calls > 0
+    most = min(job.max_rep_calls, job.turn_prep_calls) if brief else job.max_rep_calls
     side.mark("settle")
     side.cpus.append(current_cpu())
     t0 = kit.now_ns()
     estimate = median(loop.timed(3))
     wall_ms = (kit.now_ns() - t0) / 1e6 / 3
     cap = job.settle_wall_ms
-    chunk = step_calls(estimate, wall_ms, cap, job.max_rep_calls)
-    steps = WallSizedSteps(kit, loop.timed, chunk, cap, job.max_rep_calls)
-    side.settled = settle(kit, steps) if cuda else []
+    chunk = step_calls(estimate, wall_ms, cap, most)
+    steps = WallSizedSteps(kit, loop.timed, chunk, cap, most)
+    side.settled = settle(kit, steps) if cuda and not brief else []
     if side.settled:
         estimate = side.settled[-1]
     side.mark("time_events")
     # the CPU (Triton interpreter) only exercises the checked loop: a slow forward
     # there gets a few calls, not minutes of them
     side.slow = not cuda and estimate * job.min_rep_calls > _CPU_BUDGET_MS
-    warm = _counts(estimate, job.warmup_ms, 1, job.max_rep_calls)
+    warm = _counts(estimate, job.warmup_ms, 1, most)
     if side.settled and cap > 0:  # settled: one more step's worth of the same calls warms enough
         warm = min(warm, steps.calls)
     loop.timed(warm)
-    least = 3 if side.slow else job.min_rep_calls
-    side.samples = loop.timed(_counts(estimate, job.rep_ms, least, job.max_rep_calls))
+    least = 3 if side.slow else min(job.min_rep_calls, most)
+    side.samples = loop.timed(_counts(estimate, job.rep_ms, least, most))
     side.event_ms = median(side.samples)
     side.cpus.append(current_cpu())
 

@@ -104,6 +104,11 @@ class GateSettings(Frozen):
     # included, which pulls every ratio towards 1 (records were 40% of a dispatch-bound
     # turn on the H200: docs/TEAM_NOTES.md, thirty-fourth session)
     turn_record_credit: bool = True
+    # > 0: each child of a turn session prepares briefly: no settling steps, and its CUDA-event
+    # warm-up and samples at most this many calls each.  The parent's alternating turns are
+    # the host numbers, and each turn starts after the other side's anyway, so settling
+    # steadies nothing they time (gates/README.md "Turns"); 0: as a paired round prepares
+    turn_prep_calls: int = 0
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2

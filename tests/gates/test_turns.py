@@ -11,6 +11,7 @@ The decision rule itself is tested on numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -583,3 +584,18 @@ def test_a_turn_win_the_control_takes_back_gets_the_sessions_it_stopped_short_of
     v4, category, speedup = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
     assert category == PerfCategory.OPTIMIZED, v4.reason
     assert speedup == pytest.approx((2.5 + 1.6) / 2 / 1.25)  # the sessions' median, corrected
+
+
+def test_a_brief_prep_caps_each_sides_event_samples(setup: RoundSetup, tmp_path: Path) -> None:
+    """``turn_prep_calls``: each child prepares with at most that many sampled calls (and no
+    settling steps on the GPU); the turns themselves are as many as ever."""
+    candidate = write_candidate(tmp_path, "ModelNew = Model\n")
+    brief = dataclasses.replace(
+        setup, settings=setup.settings.model_copy(update={"turn_prep_calls": 4})
+    )
+    full = run_session(setup, candidate, tmp_path / "full")
+    short = run_session(brief, candidate, tmp_path / "brief")
+    for side in ("baseline", "candidate"):
+        assert len(getattr(full, side).event_samples) > 4
+        assert 0 < len(getattr(short, side).event_samples) <= 4
+    assert len(short.turns) == len(full.turns) == 2 * PAIRS
