@@ -43,6 +43,10 @@ def gpu_settings() -> GateSettings:
         host_clock_turns=int(
             os.environ.get("KERNELOPT_GATES_HOST_CLOCK_TURNS", GateSettings().host_clock_turns)
         ),
+        # turn children's brief preparation (GateSettings.turn_prep_calls; 0: as paired rounds)
+        turn_prep_calls=int(
+            os.environ.get("KERNELOPT_GATES_TURN_PREP_CALLS", GateSettings().turn_prep_calls)
+        ),
         static_timeout_s=180.0,
         timing_timeout_s=240.0,
         copy_bandwidth_gbs=float(bw) if bw else None,
