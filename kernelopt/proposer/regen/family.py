@@ -150,7 +150,10 @@ class RegenFamily:
 
         source = store.get_text(inp.compiled.problem.source)
         state = read_header(store.get_text(inp.state_source)) or {}
-        base = {**mode_options(inp.compiled.mode), **state}
+        # the capture's own options (eager's random ops for a forward that draws), else the
+        # mode's: a regeneration must draw what the baseline and the seeded reference draw
+        captured = inp.compiled.inductor_options or mode_options(inp.compiled.mode)
+        base = {**captured, **state}
         backend = "cpp" if device == "cpu" else "triton"
         diffs = [
             {**state, **one}

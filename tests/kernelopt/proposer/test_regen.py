@@ -247,6 +247,35 @@ def test_a_regenerated_state_moves_one_more_option(tmp_path: Path, problem: Path
     assert seen[0] == {"epilogue_fusion": False}  # the state's own code is the one to beat
 
 
+def test_a_forward_captured_with_eager_random_ops_is_regenerated_with_them(
+    tmp_path: Path, problem: Path
+) -> None:
+    """The capture's options are the base: on the H200 a dropout forward's regeneration, built
+    on the mode's options alone, drew Inductor's own numbers and failed gate 2."""
+    store = open_store(tmp_path / "artifacts")
+    inp = _input(store, problem)
+    captured = {**inp.compiled.inductor_options, "fallback_random": True}
+    inp = inp.model_copy(
+        update={"compiled": inp.compiled.model_copy(update={"inductor_options": captured})}
+    )
+    seen: list[dict[str, Any]] = []
+
+    def distinct(source: str, seed: int, device: str, options: dict[str, Any]) -> str:
+        seen.append(dict(options))
+        return repr(sorted(options.items()))
+
+    family = RegenFamily(
+        per_round=4,
+        cache_dir=tmp_path / "c",
+        generate=distinct,
+        build=fake_build,
+        choices=CHOICES_AB,
+    )
+    variants, _ = family.propose(inp, store, 4, set())
+    assert variants and seen
+    assert all(options.get("fallback_random") is True for options in seen)
+
+
 # --- the real thing: Inductor's C++ backend on the CPU, then gates 1-3 --------------------
 
 
