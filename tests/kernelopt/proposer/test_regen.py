@@ -225,22 +225,24 @@ def test_rounds_are_capped_and_budgeted(tmp_path: Path, problem: Path) -> None:
     assert variants == [] and "budget" in note
 
 
-def test_a_regenerated_state_moves_one_more_option(tmp_path: Path, problem: Path) -> None:
-    store = open_store(tmp_path / "artifacts")
-    state = fake_build(PROBLEM, 0, "cpu", {}, {"epilogue_fusion": False})
+def _recording_family(cache_dir: Path) -> tuple[RegenFamily, list[dict[str, Any]]]:
+    """A family whose every option set gives code of its own, and the option sets it asked."""
     seen: list[dict[str, Any]] = []
 
     def distinct(source: str, seed: int, device: str, options: dict[str, Any]) -> str:
         seen.append(dict(options))
-        return repr(sorted(options.items()))  # every option set: code of its own
+        return repr(sorted(options.items()))
 
     family = RegenFamily(
-        per_round=4,
-        cache_dir=tmp_path / "c",
-        generate=distinct,
-        build=fake_build,
-        choices=CHOICES_AB,
+        per_round=4, cache_dir=cache_dir, generate=distinct, build=fake_build, choices=CHOICES_AB
     )
+    return family, seen
+
+
+def test_a_regenerated_state_moves_one_more_option(tmp_path: Path, problem: Path) -> None:
+    store = open_store(tmp_path / "artifacts")
+    state = fake_build(PROBLEM, 0, "cpu", {}, {"epilogue_fusion": False})
+    family, seen = _recording_family(tmp_path / "c")
     variants, _ = family.propose(_input(store, problem, state=state), store, 4, set())
     assert len(variants) == 3, [v.label for v in variants]  # the state's option stays put
     assert all(v.config["epilogue_fusion"] is False and len(v.config) == 2 for v in variants)
@@ -258,19 +260,7 @@ def test_a_forward_captured_with_eager_random_ops_is_regenerated_with_them(
     inp = inp.model_copy(
         update={"compiled": inp.compiled.model_copy(update={"inductor_options": captured})}
     )
-    seen: list[dict[str, Any]] = []
-
-    def distinct(source: str, seed: int, device: str, options: dict[str, Any]) -> str:
-        seen.append(dict(options))
-        return repr(sorted(options.items()))
-
-    family = RegenFamily(
-        per_round=4,
-        cache_dir=tmp_path / "c",
-        generate=distinct,
-        build=fake_build,
-        choices=CHOICES_AB,
-    )
+    family, seen = _recording_family(tmp_path / "c")
     variants, _ = family.propose(inp, store, 4, set())
     assert variants and seen
     assert all(options.get("fallback_random") is True for options in seen)
