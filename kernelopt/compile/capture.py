@@ -135,15 +135,14 @@ def random_ops(gm: Any, example_inputs: list[Any]) -> list[str]:
     # Fresh fake tensors of the inputs' layout in a mode of the scan's own: traced on
     # Dynamo's own fake inputs, the scan would leave symbols in Dynamo's shape
     # environment, whose guards then fail to build (strided slices, group norm).
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
-    with mode:
-        fakes = [
-            torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
-            if isinstance(t, torch.Tensor)
-            else t
-            for t in example_inputs
-        ]
     try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            fakes = [
+                torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+                if isinstance(t, torch.Tensor)
+                else t
+                for t in example_inputs
+            ]
         traced = make_fx(gm, tracing_mode="fake")(*fakes)
     except Exception as exc:  # a scan, not the compile: capture reads the code later
         log.warning("random-op scan could not trace the graph", error=str(exc)[:200])

@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kernelopt.compile.capture import CaptureError, capture, uses_inductor_rng
+from kernelopt.compile.capture import CaptureError, capture, random_ops, uses_inductor_rng
 
 
 class _Noisy(nn.Module):
@@ -77,6 +77,22 @@ def test_the_scan_leaves_dynamos_guards_buildable(model: nn.Module) -> None:
     assert not cap.fallback_random
     with torch.no_grad():
         assert torch.allclose(cap.output[0], model(x), atol=1e-5)
+
+
+class _ScaledByItsSum(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.dropout(x, 0.3, training=True) * x.sum().item()
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+def test_what_the_scan_cannot_trace_gives_no_ops_not_an_error() -> None:
+    """A scan is no compile: a graph fake tensors cannot run (a value read back), or an
+    input it cannot remake as one (a quantized tensor), gives no ops, and ``capture`` then
+    reads the generated code instead."""
+    assert random_ops(torch.fx.symbolic_trace(_Noisy()), [torch.randn(8, 32)])
+    assert random_ops(torch.fx.symbolic_trace(_ScaledByItsSum()), [torch.randn(8, 32)]) == []
+    quantized = torch.quantize_per_tensor(torch.randn(8, 32), 0.1, 0, torch.qint8)
+    assert random_ops(torch.fx.symbolic_trace(nn.Identity()), [quantized]) == []
 
 
 def test_a_forward_without_draws_is_captured_once_as_it_was() -> None:
