@@ -2,8 +2,8 @@
 
 ``GateSettings.turn_pairs`` times the baseline and the candidate in two live
 children that take turns (``gates.turns``).  Each child builds, warms, settles
-and takes its CUDA-event samples exactly as ``gates.jobs.timing`` does (the
-same functions), then times nothing itself: it runs checked turns on the
+and takes its CUDA-event samples with ``gates.jobs.timing``'s functions (briefly,
+without settling steps, under ``turn_prep_calls``), then times nothing itself: it runs checked turns on the
 parent's commands, and the parent's clock is the host number.  A turn answers
 ``synced`` after its calls' final sync and ``done`` once every output is
 recorded, so the parent can tell the record phase (the harness's) apart.  The baseline

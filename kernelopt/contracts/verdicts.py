@@ -107,8 +107,8 @@ class GateSettings(Frozen):
     # > 0: each child of a turn session prepares briefly: no settling steps, and its CUDA-event
     # warm-up and samples at most this many calls each.  The parent's alternating turns are
     # the host numbers, and each turn starts after the other side's anyway, so settling
-    # steadies nothing they time (gates/README.md "Turns for the host clock"); halves a turn
-    # verdict on the H200.  0: each child prepares as a paired round does
+    # steadies nothing they time (gates/README.md "Turns for the host clock").  0: each
+    # child prepares as a paired round does
     turn_prep_calls: int = 200
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
