@@ -76,6 +76,9 @@ class PerfMeasurement:
     control_lent_ages_s: list[float] = field(default_factory=list)
     # (baseline, candidate) of the paired round set aside for turns (host_clock_turns)
     host_probe: tuple[TimingResult, TimingResult] | None = None
+    # its child's seconds and phases (what routing a verdict to turns costs)
+    host_probe_seconds: float = 0.0
+    host_probe_phases: dict[str, float] = field(default_factory=dict)
     # the A/A rounds ran for a host-decided "slower" (``slot_credit_from``), not for a win:
     # the speedup they found, which a credit may lift to at most 1.0
     credit_from: float | None = None
@@ -520,6 +523,7 @@ def measure(
         if _dispatch_bound(m) and _near_one(m, settings.host_clock_turns_max_ratio):
             setup = _with_turns(setup, settings.host_clock_turns)
             m.host_probe = (m.baseline.pop(), m.candidate.pop())
+            m.host_probe_seconds, m.host_probe_phases = m.seconds, dict(m.phase_seconds)
             del m.order[-2:]
             rounds = partial(rounds, kind=_TurnRounds(baseline, candidate, setup), setup=setup)
         next_round, stopped = rounds(start=next_round)

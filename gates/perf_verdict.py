@@ -281,6 +281,8 @@ def perf_verdict(
         metrics["host_probe"] = {
             "baseline": _side_metrics([probe_base]),
             "candidate": _side_metrics([probe_cand]),
+            "seconds": round(m.host_probe_seconds, 3),
+            "phases_s": {k: round(v, 3) for k, v in m.host_probe_phases.items()},
         }
         probe_note = "; the first paired round rested on the host clock: turn sessions decided"
 

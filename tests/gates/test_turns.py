@@ -491,6 +491,7 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
     )
     assert category == PerfCategory.MATCHED, v4.reason
     assert "rested on the host clock" in v4.reason and "host_probe" in v4.metrics
+    assert v4.metrics["host_probe"]["seconds"] == pytest.approx(1.0)  # the probe child alone
 
 
 def test_host_clock_turns_stay_out_of_one_round_timings(monkeypatch: pytest.MonkeyPatch) -> None:
