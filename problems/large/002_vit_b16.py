@@ -3,8 +3,9 @@
 Category: large model (vision transformer encoder, issue 31).
 Why it is interesting: a patch-embedding GEMM, then per block two layer norms,
 an explicit softmax attention (scale, softmax, two batched GEMMs), GELU and two
-residual adds: about ten Triton kernel launches per block around the library
-GEMMs, 100+ per forward, with attention's softmax and the norms competing for
+residual adds: about eight Triton kernel launches per block around the library
+GEMMs, about a hundred per forward (problems/large/README.md has the count), with
+attention's softmax and the norms competing for
 the largest Amdahl share. ``KERNELOPT_SMALL=1`` keeps the depth but shrinks
 width, batch and resolution for CPU tests.
 """
