@@ -240,10 +240,11 @@ class TurnRound:
     failure: tuple[str, ChildOutcome] | None = None
     wall_s: float = 0.0  # the session's span: the device is held for it once
     phases_s: dict[str, float] = field(default_factory=dict)  # seconds from the start to each step
+    started: float = field(default_factory=time.monotonic, repr=False)  # the session's start
 
-    def mark(self, phase: str, started: float) -> None:
+    def mark(self, phase: str) -> None:
         """Note that ``phase`` ended now: where a session's span goes, step by step."""
-        self.phases_s[phase] = round(time.monotonic() - started, 4)
+        self.phases_s[phase] = round(time.monotonic() - self.started, 4)
 
     def side_turns(self, side: str) -> list[float]:
         return [ms for s, ms in self.turns if s == side]
@@ -264,16 +265,8 @@ class _Turn:
 class _Session:
     """The parent's part of one round: the order of turns and the clock."""
 
-    def __init__(
-        self,
-        base: TurnChild,
-        cand: TurnChild,
-        out: TurnRound,
-        observer: Observer | None,
-        started: float,
-    ):
+    def __init__(self, base: TurnChild, cand: TurnChild, out: TurnRound, observer: Observer | None):
         self.base, self.cand, self.out, self.observer = base, cand, out, observer
-        self.started = started  # the session's start, for its phase marks
         self.turns: list[_Turn] = []  # the timed ones, in order
         self.last: _Turn | None = None  # the latest, a calibration turn too
 
@@ -351,7 +344,6 @@ def run_turn_round(
         raise ValueError("a turn session's baseline child runs trusted code, both as turn jobs")
     workdir = Path(workdir)
     out = TurnRound(record_credit=record_credit)
-    started = time.monotonic()
     children = {
         "baseline": TurnChild(
             baseline_job, workdir / "baseline", timeout_s=timeout_s * 2, device=device
@@ -361,7 +353,7 @@ def run_turn_round(
         ),
     }
     base, cand = children["baseline"], children["candidate"]
-    session = _Session(base, cand, out, observer, started)
+    session = _Session(base, cand, out, observer)
     try:
         # the outputs a turn may hold, from the trusted side's job (the same reference's)
         most = held_calls(baseline_job.expected, baseline_job.held_output_bytes)
@@ -384,10 +376,10 @@ def run_turn_round(
     finally:
         for child in children.values():
             child.close()
-        out.mark("closed", started)
+        out.mark("closed")
     # the device is held for the session's span, whichever child is on turn: two children
     # that live side by side are not twice the GPU time
-    out.wall_s = time.monotonic() - started
+    out.wall_s = time.monotonic() - out.started
     if out.failure is not None:
         return out
     for side in ("baseline", "candidate"):
@@ -404,11 +396,11 @@ def _run(
 ) -> None:
     base, cand, out = session.base, session.cand, session.out
     base.answer("warmed", None, timeout_s)  # built and warm before any candidate code runs
-    out.mark("baseline_warmed", session.started)
+    out.mark("baseline_warmed")
     base.seal()  # its channel is unreachable by path before any candidate code runs
     cand.command("start")
     cand.answer("warmed", None, timeout_s)
-    out.mark("candidate_warmed", session.started)
+    out.mark("candidate_warmed")
     cand.stop()
     base.stop()
     out.cpu = turn_cpu()
@@ -420,9 +412,9 @@ def _run(
         out.estimates_ms[child.side] = child.number("ready", child.command("prep"), timeout_s)
         child.stop()
     session.charge(session.probe(timeout_s))
-    out.mark("prepared", session.started)
+    out.mark("prepared")
     _calibrate(session, host_batch_ms, timeout_s, most)
-    out.mark("calibrated", session.started)
+    out.mark("calibrated")
     slowest = max(*out.calibration_ms, *out.estimates_ms.values())
     turn_s = min(timeout_s, max(_TURN_MIN_S, _TURN_FACTOR * out.calls * slowest / 1000))
     for i in range(pairs):
@@ -435,10 +427,10 @@ def _run(
     waited = session.probe(turn_s)
     out.probe_waits_ms.append(waited / 1e6)
     session.charge(waited)
-    out.mark("paired", session.started)
+    out.mark("paired")
     session.end(base, timeout_s)
     session.end(cand, timeout_s)
-    out.mark("ended", session.started)
+    out.mark("ended")
 
 
 def _calibrate(session: _Session, host_batch_ms: float, timeout_s: float, most: int) -> None:
