@@ -1,7 +1,8 @@
 """Gate 4's opt-in levers as command-line flags, for the scripts that A/B them on the GPU.
 
-Each lever is a ``GateSettings`` field that is off by default until an H200 run shows it
-helps; the identity corpus and the verdict-cost benchmark take the same flags and name
+Each lever is a ``GateSettings`` field, off by default until an H200 run shows it helps
+(those on by default, turns and their brief preparation, take an explicit 0 to turn them
+off); the identity corpus and the verdict-cost benchmark take the same flags and name
 the levers in every row they write, so two runs can be compared side by side.
 """
 
