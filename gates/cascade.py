@@ -227,8 +227,20 @@ def _verify_in(
     workdir: Path,
     bundle: ReferenceBundle | None,
 ) -> CascadeResult:
-    if bundle is None:
-        bundle = prepare_reference(problem_path, settings, workdir / "reference")
+    """The cascade on ``bundle``, or on a reference built here: then its wall time counts in
+    the result's, as its device-seconds already do (the user waited for both)."""
+    if bundle is not None:
+        return _gates_on_reference(bundle, candidate_path, settings, workdir)
+    started = time.monotonic()
+    bundle = prepare_reference(problem_path, settings, workdir / "reference")
+    reference_wall = time.monotonic() - started
+    result = _gates_on_reference(bundle, candidate_path, settings, workdir)
+    return result.model_copy(update={"wall_seconds": result.wall_seconds + reference_wall})
+
+
+def _gates_on_reference(
+    bundle: ReferenceBundle, candidate_path: str | Path, settings: GateSettings, workdir: Path
+) -> CascadeResult:
     prestarted = _prestart(bundle, candidate_path, settings, workdir)
     try:
         result = check_candidate(bundle, candidate_path, settings, workdir)

@@ -17,7 +17,7 @@ from typing import Any
 
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings
 
-_HEADERS = ("candidate", "verdict", "gate", "speedup", "device s")
+_HEADERS = ("candidate", "verdict", "gate", "speedup", "own device s")
 
 
 def expand_candidates(paths: list[Path]) -> list[Path]:
@@ -82,8 +82,13 @@ def verify_batch(
     settings: GateSettings,
     workdir: Path,
     on_done: Any = None,
-) -> list[CascadeResult]:
-    """Gates 1-3 for every candidate on one shared reference, then gate 4 one at a time."""
+) -> tuple[list[CascadeResult], float]:
+    """Gates 1-3 for every candidate on one shared reference, then gate 4 one at a time.
+
+    Returns the results and the shared reference's device-seconds.  Each result's
+    ``gpu_seconds`` is the candidate's own: the reference is charged once, to the batch,
+    not again in every row.
+    """
     from gates.cascade import check_candidate, time_candidate
     from gates.reference import prepare_reference
     from kernelopt.kinds.candidates import forward_candidate_file
@@ -101,11 +106,19 @@ def verify_batch(
             result = check_candidate(bundle, checked, settings, workdir)
             if settings.run_perf and result.accepted and not result.could_not_run:
                 result = time_candidate(result, bundle, settings, workdir)
-            result = result.model_copy(update={"candidate": str(candidate.resolve())})
+            own = max(0.0, result.gpu_seconds - bundle.gpu_seconds)
+            shared = {"shared_reference_gpu_seconds": round(bundle.gpu_seconds, 3)}
+            result = result.model_copy(
+                update={
+                    "candidate": str(candidate.resolve()),
+                    "gpu_seconds": own,
+                    "environment": {**result.environment, **shared},
+                }
+            )
         results.append(result)
         if on_done is not None:
             on_done(result)
-    return results
+    return results, bundle.gpu_seconds
 
 
 def verify_batch_command(
@@ -141,19 +154,23 @@ def verify_batch_command(
             bar.advance(task)
             bar.console.print(" | ".join(row(result)), highlight=False, markup=False)
 
-        results = verify_batch(problem, candidates, settings, Path(tmp), done)
+        results, reference_s = verify_batch(problem, candidates, settings, Path(tmp), done)
     if json_out:
         print(json.dumps([json.loads(r.model_dump_json()) for r in results], indent=2))
         return exit_code(results)
     table = Table()
     for header in _HEADERS:
-        table.add_column(header, overflow="fold", no_wrap=header in ("speedup", "device s"))
+        table.add_column(header, overflow="fold", no_wrap=header in ("speedup", "own device s"))
     for result in results:
         table.add_row(*row(result))
     console = Console()
     console.print(table)
-    total = sum(r.gpu_seconds for r in results)
-    console.print(f"{len(results)} candidates, {total:.1f} device-seconds", highlight=False)
+    total = reference_s + sum(r.gpu_seconds for r in results)
+    console.print(
+        f"{len(results)} candidates, {total:.1f} device-seconds "
+        f"(the shared reference {reference_s:.1f} of them, once)",
+        highlight=False,
+    )
     for result in results:
         if not result.accepted and result.reason:
             console.print(f"{Path(result.candidate).name}: {result.reason}"[:300], markup=False)

@@ -1,0 +1,54 @@
+"""What ``kernelopt verify`` says a check cost: the reference counted once, and in the wall."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kernelopt.contracts.verdicts import CascadeResult, GateSettings
+
+TESTS = Path(__file__).resolve().parents[2]
+PROBLEM = TESTS / "problems" / "gates" / "swish_bias.py"
+CANDIDATES = TESTS / "fixtures" / "candidates" / "gates"
+
+
+def test_a_single_verify_counts_the_reference_in_its_wall_time(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    from gates.cascade import verify_candidate
+
+    settings = GateSettings(device="cpu", run_perf=False)
+    started = time.monotonic()
+    result = verify_candidate(PROBLEM, CANDIDATES / "swish_fused.py", settings, workdir=tmp_path)
+    elapsed = time.monotonic() - started
+    # the reference is about half of this check: without it the wall would fall far short
+    assert result.accepted and 0.9 * elapsed <= result.wall_seconds <= elapsed
+
+
+def test_a_batch_charges_its_shared_reference_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gates.cascade as cascade
+    import gates.reference as reference
+    from kernelopt.cli.verify_batch import verify_batch
+
+    bundle = SimpleNamespace(gpu_seconds=5.0)  # a GPU reference's device-seconds
+
+    def judged(_bundle: object, path: Path, *_: object) -> CascadeResult:
+        # as the cascade reports one verdict: its own 2 s plus the reference it used
+        return CascadeResult(
+            problem=str(PROBLEM), candidate=str(path), verdicts=[], accepted=True,
+            gpu_seconds=bundle.gpu_seconds + 2.0,
+        )  # fmt: skip
+
+    monkeypatch.setattr(reference, "prepare_reference", lambda *_: bundle)
+    monkeypatch.setattr(cascade, "check_candidate", judged)
+    names = ("swish_fused", "lazy_output", "partial_write")
+    paths = [CANDIDATES / f"{name}.py" for name in names]
+    settings = GateSettings(device="cpu", run_perf=False)
+    results, reference_s = verify_batch(PROBLEM, paths, settings, tmp_path)
+    assert reference_s == 5.0 and [r.gpu_seconds for r in results] == [2.0, 2.0, 2.0]
+    assert {r.environment["shared_reference_gpu_seconds"] for r in results} == {5.0}
