@@ -6,12 +6,18 @@ from collections.abc import Callable
 
 import torch.fx
 
-from kernelopt.proposer.rewrites.rules import dead_code, diag_to_broadcast, slice_before_linear
+from kernelopt.proposer.rewrites.rules import (
+    dead_code,
+    diag_to_broadcast,
+    slice_before_linear,
+    triangular_products,
+)
 
 Rule = Callable[[torch.fx.GraphModule], list[str]]
 
 RULES: dict[str, Rule] = {
     "diag-broadcast": diag_to_broadcast,
     "slice-before-linear": slice_before_linear,
+    "triangular-product": triangular_products,
     "dead-code": dead_code,
 }

@@ -11,6 +11,7 @@ captured weights load into it (the forward form of the candidate contract).
 from __future__ import annotations
 
 import builtins
+import inspect
 import re
 import textwrap
 import types
@@ -21,6 +22,7 @@ import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelopt.errors import DeterministicError
+from kernelopt.proposer.rewrites.helpers import HELPERS
 
 HEADER = "# kernelopt rewrite: "
 
@@ -78,14 +80,25 @@ def model_new_source(problem_source: str, gm: torch.fx.GraphModule, done: list[s
     code = gm.graph.python_code(root_module="self")
     known = set(vars(builtins)) | {"torch", "operator", "inf", "nan", "NoneType", "device"}
     used = set(re.findall(r"[A-Za-z_]\w*", code.src))  # globals FX registers but never uses
-    unknown = sorted(k for k in code.globals if k not in known and k in used)
+    called = {
+        name: fn
+        for name, fn in code.globals.items()
+        if name in used and any(fn is helper for helper in HELPERS)
+    }
+    unknown = sorted(k for k in code.globals if k not in known and k in used and k not in called)
     if unknown:
         raise RewriteError(f"rewritten forward needs globals we cannot write: {unknown}")
     body = textwrap.indent(code.src.strip(), "    ")
+    # the helpers' own source, under the names the generated forward calls them by
+    helper_text = "".join(
+        f"{inspect.getsource(fn).strip()}\n\n\n{name} = {fn.__name__}\n\n\n"
+        for name, fn in sorted(called.items())
+    )
     return (
         f"{HEADER}{'; '.join(done)}\n{problem_source.rstrip()}\n\n\n"
         "import operator  # noqa: E402  (the rewritten forward may use it)\n"
         "from math import inf, nan  # noqa: E402\n\n\n"
+        f"{helper_text}"
         "class ModelNew(Model):\n"
         '    """Model with an algebraically rewritten forward (same parameters)."""\n\n'
         f"{body}\n"

@@ -14,9 +14,11 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelopt.proposer.rewrites import helpers
 from kernelopt.proposer.rewrites.graph import rank
 
 _MATMUL = (operator.matmul, torch.matmul, torch.mm, torch.bmm)
+_MATMUL_METHODS = ("matmul", "mm", "bmm")
 _DIAG = (torch.diag, torch.diag_embed)
 
 
@@ -114,3 +116,63 @@ def dead_code(gm: torch.fx.GraphModule) -> list[str]:
     gm.graph.eliminate_dead_code()
     removed = before - len(gm.graph.nodes)
     return [f"{removed} dead node(s) removed"] if removed else []
+
+
+def _triangle(node: Any) -> str | None:
+    """'tril' or 'triu' when ``node`` masks its input to the main diagonal's triangle."""
+    if not isinstance(node, torch.fx.Node):
+        return None
+    if node.op == "call_method" and node.target in ("tril", "triu"):
+        name = str(node.target)
+    elif node.op == "call_function" and node.target in (torch.tril, torch.triu):
+        name = node.target.__name__
+    else:
+        return None
+    diagonal = node.args[1] if len(node.args) > 1 else node.kwargs.get("diagonal", 0)
+    if diagonal != 0 or set(node.kwargs) - {"diagonal"}:
+        return None
+    return name
+
+
+def _product(node: Any) -> bool:
+    """A plain matrix product of two operands of rank 2 or more."""
+    if not isinstance(node, torch.fx.Node) or len(node.args) != 2 or node.kwargs:
+        return False
+    function = node.op == "call_function" and node.target in _MATMUL
+    method = node.op == "call_method" and node.target in _MATMUL_METHODS
+    return (function or method) and all((rank(arg) or 0) >= 2 for arg in node.args)
+
+
+def _call_instead(graph: torch.fx.Graph, node: torch.fx.Node, fn: Any, args: tuple) -> None:
+    """``fn(*args)`` takes ``node``'s place (and its shape metadata) in ``graph``."""
+    with graph.inserting_before(node):
+        new = graph.call_function(fn, args)
+    new.meta = dict(node.meta)
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
+
+
+def triangular_products(gm: torch.fx.GraphModule) -> list[str]:
+    """``tril(a) @ tril(b)`` (or both ``triu``) -> a blocked product that skips the zero
+    blocks, and ``tril(x @ y)`` (or ``triu``) -> one that never computes the masked-off
+    output blocks (``helpers``; dense below ``TRIANGULAR_LEAF``)."""
+    done = []
+    graph = gm.graph
+    leaf = helpers.TRIANGULAR_LEAF
+    for node in list(graph.nodes):
+        if not _product(node):
+            continue
+        left, right = (_triangle(arg) for arg in node.args)
+        if left is not None and left == right:
+            args = (*node.args, left == "tril", leaf)
+            _call_instead(graph, node, helpers._ko_triangular_product, args)
+            done.append(f"{left} x {left} product -> blocked triangular product")
+    for node in list(graph.nodes):
+        kind = _triangle(node)
+        product = node.args[0] if kind else None
+        if _product(product) and len(product.users) == 1:
+            args = (*product.args, kind == "tril", leaf)
+            _call_instead(graph, node, helpers._ko_masked_product, args)
+            graph.erase_node(product)
+            done.append(f"{kind}(product) -> product of the kept blocks only")
+    return done

@@ -113,3 +113,44 @@ def test_the_proposer_holds_no_problem_names_or_tables():
     named = [s for s in stems if "_" in s and re.search(rf"\b{s}\b", text)]
     assert len(stems) > 60 and not named, named
     assert "level1" not in text and "level2" not in text and "level3" not in text
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_the_triangular_helpers_match_dense_products_on_any_shape(lower: bool):
+    from kernelopt.proposer.rewrites.helpers import _ko_masked_product, _ko_triangular_product
+
+    mask = torch.tril if lower else torch.triu
+    torch.manual_seed(0)
+    for a_shape, b_shape in [((9, 9), (9, 9)), ((2, 3, 8, 8), (8, 8)), ((4, 4), (3, 4, 4))]:
+        a = mask(torch.randn(a_shape, dtype=torch.float64))
+        b = mask(torch.randn(b_shape, dtype=torch.float64))
+        got = _ko_triangular_product(a, b, lower, leaf=2)
+        torch.testing.assert_close(got, a @ b, rtol=1e-12, atol=1e-12)
+    for x_shape, y_shape in [((9, 5), (5, 9)), ((2, 7, 3), (3, 7)), ((6, 4), (4, 5))]:
+        x = torch.randn(x_shape, dtype=torch.float64)
+        y = torch.randn(y_shape, dtype=torch.float64)
+        got = _ko_masked_product(x, y, lower, leaf=2)
+        torch.testing.assert_close(got, mask(x @ y), rtol=1e-12, atol=1e-12)
+
+
+def test_triangular_products_are_blocked_and_masked_products_skip_dropped_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    from kernelopt.proposer.rewrites import helpers
+
+    monkeypatch.setattr(helpers, "TRIANGULAR_LEAF", 2)  # so the small check runs the blocks
+    src = HEAD + (
+        "class Model(nn.Module):\n"
+        "    def forward(self, a, b):\n"
+        "        return torch.matmul(torch.tril(a), torch.tril(b)) + torch.triu(a @ b.t())\n"
+        "def get_inputs():\n    return [torch.randn(2, 11, 11), torch.randn(11, 11)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    text = _check(src, "rewrite:triangular-product")
+    forward = text.split("class ModelNew")[1]
+    assert "_ko_triangular_product(tril, tril_1, True, 2)" in forward
+    assert "_ko_masked_product(" in forward and "torch.triu" not in forward
+    for other in ("torch.tril(a), torch.triu(b)", "torch.tril(a, 1), torch.tril(b)"):
+        mixed = src.replace("torch.tril(a), torch.tril(b)", other)
+        mixed = mixed.replace("torch.triu(a @ b.t())", "a")
+        assert "rewrite:triangular-product" not in rewrite_sources(mixed)

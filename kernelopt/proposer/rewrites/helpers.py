@@ -1,0 +1,73 @@
+"""Functions a rewritten forward may call; their source is written into the candidate file.
+
+A candidate must stand alone (the gate children import nothing of kernelopt for it),
+so ``model_new_source`` copies the source of each helper the rewritten graph calls.
+Each helper works for any shape its operation accepts, and falls back to the plain
+operation where its structure does not apply (the held-out shapes may differ).
+"""
+
+from __future__ import annotations
+
+import torch
+
+# below this size a triangular block is multiplied densely: a GEMM this large runs near
+# the device's peak, and splitting it further saves FLOPs that no longer cost much time
+TRIANGULAR_LEAF = 1024
+
+
+def _ko_triangular_product(a: torch.Tensor, b: torch.Tensor, lower: bool, leaf: int):
+    """``a @ b`` for square triangular ``a`` and ``b`` (both lower or both upper).
+
+    The product is triangular too, and on 2x2 blocks (lower case) it is
+    ``[[a11 b11, 0], [a21 b11 + a22 b21, a22 b22]]``: the diagonal blocks are again
+    triangular products, the off-diagonal one is one GEMM over a row band of ``a`` and a
+    column band of ``b``, and the zero block is never computed.  Recursing down to
+    ``leaf`` does about three eighths of the dense FLOPs at two levels.
+    """
+    n = a.shape[-1]
+    if (
+        a.dim() < 2
+        or b.dim() < 2
+        or n <= leaf
+        or not (a.shape[-2] == n == b.shape[-2] == b.shape[-1])
+    ):
+        return a @ b
+    h = n // 2
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out = a.new_zeros((*batch, n, n), dtype=torch.result_type(a, b))
+    out[..., :h, :h] = _ko_triangular_product(a[..., :h, :h], b[..., :h, :h], lower, leaf)
+    out[..., h:, h:] = _ko_triangular_product(a[..., h:, h:], b[..., h:, h:], lower, leaf)
+    if lower:
+        out[..., h:, :h] = a[..., h:, :] @ b[..., :, :h]
+    else:
+        out[..., :h, h:] = a[..., :h, :] @ b[..., :, h:]
+    return out
+
+
+def _ko_masked_product(x: torch.Tensor, y: torch.Tensor, lower: bool, leaf: int):
+    """``tril(x @ y)`` (``triu`` when not ``lower``) without the output blocks the mask drops.
+
+    On 2x2 output blocks (lower case) the top-right block is never computed, the
+    bottom-left one is a full GEMM, and the two diagonal blocks are masked products of
+    a row band of ``x`` and a column band of ``y`` again: about half the dense FLOPs
+    for a square output.
+    """
+    mask = torch.tril if lower else torch.triu
+    m, n = x.shape[-2] if x.dim() >= 2 else 0, y.shape[-1] if y.dim() >= 2 else 0
+    if x.dim() < 2 or y.dim() < 2 or m != n or n <= leaf:
+        return mask(x @ y)
+    h = n // 2
+    top, bottom = x[..., :h, :], x[..., h:, :]
+    left, right = y[..., :, :h], y[..., :, h:]
+    batch = torch.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    out = x.new_zeros((*batch, n, n), dtype=torch.result_type(x, y))
+    out[..., :h, :h] = _ko_masked_product(top, left, lower, leaf)
+    out[..., h:, h:] = _ko_masked_product(bottom, right, lower, leaf)
+    if lower:
+        out[..., h:, :h] = bottom @ left
+    else:
+        out[..., :h, h:] = top @ right
+    return out
+
+
+HELPERS = (_ko_triangular_product, _ko_masked_product)
