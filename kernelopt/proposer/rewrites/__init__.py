@@ -9,6 +9,7 @@ import torch.fx
 from kernelopt.proposer.rewrites.rules import (
     dead_code,
     diag_to_broadcast,
+    reduce_before_linear,
     slice_before_linear,
     triangular_products,
 )
@@ -19,5 +20,6 @@ RULES: dict[str, Rule] = {
     "diag-broadcast": diag_to_broadcast,
     "slice-before-linear": slice_before_linear,
     "triangular-product": triangular_products,
+    "reduce-before-linear": reduce_before_linear,
     "dead-code": dead_code,
 }

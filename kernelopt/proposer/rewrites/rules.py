@@ -176,3 +176,101 @@ def triangular_products(gm: torch.fx.GraphModule) -> list[str]:
             graph.erase_node(product)
             done.append(f"{kind}(product) -> product of the kept blocks only")
     return done
+
+
+_REDUCTIONS = {torch.sum: "sum", torch.mean: "mean"}
+
+
+def _reduction(node: torch.fx.Node) -> tuple[str, int, bool] | None:
+    """``(sum | mean, axis, keepdim)`` for a one-axis sum or mean, else None."""
+    if node.op == "call_method" and node.target in ("sum", "mean"):
+        name = str(node.target)
+    elif node.op == "call_function" and node.target in _REDUCTIONS:
+        name = _REDUCTIONS[node.target]
+    else:
+        return None
+    if set(node.kwargs) - {"dim", "keepdim"} or len(node.args) > 3:
+        return None
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    if isinstance(dim, (tuple, list)) and len(dim) == 1:
+        dim = dim[0]
+    out_rank = rank(node.args[0])
+    if not isinstance(dim, int) or isinstance(dim, bool) or out_rank is None:
+        return None
+    if not -out_rank <= dim < out_rank or not isinstance(keepdim, bool):
+        return None
+    return name, dim % out_rank, keepdim
+
+
+def _weight_and_bias(
+    graph: torch.fx.Graph, node: torch.fx.Node, gm: torch.fx.GraphModule
+) -> tuple[Any, Any, int] | None:
+    """A linear-like node's ``(weight, bias or None, its output-feature axis in the weight)``,
+    as graph values inserted before ``node``."""
+    if node.op == "call_module":
+        module = gm.get_submodule(str(node.target))
+        if not isinstance(module, torch.nn.Linear) or len(node.args) != 1 or node.kwargs:
+            return None
+        with graph.inserting_before(node):
+            weight = graph.get_attr(f"{node.target}.weight")
+            bias = graph.get_attr(f"{node.target}.bias") if module.bias is not None else None
+        return weight, bias, 0
+    if node.op == "call_function" and node.target is torch.nn.functional.linear:
+        if node.kwargs or len(node.args) not in (2, 3):
+            return None
+        return node.args[1], node.args[2] if len(node.args) == 3 else None, 0
+    if _product(node) and rank(node.args[1]) == 2:
+        return node.args[1], None, 1
+    return None
+
+
+def reduce_before_linear(gm: torch.fx.GraphModule) -> list[str]:
+    """A sum or mean of a linear map's output, moved before the map.
+
+    Over the output features: ``sum_j (x W^T + b)_j = x (sum_j W_j) + sum_j b_j``, a
+    matrix-vector product instead of a GEMM.  Over a row axis: the rows are reduced first
+    (``sum_i x_i W^T + n b``), so the GEMM has one row where it had ``n``.
+    """
+    done = []
+    graph = gm.graph
+    for node in list(graph.nodes):
+        found = _reduction(node)
+        producer = node.args[0] if found else None
+        if not isinstance(producer, torch.fx.Node) or len(producer.users) != 1:
+            continue
+        name, axis, keepdim = found
+        out_rank, x = rank(producer), producer.args[0]
+        if out_rank is None or out_rank < 2 or rank(x) != out_rank:
+            continue
+        parts = _weight_and_bias(graph, producer, gm)
+        if parts is None:
+            continue
+        weight, bias, feature_axis = parts
+        with graph.inserting_before(node):
+            if axis == out_rank - 1:  # over the output features
+                reduced_w = graph.call_method(name, (weight, feature_axis))
+                new = graph.call_function(operator.matmul, (x, reduced_w))
+                if bias is not None:
+                    new = graph.call_function(operator.add, (new, graph.call_method(name, (bias,))))
+                if keepdim:
+                    new = graph.call_method("unsqueeze", (new, -1))
+                what = "over the output features"
+            else:  # over a row axis: the weight is shared by every row
+                reduced_x = graph.call_method(name, (x, axis, keepdim))
+                if feature_axis == 0:
+                    new = graph.call_function(torch.nn.functional.linear, (reduced_x, weight))
+                else:
+                    new = graph.call_function(operator.matmul, (reduced_x, weight))
+                if bias is not None:  # a mean adds the bias once, a sum once per row
+                    if name == "sum":
+                        rows = graph.call_method("size", (x, axis))
+                        bias = graph.call_function(operator.mul, (bias, rows))
+                    new = graph.call_function(operator.add, (new, bias))
+                what = "over a row axis"
+        new.meta = dict(node.meta)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        graph.erase_node(producer)
+        done.append(f"{name} {what} moved before the linear map")
+    return done

@@ -154,3 +154,55 @@ def test_triangular_products_are_blocked_and_masked_products_skip_dropped_blocks
         mixed = src.replace("torch.tril(a), torch.tril(b)", other)
         mixed = mixed.replace("torch.triu(a @ b.t())", "a")
         assert "rewrite:triangular-product" not in rewrite_sources(mixed)
+
+
+_REDUCED = HEAD + (
+    "import torch.nn.functional as F\n"
+    "class Model(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n"
+    "        self.fc = nn.Linear(6, 5)\n"
+    "        self.w = nn.Parameter(torch.randn(6, 4))\n"
+    "    def forward(self, x):\n"
+    "        a = self.fc(x).sum(dim=-1, keepdim=True)\n"
+    "        b = torch.mean(self.fc(x), 1)\n"
+    "        c = torch.sum(x @ self.w, dim=0)\n"
+    "        d = F.linear(x, self.fc.weight, self.fc.bias).sum((1,))\n"
+    "        return a.sum() + b.sum() + c.sum() + d.sum()\n"
+    "def get_inputs():\n    return [torch.randn(3, 7, 6)]\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
+def test_sums_and_means_move_before_the_linear_maps_they_reduce():
+    text = _check(_REDUCED, "rewrite:reduce-before-linear")
+    forward = text.split("class ModelNew")[1]
+    assert "fc = self.fc(" not in forward and "matmul = x @ self_w" not in forward
+    _, done = rewrite_sources(_REDUCED)["rewrite:reduce-before-linear"]
+    # the final .sum() of each branch reduces a sum or mean, not a linear map: untouched
+    assert sorted(done) == [
+        "mean over a row axis moved before the linear map",
+        "sum over a row axis moved before the linear map",
+        "sum over a row axis moved before the linear map",
+        "sum over the output features moved before the linear map",
+    ]
+
+
+@pytest.mark.parametrize(
+    "forward, moved",
+    [
+        ("self.fc(x).sum(dim=(0, 1))", 0),  # two axes at once
+        ("self.fc(x).sum(-1, dtype=torch.float64)", 0),  # a dtype change
+        ("torch.relu(self.fc(x)).sum(-1)", 0),  # not linear between them
+        ("self.fc(x).mean() + self.fc(x).sum(-1).sum()", 1),  # all axes: only the second
+    ],
+)
+def test_reductions_stay_where_the_identity_does_not_hold(forward: str, moved: int):
+    src = _REDUCED.split("    def forward")[0] + (
+        f"    def forward(self, x):\n        return {forward}\n"
+        "def get_inputs():\n    return [torch.randn(3, 7, 6)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    found = rewrite_sources(src).get("rewrite:reduce-before-linear")
+    assert (len(found[1]) if found else 0) == moved
+    if moved:
+        _check(src, "rewrite:reduce-before-linear")
