@@ -70,4 +70,42 @@ def _ko_masked_product(x: torch.Tensor, y: torch.Tensor, lower: bool, leaf: int)
     return out
 
 
-HELPERS = (_ko_triangular_product, _ko_masked_product)
+def _ko_triangular_times_dense(a: torch.Tensor, b: torch.Tensor, lower: bool, leaf: int):
+    """``a @ b`` for square triangular ``a`` and any ``b``: on 2x2 blocks of ``a`` (lower
+    case) the top rows are ``a11 b1`` and the bottom rows ``a21 b1 + a22 b2``, so the zero
+    block is skipped and the diagonal blocks recurse: about half the dense FLOPs."""
+    n = a.shape[-1]
+    if a.dim() < 2 or b.dim() < 2 or n <= leaf or a.shape[-2] != n or b.shape[-2] != n:
+        return a @ b
+    h = n // 2
+    top = _ko_triangular_times_dense(a[..., :h, :h], b[..., :h, :], lower, leaf)
+    bottom = _ko_triangular_times_dense(a[..., h:, h:], b[..., h:, :], lower, leaf)
+    if lower:
+        bottom = bottom + a[..., h:, :h] @ b[..., :h, :]
+    else:
+        top = top + a[..., :h, h:] @ b[..., h:, :]
+    return torch.cat([top, bottom], dim=-2)
+
+
+def _ko_dense_times_triangular(x: torch.Tensor, b: torch.Tensor, lower: bool, leaf: int):
+    """``x @ b`` for any ``x`` and square triangular ``b``: the column-block mirror of
+    ``_ko_triangular_times_dense``."""
+    n = b.shape[-1]
+    if x.dim() < 2 or b.dim() < 2 or n <= leaf or b.shape[-2] != n or x.shape[-1] != n:
+        return x @ b
+    h = n // 2
+    left = _ko_dense_times_triangular(x[..., :, :h], b[..., :h, :h], lower, leaf)
+    right = _ko_dense_times_triangular(x[..., :, h:], b[..., h:, h:], lower, leaf)
+    if lower:
+        left = left + x[..., :, h:] @ b[..., h:, :h]
+    else:
+        right = right + x[..., :, :h] @ b[..., :h, h:]
+    return torch.cat([left, right], dim=-1)
+
+
+HELPERS = (
+    _ko_triangular_product,
+    _ko_masked_product,
+    _ko_triangular_times_dense,
+    _ko_dense_times_triangular,
+)

@@ -154,8 +154,9 @@ def _call_instead(graph: torch.fx.Graph, node: torch.fx.Node, fn: Any, args: tup
 
 def triangular_products(gm: torch.fx.GraphModule) -> list[str]:
     """``tril(a) @ tril(b)`` (or both ``triu``) -> a blocked product that skips the zero
-    blocks, and ``tril(x @ y)`` (or ``triu``) -> one that never computes the masked-off
-    output blocks (``helpers``; dense below ``TRIANGULAR_LEAF``)."""
+    blocks, likewise a product with one triangular side, and ``tril(x @ y)`` (or ``triu``)
+    -> one that never computes the masked-off output blocks (``helpers``; dense below
+    ``TRIANGULAR_LEAF``)."""
     done = []
     graph = gm.graph
     leaf = helpers.TRIANGULAR_LEAF
@@ -167,6 +168,14 @@ def triangular_products(gm: torch.fx.GraphModule) -> list[str]:
             args = (*node.args, left == "tril", leaf)
             _call_instead(graph, node, helpers._ko_triangular_product, args)
             done.append(f"{left} x {left} product -> blocked triangular product")
+        elif left is not None:
+            args = (*node.args, left == "tril", leaf)
+            _call_instead(graph, node, helpers._ko_triangular_times_dense, args)
+            done.append(f"{left} x matrix product -> blocked, zero block skipped")
+        elif right is not None:
+            args = (*node.args, right == "tril", leaf)
+            _call_instead(graph, node, helpers._ko_dense_times_triangular, args)
+            done.append(f"matrix x {right} product -> blocked, zero block skipped")
     for node in list(graph.nodes):
         kind = _triangle(node)
         product = node.args[0] if kind else None

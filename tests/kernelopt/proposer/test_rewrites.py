@@ -117,7 +117,12 @@ def test_the_proposer_holds_no_problem_names_or_tables():
 
 @pytest.mark.parametrize("lower", [True, False])
 def test_the_triangular_helpers_match_dense_products_on_any_shape(lower: bool):
-    from kernelopt.proposer.rewrites.helpers import _ko_masked_product, _ko_triangular_product
+    from kernelopt.proposer.rewrites.helpers import (
+        _ko_dense_times_triangular,
+        _ko_masked_product,
+        _ko_triangular_product,
+        _ko_triangular_times_dense,
+    )
 
     mask = torch.tril if lower else torch.triu
     torch.manual_seed(0)
@@ -131,6 +136,11 @@ def test_the_triangular_helpers_match_dense_products_on_any_shape(lower: bool):
         y = torch.randn(y_shape, dtype=torch.float64)
         got = _ko_masked_product(x, y, lower, leaf=2)
         torch.testing.assert_close(got, mask(x @ y), rtol=1e-12, atol=1e-12)
+        # one triangular side: the square one masked, the other dense
+        t = mask(torch.randn(y_shape[-2], y_shape[-2], dtype=torch.float64))
+        torch.testing.assert_close(_ko_triangular_times_dense(t, y, lower, 2), t @ y)
+        t = mask(torch.randn(x_shape[-1], x_shape[-1], dtype=torch.float64))
+        torch.testing.assert_close(_ko_dense_times_triangular(x, t, lower, 2), x @ t)
 
 
 def test_triangular_products_are_blocked_and_masked_products_skip_dropped_blocks(
@@ -150,10 +160,17 @@ def test_triangular_products_are_blocked_and_masked_products_skip_dropped_blocks
     forward = text.split("class ModelNew")[1]
     assert "_ko_triangular_product(tril, tril_1, True, 2)" in forward
     assert "_ko_masked_product(" in forward and "torch.triu" not in forward
-    for other in ("torch.tril(a), torch.triu(b)", "torch.tril(a, 1), torch.tril(b)"):
-        mixed = src.replace("torch.tril(a), torch.tril(b)", other)
-        mixed = mixed.replace("torch.triu(a @ b.t())", "a")
-        assert "rewrite:triangular-product" not in rewrite_sources(mixed)
+    one_side = {
+        "torch.tril(a), torch.triu(b)": "_ko_triangular_times_dense(tril, triu, True, 2)",
+        "torch.tril(a, 1), torch.triu(b)": "_ko_dense_times_triangular(tril, triu, False, 2)",
+        "a, torch.tril(b)": "_ko_dense_times_triangular(a, tril, True, 2)",
+    }
+    for operands, call in one_side.items():
+        other = src.replace("torch.tril(a), torch.tril(b)", operands)
+        other = other.replace("torch.triu(a @ b.t())", "a")
+        assert call in _check(other, "rewrite:triangular-product").split("class ModelNew")[1]
+    neither = src.replace("torch.tril(a), torch.tril(b)", "torch.tril(a, 1), torch.triu(b, -1)")
+    assert "rewrite:triangular-product" not in rewrite_sources(neither.replace("@ b.t()", "* b"))
 
 
 _REDUCED = HEAD + (
