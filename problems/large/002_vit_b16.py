@@ -1,13 +1,14 @@
 """ViT-B/16-like encoder: 12 pre-LN blocks, width 768, 12 heads, batch 128 at 224x224.
 
 Category: large model (vision transformer encoder, issue 31).
-Why it is interesting: a patch-embedding GEMM, then per block two layer norms,
-an explicit softmax attention (scale, softmax, two batched GEMMs), GELU and two
-residual adds: about eight Triton kernel launches per block around the library
-GEMMs, about a hundred per forward (problems/large/README.md has the count), with
-attention's softmax and the norms competing for
-the largest Amdahl share. ``KERNELOPT_SMALL=1`` keeps the depth but shrinks
-width, batch and resolution for CPU tests.
+Why it is interesting: as in the original ViT, a 16x16 stride-16 convolution embeds
+the patches and a tanh pre-logits layer precedes the head; in between, per block two
+layer norms, an explicit softmax attention (scale, softmax, two batched GEMMs), GELU
+and two residual adds: about eight Triton kernel launches per block around the
+library GEMMs, about a hundred per forward (problems/large/README.md has the count),
+with attention's softmax and the norms competing for the largest Amdahl share.
+``KERNELOPT_SMALL=1`` keeps the depth but shrinks width, batch and resolution for
+CPU tests.
 """
 
 import os
@@ -44,23 +45,21 @@ class Block(nn.Module):
 class Model(nn.Module):
     def __init__(self, image: int, patch: int, dim: int, heads: int, depth: int, classes: int):
         super().__init__()
-        self.patch = patch
-        self.embed = nn.Linear(3 * patch * patch, dim)
+        self.embed = nn.Conv2d(3, dim, patch, stride=patch)
         self.cls = nn.Parameter(0.02 * torch.randn(1, 1, dim))
         self.pos = nn.Parameter(0.02 * torch.randn(1, (image // patch) ** 2 + 1, dim))
         self.blocks = nn.Sequential(*(Block(dim, heads) for _ in range(depth)))
         self.norm = nn.LayerNorm(dim)
+        self.pre_logits = nn.Linear(dim, dim)
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x):
-        b, c, h, w = x.shape
-        p = self.patch
-        patches = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5)
-        tokens = self.embed(patches.reshape(b, (h // p) * (w // p), c * p * p))
+        b = x.shape[0]
+        tokens = self.embed(x).flatten(2).transpose(1, 2)  # one token per patch
         tokens = torch.cat([self.cls.expand(b, -1, -1), tokens], dim=1)
         # positions are learned for the main image size; other sizes use the leading ones
         tokens = tokens + self.pos[:, : tokens.shape[1]]
-        return self.head(self.norm(self.blocks(tokens))[:, 0])
+        return self.head(torch.tanh(self.pre_logits(self.norm(self.blocks(tokens))[:, 0])))
 
 
 def get_inputs():
