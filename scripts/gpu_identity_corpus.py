@@ -22,7 +22,8 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
 2. **optimize**: ``kernelopt optimize`` machinery with the built-in proposer
    on the same problems, through ``scripts/gpu_e2e.py`` (server, workers,
    outcomes and histories under ``$OUT``).  A small built-in campaign takes
-   ~2-3 min of the one GPU worker, so the 53 problems need several calls:
+   ~2-3 min of the one GPU worker (two slots by default, ``--gpu-slots``), so the
+   corpus needs several calls:
    ``--chunk K/N`` picks every N-th problem from K, and ``--resume`` continues
    a chunk in the next call on the warm machine (as gpu_e2e documents)::
 
@@ -195,18 +196,23 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
     }
 
 
-def optimize(chunk: str, deadline: float, resume: bool, plans: int, max_targets: int) -> int:
+def optimize(
+    chunk: str, deadline: float, resume: bool, plans: int, max_targets: int, gpu_slots: int
+) -> int:
     """Section 2: campaigns with the built-in proposer, through gpu_e2e.py.
 
     The point is that every problem reaches an outcome, so the search is the smallest
-    one by default (one plan, one target), to fit 53 campaigns into few device calls.
+    one by default (one plan, one target), to fit the corpus into few device calls, and
+    the GPU worker runs ``gpu_slots`` activities at once: its timed sections still take
+    the GPU alone (gates/README.md, "The GPU's lease"), the compiles beside them do not.
     """
     k, n = (int(x) for x in chunk.split("/"))
     problems = [str(p) for p in CORPUS[k::n]]
     cmd = [sys.executable, "-m", "scripts.gpu_e2e", "--deadline", str(deadline)]
     cmd += ["--plans", str(plans), "--max-targets", str(max_targets)]
     cmd += ["--resume"] if resume else []
-    return subprocess.call([*cmd, *problems], cwd=ROOT)
+    env = {**os.environ, "KERNELOPT_GPU_SLOTS": str(gpu_slots)}
+    return subprocess.call([*cmd, *problems], cwd=ROOT, env=env)
 
 
 def summary(out: Path) -> int:
@@ -270,6 +276,7 @@ def main() -> int:
     o.add_argument("--resume", action="store_true")
     o.add_argument("--plans", type=int, default=1)
     o.add_argument("--max-targets", type=int, default=1)
+    o.add_argument("--gpu-slots", type=int, default=2, help="activities the GPU worker runs")
     s = sub.add_parser("summary")
     s.add_argument("out", type=Path)
     args = parser.parse_args()
@@ -285,7 +292,9 @@ def main() -> int:
             parser.error("--ab compares the levers given against none: name at least one")
         return verify(args.deadline, out, only, levers, ab=args.ab)
     if args.section == "optimize":
-        return optimize(args.chunk, args.deadline, args.resume, args.plans, args.max_targets)
+        return optimize(
+            args.chunk, args.deadline, args.resume, args.plans, args.max_targets, args.gpu_slots
+        )
     return summary(args.out)
 
 
