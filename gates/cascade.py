@@ -178,6 +178,7 @@ def round_setup(
             check=bundle.check_timed,
         ),
         graph_replay=graph_replay,
+        baseline_dispatch_bound=bool(bundle.baseline_dispatch_bound),
     )
 
 
@@ -386,6 +387,8 @@ def time_candidate(
         before_candidate=bundle.before_candidate,
         prestarted=prestarted,
     )
+    if m.baseline_dispatch_bound is not None:  # for later candidates on this reference
+        bundle.baseline_dispatch_bound = m.baseline_dispatch_bound
     v4, category, speedup = perf_verdict(
         m, settings=settings, gamma=settings.gamma, roofline=roofline_inputs(bundle, first)
     )

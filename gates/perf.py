@@ -79,6 +79,12 @@ class PerfMeasurement:
     # its child's seconds and phases (what routing a verdict to turns costs)
     host_probe_seconds: float = 0.0
     host_probe_phases: dict[str, float] = field(default_factory=dict)
+    # what the first paired round's baseline side showed (None: no such round), read before
+    # the candidate was loaded: kept by the reference for later verdicts (reuse_host_probe)
+    baseline_dispatch_bound: bool | None = None
+    host_probe_reused: bool = False  # an earlier verdict's finding sent this one to turns
+    # ... whose first session read a ratio too far for turns: paired rounds decided instead
+    turns_set_aside: TurnRound | None = None
     # the A/A rounds ran for a host-decided "slower" (``slot_credit_from``), not for a win:
     # the speedup they found, which a credit may lift to at most 1.0
     credit_from: float | None = None
@@ -149,6 +155,9 @@ class RoundSetup:
     settings: GateSettings
     checks: TimingChecks
     graph_replay: bool = False
+    # an earlier verdict on this reference found the baseline dispatch-bound: with
+    # ``reuse_host_probe`` the rounds are turn sessions from the first (no probe round)
+    baseline_dispatch_bound: bool = False
 
     def job(
         self, first: ModelSource, second: ModelSource, *, graph_replay: bool = True
@@ -227,6 +236,10 @@ def prestart_round(
 
 EARLY_MARGIN = 2.0  # one round decides when its speedup is this far beyond the gamma band
 DISPATCH_BOUND = 1.2  # host time beyond this many times the GPU work: dispatch-bound
+# a reused finding's first turn session read beyond this either way goes back to paired
+# rounds: a turn's harness work pulls ratios towards 1 (a 70x win read 10.9x on the H200),
+# so the truth may lie past the 4x (host_clock_turns_max_ratio) where paired rounds decide
+REUSED_TURNS_FAR = 2.0
 # a host-decided "slower" from here up to the gamma band gets A/A rounds, whose slot
 # effect is credited (never past a match); no slot effect measured comes near 10%
 SLOT_CREDIT_FLOOR = 0.9
@@ -498,6 +511,10 @@ def measure(
     m = PerfMeasurement()
     settings = setup.settings
     gamma = settings.gamma if gamma is None else gamma
+    switching = _switches_to_turns(settings)
+    if switching and settings.reuse_host_probe and setup.baseline_dispatch_bound:
+        setup = _with_turns(setup, settings.host_clock_turns)
+        settings, switching, m.host_probe_reused = setup.settings, False, True
     if settings.turn_pairs > 0:
         if prestarted is not None:  # a paired child: turn sessions start children of their own
             prestarted.stop()
@@ -514,18 +531,28 @@ def measure(
         before_candidate=before_candidate,
         gamma=gamma,
     )
-    # with host_clock_turns the first paired round says whether the host clock decides
-    switching = _switches_to_turns(settings)
-    next_round, stopped = rounds(last=1 if switching else None)
+    # with host_clock_turns the first paired round says whether the host clock decides;
+    # with a reused finding, the first turn session says whether its ratio is too far
+    probing = switching or m.host_probe_reused
+    next_round, stopped = rounds(last=1 if probing else None)
+    if switching and m.baseline and m.baseline[0].event_ms is not None:
+        first = m.baseline[0]
+        m.baseline_dispatch_bound = dispatch_bound(first.host_ms, first.event_ms)
     if stopped:
         return m
-    if switching:
-        if _dispatch_bound(m) and _near_one(m, settings.host_clock_turns_max_ratio):
-            setup = _with_turns(setup, settings.host_clock_turns)
-            m.host_probe = (m.baseline.pop(), m.candidate.pop())
-            m.host_probe_seconds, m.host_probe_phases = m.seconds, dict(m.phase_seconds)
-            del m.order[-2:]
-            rounds = partial(rounds, kind=_TurnRounds(baseline, candidate, setup), setup=setup)
+    if switching and _dispatch_bound(m) and _near_one(m, settings.host_clock_turns_max_ratio):
+        setup = _with_turns(setup, settings.host_clock_turns)
+        m.host_probe = (m.baseline.pop(), m.candidate.pop())
+        m.host_probe_seconds, m.host_probe_phases = m.seconds, dict(m.phase_seconds)
+        del m.order[-2:]
+        rounds = partial(rounds, kind=_TurnRounds(baseline, candidate, setup), setup=setup)
+    elif m.host_probe_reused and _far_turns(m.turn_rounds[-1:], REUSED_TURNS_FAR):
+        setup = _with_turns(setup, 0)
+        m.turns_set_aside = m.turn_rounds.pop()
+        m.baseline.pop(), m.candidate.pop()
+        del m.order[-2:]
+        rounds = partial(rounds, kind=_PairedRounds(baseline, candidate, setup, None), setup=setup)
+    if probing:
         next_round, stopped = rounds(start=next_round)
         if stopped:
             return m
@@ -744,6 +771,12 @@ def _near_one(m: PerfMeasurement, limit: float) -> bool:
     within ``limit`` either way: where the host clock's regimes could decide the category."""
     base, cand = m.primary(m.baseline[-1]), m.primary(m.candidate[-1])
     return cand > 0 and 1.0 / limit <= base / cand <= limit
+
+
+def _far_turns(sessions: list[TurnRound], limit: float) -> bool:
+    """The turn session's pair ratios have their median beyond ``limit`` either way."""
+    ratios = [ratio for session in sessions for ratio in session.ratios]
+    return bool(ratios) and not 1.0 / limit <= median(ratios) <= limit
 
 
 def _with_turns(setup: RoundSetup, pairs: int) -> RoundSetup:

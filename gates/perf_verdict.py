@@ -285,6 +285,19 @@ def perf_verdict(
             "phases_s": {k: round(v, 3) for k, v in m.host_probe_phases.items()},
         }
         probe_note = "; the first paired round rested on the host clock: turn sessions decided"
+    elif m.host_probe_reused and m.turns_set_aside is not None:
+        ratios = m.turns_set_aside.ratios
+        metrics["host_probe"] = {"reused": True, "turns_set_aside": list(ratios)}
+        probe_note = (
+            f"; the baseline is host-bound (an earlier verdict's finding), but a turn session "
+            f"read {median(ratios):.3g}x, too far for turns: paired rounds decided"
+        )
+    elif m.host_probe_reused:
+        metrics["host_probe"] = {"reused": True}
+        probe_note = (
+            "; an earlier verdict on this reference found the baseline host-bound: "
+            "turn sessions decided"
+        )
 
     def verdict(status: GateStatus, reason: str, feedback: str = "") -> GateVerdict:
         return GateVerdict(

@@ -75,6 +75,8 @@ class ReferenceBundle:
     draws: int = 1  # how many draws the bundle may make: one per use, each when it begins
     draw_outcome: ChildOutcome | None = None  # the reference child that made this use's draw
     shared_id: str = ""  # a shared bundle's id (its first use's inputs and seeds), in each use
+    # gate 4's first paired round found the baseline dispatch-bound (None: not timed yet)
+    baseline_dispatch_bound: bool | None = None
 
     @property
     def bundle_id(self) -> str:

@@ -27,6 +27,11 @@ LEVERS: dict[str, tuple[str, type, str]] = {
         int,
         "turn children prepare without settling, events at most this many calls",
     ),
+    "--reuse-host-probe": (
+        "reuse_host_probe",
+        bool,
+        "a baseline found dispatch-bound before goes to turns without a probe round",
+    ),
 }
 
 

@@ -96,6 +96,11 @@ class GateSettings(Frozen):
     # ratio near 1 trustworthy, and the harness work inside every turn (input copies, a
     # turn's fixed cost) pulls a far ratio towards 1, so paired rounds decide it
     host_clock_turns_max_ratio: float = 4.0
+    # with host_clock_turns: a baseline an earlier verdict on the same reference found
+    # dispatch-bound (its host time beyond DISPATCH_BOUND times its GPU work, read before
+    # any candidate code was loaded) goes to turn sessions at once, without a paired probe
+    # round of its own (batch ``verify``; gates/README.md).  Off until the H200 compares it
+    reuse_host_probe: bool = False
     # A/A order-control rounds beyond the first of a verdict may be lent by earlier verdicts
     # of the same job in this process, at most 15 minutes old (gates/control_pool.py)
     control_pool: bool = True

@@ -47,6 +47,8 @@ def gpu_settings() -> GateSettings:
         turn_prep_calls=int(
             os.environ.get("KERNELOPT_GATES_TURN_PREP_CALLS", GateSettings().turn_prep_calls)
         ),
+        # a later case on a bundle goes straight to turns (GateSettings.reuse_host_probe)
+        reuse_host_probe=os.environ.get("KERNELOPT_GATES_REUSE_HOST_PROBE") == "1",
         static_timeout_s=180.0,
         timing_timeout_s=240.0,
         copy_bandwidth_gbs=float(bw) if bw else None,

@@ -15,6 +15,7 @@ import dataclasses
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -492,6 +493,86 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
     assert category == PerfCategory.MATCHED, v4.reason
     assert "rested on the host clock" in v4.reason and "host_probe" in v4.metrics
     assert v4.metrics["host_probe"]["seconds"] == pytest.approx(1.0)  # the probe child alone
+
+
+@pytest.mark.parametrize("event_ms, host_ms, found", [(0.01, 0.05, True), (0.05, 0.051, False)])
+def test_the_first_paired_round_says_whether_the_baseline_is_dispatch_bound(
+    monkeypatch: pytest.MonkeyPatch, event_ms: float, host_ms: float, found: bool
+) -> None:
+    """What the reference keeps for later verdicts: the baseline side of the first paired
+    round, timed before any candidate code was loaded."""
+    import gates.perf as perf
+    from tests.support.paired_timing import measure_on
+
+    monkeypatch.setattr(perf, "run_turn_round", lambda *a, **k: _finished_session(1.0))
+    settings = {"min_rounds": 2, "max_rounds": 4, "host_clock_turns": PAIRS}
+    m = measure_on(_paired_child(event_ms, host_ms), monkeypatch, **settings)
+    assert m.baseline_dispatch_bound is found and not m.host_probe_reused
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_a_baseline_known_to_be_dispatch_bound_goes_to_turns_without_a_probe_round(
+    monkeypatch: pytest.MonkeyPatch, reuse: bool
+) -> None:
+    """With ``reuse_host_probe`` an earlier verdict's finding spares this one its paired probe
+    round: no paired child runs, turn sessions decide from the first, and the verdict says
+    why; without the lever the probe round runs as before."""
+    import gates.perf as perf
+    from tests.support.paired_timing import measure_on
+
+    paired: list[int] = []
+    child = _paired_child(0.01, 0.05)
+
+    def counted(*a: Any, **k: Any) -> Any:
+        paired.append(1)
+        return child(*a, **k)
+
+    monkeypatch.setattr(perf, "run_turn_round", lambda *a, **k: _finished_session(1.0))
+    settings = {
+        "min_rounds": 2,
+        "max_rounds": 4,
+        "host_clock_turns": PAIRS,
+        "reuse_host_probe": reuse,
+    }
+    m = measure_on(counted, monkeypatch, baseline_dispatch_bound=True, **settings)
+    v4, category, _ = perf_verdict(
+        m, settings=GateSettings(device="cuda", **settings), gamma=1.03, roofline=None
+    )
+    assert category == PerfCategory.MATCHED and m.turn_rounds
+    if reuse:
+        assert not paired and m.host_probe is None and m.host_probe_reused
+        assert v4.metrics["host_probe"] == {"reused": True} and "earlier verdict" in v4.reason
+    else:
+        assert len(paired) == 1 and m.host_probe is not None and not m.host_probe_reused
+
+
+def test_a_reused_finding_whose_turns_read_a_far_ratio_goes_back_to_paired_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Turns pull a far ratio towards 1, so a first turn session beyond 2x either way is set
+    aside and paired rounds decide, as the probe round would have chosen."""
+    import gates.perf as perf
+    from tests.support.paired_timing import measure_on
+
+    sessions: list[float] = []
+
+    def turn_round(*_a: Any, **_k: Any) -> Any:
+        sessions.append(3.0)
+        return _finished_session(3.0)
+
+    monkeypatch.setattr(perf, "run_turn_round", turn_round)
+    settings = {"min_rounds": 2, "max_rounds": 4, "host_clock_turns": PAIRS}
+    settings |= {"reuse_host_probe": True, "order_control_rounds": 0}  # the double's A/A: 5x
+    child = _paired_child(0.01, 0.05, candidate_host_ms=0.01)  # paired rounds read 5x
+    m = measure_on(child, monkeypatch, baseline_dispatch_bound=True, **settings)
+    assert sessions == [3.0] and not m.turn_rounds and m.turns_set_aside is not None
+    assert len(m.candidate) >= 2  # paired rounds from then on
+    v4, category, speedup = perf_verdict(
+        m, settings=GateSettings(device="cuda", **settings), gamma=1.03, roofline=None
+    )
+    assert category == PerfCategory.OPTIMIZED and speedup == pytest.approx(5.0), v4.reason
+    assert v4.metrics["host_probe"]["turns_set_aside"] == [3.0] * PAIRS
+    assert "too far for turns" in v4.reason
 
 
 def test_host_clock_turns_stay_out_of_one_round_timings(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,7 @@ def measure_on(
     monkeypatch: pytest.MonkeyPatch,
     *,
     graph_replay: bool = False,
+    baseline_dispatch_bound: bool = False,
     **settings: Any,
 ) -> PerfMeasurement:
     """``measure`` of CAND against BASE on CUDA settings, every child answered by ``children``.
@@ -47,5 +48,6 @@ def measure_on(
         settings=GateSettings(device="cuda", **settings),
         checks=checks,
         graph_replay=graph_replay,
+        baseline_dispatch_bound=baseline_dispatch_bound,
     )
     return measure(BASE, CAND, setup, workdir=Path("w"))
