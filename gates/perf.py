@@ -549,8 +549,7 @@ def measure(
     elif m.host_probe_reused and _far_turns(m.turn_rounds[-1:], REUSED_TURNS_FAR):
         setup = _with_turns(setup, 0)
         m.turns_set_aside = m.turn_rounds.pop()
-        m.baseline.pop(), m.candidate.pop()
-        del m.order[-2:]
+        del m.baseline[-1], m.candidate[-1], m.order[-2:]
         rounds = partial(rounds, kind=_PairedRounds(baseline, candidate, setup, None), setup=setup)
     if probing:
         next_round, stopped = rounds(start=next_round)
