@@ -49,8 +49,8 @@ def _ko_masked_product(x: torch.Tensor, y: torch.Tensor, lower: bool, leaf: int)
 
     On 2x2 output blocks (lower case) the top-right block is never computed, the
     bottom-left one is a full GEMM, and the two diagonal blocks are masked products of
-    a row band of ``x`` and a column band of ``y`` again: about half the dense FLOPs
-    for a square output.
+    a row band of ``x`` and a column band of ``y`` again: five eighths of the dense FLOPs
+    at two levels, towards half with more.
     """
     mask = torch.tril if lower else torch.triu
     m, n = x.shape[-2] if x.dim() >= 2 else 0, y.shape[-1] if y.dim() >= 2 else 0
@@ -73,7 +73,8 @@ def _ko_masked_product(x: torch.Tensor, y: torch.Tensor, lower: bool, leaf: int)
 def _ko_triangular_times_dense(a: torch.Tensor, b: torch.Tensor, lower: bool, leaf: int):
     """``a @ b`` for square triangular ``a`` and any ``b``: on 2x2 blocks of ``a`` (lower
     case) the top rows are ``a11 b1`` and the bottom rows ``a21 b1 + a22 b2``, so the zero
-    block is skipped and the diagonal blocks recurse: about half the dense FLOPs."""
+    block is skipped and the diagonal blocks recurse: five eighths of the dense FLOPs at
+    two levels, towards half with more."""
     n = a.shape[-1]
     if a.dim() < 2 or b.dim() < 2 or n <= leaf or a.shape[-2] != n or b.shape[-2] != n:
         return a @ b
