@@ -81,10 +81,15 @@ def _ko_triangular_times_dense(a: torch.Tensor, b: torch.Tensor, lower: bool, le
     h = n // 2
     top = _ko_triangular_times_dense(a[..., :h, :h], b[..., :h, :], lower, leaf)
     bottom = _ko_triangular_times_dense(a[..., h:, h:], b[..., h:, :], lower, leaf)
-    if lower:
-        bottom = bottom + a[..., h:, :h] @ b[..., :h, :]
+    # the recursion's results are fresh tensors: the off-diagonal product adds into them in
+    # place, inside the GEMM (addmm) where both are plain matrices
+    rows, x, y = (
+        (bottom, a[..., h:, :h], b[..., :h, :]) if lower else (top, a[..., :h, h:], b[..., h:, :])
+    )
+    if rows.dim() == x.dim() == y.dim() == 2:
+        rows.addmm_(x, y)
     else:
-        top = top + a[..., :h, h:] @ b[..., h:, :]
+        rows += x @ y
     return torch.cat([top, bottom], dim=-2)
 
 
@@ -97,10 +102,13 @@ def _ko_dense_times_triangular(x: torch.Tensor, b: torch.Tensor, lower: bool, le
     h = n // 2
     left = _ko_dense_times_triangular(x[..., :, :h], b[..., :h, :h], lower, leaf)
     right = _ko_dense_times_triangular(x[..., :, h:], b[..., h:, h:], lower, leaf)
-    if lower:
-        left = left + x[..., :, h:] @ b[..., h:, :h]
+    cols, u, v = (
+        (left, x[..., :, h:], b[..., h:, :h]) if lower else (right, x[..., :, :h], b[..., :h, h:])
+    )
+    if cols.dim() == u.dim() == v.dim() == 2:
+        cols.addmm_(u, v)
     else:
-        right = right + x[..., :, :h] @ b[..., :h, h:]
+        cols += u @ v
     return torch.cat([left, right], dim=-1)
 
 
