@@ -9,6 +9,7 @@ import torch.fx
 from kernelopt.proposer.rewrites.rules import (
     dead_code,
     diag_to_broadcast,
+    reassociate_products,
     reduce_before_linear,
     slice_before_linear,
     triangular_products,
@@ -21,5 +22,6 @@ RULES: dict[str, Rule] = {
     "slice-before-linear": slice_before_linear,
     "triangular-product": triangular_products,
     "reduce-before-linear": reduce_before_linear,
+    "reassociate-products": reassociate_products,
     "dead-code": dead_code,
 }

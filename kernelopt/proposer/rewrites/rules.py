@@ -283,3 +283,69 @@ def reduce_before_linear(gm: torch.fx.GraphModule) -> list[str]:
         graph.erase_node(producer)
         done.append(f"{name} {what} moved before the linear map")
     return done
+
+
+def _shape(node: Any) -> tuple[int, ...] | None:
+    meta = node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else None
+    shape = getattr(meta, "shape", None)
+    return tuple(int(d) for d in shape) if shape is not None else None
+
+
+def _chain_cost(a: tuple[int, ...], b: tuple[int, ...], c: tuple[int, ...]) -> tuple[int, int]:
+    """Multiply-adds of ``(a @ b) @ c`` and of ``a @ (b @ c)`` for matrices (a 1-D end is a
+    vector: one row or one column), the batch counted once."""
+    m = a[-2] if len(a) >= 2 else 1
+    k, n = b[-2], b[-1]
+    p = c[-1] if len(c) >= 2 else 1
+    batch = 1
+    for dim in torch.broadcast_shapes(a[:-2], b[:-2], c[:-2]):
+        batch *= dim
+    return batch * (m * k * n + m * n * p), batch * (k * n * p + m * k * p)
+
+
+def reassociate_products(gm: torch.fx.GraphModule) -> list[str]:
+    """``(a @ b) @ c`` <-> ``a @ (b @ c)``, whichever the traced shapes make cheaper by at
+    least half: a product with a vector or a thin matrix goes first (the chain's result is
+    the same in any order; only the rounding differs)."""
+    done = []
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if not _product(node) and not _vector_product(node):
+            continue
+        left, right = node.args
+        for inner, outer_is_right in ((left, False), (right, True)):
+            if not _product(inner) or len(inner.users) != 1:
+                continue
+            a, b, c = (*inner.args, right) if not outer_is_right else (left, *inner.args)
+            shapes = [_shape(x) for x in (a, b, c)]
+            if any(s is None or len(s) < 1 for s in shapes) or len(shapes[1]) < 2:
+                continue
+            as_is, other = _chain_cost(*shapes)
+            if outer_is_right:
+                as_is, other = other, as_is
+            if 2 * other > as_is:
+                continue
+            with graph.inserting_before(node):
+                if outer_is_right:  # a @ (b @ c) -> (a @ b) @ c
+                    first = graph.call_function(operator.matmul, (a, b))
+                    new = graph.call_function(operator.matmul, (first, c))
+                else:  # (a @ b) @ c -> a @ (b @ c)
+                    first = graph.call_function(operator.matmul, (b, c))
+                    new = graph.call_function(operator.matmul, (a, first))
+            new.meta = dict(node.meta)
+            node.replace_all_uses_with(new)
+            graph.erase_node(node)
+            graph.erase_node(inner)
+            done.append(f"product chain reordered: {as_is} -> {other} multiply-adds")
+            break
+    return done
+
+
+def _vector_product(node: Any) -> bool:
+    """A matrix product whose outer operand is a vector (``_product`` asks rank 2 of both)."""
+    if not isinstance(node, torch.fx.Node) or len(node.args) != 2 or node.kwargs:
+        return False
+    function = node.op == "call_function" and node.target in (operator.matmul, torch.matmul)
+    method = node.op == "call_method" and node.target == "matmul"
+    ranks = [rank(arg) or 0 for arg in node.args]
+    return (function or method) and min(ranks) == 1 and max(ranks) >= 2

@@ -223,3 +223,26 @@ def test_reductions_stay_where_the_identity_does_not_hold(forward: str, moved: i
     assert (len(found[1]) if found else 0) == moved
     if moved:
         _check(src, "rewrite:reduce-before-linear")
+
+
+def test_a_product_chain_is_reordered_only_where_the_shapes_make_it_far_cheaper():
+    src = HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.w1 = nn.Parameter(torch.randn(48, 48))\n"
+        "        self.w2 = nn.Parameter(torch.randn(48, 40))\n"
+        "    def forward(self, a, b, v, x):\n"
+        "        y = (a @ b) @ v\n"  # matrix times matrix, then a vector: do b @ v first
+        "        z = x @ torch.matmul(self.w1, self.w2)\n"  # thin x: take it through w1 first
+        "        return y.sum() + z.sum() + (a @ a) @ a\n"  # squares alike: stays
+        "def get_inputs():\n"
+        "    return [torch.randn(2, 30, 30), torch.randn(30, 50), torch.randn(50), torch.randn(3, 48)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    text = _check(src, "rewrite:reassociate-products")
+    forward = text.split("class ModelNew")[1]
+    assert re.search(r"(\w+) = b @ v;.*\n\s*\w+ = a @ \1;", forward)
+    assert re.search(r"(\w+) = x @ w1;.*\n\s*\w+ = \1 @ w2;", forward)
+    assert re.search(r"(\w+) = a @ a\n\s*\w+ = \1 @ a;", forward)  # alike squares: as written
+    _, done = rewrite_sources(src)["rewrite:reassociate-products"]
+    assert len(done) == 2 and all("product chain reordered" in d for d in done)
