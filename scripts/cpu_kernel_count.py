@@ -31,6 +31,7 @@ def count(path: Path, small: bool) -> tuple[int, int]:
     if small:
         os.environ["KERNELOPT_SMALL"] = "1"  # read by problems/large when imported
     import torch
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
     import torch.utils._triton as triton_utils
     from torch._inductor.graph import GraphLowering
@@ -50,7 +51,18 @@ def count(path: Path, small: bool) -> tuple[int, int]:
     spec.loader.exec_module(module)
     model = module.Model(*module.get_init_inputs())
     with contextlib.ExitStack() as undo:
-        undo.enter_context(inductor_config.patch(cpu_backend="triton", compile_threads=1))
+        # no cache may answer for the compile (a hit skips the code generation read here)
+        undo.enter_context(
+            inductor_config.patch(
+                cpu_backend="triton",
+                compile_threads=1,
+                cpp_wrapper=False,
+                force_disable_caches=True,
+                fx_graph_cache=False,
+            )
+        )
+        undo.enter_context(functorch_config.patch(enable_autograd_cache=False))
+        torch._dynamo.reset()
         undo.enter_context(mock.patch.object(GraphLowering, "codegen", keep))
         # the generated code's cache key asks Triton for its backend, which a CPU lacks
         undo.enter_context(
@@ -62,6 +74,8 @@ def count(path: Path, small: bool) -> tuple[int, int]:
                 torch.compile(model)(*module.get_inputs())
         except Exception:  # the kernels cannot be built here; the code was read before that
             pass
+    if not sources:
+        raise RuntimeError(f"Inductor generated no wrapper code for {path}")
     calls = [src[src.find("def call(") :] for src in sources]
     launches = [name for call in calls for name in re.findall(r"\b(triton_\w+)\.run\(", call)]
     return len(launches), len(set(launches))
