@@ -1,9 +1,9 @@
 """Count the Triton kernel launches Inductor generates for a problem, on a machine without a GPU.
 
 A proxy for the GPU count, to compare two versions of a model before a GPU is at hand:
-Inductor's CPU backend is switched to Triton, the forward is compiled, and the wrapper's
-``call`` is read as soon as it is generated (its kernels then fail to build, as no
-Triton backend serves the CPU; that error is expected and ignored).  The scheduler is
+Inductor's CPU backend is switched to Triton, the forward is compiled, and the wrapper is
+read by the segmentation's parser as soon as it is generated (its kernels then fail to
+build, as no Triton backend serves the CPU; that error is expected).  The scheduler is
 the GPU's, but device heuristics differ (problems/large/README.md compares the two
 counts), so only differences between versions mean anything::
 
@@ -17,9 +17,10 @@ import argparse
 import contextlib
 import importlib.util
 import os
-import re
 from pathlib import Path
 from unittest import mock
+
+from kernelopt.compile.wrapper_parse import parse_wrapper
 
 
 def count(path: Path, small: bool) -> tuple[int, int]:
@@ -76,8 +77,8 @@ def count(path: Path, small: bool) -> tuple[int, int]:
             pass
     if not sources:
         raise RuntimeError(f"Inductor generated no wrapper code for {path}")
-    calls = [src[src.find("def call(") :] for src in sources]
-    launches = [name for call in calls for name in re.findall(r"\b(triton_\w+)\.run\(", call)]
+    # the segmentation's own parser: every launcher function (graph partitions included)
+    launches = [event.name for src in sources for event in parse_wrapper(src).launches]
     return len(launches), len(set(launches))
 
 
