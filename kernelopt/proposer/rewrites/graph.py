@@ -64,13 +64,18 @@ def trace(source: str, seed: int = 0) -> tuple[torch.fx.GraphModule, types.Modul
     return gm, ns
 
 
-def rank(node: Any) -> int | None:
-    """The tensor rank of an FX value (None when unknown or not a tensor)."""
+def shape(node: Any) -> tuple[int, ...] | None:
+    """The traced shape of an FX value (None when unknown or not a tensor)."""
     if not isinstance(node, torch.fx.Node):
         return None
-    meta = node.meta.get("tensor_meta")
-    shape = getattr(meta, "shape", None)
-    return len(shape) if shape is not None else None
+    found = getattr(node.meta.get("tensor_meta"), "shape", None)
+    return tuple(int(d) for d in found) if found is not None else None
+
+
+def rank(node: Any) -> int | None:
+    """The tensor rank of an FX value (None when unknown or not a tensor)."""
+    found = shape(node)
+    return len(found) if found is not None else None
 
 
 def model_new_source(problem_source: str, gm: torch.fx.GraphModule, done: list[str]) -> str:

@@ -9,13 +9,14 @@ decide whether a rewritten forward is accepted.
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx
 
 from kernelopt.proposer.rewrites import helpers
-from kernelopt.proposer.rewrites.graph import rank
+from kernelopt.proposer.rewrites.graph import rank, shape
 
 _MATMUL = (operator.matmul, torch.matmul, torch.mm, torch.bmm)
 _MATMUL_METHODS = ("matmul", "mm", "bmm")
@@ -60,16 +61,41 @@ def diag_to_broadcast(gm: torch.fx.GraphModule) -> list[str]:
     return done
 
 
-def _linear_like(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
+@dataclass(frozen=True)
+class _LinearMap:
+    """A node that applies one weight matrix to its first argument's last axis (and a bias).
+
+    ``weight`` and ``bias`` are graph values, or a module attribute's path (a ``Linear``
+    module's, fetched with ``get_attr`` once a rule uses it); ``feature_axis`` is the
+    weight's output-feature axis (0 for ``linear``'s ``W``, 1 for a ``x @ W`` operand).
+    """
+
+    weight: Any
+    bias: Any
+    feature_axis: int
+
+
+def _in_graph(graph: torch.fx.Graph, part: Any) -> Any:
+    """A ``_LinearMap`` part as a graph value (a module attribute's path fetched here)."""
+    return graph.get_attr(part) if isinstance(part, str) else part
+
+
+def _linear_map(node: torch.fx.Node, gm: torch.fx.GraphModule) -> _LinearMap | None:
+    """The linear map ``node`` applies (an ``nn.Linear``, ``F.linear`` or a product with a
+    matrix), else None."""
     if node.op == "call_module":
-        return isinstance(gm.get_submodule(str(node.target)), torch.nn.Linear)
+        module = gm.get_submodule(str(node.target))
+        if not isinstance(module, torch.nn.Linear) or len(node.args) != 1 or node.kwargs:
+            return None
+        bias = f"{node.target}.bias" if module.bias is not None else None
+        return _LinearMap(f"{node.target}.weight", bias, 0)
     if node.op == "call_function" and node.target is torch.nn.functional.linear:
-        return True
-    return (
-        node.op == "call_function"
-        and node.target in (operator.matmul, torch.matmul)
-        and rank(node.args[1]) == 2
-    )
+        if node.kwargs or len(node.args) not in (2, 3):
+            return None
+        return _LinearMap(node.args[1], node.args[2] if len(node.args) == 3 else None, 0)
+    if _product(node) and rank(node.args[1]) == 2:
+        return _LinearMap(node.args[1], None, 1)
+    return None
 
 
 def _row_index(index: Any, out_rank: int) -> bool:
@@ -92,7 +118,7 @@ def slice_before_linear(gm: torch.fx.GraphModule) -> list[str]:
         producer, index = node.args
         if not isinstance(producer, torch.fx.Node) or len(producer.users) != 1:
             continue
-        if not _linear_like(producer, gm):
+        if _linear_map(producer, gm) is None:
             continue
         x = producer.args[0]
         out_rank = rank(producer)
@@ -134,13 +160,15 @@ def _triangle(node: Any) -> str | None:
     return name
 
 
-def _product(node: Any) -> bool:
-    """A plain matrix product of two operands of rank 2 or more."""
+def _product(node: Any, *, vector: bool = False) -> bool:
+    """A plain matrix product of two operands of rank 2 or more (with ``vector``, one of them
+    may be a vector)."""
     if not isinstance(node, torch.fx.Node) or len(node.args) != 2 or node.kwargs:
         return False
     function = node.op == "call_function" and node.target in _MATMUL
     method = node.op == "call_method" and node.target in _MATMUL_METHODS
-    return (function or method) and all((rank(arg) or 0) >= 2 for arg in node.args)
+    ranks = [rank(arg) or 0 for arg in node.args]
+    return (function or method) and min(ranks) >= (1 if vector else 2) and max(ranks) >= 2
 
 
 def _call_instead(graph: torch.fx.Graph, node: torch.fx.Node, fn: Any, args: tuple) -> None:
@@ -212,28 +240,6 @@ def _reduction(node: torch.fx.Node) -> tuple[str, int, bool] | None:
     return name, dim % out_rank, keepdim
 
 
-def _weight_and_bias(
-    graph: torch.fx.Graph, node: torch.fx.Node, gm: torch.fx.GraphModule
-) -> tuple[Any, Any, int] | None:
-    """A linear-like node's ``(weight, bias or None, its output-feature axis in the weight)``,
-    as graph values inserted before ``node``."""
-    if node.op == "call_module":
-        module = gm.get_submodule(str(node.target))
-        if not isinstance(module, torch.nn.Linear) or len(node.args) != 1 or node.kwargs:
-            return None
-        with graph.inserting_before(node):
-            weight = graph.get_attr(f"{node.target}.weight")
-            bias = graph.get_attr(f"{node.target}.bias") if module.bias is not None else None
-        return weight, bias, 0
-    if node.op == "call_function" and node.target is torch.nn.functional.linear:
-        if node.kwargs or len(node.args) not in (2, 3):
-            return None
-        return node.args[1], node.args[2] if len(node.args) == 3 else None, 0
-    if _product(node) and rank(node.args[1]) == 2:
-        return node.args[1], None, 1
-    return None
-
-
 def reduce_before_linear(gm: torch.fx.GraphModule) -> list[str]:
     """A sum or mean of a linear map's output, moved before the map.
 
@@ -252,11 +258,12 @@ def reduce_before_linear(gm: torch.fx.GraphModule) -> list[str]:
         out_rank, x = rank(producer), producer.args[0]
         if out_rank is None or out_rank < 2 or rank(x) != out_rank:
             continue
-        parts = _weight_and_bias(graph, producer, gm)
-        if parts is None:
+        linear = _linear_map(producer, gm)
+        if linear is None:
             continue
-        weight, bias, feature_axis = parts
+        feature_axis = linear.feature_axis
         with graph.inserting_before(node):
+            weight, bias = _in_graph(graph, linear.weight), _in_graph(graph, linear.bias)
             if axis == out_rank - 1:  # over the output features
                 reduced_w = graph.call_method(name, (weight, feature_axis))
                 new = graph.call_function(operator.matmul, (x, reduced_w))
@@ -285,12 +292,6 @@ def reduce_before_linear(gm: torch.fx.GraphModule) -> list[str]:
     return done
 
 
-def _shape(node: Any) -> tuple[int, ...] | None:
-    meta = node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else None
-    shape = getattr(meta, "shape", None)
-    return tuple(int(d) for d in shape) if shape is not None else None
-
-
 def _chain_cost(a: tuple[int, ...], b: tuple[int, ...], c: tuple[int, ...]) -> tuple[int, int]:
     """Multiply-adds of ``(a @ b) @ c`` and of ``a @ (b @ c)`` for matrices (a 1-D end is a
     vector: one row or one column), the batch counted once."""
@@ -310,14 +311,14 @@ def reassociate_products(gm: torch.fx.GraphModule) -> list[str]:
     done = []
     graph = gm.graph
     for node in list(graph.nodes):
-        if not _product(node) and not _vector_product(node):
+        if not _product(node, vector=True):
             continue
         left, right = node.args
         for inner, outer_is_right in ((left, False), (right, True)):
             if not _product(inner) or len(inner.users) != 1:
                 continue
             a, b, c = (*inner.args, right) if not outer_is_right else (left, *inner.args)
-            shapes = [_shape(x) for x in (a, b, c)]
+            shapes = [shape(x) for x in (a, b, c)]
             if any(s is None or len(s) < 1 for s in shapes) or len(shapes[1]) < 2:
                 continue
             as_is, other = _chain_cost(*shapes)
@@ -339,13 +340,3 @@ def reassociate_products(gm: torch.fx.GraphModule) -> list[str]:
             done.append(f"product chain reordered: {as_is} -> {other} multiply-adds")
             break
     return done
-
-
-def _vector_product(node: Any) -> bool:
-    """A matrix product whose outer operand is a vector (``_product`` asks rank 2 of both)."""
-    if not isinstance(node, torch.fx.Node) or len(node.args) != 2 or node.kwargs:
-        return False
-    function = node.op == "call_function" and node.target in (operator.matmul, torch.matmul)
-    method = node.op == "call_method" and node.target == "matmul"
-    ranks = [rank(arg) or 0 for arg in node.args]
-    return (function or method) and min(ranks) == 1 and max(ranks) >= 2
