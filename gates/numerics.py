@@ -563,7 +563,7 @@ def _model_numbers(
     for leaf in leaves64:
         assert leaf.ref64 is not None
         f64 = leaf.facts.float64(leaf.ref, leaf.ref64)
-        maxima, _ = _linf_chunks(leaf.out, leaf.ref64, leaf.facts)
+        maxima, _ = _linf_chunks(leaf.out, leaf.ref64, leaf.facts, baseline=leaf.ref)
         n.d_ref, n.d_opt = max(n.d_ref, f64.d_ref), max([n.d_opt, *maxima])
         n.scale = max(n.scale, f64.scale)
     for leaf in leaves64:
@@ -625,8 +625,11 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.detach().reshape(-1).cpu()
 
 
-def _linf_chunks(x: torch.Tensor, y: torch.Tensor, facts: LeafFacts) -> tuple[list[float], int]:
-    return reference_facts.linf_blocks(_flat(x), _flat(y), facts.chunk, facts.scratch)
+def _linf_chunks(
+    x: torch.Tensor, y: torch.Tensor, facts: LeafFacts, baseline: torch.Tensor | None = None
+) -> tuple[list[float], int]:
+    flat = None if baseline is None else _flat(baseline)
+    return reference_facts.linf_blocks(_flat(x), _flat(y), facts.chunk, facts.scratch, flat)
 
 
 def _no_magnitude_raises(numel: int, any_finite: bool) -> None:

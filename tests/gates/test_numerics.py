@@ -148,6 +148,38 @@ def test_non_finite_outputs_fail_v_model() -> None:
     assert model_error_rule([out], [ref], [ref.double()], **RULE).rule == "structure"
 
 
+def test_infinities_the_baseline_has_are_reproduced_not_errors() -> None:
+    """A masked fill of -inf, or an fp16 exp that overflows where float64 does not: the
+    baseline's own infinities, reproduced exactly, are no error (they were inf - inf)."""
+    b64 = torch.tensor([-math.inf, 1.0, 2.0, 7e5, 3.0], dtype=torch.float64)
+    b32 = torch.tensor([-math.inf, 1.0, 2.0, math.inf, 3.0])  # overflowed where b64 did not
+    r = model_error_rule([b32.clone()], [b32], [b64], **RULE)
+    assert r.ok and r.rule == "tolerance", r.reason
+    # off elsewhere: the rho rule decides on the finite positions (rho 2 here)
+    honest = b32.clone()
+    honest[1:3] += torch.tensor([-2e-3, 2e-3])
+    b32_rounded = b32.clone()
+    b32_rounded[1:3] += torch.tensor([1e-3, 1e-3])
+    r = model_error_rule([honest], [b32_rounded], [b64], **RULE)
+    assert r.rule == "rho" and r.d_ref is not None and math.isfinite(r.d_ref), r.reason
+    assert r.ok, r.reason
+
+
+def test_an_infinity_of_the_other_sign_or_where_the_baseline_is_finite_fails() -> None:
+    b64 = torch.tensor([-math.inf, 1.0, 2.0], dtype=torch.float64)
+    b32 = b64.float()
+    flipped = b32.clone()
+    flipped[0] = math.inf
+    assert not model_error_rule([flipped], [b32], [b64], **RULE).ok
+    spread = b32.clone()
+    spread[1] = -math.inf
+    assert model_error_rule([spread], [b32], [b64], **RULE).rule == "structure"
+    # finite where the baseline and float64 are infinite: an infinite error
+    tamed = b32.clone()
+    tamed[0] = -3e38
+    assert not model_error_rule([tamed], [b32], [b64], **RULE).ok
+
+
 def test_without_float64_the_fp32_baseline_is_used() -> None:
     ref = torch.randn(10)
     assert model_error_rule([ref.clone()], [ref], None, **RULE).ok

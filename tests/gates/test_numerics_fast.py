@@ -186,8 +186,11 @@ def test_bias_at_depth_and_exact_baselines(check: Check) -> None:
     x = torch.randn(48, d)
 
     def deep(x: torch.Tensor, ws: list[torch.Tensor], bias: float = 0.0) -> torch.Tensor:
+        """Each layer in float64, rounded to the input's dtype: the same bits on any CPU,
+        which a float32 matmul (its kernels differ by instruction set) does not give."""
         for w in ws:
-            x = x + 0.1 * torch.tanh(x @ w) + bias
+            y = x.double()
+            x = (y + 0.1 * torch.tanh(y @ w.double()) + bias).to(x.dtype)
         return x
 
     b32 = deep(x, ws)
