@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from kernelopt.contracts.problem import ProblemKind
+from kernelopt.errors import ProblemError
 
 # Train or eval mode (issue 30).  The convention is KernelBench's: the model as its
 # constructor leaves it (training mode unless it calls .eval()).  A file overrides it with
@@ -60,6 +61,32 @@ def seeded(seed: int, generate: Callable[[], T]) -> T:
 
     torch.manual_seed(seed)
     return generate()
+
+
+def check_forward_inputs(inputs: Sequence[Any], what: str, label: str) -> None:
+    """An input list the gates can handle: tensors and plain values side by side, at least
+    one tensor, no tensor inside a list, tuple or dict (each gate moves, copies, poisons
+    and reshapes the inputs one by one; a nested tensor would be passed along unchecked)."""
+    import torch
+
+    for i, value in enumerate(inputs):
+        if isinstance(value, (list, tuple, dict)) and _holds_tensor(value):
+            kind = type(value).__name__
+            raise ProblemError(
+                label,
+                f"{what}[{i}] is a {kind} holding tensors; kernelopt passes forward inputs "
+                "as separate arguments: return each tensor on its own "
+                "(forward(self, *xs) takes them back as a tuple)",
+            )
+    if not any(isinstance(x, torch.Tensor) for x in inputs):
+        raise ProblemError(label, f"{what} returned no tensor")
+
+
+def _holds_tensor(value: Any) -> bool:
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    return any(isinstance(x, torch.Tensor) for x in tree_leaves(value))
 
 
 class KindRuntime(Protocol):

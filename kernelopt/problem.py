@@ -33,7 +33,14 @@ from types import ModuleType
 from typing import Any
 
 from kernelopt.errors import ProblemError
-from kernelopt.loaded_problem import MODE_ATTR, MODES, LoadedProblem, apply_mode, resolve_mode
+from kernelopt.loaded_problem import (
+    MODE_ATTR,
+    MODES,
+    LoadedProblem,
+    apply_mode,
+    check_forward_inputs,
+    resolve_mode,
+)
 from kernelopt.pyfile import code_dir, exec_file, source_digest, write_source
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
@@ -155,8 +162,7 @@ def _validate(module: ModuleType, name: str, label: str, source: str) -> LoadedP
         funcs[fn_name] = fn
     init = _call_list(funcs["get_init_inputs"], "get_init_inputs", label)
     inputs = _call_list(funcs["get_inputs"], "get_inputs", label)
-    if not any(isinstance(x, torch.Tensor) for x in inputs):
-        raise ProblemError(label, "get_inputs() returned no tensor")
+    check_forward_inputs(inputs, "get_inputs()", label)
     try:
         model_class(*init)
     except Exception as exc:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelopt.errors import ProblemError
-from kernelopt.loaded_problem import KernelProblem, seeded
+from kernelopt.loaded_problem import KernelProblem, check_forward_inputs, seeded
 
 GATE2_RTOL = 1e-3  # gate 2's defaults (GateSettings): the baseline must pass what candidates must
 GATE2_ATOL = 1e-3
@@ -84,8 +84,7 @@ def _generate(problem: KernelProblem, seed: int, meta: bool) -> Iterator[tuple[s
     with torch.device("meta") if meta else contextlib.nullcontext():
         drawn = seeded(seed, lambda: _call(problem.get_inputs, "get_inputs()", label))
         main = _as_list(drawn, "get_inputs()", label)
-        if not any(isinstance(x, torch.Tensor) for x in main):
-            raise ProblemError(label, "get_inputs() returned no tensor")
+        check_forward_inputs(main, "get_inputs()", label)
         yield "get_inputs()", main
         if problem.get_holdout_inputs is None:
             return
@@ -93,7 +92,9 @@ def _generate(problem: KernelProblem, seed: int, meta: bool) -> Iterator[tuple[s
         holdout = problem.get_holdout_inputs
         cases = _as_list(seeded(seed, lambda: _call(holdout, what, label)), what, label)
         for i, case in enumerate(cases):
-            yield f"get_holdout_inputs()[{i}]", _as_list(case, f"{what}[{i}]", label)
+            held = _as_list(case, f"{what}[{i}]", label)
+            check_forward_inputs(held, f"{what}[{i}]", label)
+            yield f"get_holdout_inputs()[{i}]", held
 
 
 def input_lists(problem: KernelProblem, seed: int = 0) -> list[tuple[str, list[Any]]]:

@@ -65,6 +65,11 @@ def test_missing_file(tmp_path: Path) -> None:
     [
         ("def get_inputs(): return 5\n", "must return a list"),
         ("def get_inputs(): return [1, 2]\n", "no tensor"),
+        (
+            "def get_inputs(): return [[torch.randn(2, 16), torch.randn(3, 16)]]\n",
+            r"get_inputs\(\)\[0\] is a list holding tensors; .* as separate arguments",
+        ),
+        ("def get_inputs(): return [{'x': torch.randn(2, 16)}]\n", "is a dict holding tensors"),
         ("def get_inputs(): raise RuntimeError('boom')\n", "raised RuntimeError"),
     ],
 )
