@@ -10,8 +10,9 @@ timing -- must start each call from the same place:
   ``KERNELOPT_MODE``, else the convention) is resolved once in the reference
   child and applied to every side;
 * **randomness**: when the reference's forward draws random numbers, torch's
-  (CPU and CUDA), Python's and NumPy's RNGs are seeded before every call with
-  the input set's call seed (the same in every process);
+  (CPU and CUDA), Python's and NumPy's RNGs, and any ``torch.Generator`` the
+  model keeps, are seeded before every call with the input set's call seed
+  (the same in every process);
 * **state**: buffers (and parameters) a call changes in place are restored
   before the next call, from what the model held when built.
 
@@ -59,13 +60,27 @@ def call_seed(set_name: str, seed: int) -> int:
     return zlib.crc32(f"{set_name}/{seed}".encode()) & 0x7FFFFFFF
 
 
-def seed_everything(seed: int) -> None:
-    """Seed torch (CPU and every CUDA device), Python's ``random`` and NumPy if imported."""
+def seed_everything(seed: int, generators: list[torch.Generator] | None = None) -> None:
+    """Seed torch (CPU and every CUDA device), Python's ``random``, NumPy if imported, and
+    the model's own ``generators`` (``own_generators``)."""
     torch.manual_seed(seed)
     random.seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed % 2**32)
+    for generator in generators or []:
+        generator.manual_seed(seed)
+
+
+def own_generators(module: torch.nn.Module | None) -> list[torch.Generator]:
+    """The ``torch.Generator`` objects a model keeps as attributes: random streams of its
+    own, which advance on every call as torch's global one does, so they are seeded with it."""
+    if module is None:
+        return []
+    found = [
+        v for m in module.modules() for v in vars(m).values() if isinstance(v, torch.Generator)
+    ]
+    return list({id(g): g for g in found}.values())
 
 
 def module_of(fn: Any) -> torch.nn.Module | None:
@@ -178,6 +193,7 @@ class CallPreparer:
         module = module_of(fn)
         keep = keep_names(module, policy) if module is not None else []
         self.keeper = StateKeeper(module, keep) if module is not None and keep else None
+        self.generators = own_generators(module)
 
     @property
     def active(self) -> bool:
@@ -188,7 +204,7 @@ class CallPreparer:
         if self.keeper is not None:
             self.keeper.restore()
         if self.policy.seeded:
-            seed_everything(self.policy.call_seeds.get(set_name, 0))
+            seed_everything(self.policy.call_seeds.get(set_name, 0), self.generators)
 
 
 def by_index(prepare: CallPreparer, names: list[str]) -> Callable[[int], None]:

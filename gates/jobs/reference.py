@@ -32,6 +32,7 @@ from gates.call_policy import (
     StateKeeper,
     VersionWatch,
     call_seed,
+    own_generators,
     save_policy,
     seed_everything,
     state_tensors,
@@ -114,13 +115,14 @@ class _Caller:
         self.keeper = StateKeeper(
             model, [n for n, _ in model.named_buffers(remove_duplicate=False)]
         )
+        self.generators = own_generators(model)
 
     def prepare(self, name: str, seed: int | None = None) -> None:
         # any call so far (a CPU budget probe or the FLOP count, not only the first checked
         # call) may have changed a parameter in place: every call starts from the built one
         self.adopt_changed_parameters(self.watch.changed())
         self.keeper.restore()
-        seed_everything(self.seeds.get(name, 0) if seed is None else seed)
+        seed_everything(self.seeds.get(name, 0) if seed is None else seed, self.generators)
 
     def adopt_changed_parameters(self, names: list[str]) -> None:
         """Parameters a call changed in place are restored too (from the saved weights)."""
@@ -287,7 +289,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     saved = load_values(set_path(job.inputs_dir, s.name), mmap=True)
                     inputs = to_double(to_device(saved, job.device))
                     keeper64.restore()
-                    seed_everything(seeds[s.name])
+                    seed_everything(seeds[s.name], own_generators(model64))
                     with Float32Randomness() if random_forward else contextlib.nullcontext():
                         out64 = flatten_output(model64(*inputs))
                     save_values(set_path(job.refs_dir, f"{s.name}.fp64"), out64)
