@@ -9,6 +9,7 @@ decide whether a rewritten forward is accepted.
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,11 +138,43 @@ def slice_before_linear(gm: torch.fx.GraphModule) -> list[str]:
 
 
 def dead_code(gm: torch.fx.GraphModule) -> list[str]:
-    """Computation whose result nothing uses (FX keeps impure ops)."""
+    """Computation whose result nothing uses, and that has no effect besides its result.
+
+    FX's own test of purity keeps side-effectful functions, but not in-place methods
+    (``x.mul_(2)``), augmented assignments, ``inplace=True`` layers or random draws
+    (whose removal shifts every later draw); ``_has_effects`` keeps those too.
+    """
     before = len(gm.graph.nodes)
-    gm.graph.eliminate_dead_code()
+    gm.graph.eliminate_dead_code(is_impure_node=lambda node: _has_effects(node, gm))
     removed = before - len(gm.graph.nodes)
     return [f"{removed} dead node(s) removed"] if removed else []
+
+
+_AUGMENTED = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
+    operator.ixor, operator.ilshift, operator.irshift, operator.setitem, operator.delitem,
+}  # fmt: skip
+# draws from an RNG (the in-place ones, ``normal_`` and the like, end in ``_`` anyway)
+_RANDOM = re.compile(r"rand\w*|\w*dropout\w*|rrelu\w*|bernoulli|multinomial|normal|poisson")
+
+
+def _has_effects(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
+    """Whether removing ``node`` could change anything besides its own (unused) result."""
+    if node.is_impure():
+        return True
+    name = str(getattr(node.target, "__name__", node.target))
+    if node.op == "call_module":
+        module = gm.get_submodule(str(node.target))
+        stateful = any(True for _ in module.buffers())
+        random = _RANDOM.fullmatch(type(module).__name__.lower()) is not None
+        return stateful or random or bool(getattr(module, "inplace", False))
+    if node.op not in ("call_function", "call_method"):
+        return False
+    in_place = name.endswith("_") and not name.startswith("__")
+    random = _RANDOM.fullmatch(name.lower()) is not None
+    writes = bool(node.kwargs.get("inplace")) or "out" in node.kwargs
+    return in_place or random or writes or node.target in _AUGMENTED
 
 
 def _triangle(node: Any) -> str | None:

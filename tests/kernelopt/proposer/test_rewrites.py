@@ -88,6 +88,40 @@ def test_dead_computation_is_removed_and_all_rules_combine():
     _check(src, "rewrite:all")
 
 
+@pytest.mark.parametrize(
+    "effect",
+    [
+        "x.mul_(2)",  # an in-place method: FX calls every method pure
+        "torch.relu_(x)",
+        "F.relu(x, inplace=True)",
+        "self.act(x)",  # nn.ReLU(inplace=True)
+        "self.bn(x)",  # updates its running statistics
+        "torch.rand(3)",  # shifts every later draw
+        "F.dropout(x, 0.5)",
+        "torch.exp(x, out=x)",
+    ],
+)
+def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
+    src = (
+        HEAD + "import torch.nn.functional as F\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.act = nn.ReLU(inplace=True)\n        self.bn = nn.BatchNorm1d(4)\n"
+        "    def forward(self, x):\n"
+        f"        {effect}\n"
+        "        unused = x * 3\n"
+        "        return x + torch.randn_like(x)\n"
+        "def get_inputs():\n    return [torch.randn(5, 4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    found = rewrite_sources(src)
+    assert "rewrite:dead-code" in found, sorted(found)
+    forward = found["rewrite:dead-code"][0].split("class ModelNew")[1]
+    assert "mul_2 = x * 3" not in forward and "x * 3" not in forward
+    name = effect.split("(")[0].split(".")[-1]
+    assert name in forward, (effect, forward)
+
+
 def test_untraceable_models_raise_a_typed_error():
     from kernelopt.proposer.rewrites.graph import RewriteError
 
