@@ -146,7 +146,8 @@ def test_a_non_deterministic_reference_gets_one_line_naming_the_op(
 
 # the patterns that meet the timed loop's own machinery: random draws and state (seeded and
 # restored off the clock), outputs that are an input or a kept tensor (a host batch records
-# them after later calls changed that memory), inputs changed in place, mixed structures
+# them after later calls changed that memory), inputs changed in place, mixed structures,
+# shapes that depend on the data, a Python float, infinities
 TIMED_PATTERNS = [
     "matmul_dropout_softmax",
     "batchnorm_cumulative_used",
@@ -156,6 +157,12 @@ TIMED_PATTERNS = [
     "ema_buffer",
     "nested_mixed_output",
     "scalar_sum",
+    "own_generator",
+    "inplace_chain_returns_input",
+    "same_tensor_twice_output",
+    "unique_counts_output",
+    "python_float_output",
+    "masked_neg_inf_output",
 ]
 
 
