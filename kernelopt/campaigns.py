@@ -43,9 +43,11 @@ def prepare_problem(
     from kernelopt.file_checks import require_file
 
     path = require_file(path, "problem")
+    from kernelopt.pyfile import read_source
+
     try:
-        source = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+        source = read_source(path)
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         raise ProblemError(str(path), f"cannot read: {exc}") from exc
     from kernelopt.kinds.registry import kind_for
 

@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 from kernelopt.errors import ProblemError
+from kernelopt.pyfile import read_source
 
 CANDIDATE_FORMS = (
     "a candidate defines `class ModelNew(nn.Module)` (forward(*inputs) returns the outputs) "
@@ -46,8 +47,8 @@ def check_candidate_file(path: str | Path) -> Path:
     """A candidate that exists, parses and has one of the two forms; ProblemError otherwise."""
     path = require_file(path, "candidate")
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        source = read_source(path)
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         raise ProblemError(str(path), f"cannot read: {exc}") from exc
     try:
         tree = ast.parse(source, filename=str(path))

@@ -41,7 +41,7 @@ from kernelopt.loaded_problem import (
     check_forward_inputs,
     resolve_mode,
 )
-from kernelopt.pyfile import code_dir, exec_file, source_digest, write_source
+from kernelopt.pyfile import code_dir, exec_file, read_source, source_digest, write_source
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 OPTIONAL_FUNCTIONS = ("get_holdout_inputs",)
@@ -54,8 +54,8 @@ def read_problem_file(path: Path) -> str:
     if not path.is_file():
         raise ProblemError(str(path), "not a regular file")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return read_source(path)
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         raise ProblemError(str(path), f"cannot read file: {exc}") from exc
 
 

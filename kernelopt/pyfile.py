@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
+import re
 import sys
 import tempfile
+import tokenize
 from pathlib import Path
 from types import ModuleType
 
 _IMPORTED: dict[str, ModuleType] = {}
+# PEP 263's encoding declaration, on one of a file's first two lines
+_DECLARATION = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")
 
 
 class NoImportSpec(ImportError):
@@ -48,6 +53,24 @@ def exec_file_once(path: Path, module_name: str) -> ModuleType:
     if module_name not in _IMPORTED:
         _IMPORTED[module_name] = exec_file(path, module_name)
     return _IMPORTED[module_name]
+
+
+def read_source(path: Path) -> str:
+    """A Python file's text as Python itself reads it: a UTF-8 byte-order mark, or an
+    encoding declaration (``# -*- coding: latin-1 -*-``), honoured.
+
+    The text is stored and written again as UTF-8, so a declaration of another encoding
+    is changed to say so.  ``SyntaxError`` (a bad declaration) or ``UnicodeDecodeError``.
+    """
+    data = path.read_bytes()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)  # utf-8-sig drops the byte-order mark
+    if encoding in ("utf-8", "utf-8-sig"):
+        return text
+    lines = text.split("\n")
+    for i in range(min(2, len(lines))):
+        lines[i] = _DECLARATION.sub(r"\g<1>utf-8", lines[i], count=1)
+    return "\n".join(lines)
 
 
 def code_dir(*parts: str) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 from kernelopt.contracts.base import Frozen
 from kernelopt.errors import ProblemError
 from kernelopt.log import get_logger
+from kernelopt.pyfile import read_source
 
 log = get_logger(__name__)
 
@@ -48,7 +49,7 @@ def check_problem_shape(path: Path) -> None:
     this only keeps helper modules and broken files out of a suite early.
     """
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(read_source(path), filename=str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise ProblemError(str(path), f"cannot read file: {exc}") from exc
     except SyntaxError as exc:

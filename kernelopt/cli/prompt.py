@@ -31,6 +31,7 @@ from kernelopt.contracts.compiled import (
 )
 from kernelopt.contracts.search import ExecuteInput, Plan, PlanInput, PromptFacts, ProposerConfig
 from kernelopt.errors import KernelOptError
+from kernelopt.pyfile import read_source
 from kernelopt.store import ArtifactStore, open_store
 
 if TYPE_CHECKING:  # the agents import openai (~0.5 s): only when a prompt is rendered
@@ -88,7 +89,7 @@ def _fixture(path: Path, store: ArtifactStore) -> Problem:
             / (f"level{compiled.problem.level}/{problem_file.name}")
         )
     if problem_file.is_file():
-        store.put_text(problem_file.read_text(), "text/x-python", problem_file.name)
+        store.put_text(read_source(problem_file), "text/x-python", problem_file.name)
     from kernelopt.compile.segment import segment as run_segment
 
     # segmenting the wrapper again stores its kernel sources (same digests as the fixture's)

@@ -43,10 +43,9 @@ async def run_triage(
     """Compile -> segment -> triage for one problem file (GPU steps supervised)."""
     from activities.supervise import run_supervised
     from kernelopt.compile.segment import segment
+    from kernelopt.pyfile import read_source
 
-    source = store.put_text(
-        path.read_text(encoding="utf-8"), media_type="text/x-python", name=path.name
-    )
+    source = store.put_text(read_source(path), media_type="text/x-python", name=path.name)
     spec = ProblemSpec(name=path.stem, source=source, path=str(path), seed=seed)
     # both time the GPU (autotuning, triage's profile): exclusive, as on a GPU worker
     compiled = await run_supervised(

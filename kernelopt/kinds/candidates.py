@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.kinds.baseline import forward_source
+from kernelopt.pyfile import read_source
 
 
 def needs_shim(source: str) -> bool:
@@ -46,7 +47,7 @@ def forward_candidate(source: str) -> str:
 def forward_candidate_file(candidate: str | Path, directory: Path) -> Path:
     """The candidate file to check: the original, or a ``ModelNew``-form copy in ``directory``."""
     path = Path(candidate)
-    source = path.read_text(encoding="utf-8")
+    source = read_source(path)
     if not needs_shim(source):
         return path
     out = Path(directory) / f"{path.stem}_forward.py"

@@ -24,6 +24,7 @@ from kernelopt.kinds.module import ModuleKind
 from kernelopt.loaded_problem import LoadedProblem
 from kernelopt.precision import strict_fp32
 from kernelopt.problem import problem_text, read_problem_file
+from kernelopt.pyfile import read_source
 from kernelopt.store import ArtifactStore
 
 KINDS: dict[ProblemKind, Kind] = {k.kind: k for k in (ModuleKind(), TritonKind(), HelionKind())}
@@ -45,8 +46,8 @@ def kind_of_file(path: str | Path) -> Kind:
     (As text that does not parse is: whatever reads the file to run it checks it then.)
     """
     try:
-        return kind_for(Path(path).read_text(encoding="utf-8"))
-    except OSError:
+        return kind_for(read_source(Path(path)))
+    except (OSError, UnicodeDecodeError, SyntaxError):
         return KINDS[ProblemKind.MODULE]
 
 

@@ -103,3 +103,34 @@ def test_core_problem_files_pass_the_ast_check() -> None:
     problems = ROOT / "problems"
     for path in sorted([*problems.glob("level*/*.py"), *problems.glob("unseen/*.py")]):
         check_problem_file(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("bom", b"\xef\xbb\xbf" + GOOD.encode()),
+        ("crlf", GOOD.replace("\n", "\r\n").encode()),
+        ("latin1", b"# -*- coding: latin-1 -*-\n# caf\xe9 = '\xe9'\n" + GOOD.encode()),
+    ],
+)
+def test_files_python_reads_are_read(tmp_path: Path, name: str, data: bytes) -> None:
+    """A byte-order mark or an encoding declaration, as editors write them, is honoured;
+    the text kept (and written again as UTF-8) declares UTF-8."""
+    from kernelopt.pyfile import read_source
+
+    path = tmp_path / f"{name}.py"
+    path.write_bytes(data)
+    check_problem_file(path)
+    problem = load_problem(path)
+    assert problem.make_inputs(0, "cpu")
+    text = read_source(path)
+    assert not text.startswith("\ufeff")
+    if name == "latin1":
+        assert text.startswith("# -*- coding: utf-8 -*-\n# café")
+
+
+def test_an_undecodable_file_is_a_problem_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.py"
+    path.write_bytes(b"# caf\xe9\n" + GOOD.encode())
+    with pytest.raises(ProblemError, match="cannot read"):
+        check_problem_file(path)
