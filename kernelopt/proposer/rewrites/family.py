@@ -19,7 +19,11 @@ def rewrite_sources(source: str, seed: int = 0) -> dict[str, tuple[str, list[str
     combined: list[str] = []
     for name, rule in RULES.items():
         gm, _ = trace(source, seed)
-        done = rule(gm)
+        try:
+            done = rule(gm)
+        except Exception as exc:  # a rule that trips on an unforeseen graph: the others go on
+            log.warning("rewrite rule failed", rule=name, error=f"{type(exc).__name__}: {exc}")
+            continue
         if done:
             out[f"rewrite:{name}"] = (model_new_source(source, gm, done), done)
             combined.append(name)

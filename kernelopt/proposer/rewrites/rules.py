@@ -288,11 +288,11 @@ def reduce_before_linear(gm: torch.fx.GraphModule) -> list[str]:
         if not isinstance(producer, torch.fx.Node) or len(producer.users) != 1:
             continue
         name, axis, keepdim = found
+        linear = _linear_map(producer, gm)  # None for a placeholder: it has no args
+        if linear is None:
+            continue
         out_rank, x = rank(producer), producer.args[0]
         if out_rank is None or out_rank < 2 or rank(x) != out_rank:
-            continue
-        linear = _linear_map(producer, gm)
-        if linear is None:
             continue
         feature_axis = linear.feature_axis
         with graph.inserting_before(node):

@@ -245,6 +245,7 @@ def test_sums_and_means_move_before_the_linear_maps_they_reduce():
         ("self.fc(x).sum(-1, dtype=torch.float64)", 0),  # a dtype change
         ("torch.relu(self.fc(x)).sum(-1)", 0),  # not linear between them
         ("self.fc(x).mean() + self.fc(x).sum(-1).sum()", 1),  # all axes: only the second
+        ("torch.sum(x, dim=1, keepdim=True)", 0),  # an input reduced: no map at all
     ],
 )
 def test_reductions_stay_where_the_identity_does_not_hold(forward: str, moved: int):
@@ -257,6 +258,21 @@ def test_reductions_stay_where_the_identity_does_not_hold(forward: str, moved: i
     assert (len(found[1]) if found else 0) == moved
     if moved:
         _check(src, "rewrite:reduce-before-linear")
+
+
+def test_a_rule_that_fails_leaves_the_others_their_candidates(monkeypatch: pytest.MonkeyPatch):
+    from kernelopt.proposer import rewrites
+
+    def broken(gm):
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setitem(rewrites.RULES, "broken", broken)
+    src = _REDUCED.split("    def forward")[0] + (
+        "    def forward(self, x):\n        return self.fc(x).sum(-1)\n"
+        "def get_inputs():\n    return [torch.randn(3, 7, 6)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    assert "rewrite:reduce-before-linear" in rewrite_sources(src)
 
 
 def test_a_product_chain_is_reordered_only_where_the_shapes_make_it_far_cheaper():
