@@ -11,6 +11,7 @@ captured weights load into it (the forward form of the candidate contract).
 from __future__ import annotations
 
 import builtins
+import importlib
 import inspect
 import re
 import textwrap
@@ -78,6 +79,27 @@ def rank(node: Any) -> int | None:
     return len(found) if found is not None else None
 
 
+def _torch_path(obj: Any) -> str | None:
+    """The dotted torch name of a global the generated code uses (a type annotation, which
+    FX keeps as text such as ``"torch.Tensor"``, or a function), when importing that name
+    gives the object back; else None."""
+    if isinstance(obj, str):
+        module, _, qualname = obj.rpartition(".")
+    else:
+        module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        return None
+    if module.split(".")[0] != "torch" or "<" in qualname:
+        return None
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return f"{module}.{qualname}" if isinstance(obj, str) or found is obj else None
+
+
 def model_new_source(problem_source: str, gm: torch.fx.GraphModule, done: list[str]) -> str:
     """The problem file plus ``ModelNew(Model)`` running the rewritten graph."""
     gm.graph.lint()
@@ -90,9 +112,15 @@ def model_new_source(problem_source: str, gm: torch.fx.GraphModule, done: list[s
         for name, fn in code.globals.items()
         if name in used and any(fn is helper for helper in HELPERS)
     }
-    unknown = sorted(k for k in code.globals if k not in known and k in used and k not in called)
+    needed = sorted(k for k in code.globals if k not in known and k in used and k not in called)
+    paths = {k: _torch_path(code.globals[k]) for k in needed}
+    unknown = [k for k, path in paths.items() if path is None]
     if unknown:
         raise RewriteError(f"rewritten forward needs globals we cannot write: {unknown}")
+    imports = sorted({str(path).rsplit(".", 1)[0] for path in paths.values()} - {"torch"})
+    named = "".join(f"import {m}  # noqa: E402\n" for m in imports) + "".join(
+        f"{k} = {path}\n" for k, path in paths.items()
+    )
     body = textwrap.indent(code.src.strip(), "    ")
     # the helpers' own source, under the names the generated forward calls them by
     helper_text = "".join(
@@ -103,6 +131,7 @@ def model_new_source(problem_source: str, gm: torch.fx.GraphModule, done: list[s
         f"{HEADER}{'; '.join(done)}\n{problem_source.rstrip()}\n\n\n"
         "import operator  # noqa: E402  (the rewritten forward may use it)\n"
         "from math import inf, nan  # noqa: E402\n\n\n"
+        f"{named + chr(10) + chr(10) if named else ''}"
         f"{helper_text}"
         "class ModelNew(Model):\n"
         '    """Model with an algebraically rewritten forward (same parameters)."""\n\n'

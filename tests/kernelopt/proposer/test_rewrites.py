@@ -122,6 +122,19 @@ def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
     assert name in forward, (effect, forward)
 
 
+def test_a_forward_with_type_annotations_is_rewritten():
+    """FX keeps ``x: torch.Tensor`` as a global of its own in the generated forward."""
+    src = HEAD + (
+        "class Model(nn.Module):\n"
+        "    def forward(self, d: torch.Tensor, x: torch.Tensor) -> torch.Tensor:\n"
+        "        return torch.diag(d) @ x\n"
+        "def get_inputs():\n    return [torch.randn(6), torch.randn(6, 4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    text = _check(src, "rewrite:diag-broadcast")
+    assert "= torch.Tensor\n" in text
+
+
 def test_untraceable_models_raise_a_typed_error():
     from kernelopt.proposer.rewrites.graph import RewriteError
 
