@@ -8,6 +8,8 @@ tolerance and by how much, not how to game the check).
 
 from __future__ import annotations
 
+import signal
+
 from gates.runner import ChildOutcome
 
 _PHASE_WORDS = {
@@ -43,9 +45,8 @@ def crash_feedback(outcome: ChildOutcome) -> str:
         )
         return head
     if outcome.status == "crashed":
-        head = (
-            f"Your candidate's process died during {where} ({outcome.describe()}). This usually "
-            "means an illegal memory access or an out-of-bounds pointer: check masks and offsets."
+        head = f"Your candidate's process died during {where} ({outcome.describe()}). " + (
+            _death_hint(outcome.returncode)
         )
     else:
         head = f"Your candidate raised {outcome.error_type} during {where}."
@@ -53,6 +54,18 @@ def crash_feedback(outcome: ChildOutcome) -> str:
             head += " The GPU reported an illegal memory access: check every load/store mask."
     tail = traceback_tail(outcome.error_text())
     return f"{head}\n\n{tail}" if tail else head
+
+
+def _death_hint(returncode: int | None) -> str:
+    """What a death by this signal or exit code usually means."""
+    if returncode is not None and returncode >= 0:
+        return (
+            "It exited without a result: code under test must return its outputs, never "
+            "call exit(), sys.exit() or os._exit()."
+        )
+    if returncode == -signal.SIGKILL:
+        return "It was killed: usually it ran out of memory (allocations too large or growing)."
+    return "This usually means an illegal memory access or an out-of-bounds pointer: check masks and offsets."
 
 
 def bullet_list(items: list[str], limit: int = 6) -> str:

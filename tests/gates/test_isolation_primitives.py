@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import time
 from pathlib import Path
@@ -269,3 +270,23 @@ def test_a_child_that_mixed_devices_is_told_how_that_usually_happens() -> None:
         status="exception", phase="reference", wall_s=0.5, error_type="TypeError", message="bad"
     )
     assert other.describe() == "TypeError during reference: bad"
+
+
+@pytest.mark.parametrize(
+    ("returncode", "words"),
+    [
+        (0, "never call exit()"),
+        (3, "never call exit()"),
+        (-signal.SIGSEGV, "illegal memory access"),
+        (-signal.SIGKILL, "ran out of memory"),
+    ],
+)
+def test_a_dead_child_is_told_what_its_kind_of_death_usually_means(
+    returncode: int, words: str
+) -> None:
+    from gates.feedback import crash_feedback
+    from gates.runner import ChildOutcome
+
+    dead = ChildOutcome(status="crashed", phase="dry_run", wall_s=1.0, returncode=returncode)
+    text = crash_feedback(dead)
+    assert words in text, text
