@@ -163,9 +163,11 @@ def compare_tensor(
             max_abs_err=float((out.double() - ref.double()).abs().max()) if mismatched else 0.0,
             worst_index=worst,
         )
-    if ref.is_complex():  # the real parts are compared, as they always were
-        leaf = ReferenceFacts().leaf(ref.real, _CHUNK)
-        st, _ = _float_stats(out.real, ref.real, rtol=rtol, atol=atol, facts=leaf)
+    if ref.is_complex():  # real and imaginary parts, each an element of its own
+        out, ref = real_view(out), real_view(ref)
+        base["numel"] = ref.numel()  # parts; a worst index ends in 0 (real) or 1 (imaginary)
+        leaf = ReferenceFacts().leaf(ref, _CHUNK)
+        st, _ = _float_stats(out, ref, rtol=rtol, atol=atol, facts=leaf)
     else:
         leaf = (facts or ReferenceFacts()).leaf(ref, _CHUNK)
         st, maxima = _float_stats(out, ref, rtol=rtol, atol=atol, facts=leaf)
@@ -335,6 +337,12 @@ def _first_index(mask: torch.Tensor) -> list[int]:
     return [int(v) for v in hits[0]] if hits.numel() else []
 
 
+def real_view(t: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as its real and imaginary parts (a trailing axis of 2), else ``t``:
+    both parts are compared, each as a float."""
+    return torch.view_as_real(t.resolve_conj()) if t.is_complex() else t
+
+
 def compare_outputs(
     outs: list[Any],
     refs: list[Any],
@@ -427,6 +435,8 @@ def model_error_rule(
     kernels and keeps it at 1-3 for honest ones.  ``facts`` (the bundle's) keeps
     the baselines' own numbers, and gate 2's errors, for reuse.
     """
+    o32, b32 = [real_view(t) for t in o32], [real_view(t) for t in b32]
+    b64 = [real_view(t) for t in b64] if b64 is not None else None
     if len(o32) != len(b32) or any(o.shape != b.shape for o, b in zip(o32, b32, strict=False)):
         return ModelErrorReport(False, "structure", "output structure differs from the baseline")
     n = _model_numbers(o32, b32, b64, tolerance, abs_bound, facts or ReferenceFacts())

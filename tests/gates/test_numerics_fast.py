@@ -289,7 +289,12 @@ def test_structure_shapes_dtypes_and_leaf_kinds(check: Check) -> None:
 def test_complex_and_bfloat16_outputs(check: Check) -> None:
     gen = torch.Generator().manual_seed(7)
     c = torch.randn(1500, generator=gen, dtype=torch.complex64)
-    check.gate2([c + 1e-4], [c], ReferenceFacts())  # the real parts, as they always were
+    check.gate2([c + 1e-4], [c], ReferenceFacts())  # real and imaginary parts alike
+    check.gate2([c + 1e-2j], [c], ReferenceFacts())  # the imaginary parts alone wrong
+    check.gate2([c.conj()], [c], ReferenceFacts())
+    c64 = c.to(torch.complex128)
+    check.both([c + 1e-5j], [c], [c64], ReferenceFacts())
+    check.both([torch.complex(c.real, torch.zeros_like(c.imag))], [c], [c64], ReferenceFacts())
     bf = torch.randn(2200, generator=gen).bfloat16()
     check.both([bf + 0.01], [bf], [bf.double()], ReferenceFacts())
 
