@@ -256,3 +256,15 @@ def test_comparison_threads_limits_and_restores_torch_threads():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_complex_outputs_are_compared_part_by_part() -> None:
+    """An FFT with its imaginary parts zeroed kept every real part: both gates reject it."""
+    spectrum = torch.fft.rfft(torch.randn(4, 16), dim=-1)
+    zeroed = torch.complex(spectrum.real, torch.zeros_like(spectrum.imag))
+    assert compare_outputs([spectrum.clone()], [spectrum], **TOL).ok
+    gate2 = compare_outputs([zeroed], [spectrum], **TOL)
+    assert not gate2.ok and gate2.leaves[0].worst_index[-1] == 1  # an imaginary part
+    exact = spectrum.to(torch.complex128)
+    assert model_error_rule([spectrum.clone()], [spectrum], [exact], **RULE).ok
+    assert not model_error_rule([zeroed], [spectrum], [exact], **RULE).ok
