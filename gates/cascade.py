@@ -89,6 +89,7 @@ def run_gates_1_to_3(
         out_dir=str(out_dir),
         output_nbytes=[_leaf_nbytes(s.output_shapes, s.output_dtypes) for s in ref_sets],
         expected=[bundle.expected_outputs(s.name) for s in ref_sets],
+        expected_structures=[s.output_structure for s in ref_sets],
     )
     bundle.before_candidate()
     clock.lap("arm")

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_flatten
 
+from gates.problem_io import flatten_output
 from gates.protocol import OutputLeaf
 
 _urandom = os.urandom  # captured before any candidate code is imported
@@ -83,7 +83,7 @@ def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
 
 def output_problem(out: Any, expected: list[OutputLeaf], device: str, inputs: list[Any]) -> str:
     """Why ``out`` is not a plain, materialised, fresh output ('' when it is)."""
-    leaves, _ = tree_flatten(out)
+    leaves = flatten_output(out)
     return leaves_problem(leaves, expected, device, inputs)
 
 
@@ -349,7 +349,7 @@ class CheckedCalls:
         ]
 
     def _learn(self, out: Any) -> None:
-        leaves, _ = tree_flatten(out)
+        leaves = flatten_output(out)
         self.expected = [
             OutputLeaf(shape=list(x.shape), dtype=str(x.dtype).removeprefix("torch."))
             if isinstance(x, torch.Tensor)
@@ -421,14 +421,13 @@ class _Held:
 
 
 def _leaves(out: Any) -> list[Any]:
-    """``tree_flatten(out)``'s leaves, without its walk for a plain tensor or a plain tuple
-    or list of them (the usual output: the walk would cost more than the rest of a record)."""
+    """``flatten_output(out)``, without its walk for a plain tensor or a plain tuple or
+    list of them (the usual output: the walk would cost more than the rest of a record)."""
     if type(out) in _PLAIN:
         return [out]
     if type(out) in (tuple, list) and all(type(x) in _PLAIN for x in out):
         return list(out)
-    leaves, _ = tree_flatten(out)
-    return leaves
+    return flatten_output(out)
 
 
 def _runs(flat: list[list[Any] | None]) -> list[tuple[int, int] | None]:

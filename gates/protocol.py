@@ -99,6 +99,7 @@ class SetInfo(Frozen):
     # leaves sharing the memory of a tensor the model keeps (a buffer it returns)
     state_outputs: list[int] = Field(default_factory=list)
     derived_holdout: bool = False  # held-out shape made by the checker (another batch size)
+    output_structure: str = ""  # gates.problem_io.output_structure of the reference's output
 
 
 class OutputLeaf(Frozen):
@@ -175,6 +176,7 @@ class CandidateJob(ChildJob):
     out_dir: str
     output_nbytes: list[list[int]] = Field(default_factory=list)  # per set, for poisoning
     expected: list[list[OutputLeaf]] = Field(default_factory=list)  # per set
+    expected_structures: list[str] = Field(default_factory=list)  # per set ("": unchecked)
     poison: bool = True
 
 

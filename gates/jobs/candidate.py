@@ -25,6 +25,7 @@ from gates.poison import PoisonAllocations, poison_cached_blocks
 from gates.problem_io import (
     flatten_output,
     load_values,
+    output_structure,
     save_values,
     set_path,
     to_device,
@@ -97,6 +98,12 @@ def run(job: CandidateJob) -> CandidateResult:
                 if i < len(job.expected)
                 else ""
             )
+            want = job.expected_structures[i] if i < len(job.expected_structures) else ""
+            if not problem and want and output_structure(out) != want:
+                problem = (
+                    f"the output is structured {_short(output_structure(out))}, the "
+                    f"reference's {_short(want)} (containers and dict keys must match)"
+                )
             save_values(set_path(job.out_dir, s.name), flatten_output(out))
             del out
             # Re-read the originals from disk: on the CPU `inputs` may *be* `fresh`.
@@ -126,6 +133,10 @@ def run(job: CandidateJob) -> CandidateResult:
         dry_run_seconds=dry_seconds,
         calls=calls,
     )
+
+
+def _short(structure: str, limit: int = 120) -> str:
+    return structure if len(structure) <= limit else structure[: limit - 3] + "..."
 
 
 def _copy_into(buffers: list[Any], values: list[Any]) -> bool:

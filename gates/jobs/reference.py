@@ -49,6 +49,7 @@ from gates.problem_io import (
     flatten_output,
     load_values,
     nbytes,
+    output_structure,
     save_values,
     set_path,
     shape_of,
@@ -207,7 +208,10 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     dev_inputs = caller.fresh(s.name)
                 caller.prepare(s.name)
                 started = time.perf_counter()
-                out = flatten_output(model(*dev_inputs))
+                raw = model(*dev_inputs)
+                structure = output_structure(raw)
+                out = flatten_output(raw)
+                del raw
                 _sync(job.device)
                 if first_seconds is None:
                     first_seconds = time.perf_counter() - started
@@ -262,6 +266,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     aliased_outputs=aliased,
                     state_outputs=held_state,
                     derived_holdout=s.kind == "derived",
+                    output_structure=structure,
                 )
             )
         policy = EvaluationPolicy(

@@ -123,6 +123,27 @@ def test_a_candidate_that_draws_other_numbers_is_rejected(
     assert result.deciding_gate.value == "correctness"
 
 
+@pytest.mark.parametrize(
+    ("returned", "accepted"),
+    [
+        ('{"max": x.amax(dim=1), "sum": x.sum(dim=1)}', True),  # built in another order
+        ('{"max": x.sum(dim=1), "sum": x.amax(dim=1)}', False),  # values under the wrong keys
+        ("[x.sum(dim=1), x.amax(dim=1)]", False),  # the keys lost
+    ],
+)
+def test_a_dict_output_is_judged_by_its_keys_not_the_order_it_was_built_in(
+    tmp_path: Path, cpu_launcher: bool, returned: str, accepted: bool
+) -> None:
+    problem = next(p for p in CORPUS if p.stem == "dict_output")
+    candidate = tmp_path / "cand.py"
+    candidate.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        f"    def forward(self, x):\n        return {returned}\n"
+    )
+    result = _verify(problem, candidate, tmp_path / "w")
+    assert result.accepted is accepted, result.reason
+
+
 def test_a_non_deterministic_reference_gets_one_line_naming_the_op(
     tmp_path: Path, cpu_launcher: bool
 ) -> None:
