@@ -60,12 +60,13 @@ def _describe(kind: str, name: str, cmp: OutputComparison, bundle: ReferenceBund
     if leaf.shape != leaf.ref_shape or leaf.dtype != leaf.ref_dtype:
         return f"{where}: {leaf.problem}."
     if leaf.mismatched:
-        expected = f", expected {leaf.worst_ref:.6g}" if bundle.reveals(name) else ""
-        at = (
-            f" at index {leaf.worst_index} (got {leaf.worst_value:.6g}{expected})"
-            if leaf.worst_index
+        shown = leaf.worst_index and leaf.worst_value is not None  # not for a 0-d output
+        expected = (
+            f", expected {leaf.worst_ref:.6g}"
+            if shown and leaf.worst_ref is not None and bundle.reveals(name)
             else ""
         )
+        at = f" at index {leaf.worst_index} (got {leaf.worst_value:.6g}{expected})" if shown else ""
         return (
             f"{where}: {leaf.mismatched} of {leaf.numel} elements are outside tolerance; largest "
             f"error {leaf.max_abs_err:.3g}{at}."

@@ -11,9 +11,22 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gates.numerics import ModelErrorReport, model_error_rule
+from gates.numerics import ModelErrorReport, model_error_rule, scalar_tensor
 from gates.reference_facts import ReferenceFacts
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus, GateVerdict
+
+
+def _compared(leaves: list[Any], baseline: list[Any]) -> list[Any]:
+    """The leaves gate 3 compares: tensors, and Python floats where the baseline has one
+    (as 0-d float64 tensors)."""
+    kept = []
+    for i, leaf in enumerate(leaves):
+        number = isinstance(leaf, (float, int)) and not isinstance(leaf, bool)
+        if number and i < len(baseline) and isinstance(baseline[i], float):
+            kept.append(scalar_tensor(leaf))
+        elif hasattr(leaf, "shape"):
+            kept.append(leaf)
+    return kept
 
 
 def model_verdict_from_sets(
@@ -32,9 +45,8 @@ def model_verdict_from_sets(
     """
     reports: list[tuple[str, ModelErrorReport]] = []
     for name, o32, b32, b64 in sets:
-        tensors = [t for t in o32 if hasattr(t, "shape")]
-        base = [t for t in b32 if hasattr(t, "shape")]
-        ref64 = [t for t in b64 if hasattr(t, "shape")] if b64 is not None else None
+        tensors, base = _compared(o32, b32), _compared(b32, b32)
+        ref64 = _compared(b64, b32) if b64 is not None else None
         reports.append(
             (
                 name,

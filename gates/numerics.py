@@ -337,6 +337,11 @@ def _first_index(mask: torch.Tensor) -> list[int]:
     return [int(v) for v in hits[0]] if hits.numel() else []
 
 
+def scalar_tensor(value: float) -> torch.Tensor:
+    """A Python float output (``.item()``) as the 0-d float64 tensor it came from at most."""
+    return torch.tensor(float(value), dtype=torch.float64)
+
+
 def real_view(t: torch.Tensor) -> torch.Tensor:
     """A complex tensor as its real and imaginary parts (a trailing axis of 2), else ``t``:
     both parts are compared, each as a float."""
@@ -377,6 +382,18 @@ def compare_outputs(
                     source=o,
                 )
             )
+        elif isinstance(r, float) and isinstance(o, (float, int)) and not isinstance(o, bool):
+            # a Python float (``.item()``): within tolerance, as a 0-d tensor would be
+            scalar = compare_tensor(
+                i, scalar_tensor(o), scalar_tensor(r), rtol=rtol, atol=atol, scale_tol=scale_tol
+            )
+            if not scalar.ok:
+                return OutputComparison(
+                    False, f"output {i} is {o!r}, expected {r!r} ({scalar.problem})", leaves
+                )
+        elif type(o) is bool or type(r) is bool:
+            if o is not r:
+                return OutputComparison(False, f"output {i} is {o!r}, expected {r!r}", leaves)
         elif o != r:
             return OutputComparison(False, f"output {i} is {o!r}, expected {r!r}", leaves)
     bad = [leaf for leaf in leaves if not leaf.ok]

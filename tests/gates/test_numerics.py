@@ -268,3 +268,25 @@ def test_complex_outputs_are_compared_part_by_part() -> None:
     exact = spectrum.to(torch.complex128)
     assert model_error_rule([spectrum.clone()], [spectrum], [exact], **RULE).ok
     assert not model_error_rule([zeroed], [spectrum], [exact], **RULE).ok
+
+
+def test_python_float_outputs_are_compared_within_tolerance() -> None:
+    """``.item()`` outputs: an honest sum in another order passed only bit for bit, and a
+    NaN never equalled itself; the model gate sees them too."""
+    from gates.model_gate import model_verdict_from_sets
+    from kernelopt.contracts.verdicts import GateSettings
+
+    assert compare_outputs([0.30000001], [0.3], **TOL).ok
+    assert not compare_outputs([0.31], [0.3], **TOL).ok
+    assert compare_outputs([math.nan], [math.nan], **TOL).ok
+    assert not compare_outputs([True], [1.0], **TOL).ok  # a bool is no number here
+    assert compare_outputs([1], [1.0], **TOL).ok
+    assert compare_outputs([3], [3], **TOL).ok and not compare_outputs([3], [4], **TOL).ok
+
+    def gate3(out: float) -> bool:
+        sets = [("s", [out], [0.3000001], [0.3])]
+        return model_verdict_from_sets(
+            sets, tolerance=1e-4, rho_max=10.0, settings=GateSettings()
+        ).passed
+
+    assert gate3(0.3000001) and not gate3(0.3003)
