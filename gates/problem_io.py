@@ -123,36 +123,24 @@ def to_double(values: list[Any]) -> list[Any]:
 
 
 def flatten_output(out: Any) -> list[Any]:
-    """Output leaves in a stable order (tensor, tuple/list/dict of tensors, scalars); a
-    dict's values in the order of its sorted keys, so the order it was built in does not
-    matter (``output_structure`` keeps which key holds which)."""
+    """Output leaves in a stable order (tensor, tuple/list/dict of tensors, scalars): the
+    order Dynamo's graph returns them in, so a compiled wrapper's flat outputs line up."""
     from torch.utils._pytree import tree_flatten
 
-    leaves, _ = tree_flatten(_keys_sorted(out))
+    leaves, _ = tree_flatten(out)
     return list(leaves)
-
-
-def _keys_sorted(out: Any) -> Any:
-    """``out`` with every dict's items in the order of their keys (by ``repr``); itself
-    when it holds no dict."""
-    if isinstance(out, dict):
-        return {k: _keys_sorted(out[k]) for k in sorted(out, key=repr)}
-    if isinstance(out, (list, tuple)) and any(isinstance(v, (dict, list, tuple)) for v in out):
-        return [_keys_sorted(v) for v in out]
-    return out
 
 
 def output_structure(out: Any) -> str:
     """The containers of an output and their dict keys, leaves as ``*``: ``{'a':*,'b':(*,*)}``.
 
     Leaves are compared in ``flatten_output``'s order, which loses the keys; this keeps
-    them (sorted, as the leaves are), so an output with its dict values under each other's
-    keys is told apart.  Lists, tuples and named tuples all read ``(...)``: callers index
-    and unpack them alike.
+    them, in that order, so an output with its dict values under each other's keys is told
+    apart.  Lists, tuples and named tuples all read ``(...)``: callers index and unpack
+    them alike.
     """
     if isinstance(out, dict):
-        items = sorted(out.items(), key=lambda kv: repr(kv[0]))
-        return "{" + ",".join(f"{k!r}:{output_structure(v)}" for k, v in items) + "}"
+        return "{" + ",".join(f"{k!r}:{output_structure(v)}" for k, v in out.items()) + "}"
     if isinstance(out, (list, tuple)):
         return "(" + ",".join(output_structure(v) for v in out) + ")"
     return "None" if out is None else "*"

@@ -116,7 +116,9 @@ def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launc
     model = gate_model(
         ModelGateInput(compiled=compiled, wrapper=stitched.wrapper, settings=settings), store
     )
-    assert [v.gate for v in model.verdicts] == [GateName.MODEL, GateName.PERFORMANCE]
+    assert [v.gate for v in model.verdicts] == [GateName.MODEL, GateName.PERFORMANCE], [
+        v.reason for v in model.verdicts
+    ]
     assert model.verdicts[0].passed
     assert model.baseline_ms is not None and model.candidate_ms is not None
     # the model gate says where its time went, as the candidate gate does
