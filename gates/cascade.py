@@ -27,6 +27,7 @@ from gates.numerics import comparison_threads
 from gates.perf import RooflineInputs, RoundSetup, TimingChecks, measure, prestart_round
 from gates.perf_verdict import perf_verdict
 from gates.prestart import PrestartedRound
+from gates.problem_io import inputs_after
 from gates.protocol import CandidateJob, ModelSource
 from gates.reference import ReferenceBundle, checked_if_cut, prepare_reference
 from gates.runner import ChildOutcome, run_job
@@ -90,6 +91,7 @@ def run_gates_1_to_3(
         output_nbytes=[_leaf_nbytes(s.output_shapes, s.output_dtypes) for s in ref_sets],
         expected=[bundle.expected_outputs(s.name) for s in ref_sets],
         expected_structures=[s.output_structure for s in ref_sets],
+        reference_mutates=[s.mutates_inputs for s in ref_sets],
     )
     bundle.before_candidate()
     clock.lap("arm")
@@ -117,10 +119,12 @@ def run_gates_1_to_3(
         return verdicts, outcome
     if not verdicts[-1].passed:
         return verdicts, outcome
-    outs = load_candidate_outputs(out_dir, [s.name for s in bundle.input_sets])
+    names = [s.name for s in bundle.input_sets]
+    outs = load_candidate_outputs(out_dir, names)
+    after = load_candidate_outputs(out_dir, [inputs_after(n) for n in names])
     clock.lap("load_outputs")
     with comparison_threads():
-        v2 = correctness_verdict(bundle, outcome, outs, settings, seconds=s2)
+        v2 = correctness_verdict(bundle, outcome, outs, settings, seconds=s2, inputs=after)
     # the gate says how the calls were made (audit, feedback): mode, seeding, state
     v2 = v2.model_copy(update={"metrics": {**v2.metrics, "evaluation": bundle.policy.summary()}})
     clock.lap("compare")

@@ -16,7 +16,7 @@ from typing import Any
 
 from gates.feedback import bullet_list, crash_feedback
 from gates.numerics import OutputComparison, compare_outputs
-from gates.problem_io import load_values, set_path
+from gates.problem_io import inputs_after, load_values, set_path
 from gates.protocol import CandidateResult
 from gates.reference import ReferenceBundle
 from gates.runner import ChildOutcome
@@ -34,6 +34,28 @@ def load_candidate_outputs(out_dir: Path, names: list[str]) -> dict[str, list[An
             except (EOFError, OSError, RuntimeError, pickle.UnpicklingError):
                 continue  # a child that died mid-write left a truncated file: no output
     return outs
+
+
+def _in_place_problem(bundle: ReferenceBundle, name: str, after: list[Any] | None) -> str:
+    """Why the inputs the reference changes in place came out otherwise ('' when they match
+    the reference's within gate 2's tolerance, as outputs do)."""
+    info = bundle.set_info(name)
+    theirs = info.mutates_inputs if info else []
+    if not theirs:
+        return ""
+    if after is None:
+        return f"the inputs {theirs} the reference changes in place were not recorded"
+    post = load_values(set_path(str(bundle.inputs_dir), f"{name}.post"))
+    s = bundle.settings
+    cmp = compare_outputs(
+        after, [post[k] for k in theirs], rtol=s.rtol, atol=s.atol, scale_tol=s.scale_tol
+    )
+    if cmp.ok:
+        return ""
+    return (
+        f"input(s) {theirs}, which the reference changes in place, came out otherwise after "
+        f"the call ({cmp.problem}); change them as the reference does"
+    )
 
 
 def _stale(outs: dict[str, list[Any]], name: str, previous: str | None) -> bool:
@@ -104,8 +126,11 @@ def correctness_verdict(
     settings: GateSettings,
     *,
     seconds: float,
+    inputs: dict[str, list[Any]] | None = None,
 ) -> GateVerdict:
-    """Gate 2 verdict on the candidate's outputs (``load_candidate_outputs``)."""
+    """Gate 2 verdict on the candidate's outputs (``load_candidate_outputs``), and on
+    ``inputs``: by ``inputs_after(set)``, its values of the inputs the reference changes in
+    place, after the call."""
     thresholds = {
         "rtol": settings.rtol,
         "atol": settings.atol,
@@ -178,6 +203,11 @@ def correctness_verdict(
                     "read sizes from the tensors instead of hard-coding them."
                 )
             problems.append((s.name, text))
+        in_place = _in_place_problem(bundle, s.name, (inputs or {}).get(inputs_after(s.name)))
+        if in_place:
+            entry["ok"] = False
+            entry["in_place_problem"] = in_place
+            problems.append((s.name, in_place))
         if mutated:
             problems.append(
                 (

@@ -158,6 +158,12 @@ def nbytes(values: list[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
+def inputs_after(set_name: str) -> str:
+    """The file name (``set_path``'s) of a candidate's inputs after a call on ``set_name``:
+    those the reference changes in place."""
+    return f"{set_name}.inputs_after"
+
+
 def set_path(directory: str, name: str) -> Path:
     return Path(directory) / f"{name}.pt"
 

@@ -177,6 +177,9 @@ class CandidateJob(ChildJob):
     output_nbytes: list[list[int]] = Field(default_factory=list)  # per set, for poisoning
     expected: list[list[OutputLeaf]] = Field(default_factory=list)  # per set
     expected_structures: list[str] = Field(default_factory=list)  # per set ("": unchecked)
+    # per set: the inputs the reference changes in place; the child saves the candidate's
+    # values of them after the call and the parent compares them as outputs
+    reference_mutates: list[list[int]] = Field(default_factory=list)
     poison: bool = True
 
 

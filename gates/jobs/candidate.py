@@ -24,6 +24,7 @@ from gates.jobs.build import build_callable
 from gates.poison import PoisonAllocations, poison_cached_blocks
 from gates.problem_io import (
     flatten_output,
+    inputs_after,
     load_values,
     output_structure,
     save_values,
@@ -113,10 +114,17 @@ def run(job: CandidateJob) -> CandidateResult:
             expected = load_values(
                 post_path if post_path.is_file() else set_path(job.inputs_dir, s.name), mmap=True
             )
+            # the inputs the reference changes in place are the parent's to compare (as
+            # outputs, within tolerance); every other input must be left exactly as it was
+            theirs = job.reference_mutates[i] if i < len(job.reference_mutates) else []
+            if theirs:
+                save_values(
+                    set_path(job.out_dir, inputs_after(s.name)), [inputs[k] for k in theirs]
+                )
             mutated = [
                 k
                 for k, (a, b) in enumerate(zip(inputs, expected, strict=True))
-                if isinstance(a, torch.Tensor) and not same_values(a, b)
+                if k not in theirs and isinstance(a, torch.Tensor) and not same_values(a, b)
             ]
             calls.append(
                 CallRecord(

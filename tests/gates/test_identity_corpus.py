@@ -144,6 +144,40 @@ def test_a_dict_output_is_judged_with_its_keys(
     assert result.accepted is accepted, result.reason
 
 
+_EXP_IN_PLACE = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    "class Model(nn.Module):\n"
+    "    def forward(self, x):\n        x.mul_(0.7).exp_()\n        return x.sum(dim=1)\n\n\n"
+    "def get_inputs():\n    return [torch.randn(64, 256)]\n\n\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "accepted", "words"),
+    [
+        # the same update rounded otherwise (through float64): within tolerance, as outputs are
+        ("x.copy_(torch.exp(x.double() * 0.7).float())\n        return x.sum(dim=1)", True, ""),
+        ("y = torch.exp(x * 0.7)\n        x.copy_(y * 1.01)\n        return y.sum(dim=1)",
+         False, "came out otherwise"),
+        ("return torch.exp(x * 0.7).sum(dim=1)", False, "came out otherwise"),  # left as it was
+    ],
+)  # fmt: skip
+def test_an_input_the_reference_changes_in_place_is_compared_as_an_output(
+    tmp_path: Path, cpu_launcher: bool, body: str, accepted: bool, words: str
+) -> None:
+    problem = tmp_path / "exp_in_place.py"
+    problem.write_text(_EXP_IN_PLACE)
+    candidate = tmp_path / "cand.py"
+    candidate.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        f"    def forward(self, x):\n        {body}\n"
+    )
+    result = _verify(problem, candidate, tmp_path / "w")
+    assert result.accepted is accepted, result.reason
+    assert words in result.reason
+
+
 def test_a_non_deterministic_reference_gets_one_line_naming_the_op(
     tmp_path: Path, cpu_launcher: bool
 ) -> None:
