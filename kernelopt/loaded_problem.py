@@ -163,9 +163,11 @@ class LoadedProblem:
         return seeded(seed, lambda: list(self.get_init_inputs()))
 
     def build(self, cls: type, seed: int) -> Any:
-        """``cls(*get_init_inputs())`` with weights drawn from ``seed`` (Model and ModelNew alike)."""
+        """``cls(*get_init_inputs())`` with weights drawn from ``seed`` (Model and ModelNew alike);
+        lazy modules (``nn.LazyLinear``) get their shapes from one call on the seed's inputs."""
         init = self.make_init_inputs(seed)
-        return seeded(seed, lambda: cls(*init))
+        model = seeded(seed, lambda: cls(*init))
+        return seeded(seed, lambda: _materialise_lazy(model, lambda: self.make_inputs(seed, "cpu")))
 
     def make_model(self, seed: int, device: str = "cuda", dtype: Any = None) -> Any:
         """``Model(*get_init_inputs())`` with weights drawn from ``seed`` (on the CPU, then moved).
@@ -192,6 +194,35 @@ class LoadedProblem:
             return []
         cases = seeded(seed, self.get_holdout_inputs)
         return [[_to(x, device, dtype) for x in case] for case in cases]
+
+
+def _materialise_lazy(model: Any, inputs: Callable[[], list[Any]]) -> Any:
+    """``model`` with its lazy parameters made, by one call as torch documents it; what that
+    call changed besides them (batch-norm statistics, a counter) is put back.
+
+    The call is the first ``forward`` its class inherits: a ``ModelNew(Model)`` makes them
+    as ``Model`` does, since its own forward may be generated code that expects them made.
+    """
+    import torch
+    from torch.nn.parameter import is_lazy
+
+    if not isinstance(model, torch.nn.Module):
+        return model
+    if not any(is_lazy(t) for t in [*model.parameters(), *model.buffers()]):
+        return model
+    kept = {k: v.detach().clone() for k, v in model.state_dict().items() if not is_lazy(v)}
+    forward = next(
+        (
+            c.__dict__["forward"]
+            for c in reversed(type(model).__mro__)
+            if "forward" in c.__dict__ and not c.__module__.startswith("torch.")
+        ),
+        type(model).forward,  # a torch container's own (an nn.Sequential subclass)
+    )
+    with torch.no_grad():  # submodules are called as usual: their lazy pre-hooks run
+        forward(model, *inputs())
+    model.load_state_dict(kept, strict=False)
+    return model
 
 
 def another_batch(values: list[Any], more: Callable[[], list[Any]]) -> list[Any]:

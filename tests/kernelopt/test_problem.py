@@ -134,3 +134,24 @@ def test_an_undecodable_file_is_a_problem_error(tmp_path: Path) -> None:
     path.write_bytes(b"# caf\xe9\n" + GOOD.encode())
     with pytest.raises(ProblemError, match="cannot read"):
         check_problem_file(path)
+
+
+def test_lazy_modules_are_made_by_one_call_that_leaves_no_other_trace() -> None:
+    """Shapes from the seed's inputs; batch-norm statistics as built; a ModelNew(Model)
+    whose own forward expects them made gets them from Model's forward."""
+    import torch
+
+    path = ROOT / "tests" / "problems" / "identity" / "lazy_modules.py"
+    problem = load_problem(path)
+    model = problem.make_model(0, "cpu")
+    assert model.inp.weight.shape == (24, 12) and model.out.weight.shape == (8, 24)
+    assert int(model.bn.num_batches_tracked) == 0 and not model.bn.running_mean.any()
+    again = problem.make_model(0, "cpu")
+    assert torch.equal(model.inp.weight, again.inp.weight)
+
+    class Generated(problem.model_class):
+        def forward(self, x):  # as generated code: reads the weight directly
+            return x @ self.inp.weight.t()
+
+    built = problem.build(Generated, 0)
+    assert torch.equal(built.inp.weight, model.inp.weight)
