@@ -115,6 +115,25 @@ def _finite_float(value: float) -> float:
     return value if math.isfinite(value) else float("inf")
 
 
+def coarse_dtype(dtype: torch.dtype, rtol: float) -> torch.dtype | None:
+    """``dtype`` when one unit in its last place is wider than ``rtol`` (bfloat16, the float8
+    types), else None: an honest kernel that rounds once more or once less than eager is one
+    unit away there, which gate 2 lets pass (``ulps``); two units or more stay errors, and
+    gate 3's float64 rule bounds any bias."""
+    if not dtype.is_floating_point or torch.finfo(dtype).eps <= rtol:
+        return None
+    return dtype
+
+
+def ulps(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """One unit in the last place of ``dtype`` at each value of ``r`` (float64, finite)."""
+    info = torch.finfo(dtype)
+    _, exponent = torch.frexp(r)
+    unit = torch.ldexp(torch.full_like(r, info.eps / 2), exponent)
+    smallest = info.tiny * info.eps  # the spacing of subnormals, and at zero
+    return unit.masked_fill_(r == 0, smallest).clamp_min_(smallest)
+
+
 def compare_tensor(
     index: int,
     out: torch.Tensor,
@@ -133,6 +152,9 @@ def compare_tensor(
     gets too.
     """
     source = out if source is None else source
+    coarse = coarse_dtype(ref.dtype, rtol)
+    if coarse is not None:  # one unit at the largest value is within the scale rule too
+        scale_tol = max(scale_tol, torch.finfo(coarse).eps)
     base = {
         "index": index,
         "shape": list(out.shape),
@@ -170,7 +192,7 @@ def compare_tensor(
         st, _ = _float_stats(out, ref, rtol=rtol, atol=atol, facts=leaf)
     else:
         leaf = (facts or ReferenceFacts()).leaf(ref, _CHUNK)
-        st, maxima = _float_stats(out, ref, rtol=rtol, atol=atol, facts=leaf)
+        st, maxima = _float_stats(out, ref, rtol=rtol, atol=atol, facts=leaf, coarse=coarse)
         if maxima is not None:
             leaf.remember_output(source, maxima)
     unwritten, nonfinite, mismatched = st.unwritten, st.nonfinite, st.mismatched
@@ -238,7 +260,13 @@ class _FloatStats:
 
 
 def _float_stats(
-    out: torch.Tensor, ref: torch.Tensor, *, rtol: float, atol: float, facts: LeafFacts
+    out: torch.Tensor,
+    ref: torch.Tensor,
+    *,
+    rtol: float,
+    atol: float,
+    facts: LeafFacts,
+    coarse: torch.dtype | None = None,
 ) -> tuple[_FloatStats, list[float] | None]:
     """Compare in float64 over flat chunks, block by block; every rule is elementwise or a sum.
 
@@ -263,10 +291,13 @@ def _float_stats(
                 d = torch.sub(o64, r64, out=d_buf[: end - begin])
                 block_top = finite_abs_max(d)
                 if block_top is None:
-                    block_top, finite = _masked_block(st, o64, r64, d, rtol=rtol, atol=atol), False
+                    block_top = _masked_block(st, o64, r64, d, rtol=rtol, atol=atol, coarse=coarse)
+                    finite = False
                 elif not (rtol >= 0 and block_top <= atol):
                     # an error of at most atol is within atol + rtol * |r|: no count needed
                     bound = torch.abs(r64, out=t_buf[: end - begin]).mul_(rtol).add_(atol)
+                    if coarse is not None:
+                        bound = torch.maximum(bound, ulps(r64, coarse))
                     st.mismatched += int(torch.gt(d.abs_(), bound).sum())
                 torch.mul(d, d, out=sq_buf[begin - start : end - start])
                 if block_top > st.max_err:  # strictly: an earlier element keeps a tie
@@ -292,6 +323,7 @@ def _masked_block(
     *,
     rtol: float,
     atol: float,
+    coarse: torch.dtype | None = None,
 ) -> float:
     """Count a block holding NaN or inf (``d = o - r``, left holding the errors); its largest error.
 
@@ -306,7 +338,10 @@ def _masked_block(
     same = (o == r) | (out_nan & torch.isnan(r))
     st.special_bad += int((~ref_finite & ~same).sum())
     err = d.abs_().masked_fill_(~both, 0.0)
-    bad = (~both | (err > atol + rtol * r.abs())) & ref_finite  # non-finite refs: above
+    bound = atol + rtol * r.abs()
+    if coarse is not None:
+        bound = torch.maximum(bound, ulps(torch.where(ref_finite, r, 0.0), coarse))
+    bad = (~both | (err > bound)) & ref_finite  # non-finite refs: above
     st.mismatched += int(bad.sum())
     return float(err.max())
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from gates.numerics import compare_outputs
+from gates.numerics import coarse_dtype, compare_outputs, ulps
 from gates.reference_facts import ReferenceFacts
 
 
@@ -139,9 +139,14 @@ def _close(
     same = (got == want) | (torch.isnan(got) & torch.isnan(want))
     if not (ref.is_floating_point() or ref.is_complex()):
         return same
+    coarse = coarse_dtype(ref.dtype, rtol)
     finite = torch.isfinite(want) & torch.isfinite(got)
     err = torch.where(finite, (got - want).abs(), torch.zeros_like(want))
-    within = finite & (err <= atol + rtol * want.abs())
+    bound = atol + rtol * want.abs()
+    if coarse is not None:  # one unit in the last place of a coarse dtype (gate 2's rule)
+        bound = torch.maximum(bound, ulps(torch.where(finite, want, 0.0), coarse))
+        scale_tol = max(scale_tol, torch.finfo(coarse).eps)
+    within = finite & (err <= bound)
     finite_ref = flat[torch.isfinite(flat)]
     scale = float(finite_ref.abs().max()) if finite_ref.numel() else 0.0
     if scale > 0:
