@@ -290,3 +290,22 @@ def test_python_float_outputs_are_compared_within_tolerance() -> None:
         ).passed
 
     assert gate3(0.3000001) and not gate3(0.3003)
+
+
+def test_a_bfloat16_output_may_be_one_unit_away_but_not_two() -> None:
+    """bfloat16 keeps 8 bits: a kernel that rounds once more or less than eager is one unit
+    in the last place (0.4-0.8 %) off, which gate 2's 1e-3 refused; a bias is not."""
+    torch.manual_seed(0)
+    exact = torch.randn(4096, dtype=torch.float64) * 3
+    ref = exact.to(torch.bfloat16)
+    up = (ref.view(torch.int16) + 1).view(torch.bfloat16)  # the next value away from zero
+    one_unit = torch.where(torch.arange(4096) % 7 == 0, up, ref)
+    assert compare_outputs([one_unit], [ref], **TOL).ok
+    two_units = (ref.view(torch.int16) + 2).view(torch.bfloat16)
+    assert not compare_outputs(
+        [torch.where(torch.arange(4096) == 5, two_units, ref)], [ref], **TOL
+    ).ok
+    biased = (exact * 1.01).to(torch.bfloat16)
+    assert not compare_outputs([biased], [ref], **TOL).ok
+    half = exact.to(torch.float16)  # fp16's unit is within the 1e-3 already: unchanged rule
+    assert not compare_outputs([(exact * 1.003).to(torch.float16)], [half], **TOL).ok

@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "numerics"
 ORACLE_PATH = "tests/support/numerics_before.py"
-ORACLE_REV = "308f576210364972f3d84d1c4c26c2c0e73710a0"  # the last commit that holds the oracle
+ORACLE_REV = "905244c4f2c7658362ab9c7d07f0526cbeb1f465"  # the last commit that holds the oracle
 ENV = "NUMERICS_GOLDEN_REV"
 
 
