@@ -36,7 +36,9 @@ def load_candidate_outputs(out_dir: Path, names: list[str]) -> dict[str, list[An
     return outs
 
 
-def _in_place_problem(bundle: ReferenceBundle, name: str, after: list[Any] | None) -> str:
+def _in_place_problem(
+    bundle: ReferenceBundle, name: str, after: list[Any] | None, settings: GateSettings
+) -> str:
     """Why the inputs the reference changes in place came out otherwise ('' when they match
     the reference's within gate 2's tolerance, as outputs do)."""
     info = bundle.set_info(name)
@@ -46,7 +48,7 @@ def _in_place_problem(bundle: ReferenceBundle, name: str, after: list[Any] | Non
     if after is None:
         return f"the inputs {theirs} the reference changes in place were not recorded"
     post = load_values(set_path(str(bundle.inputs_dir), f"{name}.post"))
-    s = bundle.settings
+    s = settings
     cmp = compare_outputs(
         after, [post[k] for k in theirs], rtol=s.rtol, atol=s.atol, scale_tol=s.scale_tol
     )
@@ -203,7 +205,8 @@ def correctness_verdict(
                     "read sizes from the tensors instead of hard-coding them."
                 )
             problems.append((s.name, text))
-        in_place = _in_place_problem(bundle, s.name, (inputs or {}).get(inputs_after(s.name)))
+        after = (inputs or {}).get(inputs_after(s.name))
+        in_place = _in_place_problem(bundle, s.name, after, settings)
         if in_place:
             entry["ok"] = False
             entry["in_place_problem"] = in_place
