@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 
-from gates.numerics import coarse_dtype, compare_outputs, ulps
+from gates.numerics import compare_outputs
 from gates.reference_facts import ReferenceFacts
+from kernelopt.float_units import coarse_dtype, ulps
 
 
 @dataclass(frozen=True)

@@ -37,3 +37,21 @@ def test_same_values_is_bitwise_equality_with_nan_equal_to_nan(a: object, b: obj
     ):
         rule = bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())  # spelled out
         assert same_values(a, b) is rule
+
+
+def test_a_bfloat16_baseline_one_unit_from_its_reference_computes_it() -> None:
+    """The check that a kernel problem's own kernel computes its reference lets one unit in
+    the last place of bfloat16 pass, as gate 2 does for candidates; two units do not."""
+    from types import SimpleNamespace
+
+    from kernelopt.kinds.validate import baseline_error
+
+    problem = SimpleNamespace(entry="launch")
+    ref = (torch.linspace(-3, 3, 1000, dtype=torch.float64) * 1.7).to(torch.bfloat16)
+    ref[ref.abs().argmax()] = 5.0
+    one = ref.clone()
+    one[ref.abs().argmax()] = (ref[ref.abs().argmax()].view(torch.int16) + 1).view(torch.bfloat16)
+    assert baseline_error(problem, [one], [ref]) is None
+    two = ref.clone()
+    two[ref.abs().argmax()] = (ref[ref.abs().argmax()].view(torch.int16) + 2).view(torch.bfloat16)
+    assert "beyond rtol" in (baseline_error(problem, [two], [ref]) or "")
