@@ -123,6 +123,16 @@ def test_a_candidate_that_draws_other_numbers_is_rejected(
     assert result.deciding_gate.value == "correctness"
 
 
+def _forward_of_x(directory: Path, body: str) -> Path:
+    """A candidate file whose ``ModelNew.forward(self, x)`` runs ``body``."""
+    candidate = directory / "cand.py"
+    candidate.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        f"    def forward(self, x):\n        {body}\n"
+    )
+    return candidate
+
+
 @pytest.mark.parametrize(
     ("returned", "accepted"),
     [
@@ -135,12 +145,7 @@ def test_a_dict_output_is_judged_with_its_keys(
     tmp_path: Path, cpu_launcher: bool, returned: str, accepted: bool
 ) -> None:
     problem = next(p for p in CORPUS if p.stem == "dict_output")
-    candidate = tmp_path / "cand.py"
-    candidate.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
-        f"    def forward(self, x):\n        return {returned}\n"
-    )
-    result = _verify(problem, candidate, tmp_path / "w")
+    result = _verify(problem, _forward_of_x(tmp_path, f"return {returned}"), tmp_path / "w")
     assert result.accepted is accepted, result.reason
 
 
@@ -168,12 +173,7 @@ def test_an_input_the_reference_changes_in_place_is_compared_as_an_output(
 ) -> None:
     problem = tmp_path / "exp_in_place.py"
     problem.write_text(_EXP_IN_PLACE)
-    candidate = tmp_path / "cand.py"
-    candidate.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
-        f"    def forward(self, x):\n        {body}\n"
-    )
-    result = _verify(problem, candidate, tmp_path / "w")
+    result = _verify(problem, _forward_of_x(tmp_path, body), tmp_path / "w")
     assert result.accepted is accepted, result.reason
     assert words in result.reason
 
