@@ -105,7 +105,9 @@ def leaves_problem(
             )
         if leaf.device.type != (spec.device or want_device):
             return f"output {i} is on {leaf.device}, expected {spec.device or want_device}"
-        if list(leaf.shape) != spec.shape:
+        if spec.varying and leaf.dim() != len(spec.shape):
+            return f"output {i} has {leaf.dim()} dimensions, expected {len(spec.shape)}"
+        if not spec.varying and list(leaf.shape) != spec.shape:
             return f"output {i} has shape {list(leaf.shape)}, expected {spec.shape}"
         if spec.dtype is not None and str(leaf.dtype).removeprefix("torch.") != spec.dtype:
             return f"output {i} has dtype {leaf.dtype}, expected {spec.dtype}"
@@ -308,6 +310,9 @@ class CheckedCalls:
         """
         rows = [leaves[j] for leaves in flat if leaves is not None]
         numel = _numel(spec.shape) if spec.shape is not None else 0
+        if spec.varying and rows:  # sizes differ from call to call: each drawn on its own
+            self._sample_each(j, flat)
+            return
         if not rows or numel == 0:
             for _ in flat:
                 self._skip(j)
@@ -323,6 +328,22 @@ class CheckedCalls:
             self.positions[j].append(where[a:b])
             self.values[j].append(values[a:b])
             self.valid[j].extend([True] * (b - a))
+
+    def _sample_each(self, j: int, flat: list[list[Any] | None]) -> None:
+        """Leaf ``j`` of every call in a batch, drawn call by call as ``record`` draws it."""
+        here = self._gen.device
+        for leaves in flat:
+            leaf = leaves[j] if leaves is not None else None
+            if leaf is None or leaf.numel() == 0:
+                self._skip(j)
+                continue
+            values = leaf.detach().reshape(-1)
+            where = torch.randint(
+                0, values.numel(), (self.samples,), generator=self._gen, device=here
+            )
+            self.positions[j].append(where)
+            self.values[j].append(values[where.to(values.device)].to(here, torch.float64))
+            self.valid[j].append(True)
 
     def _keep_batch(self, first: int, sets: list[int], flat: list[list[Any] | None]) -> None:
         """``_keep`` for each call of a batch in turn, copying only the calls still kept at its end.

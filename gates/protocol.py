@@ -110,6 +110,9 @@ class OutputLeaf(Frozen):
     may_alias: bool = False  # the reference's own output shares an input's memory
     holds_state: bool = False  # ... or the memory of a tensor the model keeps
     device: str = ""  # the reference's device type for this leaf ("": the job's device)
+    # its shape depends on the values (nonzero, unique): it differs between the sets a
+    # timing child rotates through, so a call is held to its rank, the parent to the set's
+    varying: bool = False
 
 
 class EvaluationPolicy(Frozen):

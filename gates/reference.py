@@ -198,6 +198,14 @@ class ReferenceBundle:
             return []
         info = self.set_info(name) if name else self.result.sets[0]
         devices = info.output_devices or [None] * len(info.output_shapes)
+        rotated = [self.set_info(n) for n in self.rotation_sets()] if not name else []
+        varying = {
+            i
+            for other in rotated
+            if other is not None
+            for i, shape in enumerate(other.output_shapes)
+            if i < len(info.output_shapes) and shape != info.output_shapes[i]
+        }
         return [
             OutputLeaf(
                 shape=shape,
@@ -205,6 +213,7 @@ class ReferenceBundle:
                 may_alias=i in info.aliased_outputs,
                 holds_state=i in info.state_outputs,
                 device=dev or "",
+                varying=i in varying,
             )
             for i, (shape, dtype, dev) in enumerate(
                 zip(info.output_shapes, info.output_dtypes, devices, strict=True)

@@ -216,6 +216,7 @@ TIMED_PATTERNS = [
     "inplace_chain_returns_input",
     "same_tensor_twice_output",
     "unique_counts_output",
+    "nonzero_indices_output",  # a row count that differs between the rotated sets
     "python_float_output",
     "masked_neg_inf_output",
 ]
@@ -245,3 +246,34 @@ def test_every_timed_call_of_the_identity_checks_out(
     checks = perf.metrics["checked_calls"]
     assert checks and all(c["ok"] for c in checks), (name, checks)
     assert result.accepted, result.reason
+
+
+def test_a_timed_output_longer_than_its_sets_answer_is_caught(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    """nonzero's row count differs from set to set, so timed calls are held to their rank
+    only; the parent holds each to its own set's answer (one extra row, later calls)."""
+    problem = next(p for p in CORPUS if p.stem == "nonzero_indices_output")
+    candidate = tmp_path / "longer.py"
+    candidate.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    calls = 0\n\n"
+        "    def forward(self, x):\n"
+        "        ModelNew.calls += 1\n"
+        "        rows = torch.nonzero(x > 0.3)\n"
+        "        return rows if ModelNew.calls < 40 else torch.cat([rows, rows[:3]])\n"
+    )
+    result = _verify(
+        problem,
+        candidate,
+        tmp_path / "w",
+        run_perf=True,
+        baseline_mode="eager",
+        warmup_ms=2.0,
+        rep_ms=10.0,
+        min_rounds=1,
+        max_rounds=1,
+    )
+    assert not result.accepted and result.deciding_gate is not None
+    assert result.deciding_gate.value == "performance", result.reason
+    assert "more elements" in result.reason or "compared in full" in result.reason, result.reason
