@@ -10,7 +10,8 @@ class Model(nn.Module):
         self.g = torch.Generator().manual_seed(7)
 
     def forward(self, x):
-        return x + torch.randn(x.shape, generator=self.g)
+        # the generator lives on the CPU, as a model's own usually does: drawn there, moved
+        return x + torch.randn(x.shape, generator=self.g).to(x.device)
 
 
 def get_inputs():
