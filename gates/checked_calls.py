@@ -232,7 +232,7 @@ class CheckedCalls:
             if spec.shape is None or leaf.numel() == 0:
                 self._skip(j)
                 continue
-            flat = leaf.detach().reshape(-1)
+            flat = _parts(leaf).reshape(-1)
             here = self._gen.device  # every record lives here, whatever the leaf's device
             where = torch.randint(
                 0, flat.numel(), (self.samples,), generator=self._gen, device=here
@@ -310,6 +310,8 @@ class CheckedCalls:
         """
         rows = [leaves[j] for leaves in flat if leaves is not None]
         numel = _numel(spec.shape) if spec.shape is not None else 0
+        if spec.dtype is not None and spec.dtype.startswith("complex"):
+            numel *= 2  # real and imaginary parts, sampled alike (``_parts``)
         if spec.varying and rows:  # sizes differ from call to call: each drawn on its own
             self._sample_each(j, flat)
             return
@@ -319,7 +321,7 @@ class CheckedCalls:
             return
         here = self._gen.device  # every record lives here, whatever the leaf's device
         where = torch.randint(0, numel, (len(rows), self.samples), generator=self._gen, device=here)
-        values = _gathered(rows, where)
+        values = _gathered([_parts(r) for r in rows], where)
         for piece in pieces:
             if piece is None:
                 self._skip(j)
@@ -337,7 +339,7 @@ class CheckedCalls:
             if leaf is None or leaf.numel() == 0:
                 self._skip(j)
                 continue
-            values = leaf.detach().reshape(-1)
+            values = _parts(leaf).reshape(-1)
             where = torch.randint(
                 0, values.numel(), (self.samples,), generator=self._gen, device=here
             )
@@ -439,6 +441,13 @@ class _Held:
     """A call's output leaves as a batch held them (``CheckedCalls.hold``)."""
 
     leaves: list[Any]
+
+
+def _parts(leaf: torch.Tensor) -> torch.Tensor:
+    """A leaf as the values its samples are drawn from: a complex one as its real and
+    imaginary parts (both checked, as gates 2 and 3 compare them)."""
+    leaf = leaf.detach()
+    return torch.view_as_real(leaf.resolve_conj()) if leaf.is_complex() else leaf
 
 
 def _leaves(out: Any) -> list[Any]:

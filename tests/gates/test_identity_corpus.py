@@ -217,6 +217,7 @@ TIMED_PATTERNS = [
     "same_tensor_twice_output",
     "unique_counts_output",
     "nonzero_indices_output",  # a row count that differs between the rotated sets
+    "complex_fft_output",
     "python_float_output",
     "masked_neg_inf_output",
 ]
@@ -248,20 +249,32 @@ def test_every_timed_call_of_the_identity_checks_out(
     assert result.accepted, result.reason
 
 
-def test_a_timed_output_longer_than_its_sets_answer_is_caught(
-    tmp_path: Path, cpu_launcher: bool
+@pytest.mark.parametrize(
+    ("problem_name", "late"),
+    [
+        ("nonzero_indices_output", "torch.cat([rows, rows[:3]])"),  # one extra row
+        ("complex_fft_output", "torch.complex(rows.real, torch.zeros_like(rows.imag))"),
+    ],
+)
+def test_a_timed_call_wrong_where_the_first_set_cannot_see_is_caught(
+    tmp_path: Path, cpu_launcher: bool, problem_name: str, late: str
 ) -> None:
-    """nonzero's row count differs from set to set, so timed calls are held to their rank
-    only; the parent holds each to its own set's answer (one extra row, later calls)."""
-    problem = next(p for p in CORPUS if p.stem == "nonzero_indices_output")
-    candidate = tmp_path / "longer.py"
+    """Timed calls are held to their own set's answer: a longer output (its size differs
+    from set to set) and zeroed imaginary parts are both wrong there."""
+    problem = next(p for p in CORPUS if p.stem == problem_name)
+    op = (
+        "torch.nonzero(x > 0.3)"
+        if problem_name.startswith("nonzero")
+        else "torch.fft.rfft(x, dim=-1)"
+    )
+    candidate = tmp_path / "late.py"
     candidate.write_text(
         "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
         "    calls = 0\n\n"
         "    def forward(self, x):\n"
         "        ModelNew.calls += 1\n"
-        "        rows = torch.nonzero(x > 0.3)\n"
-        "        return rows if ModelNew.calls < 40 else torch.cat([rows, rows[:3]])\n"
+        f"        rows = {op}\n"
+        f"        return rows if ModelNew.calls < 40 else {late}\n"
     )
     result = _verify(
         problem,
@@ -276,4 +289,5 @@ def test_a_timed_output_longer_than_its_sets_answer_is_caught(
     )
     assert not result.accepted and result.deciding_gate is not None
     assert result.deciding_gate.value == "performance", result.reason
-    assert "more elements" in result.reason or "compared in full" in result.reason, result.reason
+    # caught by the samples of every timed call, not only by a kept call compared in full
+    assert "returned a wrong output" in result.reason, result.reason
