@@ -199,6 +199,16 @@ def test_a_non_deterministic_reference_gets_one_line_naming_the_op(
     assert "Traceback" not in result.reason  # the message says it all
 
 
+# gate 4 on the CPU: the same checked loop, host batches and records as the GPU, one short round
+CPU_TIMING: dict[str, object] = {
+    "run_perf": True,
+    "baseline_mode": "eager",
+    "warmup_ms": 2.0,
+    "rep_ms": 10.0,
+    "min_rounds": 1,
+    "max_rounds": 1,
+}
+
 # the patterns that meet the timed loop's own machinery: random draws and state (seeded and
 # restored off the clock), outputs that are an input or a kept tensor (a host batch records
 # them after later calls changed that memory), inputs changed in place, mixed structures,
@@ -235,12 +245,7 @@ def test_every_timed_call_of_the_identity_checks_out(
         problem,
         _identity(problem, tmp_path),
         tmp_path / name,
-        run_perf=True,
-        baseline_mode="eager",
-        warmup_ms=2.0,
-        rep_ms=10.0,
-        min_rounds=1,
-        max_rounds=1,
+        **CPU_TIMING,
     )
     perf = result.verdicts[-1]
     assert perf.gate.value == "performance", result.reason
@@ -280,12 +285,7 @@ def test_a_timed_call_wrong_where_the_first_set_cannot_see_is_caught(
         problem,
         candidate,
         tmp_path / "w",
-        run_perf=True,
-        baseline_mode="eager",
-        warmup_ms=2.0,
-        rep_ms=10.0,
-        min_rounds=1,
-        max_rounds=1,
+        **CPU_TIMING,
     )
     assert not result.accepted and result.deciding_gate is not None
     assert result.deciding_gate.value == "performance", result.reason
