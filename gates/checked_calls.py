@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from gates.numerics import real_view
 from gates.problem_io import flatten_output
 from gates.protocol import OutputLeaf
 
@@ -446,8 +447,7 @@ class _Held:
 def _parts(leaf: torch.Tensor) -> torch.Tensor:
     """A leaf as the values its samples are drawn from: a complex one as its real and
     imaginary parts (both checked, as gates 2 and 3 compare them)."""
-    leaf = leaf.detach()
-    return torch.view_as_real(leaf.resolve_conj()) if leaf.is_complex() else leaf
+    return real_view(leaf.detach())
 
 
 def _leaves(out: Any) -> list[Any]:
