@@ -6,16 +6,8 @@ from pathlib import Path
 
 from kernelopt.cli.triage import render, triage_command
 from kernelopt.compile.triage import summarize
-from kernelopt.contracts.compiled import (
-    CompileResult,
-    KernelTiming,
-    SearchMode,
-    SearchTarget,
-    SegmentResult,
-    TargetKind,
-    TriageResult,
-)
-from tests.support.wrappers import fixture_json
+from kernelopt.contracts.compiled import KernelTiming, SearchMode, SearchTarget, TargetKind
+from tests.support.recorded_results import recorded_results
 
 
 def test_bad_problem_file_exits_2(tmp_path: Path, capsys) -> None:
@@ -32,10 +24,7 @@ def test_bad_mode_exits_2(tmp_path: Path) -> None:
 
 
 def test_render_shows_f_ceiling_and_verdict(capsys) -> None:
-    name = "level2_001_gemm_bias_relu"
-    compiled = CompileResult.model_validate(fixture_json(name, "compile"))
-    seg = SegmentResult.model_validate(fixture_json(name, "segment"))
-    tri = TriageResult.model_validate(fixture_json(name, "triage"))
+    compiled, seg, tri = recorded_results("level2_001_gemm_bias_relu")
     render(compiled, seg, tri)
     out = capsys.readouterr().out
     assert f"f = {tri.library_fraction:.3f}" in out
@@ -44,9 +33,7 @@ def test_render_shows_f_ceiling_and_verdict(capsys) -> None:
 
 
 def test_render_shows_the_search_order_and_why_a_target_is_searched_last(capsys) -> None:
-    name = "level2_001_gemm_bias_relu"
-    compiled = CompileResult.model_validate(fixture_json(name, "compile"))
-    seg = SegmentResult.model_validate(fixture_json(name, "segment"))
+    compiled, seg, _ = recorded_results("level2_001_gemm_bias_relu")
     per_kernel = [
         KernelTiming(name="extern_kernels.mm", ms=3.0, is_library=True),
         KernelTiming(name="triton_poi_fused_add_0", ms=6.0, is_library=False),

@@ -10,16 +10,8 @@ import pytest
 
 from kernelopt.agents.facts import build_facts
 from kernelopt.compile.triage import floor_bytes_by_target, summarize
-from kernelopt.contracts.compiled import (
-    CompileResult,
-    KernelTiming,
-    SearchMode,
-    SearchTarget,
-    SegmentResult,
-    TargetKind,
-    TriageResult,
-)
-from tests.support.wrappers import fixture_json
+from kernelopt.contracts.compiled import KernelTiming, SearchMode, SearchTarget, TargetKind
+from tests.support.recorded_results import recorded_results
 
 BANDWIDTH = 1000.0  # GB/s
 GB = 10**9
@@ -129,9 +121,7 @@ def test_the_forward_target_needs_gamma_of_itself() -> None:
 @pytest.mark.parametrize("name", ["level3_002_transformer_block", "level1_009_softmax_rows"])
 def test_triage_ranks_by_the_floor_the_prompt_states(name: str) -> None:
     """Kernel, group and forward targets: triage's floor is the prompt facts' bytes_floor."""
-    compiled = CompileResult.model_validate(fixture_json(name, "compile"))
-    segment = SegmentResult.model_validate(fixture_json(name, "segment"))
-    triage = TriageResult.model_validate(fixture_json(name, "triage"))
+    compiled, segment, triage = recorded_results(name)
     floors = floor_bytes_by_target(compiled, segment)
     assert set(floors) == {t.id for t in segment.targets}
     for target in segment.targets:
