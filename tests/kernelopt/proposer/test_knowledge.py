@@ -9,13 +9,7 @@ import pytest
 from kernelopt.agents.roles import mechanical_experience
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts import ProblemSpec, ProposerConfig
-from kernelopt.contracts.compiled import (
-    CompileResult,
-    SearchMode,
-    SearchTarget,
-    SegmentResult,
-    TargetKind,
-)
+from kernelopt.contracts.compiled import SearchMode, SearchTarget, SegmentResult, TargetKind
 from kernelopt.contracts.search import (
     BuiltinProposeInput,
     Candidate,
@@ -35,8 +29,9 @@ from kernelopt.proposer.knowledge import (
 )
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.compiled import stub_compiled
+from tests.support.recorded_results import recorded_results
+from tests.support.wrappers import wrapper_text
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wrappers"
 SOFTMAX = "level1_009_softmax_rows"
 KIND = ["kind/reduction", "target/kernel"]
 
@@ -123,11 +118,10 @@ def test_the_split_follows_what_won() -> None:
 
 
 def _softmax_input(store: ArtifactStore, memory: ExperienceMemory | None) -> BuiltinProposeInput:
-    wrapper = (FIXTURES / f"{SOFTMAX}.py.txt").read_text()
+    wrapper = wrapper_text(SOFTMAX)
     (kernel,) = parse_wrapper(wrapper).kernels.values()
-    compiled = CompileResult.model_validate_json((FIXTURES / f"{SOFTMAX}.compile.json").read_text())
+    compiled, segment, _ = recorded_results(SOFTMAX)
     compiled = compiled.model_copy(update={"wrapper": store.put_text(wrapper, name="w.py")})
-    segment = SegmentResult.model_validate_json((FIXTURES / f"{SOFTMAX}.segment.json").read_text())
     target = SearchTarget(id=kernel.name, kind=TargetKind.KERNEL, kernels=[kernel.name])
     return BuiltinProposeInput(
         compiled=compiled,
