@@ -349,19 +349,37 @@ def stopped_at(candidate_id: str, passed: list[GateVerdict], **failed: Any) -> C
     return CandidateGateResult(candidate_id=candidate_id, verdicts=[*passed, GateVerdict(**failed)])
 
 
+def stopped_at_static(
+    candidate_id: str, status: GateStatus, reason: str, feedback: str
+) -> CandidateGateResult:
+    """A gate double's result for a candidate the static gate failed or errored on: the
+    first gate, so no verdict comes before it."""
+    return stopped_at(
+        candidate_id, [], gate=GateName.STATIC, status=status, reason=reason, feedback=feedback
+    )
+
+
+def passed_all(
+    candidate_id: str, verdicts: list[GateVerdict], kernel_ms: float
+) -> CandidateGateResult:
+    """A gate double's result for a candidate every gate passed; the doubles' baseline
+    kernel always takes 1 ms, so ``kernel_ms`` is also the inverse speedup."""
+    return CandidateGateResult(
+        candidate_id=candidate_id, verdicts=verdicts, kernel_ms=kernel_ms, baseline_kernel_ms=1.0
+    )
+
+
 async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResult:
     await _work(names.GATE_CANDIDATE, inp.candidate_id)
     source = open_store().get_text(inp.source)
     ok, ms = _smoke(source)
     static = GateVerdict(gate=GateName.STATIC, status=GateStatus.PASS, reason="imports and runs")
     if "SYNTAX_ERROR" in source:
-        return stopped_at(
+        return stopped_at_static(
             inp.candidate_id,
-            [],
-            gate=GateName.STATIC,
-            status=GateStatus.FAIL,
-            reason="does not compile",
-            feedback="SyntaxError: invalid syntax (test double)",
+            GateStatus.FAIL,
+            "does not compile",
+            "SyntaxError: invalid syntax (test double)",
         )
     if not ok:
         return stopped_at(
@@ -380,12 +398,7 @@ async def _gate_candidate_verdicts(inp: CandidateGateInput) -> CandidateGateResu
         reason="3 seeds within 1e-3",
         metrics={"max_abs_error": 1e-6},
     )
-    return CandidateGateResult(
-        candidate_id=inp.candidate_id,
-        verdicts=[static, right],
-        kernel_ms=ms,
-        baseline_kernel_ms=1.0,
-    )
+    return passed_all(inp.candidate_id, [static, right], ms)
 
 
 @activity.defn(name=names.RESTITCH)

@@ -64,7 +64,7 @@ from kernelopt.contracts.verdicts import (
 from kernelopt.memory import ExperienceMemory
 from kernelopt.store import ArtifactStore, open_store
 from tests.support.compiled import stub_compiled
-from tests.support.gpu_doubles import screening_estimate, stopped_at
+from tests.support.gpu_doubles import passed_all, screening_estimate, stopped_at, stopped_at_static
 from tests.support.inductor_samples import POINTWISE
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, executor, planner, summarizer
 from workflows.search_kernel import SearchKernel
@@ -173,13 +173,11 @@ def gate_ms(source: str, retime: bool = False) -> float:
 
 def verdicts_for(inp: CandidateGateInput, source: str) -> CandidateGateResult:
     if "FAILS_COMPILE" in source:
-        return stopped_at(
+        return stopped_at_static(
             inp.candidate_id,
-            [],
-            gate=GateName.STATIC,
-            status=GateStatus.ERROR,
-            reason="compile error",
-            feedback="triton.CompilationError XYZZY at line 7: unsupported tensor index",
+            GateStatus.ERROR,
+            "compile error",
+            "triton.CompilationError XYZZY at line 7: unsupported tensor index",
         )
     if "WRONG" in source:
         return stopped_at(
@@ -192,12 +190,7 @@ def verdicts_for(inp: CandidateGateInput, source: str) -> CandidateGateResult:
         )
     retime = inp.candidate_id.endswith(":retime")
     ms = gate_ms(source, retime)
-    return CandidateGateResult(
-        candidate_id=inp.candidate_id,
-        verdicts=[STATIC_OK, CORRECT],
-        kernel_ms=ms,
-        baseline_kernel_ms=1.0,
-    )
+    return passed_all(inp.candidate_id, [STATIC_OK, CORRECT], ms)
 
 
 # --- inputs ----------------------------------------------------------------------------------
