@@ -46,13 +46,14 @@ from kernelopt.compile.runtime import (
     save_tensors,
 )
 from kernelopt.compile.tensors import clone_exact, exact_match_and_max_diff, tensor_spec
+from kernelopt.compile.toolchain import toolchain_fields
 from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult
 from kernelopt.errors import DeterministicError
 from kernelopt.loaded_problem import LoadedProblem
 from kernelopt.log import get_logger
-from kernelopt.precision import POLICY, strict_fp32
+from kernelopt.precision import strict_fp32
 from kernelopt.problem import load_module_problem
 from kernelopt.store import ArtifactStore
 
@@ -147,14 +148,21 @@ def random_ops(gm: Any, example_inputs: list[Any]) -> list[str]:
     except Exception as exc:  # a scan, not the compile: capture reads the code later
         log.warning("random-op scan could not trace the graph", error=str(exc)[:200])
         return []
-    seeded = torch.Tag.nondeterministic_seeded
     return sorted(
         {
             str(node.target)
             for node in traced.graph.nodes
-            if node.op == "call_function" and seeded in getattr(node.target, "tags", ())
+            if node.op == "call_function" and draws_random(node.target)
         }
     )
+
+
+def draws_random(op: Any) -> bool:
+    """Whether an ATen op draws from a random generator (torch's own tag for it); the one
+    test of randomness, shared by the capture and the proposer's dead-code rule."""
+    import torch
+
+    return torch.Tag.nondeterministic_seeded in getattr(op, "tags", ())
 
 
 @dataclass
@@ -352,10 +360,7 @@ def compile_module(
         cache_key=key,
         cache_hit=False,
         mode=inp.mode,
-        torch_version=ver["torch"],
-        triton_version=ver["triton"],
-        gpu_name=ver["gpu"],
-        numerics=POLICY,
+        **toolchain_fields(ver),
         wrapper=wrapper_ref,
         args=args_ref,
         inputs=inputs_ref,
@@ -378,7 +383,6 @@ def compile_module(
         wrapper_max_abs_diff=max_diff,
         kernel_configs=kernel_configs,
         default_mode_wrapper=default_ref,
-        python_version=ver["python"],
         stage_seconds=stages.seconds,
     )
     cache.save(result)

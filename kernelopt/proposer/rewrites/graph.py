@@ -2,7 +2,7 @@
 
 A rewrite works on ``torch.fx.symbolic_trace`` of the user's own module (the
 graph before Inductor), with shapes from a fake-tensor propagation so nothing
-is computed.  The candidate is the problem file followed by ``class
+is computed (the same pass notes what each node does besides its result).  The candidate is the problem file followed by ``class
 ModelNew(Model)`` whose ``forward`` is the rewritten graph's code: it inherits
 the constructor, so parameters keep their names and creation order and the
 captured weights load into it (the forward form of the candidate contract).
@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelopt.errors import DeterministicError
+from kernelopt.proposer.rewrites.effects import EffectProp
 from kernelopt.proposer.rewrites.helpers import HELPERS
 
 HEADER = "# kernelopt rewrite: "
@@ -40,7 +40,8 @@ def load_namespace(source: str, name: str = "kernelopt_problem") -> types.Module
 
 
 def trace(source: str, seed: int = 0) -> tuple[torch.fx.GraphModule, types.ModuleType]:
-    """The traced model, with ``tensor_meta`` on every node from a fake-tensor pass."""
+    """The traced model, with ``tensor_meta`` and the node's effects besides its result
+    (``effects.EFFECTS``) on every node, from a fake-tensor pass."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     ns = load_namespace(source)
@@ -59,7 +60,7 @@ def trace(source: str, seed: int = 0) -> tuple[torch.fx.GraphModule, types.Modul
             fake.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in ns.get_inputs()
         ]
     try:
-        ShapeProp(gm, fake_mode=fake).propagate(*inputs)
+        EffectProp(gm, fake_mode=fake).propagate(*inputs)
     except Exception as exc:  # shape propagation runs arbitrary ops
         raise RewriteError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
     return gm, ns

@@ -9,7 +9,6 @@ decide whether a rewritten forward is accepted.
 from __future__ import annotations
 
 import operator
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ import torch
 import torch.fx
 
 from kernelopt.proposer.rewrites import helpers
+from kernelopt.proposer.rewrites.effects import has_effects
 from kernelopt.proposer.rewrites.graph import rank, shape
 
 _MATMUL = (operator.matmul, torch.matmul, torch.mm, torch.bmm)
@@ -142,10 +142,11 @@ def dead_code(gm: torch.fx.GraphModule) -> list[str]:
 
     FX's own test of purity keeps side-effectful functions, but not in-place methods
     (``x.mul_(2)``), augmented assignments, ``inplace=True`` layers or random draws
-    (whose removal shifts every later draw); ``_has_effects`` keeps those too.
+    (whose removal shifts every later draw); ``_has_effects`` keeps those too, from the
+    ATen ops each node ran in the shape pass (``effects``), not from its name.
     """
     before = len(gm.graph.nodes)
-    gm.graph.eliminate_dead_code(is_impure_node=lambda node: _has_effects(node, gm))
+    gm.graph.eliminate_dead_code(is_impure_node=_has_effects)
     removed = before - len(gm.graph.nodes)
     return [f"{removed} dead node(s) removed"] if removed else []
 
@@ -155,26 +156,13 @@ _AUGMENTED = {
     operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
     operator.ixor, operator.ilshift, operator.irshift, operator.setitem, operator.delitem,
 }  # fmt: skip
-# draws from an RNG (the in-place ones, ``normal_`` and the like, end in ``_`` anyway)
-_RANDOM = re.compile(r"rand\w*|\w*dropout\w*|rrelu\w*|bernoulli|multinomial|normal|poisson")
 
 
-def _has_effects(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
+def _has_effects(node: torch.fx.Node) -> bool:
     """Whether removing ``node`` could change anything besides its own (unused) result."""
-    if node.is_impure():
+    if node.is_impure() or (node.op == "call_function" and node.target in _AUGMENTED):
         return True
-    name = str(getattr(node.target, "__name__", node.target))
-    if node.op == "call_module":
-        module = gm.get_submodule(str(node.target))
-        stateful = any(True for _ in module.buffers())
-        random = _RANDOM.fullmatch(type(module).__name__.lower()) is not None
-        return stateful or random or bool(getattr(module, "inplace", False))
-    if node.op not in ("call_function", "call_method"):
-        return False
-    in_place = name.endswith("_") and not name.startswith("__")
-    random = _RANDOM.fullmatch(name.lower()) is not None
-    writes = bool(node.kwargs.get("inplace")) or "out" in node.kwargs
-    return in_place or random or writes or node.target in _AUGMENTED
+    return node.op in ("call_function", "call_method", "call_module") and has_effects(node)
 
 
 def _triangle(node: Any) -> str | None:

@@ -99,6 +99,11 @@ def test_dead_computation_is_removed_and_all_rules_combine():
         "torch.rand(3)",  # shifts every later draw
         "F.dropout(x, 0.5)",
         "torch.exp(x, out=x)",
+        # effects no name gives away: read from the ATen ops the node runs
+        "F.gumbel_softmax(x)",  # draws through exponential_ on a fresh tensor
+        "torch.ops.aten.add_.Tensor(x, 1)",
+        "self.pool(x[None, None])",  # nn.FractionalMaxPool2d draws its sample points
+        "x[0].clamp_(0)",  # writes into a view of an input
     ],
 )
 def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
@@ -107,6 +112,7 @@ def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
         "class Model(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n"
         "        self.act = nn.ReLU(inplace=True)\n        self.bn = nn.BatchNorm1d(4)\n"
+        "        self.pool = nn.FractionalMaxPool2d(2, output_ratio=0.5)\n"
         "    def forward(self, x):\n"
         f"        {effect}\n"
         "        unused = x * 3\n"
@@ -120,6 +126,22 @@ def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
     assert "mul_2 = x * 3" not in forward and "x * 3" not in forward
     name = effect.split("(")[0].split(".")[-1]
     assert name in forward, (effect, forward)
+
+
+def test_dead_code_removes_a_layer_whose_buffers_it_only_reads():
+    """A batch norm in eval mode reads its running statistics and writes nothing."""
+    src = HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.bn = nn.BatchNorm1d(4).eval()\n        self.fc = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        unused = self.bn(x)\n"
+        "        return self.fc(x)\n"
+        "def get_inputs():\n    return [torch.randn(5, 4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    text = _check(src, "rewrite:dead-code")
+    assert "self.bn" not in text.split("class ModelNew")[1]
 
 
 def test_a_forward_with_type_annotations_is_rewritten():
