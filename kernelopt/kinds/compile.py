@@ -33,13 +33,13 @@ from typing import Any
 
 from kernelopt.checkpoint import report
 from kernelopt.compile.tensors import clone_exact, tensor_spec
+from kernelopt.compile.toolchain import toolchain_fields
 from kernelopt.compile.versions import versions
 from kernelopt.contracts.compiled import CompileInput, CompileResult
 from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
 from kernelopt.loaded_problem import KernelProblem
 from kernelopt.log import get_logger
-from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
 
 log = get_logger(__name__)
@@ -177,10 +177,6 @@ def compile_kernel_problem(
         problem=inp.problem.model_copy(update={"kind": problem.kind}),
         cache_key=key,
         mode=mode,
-        torch_version=ver["torch"],
-        triton_version=ver["triton"],
-        gpu_name=ver["gpu"],
-        numerics=POLICY,
         wrapper=wrapper_ref,
         args=save_tensors(store, pristine, f"{name}_args.pt"),
         inputs=save_tensors(store, pristine, f"{name}_inputs.pt"),
@@ -194,7 +190,7 @@ def compile_kernel_problem(
         arg_specs=[tensor_spec(v) for v in pristine],
         num_outputs=len(baseline_out),
         mode_reason=f"{problem.kind.value} kernel problem: the baseline is {how}; {numerics}",
-        python_version=ver["python"],
+        **toolchain_fields(ver),
     )
 
     report({"step": "reference"})
