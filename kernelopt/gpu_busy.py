@@ -325,21 +325,23 @@ def summarize_campaign(records: list[ActivityBusy]) -> CampaignBusy:
         last = max(mine, key=lambda r: r.ended_at)
         span = span.plus(last.end.minus(first.start))
         span_seconds += last.ended_at - first.started_at
-    total = BusyTotals()
-    for r in measured:
-        total = total.plus(r.totals)
-    searching = BusyTotals()
-    for r in search:
-        searching = searching.plus(r.totals)
     return CampaignBusy(
         measured=True,
         activities=len(measured),
         search_activities=len(search),
         search_span=span,
         search_span_seconds=span_seconds,
-        while_searching=searching,
-        all_activities=total,
+        while_searching=_summed(search),
+        all_activities=_summed(measured),
     )
+
+
+def _summed(records: list[ActivityBusy]) -> BusyTotals:
+    """The activities' totals added up, in order (the campaign's figures over them)."""
+    total = BusyTotals()
+    for r in records:
+        total = total.plus(r.totals)
+    return total
 
 
 def campaign_busy(home: Path, campaign_id: str) -> CampaignBusy | None:
