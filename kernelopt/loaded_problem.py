@@ -78,8 +78,45 @@ def check_forward_inputs(inputs: Sequence[Any], what: str, label: str) -> None:
                 "as separate arguments: return each tensor on its own "
                 "(forward(self, *xs) takes them back as a tuple)",
             )
+        if isinstance(value, torch.Tensor) and (kind := unusual_tensor(value)):
+            raise ProblemError(
+                label,
+                f"{what}[{i}] is {kind}; the gates save, copy, poison and compare inputs as "
+                "dense (strided) tensors with real storage, and Inductor compiles only those: "
+                "pass the dense tensor (for example `.to_dense()`, `.dequantize()`)",
+            )
     if not any(isinstance(x, torch.Tensor) for x in inputs):
         raise ProblemError(label, f"{what} returned no tensor")
+
+
+def check_dense_outputs(outputs: Sequence[Any], label: str) -> None:
+    """The forward's flat outputs are dense tensors or plain values (else a clear refusal
+    rather than a crash deep in a gate that saves, poisons or compares them)."""
+    import torch
+
+    for i, leaf in enumerate(outputs):
+        if isinstance(leaf, torch.Tensor) and (kind := unusual_tensor(leaf)):
+            raise ProblemError(
+                label,
+                f"output {i} of the forward is {kind}; the gates compare outputs as dense "
+                "(strided) tensors and Inductor compiles only those: return the dense tensor "
+                "(for example `.to_dense()`, `.dequantize()`, `.to_padded_tensor(0)`)",
+            )
+
+
+def unusual_tensor(t: Any) -> str:
+    """What makes ``t`` other than a dense tensor with storage ('' when nothing does)."""
+    import torch
+
+    if t.is_nested:
+        return "a nested tensor"
+    if t.layout != torch.strided:
+        return f"a {str(t.layout).removeprefix('torch.')} tensor"
+    if t.is_quantized:
+        return "a quantized tensor"
+    if t.device.type == "meta":
+        return "a tensor on the meta device (no data)"
+    return ""
 
 
 def _holds_tensor(value: Any) -> bool:

@@ -65,7 +65,7 @@ from gates.protocol import (
     group_name,
 )
 from kernelopt.kinds.validate import first_difference, same_values
-from kernelopt.loaded_problem import another_batch, apply_mode, resolve_mode
+from kernelopt.loaded_problem import another_batch, apply_mode, check_dense_outputs, resolve_mode
 from kernelopt.precision import strict_fp32
 
 JOB_TYPE = ReferenceJob
@@ -224,6 +224,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 set_path(job.inputs_dir, s.name).unlink(missing_ok=True)
                 input_sets.remove(s)
                 continue
+            check_dense_outputs(out, str(job.problem_path))
             aliased = [
                 i
                 for i, leaf in enumerate(out)

@@ -51,7 +51,7 @@ from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult
 from kernelopt.errors import DeterministicError
-from kernelopt.loaded_problem import LoadedProblem
+from kernelopt.loaded_problem import LoadedProblem, check_dense_outputs
 from kernelopt.log import get_logger
 from kernelopt.precision import strict_fp32
 from kernelopt.problem import load_module_problem
@@ -288,6 +288,7 @@ def compile_module(
 
     stages = StageClock()
     import torch
+    from torch.utils._pytree import tree_leaves
 
     strict_fp32()  # before any compile: autotuning must choose for the numerics the gates run
     source = store.get_text(inp.problem.source)
@@ -316,6 +317,7 @@ def compile_module(
     stages.lap("problem")
     report({"step": "compile", "mode": inp.mode})
     cap = capture(model, inputs, inp.mode)
+    check_dense_outputs(tree_leaves(cap.output), problem.path)
     stages.lap("capture")
     parsed = parse_wrapper(cap.source)
     if parsed.num_args is not None and parsed.num_args != len(cap.args):

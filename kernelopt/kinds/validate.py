@@ -27,7 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelopt.errors import ProblemError
-from kernelopt.loaded_problem import KernelProblem, check_forward_inputs, seeded
+from kernelopt.loaded_problem import (
+    KernelProblem,
+    check_dense_outputs,
+    check_forward_inputs,
+    seeded,
+)
 
 GATE2_RTOL = 1e-3  # gate 2's defaults (GateSettings): the baseline must pass what candidates must
 GATE2_ATOL = 1e-3
@@ -252,9 +257,11 @@ def run_reference(problem: KernelProblem, inputs: list[Any]) -> list[Any]:
 
     try:
         with torch.no_grad():
-            return leaves(problem.reference(*_clone(inputs)))
+            outputs = leaves(problem.reference(*_clone(inputs)))
     except Exception as exc:
         raise ProblemError(problem.path, f"reference() raised {type(exc).__name__}: {exc}") from exc
+    check_dense_outputs(outputs, problem.path)
+    return outputs
 
 
 def check_reference_deterministic(

@@ -71,6 +71,20 @@ def test_missing_file(tmp_path: Path) -> None:
         ),
         ("def get_inputs(): return [{'x': torch.randn(2, 16)}]\n", "is a dict holding tensors"),
         ("def get_inputs(): raise RuntimeError('boom')\n", "raised RuntimeError"),
+        (
+            "def get_inputs(): return [torch.randn(2, 16).to_sparse()]\n",
+            r"get_inputs\(\)\[0\] is a sparse_coo tensor; .*dense",
+        ),
+        (
+            "def get_inputs(): return [torch.randn(2, 16).to_sparse_csr()]\n",
+            "is a sparse_csr tensor",
+        ),
+        (
+            "def get_inputs(): return [torch.quantize_per_tensor(torch.randn(2, 16), 0.1, 0, "
+            "torch.qint8)]\n",
+            "is a quantized tensor",
+        ),
+        ("def get_inputs(): return [torch.empty(2, 16, device='meta')]\n", "meta device"),
     ],
 )
 def test_load_rejects_bad_get_inputs(body: str, reason: str) -> None:
