@@ -114,8 +114,6 @@ def unusual_tensor(t: Any) -> str:
         return f"a {str(t.layout).removeprefix('torch.')} tensor"
     if t.is_quantized:
         return "a quantized tensor"
-    if t.device.type == "meta":
-        return "a tensor on the meta device (no data)"
     return ""
 
 
