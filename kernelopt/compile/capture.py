@@ -200,6 +200,25 @@ def capture(model: Any, inputs: list[Any], mode: str) -> Capture:
     return again
 
 
+def _hooks_hint(model: Any) -> str:
+    """Why a model may compile as several graphs: hooks on the model itself run outside
+    its ``forward``, and Dynamo compiles each of them as a graph of its own."""
+    kinds = [
+        kind
+        for kind, hooks in (
+            ("forward pre-hooks", getattr(model, "_forward_pre_hooks", None)),
+            ("forward hooks", getattr(model, "_forward_hooks", None)),
+        )
+        if hooks
+    ]
+    if not kinds:
+        return ""
+    return (
+        f": the model has {' and '.join(kinds)} on itself, which Dynamo compiles as graphs "
+        "of their own; do their work inside forward (hooks on submodules are fine)"
+    )
+
+
 def _capture(model: Any, inputs: list[Any], mode: str, *, force_random: bool) -> Capture:
     import torch
     from torch._inductor.utils import run_and_get_code
@@ -219,7 +238,10 @@ def _capture(model: Any, inputs: list[Any], mode: str, *, force_random: bool) ->
         raise
     seconds = time.perf_counter() - started
     if backend.graphs != 1:
-        raise CaptureError(f"expected one compiled graph, got {backend.graphs}")
+        raise CaptureError(
+            f"the forward compiled as {backend.graphs} graphs, kernelopt needs one"
+            + _hooks_hint(model)
+        )
     if not sources:
         raise CaptureError("Inductor produced no wrapper module (is the forward empty?)")
     return Capture(

@@ -124,6 +124,25 @@ def test_a_forward_torch_compile_cannot_take_whole_is_a_capture_error() -> None:
         capture(Branchy(), [torch.randn(9, 4)], "default")
 
 
+def test_hooks_on_the_model_itself_are_named_when_they_split_the_graph() -> None:
+    class Counted(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.register_buffer("calls", torch.zeros(()))
+            self.register_forward_pre_hook(self._count)
+
+        def _count(self, module: nn.Module, args: tuple) -> None:
+            self.calls += 1
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x) * 2
+
+    torch._dynamo.reset()
+    with pytest.raises(CaptureError, match="2 graphs.*forward pre-hooks on itself"):
+        capture(Counted(), [torch.randn(3, 4)], "default")
+
+
 def test_code_that_still_draws_with_inductors_generators_is_compiled_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
