@@ -139,7 +139,7 @@ def test_hooks_on_the_model_itself_are_named_when_they_split_the_graph() -> None
             return self.fc(x) * 2
 
     torch._dynamo.reset()
-    with pytest.raises(CaptureError, match="2 graphs.*forward pre-hooks on itself"):
+    with pytest.raises(CaptureError, match=r"2 graphs.*forward pre-hooks on itself"):
         capture(Counted(), [torch.randn(3, 4)], "default")
 
 
