@@ -179,6 +179,7 @@ def round_setup(
         settings=settings,
         checks=TimingChecks(
             input_sets=bundle.rotation_sets(),
+            first_sight_sets=bundle.first_sight_sets(),
             expected=bundle.expected_outputs(),
             check=bundle.check_timed,
         ),

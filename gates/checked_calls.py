@@ -140,29 +140,49 @@ def held_calls(expected: list[OutputLeaf], budget_bytes: int) -> int:
 
 
 class RotatingInputs:
-    """Two input buffers that get another set's values copied in before every call."""
+    """Two input buffers that get another set's values copied in before every call.
 
-    def __init__(self, value_sets: list[list[Any]], slots: int = 2) -> None:
-        if not value_sets:
-            raise ValueError("at least one input set is needed")
+    The sets in ``once`` stay out of the rotation: each is given once, by ``first_sight``,
+    on values the side has not seen before in this process.
+    """
+
+    def __init__(
+        self, value_sets: list[list[Any]], slots: int = 2, once: frozenset[int] = frozenset()
+    ) -> None:
+        self.rotating = [i for i in range(len(value_sets)) if i not in once]
+        if not self.rotating:
+            raise ValueError("at least one input set must rotate")
         self.sources = value_sets
-        self.slots = [[_clone(v) for v in value_sets[i % len(value_sets)]] for i in range(slots)]
-        self.held = [i % len(value_sets) for i in range(slots)]
+        self.unseen = sorted(once)
+        picks = [self.rotating[i % len(self.rotating)] for i in range(slots)]
+        self.slots = [[_clone(v) for v in value_sets[k]] for k in picks]
+        self.held = picks
         self.turn = 0
 
     def next(self) -> tuple[int, list[Any]]:
         """(set index, the buffers to call with): new values in the next buffer."""
         slot = self.turn % len(self.slots)
-        self.turn += 1
-        n = len(self.sources)
+        n = len(self.rotating)
         choice = _random_below(n)
-        if n > 1 and choice == self.held[slot]:
+        if n > 1 and self.rotating[choice] == self.held[slot]:
             choice = (choice + 1 + _random_below(n - 1)) % n  # always a change of values
-        for dst, src in zip(self.slots[slot], self.sources[choice], strict=True):
+        return self._load(slot, self.rotating[choice])
+
+    def first_sight(self) -> tuple[int, list[Any]]:
+        """(set index, buffers) of a set not given before, drawn at random (IndexError when
+        none is left)."""
+        if not self.unseen:
+            raise IndexError("every first-sight set was given")
+        k = self.unseen.pop(_random_below(len(self.unseen)))
+        return self._load(self.turn % len(self.slots), k)
+
+    def _load(self, slot: int, k: int) -> tuple[int, list[Any]]:
+        self.turn += 1
+        for dst, src in zip(self.slots[slot], self.sources[k], strict=True):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)  # new values, same pointer, new version counter
-        self.held[slot] = choice
-        return choice, self.slots[slot]
+        self.held[slot] = k
+        return k, self.slots[slot]
 
     def fixed(self, slot: int) -> tuple[int, list[Any]]:
         """A buffer as it is (no copy): for back-to-back host batches."""

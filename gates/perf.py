@@ -117,6 +117,7 @@ class TimingChecks:
     input_sets: list[str]
     expected: list[OutputLeaf]
     check: Callable[[Path], TimedCheck]
+    first_sight_sets: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,7 @@ class RoundSetup:
             inputs_dir=str(self.inputs_dir),
             input_set=self.input_set,
             input_sets=checks.input_sets,
+            first_sight_sets=checks.first_sight_sets,
             expected=checks.expected,
             checks_file=CHECKS_FILE,
             min_rep_calls=settings.min_rep_calls,

@@ -51,6 +51,11 @@ from kernelopt.roofline import ceilings_for, roofline_check
 # code's GPU work read 0.58-1.21x of itself per verdict on the H200 (the GPU's clock
 # regimes), but never below 0.96x in all of a verdict's rounds at once
 HIDDEN_SLOWDOWN = 1.5
+MEMO_RATIO = 1.5  # first-sight calls over samples, beyond the baseline's (``_memoised``)
+# below this baseline time per call a single call's timing is too noisy to compare (two
+# identical CPU forwards of 12 us read 1.14x and 1.83x), and a memo's own key and copy
+# cost about as much as the forward: no first-sight verdict (CUDA events, the host clock)
+MEMO_MIN_MS = {"cuda": 0.05, "cpu": 1.0}
 # the decision's fields the agents' feedback quotes (PerfDecision); its reason is left out
 _FEEDBACK_DECISION_KEYS = (
     "category",
@@ -87,6 +92,7 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
                 "tampered_before": r.tampered_before,
                 "tampered_after": r.tampered_after,
                 "event_samples": [round(x, 6) for x in r.event_samples[:100]],
+                "first_sight_samples": [round(x, 6) for x in r.first_sight_samples],
             }
             for r in results
         ],
@@ -166,6 +172,54 @@ def _hides_slower_gpu_work(m: PerfMeasurement) -> bool:
         if b.event_ms and c.event_ms
     ]
     return len(pairs) >= 2 and all(c > HIDDEN_SLOWDOWN * b for b, c in pairs)
+
+
+def _first_sight(m: PerfMeasurement, min_ms: float) -> dict[str, list[float]]:
+    """Per round and side: how much longer its calls on values new to the process took than
+    its samples (median over median; the rounds where both sides have both, and where the
+    baseline's samples take ``min_ms`` at least)."""
+    out: dict[str, list[float]] = {"baseline": [], "candidate": []}
+    for b, c in zip(m.baseline, m.candidate, strict=False):
+        if not all(r.first_sight_samples and r.event_samples for r in (b, c)):
+            continue
+        if median(b.event_samples) < min_ms:
+            continue
+        for name, r in (("baseline", b), ("candidate", c)):
+            out[name].append(median(r.first_sight_samples) / median(r.event_samples))
+    return out
+
+
+def _memoised(first_sight: dict[str, list[float]]) -> bool:
+    """In every round, the candidate's calls on new values took more than ``MEMO_RATIO``
+    times as long as its samples, beyond what the baseline's did.
+
+    A memo of inputs (keyed on values, however few it reads) answers a set it has seen at
+    the cost of a copy; a set it has not seen it must compute.  The samples rotate over a
+    few sets, so a memo would time its copies there; honest code takes as long either way.
+    """
+    pairs = list(zip(first_sight["baseline"], first_sight["candidate"], strict=True))
+    return bool(pairs) and all(c > MEMO_RATIO * max(b, 1.0) for b, c in pairs)
+
+
+def _memo_verdict(
+    m: PerfMeasurement, metrics: dict[str, Any], claims_a_win: bool, device: str
+) -> tuple[str, str] | None:
+    """(reason, feedback) when a win holds only for inputs the candidate had seen
+    (``_memoised``); records both sides' first-sight ratios in ``metrics`` either way."""
+    first_sight = _first_sight(m, MEMO_MIN_MS["cuda" if device.startswith("cuda") else "cpu"])
+    if first_sight["candidate"]:
+        metrics["first_sight"] = {k: [round(x, 4) for x in v] for k, v in first_sight.items()}
+    if not (claims_a_win and _memoised(first_sight)):
+        return None
+    seen = ", ".join(f"{x:.3g}x" for x in first_sight["candidate"])
+    base = ", ".join(f"{x:.3g}x" for x in first_sight["baseline"])
+    return (
+        f"memoised: its calls on input values new to the process took {seen} as long as "
+        f"its other calls (the baseline's {base}); its speed holds only for inputs it had seen",
+        "Your candidate answered inputs it had seen before faster than new ones: it keeps "
+        "results across calls. Every call must compute its output from the current inputs; "
+        "a cache of earlier answers is not a faster kernel.",
+    )
 
 
 def _graph_metrics(m: PerfMeasurement) -> dict[str, Any]:
@@ -394,7 +448,14 @@ def perf_verdict(
             None,
         )
     if not settings.device.startswith("cuda"):
-        # the CPU (Triton interpreter) exercises the checked loop, never a speed claim
+        # the CPU (Triton interpreter) exercises the checked loop, never a speed claim; a
+        # memo still shows as a candidate faster than the baseline on seen inputs only
+        faster = median([m.primary(r) for r in m.candidate]) * gamma < median(
+            [m.primary(r) for r in m.baseline]
+        )
+        memo = _memo_verdict(m, metrics, faster, settings.device)
+        if memo is not None:
+            return verdict(GateStatus.FAIL, *memo), None, None
         calls = sum(c.calls for c in m.checks)
         return (
             verdict(
@@ -451,6 +512,10 @@ def perf_verdict(
             base_rounds, cand_rounds, gamma=gamma, noise_limit=settings.noise_limit
         )
     metrics["decision"] = decision.as_dict()
+    optimized = decision.category == PerfCategory.OPTIMIZED
+    memo = _memo_verdict(m, metrics, optimized, settings.device)
+    if memo is not None:
+        return verdict(GateStatus.FAIL, *memo), None, None
     agreement = _side_timers(m.candidate, settings)
     base_agreement = _side_timers(m.baseline, settings)
     cand_event, base_event = agreement.event_ms, base_agreement.event_ms

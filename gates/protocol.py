@@ -210,6 +210,10 @@ class TimingJob(ChildJob):
     # through (same shapes as input_set, each with a reference answer), what the
     # reference returns, and the file the child writes for the parent to compare
     input_sets: list[str] = Field(default_factory=list)
+    # of those, the sets each side is timed on once, after its samples, on values it has
+    # not seen in this process (first-sight calls: what a memo of inputs cannot answer);
+    # the rotation never uses them
+    first_sight_sets: list[str] = Field(default_factory=list)
     expected: list[OutputLeaf] = Field(default_factory=list)
     checks_file: str = ""  # a file name in the child's own workdir ("" = none written)
     check_samples: int = 128
@@ -245,6 +249,9 @@ class TimingResult(Frozen):
     side: str
     event_ms: float | None  # median of do_bench samples (None: no CUDA events here)
     event_samples: list[float] = Field(default_factory=list)
+    # the calls on ``TimingJob.first_sight_sets``, timed as the event samples are (checked
+    # too), each on values this process had not given the side before
+    first_sight_samples: list[float] = Field(default_factory=list)
     host_ms: float  # median of host-timer batches (device-wide sync per batch)
     host_samples: list[float] = Field(default_factory=list)
     host_calls_per_batch: int = 0

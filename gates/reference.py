@@ -192,6 +192,14 @@ class ReferenceBundle:
         first = self.result.sets[0]
         return [s.name for s in self.result.sets if s.input_shapes == first.input_shapes]
 
+    def first_sight_sets(self) -> list[str]:
+        """Of the rotation's sets, the drawn ones (held-out seed, new values): each timing
+        side is timed once on each, on values new to its process, and the rotation keeps
+        the configured seeds (two at least, so every call still changes values)."""
+        rotating = self.rotation_sets()
+        drawn = [s.name for s in self.input_sets if s.group >= 0 and s.name in rotating]
+        return drawn if len(rotating) - len(drawn) >= 2 else []
+
     def expected_outputs(self, name: str = "") -> list[OutputLeaf]:
         """What a call on set ``name`` must return (default: the first set, as timed)."""
         if self.result is None or not self.result.sets:

@@ -103,12 +103,18 @@ class CheckedLoop:
             k, args = self.rotation.next()
             self.checks.call(self.fn, k, args)
 
-    def timed(self, n: int) -> list[float]:
-        kit = self.kit
+    def first_sight(self) -> list[float]:
+        """Each of the rotation's unseen sets once, timed as ``timed`` times a call: values
+        the side has not been given before in this process, which a memo of earlier inputs
+        cannot answer (``perf_verdict``'s memo check compares these with the samples)."""
+        return self.timed(len(self.rotation.unseen), self.rotation.first_sight)
+
+    def timed(self, n: int, pick: Callable[[], tuple[int, list[Any]]] | None = None) -> list[float]:
+        kit, pick = self.kit, pick or self.rotation.next
         if not kit.cuda:
             samples = []
             for _ in range(n):
-                k, args = self.rotation.next()
+                k, args = pick()
                 self.checks.before(k)  # seed / restore state: off the clock
                 t0 = kit.now_ns()
                 out = self.fn(*args)
@@ -121,7 +127,7 @@ class CheckedLoop:
         pairs = []
         pending: tuple[Any, int, list[Any]] | None = None
         for _ in range(n):
-            k, args = self.rotation.next()
+            k, args = pick()
             if pending is not None:  # the previous call's check, before the flush is queued
                 self.checks.record(*pending)
                 pending = None
@@ -391,6 +397,7 @@ class TimedSide:
     cpus: list[int | None] = field(default_factory=list)
     settled: list[float] = field(default_factory=list)
     samples: list[float] = field(default_factory=list)
+    first_sight: list[float] = field(default_factory=list)
     event_ms: float = float("nan")
     slow: bool = False  # the CPU's slow forward: the fewest calls
 
@@ -414,7 +421,8 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
         t_start = kit.now_ns()
     names = job.input_sets or [job.input_set]
     rotation = RotatingInputs(
-        [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names]
+        [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names],
+        once=frozenset(i for i, n in enumerate(names) if n in job.first_sight_sets),
     )
     checks = CheckedCalls(expected=list(job.expected), device=job.device, samples=job.check_samples)
     prepare = CallPreparer(load_policy(job.inputs_dir), fn)
@@ -468,6 +476,7 @@ def settle_and_sample(kit: TimerKit, job: TimingJob, side: TimedSide) -> None:
     least = 3 if side.slow else min(job.min_rep_calls, most)
     side.samples = loop.timed(_counts(estimate, job.rep_ms, least, most))
     side.event_ms = median(side.samples)
+    side.first_sight = loop.first_sight()
     side.cpus.append(current_cpu())
 
 
@@ -504,6 +513,7 @@ def finish_side(
         side=name,
         event_ms=side.event_ms if cuda else None,
         event_samples=side.samples[:400],
+        first_sight_samples=side.first_sight,
         host_ms=median(host),
         host_samples=host,
         host_calls_per_batch=calls,

@@ -274,7 +274,8 @@ def test_a_rewritten_compiler_cache_file_rejects_the_candidate_and_is_dropped(
 
 
 def test_timing_rounds_record_where_they_ran(suite: SuiteResult) -> None:
-    """Each round names its CPUs (start of settling, after events, after host batches)."""
+    """Each round names its CPUs (start of settling, after events, after host batches) and
+    times both sides on values new to the process (the memo check's first-sight calls)."""
     import os
 
     perf = suite.by_candidate()["timer_patch"].result.verdicts[-1]  # the CPU set's timed one
@@ -282,6 +283,8 @@ def test_timing_rounds_record_where_they_ran(suite: SuiteResult) -> None:
     assert rounds
     for r in rounds:
         assert len(r["cpus"]) == len(r["cpu_nodes"]) == 3
+        # the drawn sets (held-out seed, new values) timed once each, off the rotation
+        assert len(r["first_sight_samples"]) == 2, r
         if os.path.exists("/proc/self/stat"):
             assert all(isinstance(c, int) and c >= 0 for c in r["cpus"]), r["cpus"]
 

@@ -224,6 +224,72 @@ def test_a_dispatch_bound_verdict_states_the_gpu_work_alone() -> None:
     assert "GPU work alone" not in v.reason  # both timers agree: the ratio is the GPU's
 
 
+@pytest.mark.parametrize(
+    ("base_first", "cand_first", "memo"),
+    [
+        (0.02, 0.10, False),  # honest: a new set takes as long as the rotation's
+        (0.02, 0.90, True),  # a memo: new values cost the full forward, seen ones a copy
+        (0.05, 0.30, False),  # the baseline's new sets are as much slower: the harness's
+    ],
+)
+def test_a_win_that_holds_only_for_inputs_seen_before_is_memoisation(
+    base_first: float, cand_first: float, memo: bool
+) -> None:
+    from gates.perf import PerfMeasurement
+    from gates.perf_verdict import perf_verdict
+    from gates.protocol import TimingResult
+    from kernelopt.contracts.verdicts import GateSettings, GateStatus
+
+    def side(name: str, ms: float, first: float) -> TimingResult:
+        return TimingResult(
+            side=name,
+            event_ms=ms,
+            event_samples=[ms] * 9,
+            first_sight_samples=[first, first],
+            host_ms=ms,
+        )
+
+    settings = GateSettings(device="cuda", min_rounds=1, max_rounds=2)
+    m = PerfMeasurement(
+        baseline=[side("baseline", 0.02 * 50, base_first * 50)] * 2,
+        candidate=[side("candidate", 0.1, cand_first)] * 2,
+    )
+    v, category, _ = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
+    assert v.metrics["first_sight"]["candidate"] == pytest.approx([cand_first / 0.1] * 2)
+    if memo:
+        assert v.status == GateStatus.FAIL and category is None
+        assert v.reason.startswith("memoised: its calls on input values new to the process")
+        assert "cache of earlier answers" in v.feedback
+    else:
+        assert v.status == GateStatus.PASS and category == PerfCategory.OPTIMIZED
+
+
+def test_first_sight_calls_of_forwards_too_short_to_time_alone_decide_nothing() -> None:
+    """Two single calls of a 12-us forward are noise (identical CPU code read 1.14x-3.7x)."""
+    from gates.perf import PerfMeasurement
+    from gates.perf_verdict import MEMO_MIN_MS, perf_verdict
+    from gates.protocol import TimingResult
+    from kernelopt.contracts.verdicts import GateSettings, GateStatus
+
+    def side(name: str, ms: float, first: float) -> TimingResult:
+        return TimingResult(
+            side=name,
+            event_ms=ms,
+            event_samples=[ms] * 9,
+            first_sight_samples=[first] * 2,
+            host_ms=ms,
+        )
+
+    short = MEMO_MIN_MS["cuda"] / 2  # the candidate's new values: 10x its samples
+    m = PerfMeasurement(
+        baseline=[side("baseline", short, short)],
+        candidate=[side("candidate", short / 2, 5 * short)],
+    )
+    settings = GateSettings(device="cuda", min_rounds=1, max_rounds=1)
+    v, _, _ = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
+    assert v.status == GateStatus.PASS and "first_sight" not in v.metrics
+
+
 def test_a_fifth_of_the_rounds_is_set_aside_from_ten_rounds() -> None:
     rounds = [0.66] * 8 + [1.05, 1.10]
     assert trimmed(rounds) == [0.66] * 8

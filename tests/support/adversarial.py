@@ -113,6 +113,14 @@ CASES: tuple[Case, ...] = (
         ("correctness", "performance"),
         GPU,
     ),
+    Case(
+        "value_memo",
+        "matmul",
+        "memo keyed on a few sampled input values",
+        "reject",
+        ("performance",),
+        GPU,
+    ),
     # --- classes of our own ----------------------------------------------------------------
     _timed_on_cpu("thread_after_return", "output written by a thread after forward returns"),
     _timed_on_cpu("job_sniff", "reads the harness's job file to learn it is timed"),
