@@ -145,10 +145,13 @@ def dead_code(gm: torch.fx.GraphModule) -> list[str]:
     (whose removal shifts every later draw); ``_has_effects`` keeps those too, from the
     ATen ops each node ran in the shape pass (``effects``), not from its name.
     """
-    before = len(gm.graph.nodes)
+    before = list(gm.graph.nodes)
     gm.graph.eliminate_dead_code(is_impure_node=_has_effects)
-    removed = before - len(gm.graph.nodes)
-    return [f"{removed} dead node(s) removed"] if removed else []
+    kept = set(gm.graph.nodes)
+    removed = [n for n in before if n not in kept]
+    # an unused shape entry (``b, _, d = x.shape``) costs nothing: no candidate for it alone
+    computed = [n for n in removed if "tensor_meta" in n.meta]
+    return [f"{len(removed)} dead node(s) removed"] if computed else []
 
 
 _AUGMENTED = {

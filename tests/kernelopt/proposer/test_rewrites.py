@@ -128,6 +128,18 @@ def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
     assert name in forward, (effect, forward)
 
 
+def test_an_unused_shape_entry_alone_makes_no_dead_code_candidate():
+    src = HEAD + (
+        "class Model(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        b, _, d = x.shape\n"
+        "        return x.reshape(b, -1, d) * 2\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    assert "rewrite:dead-code" not in rewrite_sources(src)
+
+
 def test_dead_code_removes_a_layer_whose_buffers_it_only_reads():
     """A batch norm in eval mode reads its running statistics and writes nothing."""
     src = HEAD + (
