@@ -107,7 +107,11 @@ class CheckedLoop:
         """Each of the rotation's unseen sets once, timed as ``timed`` times a call: values
         the side has not been given before in this process, which a memo of earlier inputs
         cannot answer (``perf_verdict``'s memo check compares these with the samples)."""
-        return self.timed(len(self.rotation.unseen), self.rotation.first_sight)
+        samples_dispatch = self.dispatch_ns  # the host batches' floor stays the samples'
+        try:
+            return self.timed(len(self.rotation.unseen), self.rotation.first_sight)
+        finally:
+            self.dispatch_ns = samples_dispatch
 
     def timed(self, n: int, pick: Callable[[], tuple[int, list[Any]]] | None = None) -> list[float]:
         kit, pick = self.kit, pick or self.rotation.next
