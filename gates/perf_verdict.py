@@ -93,6 +93,8 @@ def _side_metrics(results: list[TimingResult]) -> dict[str, Any]:
                 "tampered_after": r.tampered_after,
                 "event_samples": [round(x, 6) for x in r.event_samples[:100]],
                 "first_sight_samples": [round(x, 6) for x in r.first_sight_samples],
+                "dispatch_ms": r.dispatch_ms,
+                "first_sight_dispatch_ms": [round(x, 6) for x in r.first_sight_dispatch_ms],
             }
             for r in results
         ],

@@ -252,6 +252,10 @@ class TimingResult(Frozen):
     # the calls on ``TimingJob.first_sight_sets``, timed as the event samples are (checked
     # too), each on values this process had not given the side before
     first_sight_samples: list[float] = Field(default_factory=list)
+    # host time to issue a call (CUDA): the samples' median and each first-sight call's,
+    # recorded for a host-clock memo check on dispatch-bound forwards (not yet decided on)
+    dispatch_ms: float | None = None
+    first_sight_dispatch_ms: list[float] = Field(default_factory=list)
     host_ms: float  # median of host-timer batches (device-wide sync per batch)
     host_samples: list[float] = Field(default_factory=list)
     host_calls_per_batch: int = 0

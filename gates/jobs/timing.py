@@ -96,6 +96,7 @@ class CheckedLoop:
         self.kit, self.fn, self.rotation, self.checks = kit, fn, rotation, checks
         self._flush: torch.Tensor | None = None
         self.dispatch_ns: list[int] = []  # host time of each call in the latest timed()
+        self.first_sight_dispatch_ns: list[int] = []  # the same, of the first-sight calls
         self.batches: list[tuple[float, float]] = []  # (copies, raw) ms of each host batch
 
     def untimed(self, n: int) -> None:
@@ -111,6 +112,7 @@ class CheckedLoop:
         try:
             return self.timed(len(self.rotation.unseen), self.rotation.first_sight)
         finally:
+            self.first_sight_dispatch_ns = self.dispatch_ns if self.kit.cuda else []
             self.dispatch_ns = samples_dispatch
 
     def timed(self, n: int, pick: Callable[[], tuple[int, list[Any]]] | None = None) -> list[float]:
@@ -523,6 +525,8 @@ def finish_side(
         event_ms=side.event_ms if cuda else None,
         event_samples=side.samples[:400],
         first_sight_samples=side.first_sight,
+        dispatch_ms=loop.dispatch_ms() if cuda else None,
+        first_sight_dispatch_ms=[ns / 1e6 for ns in loop.first_sight_dispatch_ns],
         host_ms=median(host),
         host_samples=host,
         host_calls_per_batch=calls,
