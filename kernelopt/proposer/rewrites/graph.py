@@ -16,6 +16,7 @@ import inspect
 import re
 import textwrap
 import types
+import warnings
 from typing import Any
 
 import torch
@@ -50,20 +51,67 @@ def trace(source: str, seed: int = 0) -> tuple[torch.fx.GraphModule, types.Modul
     torch.manual_seed(seed)
     init = list(ns.get_init_inputs()) if hasattr(ns, "get_init_inputs") else []
     model = ns.Model(*init)
+    with torch.random.fork_rng():
+        drawn = list(ns.get_inputs())
     try:
         gm = torch.fx.symbolic_trace(model)
     except Exception as exc:  # FX raises many types for untraceable Python
-        raise RewriteError(f"not traceable by torch.fx: {type(exc).__name__}: {exc}") from None
+        gm = _trace_at_shapes(model, drawn, ns, f"{type(exc).__name__}: {exc}")
     fake = FakeTensorMode(allow_non_fake_inputs=True)
-    with torch.random.fork_rng():
-        inputs = [
-            fake.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in ns.get_inputs()
-        ]
+    inputs = [fake.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in drawn]
     try:
         EffectProp(gm, fake_mode=fake).propagate(*inputs)
     except Exception as exc:  # shape propagation runs arbitrary ops
         raise RewriteError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
     return gm, ns
+
+
+def _trace_at_shapes(
+    model: torch.nn.Module, drawn: list[Any], ns: types.ModuleType, why: str
+) -> torch.fx.GraphModule:
+    """A forward FX cannot trace symbolically (shapes used as ints: ``x[:, :n]``,
+    ``range(x.shape[0])``), traced with its input shapes known (FX's meta tracer), where
+    the graph does not depend on them: traced at every input shape the problem declares
+    (``get_holdout_inputs``), the code must come out the same, else shapes are baked in
+    and the rewrite would hold for the main shapes alone."""
+    from torch.fx.experimental.meta_tracer import symbolic_trace as meta_trace
+
+    names = list(inspect.signature(model.forward).parameters)
+    if len(names) != len(drawn) or any(
+        p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        for p in inspect.signature(model.forward).parameters.values()
+    ):
+        raise RewriteError(f"not traceable by torch.fx: {why}")
+    shapes = [drawn]
+    if hasattr(ns, "get_holdout_inputs"):
+        with torch.random.fork_rng():
+            shapes += [list(held) for held in ns.get_holdout_inputs()]
+    codes = []
+    for values in shapes:
+        meta = {n: v.to("meta") for n, v in zip(names, values, strict=True) if _tensor(v)}
+        concrete = {n: v for n, v in zip(names, values, strict=True) if not _tensor(v)}
+        try:
+            with warnings.catch_warnings():  # modules left on the CPU: metadata is skipped
+                warnings.simplefilter("ignore")
+                traced = meta_trace(model, meta_args=meta, concrete_args=concrete or None)
+        except Exception as exc:  # the meta tracer runs the user's Python too
+            raise RewriteError(
+                f"not traceable by torch.fx ({why}), nor at its input shapes "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        codes.append(traced.code)
+        if len(codes) == 1:
+            gm = torch.fx.GraphModule(model, traced.graph)
+    if any(code != codes[0] for code in codes):
+        raise RewriteError(
+            f"not traceable by torch.fx ({why}); traced at its input shapes, the forward "
+            "differs between them (shapes used as numbers are baked in)"
+        )
+    return gm
+
+
+def _tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor)
 
 
 def shape(node: Any) -> tuple[int, ...] | None:

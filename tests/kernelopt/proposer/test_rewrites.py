@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from kernelopt.proposer.rewrites.family import rewrite_sources
+from kernelopt.proposer.rewrites.graph import RewriteError
 
 HEAD = "import torch\nimport torch.nn as nn\n"
 
@@ -175,11 +176,11 @@ def test_untraceable_models_raise_a_typed_error():
     src = HEAD + (
         "class Model(nn.Module):\n"
         "    def forward(self, x):\n"
-        "        for _ in range(x.shape[0]):\n            x = x + 1\n        return x\n"
+        "        if float(x.sum()) > 0:\n            x = x + 1\n        return x\n"
         "def get_inputs():\n    return [torch.randn(3)]\n"
         "def get_init_inputs():\n    return []\n"
     )
-    with pytest.raises(RewriteError):
+    with pytest.raises(RewriteError, match="nor at its input shapes"):  # a value decides
         rewrite_sources(src)
 
 
@@ -343,3 +344,30 @@ def test_a_product_chain_is_reordered_only_where_the_shapes_make_it_far_cheaper(
     assert re.search(r"(\w+) = a @ a\n\s*\w+ = \1 @ a;", forward)  # alike squares: as written
     _, done = rewrite_sources(src)["rewrite:reassociate-products"]
     assert len(done) == 2 and all("product chain reordered" in d for d in done)
+
+
+SHAPES_AS_INTS = HEAD + (
+    "class Model(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
+    "    def forward(self, x):\n"
+    "        h = x[:, : x.shape[1] // 2]\n"
+    "        for _ in range(x.shape[0]):\n"
+    "            h = torch.tanh(h)\n"
+    "        unused = torch.exp(x)\n"
+    "        return self.fc(torch.cat([h, h], -1))\n"
+    "def get_inputs():\n    return [torch.randn(3, 4)]\n"
+    "def get_holdout_inputs():\n    return [[torch.randn(3, 4)]]\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
+def test_a_forward_that_uses_shapes_as_ints_is_traced_at_its_input_shapes():
+    """FX cannot slice by, or loop over, a traced size; the meta tracer knows the sizes."""
+    text = _check(SHAPES_AS_INTS, "rewrite:dead-code")
+    assert "exp" not in text.split("class ModelNew")[1]
+
+
+def test_a_forward_whose_graph_depends_on_its_input_shapes_gets_no_rewrite():
+    varying = SHAPES_AS_INTS.replace("[[torch.randn(3, 4)]]", "[[torch.randn(5, 4)]]")
+    with pytest.raises(RewriteError, match="differs between them"):
+        rewrite_sources(varying)
