@@ -78,13 +78,7 @@ def check_forward_inputs(inputs: Sequence[Any], what: str, label: str) -> None:
                 "as separate arguments: return each tensor on its own "
                 "(forward(self, *xs) takes them back as a tuple)",
             )
-        if isinstance(value, torch.Tensor) and (kind := unusual_tensor(value)):
-            raise ProblemError(
-                label,
-                f"{what}[{i}] is {kind}; the gates save, copy, poison and compare inputs as "
-                "dense (strided) tensors with real storage, and Inductor compiles only those: "
-                "pass the dense tensor (for example `.to_dense()`, `.dequantize()`)",
-            )
+        _refuse_unusual(value, f"{what}[{i}]", "inputs", label)
     if not any(isinstance(x, torch.Tensor) for x in inputs):
         raise ProblemError(label, f"{what} returned no tensor")
 
@@ -92,16 +86,21 @@ def check_forward_inputs(inputs: Sequence[Any], what: str, label: str) -> None:
 def check_dense_outputs(outputs: Sequence[Any], label: str) -> None:
     """The forward's flat outputs are dense tensors or plain values (else a clear refusal
     rather than a crash deep in a gate that saves, poisons or compares them)."""
+    for i, leaf in enumerate(outputs):
+        _refuse_unusual(leaf, f"output {i} of the forward", "outputs", label)
+
+
+def _refuse_unusual(value: Any, where: str, role: str, label: str) -> None:
     import torch
 
-    for i, leaf in enumerate(outputs):
-        if isinstance(leaf, torch.Tensor) and (kind := unusual_tensor(leaf)):
-            raise ProblemError(
-                label,
-                f"output {i} of the forward is {kind}; the gates compare outputs as dense "
-                "(strided) tensors and Inductor compiles only those: return the dense tensor "
-                "(for example `.to_dense()`, `.dequantize()`, `.to_padded_tensor(0)`)",
-            )
+    if isinstance(value, torch.Tensor) and (kind := unusual_tensor(value)):
+        verb = "pass" if role == "inputs" else "return"
+        raise ProblemError(
+            label,
+            f"{where} is {kind}; the gates save, copy, poison and compare {role} as dense "
+            f"(strided) tensors, and Inductor compiles only those: {verb} the dense tensor "
+            "(for example `.to_dense()`, `.dequantize()`, `.to_padded_tensor(0)`)",
+        )
 
 
 def unusual_tensor(t: Any) -> str:
