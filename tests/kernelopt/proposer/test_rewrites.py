@@ -15,6 +15,17 @@ from kernelopt.proposer.rewrites.graph import RewriteError
 HEAD = "import torch\nimport torch.nn as nn\n"
 
 
+def _problem(forward: str, inputs: str, init: str = "") -> str:
+    """A problem file: ``Model`` with ``init`` (lines after super().__init__()) and a
+    ``forward(self, x)`` of ``forward`` (lines), and ``get_inputs`` returning ``inputs``."""
+    ctor = f"    def __init__(self):\n        super().__init__()\n{init}" if init else ""
+    return HEAD + (
+        f"class Model(nn.Module):\n{ctor}    def forward(self, x):\n{forward}"
+        f"def get_inputs():\n    return {inputs}\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
 def _check(source: str, label: str, rtol: float = 1e-5) -> str:
     found = rewrite_sources(source)
     assert label in found, sorted(found)
@@ -130,28 +141,19 @@ def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
 
 
 def test_an_unused_shape_entry_alone_makes_no_dead_code_candidate():
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def forward(self, x):\n"
-        "        b, _, d = x.shape\n"
-        "        return x.reshape(b, -1, d) * 2\n"
-        "def get_inputs():\n    return [torch.randn(2, 3, 4)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        "        b, _, d = x.shape\n        return x.reshape(b, -1, d) * 2\n",
+        "[torch.randn(2, 3, 4)]",
     )
     assert "rewrite:dead-code" not in rewrite_sources(src)
 
 
 def test_dead_code_removes_a_layer_whose_buffers_it_only_reads():
     """A batch norm in eval mode reads its running statistics and writes nothing."""
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n"
-        "        self.bn = nn.BatchNorm1d(4).eval()\n        self.fc = nn.Linear(4, 4)\n"
-        "    def forward(self, x):\n"
-        "        unused = self.bn(x)\n"
-        "        return self.fc(x)\n"
-        "def get_inputs():\n    return [torch.randn(5, 4)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        "        unused = self.bn(x)\n        return self.fc(x)\n",
+        "[torch.randn(5, 4)]",
+        init="        self.bn = nn.BatchNorm1d(4).eval()\n        self.fc = nn.Linear(4, 4)\n",
     )
     text = _check(src, "rewrite:dead-code")
     assert "self.bn" not in text.split("class ModelNew")[1]
