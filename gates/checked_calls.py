@@ -143,23 +143,16 @@ class RotatingInputs:
     """Two input buffers that get another set's values copied in before every call.
 
     The sets in ``once`` stay out of the rotation: each is given once, by ``first_sight``,
-    on values the side has not seen before in this process.  With ``load``, their values
-    are read only then (``value_sets`` holds None in their place), so nothing in the
-    process holds them before (a memo that walks the heap finds no answer to prepare).
+    on values the side has not seen before in this process.
     """
 
     def __init__(
-        self,
-        value_sets: list[list[Any] | None],
-        slots: int = 2,
-        once: frozenset[int] = frozenset(),
-        load: Callable[[int], list[Any]] | None = None,
+        self, value_sets: list[list[Any]], slots: int = 2, once: frozenset[int] = frozenset()
     ) -> None:
         self.rotating = [i for i in range(len(value_sets)) if i not in once]
         if not self.rotating:
             raise ValueError("at least one input set must rotate")
         self.sources = value_sets
-        self.load = load
         self.unseen = sorted(once)
         picks = [self.rotating[i % len(self.rotating)] for i in range(slots)]
         self.slots = [[_clone(v) for v in value_sets[k]] for k in picks]
@@ -181,16 +174,11 @@ class RotatingInputs:
         if not self.unseen:
             raise IndexError("every first-sight set was given")
         k = self.unseen.pop(_random_below(len(self.unseen)))
-        if self.sources[k] is None and self.load is not None:
-            self.sources[k] = self.load(k)
         return self._load(self.turn % len(self.slots), k)
 
     def _load(self, slot: int, k: int) -> tuple[int, list[Any]]:
         self.turn += 1
-        values = self.sources[k]
-        if values is None:
-            raise ValueError(f"input set {k} was never loaded")
-        for dst, src in zip(self.slots[slot], values, strict=True):
+        for dst, src in zip(self.slots[slot], self.sources[k], strict=True):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)  # new values, same pointer, new version counter
         self.held[slot] = k

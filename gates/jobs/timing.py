@@ -426,14 +426,9 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
         mark("inputs")
         t_start = kit.now_ns()
     names = job.input_sets or [job.input_set]
-    once = frozenset(i for i, n in enumerate(names) if n in job.first_sight_sets)
-
-    def load(i: int) -> list[Any]:
-        return to_device(load_values(set_path(job.inputs_dir, names[i])), job.device)
-
-    # the first-sight sets are read when they are given, not before (RotatingInputs)
     rotation = RotatingInputs(
-        [None if i in once else load(i) for i in range(len(names))], once=once, load=load
+        [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names],
+        once=frozenset(i for i, n in enumerate(names) if n in job.first_sight_sets),
     )
     checks = CheckedCalls(expected=list(job.expected), device=job.device, samples=job.check_samples)
     prepare = CallPreparer(load_policy(job.inputs_dir), fn)
