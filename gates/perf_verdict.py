@@ -180,8 +180,8 @@ def _hides_slower_gpu_work(m: PerfMeasurement) -> bool:
 
 def _first_sight(m: PerfMeasurement, min_ms: float) -> dict[str, list[float]]:
     """Per round and side: how much longer its calls on values new to the process took than
-    its samples (its fastest such call over their median; the rounds where both sides have both, and where the
-    baseline's samples take ``min_ms`` at least)."""
+    its samples (its fastest such call over their median), in the rounds where both sides
+    have both and the baseline's samples take ``min_ms`` at least."""
     out: dict[str, list[float]] = {"baseline": [], "candidate": []}
     for b, c in zip(m.baseline, m.candidate, strict=False):
         if not all(r.first_sight_samples and r.event_samples for r in (b, c)):
