@@ -2,10 +2,11 @@
 
 A rewrite works on ``torch.fx.symbolic_trace`` of the user's own module (the
 graph before Inductor), with shapes from a fake-tensor propagation so nothing
-is computed (the same pass notes what each node does besides its result).  The candidate is the problem file followed by ``class
-ModelNew(Model)`` whose ``forward`` is the rewritten graph's code: it inherits
-the constructor, so parameters keep their names and creation order and the
-captured weights load into it (the forward form of the candidate contract).
+is computed (the same pass notes what each node does besides its result).  The
+candidate is the problem file followed by ``class ModelNew(Model)`` whose
+``forward`` is the rewritten graph's code: it inherits the constructor, so
+parameters keep their names and creation order and the captured weights load
+into it (the forward form of the candidate contract).
 """
 
 from __future__ import annotations
@@ -76,10 +77,10 @@ def _trace_at_shapes(
     and the rewrite would hold for the main shapes alone."""
     from torch.fx.experimental.meta_tracer import symbolic_trace as meta_trace
 
-    names = list(inspect.signature(model.forward).parameters)
+    params = inspect.signature(model.forward).parameters.values()
+    names = [p.name for p in params]
     if len(names) != len(drawn) or any(
-        p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        for p in inspect.signature(model.forward).parameters.values()
+        p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params
     ):
         raise RewriteError(f"not traceable by torch.fx: {why}")
     shapes = [drawn]
