@@ -80,7 +80,7 @@ def run_gates_1_to_3(
         raise RuntimeError("the reference inputs were overwritten beyond repair: prepare a new one")
     out_dir = workdir / "outputs"
     out_dir.mkdir(parents=True, exist_ok=True)
-    ref_sets = bundle.result.sets if bundle.result else []
+    ref_sets = [info for s in bundle.input_sets if (info := bundle.set_info(s.name)) is not None]
     job = CandidateJob(
         model=candidate,
         device=settings.device,
@@ -178,10 +178,12 @@ def round_setup(
         input_set=bundle.input_sets[0].name,
         settings=settings,
         checks=TimingChecks(
-            input_sets=bundle.rotation_sets(),
-            first_sight_sets=bundle.first_sight_sets(),
+            input_sets=bundle.timing_rotation(),
             expected=bundle.expected_outputs(),
             check=bundle.check_timed,
+            baseline_first_sight=bundle.first_sight_sets(),
+            sealed=bundle.sealed_sets,
+            sealed_dir=str(bundle.sealed_dir),
         ),
         graph_replay=graph_replay,
         baseline_dispatch_bound=bool(bundle.baseline_dispatch_bound),

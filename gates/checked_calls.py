@@ -142,18 +142,15 @@ def held_calls(expected: list[OutputLeaf], budget_bytes: int) -> int:
 class RotatingInputs:
     """Two input buffers that get another set's values copied in before every call.
 
-    The sets in ``once`` stay out of the rotation: each is given once, by ``first_sight``,
-    on values the side has not seen before in this process.
+    First-sight sets are no part of it: they come later (``gates.first_sight``) and are
+    given once each, by ``give``, into the same buffers.
     """
 
-    def __init__(
-        self, value_sets: list[list[Any]], slots: int = 2, once: frozenset[int] = frozenset()
-    ) -> None:
-        self.rotating = [i for i in range(len(value_sets)) if i not in once]
+    def __init__(self, value_sets: list[list[Any]], slots: int = 2) -> None:
+        self.rotating = list(range(len(value_sets)))
         if not self.rotating:
             raise ValueError("at least one input set must rotate")
         self.sources = value_sets
-        self.unseen = sorted(once)
         picks = [self.rotating[i % len(self.rotating)] for i in range(slots)]
         self.slots = [[_clone(v) for v in value_sets[k]] for k in picks]
         self.held = picks
@@ -168,17 +165,16 @@ class RotatingInputs:
             choice = (choice + 1 + _random_below(n - 1)) % n  # always a change of values
         return self._load(slot, self.rotating[choice])
 
-    def first_sight(self) -> tuple[int, list[Any]]:
-        """(set index, buffers) of a set not given before, drawn at random (IndexError when
-        none is left)."""
-        if not self.unseen:
-            raise IndexError("every first-sight set was given")
-        k = self.unseen.pop(_random_below(len(self.unseen)))
-        return self._load(self.turn % len(self.slots), k)
+    def give(self, k: int, values: list[Any]) -> tuple[int, list[Any]]:
+        """(``k``, the next buffer with ``values`` copied in): a set from outside the rotation,
+        numbered ``k`` by the caller (after the rotation's own)."""
+        return self._load(self.turn % len(self.slots), k, values)
 
-    def _load(self, slot: int, k: int) -> tuple[int, list[Any]]:
+    def _load(self, slot: int, k: int, values: list[Any] | None = None) -> tuple[int, list[Any]]:
         self.turn += 1
-        for dst, src in zip(self.slots[slot], self.sources[k], strict=True):
+        for dst, src in zip(
+            self.slots[slot], self.sources[k] if values is None else values, strict=True
+        ):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)  # new values, same pointer, new version counter
         self.held[slot] = k

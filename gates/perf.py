@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from gates.control_pool import POOL as CONTROL_POOL
 from gates.control_pool import PooledRound, control_key
+from gates.first_sight import FIRST_SIGHT_CALLS
 from gates.gpu_contention import OtherWork, other_work, wait_for_quiet
 from gates.gpu_lease import timed_section
 from gates.perfstats import (
@@ -112,12 +113,25 @@ CHECKS_FILE = "checks.pt"  # what a timing child recorded of its calls, in its w
 
 @dataclass(frozen=True)
 class TimingChecks:
-    """How the timing children check every call: the sets, the structure, the comparison."""
+    """How the timing children check every call: the sets, the structure, the comparison
+    (``check(path, first_sight)``: a candidate side's recorded calls, with the first-sight
+    sets it was given), and each round's first-sight sets (``gates.first_sight``)."""
 
     input_sets: list[str]
     expected: list[OutputLeaf]
-    check: Callable[[Path], TimedCheck]
-    first_sight_sets: list[str] = field(default_factory=list)
+    check: Callable[[Path, list[str]], TimedCheck]
+    baseline_first_sight: list[str] = field(default_factory=list)  # the same every round
+    sealed: list[str] = field(default_factory=list)  # the candidate's: a few per round
+    sealed_dir: str = ""
+
+    def first_sight(self, round_index: int | None) -> tuple[list[str], list[str]]:
+        """(baseline's, candidate's) first-sight sets in round ``round_index``: none in an
+        A/A round (None) or once the sealed sets are used up, for either side."""
+        if round_index is None or not self.baseline_first_sight:
+            return [], []
+        start = FIRST_SIGHT_CALLS * round_index
+        candidate = self.sealed[start : start + FIRST_SIGHT_CALLS]
+        return (list(self.baseline_first_sight), candidate) if candidate else ([], [])
 
 
 @dataclass(frozen=True)
@@ -161,11 +175,18 @@ class RoundSetup:
     baseline_dispatch_bound: bool = False
 
     def job(
-        self, first: ModelSource, second: ModelSource, *, graph_replay: bool = True
+        self,
+        first: ModelSource,
+        second: ModelSource,
+        *,
+        graph_replay: bool = True,
+        round_index: int | None = None,
     ) -> TimingJob:
         """One round's paired job: ``first`` timed first, then ``second``, every call checked
-        (``graph_replay=False`` leaves out the CUDA-graph time even where the setup asks)."""
+        (``graph_replay=False`` leaves out the CUDA-graph time even where the setup asks);
+        round ``round_index``'s first-sight sets (none without one: an A/A round)."""
         settings, checks = self.settings, self.checks
+        base_once, once = checks.first_sight(round_index)
         return TimingJob(
             side="candidate",
             model=second,
@@ -175,7 +196,9 @@ class RoundSetup:
             inputs_dir=str(self.inputs_dir),
             input_set=self.input_set,
             input_sets=checks.input_sets,
-            first_sight_sets=checks.first_sight_sets,
+            first_sight_sets=once,
+            baseline_first_sight_sets=base_once,
+            sealed_dir=checks.sealed_dir,
             expected=checks.expected,
             checks_file=CHECKS_FILE,
             min_rep_calls=settings.min_rep_calls,
@@ -185,14 +208,25 @@ class RoundSetup:
             graph_replay=self.graph_replay and graph_replay,
         )
 
-    def turn_job(self, model: ModelSource, side: str, *, graph_replay: bool = True) -> TimingJob:
+    def turn_job(
+        self,
+        model: ModelSource,
+        side: str,
+        *,
+        graph_replay: bool = True,
+        round_index: int | None = None,
+    ) -> TimingJob:
         """One child of a turn session: ``model`` alone, its calls recorded for the parent's
         check when it is the candidate's side (``gates.turns``)."""
-        job = self.job(model, model, graph_replay=graph_replay)
+        job = self.job(model, model, graph_replay=graph_replay, round_index=round_index)
         return job.model_copy(
             update={
                 "side": side,
                 "baseline": None,
+                "first_sight_sets": (
+                    job.first_sight_sets if side == "candidate" else job.baseline_first_sight_sets
+                ),
+                "baseline_first_sight_sets": [],
                 "turns": True,
                 "checks_file": CHECKS_FILE if side == "candidate" else "",
                 "turn_prep_calls": self.settings.turn_prep_calls,
@@ -200,13 +234,19 @@ class RoundSetup:
         )
 
     def turn_round(
-        self, first: ModelSource, second: ModelSource, workdir: Path, *, graph_replay: bool = True
+        self,
+        first: ModelSource,
+        second: ModelSource,
+        workdir: Path,
+        *,
+        graph_replay: bool = True,
+        round_index: int | None = None,
     ) -> TurnRound:
         """A turn session of ``first`` (the baseline child, trusted code only) and ``second``."""
         settings = self.settings
         return run_turn_round(
-            self.turn_job(first, "baseline", graph_replay=graph_replay),
-            self.turn_job(second, "candidate", graph_replay=graph_replay),
+            self.turn_job(first, "baseline", graph_replay=graph_replay, round_index=round_index),
+            self.turn_job(second, "candidate", graph_replay=graph_replay, round_index=round_index),
             workdir,
             pairs=settings.turn_pairs,
             timeout_s=settings.timing_timeout_s,
@@ -227,7 +267,7 @@ def prestart_round(
     it waits at most as long as gates 1-3 may take (``gates.prestart``)."""
     settings = setup.settings
     return PrestartedRound(
-        setup.job(baseline, candidate),
+        setup.job(baseline, candidate, round_index=0),
         workdir / "round0",
         timeout_s=settings.timing_timeout_s,
         wait_s=settings.static_timeout_s + 60.0,
@@ -576,6 +616,7 @@ class _PlayedRound:
     failure: tuple[str, ChildOutcome] | None
     sides: Callable[[], tuple[TimingResult, TimingResult]]
     checks_path: Path
+    first_sight: list[str] = field(default_factory=list)  # the candidate side's sets
     counted: Callable[[], None] = lambda: None  # its numbers count
 
 
@@ -603,7 +644,7 @@ class _PairedRounds:
         prestarted: PrestartedRound | None,
     ) -> None:
         self.settings = setup.settings
-        self.job = setup.job(baseline, candidate)
+        self.baseline, self.candidate, self.setup = baseline, candidate, setup
         self.prestarted = prestarted
 
     def enough(self, m: PerfMeasurement, correction: float, gamma: float) -> bool:
@@ -628,12 +669,13 @@ class _PairedRounds:
 
     def play(self, r: int, round_dir: Path, m: PerfMeasurement) -> _PlayedRound:
         outcome = self.prestarted.go() if self.prestarted is not None and r == 0 else None
+        job = self.setup.job(self.baseline, self.candidate, round_index=r)
         if outcome is not None and self.prestarted is not None:
             round_dir = self.prestarted.workdir
             m.prestarted = True
         else:
             outcome = run_job(
-                self.job,
+                job,
                 round_dir,
                 timeout_s=self.settings.timing_timeout_s,
                 device=self.settings.device,
@@ -648,6 +690,7 @@ class _PairedRounds:
             failure=failure,
             sides=partial(_paired_sides, outcome),
             checks_path=round_dir / CHECKS_FILE,
+            first_sight=job.first_sight_sets,
         )
 
 
@@ -679,7 +722,7 @@ class _TurnRounds:
         )
 
     def play(self, r: int, round_dir: Path, m: PerfMeasurement) -> _PlayedRound:
-        session = self.setup.turn_round(self.baseline, self.candidate, round_dir)
+        session = self.setup.turn_round(self.baseline, self.candidate, round_dir, round_index=r)
         phases: dict[str, float] = {}
         for side, outcome in session.outcomes.items():
             for key, value in outcome.phase_seconds(side).items():
@@ -690,6 +733,7 @@ class _TurnRounds:
             failure=session.failure,
             sides=partial(_turn_sides, session),
             checks_path=round_dir / "candidate" / CHECKS_FILE,
+            first_sight=self.setup.checks.first_sight(r)[1],
             counted=partial(m.turn_rounds.append, session),
         )
 
@@ -736,6 +780,7 @@ def _measure_rounds(
             failure=played.failure,
             sides=played.sides,
             checks_path=played.checks_path,
+            first_sight=played.first_sight,
         )
         if len(m.candidate) > kept:
             played.counted()
@@ -795,6 +840,7 @@ def _round_ends_measuring(
     failure: tuple[str, ChildOutcome] | None,
     sides: Callable[[], tuple[TimingResult, TimingResult]],
     checks_path: Path,
+    first_sight: list[str],
 ) -> bool:
     """What every round does once its children are done, paired or turns; True: stop.
 
@@ -815,7 +861,7 @@ def _round_ends_measuring(
     base, cand = sides()
     m.order += ["baseline", "candidate"]
     m.baseline.append(base)
-    checked = setup.checks.check(checks_path)
+    checked = setup.checks.check(checks_path, first_sight)
     m.checks.append(checked)
     if not checked.ok:
         m.wrong_output = checked

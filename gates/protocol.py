@@ -35,13 +35,18 @@ class InputSet(Frozen):
 
     name: str
     seed: int
-    kind: Literal["seed", "holdout", "derived", "newvals"] = "seed"
+    # sealed: drawn like a seed set, for timing's first-sight calls only: its files never
+    # enter a candidate process's view before the call (gates.first_sight)
+    kind: Literal["seed", "holdout", "derived", "newvals", "sealed"] = "seed"
     holdout_index: int = 0
     reuse_buffers_of: str = ""  # newvals: copy the values into that set's input tensors
     # -1: a configured seed set, the same in every verdict; k >= 0: the k-th draw of the
     # unpredictable sets (held-out seed, new values, held-out shapes), which judges one
     # candidate only when a bundle is shared (gates.reference_cache)
     group: int = -1
+    # >= 0: the RNG seed of its calls, drawn on its own; -1: derived from name and seed
+    # (``call_policy.call_seed``), which the policy file shows, and a CRC gives the seed back
+    call_seed: int = -1
 
 
 def group_name(base: str, group: int) -> str:
@@ -210,10 +215,15 @@ class TimingJob(ChildJob):
     # through (same shapes as input_set, each with a reference answer), what the
     # reference returns, and the file the child writes for the parent to compare
     input_sets: list[str] = Field(default_factory=list)
-    # of those, the sets each side is timed on once, after its samples, on values it has
-    # not seen in this process (first-sight calls: what a memo of inputs cannot answer);
-    # the rotation never uses them
+    # the sets ``model`` is timed on once each after its samples, on values it has not seen
+    # (first-sight calls: what a memo of inputs cannot answer); never in the rotation, and
+    # handed over only when the side asks for them (gates.first_sight); a paired baseline's
+    # own in ``baseline_first_sight_sets``
     first_sight_sets: list[str] = Field(default_factory=list)
+    baseline_first_sight_sets: list[str] = Field(default_factory=list)
+    # where the parent finds the sealed sets' files: in no sandbox's view (the child never
+    # reads it; the sets of ``inputs_dir`` are found there)
+    sealed_dir: str = ""
     expected: list[OutputLeaf] = Field(default_factory=list)
     checks_file: str = ""  # a file name in the child's own workdir ("" = none written)
     check_samples: int = 128

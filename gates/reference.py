@@ -6,7 +6,11 @@ disk: from then on no file a candidate process could find holds a reference
 answer.  Input sets: the configured seeds, one held-out seed drawn at random
 here (a candidate cannot have precomputed answers for it), the problem's
 held-out shapes, and a ``newvals`` set whose values are copied into the
-previous call's buffers (same pointers, same shapes, new values).
+previous call's buffers (same pointers, same shapes, new values).  The sealed
+sets are timing's first-sight sets: moved out of the inputs as soon as the
+reference child is done, into ``sealed/`` beside them, where no candidate
+process looks, and handed to a timing child only when it asks
+(``gates.first_sight``).
 
 A bundle may judge more than one candidate (``max_uses``; the campaign path's
 ``gates.reference_cache`` keeps one per problem in a GPU worker): then each
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.cache_guard import CacheGuard
+from gates.first_sight import FIRST_SIGHT_CALLS
 from gates.gpu_lease import gpu_section
 from gates.jobs.build import weights_path
 from gates.problem_io import digest_dir, load_values, set_path
@@ -174,7 +179,17 @@ class ReferenceBundle:
 
     @property
     def input_sets(self) -> list[InputSet]:
-        return self.result.input_sets if self.result else []
+        """The sets a candidate is judged on (gates 1-3, the timing rotation): not the sealed."""
+        return [s for s in self.result.input_sets if s.kind != "sealed"] if self.result else []
+
+    @property
+    def sealed_sets(self) -> list[str]:
+        """The sealed sets, in the order the rounds take them (two a round)."""
+        return [s.name for s in self.result.input_sets if s.kind == "sealed"] if self.result else []
+
+    @property
+    def sealed_dir(self) -> Path:
+        return sealed_dir(self.workdir)
 
     @property
     def seeds_used(self) -> dict[str, int]:
@@ -190,15 +205,25 @@ class ReferenceBundle:
         if self.result is None or not self.result.sets:
             return []
         first = self.result.sets[0]
-        return [s.name for s in self.result.sets if s.input_shapes == first.input_shapes]
+        sealed = set(self.sealed_sets)
+        return [
+            s.name
+            for s in self.result.sets
+            if s.input_shapes == first.input_shapes and s.name not in sealed
+        ]
 
     def first_sight_sets(self) -> list[str]:
-        """Of the rotation's sets, the drawn ones (held-out seed, new values): each timing
-        side is timed once on each, on values new to its process, and the rotation keeps
-        the configured seeds (two at least, so every call still changes values)."""
+        """Of the rotation's sets, the drawn ones (held-out seed, new values), kept out of
+        it: the baseline's first-sight sets (the candidate's are sealed), so the rotation
+        keeps the configured seeds (two at least, so every call still changes values)."""
         rotating = self.rotation_sets()
         drawn = [s.name for s in self.input_sets if s.group >= 0 and s.name in rotating]
         return drawn if len(rotating) - len(drawn) >= 2 else []
+
+    def timing_rotation(self) -> list[str]:
+        """The sets a timing child's calls rotate over: the rotation's, first-sight ones out."""
+        once = set(self.first_sight_sets())
+        return [n for n in self.rotation_sets() if n not in once]
 
     def expected_outputs(self, name: str = "") -> list[OutputLeaf]:
         """What a call on set ``name`` must return (default: the first set, as timed)."""
@@ -228,12 +253,13 @@ class ReferenceBundle:
             )
         ]
 
-    def check_timed(self, path: Path) -> TimedCheck:
-        """Compare every call a timing child recorded with the reference (gate 2's rules)."""
+    def check_timed(self, path: Path, first_sight: list[str] | None = None) -> TimedCheck:
+        """Compare every call a timing child recorded with the reference (gate 2's rules):
+        the rotation's, then the first-sight calls on ``first_sight`` (the side's own)."""
         s = self.settings
         return check_timed_calls(
             path,
-            self.rotation_sets(),
+            self.timing_rotation() + list(first_sight or []),
             self.refs,
             rtol=s.rtol,
             atol=s.atol,
@@ -279,7 +305,8 @@ def plan_draw(
     The new-values set reuses the buffers of the draw's held-out set, else of the last
     seeded set: every candidate job holds both (the reference child only draws values).
     """
-    fresh = iter(_fresh_seeds(3, set(settings.seeds) | taken))
+    sealed = FIRST_SIGHT_CALLS * settings.first_sight_rounds if settings.run_perf else 0
+    fresh = iter(_fresh_seeds(3 + 2 * sealed, set(settings.seeds) | taken))
     last_seeded = f"seed{settings.seeds[-1]}" if settings.seeds else ""
     drawn: list[InputSet] = []
     if settings.heldout_seed:
@@ -294,8 +321,33 @@ def plan_draw(
                 group=group,
             )
         )
+    drawn += [
+        InputSet(
+            name=group_name(f"sealed{i}", group),
+            seed=next(fresh),
+            kind="sealed",
+            group=group,
+            call_seed=next(fresh),  # not the CRC of name and seed the policy file would show
+        )
+        for i in range(sealed)
+    ]
     holdout_seed = next(fresh)
     return drawn, [holdout_seed] if settings.holdout_shapes else []
+
+
+def sealed_dir(workdir: Path) -> Path:
+    """Where a bundle in ``workdir`` keeps its sealed sets' inputs (no sandbox sees it)."""
+    return Path(workdir) / "sealed"
+
+
+def seal(inputs_dir: Path, into: Path, names: list[str]) -> None:
+    """Move the files of sets ``names`` (inputs and any post-call state) out of
+    ``inputs_dir``, the directory candidate processes read, into ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        for path in (set_path(str(inputs_dir), name), set_path(str(inputs_dir), f"{name}.post")):
+            if path.is_file():
+                path.replace(into / path.name)  # a rename: one file system
 
 
 def _reference_job(
@@ -380,9 +432,11 @@ def prepare_reference(
         bundle.refs64 = {
             s.name: load_values(set_path(str(refs_dir), f"{s.name}.fp64"), mmap=mapped)
             for s in result.input_sets
+            if s.kind != "sealed"
         }
     if not keep_refs:
         shutil.rmtree(refs_dir, ignore_errors=True)
+    seal(inputs_dir, bundle.sealed_dir, bundle.sealed_sets)
     bundle.input_digests = digest_dir(inputs_dir)
     bundle.guard(problem_path)
     bundle.pristine_dir = workdir / "inputs.pristine"
@@ -421,11 +475,13 @@ def prepare_draw(
     outcome = run_job(job, run_dir, timeout_s=settings.static_timeout_s, device=settings.device)
     if not outcome.ok or outcome.result is None:
         return outcome, None
+    drawn = ReferenceResult.model_validate(outcome.result)
+    seal(news[0][0], sealed_dir(workdir), [s.name for s in drawn.input_sets if s.kind == "sealed"])
     for new, kept_dir in news:
         for path in sorted(new.glob("*.pt")):
             path.replace(kept_dir / path.name)  # a rename: one file system
         shutil.rmtree(new, ignore_errors=True)
-    return outcome, ReferenceResult.model_validate(outcome.result)
+    return outcome, drawn
 
 
 def _draw_kinds(result: ReferenceResult) -> list[str]:

@@ -25,7 +25,7 @@ What keeps a shared bundle as trustworthy as a fresh one (gates/README.md,
   disagrees with the bundle (or fails) retires it, and a fresh full reference
   judges the candidate instead: never a mixed policy;
 * the directory is in no gate child's sandbox view (only the inputs, read-only,
-  are); before each use the kept files' names and the digests of every file
+  are; a draw's sealed sets reach a timing child only when it asks: ``gates.first_sight``); before each use the kept files' names and the digests of every file
   that use reads are checked (a new draw's files are hashed once, right after
   its child wrote them), a use that did not end cleanly (a killed process, a
   candidate that rewrote shared files) retires the bundle, and a failed
@@ -77,7 +77,7 @@ log = get_logger(__name__)
 REFERENCE_CACHE_ENV = "KERNELOPT_REFERENCE_CACHE"
 _RECORD = "record.json"
 _LEASE = "lease"
-_KEPT_DIRS = ("inputs", "inputs.pristine", "refs")
+_KEPT_DIRS = ("inputs", "inputs.pristine", "refs", "sealed")  # sealed: timing's first sight
 # one use's view of the inputs (the seed sets and its own draw) and its pristine copy:
 # links into the kept directories, made anew for every use
 _VIEW = "use.inputs"
@@ -322,7 +322,9 @@ def _load(
     bundle.refs = {s.name: load_values(set_path(str(refs), s.name)) for s in result.input_sets}
     if result.fp64_available:
         bundle.refs64 = {
-            s.name: load_values(set_path(str(refs), f"{s.name}.fp64")) for s in result.input_sets
+            s.name: load_values(set_path(str(refs), f"{s.name}.fp64"))
+            for s in result.input_sets
+            if s.kind != "sealed"
         }
     bundle.shared_id = record.bundle_id
     bundle.guard(problem_path)
@@ -385,7 +387,7 @@ def _new_files(entry: Path, known: dict[str, str]) -> dict[str, str]:
     pristine copies of its inputs made here."""
     keys = [
         f"{name}/{path.name}"
-        for name in ("inputs", "refs")
+        for name in ("inputs", "refs", "sealed")
         for path in sorted((entry / name).glob("*.pt"))
         if f"{name}/{path.name}" not in known
     ]

@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gates import sandbox
+from gates import first_sight, sandbox
 from gates.job_progress import StallWatch, wait_for
 from gates.proctree import HostTree, TreeSignaller
 from gates.protocol import ModelSource, TimingJob
@@ -198,11 +199,15 @@ def run_job(
     workdir.mkdir(parents=True, exist_ok=True)
     for stale in ("result.json", "progress.jsonl", LIVE_FILE):
         (workdir / stale).unlink(missing_ok=True)
+    shutil.rmtree(workdir / first_sight.FOLDER, ignore_errors=True)
     (workdir / "job.json").write_text(job.model_dump_json())
     sandbox.write_limits(workdir, sandbox.SandboxLimits.from_env(timeout_s))
     log_path = workdir / "child.log"
     started = time.monotonic()
-    returncode, killed = _launch(workdir, log_path, timeout_s, device, env, via, stall_s, on_start)
+    with first_sight.courier_for(job, workdir):  # hands a timing child its first-sight sets
+        returncode, killed = _launch(
+            workdir, log_path, timeout_s, device, env, via, stall_s, on_start
+        )
     wall = time.monotonic() - started
     progress = _read_progress(workdir / "progress.jsonl")
     phases = [str(p.get("phase", "")) for p in progress]

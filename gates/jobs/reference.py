@@ -182,7 +182,9 @@ def run(job: ReferenceJob) -> ReferenceResult:
     param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     input_sets = list(job.input_sets) + _holdout_sets(job, problem, holdout_available)
     holdout_note = ""
-    seeds = {s.name: call_seed(s.name, s.seed) for s in input_sets}
+    seeds = {
+        s.name: s.call_seed if s.call_seed >= 0 else call_seed(s.name, s.seed) for s in input_sets
+    }
     caller = _Caller(model, job, seeds)
     budget = CpuBudget(job, problem) if job.device == "cpu" and job.cpu_budget_s > 0 else None
     # one candidate is judged on the seed sets and one draw of the rest (the first)
@@ -291,6 +293,8 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 model64 = copy.deepcopy(model).double()
                 keeper64 = StateKeeper(model64, stateful)
                 for s in input_sets:
+                    if s.kind == "sealed":  # timed calls are checked against fp32 only
+                        continue
                     # widened on the device: half the bytes copied there, no fp32 copy here
                     saved = load_values(set_path(job.inputs_dir, s.name), mmap=True)
                     inputs = to_double(to_device(saved, job.device))

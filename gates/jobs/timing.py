@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from gates import first_sight
 from gates.call_policy import CallPreparer, by_index, load_policy
 from gates.checked_calls import CheckedCalls, RotatingInputs, held_calls
 from gates.go_signal import wait_for_go
@@ -46,6 +47,8 @@ JOB_TYPE = TimingJob
 
 _WARM_CALLS = 3
 _BUSY_WARM_NS = 250_000_000
+_BUSY_FIRST_SIGHT_NS = 50_000_000  # after the first-sight sets' load, before their calls
+_FIRST_SIGHT_WAIT_S = 60.0  # the parent hands them over within milliseconds
 _SETTLE_CHUNK_MS = 25.0  # one short do_bench per settling step
 _SETTLE_AGREE = 0.05  # the last three steps' medians agree this well: steady
 _SETTLE_MAX_S = 3.0  # a forward that never settles is timed anyway (gate 4 sees the spread)
@@ -104,13 +107,19 @@ class CheckedLoop:
             k, args = self.rotation.next()
             self.checks.call(self.fn, k, args)
 
-    def first_sight(self) -> list[float]:
-        """Each of the rotation's unseen sets once, timed as ``timed`` times a call: values
-        the side has not been given before in this process, which a memo of earlier inputs
-        cannot answer (``perf_verdict``'s memo check compares these with the samples)."""
+    def first_sight(self, value_sets: list[list[Any]], first_index: int) -> list[float]:
+        """Each of ``value_sets`` once, timed as ``timed`` times a call (set indices from
+        ``first_index``): values the side has not been given before, which a memo of
+        earlier inputs cannot answer (``perf_verdict``'s memo check compares these with
+        the samples)."""
         samples_dispatch = self.dispatch_ns  # the host batches' floor stays the samples'
+        given = iter(enumerate(value_sets, start=first_index))
+
+        def pick() -> tuple[int, list[Any]]:
+            return self.rotation.give(*next(given))
+
         try:
-            return self.timed(len(self.rotation.unseen), self.rotation.first_sight)
+            return self.timed(len(value_sets), pick)
         finally:
             self.first_sight_dispatch_ns = self.dispatch_ns if self.kit.cuda else []
             self.dispatch_ns = samples_dispatch
@@ -398,6 +407,8 @@ class TimedSide:
     loop: CheckedLoop
     mark: Callable[..., None]
     cuda: bool
+    tag: str = ""  # its progress phases' prefix ("base_": a paired child's baseline)
+    first_sight_sets: list[str] = field(default_factory=list)  # asked for after the samples
     warm_seconds: float = 0.0
     tampered_before: list[str] = field(default_factory=list)
     cpus: list[int | None] = field(default_factory=list)
@@ -427,13 +438,13 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
         t_start = kit.now_ns()
     names = job.input_sets or [job.input_set]
     rotation = RotatingInputs(
-        [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names],
-        once=frozenset(i for i, n in enumerate(names) if n in job.first_sight_sets),
+        [to_device(load_values(set_path(job.inputs_dir, n)), job.device) for n in names]
     )
+    once = job.baseline_first_sight_sets if tag == "base_" else job.first_sight_sets
     checks = CheckedCalls(expected=list(job.expected), device=job.device, samples=job.check_samples)
     prepare = CallPreparer(load_policy(job.inputs_dir), fn)
     if prepare.active:  # random or stateful forward: every call as the reference's
-        checks.prepare = by_index(prepare, names)
+        checks.prepare = by_index(prepare, [*names, *once])
     loop = CheckedLoop(kit, fn, rotation, checks)
     mark("warm")
     loop.untimed(_WARM_CALLS)  # compile / autotune / JIT happen here, untimed
@@ -444,7 +455,7 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
     while kit.now_ns() < busy_until:
         loop.untimed(1)
     kit.sync()
-    side = TimedSide(fn, rotation, checks, loop, mark, cuda)
+    side = TimedSide(fn, rotation, checks, loop, mark, cuda, tag=tag, first_sight_sets=list(once))
     side.warm_seconds = (kit.now_ns() - t_start) / 1e9
     side.tampered_before = kit.tampered()
     kit.restore()
@@ -482,8 +493,25 @@ def settle_and_sample(kit: TimerKit, job: TimingJob, side: TimedSide) -> None:
     least = 3 if side.slow else min(job.min_rep_calls, most)
     side.samples = loop.timed(_counts(estimate, job.rep_ms, least, most))
     side.event_ms = median(side.samples)
-    side.first_sight = loop.first_sight()
+    side.first_sight = first_sight_calls(kit, job, side)
     side.cpus.append(current_cpu())
+
+
+def first_sight_calls(kit: TimerKit, job: TimingJob, side: TimedSide) -> list[float]:
+    """Ask for the side's first-sight sets now, after its samples (``gates.first_sight``),
+    and time one call on each; the GPU is kept busy a moment first, on rotation calls, so
+    the load does not leave it idle (and its clocks lower) for the first of them."""
+    names = side.first_sight_sets
+    if not names:
+        return []
+    side.mark("first_sight")
+    paths = first_sight.receive(names, side.tag, _FIRST_SIGHT_WAIT_S)
+    values = [to_device(load_values(p), job.device) for p in paths]
+    first_sight.forget(side.tag)
+    busy_until = kit.now_ns() + (_BUSY_FIRST_SIGHT_NS if side.cuda else 0)
+    while kit.now_ns() < busy_until:
+        side.loop.untimed(1)
+    return side.loop.first_sight(values, len(side.rotation.sources))
 
 
 def finish_side(

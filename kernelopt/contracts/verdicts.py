@@ -118,6 +118,9 @@ class GateSettings(Frozen):
     min_rep_calls: int = 10  # checked, timed calls per timing child at least (the CPU's few)
     # timing rounds, one fresh process each (baseline, then candidate); see gates/README.md
     min_rounds: int = 2
+    # timing rounds whose candidate side also gets first-sight calls, each on sets of its own
+    # (two sealed sets a round, drawn with the reference: gates.first_sight)
+    first_sight_rounds: int = 2
     max_rounds: int = 6  # with four or more, outlier rounds are set aside (gates/perfstats.py)
     noisy_rounds: int = 4  # added past max_rounds only while the noise could flip the category
     spread_target: float = 0.03  # stop adding rounds once both sides agree this well

@@ -191,32 +191,35 @@ def test_host_batches_give_every_call_new_values_so_no_memo_can_hit() -> None:
     assert checks.calls == 25 and ms >= 0.0
 
 
-def test_first_sight_sets_stay_out_of_the_rotation_and_come_once_each_checked() -> None:
-    """What a memo of earlier inputs cannot answer: values the side has not been given."""
+def test_first_sight_sets_come_from_outside_the_rotation_once_each_checked() -> None:
+    """What a memo of earlier inputs cannot answer: values the side has not been given,
+    loaded only after the samples, into the same buffers and checked like every call."""
     from gates.jobs.timing import CheckedLoop
     from gates.timers import TimerKit
 
     given: list[int] = []
+    buffers: set[int] = set()
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         given.append(int(x[0, 0]))
+        buffers.add(x.data_ptr())
         return x * 2
 
     checks = CheckedCalls(expected=SPEC, device="cpu", samples=4)
-    rotation = RotatingInputs(_sets(5), once=frozenset({1, 3}))
+    sets = _sets(5)
+    rotation = RotatingInputs(sets[:3])
     loop = CheckedLoop(TimerKit("cpu"), forward, rotation, checks)
     loop.untimed(30)
     loop.timed(10)
-    assert set(given) == {0, 2, 4}  # warm-up and samples rotate over the other sets
+    assert set(given) == {0, 1, 2}  # warm-up and samples rotate over their own sets
+    rotated = set(buffers)
     given.clear()
-    samples = loop.first_sight()
-    assert len(samples) == 2 and sorted(given) == [1, 3]  # each once
-    assert checks.calls == 42  # and checked like every other call
-    assert loop.first_sight() == [] and rotation.unseen == []
-    with pytest.raises(IndexError):
-        rotation.first_sight()
+    samples = loop.first_sight(sets[3:], first_index=3)
+    assert len(samples) == 2 and given == [3, 4]  # each once
+    assert buffers == rotated  # the same buffers: a pointer says nothing
+    assert checks.calls == 42 and checks.sets[-2:] == [3, 4]  # checked, numbered after
     with pytest.raises(ValueError, match="must rotate"):
-        RotatingInputs(_sets(2), once=frozenset({0, 1}))
+        RotatingInputs([])
 
 
 def test_each_host_batch_keeps_its_copies_and_raw_time_for_the_record() -> None:

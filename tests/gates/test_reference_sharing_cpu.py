@@ -308,8 +308,11 @@ def test_a_use_sees_only_the_seed_sets_and_its_own_draw(
             assert {f"heldout{suffix}", f"newvals{suffix}", f"holdout0{suffix}"} <= names
             assert not any(n.endswith("_h2") or (use == 2 and n == "heldout") for n in names)
             assert {f.removesuffix(".pt") for f in files} == names | {"_weights", "_policy"}
-            assert set(load_policy(bundle.inputs_dir).call_seeds) == names
-            assert set(bundle.refs) == names
+            sealed = set(bundle.sealed_sets)  # timing's first sight: never in the view
+            assert sealed and all(n.endswith(suffix) for n in sealed) and not sealed & names
+            assert {p.name.removesuffix(".pt") for p in bundle.sealed_dir.glob("*.pt")} == sealed
+            assert set(load_policy(bundle.inputs_dir).call_seeds) == names | sealed
+            assert set(bundle.refs) == names | sealed
 
 
 def test_answers_memorised_from_the_previous_use_fail_the_next(
@@ -415,7 +418,7 @@ def _kept_sets(entry: Path) -> set[str]:
     """The input sets whose files a kept bundle holds (inputs, pristine copy, outputs)."""
     return {
         reference_cache._set_name(p.name)
-        for d in ("inputs", "inputs.pristine", "refs")
+        for d in ("inputs", "inputs.pristine", "refs", "sealed")
         for p in (entry / d).glob("*.pt")
     } - {"_weights", "_policy"}
 
@@ -431,7 +434,9 @@ def test_a_new_bundle_draws_once_like_an_unshared_reference(
     assert {s.group for s in job.input_sets} == {-1, 0} and len(job.holdout_seeds) == 1
     names = {s.name for s in bundle.input_sets}
     assert names == _seeded(settings) | {"heldout", "newvals", "holdout0"}
-    assert _kept_sets(_only_entry(kept)) == names  # nothing drawn ahead for later uses
+    sealed = {f"sealed{k}" for k in range(4)}
+    assert set(bundle.sealed_sets) == sealed
+    assert _kept_sets(_only_entry(kept)) == names | sealed  # nothing drawn ahead for later uses
 
 
 def test_use_two_draws_its_own_sets_alone_and_drops_the_first_draw(
@@ -446,16 +451,17 @@ def test_use_two_draws_its_own_sets_alone_and_drops_the_first_draw(
         view = {reference_cache._set_name(p.name) for p in second.inputs_dir.glob("*.pt")}
         entry = _only_entry(kept)
         kept_now = _kept_sets(entry)
-        seeds = second.seeds_used
+        seeds = {s.name: s.seed for s in second.result.input_sets}  # the sealed too
     assert len(prepared) == 1 and len(reference_jobs) == 2
     job = reference_jobs[1]
     assert job.draw_only is not None and job.draw_only.draw == 1
     assert {s.group for s in job.input_sets} == {1} and not job.count_flops
-    assert [s.name for s in job.input_sets] == ["heldout_h1", "newvals_h1"]
+    sealed = [f"sealed{k}_h1" for k in range(4)]
+    assert [s.name for s in job.input_sets] == ["heldout_h1", "newvals_h1", *sealed]
     assert job.input_sets[1].reuse_buffers_of == "heldout_h1"
-    drawn = {"heldout_h1", "newvals_h1", "holdout0_h1"}
+    drawn = {"heldout_h1", "newvals_h1", "holdout0_h1", *sealed}
     seeded = _seeded(settings)
-    assert view == seeded | drawn | {"_weights", "_policy"}  # nothing of group 0
+    assert view == seeded | drawn - set(sealed) | {"_weights", "_policy"}  # nothing of group 0
     assert kept_now == seeded | drawn  # the first draw's files are gone
     assert {k: seeds[k] for k in seeded} == {k: first_seeds[k] for k in seeded}
     assert not {seeds[n] for n in drawn} & set(first_seeds.values())

@@ -2,13 +2,17 @@
 
 The timing rotation gives a few sets over and over, so a candidate that remembers each
 answer under a few sampled input values (``value_memo``) returns right answers at the cost
-of a copy, and every timed check passes.  What gives it away is the calls on the drawn
-sets, each timed once on values new to the process: there it must do the work.
+of a copy, and every timed check passes.  What gives it away is its calls on sealed
+sets, each timed once on values new to the process: there it must do the work.  Those
+sets reach the process only after its samples (``gates.first_sight``), so a memo that
+reads every set it can find first, in memory or on disk, is caught the same way.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from gates.cascade import verify_candidate
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
@@ -26,7 +30,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(768, 768), torch.randn(768, 768)]
+    return [torch.randn(1536, 1536), torch.randn(1536, 1536)]
 
 
 def get_init_inputs():
@@ -35,7 +39,7 @@ def get_init_inputs():
 
 
 def _verdict(tmp_path: Path, candidate: Path) -> object:
-    problem = tmp_path / "matmul_768.py"
+    problem = tmp_path / "matmul_1536.py"
     problem.write_text(PROBLEM)
     settings = GateSettings(
         device="cpu", baseline_mode="eager", warmup_ms=2.0, rep_ms=20.0, max_rounds=1
@@ -44,11 +48,20 @@ def _verdict(tmp_path: Path, candidate: Path) -> object:
     return result.verdicts[-1]
 
 
-def test_a_value_memo_passes_every_check_but_not_its_first_sight_calls(
-    tmp_path: Path, cpu_launcher: bool
+@pytest.mark.parametrize(
+    "memo",
+    [
+        "value_memo",  # learns each set at its first call on it
+        "prefetch_memo",  # answers every set its process holds at its first call (gc walk)
+        "files_memo",  # answers every set its job's input files hold, at import
+    ],
+)
+def test_a_memo_passes_every_check_but_not_its_first_sight_calls(
+    tmp_path: Path, cpu_launcher: bool, memo: str
 ) -> None:
-    v = _verdict(tmp_path, CANDIDATES / "value_memo.py")
-    assert v.gate.value == "performance" and v.status == GateStatus.FAIL, v.reason
+    v = _verdict(tmp_path, CANDIDATES / f"{memo}.py")
+    seen = (v.reason, v.metrics.get("first_sight"))
+    assert v.gate.value == "performance" and v.status == GateStatus.FAIL, seen
     assert v.reason.startswith("memoised: its calls on input values new to the process")
     assert min(v.metrics["first_sight"]["candidate"]) > 1.5, v.metrics["first_sight"]
 

@@ -121,6 +121,22 @@ CASES: tuple[Case, ...] = (
         ("performance",),
         GPU,
     ),
+    Case(
+        "prefetch_memo",
+        "matmul",
+        "memo of every input set its process holds, found by a gc walk at its first call",
+        "reject",
+        ("performance",),
+        GPU,
+    ),
+    Case(
+        "files_memo",
+        "matmul",
+        "memo of every input file its job names, read at import",
+        "reject",
+        ("performance",),
+        GPU,
+    ),
     # --- classes of our own ----------------------------------------------------------------
     _timed_on_cpu("thread_after_return", "output written by a thread after forward returns"),
     _timed_on_cpu("job_sniff", "reads the harness's job file to learn it is timed"),

@@ -40,7 +40,7 @@ def measure_on(
     settings.setdefault("host_clock_turns", 0)
     monkeypatch.setattr(perf, "run_job", children)
     checks = TimingChecks(
-        input_sets=["seed0"], expected=[], check=lambda _p: TimedCheck(ok=True, calls=10)
+        input_sets=["seed0"], expected=[], check=lambda _p, _once: TimedCheck(ok=True, calls=10)
     )
     setup = RoundSetup(
         inputs_dir=Path("in"),
