@@ -283,7 +283,7 @@ def test_timing_rounds_record_where_they_ran(suite: SuiteResult) -> None:
     assert rounds
     for r in rounds:
         assert len(r["cpus"]) == len(r["cpu_nodes"]) == 3
-        # the drawn sets (held-out seed, new values) timed once each, off the rotation
+        # first-sight calls (the baseline on the drawn sets, the candidate on sealed ones)
         assert len(r["first_sight_samples"]) == 2, r
         if os.path.exists("/proc/self/stat"):
             assert all(isinstance(c, int) and c >= 0 for c in r["cpus"]), r["cpus"]
