@@ -861,13 +861,29 @@ def _round_ends_measuring(
     base, cand = sides()
     m.order += ["baseline", "candidate"]
     m.baseline.append(base)
-    checked = setup.checks.check(checks_path, first_sight)
+    checked = fewer_than_timed(setup.checks.check(checks_path, first_sight), cand)
     m.checks.append(checked)
     if not checked.ok:
         m.wrong_output = checked
         return True  # its numbers do not count: it did not compute the answer
     m.candidate.append(cand)
     return bool(cand.tampered_before or cand.tampered_after)  # stop spending GPU time
+
+
+def fewer_than_timed(checked: TimedCheck, side: TimingResult) -> TimedCheck:
+    """``checked``, failed when the calls it holds fall short of those the side says it
+    made, or of its timed samples: the records must cover every call that was timed."""
+    timed = len(side.event_samples) + len(side.first_sight_samples)
+    if not checked.ok or checked.calls >= max(timed, side.checked_calls, 1):
+        return checked
+    return replace(
+        checked,
+        ok=False,
+        reason=(
+            f"the timing child's records hold {checked.calls} calls, where it made "
+            f"{side.checked_calls} and timed {timed} at least: not every timed call was checked"
+        ),
+    )
 
 
 def _paired_sides(outcome: ChildOutcome) -> tuple[TimingResult, TimingResult]:

@@ -38,6 +38,7 @@ from gates.cache_guard import CacheGuard
 from gates.first_sight import FIRST_SIGHT_CALLS
 from gates.gpu_lease import gpu_section
 from gates.jobs.build import weights_path
+from gates.model_gate import model_verdict_from_sets
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import (
     DrawOnly,
@@ -266,7 +267,22 @@ class ReferenceBundle:
             scale_tol=s.scale_tol,
             facts=self.facts,
             reveals=self.reveals,
+            in_full=self._model_problem if s.run_model_gate else None,
         )
+
+    def _model_problem(self, name: str, leaves: list[Any]) -> str:
+        """Gate 3's float64 rule on one whole timed output ("" when it holds or cannot run)."""
+        if self.refs64 is None or name not in self.refs64:
+            return ""
+        s = self.settings
+        verdict = model_verdict_from_sets(
+            [(name, leaves, self.refs[name], self.refs64[name])],
+            tolerance=s.model_tolerance,
+            rho_max=s.rho_max,
+            settings=s,
+            facts=self.facts,
+        )
+        return "" if verdict.passed else f"against the float64 reference, {verdict.reason}"
 
     @property
     def policy(self) -> EvaluationPolicy:

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from gates.harness_watch import HarnessWatch
 from kernelopt import measure
 from kernelopt.measure import samples_ms
 
@@ -153,10 +154,8 @@ class TimerKit:
     def __init__(self, device: str) -> None:
         self.device = device
         self.cuda = device.startswith("cuda")
-        self._snapshot = [
-            (label, owner, attr, owner.__dict__.get(attr, getattr(owner, attr, None)))
-            for label, owner, attr in _watched()
-        ]
+        # the timers, and the harness's own code (gates.harness_watch): what records calls
+        self._watch = HarnessWatch(_watched())
         self._settings = [
             (label, read, write, read()) for label, read, write in _backend_settings()
         ]
@@ -173,19 +172,16 @@ class TimerKit:
 
     def tampered(self) -> list[str]:
         """Labels of watched attributes that no longer hold the captured object."""
-        out = []
-        for label, owner, attr, original in self._snapshot:
-            current = owner.__dict__.get(attr, getattr(owner, attr, None))
-            if current is not original:
-                out.append(label)
+        out = self._watch.tampered()
         out += [label for label, read, _w, value in self._settings if _differs(read, value)]
         return out
 
+    def watch_loaded(self) -> None:
+        """Also watch harness modules loaded since the kit was made (before candidate code)."""
+        self._watch.watch_loaded()
+
     def restore(self) -> None:
-        for _label, owner, attr, original in self._snapshot:
-            current = owner.__dict__.get(attr, getattr(owner, attr, None))
-            if current is not original and original is not None:
-                setattr(owner, attr, original)
+        self._watch.restore()
         for _label, _read, write, value in self._settings:
             write(value)  # unconditionally, in order: reading a mixed state can raise
 

@@ -19,6 +19,7 @@ import torch
 
 from gates.call_policy import CallPreparer, load_policy
 from gates.checked_calls import output_problem
+from gates.harness_watch import HarnessWatch
 from gates.job_progress import mark
 from gates.jobs.build import build_callable
 from gates.poison import PoisonAllocations, poison_cached_blocks
@@ -47,6 +48,7 @@ def _sync(device: str) -> None:
 
 def run(job: CandidateJob) -> CandidateResult:
     strict_fp32()
+    watch = HarnessWatch()  # before the candidate is imported: its checks are ours
     poison = PoisonAllocations() if job.poison else None
     with torch.no_grad():
         if poison is not None:
@@ -126,6 +128,9 @@ def run(job: CandidateJob) -> CandidateResult:
                 for k, (a, b) in enumerate(zip(inputs, expected, strict=True))
                 if k not in theirs and isinstance(a, torch.Tensor) and not same_values(a, b)
             ]
+            tampered = watch.tampered()
+            if tampered:  # what judged this call may be the candidate's own code
+                problem = f"the candidate replaced the checker's own code ({_listed(tampered)})"
             calls.append(
                 CallRecord(
                     name=s.name,
@@ -143,6 +148,11 @@ def run(job: CandidateJob) -> CandidateResult:
         dry_run_seconds=dry_seconds,
         calls=calls,
     )
+
+
+def _listed(labels: list[str], most: int = 4) -> str:
+    more = f" and {len(labels) - most} more" if len(labels) > most else ""
+    return ", ".join(labels[:most]) + more
 
 
 def _short(structure: str, limit: int = 120) -> str:

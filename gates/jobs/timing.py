@@ -427,6 +427,7 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
         child_mark(f"{tag}{phase}", **detail)
 
     t_start = kit.now_ns()
+    kit.watch_loaded()  # the harness modules the other side's build loaded: still ours
     fn, _info = build_callable(src, job.device, job.model_seed, job.inputs_dir, on_phase=mark)
     if job.go_digest and tag == "base_":
         # prestarted (GateSettings.prestart_timing): the trusted baseline is built while

@@ -46,8 +46,10 @@ def _lying_reply(self, line):
     _reply(self, line)
 
 
-_turn_side._Commands.reply = _lying_reply
-ModelNew = Model
+class ModelNew(Model):
+    def forward(self, x):
+        _turn_side._Commands.reply = _lying_reply  # at every call: the watch puts it back
+        return super().forward(x)
 """
 
 # late work well beyond a baseline record phase on a loaded CPU, so
@@ -70,8 +72,10 @@ def _early_synced(self, n, synced=None):
     return _turn(self, n)
 
 
-_timing.CheckedLoop.turn = _early_synced
-ModelNew = Model
+class ModelNew(Model):
+    def forward(self, x):
+        _timing.CheckedLoop.turn = _early_synced  # at every call: the watch puts it back
+        return super().forward(x)
 """
 
 

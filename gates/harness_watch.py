@@ -1,0 +1,115 @@
+"""The checker's own code as it was before candidate code ran: a replaced piece is tampering.
+
+A gate child runs the candidate in its own interpreter, beside the code that checks it:
+the recording of every timed call (``gates.checked_calls``), the mutation and aliasing
+checks of gate 2, the saving of what the parent compares.  A candidate that replaces one
+of those functions (``CheckedCalls.record``, a module's ``same_values``) would have its
+own outputs judged by its own code.  So the child snapshots every function, class,
+method and submodule of the harness's packages (``gates``, ``kernelopt``) that is loaded,
+and every method of ``torch.Tensor`` (its own and inherited), before any candidate code is imported;
+``tampered()`` names whatever no longer holds the object it held, and ``restore()`` puts
+it back.  Additions are not tampering, and plain data (a module's current phase, a
+cache) is not watched.  A candidate that replaces a piece and puts it back between two
+looks is written against this harness (gates/README.md, "Limits").
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import torch
+
+_ROOTS = ("gates", "kernelopt")
+# descriptors a class's dict holds for itself, and pydantic's lazily built machinery
+_SKIP_PREFIXES = ("__pydantic", "__dict__", "__weakref__")
+
+Watched = tuple[str, Any, str]  # (label, owner, attribute)
+
+
+def _code_like(value: object) -> bool:
+    return (
+        callable(value)
+        or isinstance(value, staticmethod | classmethod | property | types.ModuleType)
+    ) and value is not None
+
+
+def _members(label: str, owner: Any) -> list[Watched]:
+    return [
+        (f"{label}.{name}", owner, name)
+        for name, value in list(vars(owner).items())
+        if not name.startswith(_SKIP_PREFIXES) and _code_like(value)
+    ]
+
+
+def harness_items(seen: set[str] | None = None) -> list[Watched]:
+    """Every code-like attribute of the loaded harness modules (and of the classes they
+    define) and of ``torch.Tensor``: modules in ``seen`` are skipped, and added to it."""
+    seen = set() if seen is None else seen
+    items: list[Watched] = []
+    for name, module in sorted(sys.modules.copy().items()):
+        if module is None or name in seen or name.partition(".")[0] not in _ROOTS:
+            continue
+        seen.add(name)
+        items += _members(name, module)
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, type) and getattr(value, "__module__", "") == name:
+                items += _members(f"{name}.{attr}", value)
+    if "torch.Tensor" not in seen:  # inherited methods too: a subclass entry would shadow them
+        seen.add("torch.Tensor")
+        items += [
+            (f"torch.Tensor.{name}", torch.Tensor, name)
+            for name in dir(torch.Tensor)
+            if not name.startswith(_SKIP_PREFIXES) and _code_like(getattr(torch.Tensor, name, None))
+        ]
+    return items
+
+
+class HarnessWatch:
+    """Snapshots of watched attributes; ``tampered()`` names the replaced or deleted ones."""
+
+    def __init__(self, extra: list[Watched] | None = None) -> None:
+        self._modules: set[str] = set()
+        self._snapshot: list[tuple[str, Any, str, Any, bool]] = []
+        self._add(extra or [])
+        self.watch_loaded()
+
+    def watch_loaded(self) -> None:
+        """Also watch harness modules loaded since (no candidate code may have run yet)."""
+        self._add(harness_items(self._modules))
+
+    def _add(self, items: list[Watched]) -> None:
+        self._snapshot += [
+            (label, owner, attr, _current(owner, attr), attr in vars(owner))
+            for label, owner, attr in items
+        ]
+
+    def tampered(self) -> list[str]:
+        return [
+            label
+            for label, owner, attr, original, _own in self._snapshot
+            if _current(owner, attr) is not original
+        ]
+
+    def restore(self) -> None:
+        for _label, owner, attr, original, own in self._snapshot:
+            if original is None or _current(owner, attr) is original:
+                continue
+            if own:
+                setattr(owner, attr, original)
+            else:  # it was inherited: drop what shadows it
+                delattr(owner, attr)
+
+
+def _current(owner: Any, attr: str) -> Any:
+    """What ``owner.attr`` resolves to, undecorated: a class's own or inherited dict entry
+    (a bound method would be a new object on every look), a module's entry."""
+    for klass in owner.__mro__ if isinstance(owner, type) else (owner,):
+        found = vars(klass).get(attr, _MISSING)
+        if found is not _MISSING:
+            return found
+    return None
+
+
+_MISSING = object()

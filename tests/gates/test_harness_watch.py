@@ -1,0 +1,55 @@
+"""The checker's own code is watched in the process that runs the candidate beside it."""
+
+from __future__ import annotations
+
+import torch
+
+import gates.checked_calls as checked_calls
+import gates.jobs.candidate as candidate_job
+from gates.harness_watch import HarnessWatch
+from gates.timers import TimerKit
+
+
+def test_a_replaced_method_or_function_is_named_and_put_back() -> None:
+    watch = HarnessWatch()
+    record, same = checked_calls.CheckedCalls.record, candidate_job.same_values
+    try:
+        checked_calls.CheckedCalls.record = lambda *a: None  # type: ignore[method-assign]
+        candidate_job.same_values = lambda a, b: True
+        assert set(watch.tampered()) == {
+            "gates.checked_calls.CheckedCalls.record",
+            "gates.jobs.candidate.same_values",
+        }
+        watch.restore()
+        assert watch.tampered() == []
+        assert checked_calls.CheckedCalls.record is record
+        assert candidate_job.same_values is same
+    finally:
+        checked_calls.CheckedCalls.record, candidate_job.same_values = record, same
+
+
+def test_tensor_methods_are_watched_and_additions_and_data_are_not() -> None:
+    watch = HarnessWatch()
+    clone = torch.Tensor.clone
+    try:
+        torch.Tensor.clone = lambda self: self  # type: ignore[method-assign]
+        assert watch.tampered() == ["torch.Tensor.clone"]
+    finally:
+        torch.Tensor.clone = clone  # type: ignore[method-assign]
+    checked_calls.added_by_someone = lambda: None  # type: ignore[attr-defined]
+    try:
+        assert watch.tampered() == []
+    finally:
+        del checked_calls.added_by_someone  # type: ignore[attr-defined]
+
+
+def test_the_timer_kit_reports_the_harness_too() -> None:
+    kit = TimerKit("cpu")
+    record = checked_calls.CheckedCalls.record
+    try:
+        checked_calls.CheckedCalls.record = lambda *a: None  # type: ignore[method-assign]
+        assert "gates.checked_calls.CheckedCalls.record" in kit.tampered()
+        kit.restore()
+        assert checked_calls.CheckedCalls.record is record and kit.tampered() == []
+    finally:
+        checked_calls.CheckedCalls.record = record  # type: ignore[method-assign]
