@@ -362,6 +362,9 @@ def check_candidate(
                 "held_out_shapes": result.holdout_note
                 or ", ".join(s.name for s in bundle.input_sets if s.kind in ("holdout", "derived"))
                 or "not asked for",
+                "widened_values": result.widened_note
+                or ", ".join(s.name for s in bundle.input_sets if s.kind == "widened")
+                or "not asked for",
                 **evaluation_environment(bundle),
                 "stage_seconds": stages,
             },

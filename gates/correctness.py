@@ -204,6 +204,13 @@ def correctness_verdict(
                     " This is a held-out input shape (another batch size than get_inputs()): "
                     "read sizes from the tensors instead of hard-coding them."
                 )
+            elif s.kind == "widened":
+                text += (
+                    " These inputs are get_inputs()' values negated and scaled: the kernel must "
+                    "compute the model's function for any values, not only for the range and "
+                    "sign get_inputs() draws (no term dropped because inputs are positive, "
+                    "exponentials kept from overflowing as the model's ops keep them)."
+                )
             problems.append((s.name, text))
         after = (inputs or {}).get(inputs_after(s.name))
         in_place = _in_place_problem(bundle, s.name, after, settings)

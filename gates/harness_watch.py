@@ -10,7 +10,8 @@ and every method of ``torch.Tensor`` (its own and inherited), before any candida
 ``tampered()`` names whatever no longer holds the object it held, and ``restore()`` puts
 it back.  Additions are not tampering, and plain data (a module's current phase, a
 cache) is not watched.  A candidate that replaces a piece and puts it back between two
-looks is written against this harness (gates/README.md, "Limits").
+looks is written against this harness (gates/README.md, "Limits").  A function whose
+code object is swapped in place (``f.__code__ = ...``) counts as replaced too.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class HarnessWatch:
 
     def __init__(self, extra: list[Watched] | None = None) -> None:
         self._modules: set[str] = set()
-        self._snapshot: list[tuple[str, Any, str, Any, bool]] = []
+        # (label, owner, attribute, object, owned by the owner itself, its function's code)
+        self._snapshot: list[tuple[str, Any, str, Any, bool, Any]] = []
         self._add(extra or [])
         self.watch_loaded()
 
@@ -80,26 +82,43 @@ class HarnessWatch:
         self._add(harness_items(self._modules))
 
     def _add(self, items: list[Watched]) -> None:
-        self._snapshot += [
-            (label, owner, attr, _current(owner, attr), attr in vars(owner))
-            for label, owner, attr in items
-        ]
+        for label, owner, attr in items:
+            original = _current(owner, attr)
+            own = attr in vars(owner)
+            self._snapshot.append((label, owner, attr, original, own, _code(original)))
 
     def tampered(self) -> list[str]:
         return [
             label
-            for label, owner, attr, original, _own in self._snapshot
-            if _current(owner, attr) is not original
+            for label, owner, attr, original, _own, code in self._snapshot
+            if _current(owner, attr) is not original or _code(original) is not code
         ]
 
     def restore(self) -> None:
-        for _label, owner, attr, original, own in self._snapshot:
+        for _label, owner, attr, original, own, code in self._snapshot:
+            if _code(original) is not code:  # the same function, its code swapped
+                _function(original).__code__ = code
             if original is None or _current(owner, attr) is original:
                 continue
             if own:
                 setattr(owner, attr, original)
             else:  # it was inherited: drop what shadows it
                 delattr(owner, attr)
+
+
+def _function(value: Any) -> Any:
+    """The plain function behind a method wrapper or property (or ``value`` itself)."""
+    if isinstance(value, staticmethod | classmethod):
+        return value.__func__
+    if isinstance(value, property):
+        return value.fget
+    return value
+
+
+def _code(value: Any) -> Any:
+    """A Python function's code object (None for builtins, classes, modules)."""
+    function = _function(value)
+    return function.__code__ if isinstance(function, types.FunctionType) else None
 
 
 def _current(owner: Any, attr: str) -> Any:

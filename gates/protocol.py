@@ -37,7 +37,10 @@ class InputSet(Frozen):
     seed: int
     # sealed: drawn like a seed set, for timing's first-sight calls only: its files never
     # enter a candidate process's view before the call (gates.first_sight)
-    kind: Literal["seed", "holdout", "derived", "newvals", "sealed"] = "seed"
+    # widened: a seed set's float values negated and scaled (``WIDEN``), so a kernel that
+    # holds only for get_inputs()' range is caught; skipped where the reference cannot run
+    # on them or gives non-finite outputs
+    kind: Literal["seed", "holdout", "derived", "newvals", "sealed", "widened"] = "seed"
     holdout_index: int = 0
     reuse_buffers_of: str = ""  # newvals: copy the values into that set's input tensors
     # -1: a configured seed set, the same in every verdict; k >= 0: the k-th draw of the
@@ -163,6 +166,7 @@ class ReferenceResult(Frozen):
     input_sets: list[InputSet] = Field(default_factory=list)  # as run, held-out shapes included
     holdout_available: int = 0  # how many held-out input lists the problem defines
     holdout_note: str = ""  # why no held-out shape was checked, when none was
+    widened_note: str = ""  # why the widened set was skipped, when it was
     param_bytes: int = 0
     flops: int | None = None
     state_keys: list[str] = Field(default_factory=list)

@@ -206,11 +206,12 @@ class ReferenceBundle:
         if self.result is None or not self.result.sets:
             return []
         first = self.result.sets[0]
-        sealed = set(self.sealed_sets)
+        # sealed: timing's first sight; widened: values no timed call should be slowed by
+        kept_out = {s.name for s in self.result.input_sets if s.kind in ("sealed", "widened")}
         return [
             s.name
             for s in self.result.sets
-            if s.input_shapes == first.input_shapes and s.name not in sealed
+            if s.input_shapes == first.input_shapes and s.name not in kept_out
         ]
 
     def first_sight_sets(self) -> list[str]:
@@ -322,7 +323,7 @@ def plan_draw(
     seeded set: every candidate job holds both (the reference child only draws values).
     """
     sealed = FIRST_SIGHT_CALLS * settings.first_sight_rounds if settings.run_perf else 0
-    fresh = iter(_fresh_seeds(3 + 2 * sealed, set(settings.seeds) | taken))
+    fresh = iter(_fresh_seeds(4 + 2 * sealed, set(settings.seeds) | taken))
     last_seeded = f"seed{settings.seeds[-1]}" if settings.seeds else ""
     drawn: list[InputSet] = []
     if settings.heldout_seed:
@@ -335,6 +336,12 @@ def plan_draw(
                 kind="newvals",
                 reuse_buffers_of=drawn[-1].name if drawn else last_seeded,
                 group=group,
+            )
+        )
+    if settings.widened_values:
+        drawn.append(
+            InputSet(
+                name=group_name("widened", group), seed=next(fresh), kind="widened", group=group
             )
         )
     drawn += [
@@ -517,6 +524,8 @@ def draw_disagrees(kept: ReferenceResult, drawn: ReferenceResult) -> str:
         return f"sets {_draw_kinds(drawn)} instead of {_draw_kinds(kept)}"
     if kept.fp64_available != drawn.fp64_available:
         return f"float64 outputs {'missing' if kept.fp64_available else 'present'}"
+    if kept.widened_note != drawn.widened_note:
+        return f"widened note {drawn.widened_note!r} instead of {kept.widened_note!r}"
     if kept.holdout_note != drawn.holdout_note:
         return f"held-out note {drawn.holdout_note!r} instead of {kept.holdout_note!r}"
     return ""

@@ -70,6 +70,14 @@ from kernelopt.precision import strict_fp32
 
 JOB_TYPE = ReferenceJob
 
+WIDEN = -32.0  # a widened set's float inputs: a seed's, times this
+# sets the reference may skip, saying why: the model takes no other batch, or no widened values
+_OPTIONAL = ("derived", "widened")
+
+
+class _Skipped(Exception):
+    """The reference's own output on an optional set is no answer to hold a candidate to."""
+
 
 def _make_inputs(problem: ProblemFile, s: InputSet) -> list[Any]:
     if s.kind == "holdout":
@@ -77,7 +85,26 @@ def _make_inputs(problem: ProblemFile, s: InputSet) -> list[Any]:
         return lists[s.holdout_index]
     if s.kind == "derived":
         return derived_holdout(problem, s.seed)
+    if s.kind == "widened":
+        return widened(problem.inputs(s.seed))
     return problem.inputs(s.seed)
+
+
+def widened(values: list[Any]) -> list[Any]:
+    """Every float tensor negated and scaled (``WIDEN``): values beyond get_inputs()' range
+    and sign, which a kernel that holds only there (a ReLU dropped for positive inputs, an
+    exp without its max subtracted) gets wrong while the model's function is defined."""
+    return [
+        v * WIDEN if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values
+    ]
+
+
+def _finite(out: list[Any]) -> bool:
+    return all(
+        bool(torch.isfinite(v).all())
+        for v in out
+        if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
+    )
 
 
 def derived_holdout(problem: ProblemFile, seed: int) -> list[Any]:
@@ -182,6 +209,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
     param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     input_sets = list(job.input_sets) + _holdout_sets(job, problem, holdout_available)
     holdout_note = ""
+    widened_note = ""
     seeds = {
         s.name: s.call_seed if s.call_seed >= 0 else call_seed(s.name, s.seed) for s in input_sets
     }
@@ -215,14 +243,21 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 out = flatten_output(raw)
                 del raw
                 _sync(job.device)
+                if s.kind == "widened" and not _finite(out):
+                    raise _Skipped("the reference's own output is not finite on them")
                 if first_seconds is None:
                     first_seconds = time.perf_counter() - started
             except Exception as exc:
-                if s.kind != "derived":
+                if s.kind not in _OPTIONAL:
                     raise
-                # the model takes no other batch size: the verdict says the check was skipped
-                why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-                holdout_note = f"held-out shapes skipped: no other batch size runs ({why})"
+                # the model takes no other batch size, or no widened values: the verdict
+                # says the check was skipped
+                why = str(exc) if isinstance(exc, _Skipped) else f"{type(exc).__name__}: {exc}"
+                why = why.splitlines()[0][:200]
+                if s.kind == "derived":
+                    holdout_note = f"held-out shapes skipped: no other batch size runs ({why})"
+                else:
+                    widened_note = f"widened values skipped: {why}"
                 set_path(job.inputs_dir, s.name).unlink(missing_ok=True)
                 input_sets.remove(s)
                 continue
@@ -314,6 +349,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
         input_sets=input_sets,
         holdout_available=holdout_available,
         holdout_note=holdout_note,
+        widened_note=widened_note,
         param_bytes=param_bytes,
         flops=flops,
         state_keys=list(model.state_dict()),

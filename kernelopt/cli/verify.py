@@ -144,6 +144,7 @@ def render(result: CascadeResult, verbose: bool = False) -> None:
             ("evaluation", "evaluation"),
             ("estimate", "estimate"),
             ("held_out_shapes", "held-out shapes"),
+            ("widened_values", "widened values"),
             ("gate_4", "gate 4"),
         ):
             if env.get(key):

@@ -56,6 +56,8 @@ class GateSettings(Frozen):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     heldout_seed: bool = True  # one extra random seed the candidate cannot anticipate
     holdout_shapes: bool = True  # use get_holdout_inputs() when the problem defines it
+    # one more set of gates 2 and 3: a seed's float inputs negated and scaled (gates/README.md)
+    widened_values: bool = True
     model_seed: int = 0  # weights are drawn from this seed on both sides
     rtol: float = 1e-3
     atol: float = 1e-3

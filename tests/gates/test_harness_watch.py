@@ -28,6 +28,21 @@ def test_a_replaced_method_or_function_is_named_and_put_back() -> None:
         checked_calls.CheckedCalls.record, candidate_job.same_values = record, same
 
 
+def test_a_function_whose_code_is_swapped_in_place_is_named_and_put_back() -> None:
+    watch = HarnessWatch()
+    function = candidate_job.same_values
+    code = function.__code__
+    try:
+        function.__code__ = (lambda a, b: True).__code__
+        named = set(watch.tampered())  # one function, watched where it is defined and used
+        assert {"kernelopt.kinds.validate.same_values", "gates.jobs.candidate.same_values"} <= named
+        assert all(label.endswith(".same_values") for label in named)
+        watch.restore()
+        assert function.__code__ is code and watch.tampered() == []
+    finally:
+        function.__code__ = code
+
+
 def test_tensor_methods_are_watched_and_additions_and_data_are_not() -> None:
     watch = HarnessWatch()
     clone = torch.Tensor.clone

@@ -282,8 +282,9 @@ def test_successive_uses_are_judged_on_held_out_sets_no_earlier_use_saw(
     seeded = [{k: c["seed"] for k, c in x.items() if k.startswith("seed")} for x in calls]
     assert seeded[0] and seeded[0] == seeded[1] == seeded[2]  # the fixed sets stay shared
     drawn = [{k: c["seed"] for k, c in x.items() if k not in seeded[0]} for x in calls]
-    assert sorted(drawn[0]) == ["heldout", "holdout0", "newvals"]  # the first draw: plain names
-    assert sorted(drawn[1]) == ["heldout_h1", "holdout0_h1", "newvals_h1"]
+    # the first draw: plain names
+    assert sorted(drawn[0]) == ["heldout", "holdout0", "newvals", "widened"]
+    assert sorted(drawn[1]) == ["heldout_h1", "holdout0_h1", "newvals_h1", "widened_h1"]
     assert all(not set(a) & set(b) for a, b in [(drawn[0], drawn[1]), (drawn[1], drawn[2])])
     # no draw's inputs come back in another: independent float32 draws share a value now
     # and then by chance (that flaked once in a few runs), a reused draw shares all of them
@@ -306,6 +307,7 @@ def test_a_use_sees_only_the_seed_sets_and_its_own_draw(
             files = {p.name for p in bundle.inputs_dir.iterdir()}
             suffix = "" if use == 1 else "_h1"
             assert {f"heldout{suffix}", f"newvals{suffix}", f"holdout0{suffix}"} <= names
+            assert f"widened{suffix}" in names
             assert not any(n.endswith("_h2") or (use == 2 and n == "heldout") for n in names)
             assert {f.removesuffix(".pt") for f in files} == names | {"_weights", "_policy"}
             sealed = set(bundle.sealed_sets)  # timing's first sight: never in the view
@@ -367,7 +369,7 @@ def test_answers_memorised_from_the_previous_use_fail_the_next(
     wrong = {k for k, c in _calls(copier).items() if not c["ok"]}
     # every seed set still matched: the table works for the sets it holds (the control; the
     # draw a use is judged on is made when that use begins, so no table can hold it)
-    assert wrong == {"heldout_h1", "newvals_h1", "holdout0_h1"}
+    assert wrong == {"heldout_h1", "newvals_h1", "widened_h1", "holdout0_h1"}
     assert len(prepared) == 1
 
 
@@ -433,7 +435,7 @@ def test_a_new_bundle_draws_once_like_an_unshared_reference(
     assert job.draw_only is None
     assert {s.group for s in job.input_sets} == {-1, 0} and len(job.holdout_seeds) == 1
     names = {s.name for s in bundle.input_sets}
-    assert names == _seeded(settings) | {"heldout", "newvals", "holdout0"}
+    assert names == _seeded(settings) | {"heldout", "newvals", "widened", "holdout0"}
     sealed = {f"sealed{k}" for k in range(4)}
     assert set(bundle.sealed_sets) == sealed
     assert _kept_sets(_only_entry(kept)) == names | sealed  # nothing drawn ahead for later uses
@@ -457,9 +459,9 @@ def test_use_two_draws_its_own_sets_alone_and_drops_the_first_draw(
     assert job.draw_only is not None and job.draw_only.draw == 1
     assert {s.group for s in job.input_sets} == {1} and not job.count_flops
     sealed = [f"sealed{k}_h1" for k in range(4)]
-    assert [s.name for s in job.input_sets] == ["heldout_h1", "newvals_h1", *sealed]
+    assert [s.name for s in job.input_sets] == ["heldout_h1", "newvals_h1", "widened_h1", *sealed]
     assert job.input_sets[1].reuse_buffers_of == "heldout_h1"
-    drawn = {"heldout_h1", "newvals_h1", "holdout0_h1", *sealed}
+    drawn = {"heldout_h1", "newvals_h1", "widened_h1", "holdout0_h1", *sealed}
     seeded = _seeded(settings)
     assert view == seeded | drawn - set(sealed) | {"_weights", "_policy"}  # nothing of group 0
     assert kept_now == seeded | drawn  # the first draw's files are gone

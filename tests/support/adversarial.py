@@ -156,6 +156,13 @@ CASES: tuple[Case, ...] = (
         ("correctness",),
     ),
     Case(
+        "range_clamp",
+        "swish_bias",
+        "correct only on the value range get_inputs() draws",
+        "reject",
+        ("correctness",),
+    ),
+    Case(
         "timed_tanh",
         "gelu",
         "tells timing from checking (gc.freeze) and is less exact while timed",
