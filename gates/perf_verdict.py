@@ -442,13 +442,16 @@ def perf_verdict(
         return (
             verdict(
                 GateStatus.FAIL,
-                "candidate replaced timing functions or changed global backend settings: "
-                f"{', '.join(tampered)} (restored; honest host time {host:.4g} ms)",
-                "Your module replaced timing or synchronisation functions, or changed "
-                f"global torch backend settings ({', '.join(tampered)}). Kernels must not "
-                "touch timers, events, synchronisation or switches such as TF32 and "
-                "cudnn.benchmark, which change the library calls around your kernel; the "
-                "measurement is done with the originals regardless.",
+                "candidate replaced timing functions or the checker's code, or changed "
+                f"global backend settings: {', '.join(tampered[:8])}"
+                f"{f' and {len(tampered) - 8} more' if len(tampered) > 8 else ''} "
+                f"(restored; honest host time {host:.4g} ms)",
+                "Your module replaced timing or synchronisation functions or the checker's "
+                "own code (torch.Tensor methods, the harness's modules), or changed global "
+                f"torch backend settings ({', '.join(tampered[:8])}). Kernels must not touch "
+                "timers, events, synchronisation, the code that checks them or switches such "
+                "as TF32 and cudnn.benchmark, which change the library calls around your "
+                "kernel; the measurement is done with the originals regardless.",
             ),
             None,
             None,
