@@ -204,6 +204,11 @@ def correctness_verdict(
                     " This is a held-out input shape (another batch size than get_inputs()): "
                     "read sizes from the tensors instead of hard-coding them."
                 )
+            elif s.kind == "derived":
+                text += (
+                    " This is a batch size get_inputs() does not use (one row fewer or one "
+                    "more): size grids, loops and masks from the tensors' shapes."
+                )
             elif s.kind == "widened":
                 text += (
                     " These inputs are get_inputs()' values negated and scaled: the kernel must "

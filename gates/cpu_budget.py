@@ -71,7 +71,8 @@ class CpuBudget:
         if self.rows is None or self.full is None or batch is None:
             return values
         if s.kind == "derived":  # another batch than the checked one, as derived_holdout makes
-            rows = self.rows - 1 if self.rows >= 2 else min(2, batch)
+            fewer = s.holdout_index == 0 and self.rows >= 2
+            rows = self.rows - 1 if fewer else min(self.rows + 1, batch)
         elif batch == self.full:
             rows = self.rows
         else:  # a held-out shape: scaled like the main batch

@@ -259,15 +259,17 @@ def _materialise_lazy(model: Any, inputs: Callable[[], list[Any]]) -> Any:
     return model
 
 
-def another_batch(values: list[Any], more: Callable[[], list[Any]]) -> list[Any]:
+def another_batch(
+    values: list[Any], more: Callable[[], list[Any]], *, grow: bool = False
+) -> list[Any]:
     """``values`` at another leading batch size: the checker's held-out shape for a file
     that defines none (``gates/jobs/reference.py``), and what a shape-general candidate
     must also run (the regeneration family).
 
     Every tensor whose first dimension is the first tensor's batch size gets one row
-    fewer, or, when the batch is 1, is joined with the same tensor of ``more()`` (the
-    next draw): a kernel that hard-codes the batch size is wrong there.  ValueError when
-    no tensor has a batch dimension.
+    fewer, or, when the batch is 1 or with ``grow``, the first row of the same tensor of
+    ``more()`` (the next draw) appended: a kernel that hard-codes the batch size is wrong
+    there.  ValueError when no tensor has a batch dimension.
     """
     import torch
 
@@ -279,9 +281,9 @@ def another_batch(values: list[Any], more: Callable[[], list[Any]]) -> list[Any]
     def batched(v: Any) -> bool:
         return isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == batch
 
-    if batch >= 2:
+    if batch >= 2 and not grow:
         return [v[: batch - 1].clone() if batched(v) else v for v in values]
-    return [torch.cat([v, w]) if batched(v) else v for v, w in zip(values, more(), strict=True)]
+    return [torch.cat([v, w[:1]]) if batched(v) else v for v, w in zip(values, more(), strict=True)]
 
 
 def _to(value: Any, device: str, dtype: Any) -> Any:

@@ -71,6 +71,7 @@ from kernelopt.precision import strict_fp32
 JOB_TYPE = ReferenceJob
 
 WIDEN = -32.0  # a widened set's float inputs: a seed's, times this
+GROWN = 1  # a derived held-out set's ``holdout_index`` when it has one row more
 # sets the reference may skip, saying why: the model takes no other batch, or no widened values
 _OPTIONAL = ("derived", "widened")
 
@@ -84,7 +85,7 @@ def _make_inputs(problem: ProblemFile, s: InputSet) -> list[Any]:
         lists = problem.holdout_inputs(s.seed)
         return lists[s.holdout_index]
     if s.kind == "derived":
-        return derived_holdout(problem, s.seed)
+        return derived_holdout(problem, s.seed, grow=s.holdout_index == GROWN)
     if s.kind == "widened":
         return widened(problem.inputs(s.seed))
     return problem.inputs(s.seed)
@@ -99,6 +100,11 @@ def widened(values: list[Any]) -> list[Any]:
     ]
 
 
+def _has_derived(sets: list[InputSet]) -> bool:
+    """Whether the one-row-fewer held-out set is still among ``sets`` (it ran)."""
+    return any(s.kind == "derived" and s.holdout_index != GROWN for s in sets)
+
+
 def _finite(out: list[Any]) -> bool:
     return all(
         bool(torch.isfinite(v).all())
@@ -107,10 +113,11 @@ def _finite(out: list[Any]) -> bool:
     )
 
 
-def derived_holdout(problem: ProblemFile, seed: int) -> list[Any]:
+def derived_holdout(problem: ProblemFile, seed: int, *, grow: bool = False) -> list[Any]:
     """``get_inputs()`` at another leading batch size, for a file that defines no held-out
-    shape (``kernelopt.loaded_problem.another_batch``)."""
-    return another_batch(problem.inputs(seed), lambda: problem.inputs(seed + 1))
+    shape (``kernelopt.loaded_problem.another_batch``): one row fewer, or with ``grow`` one
+    row more (a grid sized for get_inputs()' batch leaves that row unwritten)."""
+    return another_batch(problem.inputs(seed), lambda: problem.inputs(seed + 1), grow=grow)
 
 
 def _holdout_sets(job: ReferenceJob, problem: ProblemFile, available: int) -> list[InputSet]:
@@ -124,8 +131,11 @@ def _holdout_sets(job: ReferenceJob, problem: ProblemFile, available: int) -> li
                 InputSet(name=name, seed=seed, kind="holdout", holdout_index=k, group=group)
             )
         if not available and not problem.own_baseline:
-            name = group_name("holdout_derived", group)
-            sets.append(InputSet(name=name, seed=seed, kind="derived", group=group))
+            for index, base in ((0, "holdout_derived"), (GROWN, "holdout_grown")):
+                name = group_name(base, group)
+                sets.append(
+                    InputSet(name=name, seed=seed, kind="derived", holdout_index=index, group=group)
+                )
     return sets
 
 
@@ -254,8 +264,12 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 # says the check was skipped
                 why = str(exc) if isinstance(exc, _Skipped) else f"{type(exc).__name__}: {exc}"
                 why = why.splitlines()[0][:200]
-                if s.kind == "derived":
-                    holdout_note = f"held-out shapes skipped: no other batch size runs ({why})"
+                if s.kind == "derived" and not holdout_note:
+                    holdout_note = (
+                        f"held-out batch of one row more skipped ({why})"
+                        if s.holdout_index == GROWN and _has_derived(input_sets)
+                        else f"held-out shapes skipped: no other batch size runs ({why})"
+                    )
                 else:
                     widened_note = f"widened values skipped: {why}"
                 set_path(job.inputs_dir, s.name).unlink(missing_ok=True)
