@@ -202,7 +202,13 @@ def _memoised(first_sight: dict[str, list[float]], ratio: float) -> bool:
     the cost of a copy; a set it has not seen it must compute.  The samples rotate over a
     few sets, so a memo would time its copies there; honest code takes as long either way.
     """
-    pairs = list(zip(first_sight["baseline"], first_sight["candidate"], strict=True))
+    # a baseline whose new-value calls ran far faster than its own samples had its samples
+    # stalled (a loaded CPU): that round's numbers judge nothing
+    pairs = [
+        (b, c)
+        for b, c in zip(first_sight["baseline"], first_sight["candidate"], strict=True)
+        if b * ratio >= 1.0
+    ]
     return bool(pairs) and all(c > ratio * max(b, 1.0) for b, c in pairs)
 
 
