@@ -39,6 +39,15 @@ from gates.problem_io import flatten_output
 from gates.protocol import OutputLeaf
 
 _urandom = os.urandom  # captured before any candidate code is imported
+# the torch functions that draw, gather and save the records, captured likewise: a
+# candidate that replaces ``torch.save`` or ``torch.randint`` changes none of these
+_randint, _gather, _stack, _tensor, _save = (
+    torch.randint,
+    torch.gather,
+    torch.stack,
+    torch.tensor,
+    torch.save,
+)
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _MAX_PROBLEMS = 8
 _RESERVOIR_BYTES = 1 << 30  # whole outputs kept at most (device memory)
@@ -251,9 +260,7 @@ class CheckedCalls:
                 continue
             flat = _parts(leaf).reshape(-1)
             here = self._gen.device  # every record lives here, whatever the leaf's device
-            where = torch.randint(
-                0, flat.numel(), (self.samples,), generator=self._gen, device=here
-            )
+            where = _randint(0, flat.numel(), (self.samples,), generator=self._gen, device=here)
             self.positions[j].append(where)
             self.values[j].append(flat[where.to(flat.device)].to(here, torch.float64))
             self.valid[j].append(True)
@@ -337,7 +344,7 @@ class CheckedCalls:
                 self._skip(j)
             return
         here = self._gen.device  # every record lives here, whatever the leaf's device
-        where = torch.randint(0, numel, (len(rows), self.samples), generator=self._gen, device=here)
+        where = _randint(0, numel, (len(rows), self.samples), generator=self._gen, device=here)
         values = _gathered([_parts(r) for r in rows], where)
         for piece in pieces:
             if piece is None:
@@ -357,9 +364,7 @@ class CheckedCalls:
                 self._skip(j)
                 continue
             values = _parts(leaf).reshape(-1)
-            where = torch.randint(
-                0, values.numel(), (self.samples,), generator=self._gen, device=here
-            )
+            where = _randint(0, values.numel(), (self.samples,), generator=self._gen, device=here)
             self.positions[j].append(where)
             self.values[j].append(values[where.to(values.device)].to(here, torch.float64))
             self.valid[j].append(True)
@@ -420,18 +425,18 @@ class CheckedCalls:
     def save(self, path: Path) -> None:
         """Everything the parent compares, on the CPU, loadable with ``weights_only``."""
         payload = {
-            "sets": torch.tensor(self.sets, dtype=torch.long),
+            "sets": _tensor(self.sets, dtype=torch.long),
             "samples": self.samples,
             "positions": [_stacked(p, torch.long, self.samples) for p in self.positions],
             "values": [_stacked(v, torch.float64, self.samples) for v in self.values],
-            "valid": [torch.tensor(v, dtype=torch.bool) for v in self.valid],
+            "valid": [_tensor(v, dtype=torch.bool) for v in self.valid],
             "problems": [[i, p] for i, p in self.problems],
             "kept": [
                 [i, s, [x.cpu() if isinstance(x, torch.Tensor) else x for x in leaves]]
                 for i, s, leaves in self.kept
             ],
         }
-        torch.save(payload, path)
+        _save(payload, path)
 
 
 def _gathered(rows: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
@@ -443,9 +448,9 @@ def _gathered(rows: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
     first = rows[0]
     alike = all(x.device == first.device and x.dtype == first.dtype for x in rows)
     if alike and first.numel() * first.element_size() * len(rows) <= _STACK_BYTES:
-        stacked = torch.stack(rows).reshape(len(rows), -1)
-        return torch.gather(stacked, 1, where.to(first.device)).to(where.device, torch.float64)
-    return torch.stack(
+        stacked = _stack(rows).reshape(len(rows), -1)
+        return _gather(stacked, 1, where.to(first.device)).to(where.device, torch.float64)
+    return _stack(
         [
             x.reshape(-1)[w.to(x.device)].to(where.device, torch.float64)
             for x, w in zip(rows, where, strict=True)
@@ -513,11 +518,11 @@ def _stacked(rows: list[torch.Tensor], dtype: torch.dtype, width: int) -> torch.
             singles.append(row)
             continue
         if singles:
-            blocks.append(torch.stack(singles))
+            blocks.append(_stack(singles))
             singles = []
         blocks.append(row)
     if singles:
-        blocks.append(torch.stack(singles))
+        blocks.append(_stack(singles))
     return (torch.cat(blocks) if len(blocks) > 1 else blocks[0]).cpu()
 
 

@@ -148,6 +148,14 @@ def correctness_verdict(
     previous: str | None = None
     for s in bundle.input_sets:
         if s.name not in outs:
+            if outcome.ok:  # the child finished: its output was unreadable, never compared
+                problems.append(
+                    (
+                        s.name,
+                        "its output could not be read back for comparison; return plain "
+                        "torch.Tensor outputs (no tensor subclasses or custom objects).",
+                    )
+                )
             break
         cmp = compare_outputs(
             outs[s.name],
@@ -277,11 +285,16 @@ def correctness_verdict(
         gate=GateName.CORRECTNESS,
         status=GateStatus.PASS,
         reason=(
-            f"{len(per_call)} calls match (max error {metrics['max_abs_err']:.3g}, "
-            f"scale-relative {metrics['max_scale_err']:.3g})"
+            f"{len(per_call)} calls match (max error {_number(metrics['max_abs_err'])}, "
+            f"scale-relative {_number(metrics['max_scale_err'])})"
         ),
         metrics=metrics,
         thresholds=thresholds,
         gpu_seconds=seconds,
     )
     return verdict
+
+
+def _number(value: float | None) -> str:
+    """An error for the reason line ("-" where no call had a tensor to measure)."""
+    return "-" if value is None else f"{value:.3g}"

@@ -11,7 +11,7 @@ and every method of ``torch.Tensor`` (its own and inherited), before any candida
 it back.  Additions are not tampering, and plain data (a module's current phase, a
 cache) is not watched.  A candidate that replaces a piece and puts it back between two
 looks is written against this harness (gates/README.md, "Limits").  A function whose
-code object is swapped in place (``f.__code__ = ...``) counts as replaced too.
+code object or defaults are swapped in place (``f.__code__ = ...``) counts as replaced too.
 """
 
 from __future__ import annotations
@@ -87,23 +87,39 @@ class HarnessWatch:
             own = attr in vars(owner)
             self._snapshot.append((label, owner, attr, original, own, _code(original)))
 
-    def tampered(self) -> list[str]:
+    def tampered(self, *instances: object) -> list[str]:
+        """Labels of what was replaced; also entries of ``instances`` (the harness's objects
+        in use) that shadow a method of their class."""
         return [
+            f"{type(obj).__module__}.{type(obj).__qualname__}.{name} (on the instance)"
+            for obj in instances
+            for name in _shadowing(obj)
+        ] + [
             label
             for label, owner, attr, original, _own, code in self._snapshot
-            if _current(owner, attr) is not original or _code(original) is not code
+            if _current(owner, attr) is not original or not _same(_code(original), code)
         ]
 
-    def restore(self) -> None:
+    def restore(self, *instances: object) -> None:
+        for obj in instances:
+            for name in _shadowing(obj):
+                del vars(obj)[name]
         for _label, owner, attr, original, own, code in self._snapshot:
-            if _code(original) is not code:  # the same function, its code swapped
-                _function(original).__code__ = code
+            if code is not None and not _same(_code(original), code):  # edited in place
+                function = _function(original)
+                function.__code__, function.__defaults__, function.__kwdefaults__ = code
             if original is None or _current(owner, attr) is original:
                 continue
             if own:
                 setattr(owner, attr, original)
             else:  # it was inherited: drop what shadows it
                 delattr(owner, attr)
+
+
+def _shadowing(obj: object) -> list[str]:
+    """Names in ``obj``'s own dict that hide a function or descriptor of its class."""
+    own = getattr(obj, "__dict__", {})
+    return [name for name in own if _code_like(_current(type(obj), name))]
 
 
 def _function(value: Any) -> Any:
@@ -115,10 +131,18 @@ def _function(value: Any) -> Any:
     return value
 
 
-def _code(value: Any) -> Any:
-    """A Python function's code object (None for builtins, classes, modules)."""
+def _code(value: Any) -> tuple[Any, ...] | None:
+    """A Python function's code object and defaults (None for builtins, classes, modules)."""
     function = _function(value)
-    return function.__code__ if isinstance(function, types.FunctionType) else None
+    if not isinstance(function, types.FunctionType):
+        return None
+    return (function.__code__, function.__defaults__, function.__kwdefaults__)
+
+
+def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
+    return a is b or (
+        a is not None and b is not None and all(x is y for x, y in zip(a, b, strict=True))
+    )
 
 
 def _current(owner: Any, attr: str) -> Any:

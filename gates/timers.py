@@ -170,9 +170,10 @@ class TimerKit:
 
             self._do_bench = triton.testing.do_bench
 
-    def tampered(self) -> list[str]:
-        """Labels of watched attributes that no longer hold the captured object."""
-        out = self._watch.tampered()
+    def tampered(self, *instances: object) -> list[str]:
+        """Labels of watched attributes that no longer hold the captured object (and of
+        methods ``instances``, the harness's objects in use, hide behind their own)."""
+        out = self._watch.tampered(*instances)
         out += [label for label, read, _w, value in self._settings if _differs(read, value)]
         return out
 
@@ -180,8 +181,8 @@ class TimerKit:
         """Also watch harness modules loaded since the kit was made (before candidate code)."""
         self._watch.watch_loaded()
 
-    def restore(self) -> None:
-        self._watch.restore()
+    def restore(self, *instances: object) -> None:
+        self._watch.restore(*instances)
         for _label, _read, write, value in self._settings:
             write(value)  # unconditionally, in order: reading a mixed state can raise
 

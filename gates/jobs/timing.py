@@ -458,8 +458,8 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
     kit.sync()
     side = TimedSide(fn, rotation, checks, loop, mark, cuda, tag=tag, first_sight_sets=list(once))
     side.warm_seconds = (kit.now_ns() - t_start) / 1e9
-    side.tampered_before = kit.tampered()
-    kit.restore()
+    side.tampered_before = kit.tampered(checks, loop, rotation)
+    kit.restore(checks, loop, rotation)
     return side
 
 
@@ -528,8 +528,9 @@ def finish_side(
 ) -> TimingResult:
     """Check the timers again, save the recorded calls, time the CUDA graph: the result."""
     cuda, loop = side.cuda, side.loop
-    tampered_after = kit.tampered()
-    kit.restore()
+    in_use = (side.checks, side.loop, side.rotation)
+    tampered_after = kit.tampered(*in_use)
+    kit.restore(*in_use)
     side.mark("save_checks")
     if checks_file:
         side.checks.save(job_file(checks_file))

@@ -43,6 +43,19 @@ def test_a_function_whose_code_is_swapped_in_place_is_named_and_put_back() -> No
         function.__code__ = code
 
 
+def test_a_function_whose_defaults_are_swapped_is_named_and_put_back() -> None:
+    watch = HarnessWatch()
+    init = checked_calls.CheckedCalls.__init__
+    defaults = init.__defaults__
+    try:
+        init.__defaults__ = tuple(0 for _ in defaults or ())  # no reservoir, no samples
+        assert "gates.checked_calls.CheckedCalls.__init__" in watch.tampered()
+        watch.restore()
+        assert init.__defaults__ is defaults and watch.tampered() == []
+    finally:
+        init.__defaults__ = defaults
+
+
 def test_tensor_methods_are_watched_and_additions_and_data_are_not() -> None:
     watch = HarnessWatch()
     clone = torch.Tensor.clone
@@ -68,3 +81,13 @@ def test_the_timer_kit_reports_the_harness_too() -> None:
         assert checked_calls.CheckedCalls.record is record and kit.tampered() == []
     finally:
         checked_calls.CheckedCalls.record = record  # type: ignore[method-assign]
+
+
+def test_a_method_hidden_behind_an_instance_entry_is_named_and_removed() -> None:
+    kit = TimerKit("cpu")
+    checks = checked_calls.CheckedCalls(expected=[], device="cpu")
+    checks.record = lambda *a: None  # type: ignore[method-assign]
+    checks.prepare = lambda k: None  # a field of its own: not a method hidden
+    assert kit.tampered(checks) == ["gates.checked_calls.CheckedCalls.record (on the instance)"]
+    kit.restore(checks)
+    assert "record" not in vars(checks) and kit.tampered(checks) == []

@@ -156,6 +156,13 @@ CASES: tuple[Case, ...] = (
         ("correctness",),
     ),
     Case(
+        "subclass_output",
+        "swish_bias",
+        "an output the parent cannot read back (a tensor subclass)",
+        "reject",
+        ("correctness",),
+    ),
+    Case(
         "range_clamp",
         "swish_bias",
         "correct only on the value range get_inputs() draws",
