@@ -181,12 +181,13 @@ def _hides_slower_gpu_work(m: PerfMeasurement) -> bool:
 def _first_sight(m: PerfMeasurement, min_ms: float) -> dict[str, list[float]]:
     """Per round and side: how much longer its calls on values new to the process took than
     its samples (its fastest such call over their median), in the rounds where both sides
-    have both and the baseline's samples take ``min_ms`` at least."""
+    have both, and the baseline's samples and the candidate's new-value calls (which a memo
+    must compute) take ``min_ms`` at least: shorter single calls are noise."""
     out: dict[str, list[float]] = {"baseline": [], "candidate": []}
     for b, c in zip(m.baseline, m.candidate, strict=False):
         if not all(r.first_sight_samples and r.event_samples for r in (b, c)):
             continue
-        if median(b.event_samples) < min_ms:
+        if median(b.event_samples) < min_ms or min(c.first_sight_samples) < min_ms:
             continue
         for name, r in (("baseline", b), ("candidate", c)):
             # the fastest first-sight call: a memo makes every one slow, a stall only one

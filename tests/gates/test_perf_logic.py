@@ -292,6 +292,32 @@ def test_first_sight_calls_of_forwards_too_short_to_time_alone_decide_nothing() 
     assert v.status == GateStatus.PASS and "first_sight" not in v.metrics
 
 
+def test_new_value_calls_too_short_to_time_alone_decide_nothing() -> None:
+    """A tiny candidate forward's calls (here 20x its samples, yet 20 us) are noise too,
+    however long the baseline's samples are: a memo's new-value calls do the real work."""
+    from gates.perf import PerfMeasurement
+    from gates.perf_verdict import MEMO_MIN_MS, perf_verdict
+    from gates.protocol import TimingResult
+    from kernelopt.contracts.verdicts import GateSettings, GateStatus
+
+    def side(name: str, ms: float, first: float) -> TimingResult:
+        return TimingResult(
+            side=name,
+            event_ms=ms,
+            event_samples=[ms] * 9,
+            first_sight_samples=[first] * 2,
+            host_ms=ms,
+        )
+
+    short = MEMO_MIN_MS["cuda"] / 2.5
+    m = PerfMeasurement(
+        baseline=[side("baseline", 1.0, 1.0)], candidate=[side("candidate", short / 20, short)]
+    )
+    settings = GateSettings(device="cuda", min_rounds=1, max_rounds=1)
+    v, _, _ = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
+    assert v.status == GateStatus.PASS and "first_sight" not in v.metrics
+
+
 def test_a_fifth_of_the_rounds_is_set_aside_from_ten_rounds() -> None:
     rounds = [0.66] * 8 + [1.05, 1.10]
     assert trimmed(rounds) == [0.66] * 8
