@@ -14,6 +14,7 @@ from gates.perfstats import (
     timers_agree,
     trimmed,
 )
+from gates.protocol import TimingResult
 from kernelopt.contracts.verdicts import PerfCategory
 from kernelopt.roofline import ceilings_for, roofline_check
 
@@ -239,18 +240,9 @@ def test_a_win_that_holds_only_for_inputs_seen_before_is_memoisation(
 ) -> None:
     from gates.perf import PerfMeasurement
     from gates.perf_verdict import perf_verdict
-    from gates.protocol import TimingResult
     from kernelopt.contracts.verdicts import GateSettings, GateStatus
 
-    def side(name: str, ms: float, first: float) -> TimingResult:
-        return TimingResult(
-            side=name,
-            event_ms=ms,
-            event_samples=[ms] * 9,
-            first_sight_samples=[first, first],
-            host_ms=ms,
-        )
-
+    side = _first_sight_side
     settings = GateSettings(device="cuda", min_rounds=1, max_rounds=2)
     m = PerfMeasurement(
         baseline=[side("baseline", 0.02 * 50, base_first * 50)] * 2,
@@ -266,56 +258,40 @@ def test_a_win_that_holds_only_for_inputs_seen_before_is_memoisation(
         assert v.status == GateStatus.PASS and category == PerfCategory.OPTIMIZED
 
 
-def test_first_sight_calls_of_forwards_too_short_to_time_alone_decide_nothing() -> None:
-    """Two single calls of a 12-us forward are noise (identical CPU code read 1.14x-3.7x)."""
+@pytest.mark.parametrize(
+    ("base_ms", "base_first", "cand_ms", "cand_first"),
+    [
+        # two single calls of a 12-us forward are noise (identical CPU code read 1.14x-3.7x):
+        # the candidate's new values read 10x its samples, the baseline's samples are short
+        (0.5, 0.5, 0.25, 2.5),
+        # a tiny candidate forward's new-value calls (20x its samples, yet under the floor)
+        # are noise too, however long the baseline's samples: a memo's do the real work
+        (20.0, 20.0, 0.02, 0.4),
+    ],
+)
+def test_first_sight_calls_too_short_to_time_alone_decide_nothing(
+    base_ms: float, base_first: float, cand_ms: float, cand_first: float
+) -> None:
+    """Times are in units of ``MEMO_MIN_MS`` (CUDA's)."""
     from gates.perf import PerfMeasurement
     from gates.perf_verdict import MEMO_MIN_MS, perf_verdict
-    from gates.protocol import TimingResult
     from kernelopt.contracts.verdicts import GateSettings, GateStatus
 
-    def side(name: str, ms: float, first: float) -> TimingResult:
-        return TimingResult(
-            side=name,
-            event_ms=ms,
-            event_samples=[ms] * 9,
-            first_sight_samples=[first] * 2,
-            host_ms=ms,
-        )
-
-    short = MEMO_MIN_MS["cuda"] / 2  # the candidate's new values: 10x its samples
+    unit = MEMO_MIN_MS["cuda"]
     m = PerfMeasurement(
-        baseline=[side("baseline", short, short)],
-        candidate=[side("candidate", short / 2, 5 * short)],
+        baseline=[_first_sight_side("baseline", base_ms * unit, base_first * unit)],
+        candidate=[_first_sight_side("candidate", cand_ms * unit, cand_first * unit)],
     )
     settings = GateSettings(device="cuda", min_rounds=1, max_rounds=1)
     v, _, _ = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
     assert v.status == GateStatus.PASS and "first_sight" not in v.metrics
 
 
-def test_new_value_calls_too_short_to_time_alone_decide_nothing() -> None:
-    """A tiny candidate forward's calls (here 20x its samples, yet 20 us) are noise too,
-    however long the baseline's samples are: a memo's new-value calls do the real work."""
-    from gates.perf import PerfMeasurement
-    from gates.perf_verdict import MEMO_MIN_MS, perf_verdict
-    from gates.protocol import TimingResult
-    from kernelopt.contracts.verdicts import GateSettings, GateStatus
-
-    def side(name: str, ms: float, first: float) -> TimingResult:
-        return TimingResult(
-            side=name,
-            event_ms=ms,
-            event_samples=[ms] * 9,
-            first_sight_samples=[first] * 2,
-            host_ms=ms,
-        )
-
-    short = MEMO_MIN_MS["cuda"] / 2.5
-    m = PerfMeasurement(
-        baseline=[side("baseline", 1.0, 1.0)], candidate=[side("candidate", short / 20, short)]
+def _first_sight_side(name: str, ms: float, first: float) -> TimingResult:
+    """One side's timing: nine samples of ``ms``, two new-value calls of ``first``."""
+    return TimingResult(
+        side=name, event_ms=ms, event_samples=[ms] * 9, first_sight_samples=[first] * 2, host_ms=ms
     )
-    settings = GateSettings(device="cuda", min_rounds=1, max_rounds=1)
-    v, _, _ = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
-    assert v.status == GateStatus.PASS and "first_sight" not in v.metrics
 
 
 def test_a_fifth_of_the_rounds_is_set_aside_from_ten_rounds() -> None:
