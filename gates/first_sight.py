@@ -118,6 +118,9 @@ class Courier:
 
     def _new_phases(self) -> list[str]:
         path = live_workdir(self.workdir) / "progress.jsonl"
+        if self._offsets and path not in self._offsets:
+            # the staged workdir was copied back when the child ended: its marks, again
+            return []
         start = self._offsets.get(path, 0)
         try:
             with open(path, "rb") as handle:
@@ -126,6 +129,8 @@ class Courier:
         except OSError:
             return []
         complete = chunk[: chunk.rfind(b"\n") + 1]
+        if not complete:
+            return []
         self._offsets[path] = start + len(complete)
         phases = []
         for line in complete.splitlines():
