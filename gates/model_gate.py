@@ -11,8 +11,17 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gates.numerics import ModelErrorReport, model_error_rule, scalar_tensor
+import torch
+
+from gates.numerics import (
+    ModelErrorReport,
+    baseline_float64,
+    model_error_rule,
+    real_view,
+    scalar_tensor,
+)
 from gates.reference_facts import ReferenceFacts
+from gates.sampled_float64 import SampledRule
 from kernelopt.contracts.verdicts import GateName, GateSettings, GateStatus, GateVerdict
 
 
@@ -150,3 +159,32 @@ def _line(report: ModelErrorReport, rho_max: float) -> str:
             f"{report.d_ref:.3g} (ratio {report.rho:.3g} > {rho_max:g})."
         )
     return f"{report.reason}."
+
+
+def sampled_rule(
+    b32: list[Any], b64: list[Any], settings: GateSettings, facts: ReferenceFacts
+) -> SampledRule | None:
+    """Gate 3's rule for the sampled elements of timed calls on one set (None: the two
+    baselines' leaves do not pair up one by one, so samples cannot be placed in both)."""
+    if len(b32) != len(b64):
+        return None
+    refs64: dict[int, torch.Tensor] = {}
+    for j, (r32, r64) in enumerate(zip(b32, b64, strict=True)):
+        if not isinstance(r32, torch.Tensor):
+            continue
+        if not isinstance(r64, torch.Tensor) or r32.numel() != r64.numel():
+            return None
+        flat32, flat64 = real_view(r32), real_view(r64)
+        if flat32.is_floating_point() != flat64.is_floating_point():
+            return None
+        if flat32.is_floating_point():
+            refs64[j] = flat64.reshape(-1).double()
+    numbers = baseline_float64(_compared(b32, b32), _compared(b64, b32), facts)
+    return SampledRule(
+        refs64=refs64,
+        numbers=numbers,
+        tolerance=settings.model_tolerance,
+        rho_max=settings.rho_max,
+        d_ref_floor=settings.d_ref_floor,
+        abs_bound=settings.model_abs_bound,
+    )

@@ -538,6 +538,34 @@ def model_error_rule(
     )
 
 
+@dataclass(frozen=True)
+class BaselineFloat64:
+    """Gate 3's reference-only numbers for one input set, over the same leaves as the rule."""
+
+    d_ref: float  # Linf(b32 - b64)
+    scale: float  # Linf(b64) over its finite values
+    scale32: float  # Linf(b32) over its finite values
+
+
+def baseline_float64(
+    b32: list[torch.Tensor], b64: list[torch.Tensor], facts: ReferenceFacts
+) -> BaselineFloat64:
+    """The numbers ``model_error_rule`` takes from the baselines alone, leaf by leaf as it does.
+
+    A check that sees only some elements of an output can prove the rule fails there
+    (its error maxima only grow with more elements) given these whole-output numbers.
+    """
+    b32 = [real_view(t) for t in b32]
+    leaves = _leaves64(_leaves(b32, b32, facts), b32, b32, [real_view(t) for t in b64], facts)
+    d_ref = scale = scale32 = 0.0
+    for leaf in leaves:
+        assert leaf.ref64 is not None
+        f64 = leaf.facts.float64(leaf.ref, leaf.ref64)
+        d_ref, scale = max(d_ref, f64.d_ref), max(scale, f64.scale)
+        scale32 = max(scale32, leaf.facts.ref_max)
+    return BaselineFloat64(d_ref=d_ref, scale=scale, scale32=scale32)
+
+
 @dataclass
 class _ModelNumbers:
     """What ``model_error_rule`` decides on; the float64 fields stay 0 without a float64 baseline."""

@@ -38,7 +38,7 @@ from gates.cache_guard import CacheGuard
 from gates.first_sight import FIRST_SIGHT_CALLS
 from gates.gpu_lease import gpu_section
 from gates.jobs.build import weights_path
-from gates.model_gate import model_verdict_from_sets
+from gates.model_gate import model_verdict_from_sets, sampled_rule
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import (
     DrawOnly,
@@ -51,6 +51,7 @@ from gates.protocol import (
 )
 from gates.reference_facts import ReferenceFacts
 from gates.runner import ChildOutcome, run_job
+from gates.sampled_float64 import SampledRule
 from gates.timed_checks import TimedCheck, check_timed_calls
 from kernelopt.contracts.verdicts import GateSettings
 
@@ -269,7 +270,14 @@ class ReferenceBundle:
             facts=self.facts,
             reveals=self.reveals,
             in_full=self._model_problem if s.run_model_gate else None,
+            sampled=self._sampled_rule,
         )
+
+    def _sampled_rule(self, name: str) -> SampledRule | None:
+        """Gate 3's rule for every timed call's samples on set ``name`` (None: not judged)."""
+        if not self.settings.run_model_gate or self.refs64 is None or name not in self.refs64:
+            return None
+        return sampled_rule(self.refs[name], self.refs64[name], self.settings, self.facts)
 
     def _model_problem(self, name: str, leaves: list[Any]) -> str:
         """Gate 3's float64 rule on one whole timed output ("" when it holds or cannot run)."""

@@ -21,6 +21,7 @@ import torch
 
 from gates.numerics import compare_outputs, real_view
 from gates.reference_facts import ReferenceFacts
+from gates.sampled_float64 import SampledErrors, SampledRule
 from kernelopt.float_units import coarse_dtype, ulps
 
 
@@ -59,6 +60,7 @@ def check_timed_calls(
     facts: ReferenceFacts | None = None,
     reveals: Callable[[str], bool] = lambda name: True,
     in_full: Callable[[str, list[Any]], str] | None = None,
+    sampled: Callable[[str], SampledRule | None] = lambda name: None,
 ) -> TimedCheck:
     """Compare every recorded call with the reference of the set it ran on (``facts``: the bundle's).
 
@@ -67,6 +69,8 @@ def check_timed_calls(
     ``in_full(set, leaves)``: a further rule for the calls kept whole (the problem, or
     ""), the float64 one of gate 3: a kernel that can tell timing from checking may be
     within gate 2's tolerance there and still not the function gate 3 accepted.
+    ``sampled(set)``: gate 3's rule for every call's samples on that set, where it has
+    a float64 reference (``gates.sampled_float64``).
     """
     if not path.is_file():
         return TimedCheck(False, 0, "the timing child recorded no checks (its file is missing)")
@@ -81,6 +85,8 @@ def check_timed_calls(
         return TimedCheck(False, calls, f"timed call #{index}: {problem}", int(index), name)
     compared = 0
     first: tuple[int, str] | None = None  # (call index, reason) of the earliest wrong call
+    errors = SampledErrors.empty(calls)
+    rules = {k: sampled(name) for k, name in enumerate(set_names)}
     for j, (positions, values, valid) in enumerate(
         zip(data["positions"], data["values"], data["valid"], strict=True)
     ):
@@ -106,6 +112,9 @@ def check_timed_calls(
             want = flat[positions[rows]]
             bad = ~_close(got, want, ref, rtol=rtol, atol=atol, scale_tol=scale_tol, flat=flat)
             compared += int(got.numel())
+            rule = rules[k]
+            if rule is not None and j in rule.refs64:
+                errors.add(rows, got, want, rule.refs64[j][positions[rows]], rule.tolerance)
             if not bool(bad.any()):
                 continue
             row, col = (int(v) for v in bad.nonzero()[0])  # row-major: the earliest call
@@ -119,6 +128,8 @@ def check_timed_calls(
                     f"element {pos} is {float(got[row, col]):.6g}{expected} "
                     f"({int(bad[row].sum())} of {bad.shape[1]} sampled elements differ)",
                 )
+    if first is None:
+        first = _earliest_float64_failure(errors, sets, rules, set_names)
     if first is not None:
         index = first[0]
         return TimedCheck(False, calls, first[1], index, set_names[int(sets[index])], compared)
@@ -139,6 +150,29 @@ def check_timed_calls(
                 len(data["kept"]),
             )
     return TimedCheck(True, calls, "", None, "", compared, len(data["kept"]))
+
+
+def _earliest_float64_failure(
+    errors: SampledErrors,
+    sets: torch.Tensor,
+    rules: dict[int, SampledRule | None],
+    set_names: list[str],
+) -> tuple[int, str] | None:
+    """(call index, reason) of the earliest call whose samples fail gate 3's rule."""
+    first: tuple[int, str] | None = None
+    for k, rule in rules.items():
+        if rule is None:
+            continue
+        rows = (sets == k).nonzero().flatten()
+        failing = rows[errors.failing(rows, rule)]
+        if failing.numel() and (first is None or int(failing[0]) < first[0]):
+            index = int(failing[0])
+            first = (
+                index,
+                f"timed call #{index} (input set {set_names[k]}) is less exact than gate 3 "
+                f"allows: {rule.describe(float(errors.d_opt[index]))}",
+            )
+    return first
 
 
 def _close(

@@ -1,0 +1,117 @@
+"""Gate 3's float64 rule on every timed call's samples: it catches a kernel less exact
+than gate 3 allows in calls no round kept whole, and is never stricter than gate 3."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from gates.checked_calls import CheckedCalls, RotatingInputs
+from gates.model_gate import model_verdict_from_sets, sampled_rule
+from gates.protocol import OutputLeaf
+from gates.reference_facts import ReferenceFacts
+from gates.timed_checks import check_timed_calls
+from kernelopt.contracts.verdicts import GateSettings
+
+SETTINGS = GateSettings()
+NAMES = ["s0", "s1", "s2"]
+SHAPE = (48, 48)
+
+
+def _inputs() -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(7)
+    return [torch.randn(SHAPE, generator=gen) for _ in NAMES]
+
+
+def _forward(x: torch.Tensor) -> torch.Tensor:
+    """A few layers deep, so the fp32 result carries rounding error against float64."""
+    return torch.tanh(x @ x / 8) @ x
+
+
+def _record(tmp_path: Path, answer: Callable[[int, torch.Tensor], torch.Tensor]) -> Path:
+    rotation = RotatingInputs([[x] for x in _inputs()])
+    checks = CheckedCalls(
+        expected=[OutputLeaf(shape=list(SHAPE), dtype="float32")], device="cpu", samples=64
+    )
+    for i in range(40):
+        k, args = rotation.next()
+        checks.record(answer(i, args[0]), k, args)
+    path = tmp_path / "checks.pt"
+    checks.save(path)
+    return path
+
+
+def _refs() -> tuple[dict[str, list[torch.Tensor]], dict[str, list[torch.Tensor]]]:
+    xs = _inputs()
+    return (
+        {n: [_forward(x)] for n, x in zip(NAMES, xs, strict=True)},
+        {n: [_forward(x.double())] for n, x in zip(NAMES, xs, strict=True)},
+    )
+
+
+def _check(path: Path, refs64: dict[str, list[torch.Tensor]] | None = None):
+    refs, own64 = _refs()
+    refs64 = own64 if refs64 is None else refs64
+    facts = ReferenceFacts()
+    return check_timed_calls(
+        path,
+        NAMES,
+        refs,
+        rtol=1e-3,
+        atol=1e-3,
+        scale_tol=2e-3,
+        facts=facts,
+        sampled=lambda name: sampled_rule(refs[name], refs64[name], SETTINGS, facts),
+    )
+
+
+def _gate3_fails(factor: float) -> bool:
+    """Gate 3 on the whole outputs of ``_forward(x) * factor``, every set."""
+    refs, refs64 = _refs()
+    sets = [(n, [refs[n][0] * factor], refs[n], refs64[n]) for n in NAMES]
+    verdict = model_verdict_from_sets(
+        sets, tolerance=SETTINGS.model_tolerance, rho_max=SETTINGS.rho_max, settings=SETTINGS
+    )
+    return not verdict.passed
+
+
+def test_the_honest_forward_passes(tmp_path: Path) -> None:
+    result = _check(_record(tmp_path, lambda i, x: _forward(x)))
+    assert result.ok, result.reason
+
+
+def test_a_bias_within_gate_2_but_not_gate_3_in_a_few_calls_is_caught_by_samples(
+    tmp_path: Path,
+) -> None:
+    # every fifth call 3e-4 off: gate 2's 1e-3 lets it through, and the two whole outputs
+    # the round keeps would most likely miss it (no whole-output rule here at all)
+    result = _check(
+        _record(tmp_path, lambda i, x: _forward(x) * (1 + 3e-4) if i % 5 == 3 else _forward(x))
+    )
+    assert not result.ok and result.call_index == 3, result.reason
+    assert "less exact than gate 3 allows" in result.reason
+    assert _gate3_fails(1 + 3e-4)
+
+
+@pytest.mark.parametrize("bias", [1e-7, 1e-6, 1e-5, 5e-5, 2e-4, 5e-4])
+def test_samples_fail_only_where_gate_3_fails_the_whole_output(tmp_path: Path, bias: float) -> None:
+    sampled_ok = _check(_record(tmp_path, lambda i, x: _forward(x) * (1 + bias))).ok
+    assert sampled_ok or _gate3_fails(1 + bias)
+
+
+def test_a_bias_within_gate_3_tolerance_passes_though_rho_is_large(tmp_path: Path) -> None:
+    # 1e-5 relative: rho is far above 10, but the output is within gate 3's 1e-4
+    # tolerance of the fp32 baseline, which passes gate 3 first
+    assert not _gate3_fails(1 + 1e-5)
+    result = _check(_record(tmp_path, lambda i, x: _forward(x) * (1 + 1e-5)))
+    assert result.ok, result.reason
+
+
+def test_sets_without_a_pairing_float64_reference_are_not_judged(tmp_path: Path) -> None:
+    refs, _ = _refs()
+    unpaired = {n: [refs[n][0].double().reshape(-1)[:10]] for n in NAMES}
+    result = _check(_record(tmp_path, lambda i, x: _forward(x) * (1 + 3e-4)), refs64=unpaired)
+    assert result.ok, result.reason
