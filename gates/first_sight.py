@@ -43,6 +43,12 @@ _REFUSED = "refused"  # the parent's answer to a second request
 _POLL_S = 0.002
 
 
+_REFUSAL = (
+    "the parent refused this side's first-sight inputs: they were asked for before, or "
+    "the progress marks were rewritten (something in the process asked early)"
+)
+
+
 class FirstSightRefused(RuntimeError):
     """The side's first-sight sets were not handed over: asked twice, or found early."""
 
@@ -56,6 +62,8 @@ def receive(names: list[str], tag: str, timeout_s: float) -> list[Path]:
     """Child side: ask for the side's sets and wait for their files (the caller loads and
     deletes them).  Files there before the request mean someone asked already."""
     folder = job_file(FOLDER) / side_key(tag)
+    if (folder / _REFUSED).is_file():
+        raise FirstSightRefused(_REFUSAL)
     if folder.exists():
         raise FirstSightRefused(
             "first-sight inputs were in the workdir before this side asked for them "
@@ -65,10 +73,7 @@ def receive(names: list[str], tag: str, timeout_s: float) -> list[Path]:
     deadline = time.monotonic() + timeout_s
     while not (folder / _READY).is_file():
         if (folder / _REFUSED).is_file():
-            raise FirstSightRefused(
-                "the parent refused this side's first-sight inputs: they were asked for "
-                "before (something in the process asked early)"
-            )
+            raise FirstSightRefused(_REFUSAL)
         if time.monotonic() > deadline:
             raise FirstSightRefused(f"no first-sight inputs came within {timeout_s:g} s")
         time.sleep(_POLL_S)
@@ -98,7 +103,7 @@ class Courier:
             )
         self.served: set[str] = set()
         self.problems: list[str] = []
-        self._offsets: dict[Path, int] = {}
+        self._read: dict[Path, bytes] = {}  # each progress file's marks read so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="first-sight", daemon=True)
 
@@ -117,26 +122,41 @@ class Courier:
                     self._serve(side_key(phase[: -len(ASK)]))
 
     def _new_phases(self) -> list[str]:
+        """The marks added since the last look; the ones read before must still be there."""
         path = live_workdir(self.workdir) / "progress.jsonl"
-        if self._offsets and path not in self._offsets:
+        if self._read and path not in self._read:
             # the staged workdir was copied back when the child ended: its marks, again
             return []
-        start = self._offsets.get(path, 0)
+        seen = self._read.get(path, b"")
         try:
-            with open(path, "rb") as handle:
-                handle.seek(start)
-                chunk = handle.read()
+            data = path.read_bytes()
         except OSError:
             return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]
+        if not data.startswith(seen):
+            self._refuse_all("the progress marks were rewritten while the child ran")
+            return []
+        complete = data[len(seen) : data.rfind(b"\n") + 1]
         if not complete:
             return []
-        self._offsets[path] = start + len(complete)
+        self._read[path] = seen + complete
         phases = []
         for line in complete.splitlines():
-            with contextlib.suppress(ValueError, AttributeError):
-                phases.append(str(json.loads(line).get("phase", "")))
+            try:
+                phases.append(str(json.loads(line)["phase"]))
+            except (ValueError, KeyError, TypeError):  # the child's marks are JSON objects
+                self._refuse_all("the progress marks were rewritten while the child ran")
         return phases
+
+    def _refuse_all(self, problem: str) -> None:
+        """Marks were tampered with: a request may have been hidden, so no side is served."""
+        if problem not in self.problems:
+            self.problems.append(problem)
+            _LOG.warning("first_sight.tampered", problem=problem, workdir=str(self.workdir))
+        self.served.update(self.sides)
+        for side in self.sides:
+            folder = live_workdir(self.workdir) / FOLDER / side
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / _REFUSED).touch()
 
     def _serve(self, side: str) -> None:
         folder = live_workdir(self.workdir) / FOLDER / side

@@ -204,7 +204,7 @@ def run_job(
     sandbox.write_limits(workdir, sandbox.SandboxLimits.from_env(timeout_s))
     log_path = workdir / "child.log"
     started = time.monotonic()
-    with first_sight.courier_for(job, workdir):  # hands a timing child its first-sight sets
+    with first_sight.courier_for(job, workdir) as courier:  # a timing child's first-sight sets
         returncode, killed = _launch(
             workdir, log_path, timeout_s, device, env, via, stall_s, on_start
         )
@@ -232,6 +232,16 @@ def run_job(
                 else f"no result within {timeout_s:g} s"
             ),
             stalled=stalled,
+            **seen,
+        )
+    if courier is not None and courier.problems:  # whatever the child says of itself
+        return ChildOutcome(
+            "exception",
+            phase,
+            wall,
+            error_type="FirstSightRefused",
+            message="the first-sight handoff was tampered with: " + "; ".join(courier.problems),
+            explained=True,
             **seen,
         )
     result_path = workdir / "result.json"

@@ -88,6 +88,33 @@ def test_sets_found_before_the_request_fail_the_side(tmp_path: Path, child_workd
             receive(["sealed0", "sealed1"], "", timeout_s=10)
 
 
+def test_a_hidden_request_serves_no_side(tmp_path: Path, child_workdir: Path) -> None:
+    """A forger that cuts the harness's request out of the marks, so the parent sees only
+    its own early one, costs every side its sets."""
+    job = _job(tmp_path)
+    progress = child_workdir / "progress.jsonl"
+    with Courier(job, child_workdir) as courier:
+        receive(["sealed0", "sealed1"], "", timeout_s=10)  # the forged, early request
+        first_sight.forget("")
+        job_progress.mark("samples")
+        progress.write_text(progress.read_text()[:10])  # the marks cut short
+        with pytest.raises(FirstSightRefused, match="asked for before"):
+            receive(["heldout"], "base_", timeout_s=10)
+    assert courier.problems[0] == "the progress marks were rewritten while the child ran"
+
+
+def test_a_rewritten_mark_serves_no_side(tmp_path: Path, child_workdir: Path) -> None:
+    job = _job(tmp_path, paired=False)
+    progress = child_workdir / "progress.jsonl"
+    with Courier(job, child_workdir) as courier:
+        job_progress.mark("samples")
+        with open(progress, "a") as handle:
+            handle.write(" " * 40 + "\n")  # a blanked request, same length
+        with pytest.raises(FirstSightRefused, match="asked for before"):
+            receive(["sealed0", "sealed1"], "", timeout_s=10)
+    assert courier.problems[0] == "the progress marks were rewritten while the child ran"
+
+
 def test_no_courier_no_sets(child_workdir: Path) -> None:
     with pytest.raises(FirstSightRefused, match="within"):
         receive(["sealed0"], "", timeout_s=0.05)
