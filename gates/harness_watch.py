@@ -44,6 +44,15 @@ def _members(label: str, owner: Any) -> list[Watched]:
     ]
 
 
+def module_items(name: str, module: types.ModuleType) -> list[Watched]:
+    """A module's code-like attributes and those of the classes it defines."""
+    items = _members(name, module)
+    for attr, value in list(vars(module).items()):
+        if isinstance(value, type) and getattr(value, "__module__", "") == name:
+            items += _members(f"{name}.{attr}", value)
+    return items
+
+
 def harness_items(seen: set[str] | None = None) -> list[Watched]:
     """Every code-like attribute of the loaded harness modules (and of the classes they
     define) and of ``torch.Tensor``: modules in ``seen`` are skipped, and added to it."""
@@ -53,10 +62,7 @@ def harness_items(seen: set[str] | None = None) -> list[Watched]:
         if module is None or name in seen or name.partition(".")[0] not in _ROOTS:
             continue
         seen.add(name)
-        items += _members(name, module)
-        for attr, value in list(vars(module).items()):
-            if isinstance(value, type) and getattr(value, "__module__", "") == name:
-                items += _members(f"{name}.{attr}", value)
+        items += module_items(name, module)
     if "torch.Tensor" not in seen:  # inherited methods too: a subclass entry would shadow them
         seen.add("torch.Tensor")
         items += [
@@ -70,12 +76,14 @@ def harness_items(seen: set[str] | None = None) -> list[Watched]:
 class HarnessWatch:
     """Snapshots of watched attributes; ``tampered()`` names the replaced or deleted ones."""
 
-    def __init__(self, extra: list[Watched] | None = None) -> None:
+    def __init__(self, extra: list[Watched] | None = None, *, loaded: bool = True) -> None:
+        """``extra``: more attributes to watch; ``loaded``: also every loaded harness module."""
         self._modules: set[str] = set()
         # (label, owner, attribute, object, owned by the owner itself, its function's code)
         self._snapshot: list[tuple[str, Any, str, Any, bool, Any]] = []
         self._add(extra or [])
-        self.watch_loaded()
+        if loaded:
+            self.watch_loaded()
 
     def watch_loaded(self) -> None:
         """Also watch harness modules loaded since (no candidate code may have run yet)."""
@@ -156,3 +164,68 @@ def _current(owner: Any, attr: str) -> Any:
 
 
 _MISSING = object()
+
+
+class RecordGuard:
+    """A quick look at the code that records timed calls, taken before every record.
+
+    The full watch looks after warm-up and after timing; a forward that replaces the
+    records' code and has its replacement put the original back would be gone by then.
+    This looks at the few modules on the record path (and ``torch.Tensor``'s methods)
+    between each call's return and its record: identity checks only, so it costs tens
+    of microseconds, off the clock.  A thread that swaps code in between the look and
+    the record is written against this harness (gates/README.md, "Limits").
+    """
+
+    def __init__(self, modules: list[str]) -> None:
+        items = [i for name in modules for i in module_items(name, sys.modules[name])]
+        items += [
+            (f"torch.Tensor.{name}", torch.Tensor, name)
+            for name in dir(torch.Tensor)
+            if not name.startswith(_SKIP_PREFIXES) and _code_like(getattr(torch.Tensor, name, None))
+        ]
+        self._watch = HarnessWatch(items, loaded=False)
+        # (the dicts looked in, up to the one holding it; attribute, object, function, code)
+        self._quick = [
+            (_lookup(owner, attr), attr, original, _function(original), code)
+            for _label, owner, attr, original, _own, code in self._watch._snapshot
+        ]
+
+    def tampered(self, *instances: object) -> list[str]:
+        """What was replaced since the guard was made (``HarnessWatch.tampered``'s labels)."""
+        for obj in instances:
+            if _shadowing(obj):
+                return self._watch.tampered(*instances)
+        for dicts, attr, original, function, code in self._quick:
+            if _found(dicts, attr) is not original or (
+                code is not None
+                and (
+                    function.__code__ is not code[0]
+                    or function.__defaults__ is not code[1]
+                    or function.__kwdefaults__ is not code[2]
+                )
+            ):
+                return self._watch.tampered(*instances)  # rare: the slow look names them all
+        return []
+
+    def restore(self, *instances: object) -> None:
+        self._watch.restore(*instances)
+
+
+def _lookup(owner: Any, attr: str) -> tuple[Any, ...]:
+    """The dicts ``owner.attr`` is looked up in, in order, up to the one that holds it
+    (an entry added to an earlier one would shadow it)."""
+    dicts = []
+    for klass in owner.__mro__ if isinstance(owner, type) else (owner,):
+        dicts.append(vars(klass))
+        if attr in dicts[-1]:
+            break
+    return tuple(dicts)
+
+
+def _found(dicts: tuple[Any, ...], attr: str) -> Any:
+    for d in dicts:
+        found = d.get(attr, _MISSING)
+        if found is not _MISSING:
+            return found
+    return _MISSING

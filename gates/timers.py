@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from gates.harness_watch import HarnessWatch
+from gates.harness_watch import HarnessWatch, RecordGuard
 from kernelopt import measure
 from kernelopt.measure import samples_ms
 
@@ -39,6 +39,8 @@ _perf_counter_ns = time.perf_counter_ns
 # (label, getter, setter) in torch._C, the precision first: restoring it resets the
 # per-backend switches too.  Read and written through torch._C functions captured when
 # the kit is made, so a candidate that patches the Python properties cannot hide a change.
+# the modules on the path from a timed call's return to its record (``RecordGuard``)
+_RECORD_PATH = ("gates.checked_calls", "gates.jobs.timing", "gates.timers", "gates.harness_watch")
 _SWITCHES = [
     (
         "torch.float32_matmul_precision",
@@ -156,6 +158,7 @@ class TimerKit:
         self.cuda = device.startswith("cuda")
         # the timers, and the harness's own code (gates.harness_watch): what records calls
         self._watch = HarnessWatch(_watched())
+        self.records = RecordGuard([m for m in _RECORD_PATH if m in sys.modules])
         self._settings = [
             (label, read, write, read()) for label, read, write in _backend_settings()
         ]

@@ -108,7 +108,32 @@ class CheckedLoop:
     def untimed(self, n: int) -> None:
         for _ in range(n):
             k, args = self.rotation.next()
-            self.checks.call(self.fn, k, args)
+            self.checks.before(k)
+            out = self.fn(*args)
+            self._record(out, k, args)
+
+    def _look(self) -> None:
+        """Between a call's return and its record: the records' code must be the harness's
+        (``RecordGuard``); a replaced piece is put back and fails the call."""
+        replaced = self.kit.records.tampered(self.checks, self.rotation, self)
+        if replaced:
+            self.kit.records.restore(self.checks, self.rotation, self)
+        if replaced and not self.checks.problems:  # the first is enough to fail the side
+            self.checks.problems.append(
+                (
+                    self.checks.calls,
+                    "the candidate replaced the checker's own code while it ran: "
+                    + ", ".join(replaced[:3]),
+                )
+            )
+
+    def _record(self, out: Any, k: int, args: list[Any]) -> None:
+        self._look()
+        self.checks.record(out, k, args)
+
+    def _record_batch(self, outs: list[tuple[Any, int, list[Any]]]) -> None:
+        self._look()
+        self.checks.record_batch(outs)
 
     def first_sight(self, value_sets: list[list[Any]], first_index: int) -> list[float]:
         """Each of ``value_sets`` once, timed as ``timed`` times a call (set indices from
@@ -137,7 +162,7 @@ class CheckedLoop:
                 t0 = kit.now_ns()
                 out = self.fn(*args)
                 samples.append((kit.now_ns() - t0) / 1e6)
-                self.checks.record(out, k, args)
+                self._record(out, k, args)
             return samples
         if self._flush is None:
             self._flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
@@ -147,7 +172,7 @@ class CheckedLoop:
         for _ in range(n):
             k, args = pick()
             if pending is not None:  # the previous call's check, before the flush is queued
-                self.checks.record(*pending)
+                self._record(*pending)
                 pending = None
             self.checks.before(k)  # seed / restore state: before the flush, off the events
             # The flush and a short spin keep the GPU busy while this thread queues the
@@ -165,7 +190,7 @@ class CheckedLoop:
             del out
             pairs.append((start, end))
         if pending is not None:
-            self.checks.record(*pending)
+            self._record(*pending)
         kit.sync()
         return [float(s.elapsed_time(e)) for s, e in pairs]
 
@@ -194,7 +219,7 @@ class CheckedLoop:
         self.kit.sync()
         batch_ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
         self.batches.append((copies_ms, batch_ms))
-        self.checks.record_batch(outs)  # positions drawn now, after the batch's last call
+        self._record_batch(outs)  # positions drawn now, after the batch's last call
         floor = min(self.dispatch_ms(), batch_ms) if self.dispatch_ns else 0.0
         return max(batch_ms - copies_ms, floor)
 
@@ -221,7 +246,7 @@ class CheckedLoop:
         ms = (self.kit.now_ns() - t0) / 1e6 / n
         if synced is not None:
             synced()
-        self.checks.record_batch(outs)  # positions drawn now, after the turn's last call
+        self._record_batch(outs)  # positions drawn now, after the turn's last call
         return ms
 
     def _copies_ms(self, n: int) -> float:

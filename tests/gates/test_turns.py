@@ -141,33 +141,23 @@ def test_a_candidate_that_says_done_early_still_pays_for_its_calls(
         BURN
         + """
 import os
-import gates.jobs.timing as timing
 import gates.jobs.turn_side as turn_side
 
-_seq = [""]
 _next = turn_side._Commands.next
 
 
-def _next_spy(self):
+def _early_next(self):
     word, seq, arg = _next(self)
-    _seq[0] = seq
+    if word == "turn":  # answers synced and done before the turn's calls are made
+        fd = os.open("turn_replies", os.O_WRONLY)
+        os.write(fd, f"synced {seq}\\ndone {seq}\\n".encode())
+        os.close(fd)
+        _in_turns[0] = True  # from here every call is a turn's: its work must be charged
     return word, seq, arg
 
 
-_turn = timing.CheckedLoop.turn
-
-
-def _early_turn(self, n, synced=None):
-    fd = os.open("turn_replies", os.O_WRONLY)
-    os.write(fd, f"synced {_seq[0]}\\ndone {_seq[0]}\\n".encode())
-    os.close(fd)
-    _in_turns[0] = True  # from here every call is a turn's: its work must be charged
-    return _turn(self, n, synced)
-
-
 def _install():  # again at every call: the harness watch puts the originals back
-    turn_side._Commands.next = _next_spy
-    timing.CheckedLoop.turn = _early_turn
+    turn_side._Commands.next = _early_next
 
 
 _install()
@@ -268,18 +258,21 @@ def test_a_candidate_that_dies_in_a_turn_fails_the_round_as_the_candidates(
         tmp_path,
         """
 import os
-import gates.jobs.timing as timing
+import gates.jobs.turn_side as turn_side
 
-_turn = timing.CheckedLoop.turn
+_next = turn_side._Commands.next
 
 
-def _dies(self, n, synced=None):
-    os._exit(3)
+def _dies_in_a_turn(self):
+    word, seq, arg = _next(self)
+    if word == "turn":
+        os._exit(3)
+    return word, seq, arg
 
 
 class ModelNew(Model):
     def forward(self, x):
-        timing.CheckedLoop.turn = _dies  # at every call: the harness watch puts it back
+        turn_side._Commands.next = _dies_in_a_turn  # at every call: the watch puts it back
         return super().forward(x)
 """,
     )

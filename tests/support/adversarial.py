@@ -141,6 +141,9 @@ CASES: tuple[Case, ...] = (
     _timed_on_cpu("thread_after_return", "output written by a thread after forward returns"),
     _timed_on_cpu("job_sniff", "reads the harness's job file to learn it is timed"),
     _timed_on_cpu("forged_ask", "writes a first-sight request mark of its own"),
+    _timed_on_cpu(
+        "restored_records", "replaces the recorder in each timed call; it restores itself"
+    ),
     Case(
         "patched_records",
         "swish_bias",
