@@ -161,7 +161,7 @@ def correctness_verdict(
             outs[s.name],
             bundle.refs[s.name],
             rtol=settings.rtol,
-            atol=settings.atol,
+            atol=bundle.atol_for(s.name),
             scale_tol=settings.scale_tol,
             facts=bundle.facts,
         )

@@ -365,6 +365,15 @@ def real_view(t: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(t.resolve_conj()) if t.is_complex() else t
 
 
+def output_scale(leaves: list[Any], facts: ReferenceFacts) -> float:
+    """The largest finite magnitude among an output's float leaves (complex: both parts)."""
+    scale = 0.0
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor) and (leaf.is_floating_point() or leaf.is_complex()):
+            scale = max(scale, facts.leaf(real_view(leaf), _CHUNK).ref_max)
+    return scale
+
+
 def compare_outputs(
     outs: list[Any],
     refs: list[Any],

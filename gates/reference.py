@@ -39,6 +39,7 @@ from gates.first_sight import FIRST_SIGHT_CALLS
 from gates.gpu_lease import gpu_section
 from gates.jobs.build import weights_path
 from gates.model_gate import model_verdict_from_sets, sampled_rule
+from gates.numerics import output_scale
 from gates.problem_io import digest_dir, load_values, set_path
 from gates.protocol import (
     DrawOnly,
@@ -196,6 +197,19 @@ class ReferenceBundle:
     @property
     def seeds_used(self) -> dict[str, int]:
         return {s.name: s.seed for s in self.input_sets}
+
+    def atol_for(self, name: str) -> float:
+        """Gate 2's absolute tolerance on set ``name``: the settings' own, grown on the widened
+        set as far as the reference's outputs grew there (rounding error grows with them, so
+        an honest kernel's error on elements that cancel would outgrow a fixed one)."""
+        atol = self.settings.atol
+        kind = next((s.kind for s in self.input_sets if s.name == name), "")
+        if kind != "widened":
+            return atol
+        seeded = [s.name for s in self.input_sets if s.kind == "seed" and s.name in self.refs]
+        base = max((output_scale(self.refs[n], self.facts) for n in seeded), default=0.0)
+        grown = output_scale(self.refs.get(name, []), self.facts)
+        return atol * max(1.0, grown / base) if base > 0 else atol
 
     def set_info(self, name: str) -> Any:
         if self.result is None:

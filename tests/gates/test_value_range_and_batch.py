@@ -103,3 +103,40 @@ def test_a_model_that_takes_no_widened_values_is_checked_without_them(
     assert result.accepted, result.reason
     assert result.environment["widened_values"].startswith("widened values skipped: ")
     assert "not finite" in result.environment["widened_values"]
+
+
+PRODUCT = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(96, 768), torch.randn(768, 96)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+OTHER_ROUNDING = """
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return (a.double() @ b.double()).float()  # as exact as fp32 holds: other rounding
+"""
+
+
+def test_an_honest_kernel_with_other_rounding_passes_the_widened_set(
+    tmp_path: Path, cpu_launcher: bool
+) -> None:
+    """The widened set grows the outputs 1024-fold here, and the rounding errors with them:
+    gate 2's absolute tolerance grows as the reference's outputs did, or elements that
+    cancel to near zero would fail an honest kernel there."""
+    result = _verdict(tmp_path, OTHER_ROUNDING, PRODUCT)
+    v = result.verdicts[1]
+    assert v.passed, v.reason
+    assert "widened" in {c["set"].partition("_")[0] for c in v.metrics["calls"]}
