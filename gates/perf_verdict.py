@@ -58,6 +58,12 @@ MEMO_RATIO = {"cuda": 1.5, "cpu": 3.0}
 # identical CPU forwards of 12 us read 1.14x and 1.83x), and a memo's own key and copy
 # cost about as much as the forward: no first-sight verdict (CUDA events, the host clock)
 MEMO_MIN_MS = {"cuda": 0.05, "cpu": 1.0}
+# and the candidate's fastest new-value call must take this share of the baseline's samples:
+# a memo computes new values, about the baseline's forward (the three memos read 0.86-1.3x
+# of it, idle or loaded; under 1/MEMO_RATIO, where the baseline's own ratio skips a round),
+# while an honest forward far faster than the baseline gets there only when the CPU's
+# scheduler stalls both its calls; CUDA events see no such stalls
+MEMO_SHARE = {"cuda": 0.0, "cpu": 0.25}
 # the decision's fields the agents' feedback quotes (PerfDecision); its reason is left out
 _FEEDBACK_DECISION_KEYS = (
     "category",
@@ -178,16 +184,18 @@ def _hides_slower_gpu_work(m: PerfMeasurement) -> bool:
     return len(pairs) >= 2 and all(c > HIDDEN_SLOWDOWN * b for b, c in pairs)
 
 
-def _first_sight(m: PerfMeasurement, min_ms: float) -> dict[str, list[float]]:
+def _first_sight(m: PerfMeasurement, min_ms: float, share: float) -> dict[str, list[float]]:
     """Per round and side: how much longer its calls on values new to the process took than
     its samples (its fastest such call over their median), in the rounds where both sides
-    have both, and the baseline's samples and the candidate's new-value calls (which a memo
-    must compute) take ``min_ms`` at least: shorter single calls are noise."""
+    have both, the baseline's samples take ``min_ms`` at least and the candidate's new-value
+    calls (which a memo must compute) take that and ``share`` of the baseline's samples:
+    shorter single calls are noise, and only a memo's real work is sure to be that long."""
     out: dict[str, list[float]] = {"baseline": [], "candidate": []}
     for b, c in zip(m.baseline, m.candidate, strict=False):
         if not all(r.first_sight_samples and r.event_samples for r in (b, c)):
             continue
-        if median(b.event_samples) < min_ms or min(c.first_sight_samples) < min_ms:
+        base_ms = median(b.event_samples)
+        if base_ms < min_ms or min(c.first_sight_samples) < max(min_ms, share * base_ms):
             continue
         for name, r in (("baseline", b), ("candidate", c)):
             # the fastest first-sight call: a memo makes every one slow, a stall only one
@@ -219,7 +227,7 @@ def _memo_verdict(
     """(reason, feedback) when a win holds only for inputs the candidate had seen
     (``_memoised``); records both sides' first-sight ratios in ``metrics`` either way."""
     kind = "cuda" if device.startswith("cuda") else "cpu"
-    first_sight = _first_sight(m, MEMO_MIN_MS[kind])
+    first_sight = _first_sight(m, MEMO_MIN_MS[kind], MEMO_SHARE[kind])
     if first_sight["candidate"]:
         metrics["first_sight"] = {k: [round(x, 4) for x in v] for k, v in first_sight.items()}
     if not (claims_a_win and _memoised(first_sight, MEMO_RATIO[kind])):

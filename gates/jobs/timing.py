@@ -52,6 +52,8 @@ _BUSY_FIRST_SIGHT_NS = 50_000_000  # after the first-sight sets' load, before th
 # hundreds of times slower than its samples on a loaded CI host
 _BUSY_FIRST_SIGHT_CPU_NS = 20_000_000
 _FIRST_SIGHT_WAIT_S = 60.0  # the parent hands them over within milliseconds
+# torch's intra-op threads in a CPU timing child (``cpu_threads``)
+_CPU_TIMING_THREADS = 1
 _SETTLE_CHUNK_MS = 25.0  # one short do_bench per settling step
 _SETTLE_AGREE = 0.05  # the last three steps' medians agree this well: steady
 _SETTLE_MAX_S = 3.0  # a forward that never settles is timed anyway (gate 4 sees the spread)
@@ -61,6 +63,15 @@ _L2_FLUSH_BYTES = 256 * 1024 * 1024  # written before each timed call, as do_ben
 # loop hides by running ahead of the GPU (a checked loop cannot run ahead)
 _COVER_CYCLES = 500_000
 _CPU_BUDGET_MS = 2000.0  # beyond this the CPU's checked loop makes the fewest calls
+
+
+def cpu_threads(device: str) -> None:
+    """On the CPU, run torch's intra-op work on this thread alone: on a loaded host an
+    OpenMP region waits at its barrier for a descheduled worker, and a 5-us forward took
+    4-50 ms a call for whole stretches (a side's samples, or its first-sight calls only),
+    which the memo check read as memoisation."""
+    if not device.startswith("cuda"):
+        torch.set_num_threads(_CPU_TIMING_THREADS)
 
 
 def settle(kit: TimerKit, time_chunk: Callable[[], list[float]]) -> list[float]:
@@ -348,6 +359,7 @@ def run(job: TimingJob) -> TimingResult:
     # between the sides included, scan only what the models made (0.3 s less each)
     gc.freeze()
     strict_fp32()  # before the kit: it snapshots these switches as the honest state
+    cpu_threads(job.device)  # before either side is built
     kit = TimerKit(job.device)
     if job.turns:
         raise ValueError("a turn child runs gates.jobs.turn_side, not this job")

@@ -24,7 +24,7 @@ import torch
 
 from gates.checked_calls import held_calls
 from gates.job_progress import job_file
-from gates.jobs.timing import build_side, finish_side, settle_and_sample
+from gates.jobs.timing import build_side, cpu_threads, finish_side, settle_and_sample
 from gates.perfstats import median
 from gates.protocol import TimingJob, TimingResult
 from gates.reaper import become_subreaper
@@ -106,6 +106,7 @@ def run(job: TimingJob) -> TimingResult:
     become_subreaper()
     gc.freeze()  # as a timing child: later collections scan only what the model made
     strict_fp32()  # before the kit: it snapshots these switches as the honest state
+    cpu_threads(job.device)  # as a timing child: before the model is built
     kit = TimerKit(job.device)
     if job.baseline is not None or job.go_digest:
         raise ValueError("a turn child times one side, started by the parent's commands")

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from gates.checked_calls import CheckedCalls, RotatingInputs, output_problem, shares_memory
+from gates.jobs.timing import cpu_threads
 from gates.protocol import OutputLeaf
 from gates.timed_checks import check_timed_calls
 
@@ -155,6 +156,19 @@ def test_cpu_timing_is_skipped_with_a_reason_when_calls_take_seconds() -> None:
     assert _too_slow_for_cpu_timing(result(0.2), cpu) == ""
     assert "12.0 s" in _too_slow_for_cpu_timing(result(12.0), cpu)
     assert _too_slow_for_cpu_timing(result(12.0), GateSettings(device="cuda")) == ""
+
+
+def test_a_cpu_timing_child_runs_torch_on_one_thread() -> None:
+    """A loaded CPU stalls an OpenMP region's barrier for whole stretches of calls."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        cpu_threads("cuda:0")  # a GPU child's host work is left as torch set it
+        assert torch.get_num_threads() == 2
+        cpu_threads("cpu")
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_an_output_must_be_on_the_device_the_reference_put_it() -> None:

@@ -287,6 +287,44 @@ def test_first_sight_calls_too_short_to_time_alone_decide_nothing(
     assert v.status == GateStatus.PASS and "first_sight" not in v.metrics
 
 
+@pytest.mark.parametrize(
+    ("cand_ms", "cand_first", "memo"),
+    [
+        # an honest 5-us forward whose two new-value calls the loaded CPU's scheduler stalled
+        # (402x its samples, past MEMO_MIN_MS): a tenth of the baseline's forward, no memo's work
+        (0.005, 2.01, False),
+        # a memo of the baseline's 20-ms product: copies of 0.6 ms, new values at its cost
+        (0.6, 21.0, True),
+        # ... its new values read 0.86-1.3x of the baseline's samples: only samples stalled
+        # to 3x and more take it under a quarter, and such a baseline's round judges nothing
+        (0.6, 6.0, True),
+        # a memo around a kernel over 4x faster than the baseline is not judged on the CPU
+        # (which claims no speed): its new-value calls are as short as a stalled honest one's
+        (0.2, 4.0, False),
+    ],
+)
+def test_on_the_cpu_new_value_calls_under_a_quarter_of_the_baseline_judge_nothing(
+    cand_ms: float, cand_first: float, memo: bool
+) -> None:
+    from gates.perf import PerfMeasurement
+    from gates.perf_verdict import MEMO_SHARE, perf_verdict
+    from kernelopt.contracts.verdicts import GateSettings, GateStatus
+
+    base_ms = 20.0  # the baseline's samples, its new values 0.983x of them (as in CI)
+    m = PerfMeasurement(
+        baseline=[_first_sight_side("baseline", base_ms, 0.983 * base_ms)],
+        candidate=[_first_sight_side("candidate", cand_ms, cand_first)],
+    )
+    settings = GateSettings(device="cpu", min_rounds=1, max_rounds=1)
+    v, _, _ = perf_verdict(m, settings=settings, gamma=1.03, roofline=None)
+    assert (cand_first >= MEMO_SHARE["cpu"] * base_ms) is memo
+    if memo:
+        assert v.status == GateStatus.FAIL and v.reason.startswith("memoised:"), v.reason
+        assert v.metrics["first_sight"]["candidate"] == pytest.approx([cand_first / cand_ms])
+    else:
+        assert v.status == GateStatus.PASS and "first_sight" not in v.metrics, v.reason
+
+
 def _first_sight_side(name: str, ms: float, first: float) -> TimingResult:
     """One side's timing: nine samples of ``ms``, two new-value calls of ``first``."""
     return TimingResult(
