@@ -6,7 +6,7 @@ import torch
 
 import gates.checked_calls as checked_calls
 import gates.jobs.candidate as candidate_job
-from gates.harness_watch import HarnessWatch
+from gates.harness_watch import HarnessWatch, RecordGuard
 from gates.timers import TimerKit
 
 
@@ -91,3 +91,26 @@ def test_a_method_hidden_behind_an_instance_entry_is_named_and_removed() -> None
     assert kit.tampered(checks) == ["gates.checked_calls.CheckedCalls.record (on the instance)"]
     kit.restore(checks)
     assert "record" not in vars(checks) and kit.tampered(checks) == []
+
+
+def test_the_record_guard_sees_a_shadowed_inherited_method_and_a_swapped_code_object() -> None:
+    """Its quick look must see what the full watch sees: an entry put on ``torch.Tensor``
+    over a method it inherits, and a recorder function whose code was swapped in place."""
+    guard = RecordGuard(["gates.checked_calls"])
+    assert guard.tampered() == []
+    assert "to" not in vars(torch.Tensor)  # inherited from the C base class
+    record = checked_calls.CheckedCalls.record
+    code = record.__code__
+    try:
+        torch.Tensor.to = lambda self, *a, **k: self  # type: ignore[method-assign]
+        assert guard.tampered() == ["torch.Tensor.to"]
+        guard.restore()
+        assert guard.tampered() == [] and "to" not in vars(torch.Tensor)
+        record.__code__ = (lambda self, out, set_index, inputs: None).__code__
+        assert guard.tampered() == ["gates.checked_calls.CheckedCalls.record"]
+        guard.restore()
+        assert record.__code__ is code and guard.tampered() == []
+    finally:
+        record.__code__ = code
+        if "to" in vars(torch.Tensor):
+            delattr(torch.Tensor, "to")
