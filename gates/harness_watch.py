@@ -63,14 +63,25 @@ def harness_items(seen: set[str] | None = None) -> list[Watched]:
             continue
         seen.add(name)
         items += module_items(name, module)
-    if "torch.Tensor" not in seen:  # inherited methods too: a subclass entry would shadow them
+    if "torch.Tensor" not in seen:
         seen.add("torch.Tensor")
-        items += [
-            (f"torch.Tensor.{name}", torch.Tensor, name)
-            for name in dir(torch.Tensor)
-            if not name.startswith(_SKIP_PREFIXES) and _code_like(getattr(torch.Tensor, name, None))
-        ]
+        items += tensor_items()
     return items
+
+
+def tensor_items() -> list[Watched]:
+    """Every method of ``torch.Tensor``, inherited ones too: a subclass entry would shadow them."""
+    return [
+        (f"torch.Tensor.{name}", torch.Tensor, name)
+        for name in dir(torch.Tensor)
+        if not name.startswith(_SKIP_PREFIXES) and _code_like(getattr(torch.Tensor, name, None))
+    ]
+
+
+def listed(labels: list[str], most: int = 4) -> str:
+    """The first ``most`` labels of what was replaced, and how many more, for a reason line."""
+    more = f" and {len(labels) - most} more" if len(labels) > most else ""
+    return ", ".join(labels[:most]) + more
 
 
 class HarnessWatch:
@@ -156,11 +167,21 @@ def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
 def _current(owner: Any, attr: str) -> Any:
     """What ``owner.attr`` resolves to, undecorated: a class's own or inherited dict entry
     (a bound method would be a new object on every look), a module's entry."""
-    for klass in owner.__mro__ if isinstance(owner, type) else (owner,):
-        found = vars(klass).get(attr, _MISSING)
+    found = _found(_dicts(owner), attr)
+    return None if found is _MISSING else found
+
+
+def _dicts(owner: Any) -> tuple[Any, ...]:
+    """The dicts an attribute of ``owner`` is looked up in, in order (its class's MRO)."""
+    return tuple(vars(klass) for klass in (owner.__mro__ if isinstance(owner, type) else (owner,)))
+
+
+def _found(dicts: tuple[Any, ...], attr: str) -> Any:
+    for d in dicts:
+        found = d.get(attr, _MISSING)
         if found is not _MISSING:
             return found
-    return None
+    return _MISSING
 
 
 _MISSING = object()
@@ -179,15 +200,10 @@ class RecordGuard:
 
     def __init__(self, modules: list[str]) -> None:
         items = [i for name in modules for i in module_items(name, sys.modules[name])]
-        items += [
-            (f"torch.Tensor.{name}", torch.Tensor, name)
-            for name in dir(torch.Tensor)
-            if not name.startswith(_SKIP_PREFIXES) and _code_like(getattr(torch.Tensor, name, None))
-        ]
-        self._watch = HarnessWatch(items, loaded=False)
-        # (the dicts looked in, up to the one holding it; attribute, object, function, code)
+        self._watch = HarnessWatch(items + tensor_items(), loaded=False)
+        # (the dicts the attribute is looked up in, attribute, object, function, code)
         self._quick = [
-            (_lookup(owner, attr), attr, original, _function(original), code)
+            (_dicts(owner), attr, original, _function(original), code)
             for _label, owner, attr, original, _own, code in self._watch._snapshot
         ]
 
@@ -210,22 +226,3 @@ class RecordGuard:
 
     def restore(self, *instances: object) -> None:
         self._watch.restore(*instances)
-
-
-def _lookup(owner: Any, attr: str) -> tuple[Any, ...]:
-    """The dicts ``owner.attr`` is looked up in, in order, up to the one that holds it
-    (an entry added to an earlier one would shadow it)."""
-    dicts = []
-    for klass in owner.__mro__ if isinstance(owner, type) else (owner,):
-        dicts.append(vars(klass))
-        if attr in dicts[-1]:
-            break
-    return tuple(dicts)
-
-
-def _found(dicts: tuple[Any, ...], attr: str) -> Any:
-    for d in dicts:
-        found = d.get(attr, _MISSING)
-        if found is not _MISSING:
-            return found
-    return _MISSING

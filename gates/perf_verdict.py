@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from gates.feedback import TAMPERED_INPUTS_FEEDBACK, crash_feedback
+from gates.harness_watch import listed
 from gates.perf import (
     EARLY_MARGIN,
     PerfMeasurement,
@@ -458,12 +459,11 @@ def perf_verdict(
             verdict(
                 GateStatus.FAIL,
                 "candidate replaced timing functions or the checker's code, or changed "
-                f"global backend settings: {', '.join(tampered[:8])}"
-                f"{f' and {len(tampered) - 8} more' if len(tampered) > 8 else ''} "
+                f"global backend settings: {listed(tampered, 8)} "
                 f"(restored; honest host time {host:.4g} ms)",
                 "Your module replaced timing or synchronisation functions or the checker's "
                 "own code (torch.Tensor methods, the harness's modules), or changed global "
-                f"torch backend settings ({', '.join(tampered[:8])}). Kernels must not touch "
+                f"torch backend settings ({listed(tampered, 8)}). Kernels must not touch "
                 "timers, events, synchronisation, the code that checks them or switches such "
                 "as TF32 and cudnn.benchmark, which change the library calls around your "
                 "kernel; the measurement is done with the originals regardless.",

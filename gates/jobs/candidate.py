@@ -19,7 +19,7 @@ import torch
 
 from gates.call_policy import CallPreparer, load_policy
 from gates.checked_calls import output_problem
-from gates.harness_watch import HarnessWatch
+from gates.harness_watch import HarnessWatch, listed
 from gates.job_progress import mark
 from gates.jobs.build import build_callable
 from gates.poison import PoisonAllocations, poison_cached_blocks
@@ -130,7 +130,7 @@ def run(job: CandidateJob) -> CandidateResult:
             ]
             tampered = watch.tampered()
             if tampered:  # what judged this call may be the candidate's own code
-                problem = f"the candidate replaced the checker's own code ({_listed(tampered)})"
+                problem = f"the candidate replaced the checker's own code ({listed(tampered)})"
             calls.append(
                 CallRecord(
                     name=s.name,
@@ -148,11 +148,6 @@ def run(job: CandidateJob) -> CandidateResult:
         dry_run_seconds=dry_seconds,
         calls=calls,
     )
-
-
-def _listed(labels: list[str], most: int = 4) -> str:
-    more = f" and {len(labels) - most} more" if len(labels) > most else ""
-    return ", ".join(labels[:most]) + more
 
 
 def _short(structure: str, limit: int = 120) -> str:

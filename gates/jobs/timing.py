@@ -32,6 +32,7 @@ from gates import first_sight
 from gates.call_policy import CallPreparer, by_index, load_policy
 from gates.checked_calls import CheckedCalls, RotatingInputs, held_calls
 from gates.go_signal import wait_for_go
+from gates.harness_watch import listed
 from gates.job_progress import job_file
 from gates.job_progress import mark as child_mark
 from gates.jobs.build import build_callable
@@ -133,8 +134,7 @@ class CheckedLoop:
             self.checks.problems.append(
                 (
                     self.checks.calls,
-                    "the candidate replaced the checker's own code while it ran: "
-                    + ", ".join(replaced[:3]),
+                    f"the candidate replaced the checker's own code while it ran: {listed(replaced)}",
                 )
             )
 
