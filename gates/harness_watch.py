@@ -193,9 +193,9 @@ class RecordGuard:
     The full watch looks after warm-up and after timing; a forward that replaces the
     records' code and has its replacement put the original back would be gone by then.
     This looks at the few modules on the record path (and ``torch.Tensor``'s methods)
-    between each call's return and its record: identity checks only, so it costs tens
-    of microseconds, off the clock.  A thread that swaps code in between the look and
-    the record is written against this harness (gates/README.md, "Limits").
+    between each call's return and its record: identity checks only, off the clock.  A
+    thread that swaps code in between the look and the record is written against this
+    harness (gates/README.md, "Limits").
     """
 
     def __init__(self, modules: list[str]) -> None:
