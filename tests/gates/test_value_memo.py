@@ -17,25 +17,10 @@ import pytest
 from gates.cascade import verify_candidate
 from kernelopt.contracts.verdicts import GateSettings, GateStatus
 from tests.support.adversarial import CANDIDATES
+from tests.support.candidate_sources import product_problem
 
 # a product the CPU takes milliseconds for: a memo's copy is far cheaper (18x in one run)
-PROBLEM = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, a, b):
-        return a @ b
-
-
-def get_inputs():
-    return [torch.randn(1536, 1536), torch.randn(1536, 1536)]
-
-
-def get_init_inputs():
-    return []
-"""
+PROBLEM = product_problem(1536, 1536, 1536)
 
 
 def _verdict(tmp_path: Path, candidate: Path) -> object:

@@ -16,6 +16,7 @@ import torch
 from gates.cascade import verify_candidate
 from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.loaded_problem import another_batch
+from tests.support.candidate_sources import product_problem
 
 PROBLEM = """
 import torch
@@ -105,23 +106,7 @@ def test_a_model_that_takes_no_widened_values_is_checked_without_them(
     assert "not finite" in result.environment["widened_values"]
 
 
-PRODUCT = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, a, b):
-        return a @ b
-
-
-def get_inputs():
-    return [torch.randn(96, 768), torch.randn(768, 96)]
-
-
-def get_init_inputs():
-    return []
-"""
+PRODUCT = product_problem(96, 768, 96)
 
 OTHER_ROUNDING = """
 class ModelNew(nn.Module):

@@ -1,4 +1,4 @@
-"""Candidate source texts that several tests write out or send as a model's reply."""
+"""Candidate and problem source texts that several tests write out or send as a model's reply."""
 
 from __future__ import annotations
 
@@ -32,4 +32,25 @@ def {name}(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 def launch(x, y, n):
     {name}[(triton.cdiv(n, {block}),)](x, y, n, BLOCK={block})
+"""
+
+
+def product_problem(m: int, k: int, n: int) -> str:
+    """A KernelBench-format problem whose model is one ``(m, k) @ (k, n)`` product."""
+    return f"""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn({m}, {k}), torch.randn({k}, {n})]
+
+
+def get_init_inputs():
+    return []
 """
