@@ -93,18 +93,22 @@ def run_gates_1_to_3(
         expected_structures=[s.output_structure for s in ref_sets],
         reference_mutates=[s.mutates_inputs for s in ref_sets],
     )
-    bundle.before_candidate()
-    clock.lap("arm")
-    with checked_if_cut(bundle.tampered_inputs), gpu_section("shared", settings.device):
-        outcome = run_job(
-            job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
-        )
-    clock.lap("child")
+    # the cache-guard window lies inside the lease: an exclusive section (a compile that
+    # autotunes) rewrites caches, and one run between arming and the child would be blamed
+    with gpu_section("shared", settings.device):
+        clock.lap("lease")
+        bundle.before_candidate()
+        clock.lap("arm")
+        with checked_if_cut(bundle.tampered_inputs):
+            outcome = run_job(
+                job, workdir / "child", timeout_s=settings.static_timeout_s, device=settings.device
+            )
+        clock.lap("child")
+        tampered = bundle.tampered_inputs()
+        clock.lap("shared_files")
     on_gpu = settings.device.startswith("cuda")
     s1, s2 = split_seconds(outcome) if on_gpu else (0.0, 0.0)
     verdicts = [static_verdict(outcome, timeout_s=settings.static_timeout_s, seconds=s1)]
-    tampered = bundle.tampered_inputs()
-    clock.lap("shared_files")
     if tampered:
         verdicts.append(
             GateVerdict(

@@ -79,6 +79,7 @@ def test_forward_candidate_passes_gates_1_and_2(store: ArtifactStore, cpu_launch
     # the parent's own parts of gates 1-2 add up to it, the child among them
     parts = {k: v for k, v in stages.items() if k.startswith("gates_1_2.")}
     assert [k.split(".")[1] for k in parts] == [
+        "lease",
         "arm",
         "child",
         "shared_files",

@@ -4,6 +4,8 @@ open window from a process that is still alive."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +64,37 @@ def test_timing_rounds_cut_short_run_the_bundles_check(tmp_path: Path) -> None:
             before_candidate=lambda: None,
         )
     assert checks == ["checked"]
+
+
+def test_gates_1_to_3_watch_the_caches_only_while_they_hold_the_gpu_lease(
+    cpu_launcher: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exclusive section (a compile that autotunes) rewrites the caches; a window armed
+    before the lease is granted would blame the candidate for what ran while it waited."""
+    settings = cpu_suite_settings()
+    bundle = prepare_reference(PROBLEM, settings, tmp_path / "reference")
+    assert bundle.ok
+    held: list[bool] = []
+    seen: list[tuple[str, bool]] = []
+
+    @contextlib.contextmanager
+    def section(mode: str, device: str, **_: Any) -> Iterator[None]:
+        held.append(True)
+        try:
+            yield
+        finally:
+            held.pop()
+
+    def noted(name: str, fn: Any) -> Any:
+        def call() -> Any:
+            seen.append((name, bool(held)))
+            return fn()
+
+        return call
+
+    monkeypatch.setattr(cascade, "gpu_section", section)
+    monkeypatch.setattr(bundle.caches, "arm", noted("arm", bundle.caches.arm))
+    monkeypatch.setattr(bundle.caches, "check", noted("check", bundle.caches.check))
+    result = cascade.check_candidate(bundle, CANDIDATE, settings, tmp_path / "candidate")
+    assert [v.passed for v in result.verdicts][:2] == [True, True]
+    assert seen[:2] == [("arm", True), ("check", True)]
