@@ -16,9 +16,10 @@ A file rewritten with the same bytes (two processes compiling the same kernel
 at once) is not a change; neither is a removed file (it regenerates) nor a new
 one (compiling its own kernels is what a candidate does).  Files above
 ``HASH_LIMIT`` are judged by their state alone.  Autotuning records
-(``AUTOTUNE_RECORDS``) are dropped but blame no one: a paired timing child
-re-tunes the trusted baseline and rewrites them itself, and a dropped record
-re-tunes in the next process's warm-up, before anything is timed.  Planting a file under a key
+(``AUTOTUNE_RECORDS``, and Inductor's max-autotune timings) are dropped but blame
+no one: a paired timing child re-tunes the trusted baseline and rewrites them
+itself, a candidate that compiles with max-autotune rewrites the timings, and a
+dropped record re-tunes in the next process's warm-up or compile.  Planting a file under a key
 the baseline has not compiled yet is not detected (gates/README).
 
 A GPU worker's caches also carry a window record (``kernelopt.compiler_caches``):
@@ -63,6 +64,9 @@ HASH_LIMIT = 16 * 2**20  # cubins and kernel sources are KBs; bigger files: stat
 # which launch configuration a tuned kernel uses (Inductor's runtime autotuner, Triton's
 # ``autotune(cache_results=True)``): a choice among the kernel's own configs, never code
 AUTOTUNE_RECORDS = (".best_config", ".autotune.json")
+# Inductor's max-autotune timings (``PersistentCache``): one JSON file per GPU model, named
+# by a hash under ``<inductor cache>/cache/``, rewritten whole by every compile that tunes
+_TIMINGS_FILE = re.compile(r"[0-9a-f]{64}")
 
 
 def compiler_cache_dirs() -> list[Path]:
@@ -236,7 +240,7 @@ class CacheGuard:
             else:
                 with self._lock:
                     self._known[path] = (now, digest)  # same bytes written again: benign
-        retuned = [p for p in touched if p.endswith(AUTOTUNE_RECORDS)]
+        retuned = [p for p in touched if self.tuning_record(p)]
         for path in retuned:  # a record alone: the kernel beside it stays
             Path(path).unlink(missing_ok=True)
             with self._lock:
@@ -288,6 +292,19 @@ class CacheGuard:
         with self._lock:
             for known in [k for k in self._known if Path(k).parent == parent]:
                 self._known.pop(known, None)
+
+    def tuning_record(self, path: str) -> bool:
+        """A record of which choice a tuner picked, never code: a kernel's launch config, or
+        Inductor's max-autotune timings, which a compile in another slot of this worker
+        rewrites while a candidate's window is open."""
+        if path.endswith(AUTOTUNE_RECORDS):
+            return True
+        where = Path(path)
+        return (
+            _TIMINGS_FILE.fullmatch(where.name) is not None
+            and where.parent.name == "cache"
+            and where.parent.parent in self.dirs
+        )
 
     def describe(self, path: str) -> str:
         """A cache file's name relative to its cache directory, for verdicts."""

@@ -204,6 +204,28 @@ def test_a_rewritten_autotuning_record_is_dropped_without_blame(tmp_path: Path) 
     assert (root / "ab" / "k.cubin").exists()  # the kernel beside it stays
 
 
+def test_inductors_autotune_timings_are_a_record_dropped_without_blame(tmp_path: Path) -> None:
+    """``<inductor cache>/cache/<hash>`` holds max-autotune's timings of each choice, which
+    a compile rewrites whole, and so may a candidate that compiles: no code, but a poisoned
+    timing would steer later compiles, so it goes either way."""
+    triton, inductor = tmp_path / "triton", tmp_path / "inductor"
+    (triton / "ab").mkdir(parents=True)
+    (inductor / "cache").mkdir(parents=True)
+    name = "7" * 64
+    timings = inductor / "cache" / name
+    timings.write_text('{"system": {}, "cache": {}}')
+    lookalike = triton / "ab" / name  # the same kind of name elsewhere: a file like any other
+    lookalike.write_text("kernel")
+    time.sleep(0.05)
+    guard = CacheGuard([triton, inductor])
+    guard.arm()
+    timings.write_text('{"system": {}, "cache": {"mm": {"k": {"0.1": 1.0}}}}')
+    lookalike.write_text("other kernel")
+    assert guard.check() == [str(lookalike)]
+    assert guard.retuned == [str(timings)]
+    assert not timings.exists()
+
+
 def test_an_autotuning_record_does_not_excuse_code_rewritten_with_it(tmp_path: Path) -> None:
     root = _cache(tmp_path)
     (root / "ab" / "k.best_config").write_text("{}")
