@@ -3,9 +3,9 @@
 Category: large model (vision transformer encoder, issue 31).
 Why it is interesting: as in the original ViT, a 16x16 stride-16 convolution embeds
 the patches and a tanh pre-logits layer precedes the head; in between, per block two
-layer norms, an explicit softmax attention (scale, softmax, two batched GEMMs), GELU
-and two residual adds: about eight Triton kernel launches per block around the
-library GEMMs, about a hundred per forward (problems/large/README.md has the count),
+layer norms, an explicit softmax attention (queries scaled, two batched GEMMs, softmax),
+GELU and two residual adds: about nine Triton kernel launches per block around the
+library GEMMs, over a hundred per forward (problems/large/README.md has the count),
 with attention's softmax and the norms competing for the largest Amdahl share.
 ``KERNELOPT_SMALL=1`` keeps the depth but shrinks width, batch and resolution for
 CPU tests.
@@ -36,7 +36,8 @@ class Block(nn.Module):
     def forward(self, x):
         b, t, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).reshape(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
-        scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+        # the original ViT scales the queries, not the scores, before the product
+        scores = (q * (q.shape[-1] ** -0.5)) @ k.transpose(-2, -1)
         attn = torch.softmax(scores, dim=-1) @ v
         x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
         return x + self.fc2(nn.functional.gelu(self.fc1(self.norm2(x))))
