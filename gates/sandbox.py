@@ -569,11 +569,14 @@ def bwrap_args(
     rw: Iterable[Path] = (),
     chdir: Path | None = None,
     tmp_bytes: int = 1 << 30,
+    shared_caches: bool = True,
 ) -> list[str]:
     """The bwrap command line (up to ``--``) for a view of ``ro`` and ``rw`` host paths.
 
     Paths keep their host names inside, so job files need no rewriting.  A
     writable path listed after a read-only one that contains it stays writable.
+    ``shared_caches=False`` leaves the compiler caches out of the view: a process no
+    cache-guard window watches must not see them.
     """
     root = _root_mode(binary)
     args = [
@@ -589,7 +592,8 @@ def bwrap_args(
         "--tmpfs",
         "/tmp",
     ]
-    for path, writable in _ordered_binds([*python_paths(), *ro], [*cache_dirs(), *rw]):
+    caches = cache_dirs() if shared_caches else []
+    for path, writable in _ordered_binds([*python_paths(), *ro], [*caches, *rw]):
         args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
     if chdir is not None:
         args += ["--chdir", str(chdir)]
@@ -638,17 +642,43 @@ def wrap_command(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     extra: Mapping[str, str] | None = None,
+    shared_caches: bool = True,
 ) -> tuple[list[str], dict[str, str]]:
     """Any other process that imports candidate code (the ncu profiler's harness runner):
     ``argv`` inside a sandbox that sees ``ro``/``rw``, and its allow-listed environment.
 
     ``extra`` goes into the environment as ``sandbox_env`` allows.  With
     ``KERNELOPT_SANDBOX=off`` the command is returned as is (and a warning logged).
+    ``shared_caches=False``: the compiler caches are private ones in its ``/tmp``.
     """
     base = dict(os.environ if env is None else env)
     if not enabled():
         warn_unsandboxed(Path(argv[0]).name)
         return list(argv), base
     limits = SandboxLimits.from_env()
-    args = bwrap_args(require(), ro=ro, rw=rw, chdir=cwd, tmp_bytes=limits.tmp_bytes)
-    return [*args, *argv], sandbox_env(base, extra)
+    args = bwrap_args(
+        require(), ro=ro, rw=rw, chdir=cwd, tmp_bytes=limits.tmp_bytes, shared_caches=shared_caches
+    )
+    child_env = sandbox_env(base, extra)
+    if not shared_caches:
+        child_env["TRITON_CACHE_DIR"] = "/tmp/triton"
+        child_env["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/inductor"
+    return [*args, *argv], child_env
+
+
+def confine_preflight(
+    argv: list[str], env: Mapping[str, str], files: list[Path]
+) -> tuple[list[str], dict[str, str]]:
+    """``kernelopt.preflight_problem``'s child, which imports a candidate before any gate:
+    the gate children's sandbox, seeing only ``files`` and none of the shared caches."""
+    from kernelopt.preflight_problem import SECONDS_ENV
+
+    passed = {k: env[k] for k in ("CUDA_VISIBLE_DEVICES", SECONDS_ENV) if k in env}
+    return wrap_command(
+        argv,
+        ro=[Path(f).resolve() for f in files],
+        cwd=Path("/tmp"),
+        env=env,
+        extra=passed,
+        shared_caches=False,
+    )

@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,9 @@ from kernelopt.errors import ProblemError
 
 DEFAULT_SECONDS = 90.0  # torch's import alone takes seconds on a busy machine
 SECONDS_ENV = "KERNELOPT_PREFLIGHT_SECONDS"
+# wraps the child's command line and environment in a sandbox that sees only the given
+# files (``gates.sandbox.confine_preflight``): a candidate is untrusted code
+Confine = Callable[[list[str], Mapping[str, str], list[Path]], tuple[list[str], dict[str, str]]]
 
 
 # what torch says when CUDA is asked for where there is none (a CPU build, no driver, none
@@ -213,21 +216,35 @@ def _child(argv: list[str]) -> dict[str, Any]:
 
 
 def preflight(
-    problem: str | Path, candidate: str | Path | None = None, seconds: float | None = None
+    problem: str | Path,
+    candidate: str | Path | None = None,
+    seconds: float | None = None,
+    *,
+    confine: Confine | None = None,
 ) -> str:
     """Check the files in a CPU-only child; ``ProblemError`` naming file, line and cause.
 
     Returns what could not be checked here ("" when everything was): a problem that makes
-    CUDA tensors is only imported, and its inputs are checked where the GPU is.
+    CUDA tensors is only imported, and its inputs are checked where the GPU is.  With a
+    ``candidate`` the child runs only ``confine``d: its import runs the candidate's code
+    before any gate or cache-guard window, so it could otherwise rewrite the gates' own
+    files or the compiler caches, or leave a process behind.
     """
+    if candidate is not None and confine is None:
+        raise TypeError("a candidate is untrusted code: preflight imports it only confined")
     if seconds is None:
         seconds = float(os.environ.get(SECONDS_ENV) or DEFAULT_SECONDS)
-    args = [str(problem)] + ([str(candidate)] if candidate is not None else [])
+    given = [str(problem)] + ([str(candidate)] if candidate is not None else [])
+    files = [Path(name).resolve() for name in given]  # the child runs elsewhere
+    args = [str(f) for f in files]
     # the CPU only: nothing touches a GPU; the child's watchdog fires before our kill
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", SECONDS_ENV: str(seconds)}
+    argv = [sys.executable, "-P", "-m", "kernelopt.preflight_problem", *args]
+    if confine is not None:
+        argv, env = confine(argv, env, files)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "kernelopt.preflight_problem", *args],
+            argv,
             capture_output=True,
             text=True,
             timeout=seconds,
@@ -246,10 +263,10 @@ def preflight(
     try:
         verdict = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
-        stuck = _stuck_at(done.stderr, [Path(a) for a in args])
+        stuck = _stuck_at(done.stderr, files)
         if stuck:  # the child's own watchdog dumped where it hung
             raise ProblemError(
-                stuck,
+                _as_given(stuck, files, given),
                 f"did not finish importing and building within {seconds:.0f} s: it hangs here",
             ) from None
         tail = " ".join(done.stderr.strip().splitlines()[-1:]) or f"exit code {done.returncode}"
@@ -257,8 +274,16 @@ def preflight(
             str(problem), f"checking it crashed the checking process: {tail}"
         ) from None
     if not verdict.get("ok"):
-        raise ProblemError(verdict["where"], verdict["cause"])
+        raise ProblemError(_as_given(verdict["where"], files, given), verdict["cause"])
     return str(verdict.get("note", ""))
+
+
+def _as_given(where: str, files: list[Path], given: list[str]) -> str:
+    """``where`` (``file:line``) with the file named as the user gave it, not resolved."""
+    for full, name in zip(files, given, strict=True):
+        if where == str(full) or where.startswith(f"{full}:"):
+            return name + where[len(str(full)) :]
+    return where
 
 
 if __name__ == "__main__":

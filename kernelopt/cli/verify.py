@@ -200,10 +200,11 @@ def verify_command(
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad candidate: {exc}")
         return 2
+    from gates.sandbox import confine_preflight
     from kernelopt.preflight_problem import preflight
 
     try:  # import and build both once on the CPU, time-limited, before any gate runs
-        unchecked = preflight(problem_path, candidate_path)
+        unchecked = preflight(problem_path, candidate_path, confine=confine_preflight)
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad input: {exc}")
         return 2

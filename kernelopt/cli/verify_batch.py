@@ -39,13 +39,14 @@ def _rejected(problem: Path, candidate: Path, reason: str) -> CascadeResult:
 
 def _unusable(problem: Path, candidate: Path) -> str:
     """Why a candidate file cannot be checked at all ('' when it can)."""
+    from gates.sandbox import confine_preflight
     from kernelopt.errors import ProblemError
     from kernelopt.file_checks import check_candidate_file
     from kernelopt.preflight_problem import preflight
 
     try:
         check_candidate_file(candidate)
-        preflight(problem, candidate)
+        preflight(problem, candidate, confine=confine_preflight)
     except ProblemError as exc:
         return f"bad candidate: {exc}"
     return ""

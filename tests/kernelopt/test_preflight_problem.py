@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gates.sandbox import confine_preflight
 from kernelopt.errors import ProblemError
 from kernelopt.preflight_problem import preflight
 from tests.support.cli import run_cli
@@ -78,6 +79,7 @@ def test_a_good_problem_and_candidate_pass(tmp_path: Path) -> None:
     preflight(
         tests / "problems" / "gates" / "swish_bias.py",
         tests / "fixtures" / "candidates" / "gates" / "swish_fused.py",
+        confine=confine_preflight,
     )
     preflight(ROOT / "problems" / "triton" / "001_add_relu.py")
 
@@ -90,7 +92,7 @@ def test_a_candidate_is_built_from_the_problems_init_inputs(tmp_path: Path) -> N
     )
     problem = ROOT / "tests" / "problems" / "gates" / "swish_bias.py"  # Model(d, scale)
     with pytest.raises(ProblemError) as caught:
-        preflight(problem, cand)
+        preflight(problem, cand, confine=confine_preflight)
     assert str(caught.value).startswith(f"{cand}:") and "ModelNew(*get_init_inputs())" in str(
         caught.value
     )
@@ -120,7 +122,7 @@ def test_a_problem_that_makes_cuda_tensors_is_imported_and_left_to_the_gpu(
     cand = tmp_path / "cand.py"
     cand.write_text(HEAD + "\nSCALE = 1 / 0\n")
     with pytest.raises(ProblemError) as caught:
-        preflight(CUDA_PROBLEM, cand)
+        preflight(CUDA_PROBLEM, cand, confine=confine_preflight)
     assert str(caught.value).startswith(f"{cand}:4:") and "ZeroDivisionError" in str(caught.value)
     other_failure = tmp_path / "not_cuda.py"  # a failure of its own is still the file's
     other_failure.write_text(CUDA_PROBLEM.read_text().replace(".cuda()", ".view(-1, 0)"))
@@ -153,3 +155,24 @@ def test_a_module_beside_the_file_is_named_as_one_that_does_not_travel(tmp_path:
     with pytest.raises(ProblemError) as caught:
         preflight(path)
     assert "sits beside" not in str(caught.value)
+
+
+def test_a_candidate_is_imported_only_inside_the_sandbox(tmp_path: Path) -> None:
+    """Its import runs its code before any gate or cache-guard window: it must see no project
+    file to rewrite, no home, no compiler cache of the host's, and no network."""
+    cand = tmp_path / "probe.py"
+    cand.write_text(
+        HEAD
+        + "import os, pathlib\n"
+        + f"SEEN = [p for p in ({str(ROOT / 'gates' / 'cascade.py')!r}, {str(tmp_path)!r} + '/x')\n"
+        + "        if os.access(p, os.W_OK) or os.access(os.path.dirname(p), os.W_OK)]\n"
+        + "assert not SEEN, f'writable: {SEEN}'\n"
+        + "assert 'torchinductor' not in os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')\n"
+        + "assert os.environ.get('HOME') == '/tmp'\n"
+        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, d, scale):\n"
+        "        super().__init__()\n\n    def forward(self, x):\n        return x\n"
+    )
+    problem = ROOT / "tests" / "problems" / "gates" / "swish_bias.py"
+    assert preflight(problem, cand, confine=confine_preflight) == ""
+    with pytest.raises(TypeError, match="untrusted"):
+        preflight(problem, cand)  # never unconfined
