@@ -12,6 +12,10 @@ it back.  Additions are not tampering, and plain data (a module's current phase,
 cache) is not watched.  A candidate that replaces a piece and puts it back between two
 looks is written against this harness (gates/README.md, "Limits").  A function whose
 code object or defaults are swapped in place (``f.__code__ = ...``) counts as replaced too.
+So does torch's dispatch state left changed after the candidate's code returned
+(``dispatch_state``): a mode on torch's dispatch or function stack sees every later
+op, the harness's reads of an output included, so a forward that returns unfinished
+memory could have its answer computed only when it is read, off the clock.
 """
 
 from __future__ import annotations
@@ -27,6 +31,27 @@ _ROOTS = ("gates", "kernelopt")
 _SKIP_PREFIXES = ("__pydantic", "__dict__", "__weakref__")
 
 Watched = tuple[str, Any, str]  # (label, owner, attribute)
+DISPATCH_LABEL = "torch's dispatch state (a mode or dispatch key the candidate left on)"
+_C = torch._C  # captured before candidate code runs
+
+
+def dispatch_state() -> tuple[Any, ...]:
+    """This thread's dispatch modes (torch-dispatch and torch-function stacks) and its
+    included and excluded dispatch keys: what reroutes every op the harness runs next."""
+    return (
+        tuple(id(_C._get_dispatch_stack_at(i)) for i in range(_C._len_torch_dispatch_stack())),
+        tuple(id(_C._get_function_stack_at(i)) for i in range(_C._len_torch_function_stack())),
+        repr(_C._dispatch_tls_local_include_set()),
+        repr(_C._dispatch_tls_local_exclude_set()),
+    )
+
+
+def _pop_modes(state: tuple[Any, ...]) -> None:
+    """Pop the modes pushed since ``state`` (its keys' sets are left: the call fails anyway)."""
+    while _C._len_torch_dispatch_stack() > len(state[0]):
+        _C._pop_torch_dispatch_stack(None)
+    while _C._len_torch_function_stack() > len(state[1]):
+        _C._pop_torch_function_stack()
 
 
 def _code_like(value: object) -> bool:
@@ -90,6 +115,7 @@ class HarnessWatch:
     def __init__(self, extra: list[Watched] | None = None, *, loaded: bool = True) -> None:
         """``extra``: more attributes to watch; ``loaded``: also every loaded harness module."""
         self._modules: set[str] = set()
+        self.dispatch = dispatch_state()  # as the harness runs its own code
         # (label, owner, attribute, object, owned by the owner itself, its function's code)
         self._snapshot: list[tuple[str, Any, str, Any, bool, Any]] = []
         self._add(extra or [])
@@ -109,17 +135,22 @@ class HarnessWatch:
     def tampered(self, *instances: object) -> list[str]:
         """Labels of what was replaced; also entries of ``instances`` (the harness's objects
         in use) that shadow a method of their class."""
-        return [
-            f"{type(obj).__module__}.{type(obj).__qualname__}.{name} (on the instance)"
-            for obj in instances
-            for name in _shadowing(obj)
-        ] + [
-            label
-            for label, owner, attr, original, _own, code in self._snapshot
-            if _current(owner, attr) is not original or not _same(_code(original), code)
-        ]
+        return (
+            [
+                f"{type(obj).__module__}.{type(obj).__qualname__}.{name} (on the instance)"
+                for obj in instances
+                for name in _shadowing(obj)
+            ]
+            + [
+                label
+                for label, owner, attr, original, _own, code in self._snapshot
+                if _current(owner, attr) is not original or not _same(_code(original), code)
+            ]
+            + ([DISPATCH_LABEL] if dispatch_state() != self.dispatch else [])
+        )
 
     def restore(self, *instances: object) -> None:
+        _pop_modes(self.dispatch)
         for obj in instances:
             for name in _shadowing(obj):
                 del vars(obj)[name]
@@ -192,8 +223,9 @@ class RecordGuard:
 
     The full watch looks after warm-up and after timing; a forward that replaces the
     records' code and has its replacement put the original back would be gone by then.
-    This looks at the few modules on the record path (and ``torch.Tensor``'s methods)
-    between each call's return and its record: identity checks only, off the clock.  A
+    This looks at the few modules on the record path (and ``torch.Tensor``'s methods), and
+    at torch's dispatch state, between each call's return and its record: identity checks
+    only, off the clock.  A
     thread that swaps code in between the look and the record is written against this
     harness (gates/README.md, "Limits").
     """
@@ -212,6 +244,8 @@ class RecordGuard:
         for obj in instances:
             if _shadowing(obj):
                 return self._watch.tampered(*instances)
+        if dispatch_state() != self._watch.dispatch:
+            return self._watch.tampered(*instances)
         for dicts, attr, original, function, code in self._quick:
             if _found(dicts, attr) is not original or (
                 code is not None

@@ -114,3 +114,37 @@ def test_the_record_guard_sees_a_shadowed_inherited_method_and_a_swapped_code_ob
         record.__code__ = code
         if "to" in vars(torch.Tensor):
             delattr(torch.Tensor, "to")
+
+
+def test_a_dispatch_mode_or_key_left_on_after_the_candidates_code_is_named() -> None:
+    """A mode left on torch's stack sees the harness's every later op, its reads of an
+    output included: an unwritten output could be computed there, off the clock."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from gates.harness_watch import DISPATCH_LABEL
+
+    class Passing(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            return func(*args, **(kwargs or {}))
+
+    watch = HarnessWatch()
+    guard = RecordGuard(["gates.checked_calls"])
+    with Passing():  # inside the harness's own context: as it was
+        pass
+    with torch.no_grad():  # grad mode is not part of it
+        assert watch.tampered() == [] and guard.tampered() == []
+    torch._C._push_on_torch_dispatch_stack(Passing())
+    try:
+        assert DISPATCH_LABEL in watch.tampered() and DISPATCH_LABEL in guard.tampered()
+        watch.restore()
+        assert torch._C._len_torch_dispatch_stack() == 0 and watch.tampered() == []
+    finally:
+        while torch._C._len_torch_dispatch_stack():
+            torch._C._pop_torch_dispatch_stack(None)
+    mode = torch.inference_mode()  # a key set left changed: named, not undone
+    mode.__enter__()
+    try:
+        assert watch.tampered() == [DISPATCH_LABEL]
+    finally:
+        mode.__exit__(None, None, None)
+    assert watch.tampered() == []

@@ -94,6 +94,9 @@ CASES: tuple[Case, ...] = (
         "lazy_output", "swish_bias", "deferred output (tensor subclass)", "reject", ("correctness",)
     ),
     _timed_on_cpu("late_cheat", "exact for the first calls, then skips the work"),
+    _timed_on_cpu(
+        "mode_lazy", "unwritten output while timed; a dispatch mode left on computes it when read"
+    ),
     _timed_on_cpu("stack_sniff", "recognises the timing loop on the call stack"),
     _timed_on_cpu("event_hook", "hooks torch.cuda.Event to learn it is timed"),
     _timed_on_cpu("poison_sniff", "honest only when fresh memory is poisoned"),
