@@ -14,7 +14,9 @@ if its content differs it was poisoned -- it is named and deleted, so the
 cache regenerates it from source instead of serving what the candidate left.
 A file rewritten with the same bytes (two processes compiling the same kernel
 at once) is not a change; neither is a removed file (it regenerates) nor a new
-one (compiling its own kernels is what a candidate does).  Files above
+one (compiling its own kernels is what a candidate does), except a link (no compiler
+makes one; a link to a folder hides the files behind it from the walk, which then
+read as removed) and a new Inductor timings file (dropped).  Files above
 ``HASH_LIMIT`` are judged by their state alone.  Autotuning records
 (``AUTOTUNE_RECORDS``, and Inductor's max-autotune timings) are dropped but blame
 no one: a paired timing child re-tunes the trusted baseline and rewrites them
@@ -100,7 +102,9 @@ def snapshot(dirs: list[Path]) -> dict[str, Stat]:
     for top in dirs:
         for root, subdirs, files in os.walk(top):
             subdirs[:] = [d for d in subdirs if not _bookkeeping(d)]
-            for name in files:
+            # a link to a folder is listed, never followed: an entry to judge like a file
+            links = [d for d in subdirs if os.path.islink(os.path.join(root, d))]
+            for name in [*files, *links]:
                 if _bookkeeping(name):
                     continue
                 path = os.path.join(root, name)
@@ -240,7 +244,12 @@ class CacheGuard:
             else:
                 with self._lock:
                     self._known[path] = (now, digest)  # same bytes written again: benign
-        retuned = [p for p in touched if self.tuning_record(p)]
+        for path in sorted(set(after) - set(before)):
+            if os.path.islink(path):  # no compiler makes links: one can hide a rewritten entry
+                touched.append(path)
+            elif self.tuning_record(path) and not path.endswith(AUTOTUNE_RECORDS):
+                touched.append(path)  # planted timings would steer the next compile: dropped
+        retuned = [p for p in touched if self.tuning_record(p) and not os.path.islink(p)]
         for path in retuned:  # a record alone: the kernel beside it stays
             Path(path).unlink(missing_ok=True)
             with self._lock:

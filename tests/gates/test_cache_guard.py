@@ -226,6 +226,35 @@ def test_inductors_autotune_timings_are_a_record_dropped_without_blame(tmp_path:
     assert not timings.exists()
 
 
+def test_a_folder_swapped_for_a_link_to_a_rewritten_copy_is_caught(tmp_path: Path) -> None:
+    """The walk lists a link to a folder but never follows it, so the files behind it read as
+    removed (benign); no compiler makes links, so a new one is tampering."""
+    root = _cache(tmp_path)
+    guard = CacheGuard([root], digests=local_digests)
+    guard.arm()
+    (root / "ab").rename(root / "tmp.ab")  # a writer's temporary name: not walked
+    (root / "tmp.ab" / "k.cubin").write_bytes(b"slow")
+    (root / "ab").symlink_to(root / "tmp.ab")  # the baseline would load k.cubin through it
+    assert guard.check() == [str(root / "ab")]
+    assert not (root / "ab").exists()  # regenerates from source
+
+
+def test_planted_autotune_timings_are_dropped(tmp_path: Path) -> None:
+    """A timings file new in a candidate's window would steer the next compile's picks."""
+    triton, inductor = tmp_path / "triton", tmp_path / "inductor"
+    triton.mkdir()
+    (inductor / "cache").mkdir(parents=True)
+    guard = CacheGuard([triton, inductor], digests=local_digests)
+    guard.arm()
+    planted = inductor / "cache" / ("a" * 64)
+    planted.write_text('{"system": {}, "cache": {"mm": {"k": {"0.1": 0.0}}}}')
+    own = triton / "cd" / "kernel.cubin"  # the candidate's own new kernel stays
+    own.parent.mkdir()
+    own.write_bytes(b"binary")
+    assert guard.check() == []
+    assert guard.retuned == [str(planted)] and not planted.exists() and own.exists()
+
+
 def test_an_autotuning_record_does_not_excuse_code_rewritten_with_it(tmp_path: Path) -> None:
     root = _cache(tmp_path)
     (root / "ab" / "k.best_config").write_text("{}")
