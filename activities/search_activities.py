@@ -21,6 +21,7 @@ from activities.heartbeat import HeldClock, heartbeating, in_thread, reporting_l
 from activities.scope import resolve_scope
 from activities.supervise import run_supervised
 from gates import gpu_lease
+from gates.cache_guard import CacheGuard
 from kernelopt.agents import roles
 from kernelopt.agents.plan_retry import planner_transport
 from kernelopt.agents.transport import ChatTransport
@@ -41,8 +42,11 @@ from kernelopt.contracts.search import (
     SummarizeResult,
 )
 from kernelopt.errors import DeterministicError, InfrastructureError
+from kernelopt.log import get_logger
 from kernelopt.proposer import builtin
 from kernelopt.store import open_store
+
+log = get_logger(__name__)
 
 
 @contextlib.contextmanager
@@ -70,15 +74,30 @@ def _home():
 
 @activity.defn(name=names.PROFILE)
 async def profile(inp: ProfileInput) -> ProfileResult:
-    """GPU: ncu on one kernel state's harness (event timing when ncu cannot run)."""
+    """GPU: ncu on one kernel state's harness (event timing when ncu cannot run).
+
+    The state is candidate code (the beam's best), run in the sandbox with the worker's
+    compiler caches writable, as in a gate child: a cache-guard window around it drops
+    whatever it rewrote, which every later timing of the baseline would load.
+    """
     inp = await resolve_scope(inp)
-    return await run_supervised(
-        "kernelopt.profiling.profile:profile_target",
-        inp,
-        ProfileResult,
-        timeout_s=2 * inp.timeout_s + 300,
-        lease="exclusive",
-    )
+    caches = CacheGuard()
+    await asyncio.to_thread(caches.arm)
+    try:
+        return await run_supervised(
+            "kernelopt.profiling.profile:profile_target",
+            inp,
+            ProfileResult,
+            timeout_s=2 * inp.timeout_s + 300,
+            lease="exclusive",
+        )
+    finally:
+        rewritten = await asyncio.to_thread(caches.check)
+        if rewritten:
+            log.warning(
+                "profile_rewrote_compiler_caches",
+                files=[caches.describe(path) for path in rewritten[:20]],
+            )
 
 
 @activity.defn(name=names.PLAN)
