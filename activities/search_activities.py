@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -82,22 +83,25 @@ async def profile(inp: ProfileInput) -> ProfileResult:
     """
     inp = await resolve_scope(inp)
     caches = CacheGuard()
-    await asyncio.to_thread(caches.arm)
-    try:
-        return await run_supervised(
-            "kernelopt.profiling.profile:profile_target",
-            inp,
-            ProfileResult,
-            timeout_s=2 * inp.timeout_s + 300,
-            lease="exclusive",
-        )
-    finally:
-        rewritten = await asyncio.to_thread(caches.check)
-        if rewritten:
-            log.warning(
-                "profile_rewrote_compiler_caches",
-                files=[caches.describe(path) for path in rewritten[:20]],
+    loop = asyncio.get_running_loop()
+    # one thread for both: a guard keeps its window per thread
+    with ThreadPoolExecutor(max_workers=1) as guard_thread:
+        await loop.run_in_executor(guard_thread, caches.arm)
+        try:
+            return await run_supervised(
+                "kernelopt.profiling.profile:profile_target",
+                inp,
+                ProfileResult,
+                timeout_s=2 * inp.timeout_s + 300,
+                lease="exclusive",
             )
+        finally:
+            rewritten = await loop.run_in_executor(guard_thread, caches.check)
+            if rewritten:
+                log.warning(
+                    "profile_rewrote_compiler_caches",
+                    files=[caches.describe(path) for path in rewritten[:20]],
+                )
 
 
 @activity.defn(name=names.PLAN)

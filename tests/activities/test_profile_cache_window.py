@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -32,10 +33,18 @@ def test_a_cache_file_rewritten_while_profiling_is_dropped(
     async def profiled(target: str, inp: Any, result_type: Any, **_: Any) -> str:
         assert target == "kernelopt.profiling.profile:profile_target"
         kernel.write_bytes(b"a slow kernel")  # what a hostile state does while profiled
+        # the loop's default threads are busy with other work meanwhile
+        asyncio.get_running_loop().run_in_executor(None, time.sleep, 0.3)
         return "profiled"
 
     monkeypatch.setattr(search_activities, "resolve_scope", scope)
     monkeypatch.setattr(search_activities, "run_supervised", profiled)
-    done = asyncio.run(search_activities.profile(SimpleNamespace(timeout_s=1.0)))  # type: ignore[arg-type]
+
+    async def profile() -> Any:
+        # a guard keeps its window per thread: arm and check must not land on two of these
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=8))
+        return await search_activities.profile(SimpleNamespace(timeout_s=1.0))  # type: ignore[arg-type]
+
+    done = asyncio.run(profile())
     assert done == "profiled"
     assert not kernel.exists()  # regenerates from source before any timing loads it
