@@ -4,8 +4,8 @@ Category: large model (vision transformer encoder, issue 31).
 Why it is interesting: as in the original ViT, a 16x16 stride-16 convolution embeds
 the patches and a tanh pre-logits layer precedes the head; in between, per block two
 layer norms, an explicit softmax attention (queries scaled, two batched GEMMs, softmax),
-GELU and two residual adds: about nine Triton kernel launches per block around the
-library GEMMs, over a hundred per forward (problems/large/README.md has the count),
+GELU and two residual adds: about eight Triton kernel launches per block around the
+library GEMMs, about a hundred per forward (problems/large/README.md has the count),
 with attention's softmax and the norms competing for the largest Amdahl share.
 ``KERNELOPT_SMALL=1`` keeps the depth but shrinks width, batch and resolution for
 CPU tests.
