@@ -304,8 +304,8 @@ class CacheGuard:
 
     def tuning_record(self, path: str) -> bool:
         """A record of which choice a tuner picked, never code: a kernel's launch config, or
-        Inductor's max-autotune timings, which a compile in another slot of this worker
-        rewrites while a candidate's window is open."""
+        Inductor's max-autotune timings, which a candidate that compiles with max-autotune
+        rewrites whole."""
         if path.endswith(AUTOTUNE_RECORDS):
             return True
         where = Path(path)
