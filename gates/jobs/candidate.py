@@ -130,7 +130,7 @@ def run(job: CandidateJob) -> CandidateResult:
             ]
             tampered = watch.tampered()
             if tampered:  # what judged this call may be the candidate's own code
-                problem = f"the candidate replaced the checker's own code ({listed(tampered)})"
+                problem = f"the candidate changed the checker's own code or torch's state ({listed(tampered)})"
             calls.append(
                 CallRecord(
                     name=s.name,

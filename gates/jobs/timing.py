@@ -134,7 +134,7 @@ class CheckedLoop:
             self.checks.problems.append(
                 (
                     self.checks.calls,
-                    f"the candidate replaced the checker's own code while it ran: {listed(replaced)}",
+                    f"the candidate changed the checker's own code or torch's state while it ran: {listed(replaced)}",
                 )
             )
 
