@@ -225,9 +225,8 @@ class RecordGuard:
     records' code and has its replacement put the original back would be gone by then.
     This looks at the few modules on the record path (and ``torch.Tensor``'s methods), and
     at torch's dispatch state, between each call's return and its record: identity checks
-    only, off the clock.  A
-    thread that swaps code in between the look and the record is written against this
-    harness (gates/README.md, "Limits").
+    only, off the clock.  A thread that swaps code in between the look and the record is
+    written against this harness (gates/README.md, "Limits").
     """
 
     def __init__(self, modules: list[str]) -> None:

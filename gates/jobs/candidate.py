@@ -130,7 +130,10 @@ def run(job: CandidateJob) -> CandidateResult:
             ]
             tampered = watch.tampered()
             if tampered:  # what judged this call may be the candidate's own code
-                problem = f"the candidate changed the checker's own code or torch's state ({listed(tampered)})"
+                problem = (
+                    "the candidate changed the checker's own code or torch's state "
+                    f"({listed(tampered)})"
+                )
             calls.append(
                 CallRecord(
                     name=s.name,

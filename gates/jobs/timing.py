@@ -131,12 +131,8 @@ class CheckedLoop:
         if replaced:
             self.kit.records.restore(self.checks, self.rotation, self)
         if replaced and not self.checks.problems:  # the first is enough to fail the side
-            self.checks.problems.append(
-                (
-                    self.checks.calls,
-                    f"the candidate changed the checker's own code or torch's state while it ran: {listed(replaced)}",
-                )
-            )
+            reason = "the candidate changed the checker's own code or torch's state while it ran"
+            self.checks.problems.append((self.checks.calls, f"{reason}: {listed(replaced)}"))
 
     def _record(self, out: Any, k: int, args: list[Any]) -> None:
         self._look()

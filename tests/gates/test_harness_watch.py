@@ -119,6 +119,7 @@ def test_the_record_guard_sees_a_shadowed_inherited_method_and_a_swapped_code_ob
 def test_a_dispatch_mode_or_key_left_on_after_the_candidates_code_is_named() -> None:
     """A mode left on torch's stack sees the harness's every later op, its reads of an
     output included: an unwritten output could be computed there, off the clock."""
+    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from gates.harness_watch import DISPATCH_LABEL
@@ -141,6 +142,14 @@ def test_a_dispatch_mode_or_key_left_on_after_the_candidates_code_is_named() -> 
     finally:
         while torch._C._len_torch_dispatch_stack():
             torch._C._pop_torch_dispatch_stack(None)
+    torch._C._push_on_torch_function_stack(TorchFunctionMode())  # the other stack alike
+    try:
+        assert watch.tampered() == [DISPATCH_LABEL]
+        watch.restore()
+        assert torch._C._len_torch_function_stack() == 0 and watch.tampered() == []
+    finally:
+        while torch._C._len_torch_function_stack():
+            torch._C._pop_torch_function_stack()
     mode = torch.inference_mode()  # a key set left changed: named, not undone
     mode.__enter__()
     try:
