@@ -104,6 +104,7 @@ async def run_supervised(
                         await proc.wait()
                         raise ApplicationError(
                             f"{target} did not finish within {timeout_s:.0f} s; child killed",
+                            held(),
                             type="ChildTimeout",
                         )
             except asyncio.CancelledError:
@@ -120,15 +121,17 @@ async def run_supervised(
                     await asyncio.wait_for(proc.wait(), 5)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(reader, 5)
+        # every attempt held the GPU: a retry after a killed worker charges both (the lost
+        # one up to its last heartbeat, so at most one heartbeat interval is missed); the
+        # time its child waited for the GPU's lease held none (``--gpu-slots``)
+        spent = max(0.0, held() - _lease_wait(out_path))
         result = _exit_stage(
-            _collect(target, proc.returncode, out_path, state, result_type), out_path, exited
+            _collect(target, proc.returncode, out_path, state, result_type, spent),
+            out_path,
+            exited,
         )
         if "device_seconds" in type(result).model_fields:
-            # every attempt held the GPU: a retry after a killed worker charges both (the lost
-            # one up to its last heartbeat, so at most one heartbeat interval is missed); the
-            # time its child waited for the GPU's lease held none (``--gpu-slots``)
-            waited = _lease_wait(out_path)
-            result = result.model_copy(update={"device_seconds": max(0.0, held() - waited)})
+            result = result.model_copy(update={"device_seconds": spent})
         return result
 
 
@@ -199,12 +202,17 @@ def _collect(
     out_path: Path,
     state: dict[str, object],
     result_type: type[M],
+    held_s: float,
 ) -> M:
+    """The child's result, or its failure as an ``ApplicationError`` whose first detail is
+    the GPU time the attempt held (``held_s``): a failed step is charged its run time, not
+    the time it waited in the queue or for the lease (``workflows.machine_loss``)."""
     tail = "\n".join(state["tail"][-25:])  # type: ignore[index]
     if not out_path.is_file():
         how = f"signal {-returncode}" if returncode and returncode < 0 else f"exit {returncode}"
         raise ApplicationError(
             f"{target} child died ({how}) before reporting a result\n{tail}",
+            held_s,
             type="ChildCrashed",
         )
     payload = json.loads(out_path.read_text())
@@ -212,6 +220,7 @@ def _collect(
         return result_type.model_validate(payload["result"])
     raise ApplicationError(
         f"{payload.get('error_type')}: {payload.get('message')}\n{payload.get('traceback', '')}",
+        held_s,
         type=payload.get("error_type") or "ChildError",
         non_retryable=bool(payload.get("deterministic")),
     )

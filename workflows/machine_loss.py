@@ -25,6 +25,9 @@ LOSS_PATCH = "steps-ride-out-machine-losses"
 # GPU time of lost issues and of the built-in proposer's GPU step is charged; histories
 # from before replay without the charge they did not make
 CHARGE_PATCH = "charge-lost-and-proposer-gpu-time"
+# a failed GPU step is charged the run time it reported, not its wall time since it was
+# scheduled; histories from before replay with the charge they made
+FAILED_RUN_PATCH = "charge-failed-step-run-time"
 # losses one step may ride out beyond its own attempts: a step runs minutes and machines are
 # lost every few hours, so more than a dozen in a row is a step that takes its worker down
 # with it (a poison step), which must end rather than kill workers forever
@@ -39,18 +42,36 @@ def lost_with_machine(exc: ActivityError) -> bool:
     return isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
 
 
-def lost_seconds(exc: ActivityError) -> float:
-    """The GPU time a lost issue's attempts held, as its last attempt reported it (0: none)."""
+def reported_seconds(exc: ActivityError) -> float | None:
+    """The GPU time a step's attempts held, as its last attempt reported it: the first
+    detail of its failure (``activities.supervise``, ``activities.heartbeat``) or its last
+    heartbeat's; None where it said nothing (an older worker, no heartbeat yet)."""
     cause = exc.cause
     if isinstance(cause, ApplicationError):
         details, index = cause.details, 0
     elif isinstance(cause, TimeoutError):
         details, index = cause.last_heartbeat_details, 1  # (detail, held)
     else:
-        return 0.0
+        return None
     if len(details) > index and isinstance(details[index], int | float):
         return max(0.0, float(details[index]))
-    return 0.0
+    return None
+
+
+def lost_seconds(exc: ActivityError) -> float:
+    """The GPU time a lost issue's attempts held, as its last attempt reported it (0: none)."""
+    return reported_seconds(exc) or 0.0
+
+
+def failed_run_seconds(exc: ActivityError) -> float | None:
+    """What a GPU step that failed is charged: the run time its attempts reported, not the
+    wall time since it was scheduled, which includes its wait in the queue and for the
+    GPU's lease.  None where it reported none, or in a history from before: the caller's
+    older rule applies."""
+    held = reported_seconds(exc)
+    if held is None or not workflow.patched(FAILED_RUN_PATCH):
+        return None
+    return held
 
 
 async def riding_out_losses(

@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
 
     from . import activity_options as opts
     from .export_campaign import start_export
-    from .machine_loss import riding_out_losses
+    from .machine_loss import failed_run_seconds, riding_out_losses
 
 FALLBACK_REASON_PATCH = "fallback-names-model-gate"
 # A target's best winner that fails the model gates is followed by its runners-up.
@@ -920,6 +920,7 @@ class OptimizeModel:
         self._progress.waiting_on = queue
         started = workflow.now()
         charged = False
+        failure: ActivityError | None = None
         lost: list[float] = []  # GPU time of issues lost with their machines
         try:
             result = await riding_out_losses(
@@ -935,6 +936,7 @@ class OptimizeModel:
                 charged = True
             return result
         except ActivityError as exc:
+            failure = exc
             cause = exc.cause
             if isinstance(cause, CancelledError):
                 # a step given up by a stop (``_compile``) is charged no GPU time: mostly
@@ -949,7 +951,10 @@ class OptimizeModel:
         finally:
             self._progress.waiting_on = None
             if queue == self._input.options.gpu_queue and not charged:
-                self._state.used.gpu_seconds += (workflow.now() - started).total_seconds()
+                held = failed_run_seconds(failure) if failure is not None else None
+                self._state.used.gpu_seconds += (
+                    (workflow.now() - started).total_seconds() if held is None else held + sum(lost)
+                )
             self._sync_progress()
 
 

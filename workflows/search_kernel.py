@@ -93,7 +93,7 @@ with workflow.unsafe.imports_passed_through():
     from . import activity_options as opts
     from . import search_log
     from .deferred_llm import DeferredLLM
-    from .machine_loss import CHARGE_PATCH, riding_out_losses
+    from .machine_loss import CHARGE_PATCH, failed_run_seconds, riding_out_losses
     from .screen_policy import select_for_cascade
     from .search_policy import (
         ROOT_ID,
@@ -362,21 +362,28 @@ class SearchKernel:
     ) -> Any:
         """``activity`` on the GPU queue, under the campaign's GPU heartbeat timeout.
 
-        Issues lost with their machines are charged here once the step succeeds; a step
-        that fails is charged its wall time by the caller, losses included.
+        Issues lost with their machines are charged here once the step succeeds. A step
+        that fails is charged here the run time it reported, losses included; one that
+        reported none (a history from before) is charged by the caller's older rule.
         """
         lost: list[float] = []
-        result = await riding_out_losses(
-            activity,
-            lambda: workflow.execute_activity(
+        try:
+            result = await riding_out_losses(
                 activity,
-                inp,
-                result_type=result_type,
-                task_queue=self.inp.gpu_queue,
-                **options.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
-            ),
-            on_loss=lost.append,
-        )
+                lambda: workflow.execute_activity(
+                    activity,
+                    inp,
+                    result_type=result_type,
+                    task_queue=self.inp.gpu_queue,
+                    **options.with_heartbeat(self.inp.gpu_heartbeat_s).kwargs(),
+                ),
+                on_loss=lost.append,
+            )
+        except ActivityError as exc:
+            held = failed_run_seconds(exc)
+            if held is not None:
+                self.state.gpu_seconds += held + sum(lost)
+            raise
         self.state.gpu_seconds += sum(lost)
         return result
 
@@ -798,6 +805,8 @@ class SearchKernel:
                 on_loss=lost.append,
             )
         except ActivityError as exc:
+            if queue == self.inp.gpu_queue:
+                self.state.gpu_seconds += (failed_run_seconds(exc) or 0.0) + sum(lost)
             workflow.logger.warning("built-in proposer failed on %s: %s", node.id, _cause(exc))
             return []
         # its whole-model compiles hold the GPU worker (None: the CPU queue's proposer)
@@ -884,7 +893,8 @@ class SearchKernel:
         try:
             result = await self._on_gpu(names.SCREEN, inp, ScreenResult, opts.GATE_CANDIDATE)
         except ActivityError as exc:
-            self.state.gpu_seconds += self._held(started)
+            if failed_run_seconds(exc) is None:  # else ``_on_gpu`` charged its run time
+                self.state.gpu_seconds += self._held(started)
             workflow.logger.warning("screening failed, gating every candidate: %s", _cause(exc))
             return None
         self.state.gpu_seconds += self._held(started, result.device_seconds)
@@ -957,7 +967,8 @@ class SearchKernel:
                 names.GATE_CANDIDATE, inp, CandidateGateResult, opts.GATE_CANDIDATE
             )
         except ActivityError as exc:
-            self.state.gpu_seconds += self._held(started)
+            if failed_run_seconds(exc) is None:  # else ``_on_gpu`` charged its run time
+                self.state.gpu_seconds += self._held(started)
             return None, f"gate_candidate failed: {_cause(exc)}"[:500]
         held = result.device_seconds  # the activity's own run time (None: older history)
         if held is not None and workflow.patched(CHARGE_HELD_PATCH):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.supervise import run_supervised
 from tests.support.lost_attempts import cut_by_shutdown, retry_environment
@@ -25,6 +26,22 @@ async def test_the_wrapper_sets_device_seconds_over_the_childs_claim(
     )
     assert out.napped == 0.6
     assert out.device_seconds is not None and out.device_seconds >= 0.6
+
+
+async def test_a_failed_child_says_how_long_it_held_the_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed step is charged its run time (``workflows.machine_loss``): its failure says it."""
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    with pytest.raises(ApplicationError) as failed:
+        await run_supervised(
+            "tests.support.timed_probe:nap_then_fail",
+            NapIn(seconds=0.6),
+            NapOut,
+            env={"PYTHONPATH": str(ROOT)},
+        )
+    assert failed.value.type == "RuntimeError" and "failed after 0.6 s" in failed.value.message
+    assert 0.6 <= failed.value.details[0] < 60.0
 
 
 def _supervised_nap(seconds: float) -> Callable[[], Awaitable[NapOut]]:

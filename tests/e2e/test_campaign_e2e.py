@@ -189,9 +189,17 @@ async def test_a_forward_inductor_cannot_compile_ends_in_an_outcome_that_says_so
         "CaptureError: the forward does not compile as one graph: BackendCompilerFailed: "
         "backend='inductor' raised: RuntimeError: Not all inputs to pattern found"
     )
-    with running_workers(temporal_settings, KERNELOPT_DOUBLES_COMPILE_ERROR=error) as workers:
+    with running_workers(
+        temporal_settings,
+        KERNELOPT_DOUBLES_COMPILE_ERROR=error,
+        KERNELOPT_DOUBLES_SLOW="compile=1.5",
+        KERNELOPT_DOUBLES_COMPILE_HELD_S="0.125",
+    ) as workers:
         outcome = await asyncio.wait_for(run_campaign(client, temporal_settings, workers), 120)
     assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
+    # charged the run time the failed step reported, not the 1.5 s and more it was away
+    # (on the H100, a compile that waited behind another slot's gates was charged its wait)
+    assert outcome.used.gpu_seconds == pytest.approx(0.125)
     assert "cannot compile this forward" in outcome.reason
     assert outcome.reason.endswith("RuntimeError: Not all inputs to pattern found")
     assert "Traceback" not in outcome.reason and outcome.wrapper is None

@@ -28,7 +28,9 @@ heartbeating and hang for KERNELOPT_DOUBLES_HANG_S seconds (default 3600) --
 a stuck activity that only a heartbeat timeout can notice.
 KERNELOPT_DOUBLES_COMPILE_ERROR ``Type: message`` makes "compile" fail as the real
 activity does when its child raises a deterministic error of that type (a forward
-Inductor cannot compile: ``CaptureError``).
+Inductor cannot compile: ``CaptureError``); its failure says it held the GPU for
+KERNELOPT_DOUBLES_COMPILE_HELD_S seconds (default: the double's own run time), as the
+real activity's says the run time it measured.
 """
 
 from __future__ import annotations
@@ -221,12 +223,15 @@ async def _remembered_proposal(memo: Path, inp: BuiltinProposeInput) -> BuiltinP
 
 @activity.defn(name=names.COMPILE)
 async def compile_double(inp: CompileInput) -> CompileResult:
+    started = time.monotonic()
     await _work(names.COMPILE, inp.problem.name)
     failure = os.environ.get("KERNELOPT_DOUBLES_COMPILE_ERROR")
     if failure:  # the form activities/supervise.py gives a child's deterministic error
         error_type = failure.partition(": ")[0]
         message = f"{failure}\nTraceback (most recent call last):\n  (the double's)"
-        raise ApplicationError(message, type=error_type, non_retryable=True)
+        held = os.environ.get("KERNELOPT_DOUBLES_COMPILE_HELD_S")
+        held_s = float(held) if held else time.monotonic() - started
+        raise ApplicationError(message, held_s, type=error_type, non_retryable=True)
     store = open_store()
     override = os.environ.get("KERNELOPT_DOUBLES_WRAPPER")
     wrapper_path = Path(override) if override else fixture_wrapper(inp.problem.path)

@@ -21,6 +21,12 @@ def nap(inp: NapIn, store: ArtifactStore) -> NapOut:
     return NapOut(napped=inp.seconds, device_seconds=0.0)
 
 
+def nap_then_fail(inp: NapIn, store: ArtifactStore) -> NapOut:
+    """A step that works a while and then fails, as a compile Inductor refuses does."""
+    time.sleep(inp.seconds)
+    raise RuntimeError(f"failed after {inp.seconds} s")
+
+
 class StagedOut(Frozen):
     stage_seconds: dict[str, float]
 

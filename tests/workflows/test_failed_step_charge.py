@@ -1,0 +1,68 @@
+"""A GPU step that fails is charged the run time it reported, not its wall time.
+
+The wall time since a step was scheduled includes its wait for a worker slot and for the
+GPU's lease; on the H100 a compile that waited behind another slot's gates was charged
+that wait. ``activities.supervise`` puts the attempt's run time first in the failure's
+details, and the workflows charge it (patch ``charge-failed-step-run-time``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+
+from kernelopt.contracts.search import ProposerConfig, SearchParams
+from kernelopt.contracts.verdicts import CandidateGateInput, CandidateGateResult
+from tests.workflows.test_search_kernel import Gpu, run_search, search_input
+from workflows.machine_loss import reported_seconds
+
+HELD_S = 0.3  # what each failed gate attempt says it held
+AWAY_S = 1.2  # how long each one kept the workflow waiting
+
+
+class FailingGates(Gpu):
+    """Every gate_candidate call works ``AWAY_S`` and fails, saying it held ``HELD_S``."""
+
+    async def gate(self, inp: CandidateGateInput) -> CandidateGateResult:
+        await asyncio.sleep(AWAY_S)
+        raise ApplicationError("gates child failed", HELD_S, type="ChildError", non_retryable=True)
+
+
+async def test_a_failed_gate_is_charged_the_run_time_it_reported(env, store):
+    gpu = FailingGates()
+    inp = search_input(
+        store,
+        f"failcharge-{uuid.uuid4().hex[:6]}",
+        params=SearchParams(iterations=1, plans=2, beam=1),
+        use_llm=False,
+        proposer=ProposerConfig(base_url="http://127.0.0.1:9/v1"),
+    )
+    result, _ = await run_search(env, inp, gpu)
+    assert gpu.gated and all(d.deciding_gate == "infrastructure" for d in result.decisions)
+    # the screening double's 0.01 s a round, and HELD_S a gate, never AWAY_S
+    expected = HELD_S * len(gpu.gated) + 0.01 * len(gpu.screened)
+    assert result.gpu_seconds == pytest.approx(expected)
+
+
+def _failure(cause: BaseException) -> ActivityError:
+    error = ActivityError(
+        "activity failed",
+        scheduled_event_id=1,
+        started_event_id=2,
+        identity="test",
+        activity_type="compile",
+        activity_id="1",
+        retry_state=RetryState.NON_RETRYABLE_FAILURE,
+    )
+    error.__cause__ = cause
+    return error
+
+
+def test_only_a_number_first_in_the_details_is_a_reported_run_time() -> None:
+    assert reported_seconds(_failure(ApplicationError("x", 2.5, type="ChildError"))) == 2.5
+    assert reported_seconds(_failure(ApplicationError("x", type="ChildError"))) is None
+    assert reported_seconds(_failure(ApplicationError("x", "text", type="ChildError"))) is None
+    assert reported_seconds(_failure(ApplicationError("x", -1.0, type="ChildError"))) == 0.0
