@@ -30,12 +30,15 @@ here each side has a child of its own and the parent alternates them:
    and ``done`` once every output is recorded; the parent notes when ``synced``
    arrives.  With ``record_credit`` (``GateSettings.turn_record_credit``, off
    until the H200 shows it steadier than whole windows) a side is charged its
-   window minus the smaller of its own record phase and the median record
-   phase of the baseline's turns so far (its own, for the baseline's first).  The records are the harness's, not the model's,
-   and would pull every ratio towards 1; only the baseline's (trusted code on
-   outputs of the reference's structure) sets what may be taken off, so a
-   candidate that says ``synced`` early, with work still to do, is charged all
-   of it beyond the baseline's record time;
+   window minus the smaller of its own record phase and R, the median record
+   phase of the baseline's turns in the session's other pairs: both turns of a
+   pair get the same R, which neither's own record moves (a median that held the
+   baseline's own record gave it more off than a candidate with the very same
+   records, ~0.3% of an identity's ratio on the H200).  The records are the
+   harness's, not the model's, and would pull every ratio towards 1; only the
+   baseline's (trusted code on outputs of the reference's structure) set what
+   may be taken off, so a candidate that says ``synced`` early, with work still
+   to do, is charged all of it beyond the baseline's record time;
 6. ``end``: each child answers (also timed, charged to its last turn: a forged
    early ``done`` moves work into a later turn of its own, never out of the
    timing), then saves its checked calls and its result, one at a time.
@@ -445,16 +448,27 @@ def _calibrate(session: _Session, host_batch_ms: float, timeout_s: float, most: 
 
 
 def _charged(turns: list[_Turn], credit: bool) -> list[int]:
-    """Each turn's record phase taken off, up to the baseline's median so far (step 5);
-    nothing without ``credit``."""
-    baseline: list[int] = []
-    taken: list[int] = []
+    """Each turn's record phase taken off, up to R, the median record phase of the baseline's
+    turns in the other pairs (step 5); nothing without ``credit``.
+
+    The i-th turn of each side makes pair i, and both turns of a pair face the same R,
+    which neither turn's own record phase sets: a side whose record is long by chance
+    gets no more off for it than the other side would.  One pair alone has no other
+    pairs: nothing comes off."""
     if not credit:
         return [0] * len(turns)
+    index = {"baseline": 0, "candidate": 0}
+    pair_of: list[int] = []
     for t in turns:
-        if t.side == "baseline":
-            baseline.append(t.record_ns)
-        allowance = median(baseline) if baseline else 0
+        pair_of.append(index[t.side])
+        index[t.side] += 1
+    baseline = [
+        (p, t.record_ns) for p, t in zip(pair_of, turns, strict=True) if t.side == "baseline"
+    ]
+    taken: list[int] = []
+    for p, t in zip(pair_of, turns, strict=True):
+        others = [ns for q, ns in baseline if q != p]
+        allowance = median(others) if others else 0
         taken.append(int(min(t.record_ns, allowance)))
     return taken
 

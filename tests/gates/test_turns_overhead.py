@@ -10,6 +10,7 @@ charged for that work; an honest identical pair still reads about 1.
 
 from __future__ import annotations
 
+import random
 import statistics
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from gates.cascade import round_setup
 from gates.perf import RoundSetup
 from gates.protocol import ModelSource
 from gates.timers import calls_for
-from gates.turns import TURN_MS, TurnRound
+from gates.turns import TURN_MS, TurnRound, _charged, _Turn
 from tests.support.turn_sessions import (
     PROBLEM,
     PROBLEMS,
@@ -195,3 +196,50 @@ def test_a_turn_holds_no_more_outputs_than_its_bound(
     for side in ("baseline", "candidate"):
         result = getattr(session, side)
         assert result is not None and result.host_calls_per_batch <= 5
+
+
+def _abba(records: list[tuple[float, float]]) -> list[_Turn]:
+    """Turns in ABBA order, pair i's (baseline, candidate) record phases in ms, 30 ms windows."""
+    turns: list[_Turn] = []
+    for i, (base, cand) in enumerate(records):
+        pair = [_Turn("baseline", 30_000_000, int(base * 1e6))]
+        pair.append(_Turn("candidate", 30_000_000, int(cand * 1e6)))
+        turns += pair if i % 2 == 0 else pair[::-1]
+    return turns
+
+
+def _credit(turns: list[_Turn], taken: list[int], side: str) -> int:
+    return sum(off for t, off in zip(turns, taken, strict=True) if t.side == side)
+
+
+def test_both_sides_with_the_same_record_phases_get_the_same_credit() -> None:
+    """The allowance comes from the baseline's turns in the other pairs: a baseline turn's own
+    record phase never raises what comes off it (a median over the baseline's turns so far,
+    its own among them, gave the baseline 1 ms more here, and an identity ~0.3% on the H200)."""
+    turns = _abba([(4.0, 4.0), (6.0, 6.0)])  # B4 C4 | C6 B6: the same records on both sides
+    taken = _charged(turns, True)
+    assert _credit(turns, taken, "baseline") == _credit(turns, taken, "candidate")
+    # pair i's two turns face one allowance, the other pairs' baseline median
+    assert taken == [4_000_000, 4_000_000, 4_000_000, 4_000_000]
+
+
+def test_record_phases_alike_on_both_sides_come_off_alike_on_average() -> None:
+    """Record phases drawn alike for both sides (lognormal, 12 ABBA pairs, many sessions):
+    the credit each side gets differs by noise only, not by a bias towards the baseline."""
+    rng = random.Random(7)
+    gaps = []
+    for _ in range(400):
+        records = [
+            (rng.lognormvariate(0, 0.3) * 5, rng.lognormvariate(0, 0.3) * 5) for _ in range(12)
+        ]
+        turns = _abba(records)
+        taken = _charged(turns, True)
+        gaps.append((_credit(turns, taken, "baseline") - _credit(turns, taken, "candidate")) / 60e6)
+    # the rule with the baseline's own record in its median: about +0.05 of a record phase
+    assert abs(statistics.mean(gaps)) < 0.01, statistics.mean(gaps)
+
+
+def test_a_lone_pair_gets_no_credit() -> None:
+    """One pair has no other pairs to set the allowance: both windows are charged whole."""
+    turns = _abba([(4.0, 3.0)])
+    assert _charged(turns, True) == [0, 0]
