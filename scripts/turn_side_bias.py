@@ -1,0 +1,90 @@
+"""Where the identity's turn-session bias comes from: per side, what each turn is charged.
+
+Runs ``--sessions`` real turn sessions (``gates.turns``) of a problem against a
+candidate, by default the identity (``ModelNew = Model``), or with ``--aa`` the
+trusted reference in both children, and prints per side, medians over all turns:
+the whole window per call, the record phase, the probe wait charged to the turn
+(the baseline child's idle probe that follows it), the rest (window minus record
+minus probe: the calls and the switch into the turn), and the child's own ms per
+call (its clock, from after its first sync: no switch in it).  A side that pays
+the switches between processes shows it in the probe and in the rest but not in
+its own ms per call.
+
+    python scripts/turn_side_bias.py tests/problems/identity/channels_last_input.py \
+        --device cuda --sessions 6 --pairs 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics as st
+import tempfile
+from pathlib import Path
+
+from gates.cascade import round_setup
+from gates.protocol import ModelSource, TimingResult
+from gates.reference import prepare_reference
+from gates.turns import run_turn_round
+from kernelopt.contracts.verdicts import GateSettings
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("problem", type=Path)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--sessions", type=int, default=6)
+    ap.add_argument("--pairs", type=int, default=12)
+    ap.add_argument("--aa", action="store_true", help="the reference in both children")
+    args = ap.parse_args()
+    args.problem = args.problem.resolve()
+    settings = GateSettings(device=args.device, turn_pairs=args.pairs)
+    if args.device == "cpu":
+        settings = settings.model_copy(update={"baseline_mode": "eager", "timing_timeout_s": 120.0})
+    root = Path(tempfile.mkdtemp(prefix="turn-bias-"))
+    setup = round_setup(prepare_reference(args.problem, settings, root / "ref"), settings)
+    base = ModelSource(kind=settings.baseline_mode, problem_path=str(args.problem))
+    if args.aa:
+        cand = base
+    else:
+        path = root / "candidate.py"
+        path.write_text(args.problem.read_text() + "\nModelNew = Model\n")
+        cand = ModelSource(
+            kind="candidate", problem_path=str(args.problem), candidate_path=str(path)
+        )
+    rows: dict[str, dict[str, list[float]]] = {
+        s: {"window": [], "record": [], "probe": [], "rest": [], "own": []}
+        for s in ("baseline", "candidate")
+    }
+    medians = []
+    for i in range(args.sessions):
+        r = run_turn_round(
+            setup.turn_job(base, "baseline"),
+            setup.turn_job(cand, "candidate"),
+            root / f"s{i}",
+            pairs=args.pairs,
+            timeout_s=settings.timing_timeout_s,
+            device=args.device,
+            record_credit=settings.turn_record_credit,
+        )
+        if r.failure is not None:
+            raise SystemExit(f"session {i}: {r.failure[0]} {r.failure[1].describe()}")
+        medians.append(st.median(r.ratios))
+        for k, (side, window) in enumerate(r.windows_ms):
+            probe = r.probe_waits_ms[k + 1]  # the probe after turn k, charged to it
+            got = rows[side]
+            got["window"].append(window / r.calls * 1e3)
+            got["record"].append(r.records_ms[k] / r.calls * 1e3)
+            got["probe"].append(probe / r.calls * 1e3)
+            got["rest"].append((window - r.records_ms[k] - probe) / r.calls * 1e3)
+        for side in ("baseline", "candidate"):
+            res = TimingResult.model_validate(r.outcomes[side].result)
+            rows[side]["own"] += [ms * 1e3 for ms in res.turn_ms]
+        print(f"session {i}: calls/turn {r.calls}, median pair ratio {medians[-1]:.4f}", flush=True)
+    print("us per call (medians)   window   record    probe     rest  own(child)")
+    for side, got in rows.items():
+        print(f"{side:>10}", *(f"{st.median(v):8.3f}" for v in got.values()))
+    print(f"median of session medians {st.median(medians):.4f}")
+
+
+if __name__ == "__main__":
+    main()
