@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelopt.proposer.templates.k_tiles import ko_row_tile
+from kernelopt.proposer.templates.k_tiles import ko_row_chunk, ko_row_tile
 
 
 @triton.jit
@@ -32,9 +32,7 @@ def _ko_arg_rows(
     best = tl.zeros([ROWS, BLOCK], tl.float32)
     idx = tl.full([ROWS, BLOCK], big, tl.int32)
     for start in range(0, n_cols, BLOCK):
-        c = start + cols
-        mask = row_ok & (c < n_cols)
-        x = tl.load(x_row + c, mask=mask, other=0.0).to(tl.float32)
+        c, mask, x = ko_row_chunk(x_row, row_ok, cols, start, n_cols, 0.0)
         if IS_MIN:
             better = x < best
         else:

@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelopt.proposer.templates.k_tiles import ko_row_tile
+from kernelopt.proposer.templates.k_tiles import ko_row_chunk, ko_row_tile
 
 
 @triton.jit
@@ -36,8 +36,7 @@ def _ko_norm_rows(
     x_row = x_ptr + row_at
     y_row = y_ptr + row_at
     if SINGLE:
-        mask = row_ok & (cols < n_cols)
-        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        _, mask, x = ko_row_chunk(x_row, row_ok, cols, 0, n_cols, 0.0)
         if RMS:
             mean = 0.0
             var = tl.sum(x * x, axis=1)[:, None] / n_cols
@@ -53,9 +52,7 @@ def _ko_norm_rows(
         acc = tl.zeros([ROWS, BLOCK], tl.float32)
         acc2 = tl.zeros([ROWS, BLOCK], tl.float32)
         for start in range(0, n_cols, BLOCK):
-            c = start + cols
-            mask = row_ok & (c < n_cols)
-            x = tl.load(x_row + c, mask=mask, other=0.0).to(tl.float32)
+            _, mask, x = ko_row_chunk(x_row, row_ok, cols, start, n_cols, 0.0)
             d = tl.where(mask, x - shift, 0.0)
             acc += d
             acc2 += d * d

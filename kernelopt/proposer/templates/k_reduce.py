@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelopt.proposer.templates.k_tiles import ko_axis_tile, ko_row_tile
+from kernelopt.proposer.templates.k_tiles import ko_axis_tile, ko_row_chunk, ko_row_tile
 
 
 @triton.jit
@@ -65,9 +65,7 @@ def _ko_reduce_last(
     hi = tl.minimum(lo + chunk, n_cols)
     acc = tl.full([ROWS, BLOCK], NEUTRAL, tl.float32)
     for start in range(0, chunk, BLOCK):
-        c = lo + start + cols
-        mask = row_ok & (c < hi)
-        x = tl.load(x_row + c, mask=mask, other=NEUTRAL).to(tl.float32)
+        _, _, x = ko_row_chunk(x_row, row_ok, cols, lo + start, hi, NEUTRAL)
         acc = _ko_combine(acc, x, OP)
     out = _ko_finish(acc, 1, OP) * scale
     rows_1d = tl.program_id(0) * ROWS + tl.arange(0, ROWS)

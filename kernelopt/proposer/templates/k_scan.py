@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelopt.proposer.templates.k_tiles import ko_axis_tile, ko_row_tile
+from kernelopt.proposer.templates.k_tiles import ko_axis_tile, ko_row_chunk, ko_row_tile
 
 
 @triton.jit
@@ -65,9 +65,7 @@ def _ko_scan_last(
     row_ok, cols, base = ko_row_tile(n_rows, n_cols, ROWS, BLOCK)
     carry = tl.full([ROWS, 1], NEUTRAL, tl.float32)
     for start in range(0, n_cols, BLOCK):
-        c = start + cols
-        mask = row_ok & (c < n_cols)
-        x = tl.load(x_ptr + base + c, mask=mask, other=NEUTRAL).to(tl.float32)
+        c, mask, x = ko_row_chunk(x_ptr + base, row_ok, cols, start, n_cols, NEUTRAL)
         s = _ko_carry_in(carry, _ko_scan(x, 1, OP), OP)
         tl.store(y_ptr + base + c, s.to(y_ptr.dtype.element_ty), mask=mask)
         # the last lane holds the prefix so far (exact: the other lanes add zeros)

@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelopt.proposer.templates.k_tiles import ko_row_tile
+from kernelopt.proposer.templates.k_tiles import ko_row_chunk, ko_row_tile
 
 
 @triton.jit
@@ -31,8 +31,7 @@ def _ko_softmax_kernel(
     x_row = x_ptr + row_at
     y_row = y_ptr + row_at
     if SINGLE:
-        mask = row_ok & (cols < n_cols)
-        x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        _, mask, x = ko_row_chunk(x_row, row_ok, cols, 0, n_cols, float("-inf"))
         m = tl.max(x, axis=1)[:, None]
         e = tl.where(mask, tl.exp(x - m), 0.0)
         s = tl.sum(e, axis=1)[:, None]
@@ -45,9 +44,7 @@ def _ko_softmax_kernel(
         m_lane = tl.full([ROWS, BLOCK], float("-inf"), tl.float32)
         s_lane = tl.zeros([ROWS, BLOCK], tl.float32)
         for start in range(0, n_cols, BLOCK):
-            c = start + cols
-            mask = row_ok & (c < n_cols)
-            x = tl.load(x_row + c, mask=mask, other=float("-inf")).to(tl.float32)
+            _, mask, x = ko_row_chunk(x_row, row_ok, cols, start, n_cols, float("-inf"))
             m_new = tl.maximum(m_lane, x)
             live = m_new != float("-inf")  # a lane that saw only -inf keeps a zero sum
             alpha = tl.where(live, tl.exp(m_lane - m_new), 0.0)
@@ -62,9 +59,7 @@ def _ko_softmax_kernel(
         else:
             inv = 1.0 / s
         for start in range(0, n_cols, BLOCK):
-            c = start + cols
-            mask = row_ok & (c < n_cols)
-            x = tl.load(x_row + c, mask=mask, other=0.0).to(tl.float32)
+            c, mask, x = ko_row_chunk(x_row, row_ok, cols, start, n_cols, 0.0)
             if LOG:
                 y = x - shift
             else:
