@@ -15,14 +15,21 @@ from kernelopt.proposer.rewrites.graph import RewriteError
 HEAD = "import torch\nimport torch.nn as nn\n"
 
 
-def _problem(forward: str, inputs: str, init: str = "") -> str:
-    """A problem file: ``Model`` with ``init`` (lines after super().__init__()) and a
-    ``forward(self, x)`` of ``forward`` (lines), and ``get_inputs`` returning ``inputs``."""
+def _problem(
+    forward: str, inputs: str, init: str = "", params: str = "x", imports: str = ""
+) -> str:
+    """A problem file, so each test writes only what its rule looks at: ``Model`` with
+    ``init`` (lines after super().__init__()) and a ``forward(self, <params>)`` of
+    ``forward`` (lines), and ``get_inputs`` returning ``inputs``; ``imports`` follow HEAD."""
     ctor = f"    def __init__(self):\n        super().__init__()\n{init}" if init else ""
-    return HEAD + (
-        f"class Model(nn.Module):\n{ctor}    def forward(self, x):\n{forward}"
-        f"def get_inputs():\n    return {inputs}\n"
-        "def get_init_inputs():\n    return []\n"
+    return (
+        HEAD
+        + imports
+        + (
+            f"class Model(nn.Module):\n{ctor}    def forward(self, {params}):\n{forward}"
+            f"def get_inputs():\n    return {inputs}\n"
+            "def get_init_inputs():\n    return []\n"
+        )
     )
 
 
@@ -41,27 +48,26 @@ def _check(source: str, label: str, rtol: float = 1e-5) -> str:
     return text
 
 
+def _checked_model_new(source: str, label: str) -> str:
+    """``ModelNew``'s text once ``_check`` passed: what a rule changed is asserted there, since
+    the candidate keeps ``Model`` as written."""
+    return _check(source, label).split("class ModelNew")[1]
+
+
 def test_diag_products_become_broadcast_multiplies():
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def forward(self, a, b, c):\n"
-        "        return torch.diag(a) @ b + c @ torch.diag(a)\n"
-        "def get_inputs():\n    return [torch.randn(5), torch.randn(5, 7), torch.randn(3, 5)[:, :5].repeat(1, 1)[:5]]\n"
-        "def get_init_inputs():\n    return []\n"
-    ).replace("torch.randn(3, 5)[:, :5].repeat(1, 1)[:5]", "torch.randn(5, 5)").replace(
-        "torch.randn(5, 7)", "torch.randn(5, 5)"
+    src = _problem(
+        "        return torch.diag(a) @ b + c @ torch.diag(a)\n",
+        "[torch.randn(5), torch.randn(5, 5), torch.randn(5, 5)]",
+        params="a, b, c",
     )
-    text = _check(src, "rewrite:diag-broadcast")
-    assert "torch.diag" not in text.split("class ModelNew")[1]
+    assert "torch.diag" not in _checked_model_new(src, "rewrite:diag-broadcast")
 
 
 def test_batched_diag_embed_and_refusing_diag_of_a_matrix():
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def forward(self, d, x):\n"
-        "        return torch.matmul(torch.diag_embed(d), x)\n"
-        "def get_inputs():\n    return [torch.randn(3, 6), torch.randn(3, 6, 4)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        "        return torch.matmul(torch.diag_embed(d), x)\n",
+        "[torch.randn(3, 6), torch.randn(3, 6, 4)]",
+        params="d, x",
     )
     _check(src, "rewrite:diag-broadcast")
     extract = src.replace("torch.diag_embed(d)", "torch.diag(x)").replace(
@@ -71,13 +77,11 @@ def test_batched_diag_embed_and_refusing_diag_of_a_matrix():
 
 
 def test_index_is_pushed_before_the_linear_only_when_it_spares_features():
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n        self.head = nn.Linear(8, 3)\n"
-        "    def forward(self, h):\n"
-        "        return self.head(h)[:, -1]\n"
-        "def get_inputs():\n    return [torch.randn(2, 5, 8)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        "        return self.head(h)[:, -1]\n",
+        "[torch.randn(2, 5, 8)]",
+        init="        self.head = nn.Linear(8, 3)\n",
+        params="h",
     )
     text = _check(src, "rewrite:slice-before-linear")
     assert re.search(r"getitem\w* = h\[", text)
@@ -86,17 +90,13 @@ def test_index_is_pushed_before_the_linear_only_when_it_spares_features():
 
 
 def test_dead_computation_is_removed_and_all_rules_combine():
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
-        "    def forward(self, x, v):\n"
-        "        unused = torch.exp(x) * 3\n"
-        "        return self.fc(torch.diag(v) @ x)[-1]\n"
-        "def get_inputs():\n    return [torch.randn(4, 4), torch.randn(4)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        "        unused = torch.exp(x) * 3\n        return self.fc(torch.diag(v) @ x)[-1]\n",
+        "[torch.randn(4, 4), torch.randn(4)]",
+        init="        self.fc = nn.Linear(4, 4)\n",
+        params="x, v",
     )
-    text = _check(src, "rewrite:dead-code")
-    assert "exp" not in text.split("class ModelNew")[1]
+    assert "exp" not in _checked_model_new(src, "rewrite:dead-code")
     _check(src, "rewrite:all")
 
 
@@ -155,8 +155,7 @@ def test_dead_code_removes_a_layer_whose_buffers_it_only_reads():
         "[torch.randn(5, 4)]",
         init="        self.bn = nn.BatchNorm1d(4).eval()\n        self.fc = nn.Linear(4, 4)\n",
     )
-    text = _check(src, "rewrite:dead-code")
-    assert "self.bn" not in text.split("class ModelNew")[1]
+    assert "self.bn" not in _checked_model_new(src, "rewrite:dead-code")
 
 
 def test_a_forward_with_type_annotations_is_rewritten():
@@ -175,12 +174,9 @@ def test_a_forward_with_type_annotations_is_rewritten():
 def test_untraceable_models_raise_a_typed_error():
     from kernelopt.proposer.rewrites.graph import RewriteError
 
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def forward(self, x):\n"
-        "        if float(x.sum()) > 0:\n            x = x + 1\n        return x\n"
-        "def get_inputs():\n    return [torch.randn(3)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        "        if float(x.sum()) > 0:\n            x = x + 1\n        return x\n",
+        "[torch.randn(3)]",
     )
     with pytest.raises(RewriteError, match="nor at its input shapes"):  # a value decides
         rewrite_sources(src)
@@ -233,15 +229,12 @@ def test_triangular_products_are_blocked_and_masked_products_skip_dropped_blocks
     from kernelopt.proposer.rewrites import helpers
 
     monkeypatch.setattr(helpers, "TRIANGULAR_LEAF", 2)  # so the small check runs the blocks
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def forward(self, a, b):\n"
-        "        return torch.matmul(torch.tril(a), torch.tril(b)) + torch.triu(a @ b.t())\n"
-        "def get_inputs():\n    return [torch.randn(2, 11, 11), torch.randn(11, 11)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        "        return torch.matmul(torch.tril(a), torch.tril(b)) + torch.triu(a @ b.t())\n",
+        "[torch.randn(2, 11, 11), torch.randn(11, 11)]",
+        params="a, b",
     )
-    text = _check(src, "rewrite:triangular-product")
-    forward = text.split("class ModelNew")[1]
+    forward = _checked_model_new(src, "rewrite:triangular-product")
     assert "_ko_triangular_product(tril, tril_1, True, 2)" in forward
     assert "_ko_masked_product(" in forward and "torch.triu" not in forward
     one_side = {
@@ -252,7 +245,7 @@ def test_triangular_products_are_blocked_and_masked_products_skip_dropped_blocks
     for operands, call in one_side.items():
         other = src.replace("torch.tril(a), torch.tril(b)", operands)
         other = other.replace("torch.triu(a @ b.t())", "a")
-        assert call in _check(other, "rewrite:triangular-product").split("class ModelNew")[1]
+        assert call in _checked_model_new(other, "rewrite:triangular-product")
     neither = src.replace("torch.tril(a), torch.tril(b)", "torch.tril(a, 1), torch.triu(b, -1)")
     assert "rewrite:triangular-product" not in rewrite_sources(neither.replace("@ b.t()", "* b"))
 
@@ -275,8 +268,7 @@ _REDUCED = HEAD + (
 
 
 def test_sums_and_means_move_before_the_linear_maps_they_reduce():
-    text = _check(_REDUCED, "rewrite:reduce-before-linear")
-    forward = text.split("class ModelNew")[1]
+    forward = _checked_model_new(_REDUCED, "rewrite:reduce-before-linear")
     assert "fc = self.fc(" not in forward and "matmul = x @ self_w" not in forward
     _, done = rewrite_sources(_REDUCED)["rewrite:reduce-before-linear"]
     # the final .sum() of each branch reduces a sum or mean, not a linear map: untouched
@@ -326,21 +318,16 @@ def test_a_rule_that_fails_leaves_the_others_their_candidates(monkeypatch: pytes
 
 
 def test_a_product_chain_is_reordered_only_where_the_shapes_make_it_far_cheaper():
-    src = HEAD + (
-        "class Model(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n"
-        "        self.w1 = nn.Parameter(torch.randn(48, 48))\n"
-        "        self.w2 = nn.Parameter(torch.randn(48, 40))\n"
-        "    def forward(self, a, b, v, x):\n"
+    src = _problem(
         "        y = (a @ b) @ v\n"  # matrix times matrix, then a vector: do b @ v first
         "        z = x @ torch.matmul(self.w1, self.w2)\n"  # thin x: take it through w1 first
-        "        return y.sum() + z.sum() + (a @ a) @ a\n"  # squares alike: stays
-        "def get_inputs():\n"
-        "    return [torch.randn(2, 30, 30), torch.randn(30, 50), torch.randn(50), torch.randn(3, 48)]\n"
-        "def get_init_inputs():\n    return []\n"
+        "        return y.sum() + z.sum() + (a @ a) @ a\n",  # squares alike: stays
+        "[torch.randn(2, 30, 30), torch.randn(30, 50), torch.randn(50), torch.randn(3, 48)]",
+        init="        self.w1 = nn.Parameter(torch.randn(48, 48))\n"
+        "        self.w2 = nn.Parameter(torch.randn(48, 40))\n",
+        params="a, b, v, x",
     )
-    text = _check(src, "rewrite:reassociate-products")
-    forward = text.split("class ModelNew")[1]
+    forward = _checked_model_new(src, "rewrite:reassociate-products")
     assert re.search(r"(\w+) = b @ v;.*\n\s*\w+ = a @ \1;", forward)
     assert re.search(r"(\w+) = x @ w1;.*\n\s*\w+ = \1 @ w2;", forward)
     assert re.search(r"(\w+) = a @ a\n\s*\w+ = \1 @ a;", forward)  # alike squares: as written
@@ -365,8 +352,7 @@ SHAPES_AS_INTS = HEAD + (
 
 def test_a_forward_that_uses_shapes_as_ints_is_traced_at_its_input_shapes():
     """FX cannot slice by, or loop over, a traced size; the meta tracer knows the sizes."""
-    text = _check(SHAPES_AS_INTS, "rewrite:dead-code")
-    assert "exp" not in text.split("class ModelNew")[1]
+    assert "exp" not in _checked_model_new(SHAPES_AS_INTS, "rewrite:dead-code")
 
 
 def test_a_forward_whose_graph_depends_on_its_input_shapes_gets_no_rewrite():
