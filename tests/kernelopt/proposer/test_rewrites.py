@@ -13,6 +13,7 @@ from kernelopt.proposer.rewrites.family import rewrite_sources
 from kernelopt.proposer.rewrites.graph import RewriteError
 
 HEAD = "import torch\nimport torch.nn as nn\n"
+F_IMPORT = "import torch.nn.functional as F\n"
 
 
 def _problem(
@@ -119,18 +120,12 @@ def test_dead_computation_is_removed_and_all_rules_combine():
     ],
 )
 def test_dead_code_keeps_what_has_an_effect_besides_its_result(effect: str):
-    src = (
-        HEAD + "import torch.nn.functional as F\n"
-        "class Model(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n"
-        "        self.act = nn.ReLU(inplace=True)\n        self.bn = nn.BatchNorm1d(4)\n"
-        "        self.pool = nn.FractionalMaxPool2d(2, output_ratio=0.5)\n"
-        "    def forward(self, x):\n"
-        f"        {effect}\n"
-        "        unused = x * 3\n"
-        "        return x + torch.randn_like(x)\n"
-        "def get_inputs():\n    return [torch.randn(5, 4)]\n"
-        "def get_init_inputs():\n    return []\n"
+    src = _problem(
+        f"        {effect}\n        unused = x * 3\n        return x + torch.randn_like(x)\n",
+        "[torch.randn(5, 4)]",
+        init="        self.act = nn.ReLU(inplace=True)\n        self.bn = nn.BatchNorm1d(4)\n"
+        "        self.pool = nn.FractionalMaxPool2d(2, output_ratio=0.5)\n",
+        imports=F_IMPORT,
     )
     found = rewrite_sources(src)
     assert "rewrite:dead-code" in found, sorted(found)
@@ -250,20 +245,18 @@ def test_triangular_products_are_blocked_and_masked_products_skip_dropped_blocks
     assert "rewrite:triangular-product" not in rewrite_sources(neither.replace("@ b.t()", "* b"))
 
 
-_REDUCED = HEAD + (
-    "import torch.nn.functional as F\n"
-    "class Model(nn.Module):\n"
-    "    def __init__(self):\n        super().__init__()\n"
-    "        self.fc = nn.Linear(6, 5)\n"
-    "        self.w = nn.Parameter(torch.randn(6, 4))\n"
-    "    def forward(self, x):\n"
+def _reduced(forward: str) -> str:
+    """The reduce-before-linear tests' problem: a linear map and a weight, over ``[3, 7, 6]``."""
+    init = "        self.fc = nn.Linear(6, 5)\n        self.w = nn.Parameter(torch.randn(6, 4))\n"
+    return _problem(forward, "[torch.randn(3, 7, 6)]", init=init, imports=F_IMPORT)
+
+
+_REDUCED = _reduced(
     "        a = self.fc(x).sum(dim=-1, keepdim=True)\n"
     "        b = torch.mean(self.fc(x), 1)\n"
     "        c = torch.sum(x @ self.w, dim=0)\n"
     "        d = F.linear(x, self.fc.weight, self.fc.bias).sum((1,))\n"
     "        return a.sum() + b.sum() + c.sum() + d.sum()\n"
-    "def get_inputs():\n    return [torch.randn(3, 7, 6)]\n"
-    "def get_init_inputs():\n    return []\n"
 )
 
 
@@ -291,11 +284,7 @@ def test_sums_and_means_move_before_the_linear_maps_they_reduce():
     ],
 )
 def test_reductions_stay_where_the_identity_does_not_hold(forward: str, moved: int):
-    src = _REDUCED.split("    def forward")[0] + (
-        f"    def forward(self, x):\n        return {forward}\n"
-        "def get_inputs():\n    return [torch.randn(3, 7, 6)]\n"
-        "def get_init_inputs():\n    return []\n"
-    )
+    src = _reduced(f"        return {forward}\n")
     found = rewrite_sources(src).get("rewrite:reduce-before-linear")
     assert (len(found[1]) if found else 0) == moved
     if moved:
@@ -309,11 +298,7 @@ def test_a_rule_that_fails_leaves_the_others_their_candidates(monkeypatch: pytes
         raise IndexError("tuple index out of range")
 
     monkeypatch.setitem(rewrites.RULES, "broken", broken)
-    src = _REDUCED.split("    def forward")[0] + (
-        "    def forward(self, x):\n        return self.fc(x).sum(-1)\n"
-        "def get_inputs():\n    return [torch.randn(3, 7, 6)]\n"
-        "def get_init_inputs():\n    return []\n"
-    )
+    src = _reduced("        return self.fc(x).sum(-1)\n")
     assert "rewrite:reduce-before-linear" in rewrite_sources(src)
 
 
