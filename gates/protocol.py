@@ -212,7 +212,9 @@ class CandidateResult(Frozen):
 
 class TimingJob(ChildJob):
     job: Literal["timing"] = "timing"
-    side: Literal["baseline", "candidate"]
+    # "probe": a turn session's probe child (GateSettings.turn_probe_child), the baseline's
+    # job, which builds no model and only answers the idle probe (gates.jobs.turn_side)
+    side: Literal["baseline", "candidate", "probe"]
     model: ModelSource
     input_set: str
     # every timed call is checked (gates.checked_calls): the sets its inputs rotate

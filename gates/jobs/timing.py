@@ -357,7 +357,7 @@ def run(job: TimingJob) -> TimingResult:
     strict_fp32()  # before the kit: it snapshots these switches as the honest state
     cpu_threads(job.device)  # before either side is built
     kit = TimerKit(job.device)
-    if job.turns:
+    if job.turns or job.side == "probe":
         raise ValueError("a turn child runs gates.jobs.turn_side, not this job")
     if job.go_digest and job.baseline is None:
         raise ValueError("only a paired child waits for go: its baseline is built first")

@@ -12,7 +12,11 @@ candidate child builds nothing before the parent's ``start``, which comes once
 the baseline is built and warm, so no candidate code runs beside the baseline's
 first calls (a compiled baseline autotunes there).  The baseline child also
 answers ``probe``: it waits until the GPU is idle again, so the parent can
-charge work a side left queued to that side.
+charge work a side left queued to that side.  With ``GateSettings.turn_probe_child``
+a third child (``side == "probe"``, the baseline's job) answers the probes
+instead: it builds no model, imports no problem file, and serves only the idle
+probe (``_serve_probes``), so both sides' turns are entered from and left to the
+same process.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import torch
 
 from gates.checked_calls import held_calls
 from gates.job_progress import job_file
+from gates.job_progress import mark as child_mark
 from gates.jobs.timing import build_side, cpu_threads, finish_side, settle_and_sample
 from gates.perfstats import median
 from gates.protocol import TimingJob, TimingResult
@@ -44,10 +49,11 @@ class IdleProbe:
     """A tiny trusted CUDA op, synchronised, until its latency is back to its quiet value.
 
     Work a side queued just before it said done runs on into the next turn,
-    whoever owns it; the baseline child (trusted) waits it out before every turn
-    and reports how long, so the parent adds that to the turn it came from.
-    The quiet latency is measured once, right after the baseline's warm-up,
-    before any candidate code exists.  On the CPU there is nothing to wait for.
+    whoever owns it; the baseline child (trusted), or the probe child where there
+    is one, waits it out before every turn and reports how long, so the parent
+    adds that to the turn it came from.  The quiet latency is measured once,
+    right after the baseline's warm-up, before any candidate code exists.  On
+    the CPU there is nothing to wait for.
     """
 
     def __init__(self, kit: TimerKit) -> None:
@@ -111,10 +117,12 @@ def run(job: TimingJob) -> TimingResult:
     if job.baseline is not None or job.go_digest:
         raise ValueError("a turn child times one side, started by the parent's commands")
     channel = _Commands()
-    if job.side == "candidate":
+    if job.side in ("candidate", "probe"):
         word, _, _ = channel.next()
         if word != "start":
             raise RuntimeError(f"a turn child's first command must be start, not {word!r}")
+    if job.side == "probe":
+        return _serve_probes(kit, channel)
     with torch.no_grad():
         side = build_side(kit, job, job.model)
         probe = IdleProbe(kit) if job.side == "baseline" else None
@@ -152,3 +160,27 @@ def run(job: TimingJob) -> TimingResult:
             checks_file=job.checks_file,
             turn_ms=turn_ms,
         )
+
+
+def _serve_probes(kit: TimerKit, channel: _Commands) -> TimingResult:
+    """The probe child (``GateSettings.turn_probe_child``): the idle probe alone until ``end``.
+
+    No model is built nor its problem file imported: the child's job is the baseline's
+    (trusted, it names no candidate), and only the kit and the probe are made.  Its
+    ``start`` comes once the baseline is warm and waiting, before any candidate code
+    runs, so the quiet latency is an idle GPU's.  Its result says only that it ended.
+    """
+    child_mark("probe")
+    with torch.no_grad():
+        probe = IdleProbe(kit)
+        channel.reply("warmed")
+        while True:
+            word, seq, _ = channel.next()
+            if word == "probe":
+                channel.reply(f"probed {seq} {probe.wait_ns()}")
+            elif word == "end":
+                channel.reply(f"ended {seq}")
+                break
+            else:
+                raise RuntimeError(f"unexpected probe command {word!r}")
+    return TimingResult(side="probe", event_ms=None, host_ms=0.0)
