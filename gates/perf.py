@@ -252,6 +252,7 @@ class RoundSetup:
             timeout_s=settings.timing_timeout_s,
             device=settings.device,
             record_credit=settings.turn_record_credit,
+            probe_child=settings.turn_probe_child,
         )
 
 

@@ -136,6 +136,8 @@ def _turn_metrics(m: PerfMeasurement) -> dict[str, Any]:
                 "probe_waits_ms": [round(x, 4) for x in t.probe_waits_ms],
                 "phases_s": dict(t.phases_s),
                 "wall_s": round(t.wall_s, 3),
+                # only where a probe child probed: the key is absent from the usual sessions
+                **({"probe_child": True} if t.probe_child else {}),
             }
             for t in m.turn_rounds
         ],

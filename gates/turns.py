@@ -20,7 +20,14 @@ here each side has a child of its own and the parent alternates them:
    baseline's only: the candidate's numbers could shrink turns until their fixed
    overhead pulls every ratio towards 1.  These turns are in no ratio;
 4. ``pairs`` pairs of turns in ABBA order: before each turn the baseline child
-   waits out GPU work left queued (its idle probe), charged to the turn before;
+   waits out GPU work left queued (its idle probe), charged to the turn before.
+   With ``probe_child`` (``GateSettings.turn_probe_child``) a third trusted child
+   probes instead: the baseline's job, with no model built, started, sealed and
+   its quiet latency measured once the baseline is warm, before any candidate
+   code runs, pinned to the turns' CPU and stopped outside its probes.  Every
+   turn, whichever side's, is then entered from and left to the same process;
+   with the baseline probing, only a candidate turn pays a switch of process
+   (and of GPU context) in its window and another in the probe charged to it;
    the turn's window is the parent's ``perf_counter_ns`` from before resuming
    the child to the moment its stop is acknowledged after ``done``.  Outside
    its turn a child and everything it started is SIGSTOPped
@@ -44,7 +51,8 @@ here each side has a child of its own and the parent alternates them:
    timing), then saves its checked calls and its result, one at a time.
 
 A child that dies or does not answer in time fails the round, charged to the
-side it happened in.
+side it happened in; the probe child's, to the baseline (trusted code only: an
+infrastructure failure, never the candidate's fault).
 """
 
 from __future__ import annotations
@@ -238,6 +246,7 @@ class TurnRound:
     records_ms: list[float] = field(default_factory=list)  # each turn's record phase
     taken_off_ms: list[float] = field(default_factory=list)  # what each turn was not charged
     record_credit: bool = False  # record phases taken off (step 5), else whole windows
+    probe_child: bool = False  # the idle probe ran in a third child (step 4), else the baseline's
     probe_waits_ms: list[float] = field(default_factory=list)  # charged to the turn before
     outcomes: dict[str, ChildOutcome] = field(default_factory=dict)
     failure: tuple[str, ChildOutcome] | None = None
@@ -268,17 +277,26 @@ class _Turn:
 class _Session:
     """The parent's part of one round: the order of turns and the clock."""
 
-    def __init__(self, base: TurnChild, cand: TurnChild, out: TurnRound, observer: Observer | None):
+    def __init__(
+        self,
+        base: TurnChild,
+        cand: TurnChild,
+        out: TurnRound,
+        observer: Observer | None,
+        prober: TurnChild | None = None,
+    ):
         self.base, self.cand, self.out, self.observer = base, cand, out, observer
+        self.prober = prober  # the probe child (step 4), if any
         self.turns: list[_Turn] = []  # the timed ones, in order
         self.last: _Turn | None = None  # the latest, a calibration turn too
 
     def probe(self, timeout_s: float) -> int:
-        """The baseline's idle wait in ns: it is resumed for the probe and stopped after it."""
-        base = self.base
-        base.resume()
-        waited = int(base.number("probed", base.command("probe"), timeout_s))
-        base.stop()
+        """The idle wait in ns, the probe child's where there is one, else the baseline's: it is
+        resumed for the probe and stopped after it."""
+        child = self.prober or self.base
+        child.resume()
+        waited = int(child.number("probed", child.command("probe"), timeout_s))
+        child.stop()
         return waited
 
     def charge(self, ns: int) -> None:
@@ -325,6 +343,13 @@ class _Session:
         child.tree.release()
         self.out.outcomes[child.side] = child.outcome()
 
+    def retire(self, prober: TurnChild, timeout_s: float) -> None:
+        """The probe child's ``end``: untimed, charged to no side (it took no turn).  It is not
+        stopped again: it exits at once, and a stop racing its exit would be refused."""
+        prober.resume()
+        prober.answer("ended", prober.command("end"), timeout_s)
+        self.out.outcomes[prober.side] = prober.outcome()
+
 
 def run_turn_round(
     baseline_job: TimingJob,
@@ -337,16 +362,19 @@ def run_turn_round(
     host_batch_ms: float = TURN_MS,
     observer: Observer | None = None,
     record_credit: bool = False,
+    probe_child: bool = False,
 ) -> TurnRound:
     """One round as a turn session (module docstring); ``observer`` sees each turn's edges.
 
     ``record_credit`` takes each turn's record phase off as step 5 says
     (``GateSettings.turn_record_credit``); without it every window is charged whole.
+    ``probe_child`` runs the idle probe in a third child, as step 4 says
+    (``GateSettings.turn_probe_child``); without it the baseline's child probes.
     """
     if baseline_job.model.kind == "candidate" or not (baseline_job.turns and candidate_job.turns):
         raise ValueError("a turn session's baseline child runs trusted code, both as turn jobs")
     workdir = Path(workdir)
-    out = TurnRound(record_credit=record_credit)
+    out = TurnRound(record_credit=record_credit, probe_child=probe_child)
     children = {
         "baseline": TurnChild(
             baseline_job, workdir / "baseline", timeout_s=timeout_s * 2, device=device
@@ -355,8 +383,21 @@ def run_turn_round(
             candidate_job, workdir / "candidate", timeout_s=timeout_s * 2, device=device
         ),
     }
+    if probe_child:
+        # the baseline's job, trusted and naming no candidate; it builds nothing of it
+        probe_job = baseline_job.model_copy(
+            update={
+                "side": "probe",
+                "first_sight_sets": [],
+                "baseline_first_sight_sets": [],
+                "checks_file": "",
+            }
+        )
+        children["probe"] = TurnChild(
+            probe_job, workdir / "probe", timeout_s=timeout_s * 2, device=device
+        )
     base, cand = children["baseline"], children["candidate"]
-    session = _Session(base, cand, out, observer)
+    session = _Session(base, cand, out, observer, children.get("probe"))
     try:
         # the outputs a turn may hold, from the trusted side's job (the same reference's)
         most = held_calls(baseline_job.expected, baseline_job.held_output_bytes)
@@ -370,7 +411,7 @@ def run_turn_round(
         failed = out.outcomes[lost.side]
         if failed.ok:  # it finished on its own, outside the session: not an answer
             failed = dataclasses.replace(failed, status="crashed", message=str(lost))
-        out.failure = (lost.side, failed)
+        out.failure = (_blamed(lost.side), failed)
     except BaseException:
         for child in children.values():
             with contextlib.suppress(ChildLost):
@@ -385,21 +426,39 @@ def run_turn_round(
     out.wall_s = time.monotonic() - out.started
     if out.failure is not None:
         return out
-    for side in ("baseline", "candidate"):
-        outcome = out.outcomes[side]
-        if not outcome.ok or outcome.result is None:
-            out.failure = (side, outcome)
+    for side in ("baseline", "candidate", "probe"):
+        outcome = out.outcomes.get(side)
+        if outcome is not None and (not outcome.ok or outcome.result is None):
+            out.failure = (_blamed(side), outcome)
             return out
     _results(session)
     return out
 
 
+def _blamed(side: str) -> str:
+    """The side a child's failure is charged to: its own; the probe child's, the baseline's.
+
+    The probe child runs trusted code only (the baseline's job, no model, no candidate),
+    so its failure is the infrastructure's: charged as the baseline's (``perf_verdict``
+    reads a baseline failure as an infrastructure error), never as a candidate fault.
+    """
+    return "baseline" if side == "probe" else side
+
+
 def _run(
     session: _Session, *, pairs: int, timeout_s: float, host_batch_ms: float, most: int
 ) -> None:
-    base, cand, out = session.base, session.cand, session.out
+    base, cand, prober, out = session.base, session.cand, session.prober, session.out
     base.answer("warmed", None, timeout_s)  # built and warm before any candidate code runs
     out.mark("baseline_warmed")
+    if prober is not None:
+        # its quiet latency is measured now, the baseline warm and waiting, no candidate code
+        # yet; then it is stopped until its first probe and its channel sealed as the baseline's
+        prober.command("start")
+        prober.answer("warmed", None, timeout_s)
+        prober.stop()
+        prober.seal()
+        out.mark("probe_warmed")
     base.seal()  # its channel is unreachable by path before any candidate code runs
     cand.command("start")
     cand.answer("warmed", None, timeout_s)
@@ -409,6 +468,8 @@ def _run(
     out.cpu = turn_cpu()
     for child in (base, cand):  # settling and the events on the CPU the turns run on
         child.pin(out.cpu)
+    if prober is not None:  # probes on that CPU too (trusted: its threads stay where put)
+        prober.pin(out.cpu)
     session.probe(timeout_s)  # the candidate's warm-up may still occupy the GPU
     for child in (base, cand):
         child.resume()
@@ -433,6 +494,8 @@ def _run(
     out.mark("paired")
     session.end(base, timeout_s)
     session.end(cand, timeout_s)
+    if prober is not None:
+        session.retire(prober, timeout_s)
     out.mark("ended")
 
 

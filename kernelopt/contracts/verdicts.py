@@ -111,6 +111,14 @@ class GateSettings(Frozen):
     # included, which pulls every ratio towards 1 (records were 40% of a dispatch-bound
     # turn on the H200: docs/TEAM_NOTES.md, thirty-fourth session)
     turn_record_credit: bool = True
+    # with turns: the idle probe before every turn runs in a third trusted child (no model, no
+    # candidate) instead of the baseline's, so every turn, whichever side's, is entered from
+    # and left to the same process.  With the baseline probing, a baseline turn is its own
+    # process's before and after (warm caches, no switch), while a candidate turn pays a
+    # switch in its window and another in the probe charged to it: ~1.1-1.3% of an
+    # identity's ratio on the GPU (gates/README.md "Turns", scripts/turn_side_bias.py).  Off
+    # until the GPU A/B shows that it removes the bias
+    turn_probe_child: bool = False
     # > 0: each child of a turn session prepares briefly: no settling steps, and its CUDA-event
     # warm-up and samples at most this many calls each.  The parent's alternating turns are
     # the host numbers, and each turn starts after the other side's anyway, so settling

@@ -66,9 +66,11 @@ def run_session(
     base: ModelSource = BASE,
     record_credit: bool = False,
     held_output_bytes: int | None = None,
+    probe_child: bool = False,
 ) -> TurnRound:
     """One real turn session of ``base`` against ``candidate``; it must not fail.
-    ``held_output_bytes``: the jobs' bound on the outputs a turn holds (else theirs)."""
+    ``held_output_bytes``: the jobs' bound on the outputs a turn holds (else theirs);
+    ``probe_child``: the idle probe in a third child (``GateSettings.turn_probe_child``)."""
     update = {} if held_output_bytes is None else {"held_output_bytes": held_output_bytes}
     session = run_turn_round(
         setup.turn_job(base, "baseline").model_copy(update=update),
@@ -79,6 +81,7 @@ def run_session(
         device="cpu",
         observer=observer,
         record_credit=record_credit,
+        probe_child=probe_child,
     )
     assert session.failure is None, session.failure[1].describe() + session.failure[1].log_tail
     return session
