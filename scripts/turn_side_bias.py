@@ -4,14 +4,17 @@ Runs ``--sessions`` real turn sessions (``gates.turns``) of a problem against a
 candidate, by default the identity (``ModelNew = Model``), or with ``--aa`` the
 trusted reference in both children, and prints per side, medians over all turns:
 the whole window per call, the record phase, the probe wait charged to the turn
-(the baseline child's idle probe that follows it), the rest (window minus record
+(the idle probe that follows it: the baseline child's, or with ``--probe-child``
+a third trusted child's, ``GateSettings.turn_probe_child``), the rest (window minus record
 minus probe: the calls and the switch into the turn), and the child's own ms per
 call (its clock, from after its first sync: no switch in it).  A side that pays
 the switches between processes shows it in the probe and in the rest but not in
-its own ms per call.
+its own ms per call.  With the probe child both sides' turns are entered from and
+left to the same process: the A/B for the setting runs the same problem with and
+without ``--probe-child`` (and with ``--aa``, where the bias should vanish either way).
 
     python scripts/turn_side_bias.py tests/problems/identity/channels_last_input.py \
-        --device cuda --sessions 6 --pairs 12
+        --device cuda --sessions 6 --pairs 12 [--aa] [--probe-child]
 """
 
 from __future__ import annotations
@@ -35,9 +38,16 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=6)
     ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--aa", action="store_true", help="the reference in both children")
+    ap.add_argument(
+        "--probe-child",
+        action="store_true",
+        help="the idle probe in a third trusted child (GateSettings.turn_probe_child)",
+    )
     args = ap.parse_args()
     args.problem = args.problem.resolve()
-    settings = GateSettings(device=args.device, turn_pairs=args.pairs)
+    settings = GateSettings(
+        device=args.device, turn_pairs=args.pairs, turn_probe_child=args.probe_child
+    )
     if args.device == "cpu":
         settings = settings.model_copy(update={"baseline_mode": "eager", "timing_timeout_s": 120.0})
     root = Path(tempfile.mkdtemp(prefix="turn-bias-"))
@@ -65,6 +75,7 @@ def main() -> None:
             timeout_s=settings.timing_timeout_s,
             device=args.device,
             record_credit=settings.turn_record_credit,
+            probe_child=settings.turn_probe_child,
         )
         if r.failure is not None:
             raise SystemExit(f"session {i}: {r.failure[0]} {r.failure[1].describe()}")
@@ -83,7 +94,8 @@ def main() -> None:
     print("us per call (medians)   window   record    probe     rest  own(child)")
     for side, got in rows.items():
         print(f"{side:>10}", *(f"{st.median(v):8.3f}" for v in got.values()))
-    print(f"median of session medians {st.median(medians):.4f}")
+    prober = "a probe child" if settings.turn_probe_child else "the baseline child"
+    print(f"median of session medians {st.median(medians):.4f} (probes: {prober})")
 
 
 if __name__ == "__main__":
