@@ -35,13 +35,12 @@ here each side has a child of its own and the parent alternates them:
    nor between turns;
 5. the record phase: the child answers ``synced`` after its calls' final sync
    and ``done`` once every output is recorded; the parent notes when ``synced``
-   arrives.  With ``record_credit`` (``GateSettings.turn_record_credit``, off
-   until the H200 shows it steadier than whole windows) a side is charged its
-   window minus the smaller of its own record phase and R, the median record
-   phase of the baseline's turns in the session's other pairs: both turns of a
-   pair get the same R, which neither's own record moves (a median that held the
-   baseline's own record gave it more off than a candidate with the very same
-   records, ~0.3% of an identity's ratio on the H200).  The records are the
+   arrives.  With ``record_credit`` (``GateSettings.turn_record_credit``, on by
+   default) a side is charged its window minus the smaller of its own record
+   phase and R, the median record phase of the baseline's turns in the
+   session's other pairs: both turns of a pair get the same R, which neither's
+   own record moves (a median that held the baseline's own record gave it more
+   off than a candidate with the very same records).  The records are the
    harness's, not the model's, and would pull every ratio towards 1; only the
    baseline's (trusted code on outputs of the reference's structure) set what
    may be taken off, so a candidate that says ``synced`` early, with work still
