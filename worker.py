@@ -204,7 +204,7 @@ async def start_gpu_worker(
     )
     zygote = await asyncio.to_thread(_shared_zygote, settings, index)
     if settings.spare_child:
-        spare_child.enable()
+        spare_child.enable(settings.gpu_slots)
     return worker, zygote
 
 

@@ -7,8 +7,9 @@ own: they import in the background and then wait on their stdin for a job.
 Each is the same fresh, isolated process as before -- its own session, killed
 with the worker, one job and gone -- started earlier.  Two wait at a time: a
 search screens and then gates at once, and one spare started when screening
-began was still importing when the gate asked for it.  Only a GPU worker keeps
-spares (``enable()``); elsewhere each child starts when asked.
+began was still importing when the gate asked for it; a worker with several
+slots keeps two a slot, since its slots start activities side by side.  Only a
+GPU worker keeps spares (``enable()``); elsewhere each child starts when asked.
 """
 
 from __future__ import annotations
@@ -34,15 +35,18 @@ class _Spare:
     env: dict[str, str]
 
 
-POOL = 2  # spares kept waiting
+POOL = 2  # spares kept waiting for each of the worker's activity slots
 _enabled = False
+_pool = POOL
 _spares: list[_Spare] = []
 
 
-def enable() -> None:
-    """Keep one child started ahead (a GPU worker, which runs one activity at a time)."""
-    global _enabled
+def enable(slots: int = 1) -> None:
+    """Keep ``POOL`` children started ahead for each of the worker's ``slots`` (a GPU worker
+    runs that many activities at a time)."""
+    global _enabled, _pool
     _enabled = True
+    _pool = POOL * max(1, slots)
 
 
 def disable() -> None:
@@ -103,9 +107,9 @@ async def take(env: dict[str, str]) -> asyncio.subprocess.Process:
 
 
 async def replenish(env: dict[str, str], target: str) -> None:
-    """Start the next activities' children now, up to ``POOL`` waiting, if this worker
-    keeps spares."""
-    while _enabled and len(_spares) < POOL:
+    """Start the next activities' children now, up to the pool ``enable`` set waiting, if
+    this worker keeps spares."""
+    while _enabled and len(_spares) < _pool:
         try:
             proc = await spawn(env, preload_for(target))
         except OSError as exc:  # only a head start is lost: the next child starts when asked

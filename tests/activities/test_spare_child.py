@@ -63,6 +63,20 @@ async def test_back_to_back_activities_both_find_a_spare_started_before_either(s
     assert screen.preloaded and gate.preloaded
 
 
+async def test_a_worker_with_two_slots_keeps_two_spares_a_slot(spares) -> None:
+    """Two slots start activities side by side: on the H100 a third activity that came while
+    both spares were taken found the next one still importing (process_start 4.5-8.8 s)."""
+    spare_child.enable(slots=2)
+    await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
+    waiting = spare_child.waiting()
+    assert len(waiting) == 2 * spare_child.POOL
+    first, second, third = await asyncio.gather(
+        *(run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV) for _ in range(3))
+    )
+    assert {first.pid, second.pid, third.pid} <= set(waiting)
+    assert first.preloaded and second.preloaded and third.preloaded
+
+
 async def test_a_spare_started_for_other_settings_is_not_used_and_is_killed(spares) -> None:
     await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
     stale = spare_child.waiting()
