@@ -115,9 +115,9 @@ class GateSettings(Frozen):
     # candidate) instead of the baseline's, so every turn, whichever side's, is entered from
     # and left to the same process.  With the baseline probing, a baseline turn is its own
     # process's before and after (warm caches, no switch), while a candidate turn pays a
-    # switch in its window and another in the probe charged to it: ~1.1-1.3% of an
-    # identity's ratio on the GPU (gates/README.md "Turns", scripts/turn_side_bias.py).  Off
-    # until the GPU A/B shows that it removes the bias
+    # switch in its window and another in the probe charged to it, a bias against every
+    # candidate (docs/TEAM_NOTES.md, the forty-third session; gates/README.md "Turns";
+    # scripts/turn_side_bias.py).  Off until the GPU A/B shows that it removes the bias
     turn_probe_child: bool = False
     # > 0: each child of a turn session prepares briefly: no settling steps, and its CUDA-event
     # warm-up and samples at most this many calls each.  The parent's alternating turns are
