@@ -28,6 +28,7 @@ from gates.turns import TURN_MS
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
 from tests.support.turn_sessions import (
     BASE,
+    CHANNEL_WRITER,
     PAIRS,
     SETTINGS,
     run_session,
@@ -226,27 +227,7 @@ def test_a_candidate_finds_no_channel_of_the_baselines_to_write_into(
 ) -> None:
     """Forked, the children are siblings that see each other's stages; the baseline's FIFOs
     are unlinked before the candidate's ``start``, so an injected ``end`` reaches nobody."""
-    candidate = write_candidate(
-        tmp_path,
-        """
-import glob, os
-_here = os.getcwd()
-_reached = []
-for _path in glob.glob(os.path.join(_here, "..", "..", "*", "work", "turn_commands")):
-    if os.path.samefile(os.path.dirname(_path), _here):
-        continue
-    try:
-        _fd = os.open(_path, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(_fd, b"end 0 \\n")
-        os.close(_fd)
-        _reached.append(_path)
-    except OSError:
-        pass
-with open("reached.txt", "w") as _f:
-    _f.write("\\n".join(_reached))
-ModelNew = Model
-""",
-    )
+    candidate = write_candidate(tmp_path, CHANNEL_WRITER)
     run_session(setup, candidate, tmp_path / "session")
     assert (tmp_path / "session" / "candidate" / "reached.txt").read_text() == ""
 

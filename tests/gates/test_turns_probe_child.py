@@ -29,6 +29,7 @@ from gates.reference import ReferenceBundle
 from kernelopt.contracts.verdicts import GateStatus
 from tests.support.turn_sessions import (
     BASE,
+    CHANNEL_WRITER,
     PAIRS,
     PROBLEM,
     SETTINGS,
@@ -39,26 +40,6 @@ from tests.support.turn_sessions import (
 
 # the shared problem, and a file in the importing child's workdir: who imported it
 MARKED = PROBLEM.read_text() + '\nopen(f"problem_imported.{os.getpid()}", "w").close()\n'
-
-# what a candidate writes into every channel it finds beside its own (test_turns.py's)
-PROBE_CHANNELS = """
-import glob, os
-_here = os.getcwd()
-_reached = []
-for _path in glob.glob(os.path.join(_here, "..", "..", "*", "work", "turn_commands")):
-    if os.path.samefile(os.path.dirname(_path), _here):
-        continue
-    try:
-        _fd = os.open(_path, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(_fd, b"end 0 \\n")
-        os.close(_fd)
-        _reached.append(_path)
-    except OSError:
-        pass
-with open("reached.txt", "w") as _f:
-    _f.write("\\n".join(_reached))
-ModelNew = Model
-"""
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +181,7 @@ def test_a_candidate_finds_no_channel_of_the_probe_childs_to_write_into(
 ) -> None:
     """Forked, the children see each other's stages: the probe child's FIFOs are unlinked
     before the candidate's ``start``, as the baseline's are."""
-    candidate = write_candidate(tmp_path, PROBE_CHANNELS)
+    candidate = write_candidate(tmp_path, CHANNEL_WRITER)
     run_session(setup, candidate, tmp_path / "session", probe_child=True)
     assert (tmp_path / "session" / "candidate" / "reached.txt").read_text() == ""
 

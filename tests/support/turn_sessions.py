@@ -29,6 +29,27 @@ SETTINGS = cpu_suite_settings().model_copy(update={"noisy_rounds": 0, "turn_pair
 BASE = ModelSource(kind="eager", problem_path=str(PROBLEM))
 
 
+# a candidate that writes ``end`` into every turn channel it finds beside its own and lists
+# the ones it reached in reached.txt
+CHANNEL_WRITER = """
+import glob, os
+_here = os.getcwd()
+_reached = []
+for _path in glob.glob(os.path.join(_here, "..", "..", "*", "work", "turn_commands")):
+    if os.path.samefile(os.path.dirname(_path), _here):
+        continue
+    try:
+        _fd = os.open(_path, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(_fd, b"end 0 \\n")
+        os.close(_fd)
+        _reached.append(_path)
+    except OSError:
+        pass
+with open("reached.txt", "w") as _f:
+    _f.write("\\n".join(_reached))
+ModelNew = Model
+"""
+
 LAUNCHES = ["spawned", "forked"]  # how a test's children start: ``launching``'s parameter
 
 
