@@ -97,6 +97,10 @@ CASES: tuple[Case, ...] = (
     _timed_on_cpu(
         "mode_lazy", "unwritten output while timed; a dispatch mode left on computes it when read"
     ),
+    _timed_on_cpu(
+        "library_lazy",
+        "unwritten output while timed; a kernel it registers for an ATen op computes it when read",
+    ),
     _timed_on_cpu("stack_sniff", "recognises the timing loop on the call stack"),
     _timed_on_cpu("event_hook", "hooks torch.cuda.Event to learn it is timed"),
     _timed_on_cpu("poison_sniff", "honest only when fresh memory is poisoned"),
