@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import types
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -44,6 +45,117 @@ def dispatch_state() -> tuple[Any, ...]:
         repr(_C._dispatch_tls_local_include_set()),
         repr(_C._dispatch_tls_local_exclude_set()),
     )
+
+
+# Kernels registered through ``torch.library`` (``torch._C._dispatch_library``) for the
+# ops the harness itself runs: a kernel of the candidate's own on ``aten::detach``'s CPU
+# key sees every output the harness reads, as a mode does.  ``arm_libraries`` wraps the
+# constructor before any candidate code is imported; every library made since is
+# recorded, and each of its kernels for an ATen or prims op (or fallback for every op)
+# on any dispatch key but ``Meta`` (shapes only, no values) is counted -- unless the op
+# was itself defined since arming (Inductor defines prims of its own when first
+# imported): the harness never runs an op that did not exist when it was armed.
+_WATCHED_NAMESPACES = ("aten", "prims")
+_HARMLESS_KEYS = ("Meta",)
+_make_library = _C._dispatch_library  # torch's own, as imported
+
+
+@dataclass
+class _Registrations:
+    """What the candidate's libraries registered since arming: labels, and their libraries."""
+
+    labels: list[str] = field(default_factory=list)
+    libraries: list[Any] = field(default_factory=list)  # each label's C++ object, to reset
+    wrapper: Any = None  # the ``_dispatch_library`` in place since arming
+    defined: set[str] = field(default_factory=set)  # "ns::name.overload" defined since
+
+
+_REGISTRATIONS = _Registrations()
+
+
+class _WatchedLibrary:
+    """A ``torch._C._dispatch_library`` object that notes its kernels for watched ops."""
+
+    def __init__(self, library: Any, kind: str, namespace: str, key: str) -> None:
+        self._library, self._kind, self._namespace, self._key = library, kind, namespace, key
+
+    def _qualified(self, name: str) -> str:
+        namespace, _, op = name.strip().rpartition("::")
+        return f"{namespace or self._namespace}::{op}"
+
+    def _note(self, name: str, key: str) -> None:
+        qualified = self._qualified(name)
+        key = key or self._key or "CompositeImplicitAutograd"
+        if (
+            qualified.partition("::")[0] in _WATCHED_NAMESPACES
+            and key not in _HARMLESS_KEYS
+            and qualified not in _REGISTRATIONS.defined
+        ):
+            self._watched(f"a kernel the candidate registered for {qualified} ({key})")
+
+    def _note_fallback(self, key: str) -> None:
+        key = key or self._key
+        if key not in _HARMLESS_KEYS:
+            self._watched(f"a fallback kernel the candidate registered for every op ({key})")
+
+    def _watched(self, label: str) -> None:
+        _REGISTRATIONS.labels.append(label)
+        _REGISTRATIONS.libraries.append(self._library)
+
+    def define(self, schema: str, *args: Any, **kwargs: Any) -> Any:
+        result = self._library.define(schema, *args, **kwargs)  # one that fails defines nothing
+        _REGISTRATIONS.defined.add(self._qualified(schema.partition("(")[0]))
+        return result
+
+    def def_(self, schema: str, *args: Any, **kwargs: Any) -> Any:
+        result = self._library.def_(schema, *args, **kwargs)  # one that fails defines nothing
+        _REGISTRATIONS.defined.add(self._qualified(schema.partition("(")[0]))
+        return result
+
+    def impl(self, name: str, dispatch: str = "", *args: Any, **kwargs: Any) -> Any:
+        self._note(name, dispatch)
+        return self._library.impl(name, dispatch, *args, **kwargs)
+
+    def impl_t_t(self, name: str, dispatch: str = "", *args: Any, **kwargs: Any) -> Any:
+        self._note(name, dispatch)
+        return self._library.impl_t_t(name, dispatch, *args, **kwargs)
+
+    def impl_with_aoti_compile(self, namespace: str, name: str, dispatch: Any) -> Any:
+        self._note(f"{namespace}::{name}", str(dispatch).rpartition(".")[2])
+        return self._library.impl_with_aoti_compile(namespace, name, dispatch)
+
+    def fallback(self, dispatch: Any = "", *args: Any, **kwargs: Any) -> Any:
+        self._note_fallback(str(dispatch).rpartition(".")[2])
+        return self._library.fallback(dispatch, *args, **kwargs)
+
+    def fallback_fallthrough(self, dispatch: str = "") -> Any:
+        self._note_fallback(dispatch)
+        return self._library.fallback_fallthrough(dispatch)
+
+    def register_ad_inplace_or_view_fallback(self, name: str) -> Any:
+        self._note(name, "ADInplaceOrView")
+        return self._library.register_ad_inplace_or_view_fallback(name)
+
+    def __getattr__(self, name: str) -> Any:  # define, reset and the rest: as they are
+        return getattr(self._library, name)
+
+
+def _watched_library(kind: str, name: str, dispatch: str, *args: Any, **kwargs: Any) -> Any:
+    library = _make_library(kind, name, dispatch, *args, **kwargs)
+    return _WatchedLibrary(library, kind, name, dispatch)
+
+
+def arm_libraries() -> None:
+    """Wrap ``torch._C._dispatch_library`` (once) so that the kernels every library made
+    from now on registers for ATen and prims ops are noted: call it before candidate code."""
+    if _REGISTRATIONS.wrapper is None:
+        _REGISTRATIONS.wrapper = _watched_library
+        _C._dispatch_library = _watched_library
+
+
+def library_items() -> list[Watched]:
+    """The wrapped constructor itself: swapping torch's own back in is tampering."""
+    return [("torch._C._dispatch_library", _C, "_dispatch_library")]
 
 
 def _pop_modes(state: tuple[Any, ...]) -> None:
@@ -116,9 +228,11 @@ class HarnessWatch:
         """``extra``: more attributes to watch; ``loaded``: also every loaded harness module."""
         self._modules: set[str] = set()
         self.dispatch = dispatch_state()  # as the harness runs its own code
+        arm_libraries()  # before the snapshot: it holds the wrapper
+        self.registered = len(_REGISTRATIONS.labels)  # those made before do not count
         # (label, owner, attribute, object, owned by the owner itself, its function's code)
         self._snapshot: list[tuple[str, Any, str, Any, bool, Any]] = []
-        self._add(extra or [])
+        self._add(library_items() + (extra or []))
         if loaded:
             self.watch_loaded()
 
@@ -147,10 +261,13 @@ class HarnessWatch:
                 if _current(owner, attr) is not original or not _same(_code(original), code)
             ]
             + ([DISPATCH_LABEL] if dispatch_state() != self.dispatch else [])
+            + _REGISTRATIONS.labels[self.registered :]
         )
 
     def restore(self, *instances: object) -> None:
         _pop_modes(self.dispatch)
+        _reset_libraries(self.registered)
+        self.registered = len(_REGISTRATIONS.labels)  # taken back: no longer named
         for obj in instances:
             for name in _shadowing(obj):
                 del vars(obj)[name]
@@ -164,6 +281,16 @@ class HarnessWatch:
                 setattr(owner, attr, original)
             else:  # it was inherited: drop what shadows it
                 delattr(owner, attr)
+
+
+def _reset_libraries(since: int) -> None:
+    """Take back every kernel of the libraries that registered one for a watched op since
+    the ``since``-th was noted (a library's kernels all go together)."""
+    done: list[Any] = []
+    for library in _REGISTRATIONS.libraries[since:]:
+        if not any(library is d for d in done):
+            library.reset()
+            done.append(library)
 
 
 def _shadowing(obj: object) -> list[str]:
@@ -243,7 +370,10 @@ class RecordGuard:
         for obj in instances:
             if _shadowing(obj):
                 return self._watch.tampered(*instances)
-        if dispatch_state() != self._watch.dispatch:
+        if (
+            dispatch_state() != self._watch.dispatch
+            or len(_REGISTRATIONS.labels) != self._watch.registered
+        ):
             return self._watch.tampered(*instances)
         for dicts, attr, original, function, code in self._quick:
             if _found(dicts, attr) is not original or (
