@@ -331,3 +331,10 @@ def test_a_timed_cases_row_keeps_every_round_and_the_stages(suite: SuiteResult) 
     assert rounds["baseline"] and len(rounds["baseline"]) >= len(rounds["candidate"]) >= 1
     assert all(ms > 0 for ms in rounds["baseline"] + rounds["candidate"])
     assert row["stages"] and all(s >= 0 for s in row["stages"].values())
+
+
+def test_a_kernel_registered_for_an_aten_op_is_named_as_tampering(suite: SuiteResult) -> None:
+    outcome = suite.by_candidate()["library_lazy"]
+    failing = next(v for v in outcome.result.verdicts if not v.passed)
+    assert failing.gate.value == "performance"
+    assert "a kernel the candidate registered for aten::detach (CPU)" in failing.reason
