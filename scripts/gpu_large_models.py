@@ -43,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -188,6 +189,9 @@ def measure(path: Path, home: Path, progress: Progress) -> dict[str, Any]:
         "kernels": len(seg.kernels),
         "launches": sum(len(k.launches) for k in seg.kernels),
         "library_calls": len(seg.library_calls),
+        # which kernels and library calls: what a count that moves between versions came from
+        "launches_by_kernel": {k.name: len(k.launches) for k in seg.kernels},
+        "library_calls_by_name": dict(Counter(call.name for call in seg.library_calls)),
         "fusion_groups": len(seg.fusion_groups),
         "targets": len(seg.targets),
         "eager_ms": compiled.eager_ms,
