@@ -27,6 +27,7 @@ from gates.runner import forking_from
 from gates.turns import TURN_MS
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
 from tests.support.turn_sessions import (
+    ABBA,
     BASE,
     CHANNEL_WRITER,
     PAIRS,
@@ -71,12 +72,7 @@ def test_the_identity_through_measure_gives_abba_pairs_and_a_turns_verdict(
     m = measure(BASE, candidate, setup, workdir=tmp_path / "timing")
     assert m.failure is None and m.wrong_output is None
     (session,) = m.turn_rounds
-    assert [side for side, _ in session.turns] == [
-        "baseline",
-        "candidate",
-        "candidate",
-        "baseline",
-    ] * (PAIRS // 2)
+    assert [side for side, _ in session.turns] == ABBA
     ratios = [x for session in m.pair_ratios() for x in session]
     assert len(ratios) == PAIRS and all(r > 0 for r in ratios)
     # each side's host numbers are the parent's turns, not the child's own

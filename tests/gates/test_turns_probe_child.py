@@ -28,6 +28,7 @@ from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle
 from kernelopt.contracts.verdicts import GateStatus
 from tests.support.turn_sessions import (
+    ABBA,
     BASE,
     CHANNEL_WRITER,
     PAIRS,
@@ -77,12 +78,7 @@ def test_an_identity_session_with_a_probe_child_gives_ratios_and_the_child_build
     session = run_session(setup, identity, tmp_path / "s", base=base, probe_child=True)
     assert session.probe_child and len(session.ratios) == PAIRS
     assert all(r > 0 for r in session.ratios)
-    assert [side for side, _ in session.turns] == [
-        "baseline",
-        "candidate",
-        "candidate",
-        "baseline",
-    ] * (PAIRS // 2)
+    assert [side for side, _ in session.turns] == ABBA
     assert set(session.outcomes) == {"baseline", "candidate", "probe"}
     assert list(session.phases_s)[:3] == ["baseline_warmed", "probe_warmed", "candidate_warmed"]
     # the marker works: both sides imported the problem; the probe child never did

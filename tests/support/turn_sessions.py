@@ -25,6 +25,7 @@ from tests.support.adversarial import cpu_suite_settings
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems" / "gates"
 PROBLEM = PROBLEMS / "scale_one.py"
 PAIRS = 4
+ABBA = ["baseline", "candidate", "candidate", "baseline"] * (PAIRS // 2)  # the turns' order
 SETTINGS = cpu_suite_settings().model_copy(update={"noisy_rounds": 0, "turn_pairs": PAIRS})
 BASE = ModelSource(kind="eager", problem_path=str(PROBLEM))
 

@@ -9,14 +9,12 @@ details, and the workflows charge it (patch ``charge-failed-step-run-time``).
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
-from kernelopt.contracts.search import ProposerConfig, SearchParams
 from kernelopt.contracts.verdicts import CandidateGateInput, CandidateGateResult
-from tests.workflows.test_search_kernel import Gpu, run_search, search_input
+from tests.workflows.test_search_kernel import Gpu, builtin_round_input, run_search
 from workflows.machine_loss import reported_seconds
 
 HELD_S = 0.3  # what each failed gate attempt says it held
@@ -33,14 +31,7 @@ class FailingGates(Gpu):
 
 async def test_a_failed_gate_is_charged_the_run_time_it_reported(env, store):
     gpu = FailingGates()
-    inp = search_input(
-        store,
-        f"failcharge-{uuid.uuid4().hex[:6]}",
-        params=SearchParams(iterations=1, plans=2, beam=1),
-        use_llm=False,
-        proposer=ProposerConfig(base_url="http://127.0.0.1:9/v1"),
-    )
-    result, _ = await run_search(env, inp, gpu)
+    result, _ = await run_search(env, builtin_round_input(store, "failcharge"), gpu)
     assert gpu.gated and all(d.deciding_gate == "infrastructure" for d in result.decisions)
     # the screening double's 0.01 s a round, and HELD_S a gate, never AWAY_S
     expected = HELD_S * len(gpu.gated) + 0.01 * len(gpu.screened)

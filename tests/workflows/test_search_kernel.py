@@ -577,6 +577,17 @@ async def test_builtin_search_on_a_source_it_cannot_tune_stops_with_the_reason(e
     assert gpu.gated == []
 
 
+def builtin_round_input(store: ArtifactStore, prefix: str) -> SearchKernelInput:
+    """One built-in round of two plans, beam 1 (the LLM endpoint configured is never asked)."""
+    return search_input(
+        store,
+        f"{prefix}-{uuid.uuid4().hex[:6]}",
+        params=SearchParams(iterations=1, plans=2, beam=1),
+        use_llm=False,
+        proposer=ProposerConfig(base_url="http://127.0.0.1:9/v1"),
+    )
+
+
 async def test_gates_charge_the_activity_run_time_not_only_the_verdicts(env, store):
     """The whole gate_candidate run holds the GPU; its verdicts report only their children."""
 
@@ -585,14 +596,7 @@ async def test_gates_charge_the_activity_run_time_not_only_the_verdicts(env, sto
             return (await super().gate(inp)).model_copy(update={"device_seconds": 7.0})
 
     gpu = HeldGpu()
-    inp = search_input(
-        store,
-        f"held-{uuid.uuid4().hex[:6]}",
-        params=SearchParams(iterations=1, plans=2, beam=1),
-        use_llm=False,
-        proposer=ProposerConfig(base_url="http://127.0.0.1:9/v1"),
-    )
-    result, _ = await run_search(env, inp, gpu)
+    result, _ = await run_search(env, builtin_round_input(store, "held"), gpu)
     assert len(gpu.gated) >= 2
     # 7 s per gate activity; the verdicts' own 0.5 s each would undercount 14x (plus the
     # screening double's 0.01 s per round: screening is on by default)
