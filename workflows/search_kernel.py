@@ -358,14 +358,22 @@ class SearchKernel:
         return {name: getattr(self.inp, name) for name in SearchStepInput.model_fields}
 
     async def _on_gpu(
-        self, activity: str, inp: Any, result_type: type, options: opts.CallOptions
+        self,
+        activity: str,
+        inp: Any,
+        result_type: type,
+        options: opts.CallOptions,
+        *,
+        wall_if_silent: bool = False,
     ) -> Any:
         """``activity`` on the GPU queue, under the campaign's GPU heartbeat timeout.
 
         Issues lost with their machines are charged here once the step succeeds. A step
         that fails is charged here the run time it reported, losses included; one that
-        reported none (a history from before) is charged by the caller's older rule.
+        reported none (a history from before) its wall time with ``wall_if_silent`` (the
+        gates' and screening's older rule), else nothing (the profile's).
         """
+        started = workflow.now()
         lost: list[float] = []
         try:
             result = await riding_out_losses(
@@ -383,6 +391,8 @@ class SearchKernel:
             held = failed_run_seconds(exc)
             if held is not None:
                 self.state.gpu_seconds += held + sum(lost)
+            elif wall_if_silent:
+                self.state.gpu_seconds += self._held(started)
             raise
         self.state.gpu_seconds += sum(lost)
         return result
@@ -891,10 +901,10 @@ class SearchKernel:
         )
         started = workflow.now()
         try:
-            result = await self._on_gpu(names.SCREEN, inp, ScreenResult, opts.GATE_CANDIDATE)
+            result = await self._on_gpu(
+                names.SCREEN, inp, ScreenResult, opts.GATE_CANDIDATE, wall_if_silent=True
+            )
         except ActivityError as exc:
-            if failed_run_seconds(exc) is None:  # else ``_on_gpu`` charged its run time
-                self.state.gpu_seconds += self._held(started)
             workflow.logger.warning("screening failed, gating every candidate: %s", _cause(exc))
             return None
         self.state.gpu_seconds += self._held(started, result.device_seconds)
@@ -964,11 +974,13 @@ class SearchKernel:
         started = workflow.now()
         try:
             result = await self._on_gpu(
-                names.GATE_CANDIDATE, inp, CandidateGateResult, opts.GATE_CANDIDATE
+                names.GATE_CANDIDATE,
+                inp,
+                CandidateGateResult,
+                opts.GATE_CANDIDATE,
+                wall_if_silent=True,
             )
         except ActivityError as exc:
-            if failed_run_seconds(exc) is None:  # else ``_on_gpu`` charged its run time
-                self.state.gpu_seconds += self._held(started)
             return None, f"gate_candidate failed: {_cause(exc)}"[:500]
         held = result.device_seconds  # the activity's own run time (None: older history)
         if held is not None and workflow.patched(CHARGE_HELD_PATCH):

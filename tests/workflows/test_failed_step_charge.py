@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.exceptions import ApplicationError
 
 from kernelopt.contracts.verdicts import CandidateGateInput, CandidateGateResult
 from tests.workflows.test_search_kernel import Gpu, builtin_round_input, run_search
-from workflows.machine_loss import reported_seconds
 
 HELD_S = 0.3  # what each failed gate attempt says it held
 AWAY_S = 1.2  # how long each one kept the workflow waiting
@@ -36,24 +35,3 @@ async def test_a_failed_gate_is_charged_the_run_time_it_reported(env, store):
     # the screening double's 0.01 s a round, and HELD_S a gate, never AWAY_S
     expected = HELD_S * len(gpu.gated) + 0.01 * len(gpu.screened)
     assert result.gpu_seconds == pytest.approx(expected)
-
-
-def _failure(cause: BaseException) -> ActivityError:
-    error = ActivityError(
-        "activity failed",
-        scheduled_event_id=1,
-        started_event_id=2,
-        identity="test",
-        activity_type="compile",
-        activity_id="1",
-        retry_state=RetryState.NON_RETRYABLE_FAILURE,
-    )
-    error.__cause__ = cause
-    return error
-
-
-def test_only_a_number_first_in_the_details_is_a_reported_run_time() -> None:
-    assert reported_seconds(_failure(ApplicationError("x", 2.5, type="ChildError"))) == 2.5
-    assert reported_seconds(_failure(ApplicationError("x", type="ChildError"))) is None
-    assert reported_seconds(_failure(ApplicationError("x", "text", type="ChildError"))) is None
-    assert reported_seconds(_failure(ApplicationError("x", -1.0, type="ChildError"))) == 0.0

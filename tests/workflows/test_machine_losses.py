@@ -20,7 +20,7 @@ from kernelopt.contracts.search import BuiltinProposeInput, BuiltinProposeResult
 from kernelopt.contracts.verdicts import GateSettings
 from tests.workflows.test_search_kernel import Gpu, run_search, search_input
 from workflows.activity_options import BUILTIN_GPU
-from workflows.machine_loss import lost_seconds
+from workflows.machine_loss import lost_seconds, reported_seconds
 
 
 class LosingProposer(Gpu):
@@ -118,3 +118,11 @@ def test_the_held_time_is_read_from_either_kind_of_loss() -> None:
         )
         == 0.0
     )
+
+
+def test_only_a_number_first_in_a_failures_details_is_a_reported_run_time() -> None:
+    """What a failed step is charged (``failed_run_seconds``) reads the same first detail."""
+    assert reported_seconds(_lost(ApplicationError("x", 2.5, type="ChildError"))) == 2.5
+    assert reported_seconds(_lost(ApplicationError("x", type="ChildError"))) is None
+    assert reported_seconds(_lost(ApplicationError("x", "text", type="ChildError"))) is None
+    assert reported_seconds(_lost(ApplicationError("x", -1.0, type="ChildError"))) == 0.0
