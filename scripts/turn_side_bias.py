@@ -12,6 +12,9 @@ the switches between processes shows it in the probe and in the rest but not in
 its own ms per call.  With the probe child both sides' turns are entered from and
 left to the same process: the A/B for the setting runs the same problem with and
 without ``--probe-child`` (and with ``--aa``, where the bias should vanish either way).
+The baseline is the eager model, as the identity corpus (scripts/gpu_identity_corpus.py)
+times it: against an Inductor baseline (``--baseline max-autotune-no-cudagraphs``) the
+identity is honestly slower or faster, and every session compiles the baseline again.
 
     python scripts/turn_side_bias.py tests/problems/identity/channels_last_input.py \
         --device cuda --sessions 6 --pairs 12 [--aa] [--probe-child]
@@ -24,7 +27,7 @@ import statistics as st
 import tempfile
 from pathlib import Path
 
-from gates.cascade import round_setup
+from gates.cascade import baseline_source, round_setup
 from gates.protocol import ModelSource, TimingResult
 from gates.reference import prepare_reference
 from gates.turns import run_turn_round
@@ -39,6 +42,11 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--aa", action="store_true", help="the reference in both children")
     ap.add_argument(
+        "--baseline",
+        default="eager",
+        help="the baseline's mode: eager, as the identity corpus times it, or an Inductor mode",
+    )
+    ap.add_argument(
         "--probe-child",
         action="store_true",
         help="the idle probe in a third trusted child (GateSettings.turn_probe_child)",
@@ -46,13 +54,16 @@ def main() -> None:
     args = ap.parse_args()
     args.problem = args.problem.resolve()
     settings = GateSettings(
-        device=args.device, turn_pairs=args.pairs, turn_probe_child=args.probe_child
+        device=args.device,
+        baseline_mode=args.baseline,
+        turn_pairs=args.pairs,
+        turn_probe_child=args.probe_child,
     )
     if args.device == "cpu":
         settings = settings.model_copy(update={"baseline_mode": "eager", "timing_timeout_s": 120.0})
     root = Path(tempfile.mkdtemp(prefix="turn-bias-"))
     setup = round_setup(prepare_reference(args.problem, settings, root / "ref"), settings)
-    base = ModelSource(kind=settings.baseline_mode, problem_path=str(args.problem))
+    base = baseline_source(str(args.problem), settings)
     if args.aa:
         cand = base
     else:
