@@ -28,32 +28,35 @@ def test_a_replaced_method_or_function_is_named_and_put_back() -> None:
         checked_calls.CheckedCalls.record, candidate_job.same_values = record, same
 
 
-def test_a_function_whose_code_is_swapped_in_place_is_named_and_put_back() -> None:
+def _swap_in_place(function: object, attribute: str, swapped: object) -> set[str]:
+    """What the watch names once ``function``'s ``attribute`` is swapped in place (the function
+    object itself stays where it is), after checking that ``restore`` puts it back."""
     watch = HarnessWatch()
-    function = candidate_job.same_values
-    code = function.__code__
+    original = getattr(function, attribute)
     try:
-        function.__code__ = (lambda a, b: True).__code__
-        named = set(watch.tampered())  # one function, watched where it is defined and used
-        assert {"kernelopt.kinds.validate.same_values", "gates.jobs.candidate.same_values"} <= named
-        assert all(label.endswith(".same_values") for label in named)
+        setattr(function, attribute, swapped)
+        named = set(watch.tampered())
         watch.restore()
-        assert function.__code__ is code and watch.tampered() == []
+        assert getattr(function, attribute) is original and watch.tampered() == []
+        return named
     finally:
-        function.__code__ = code
+        setattr(function, attribute, original)
+
+
+def test_a_function_whose_code_is_swapped_in_place_is_named_and_put_back() -> None:
+    swapped = (lambda a, b: True).__code__
+    named = _swap_in_place(candidate_job.same_values, "__code__", swapped)
+    # one function, watched where it is defined and used
+    assert {"kernelopt.kinds.validate.same_values", "gates.jobs.candidate.same_values"} <= named
+    assert all(label.endswith(".same_values") for label in named)
 
 
 def test_a_function_whose_defaults_are_swapped_is_named_and_put_back() -> None:
-    watch = HarnessWatch()
     init = checked_calls.CheckedCalls.__init__
-    defaults = init.__defaults__
-    try:
-        init.__defaults__ = tuple(0 for _ in defaults or ())  # no reservoir, no samples
-        assert "gates.checked_calls.CheckedCalls.__init__" in watch.tampered()
-        watch.restore()
-        assert init.__defaults__ is defaults and watch.tampered() == []
-    finally:
-        init.__defaults__ = defaults
+    zeros = tuple(0 for _ in init.__defaults__ or ())  # no reservoir, no samples
+    assert "gates.checked_calls.CheckedCalls.__init__" in _swap_in_place(
+        init, "__defaults__", zeros
+    )
 
 
 def test_tensor_methods_are_watched_and_additions_and_data_are_not() -> None:
