@@ -26,6 +26,8 @@ from kernelopt.errors import InfrastructureError
 
 _PROC = Path("/proc")
 _ROUNDS = 10  # a tree still growing after this many passes is stopped as far as it was found
+_STOP_WAIT_NS = 50_000_000  # a process not seen stopped by then is in the kernel: go on
+_STOPPED = frozenset("TtZX")  # /proc states of a process that runs no more code
 
 
 def _parents() -> dict[int, int]:
@@ -85,7 +87,37 @@ def stop_tree(root: int, known: list[int], also: tuple[int, ...] = ()) -> list[i
             break
         send(new, signal.SIGSTOP)
         stopped.update(new)
+    wait_stopped(sorted(stopped))
     return [p for p in tree(root) if p in stopped]
+
+
+def _state(pid: int) -> str:
+    """The /proc state letter of ``pid``; ``X`` for one that has gone."""
+    try:
+        text = Path(_PROC, str(pid), "stat").read_text()
+    except OSError:
+        return "X"
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0] if fields else "X"
+
+
+def wait_stopped(pids: list[int], wait_ns: int = _STOP_WAIT_NS) -> bool:
+    """Until each of ``pids`` is seen stopped (or gone); False if one still was not by ``wait_ns``.
+
+    ``kill`` returns before a SIGSTOP takes effect: a process that was runnable but not
+    running (a loaded CPU) stops only when it is next scheduled, so until then the next
+    turn could share the CPU with it.  A process in uninterruptible sleep stops only when
+    its system call returns, which the wait does not outlast.
+    """
+    deadline = time.perf_counter_ns() + wait_ns
+    pending = list(pids)
+    while True:
+        pending = [p for p in pending if _state(p) not in _STOPPED]
+        if not pending:
+            return True
+        if time.perf_counter_ns() > deadline:
+            return False
+        os.sched_yield()  # the processes to stop may be waiting for this CPU
 
 
 def strays(parent: int, owned: set[int]) -> list[int]:
