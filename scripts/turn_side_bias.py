@@ -102,11 +102,22 @@ def main() -> None:
             res = TimingResult.model_validate(r.outcomes[side].result)
             rows[side]["own"] += [ms * 1e3 for ms in res.turn_ms]
         print(f"session {i}: calls/turn {r.calls}, median pair ratio {medians[-1]:.4f}", flush=True)
+        # after every session: a run cut by its caller's time limit keeps its answer so far
+        _table(rows, medians, settings.turn_probe_child)
+
+
+def _table(
+    rows: dict[str, dict[str, list[float]]], medians: list[float], probe_child: bool
+) -> None:
+    """The per-side medians over the sessions so far, and the median of their medians."""
     print("us per call (medians)   window   record    probe     rest  own(child)")
     for side, got in rows.items():
         print(f"{side:>10}", *(f"{st.median(v):8.3f}" for v in got.values()))
-    prober = "a probe child" if settings.turn_probe_child else "the baseline child"
-    print(f"median of session medians {st.median(medians):.4f} (probes: {prober})")
+    prober = "a probe child" if probe_child else "the baseline child"
+    print(
+        f"median of {len(medians)} session medians {st.median(medians):.4f} (probes: {prober})",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
