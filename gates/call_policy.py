@@ -100,6 +100,14 @@ def state_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
+def state_left(fn: Any, names: list[str]) -> list[torch.Tensor | None]:
+    """Entries ``names`` of ``fn``'s module as the last call left them (None where it has none):
+    the state the reference's forward changes is compared after every checked call."""
+    module = module_of(fn)
+    tensors = state_tensors(module) if module is not None else {}
+    return [tensors.get(n) for n in names]
+
+
 def _owner(module: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
     prefix, _, leaf = name.rpartition(".")
     return (module.get_submodule(prefix) if prefix else module), leaf

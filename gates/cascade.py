@@ -27,7 +27,7 @@ from gates.numerics import comparison_threads
 from gates.perf import RooflineInputs, RoundSetup, TimingChecks, measure, prestart_round
 from gates.perf_verdict import perf_verdict
 from gates.prestart import PrestartedRound
-from gates.problem_io import inputs_after
+from gates.problem_io import inputs_after, state_after
 from gates.protocol import CandidateJob, ModelSource
 from gates.reference import ReferenceBundle, checked_if_cut, prepare_reference
 from gates.runner import ChildOutcome, run_job
@@ -125,7 +125,9 @@ def run_gates_1_to_3(
         return verdicts, outcome
     names = [s.name for s in bundle.input_sets]
     outs = load_candidate_outputs(out_dir, names)
-    after = load_candidate_outputs(out_dir, [inputs_after(n) for n in names])
+    after = load_candidate_outputs(
+        out_dir, [inputs_after(n) for n in names] + [state_after(n) for n in names]
+    )
     clock.lap("load_outputs")
     with comparison_threads():
         v2 = correctness_verdict(bundle, outcome, outs, settings, seconds=s2, inputs=after)

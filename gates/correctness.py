@@ -16,7 +16,7 @@ from typing import Any
 
 from gates.feedback import bullet_list, crash_feedback
 from gates.numerics import OutputComparison, compare_outputs
-from gates.problem_io import inputs_after, load_values, set_path
+from gates.problem_io import inputs_after, load_values, set_path, state_after
 from gates.protocol import CandidateResult
 from gates.reference import ReferenceBundle
 from gates.runner import ChildOutcome
@@ -61,6 +61,42 @@ def _in_place_problem(
     return (
         f"input(s) {theirs}, which the reference changes in place, came out otherwise after "
         f"the call ({cmp.problem}); change them as the reference does"
+    )
+
+
+def _state_problem(
+    bundle: ReferenceBundle, name: str, after: list[Any] | None, settings: GateSettings
+) -> str:
+    """Why the module state the reference's call leaves (running statistics, a counter, an
+    average) came out otherwise after the candidate's ('' when it matches, as outputs do).
+
+    Every call starts from the state as built, so a forward that skips its update returns
+    the same output; only the state it leaves tells them apart.
+    """
+    want = bundle.states.get(name)
+    if want is None:
+        return ""
+    names = bundle.policy.stateful
+    if after is None or len(after) != len(want):
+        return (
+            f"the model state the reference's forward updates ({', '.join(names)}) was not "
+            "recorded after the call: ModelNew must be an nn.Module that keeps it"
+        )
+    missing = [n for n, value in zip(names, after, strict=True) if value is None]
+    if missing:
+        return (
+            f"ModelNew has no {', '.join(missing)}, which the reference's forward updates in "
+            "place: keep it under that name and update it as the reference does"
+        )
+    cmp = compare_outputs(
+        after, want, rtol=settings.rtol, atol=bundle.atol_for(name), scale_tol=settings.scale_tol
+    )
+    if cmp.ok:
+        return ""
+    return (
+        f"the model state the reference's forward updates ({', '.join(names)}) came out "
+        f"otherwise after the call ({cmp.problem}); update it as the reference does (running "
+        "statistics, counters and averages are part of the forward's result)"
     )
 
 
@@ -136,7 +172,7 @@ def correctness_verdict(
 ) -> GateVerdict:
     """Gate 2 verdict on the candidate's outputs (``load_candidate_outputs``), and on
     ``inputs``: by ``inputs_after(set)``, its values of the inputs the reference changes in
-    place, after the call."""
+    place, after the call; by ``state_after(set)``, the module state the call left."""
     thresholds = {
         "rtol": settings.rtol,
         "atol": settings.atol,
@@ -235,6 +271,11 @@ def correctness_verdict(
             entry["ok"] = False
             entry["in_place_problem"] = in_place
             problems.append((s.name, in_place))
+        state = _state_problem(bundle, s.name, (inputs or {}).get(state_after(s.name)), settings)
+        if state:
+            entry["ok"] = False
+            entry["state_problem"] = state
+            problems.append((s.name, state))
         if mutated:
             problems.append(
                 (

@@ -164,6 +164,13 @@ def inputs_after(set_name: str) -> str:
     return f"{set_name}.inputs_after"
 
 
+def state_after(set_name: str) -> str:
+    """The file name (``set_path``'s) of the module state after a call on ``set_name``: the
+    entries the reference's forward changes (``EvaluationPolicy.stateful``), in that order;
+    the reference's lies in its refs, the candidate's in its outputs."""
+    return f"{set_name}.state_after"
+
+
 def set_path(directory: str, name: str) -> Path:
     return Path(directory) / f"{name}.pt"
 

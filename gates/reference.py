@@ -40,7 +40,7 @@ from gates.gpu_lease import gpu_section
 from gates.jobs.build import weights_path
 from gates.model_gate import model_verdict_from_sets, sampled_rule
 from gates.numerics import output_scale
-from gates.problem_io import digest_dir, load_values, set_path
+from gates.problem_io import digest_dir, load_values, set_path, state_after
 from gates.protocol import (
     DrawOnly,
     EvaluationPolicy,
@@ -67,6 +67,8 @@ class ReferenceBundle:
     result: ReferenceResult | None = None
     refs: dict[str, list[Any]] = field(default_factory=dict)
     refs64: dict[str, list[Any]] | None = None
+    # the module state each reference call left (a stateful forward's), by set
+    states: dict[str, list[Any]] = field(default_factory=dict)
     input_digests: dict[str, str] = field(default_factory=dict)
     pristine_dir: Path | None = None
     corrupted: bool = False  # inputs and their pristine copy both changed: unusable
@@ -479,6 +481,7 @@ def prepare_reference(
             for s in result.input_sets
             if s.kind != "sealed"
         }
+    bundle.states = load_states(refs_dir, result, mmap=mapped)
     if not keep_refs:
         shutil.rmtree(refs_dir, ignore_errors=True)
     seal(inputs_dir, bundle.sealed_dir, bundle.sealed_sets)
@@ -487,6 +490,14 @@ def prepare_reference(
     bundle.pristine_dir = workdir / "inputs.pristine"
     shutil.copytree(inputs_dir, bundle.pristine_dir, dirs_exist_ok=True)
     return bundle
+
+
+def load_states(refs_dir: Path, result: ReferenceResult, *, mmap: bool) -> dict[str, list[Any]]:
+    """The module state each reference call left, by set (none for a stateless forward)."""
+    if not result.policy.stateful:
+        return {}
+    paths = {s.name: set_path(str(refs_dir), state_after(s.name)) for s in result.input_sets}
+    return {name: load_values(path, mmap=mmap) for name, path in paths.items() if path.is_file()}
 
 
 def prepare_draw(

@@ -60,6 +60,7 @@ from gates.protocol import ReferenceResult
 from gates.reference import (
     ReferenceBundle,
     draw_disagrees,
+    load_states,
     prepare_draw,
     prepare_reference,
     with_draw,
@@ -326,6 +327,7 @@ def _load(
             for s in result.input_sets
             if s.kind != "sealed"
         }
+    bundle.states = load_states(refs, result, mmap=False)
     bundle.shared_id = record.bundle_id
     bundle.guard(problem_path)
     bundle.use = record.uses
@@ -366,9 +368,10 @@ def _add_draw(
 
 
 def _set_name(file_name: str) -> str:
-    """The input set a kept file belongs to: ``<set>.pt``, ``<set>.post.pt``, ``<set>.fp64.pt``."""
+    """The input set a kept file belongs to: ``<set>.pt``, ``<set>.post.pt``, ``<set>.fp64.pt``,
+    ``<set>.state_after.pt``."""
     stem = file_name.removesuffix(".pt")
-    return stem.removesuffix(".post").removesuffix(".fp64")
+    return stem.removesuffix(".post").removesuffix(".fp64").removesuffix(".state_after")
 
 
 def _drop_sets(entry: Path, record: KeptBundle, names: set[str]) -> dict[str, str]:

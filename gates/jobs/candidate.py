@@ -7,7 +7,9 @@ shape-keyed caches return stale answers there); allocations are poisoned;
 the whole device is synchronised before outputs are read; inputs are
 compared with their on-disk originals afterwards (mutation).  Before every
 call, the model's state is restored and the RNGs seeded as the reference's
-policy says (``gates.call_policy``), so the dry run leaves no trace.
+policy says (``gates.call_policy``), so the dry run leaves no trace; after it,
+the state the reference's forward changes is written out for the parent to
+compare (a forward that skips its running-statistics update is wrong).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import torch
 
-from gates.call_policy import CallPreparer, load_policy
+from gates.call_policy import CallPreparer, load_policy, state_left
 from gates.checked_calls import output_problem
 from gates.harness_watch import HarnessWatch, listed
 from gates.job_progress import mark
@@ -30,6 +32,7 @@ from gates.problem_io import (
     output_structure,
     save_values,
     set_path,
+    state_after,
     to_device,
 )
 from gates.protocol import CallRecord, CandidateJob, CandidateResult
@@ -61,7 +64,10 @@ def run(job: CandidateJob) -> CandidateResult:
                 job.model, job.device, job.model_seed, job.inputs_dir, on_phase=mark
             )
         # the model's state as built and the RNG seed of the set, before every call
-        prepare = CallPreparer(load_policy(job.inputs_dir), fn)
+        policy = load_policy(job.inputs_dir)
+        prepare = CallPreparer(policy, fn)
+        # our own Inductor wrapper holds no module: its buffers are arguments it is handed
+        stateful = policy.stateful if job.model.kind != "wrapper" else []
         first = job.input_sets[0]
         mark("dry_run", set=first.name)
         dry_inputs = to_device(load_values(set_path(job.inputs_dir, first.name)), job.device)
@@ -111,6 +117,8 @@ def run(job: CandidateJob) -> CandidateResult:
                 )
             save_values(set_path(job.out_dir, s.name), flatten_output(out))
             del out
+            if stateful:
+                save_values(set_path(job.out_dir, state_after(s.name)), state_left(fn, stateful))
             # Re-read the originals from disk: on the CPU `inputs` may *be* `fresh`.
             post_path = set_path(job.inputs_dir, f"{s.name}.post")
             expected = load_values(

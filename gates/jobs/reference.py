@@ -53,6 +53,7 @@ from gates.problem_io import (
     save_values,
     set_path,
     shape_of,
+    state_after,
     to_device,
     to_double,
 )
@@ -300,6 +301,12 @@ def run(job: ReferenceJob) -> ReferenceResult:
             if not infos:  # the first call: what it changed, and is it reproducible
                 params = caller.watch.changed()  # adopted by every ``prepare`` since
                 stateful = sorted(set(caller.keeper.changed()) | set(params))
+            if stateful:  # the state the call left is an answer too (gate 2 compares it)
+                tensors = state_tensors(model)
+                save_values(
+                    set_path(job.refs_dir, state_after(s.name)), [tensors[n] for n in stateful]
+                )
+            if not infos:
                 random_forward, jitter = _probe(caller, s.name, out, job.problem_path)
                 if budget is not None and first_seconds is not None:
                     budget.announce(first_seconds, checked)

@@ -1,0 +1,98 @@
+"""The state a stateful forward leaves is checked after every gate-2 call.
+
+Every call starts from the state as built (``gates.call_policy``), so a candidate that
+never advances its running statistics, counter or average returns the reference's output
+on each of them; only the state it leaves tells them apart.  The cheats come from a red
+team (``tests/fixtures/candidates/gates``): each was accepted by all four gates before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gates.cascade import verify_candidate
+from gates.reference_cache import _set_name
+from gates.runner import forking_from
+from gates.zygote import Zygote
+from kernelopt.contracts.verdicts import CascadeResult, GateSettings
+
+TESTS = Path(__file__).resolve().parents[1]
+IDENTITY = TESTS / "problems" / "identity"
+CHEATS = TESTS / "fixtures" / "candidates" / "gates"
+
+RENAMED = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """The EMA under another name: its update cannot be checked, so it is refused."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.register_buffer("mean_ema", torch.zeros(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.mean_ema.mul_(0.9).add_(0.1 * x.mean(dim=0))
+        return x - self.mean_ema
+'''
+
+
+def _verify(problem: str, candidate: Path, work: Path) -> CascadeResult:
+    settings = GateSettings(device="cpu", run_perf=False, static_timeout_s=120.0)
+    return verify_candidate(IDENTITY / f"{problem}.py", candidate, settings, workdir=work)
+
+
+def _state_problems(result: CascadeResult) -> list[str]:
+    return [c["state_problem"] for c in result.verdicts[1].metrics["calls"] if "state_problem" in c]
+
+
+@pytest.mark.parametrize(
+    ("problem", "cheat", "names"),
+    [
+        ("ema_buffer", "ema_frozen", "avg"),
+        ("call_counter_buffer", "counter_frozen", "calls"),
+        ("batchnorm1d_train", "bn_stats_skipped", "bn.running_mean"),
+    ],
+)
+def test_a_forward_that_never_advances_its_state_is_rejected_at_correctness(
+    cpu_zygote: Zygote | None, tmp_path: Path, problem: str, cheat: str, names: str
+) -> None:
+    with forking_from("cpu", cpu_zygote):
+        result = _verify(problem, CHEATS / f"{cheat}.py", tmp_path)
+    assert not result.accepted
+    assert [v.gate.value for v in result.verdicts] == ["static", "correctness"]
+    found = _state_problems(result)
+    assert found and all(names in text and "came out otherwise" in text for text in found)
+    assert "update it as the reference does" in result.feedback
+
+
+def test_the_identity_of_a_stateful_forward_passes_with_its_state_compared(
+    cpu_zygote: Zygote | None, tmp_path: Path
+) -> None:
+    problem = IDENTITY / "ema_buffer.py"
+    candidate = tmp_path / "identity.py"
+    candidate.write_text(problem.read_text() + "\n\nModelNew = Model\n")
+    with forking_from("cpu", cpu_zygote):
+        result = _verify("ema_buffer", candidate, tmp_path / "work")
+    assert result.accepted, result.feedback
+    assert result.environment["policy"]["stateful"] == ["avg"]
+    assert not _state_problems(result)
+
+
+def test_state_kept_under_another_name_is_refused_with_the_name_to_keep(
+    cpu_zygote: Zygote | None, tmp_path: Path
+) -> None:
+    candidate = tmp_path / "renamed.py"
+    candidate.write_text(RENAMED)
+    with forking_from("cpu", cpu_zygote):
+        result = _verify("ema_buffer", candidate, tmp_path / "work")
+    assert not result.accepted
+    assert any("ModelNew has no avg" in text for text in _state_problems(result))
+
+
+def test_a_kept_bundles_state_files_belong_to_their_set() -> None:
+    assert _set_name("seed0.state_after.pt") == "seed0"
+    assert _set_name("heldout.pt") == "heldout"
