@@ -98,7 +98,9 @@ def test_a_hidden_request_serves_no_side(tmp_path: Path, child_workdir: Path) ->
         first_sight.forget("")
         job_progress.mark("samples")
         progress.write_text(progress.read_text()[:10])  # the marks cut short
-        with pytest.raises(FirstSightRefused, match="asked for before"):
+        # refused either way: the courier read the request as early, or (on a loaded CPU) it
+        # had already served the forged one and the side finds the sets there before asking
+        with pytest.raises(FirstSightRefused, match=r"asked for before|before this side asked"):
             receive(["heldout"], "base_", timeout_s=10)
     assert courier.problems[0] == "the progress marks were rewritten while the child ran"
 
