@@ -100,6 +100,14 @@ def _state_problem(
     )
 
 
+def _unrun_problem(kernels: list[str]) -> str:
+    return (
+        f"its Triton kernel(s) {', '.join(kernels)} never ran here (Triton's interpreter, "
+        "on the CPU): a branch on the device (a 'CPU fallback') answered instead, so this "
+        "check says nothing of the kernels. Run them on every device, or check on the GPU"
+    )
+
+
 def _stale(outs: dict[str, list[Any]], name: str, previous: str | None) -> bool:
     if previous is None or name not in outs or previous not in outs:
         return False
@@ -294,6 +302,9 @@ def correctness_verdict(
         "max_scale_err": max((c["max_scale_err"] for c in per_call), default=None),
     }
     grouped = _group(problems)
+    if result and result.unrun_kernels:  # whatever the calls returned, no kernel made it
+        grouped.insert(0, _unrun_problem(result.unrun_kernels))
+        metrics["unrun_kernels"] = result.unrun_kernels
     if not outcome.ok:
         metrics["traceback"] = outcome.error_text()
         fb = crash_feedback(outcome)

@@ -208,6 +208,8 @@ class CandidateResult(Frozen):
     weights_note: str = ""
     dry_run_seconds: float = 0.0
     calls: list[CallRecord] = Field(default_factory=list)
+    # under Triton's interpreter (the CPU): the candidate's kernels, when none of them ran
+    unrun_kernels: list[str] = Field(default_factory=list)
 
 
 class TimingJob(ChildJob):

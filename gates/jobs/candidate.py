@@ -22,6 +22,7 @@ import torch
 from gates.call_policy import CallPreparer, load_policy, state_left
 from gates.checked_calls import output_problem
 from gates.harness_watch import HarnessWatch, listed
+from gates.interpreted_launches import InterpretedLaunches
 from gates.job_progress import mark
 from gates.jobs.build import build_callable
 from gates.poison import PoisonAllocations, poison_cached_blocks
@@ -51,6 +52,8 @@ def _sync(device: str) -> None:
 
 def run(job: CandidateJob) -> CandidateResult:
     strict_fp32()
+    launches = InterpretedLaunches()
+    launches.install()  # the CPU: which of its Triton kernels the interpreter ran
     watch = HarnessWatch()  # before the candidate is imported: its checks are ours
     poison = PoisonAllocations() if job.poison else None
     with torch.no_grad():
@@ -158,6 +161,7 @@ def run(job: CandidateJob) -> CandidateResult:
         weights_note=info.get("weights_note", ""),
         dry_run_seconds=dry_seconds,
         calls=calls,
+        unrun_kernels=launches.unrun(),
     )
 
 
