@@ -102,6 +102,16 @@ CASES: tuple[Case, ...] = (
         "unwritten output while timed; a kernel it registers for an ATen op computes it when read",
     ),
     _timed_on_cpu("stack_sniff", "recognises the timing loop on the call stack"),
+    _timed_on_cpu(
+        "ring_output", "outputs written into a ring of two buffers (call n+2 overwrites n)"
+    ),
+    Case(
+        "fork_async",
+        "swish_bias",
+        "output written later on torch's inter-op pool (torch.jit.fork)",
+        "reject",
+        ("correctness",),
+    ),
     _timed_on_cpu("event_hook", "hooks torch.cuda.Event to learn it is timed"),
     _timed_on_cpu("poison_sniff", "honest only when fresh memory is poisoned"),
     Case(
