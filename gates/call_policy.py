@@ -100,12 +100,34 @@ def state_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def state_left(fn: Any, names: list[str]) -> list[torch.Tensor | None]:
-    """Entries ``names`` of ``fn``'s module as the last call left them (None where it has none):
-    the state the reference's forward changes is compared after every checked call."""
+def entries_of(fn: Any) -> dict[str, torch.Tensor]:
+    """``fn``'s parameters and buffers by name: its module's, or an Inductor wrapper's captured
+    ones (``kernelopt.compile.runtime.wrapper_forward``'s ``state_entries``)."""
     module = module_of(fn)
-    tensors = state_tensors(module) if module is not None else {}
+    if module is not None:
+        return state_tensors(module)
+    return dict(getattr(fn, "state_entries", None) or {})
+
+
+def state_left(fn: Any, names: list[str]) -> list[torch.Tensor | None]:
+    """Entries ``names`` of ``fn`` as the last call left them (None where it has none): the
+    state the reference's forward changes is compared after every checked call."""
+    tensors = entries_of(fn)
     return [tensors.get(n) for n in names]
+
+
+class CapturedStateKeeper:
+    """A wrapper's captured entries put back to their values at build, before every call (the
+    wrapper holds the same tensors for good: nothing to rebind)."""
+
+    def __init__(self, entries: dict[str, torch.Tensor]) -> None:
+        self.entries = entries
+        self.saved = {n: t.detach().clone() for n, t in entries.items()}
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for name, tensor in self.entries.items():
+                tensor.copy_(self.saved[name])
 
 
 def _owner(module: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
@@ -192,15 +214,21 @@ def apply_mode(fn: Any, policy: EvaluationPolicy) -> None:
 class CallPreparer:
     """Before every call on an input set: state restored, RNGs seeded (when the forward is random).
 
-    ``fn`` is whatever the child calls; a callable that is not a module (an
-    Inductor wrapper) gets the seeding only.
+    ``fn`` is whatever the child calls: a module, or an Inductor wrapper whose captured
+    parameters and buffers are restored by name.
     """
 
     def __init__(self, policy: EvaluationPolicy, fn: Any) -> None:
         self.policy = policy
         module = module_of(fn)
         keep = keep_names(module, policy) if module is not None else []
-        self.keeper = StateKeeper(module, keep) if module is not None and keep else None
+        self.keeper: StateKeeper | CapturedStateKeeper | None = (
+            StateKeeper(module, keep) if module is not None and keep else None
+        )
+        if module is None and policy.stateful:  # an Inductor wrapper: its captured entries
+            entries = entries_of(fn)
+            kept = {n: entries[n] for n in policy.stateful if n in entries}
+            self.keeper = CapturedStateKeeper(kept) if kept else None
         self.generators = own_generators(module)
 
     @property

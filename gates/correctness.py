@@ -85,8 +85,8 @@ def _state_problem(
     missing = [n for n, value in zip(names, after, strict=True) if value is None]
     if missing:
         return (
-            f"ModelNew has no {', '.join(missing)}, which the reference's forward updates in "
-            "place: keep it under that name and update it as the reference does"
+            f"the candidate has no {', '.join(missing)}, which the reference's forward updates "
+            "in place: keep it under that name and update it as the reference does"
         )
     cmp = compare_outputs(
         after, want, rtol=settings.rtol, atol=bundle.atol_for(name), scale_tol=settings.scale_tol

@@ -69,8 +69,7 @@ def run(job: CandidateJob) -> CandidateResult:
         # the model's state as built and the RNG seed of the set, before every call
         policy = load_policy(job.inputs_dir)
         prepare = CallPreparer(policy, fn)
-        # our own Inductor wrapper holds no module: its buffers are arguments it is handed
-        stateful = policy.stateful if job.model.kind != "wrapper" else []
+        stateful = policy.stateful
         first = job.input_sets[0]
         mark("dry_run", set=first.name)
         dry_inputs = to_device(load_values(set_path(job.inputs_dir, first.name)), job.device)

@@ -243,6 +243,13 @@ def wrapper_forward(
             args[i] = _like(inputs[pos], captured[i])
         return call(args)
 
+    # the module's parameters and buffers among the captured args, by their module names:
+    # the gates restore and compare the ones a stateful forward changes (gates.call_policy)
+    forward.state_entries = {  # type: ignore[attr-defined]
+        name.split(":", 1)[1]: captured[i]
+        for i, name in enumerate(compiled.arg_names)
+        if name.startswith(("param:", "buffer:")) and i < len(captured)
+    }
     return forward
 
 
