@@ -10,6 +10,7 @@ made (``triton.jit`` under the interpreter) and every launch.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 _LIBRARIES = ("torch", "triton")  # their @triton.jit helpers are imported, not the candidate's
@@ -24,8 +25,6 @@ class InterpretedLaunches:
 
     def install(self) -> bool:
         """Count from now on; False (and nothing counted) when Triton is not interpreting."""
-        import os
-
         if os.environ.get("TRITON_INTERPRET") != "1":
             return False
         from triton.runtime.interpreter import InterpretedFunction
