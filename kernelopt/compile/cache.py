@@ -23,7 +23,7 @@ from kernelopt.contracts.compiled import CompileResult
 from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
 
-CAPTURE_VERSION = 2
+CAPTURE_VERSION = 3  # 3: output layout (state outputs dropped), args named before the run
 
 
 def cache_key(

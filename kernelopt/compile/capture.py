@@ -39,6 +39,7 @@ from typing import Any
 from kernelopt.checkpoint import report
 from kernelopt.compile import cache
 from kernelopt.compile.modes import mode_options
+from kernelopt.compile.output_layout import output_layout
 from kernelopt.compile.runtime import (
     chosen_configs,
     load_wrapper_module,
@@ -256,10 +257,10 @@ def _capture(model: Any, inputs: list[Any], mode: str, *, force_random: bool) ->
     )
 
 
-def classify_args(
-    keys: list[tuple | None], model: Any, inputs: list[Any]
-) -> tuple[list[str], list[str], list[int | None]]:
-    """Roles, names and module-input positions of the captured flat args."""
+def arg_catalog(model: Any, inputs: list[Any]) -> dict[tuple, tuple[str, str, int | None]]:
+    """Role, name and module-input position of every tensor the model holds or is given, by
+    tensor key.  Taken before the capture runs the forward: a forward that rebinds a buffer
+    (``self.avg = ...``) leaves the model holding a new tensor the graph was never given."""
     import torch
 
     known: dict[tuple, tuple[str, str, int | None]] = {}
@@ -275,6 +276,13 @@ def classify_args(
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor):
             known[_tensor_key(x)] = ("input", f"input:{i}", i)
+    return known
+
+
+def classify_args(
+    keys: list[tuple | None], known: dict[tuple, tuple[str, str, int | None]]
+) -> tuple[list[str], list[str], list[int | None]]:
+    """Roles, names and module-input positions of the captured flat args (``arg_catalog``)."""
     roles, names, positions = [], [], []
     for j, key in enumerate(keys):
         fallback = ("constant", f"constant:{j}", None)
@@ -337,6 +345,7 @@ def compile_module(
     pristine_inputs = [clone_exact(x) for x in inputs]
     stages.lap("problem")
     report({"step": "compile", "mode": inp.mode})
+    catalog = arg_catalog(model, inputs)
     cap = capture(model, inputs, inp.mode)
     check_dense_outputs(cap.output, problem.path)  # already flat (``Capture.output``)
     stages.lap("capture")
@@ -345,7 +354,7 @@ def compile_module(
         raise CaptureError(
             f"the wrapper unpacks {parsed.num_args} args but the backend saw {len(cap.args)}"
         )
-    roles, names, positions = classify_args(cap.keys, model, inputs)
+    roles, names, positions = classify_args(cap.keys, catalog)
     name = inp.problem.name
     wrapper_ref = store.put_text(cap.source, media_type="text/x-python", name=f"{name}_wrapper.py")
     args_ref = save_tensors(store, cap.args, f"{name}_args.pt")
@@ -355,9 +364,11 @@ def compile_module(
 
     report({"step": "reference"})
     module = load_wrapper_module(cap.source, f"{name}_baseline")
-    reference = run_call(module, [clone_exact(a) for a in cap.args])
+    wrapper_args = [clone_exact(a) for a in cap.args]
+    reference = run_call(module, list(wrapper_args))
     kernel_configs = chosen_configs(module, list(parsed.kernels))
-    matches, max_diff = exact_match_and_max_diff(reference, cap.output)
+    layout = output_layout(reference, cap.output, wrapper_args, names, model)
+    matches, max_diff = exact_match_and_max_diff(reference[: layout.model_outputs], cap.output)
     reference_ref = save_tensors(store, reference, f"{name}_reference_out.pt")
     stages.lap("reference")
 
@@ -399,6 +410,8 @@ def compile_module(
         arg_input_index=positions,
         arg_specs=[tensor_spec(a) for a in cap.args],
         num_outputs=len(reference),
+        model_outputs=layout.model_outputs,
+        state_outputs=layout.state_outputs,
         mode_reason=(MODE_REASON if inp.mode == BASELINE_MODE else f"requested mode {inp.mode}")
         + (RANDOM_REASON if cap.fallback_random else ""),
         wrapper_ms=wrapper_ms,
