@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from gates.protocol import EvaluationPolicy
+from kernelopt.compile.output_layout import state_tensors
 from kernelopt.kinds.validate import same_values
 
 POLICY_FILE = "_policy.pt"
@@ -87,17 +88,6 @@ def module_of(fn: Any) -> torch.nn.Module | None:
     """The ``nn.Module`` behind a callable (``torch.compile``'s wrapper unwrapped), if any."""
     inner = getattr(fn, "_orig_mod", fn)
     return inner if isinstance(inner, torch.nn.Module) else None
-
-
-def state_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """Every parameter and buffer by name (shared ones under each of their names)."""
-    out: dict[str, torch.Tensor] = {}
-    for name, p in module.named_parameters(remove_duplicate=False):
-        out[name] = p
-    for name, b in module.named_buffers(remove_duplicate=False):
-        if b is not None:
-            out[name] = b
-    return out
 
 
 def entries_of(fn: Any) -> dict[str, torch.Tensor]:

@@ -39,7 +39,7 @@ from typing import Any
 from kernelopt.checkpoint import report
 from kernelopt.compile import cache
 from kernelopt.compile.modes import mode_options
-from kernelopt.compile.output_layout import output_layout
+from kernelopt.compile.output_layout import FirstCall, OutputLayout, output_layout, picked
 from kernelopt.compile.runtime import (
     chosen_configs,
     load_wrapper_module,
@@ -106,6 +106,7 @@ class RecordingBackend:
         self.graphs = 0
         self.keys: list[tuple | None] = []
         self.example_inputs: list[Any] = []
+        self.first_call = FirstCall()  # the objects the layout is read from
 
     def __call__(self, gm: Any, example_inputs: list[Any]) -> Any:
         import torch
@@ -118,7 +119,7 @@ class RecordingBackend:
         self.example_inputs = [clone_exact(t) for t in example_inputs]
         self.fallback_random = self.force_random or bool(random_ops(gm, example_inputs))
         patches = capture_options(self.mode, self.fallback_random)
-        return compile_fx(gm, example_inputs, config_patches=patches)
+        return self.first_call.wrap(compile_fx(gm, example_inputs, config_patches=patches))
 
 
 def capture_options(mode: str, fallback_random: bool) -> dict[str, Any]:
@@ -176,6 +177,7 @@ class Capture:
     seconds: float
     extra_sources: list[str] = field(default_factory=list)
     fallback_random: bool = False  # compiled with eager's random ops (``INDUCTOR_RNG``)
+    layout: OutputLayout | None = None  # the forward's results and state among the outputs
 
     def inductor_options(self, mode: str) -> dict[str, Any]:
         """The Inductor options this capture was compiled with."""
@@ -245,15 +247,17 @@ def _capture(model: Any, inputs: list[Any], mode: str, *, force_random: bool) ->
         )
     if not sources:
         raise CaptureError("Inductor produced no wrapper module (is the forward empty?)")
+    leaves = tuple(tree_leaves(output))
     return Capture(
         source=sources[-1],
         args=backend.example_inputs,
         keys=backend.keys,
-        output=tuple(tree_leaves(output)),
+        output=leaves,
         compiled=compiled,
         seconds=seconds,
         extra_sources=list(sources[:-1]),
         fallback_random=backend.fallback_random,
+        layout=output_layout(backend.first_call, leaves, model),
     )
 
 
@@ -367,8 +371,10 @@ def compile_module(
     wrapper_args = [clone_exact(a) for a in cap.args]
     reference = run_call(module, list(wrapper_args))
     kernel_configs = chosen_configs(module, list(parsed.kernels))
-    layout = output_layout(reference, cap.output, wrapper_args, names, model)
-    matches, max_diff = exact_match_and_max_diff(reference[: layout.model_outputs], cap.output)
+    layout = cap.layout or OutputLayout(picks=[("output", i) for i in range(len(reference))])
+    matches, max_diff = exact_match_and_max_diff(
+        picked(reference, wrapper_args, layout.picks), cap.output
+    )
     reference_ref = save_tensors(store, reference, f"{name}_reference_out.pt")
     stages.lap("reference")
 
@@ -410,7 +416,7 @@ def compile_module(
         arg_input_index=positions,
         arg_specs=[tensor_spec(a) for a in cap.args],
         num_outputs=len(reference),
-        model_outputs=layout.model_outputs,
+        output_picks=layout.picks,
         state_outputs=layout.state_outputs,
         mode_reason=(MODE_REASON if inp.mode == BASELINE_MODE else f"requested mode {inp.mode}")
         + (RANDOM_REASON if cap.fallback_random else ""),

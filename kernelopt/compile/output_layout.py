@@ -1,102 +1,109 @@
-"""Which of an Inductor wrapper's outputs are the module's, and which carry its state.
+"""Which of a compiled graph's outputs are the forward's results, and which carry its state.
 
-A forward that stores a tensor on its module (``self.avg = ...``, or ``self.calls += 1``,
-which stores the same tensor back) makes Dynamo return that tensor from the graph after
-the forward's own results, and set the attribute once the graph has run.  A wrapper run on
-its own (the gates, the re-stitch) must hand back only the forward's results, and put a
-rebound attribute's new value where the next call reads it: the captured argument.
+The forward's results are not simply the graph's outputs.  A forward that stores a tensor
+on its module (``self.avg = ...``, or ``self.calls += 1``, which stores the same tensor
+back) makes Dynamo return that tensor from the graph and set the attribute once the graph
+has run; a tensor returned twice is one graph output; a buffer or input returned as it is
+never enters the graph.  The layout is read by identity on the compiled forward's first
+call, and replayed wherever a wrapper runs on its own (the gates, the regenerated
+candidates): results picked from the outputs or the arguments, state written back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 STATE_PREFIXES = ("param:", "buffer:")
+Pick = tuple[Literal["output", "input"], int]
 
 
 @dataclass
 class OutputLayout:
-    """``model_outputs``: how many leading wrapper outputs are the forward's results;
-    ``state_outputs``: wrapper output index -> the state entry (module name) it rebinds."""
+    """``picks``: where each of the forward's flat results comes from (a graph output or a
+    graph input, by position); ``state_outputs``: graph output -> the parameter or buffer
+    (module name) the forward stores it in."""
 
-    model_outputs: int
+    picks: list[Pick]
     state_outputs: dict[int, str] = field(default_factory=dict)
 
 
-def output_layout(
-    outputs: Sequence[Any],
-    model_leaves: Sequence[Any],
-    wrapper_args: Sequence[Any],
-    arg_names: Sequence[str],
-    model_after: Any,
-) -> OutputLayout:
-    """The layout of ``outputs``, the wrapper's return on ``wrapper_args``.
+class FirstCall:
+    """Wraps a backend's compiled callable to keep the arguments and outputs of its first
+    call (the objects themselves, which the layout is read from by identity)."""
 
-    ``model_leaves`` are the compiled forward's flat results on the same state and
-    ``model_after`` the module after it ran.  An extra output that is one of the
-    arguments was updated in place and needs nothing; any other is matched to the
-    parameter or buffer the forward rebound to an equal tensor.
+    def __init__(self) -> None:
+        self.args: list[Any] | None = None
+        self.outputs: list[Any] | None = None
+
+    def wrap(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            out = compiled(*args)
+            if self.outputs is None:
+                self.args = list(args)
+                self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+            return out
+
+        return call
+
+
+def _index_of(items: Sequence[Any], value: Any) -> int | None:
+    return next((i for i, item in enumerate(items) if item is value), None)
+
+
+def output_layout(first: FirstCall, leaves: Sequence[Any], module: Any) -> OutputLayout:
+    """The layout of the compiled forward whose first call ``first`` kept, given the flat
+    results that call returned (``leaves``) and the ``module`` after it.
+
+    A result found neither among the outputs nor among the arguments (a Python number
+    Dynamo made from a tensor) makes the layout positional: every output that carries no
+    state, in order, as the wrapper's runner returned before layouts were kept.
     """
-    count = min(len(model_leaves), len(outputs))
-    state: dict[int, str] = {}
-    for index in range(count, len(outputs)):
-        value = outputs[index]
-        if any(value is arg for arg in wrapper_args):
-            continue
-        name = _rebound_entry(value, wrapper_args, arg_names, model_after, set(state.values()))
-        if name is not None:
-            state[index] = name
-    return OutputLayout(model_outputs=count, state_outputs=state)
+    outputs, args = first.outputs or [], first.args or []
+    state = {
+        index: name
+        for name, tensor in state_tensors(module).items()
+        if (index := _index_of(outputs, tensor)) is not None
+    }
+    picks: list[Pick] = []
+    for leaf in leaves:
+        if (index := _index_of(outputs, leaf)) is not None:
+            picks.append(("output", index))
+        elif (index := _index_of(args, leaf)) is not None:
+            picks.append(("input", index))
+        else:
+            picks = [("output", i) for i in range(len(outputs)) if i not in state]
+            break
+    return OutputLayout(picks=picks, state_outputs=state)
 
 
-def _rebound_entry(
-    value: Any,
-    wrapper_args: Sequence[Any],
-    arg_names: Sequence[str],
-    model_after: Any,
-    taken: set[str],
-) -> str | None:
-    import torch
-
-    if not isinstance(value, torch.Tensor):
-        return None
-    for arg, full in zip(wrapper_args, arg_names, strict=False):
-        if not full.startswith(STATE_PREFIXES):
-            continue
-        name = full.split(":", 1)[1]
-        now = _module_tensor(model_after, name)
-        if name in taken or now is None or now.shape != value.shape or now.dtype != value.dtype:
-            continue
-        if arg.shape == value.shape and torch.equal(now.detach().to(value.device), value):
-            return name
-    return None
+def state_tensors(module: Any) -> dict[str, Any]:
+    """``module``'s parameters and buffers by name (shared ones under each name)."""
+    out: dict[str, Any] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        out[name] = p
+    for name, b in module.named_buffers(remove_duplicate=False):
+        if b is not None:
+            out[name] = b
+    return out
 
 
-def _module_tensor(module: Any, name: str) -> Any:
-    """The tensor ``module`` holds under the dotted ``name`` now, or None."""
-    import torch
-
-    owner = module
-    *path, leaf = name.split(".")
-    try:
-        for part in path:
-            owner = getattr(owner, part)
-        value = getattr(owner, leaf)
-    except AttributeError:
-        return None
-    return value if isinstance(value, torch.Tensor) else None
+def picked(outputs: Sequence[Any], args: Sequence[Any], picks: Sequence[Pick] | None) -> tuple:
+    """The forward's results from one wrapper call (``picks`` None: every output)."""
+    if picks is None:
+        return tuple(outputs)
+    return tuple(outputs[i] if kind == "output" else args[i] for kind, i in picks)
 
 
 def write_back(
     outputs: Sequence[Any], state_outputs: dict[int, str], entries: dict[str, Any]
 ) -> None:
-    """Copy each rebound value into its captured entry, for the next call to read."""
+    """Copy each stored value into its captured entry, for the next call to read."""
     import torch
 
     with torch.no_grad():
         for index, name in state_outputs.items():
             target = entries.get(name)
-            if target is not None and index < len(outputs):
+            if target is not None and index < len(outputs) and outputs[index] is not target:
                 target.copy_(outputs[index])

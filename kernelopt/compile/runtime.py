@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from kernelopt.compile.output_layout import STATE_PREFIXES, write_back
+from kernelopt.compile.output_layout import STATE_PREFIXES, picked, write_back
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
@@ -228,9 +228,9 @@ def wrapper_forward(
     Runs ``wrapper`` (default: the baseline wrapper) with the captured
     parameters and buffers; module inputs replace the captured inputs by
     position.  The wrapper is specialised to the captured shapes (it asserts
-    sizes and strides): inputs of other shapes need their own compile.  Outputs
-    that only carry state the forward stores on its module are written back into
-    the captured entries and dropped (``kernelopt.compile.output_layout``).
+    sizes and strides): inputs of other shapes need their own compile.  The
+    results are picked and the state the forward stores is written back into the
+    captured entries as the compile recorded (``kernelopt.compile.output_layout``).
     """
     call = wrapper_call(compiled, store, wrapper, device)
     captured = load_tensors(store, compiled.args, device)
@@ -244,9 +244,10 @@ def wrapper_forward(
             if pos >= len(inputs):
                 raise TypeError(f"forward expected at least {pos + 1} inputs, got {len(inputs)}")
             args[i] = _like(inputs[pos], captured[i])
+        held = list(args)  # the wrapper's call empties its argument list
         outputs = call(args)
         write_back(outputs, compiled.state_outputs, entries)
-        return outputs[: compiled.model_outputs]
+        return picked(outputs, held, compiled.output_picks)
 
     # the module's parameters and buffers among the captured args, by their module names:
     # the gates restore and compare the ones a stateful forward changes (gates.call_policy)

@@ -60,7 +60,7 @@ def exact_match_and_max_diff(got: Sequence[Any], want: Sequence[Any]) -> tuple[b
     worst = 0.0
     for a, b in zip(got, want, strict=True):
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            exact = exact and a == b
+            exact = exact and bool(a == b)
             continue
         if a.shape != b.shape or a.dtype != b.dtype:
             return False, None

@@ -63,10 +63,10 @@ class CompileResult(DeviceTimed):
     arg_input_index: list[int | None] = Field(default_factory=list)  # module input position
     arg_specs: list[TensorSpec] = Field(default_factory=list)
     num_outputs: int = 0  # the wrapper's outputs, all of them
-    # the leading wrapper outputs that are the forward's results (None: all), and the
-    # outputs that carry a parameter or buffer the forward rebinds (index -> module name);
-    # Dynamo returns those after the results (kernelopt.compile.output_layout)
-    model_outputs: int | None = None
+    # where each of the forward's flat results comes from: ("output", i) or ("input", i) of
+    # the wrapper's call (None: every output); and the outputs the forward stores on its
+    # module (index -> parameter or buffer name): kernelopt.compile.output_layout
+    output_picks: list[tuple[Literal["output", "input"], int]] | None = None
     state_outputs: dict[int, str] = Field(default_factory=dict)
     mode_reason: str = ""  # why this compile mode is the baseline
     wrapper_ms: float | None = None  # the loaded wrapper's call() on the captured args

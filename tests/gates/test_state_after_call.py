@@ -107,6 +107,8 @@ def test_state_kept_under_another_name_is_refused_with_the_name_to_keep(
         "call_counter_buffer",
         "spectral_norm_train",
         "rebound_buffer_average",
+        "returns_state_buffer",
+        "same_tensor_twice_output",
     ],
 )
 def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_its_state(
@@ -120,7 +122,9 @@ def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_i
     reference's as built, restore them before every call and compare them after it (before,
     the EMA's wrapper failed gate 2 on its own baseline).  State the forward stores on its
     module comes back as extra wrapper outputs, dropped and written back into the entries
-    (before, the counter's and the spectral norm's wrappers returned too many outputs)."""
+    (before, the counter's and the spectral norm's wrappers returned too many outputs); a
+    returned buffer never enters the graph and a tensor returned twice is one output (before,
+    too few)."""
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
     store = open_store(tmp_path / "artifacts")
     spec = prepare_problem(IDENTITY / f"{problem}.py", store)

@@ -40,6 +40,9 @@ _KO_DYNAMIC_ARGS = {dynamic_args}
 _KO_STATIC_WRAPPER = {static_wrapper}
 _KO_DYNAMIC_WRAPPER = {dynamic_wrapper}
 _KO_OUTPUT = {output!r}
+# per wrapper: where each result comes from, and the outputs stored on the module
+_KO_STATIC_LAYOUT = {static_layout}
+_KO_DYNAMIC_LAYOUT = {dynamic_layout}
 _KO_NAMES = {names}
 _KO_TRAINING = {training}
 
@@ -62,24 +65,34 @@ class ModelNew(Model):
 
     def _ko_run(self, static):
         if static not in self._ko_runs:
-            text, names = (
-                (_KO_STATIC_WRAPPER, _KO_STATIC_ARGS)
+            text, names, layout = (
+                (_KO_STATIC_WRAPPER, _KO_STATIC_ARGS, _KO_STATIC_LAYOUT)
                 if static
-                else (_KO_DYNAMIC_WRAPPER, _KO_DYNAMIC_ARGS)
+                else (_KO_DYNAMIC_WRAPPER, _KO_DYNAMIC_ARGS, _KO_DYNAMIC_LAYOUT)
             )
             codes = [compile(n, "<graph input>", "eval") for n in names]
-            self._ko_runs[static] = (_ko_load(text, "regen").call, codes)
+            self._ko_runs[static] = (_ko_load(text, "regen").call, codes, layout)
         return self._ko_runs[static]
 
     def forward(self, *inputs):
         if self.training != _KO_TRAINING:
             raise RuntimeError(f"compiled for training={{_KO_TRAINING}}, called in the other mode")
-        call, codes = self._ko_run(_ko_signature(inputs) == _KO_SIGNATURE)
+        call, codes, (picks, stored) = self._ko_run(_ko_signature(inputs) == _KO_SIGNATURE)
         scope = {{"L": {{"self": self, **dict(zip(_KO_NAMES, inputs))}}}}
-        out = call([eval(code, {{}}, scope) for code in codes])
+        args = [eval(code, {{}}, scope) for code in codes]
+        out = call(list(args))
+        for index, name in stored.items():  # as Dynamo sets what the forward stored
+            owner, _, leaf = name.rpartition(".")
+            module = self.get_submodule(owner) if owner else self
+            if isinstance(getattr(module, leaf), _ko_torch.nn.Parameter):
+                with _ko_torch.no_grad():
+                    getattr(module, leaf).copy_(out[index])
+            else:
+                setattr(module, leaf, out[index])
+        results = [out[i] if kind == "output" else args[i] for kind, i in picks]
         if _KO_OUTPUT == "tensor":
-            return out[0]
-        return tuple(out) if _KO_OUTPUT == "tuple" else list(out)
+            return results[0]
+        return tuple(results) if _KO_OUTPUT == "tuple" else results
 """
 
 
@@ -104,6 +117,8 @@ def candidate_source(
         static_wrapper=repr(static.wrapper),
         dynamic_wrapper=repr(dynamic.wrapper),
         output=static.output,
+        static_layout=repr((static.picks, static.state)),
+        dynamic_layout=repr((dynamic.picks, dynamic.state)),
         names=repr(static.names),
         training=repr(static.training),
         label=label_of(diff),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.errors import DeterministicError
@@ -43,6 +43,10 @@ class Regenerated:
     output: str  # "tensor", "tuple" or "list": how forward returns the wrapper's outputs
     names: list[str]  # forward's input names, the keys of ``L`` besides ``self``
     training: bool  # the module mode it was compiled in (batch-norm, dropout differ)
+    # the forward's results among the wrapper's outputs and arguments, and the outputs it
+    # stores on its module (kernelopt.compile.output_layout)
+    picks: list[Any] = field(default_factory=list)
+    state: dict[int, str] = field(default_factory=dict)
 
     @property
     def code(self) -> str:
@@ -87,17 +91,20 @@ def regenerate(
     import torch.fx.experimental._config as shape_config
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import run_and_get_code
+    from torch.utils._pytree import tree_leaves
 
+    from kernelopt.compile.output_layout import FirstCall, output_layout
     from kernelopt.compile.runtime import load_wrapper_module, run_call
     from kernelopt.precision import strict_fp32
     from kernelopt.problem import load_module_problem
 
     problem = load_module_problem(source)
     names: list[str] = []
+    first = FirstCall()
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         names[:] = [_source_name(n) for n in gm.graph.find_nodes(op="placeholder")]
-        return compile_fx(gm, example_inputs, config_patches=dict(options))
+        return first.wrap(compile_fx(gm, example_inputs, config_patches=dict(options)))
 
     with _LOCK:
         strict_fp32()  # the numerics the gates run: autotuning must choose for them
@@ -116,11 +123,12 @@ def regenerate(
         if not sources:
             raise RegenError("Inductor produced no code for the forward")
         if isinstance(out, torch.Tensor):
-            output, leaves = "tensor", 1
+            output = "tensor"
         elif isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
-            output, leaves = type(out).__name__, len(out)
+            output = type(out).__name__
         else:
             raise RegenError(f"the forward returns {type(out).__name__}, not tensors")
+        layout = output_layout(first, tree_leaves(out), model)
         module = load_wrapper_module(sources[-1], "regen")
         inputs_named = forward_names(model)
         cases = [inputs, *(_other_shapes(problem, seed, device, inputs) if dynamic else [])]
@@ -131,10 +139,17 @@ def regenerate(
                     got = run_call(module, [eval(name, {}, scope) for name in names])
             except (AssertionError, RuntimeError) as exc:  # a shape the wrapper refuses
                 raise RegenError(f"the wrapper cannot run an input set: {exc}") from exc
-            if len(got) != leaves:
-                raise RegenError(f"the wrapper returns {len(got)} outputs, the forward {leaves}")
+            if any(kind == "output" and i >= len(got) for kind, i in layout.picks):
+                raise RegenError(f"the wrapper returns {len(got)} outputs, fewer than compiled")
     return Regenerated(
-        sources[-1], names, input_signature(inputs), output, inputs_named, model.training
+        sources[-1],
+        names,
+        input_signature(inputs),
+        output,
+        inputs_named,
+        model.training,
+        [list(p) for p in layout.picks],
+        layout.state_outputs,
     )
 
 

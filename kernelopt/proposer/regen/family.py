@@ -24,8 +24,8 @@ log = get_logger(__name__)
 _ERROR = "error"
 # DigestCache entries "built v<N> <label>": the stored candidate's sha256.  N is the
 # builder's version: candidates an older builder made (whose dynamic-shape wrapper
-# could refuse held-out shapes) are built again.
-BUILT = "built v2 "
+# could refuse held-out shapes, or which returned every graph output) are built again.
+BUILT = "built v3 "
 
 
 def _file_name(label: str) -> str:

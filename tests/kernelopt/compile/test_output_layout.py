@@ -1,11 +1,11 @@
-"""Which wrapper outputs are the forward's, and which carry state it stores on its module."""
+"""Where a forward's results and stored state sit among a compiled graph's outputs."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
-from kernelopt.compile.output_layout import output_layout, write_back
+from kernelopt.compile.output_layout import FirstCall, output_layout, picked, write_back
 
 
 class _Holder(nn.Module):
@@ -15,32 +15,54 @@ class _Holder(nn.Module):
         self.register_buffer("calls", torch.zeros(()))
 
 
-def test_an_argument_updated_in_place_is_dropped_without_a_write_back() -> None:
-    calls = torch.zeros(())
-    x = torch.ones(3)
-    outputs = (x * 2, calls)
-    layout = output_layout(outputs, (x * 2,), [calls, x], ["buffer:calls", "input:0"], _Holder())
-    assert layout.model_outputs == 1
-    assert layout.state_outputs == {}
+def _first(args: list[torch.Tensor], outputs: tuple[torch.Tensor, ...]) -> FirstCall:
+    first = FirstCall()
+    first.wrap(lambda *a: outputs)(*args)
+    return first
 
 
-def test_a_rebound_buffer_is_matched_to_its_entry_by_value() -> None:
+def test_the_first_call_is_kept_and_later_ones_are_not() -> None:
+    first = FirstCall()
+    call = first.wrap(lambda x: (x * 2,))
+    a, b = torch.ones(2), torch.zeros(2)
+    call(a)
+    call(b)
+    assert first.args is not None and first.args[0] is a
+    assert first.outputs is not None and torch.equal(first.outputs[0], a * 2)
+
+
+def test_a_stored_tensor_is_state_and_not_a_result() -> None:
     model = _Holder()
-    before = model.avg
-    model.avg = torch.tensor([1.0, 2.0, 3.0])  # what the forward stored
-    outputs = (torch.ones(3), torch.tensor([1.0, 2.0, 3.0]))
-    layout = output_layout(outputs, outputs[:1], [before], ["buffer:avg"], model)
+    x = torch.ones(3)
+    result, stored = x * 2, torch.tensor([1.0, 2.0, 3.0])
+    model.avg = stored  # what Dynamo does after the graph ran
+    layout = output_layout(_first([model.calls, x], (result, stored)), [result], model)
+    assert layout.picks == [("output", 0)]
     assert layout.state_outputs == {1: "avg"}
 
 
-def test_an_extra_output_matching_no_entry_is_left_unmapped() -> None:
+def test_a_result_returned_twice_and_a_returned_argument_are_picked() -> None:
     model = _Holder()
-    outputs = (torch.ones(3), torch.full((3,), 7.0))
-    layout = output_layout(outputs, outputs[:1], [model.avg.clone()], ["buffer:avg"], model)
-    assert layout == type(layout)(model_outputs=1, state_outputs={})
+    x = torch.ones(3)
+    y = x.exp()
+    layout = output_layout(_first([model.avg, x], (y,)), [y, y, model.avg], model)
+    assert layout.picks == [("output", 0), ("output", 0), ("input", 0)]
+    assert picked((y,), [model.avg, x], layout.picks) == (y, y, model.avg)
 
 
-def test_write_back_copies_into_the_captured_entry() -> None:
-    entry = torch.zeros(3)
-    write_back((torch.ones(1), torch.tensor([4.0, 5.0, 6.0])), {1: "avg"}, {"avg": entry})
+def test_a_result_found_nowhere_makes_the_layout_positional_without_state() -> None:
+    model = _Holder()
+    total, stored = torch.tensor(6.0), torch.zeros(())
+    model.calls = stored
+    layout = output_layout(_first([], (total, stored)), [6.0], model)
+    assert layout.picks == [("output", 0)]
+    assert layout.state_outputs == {1: "calls"}
+
+
+def test_write_back_copies_into_the_captured_entry_and_skips_itself() -> None:
+    entry, same = torch.zeros(3), torch.ones(2)
+    outputs = (torch.ones(1), torch.tensor([4.0, 5.0, 6.0]), same)
+    write_back(outputs, {1: "avg", 2: "same"}, {"avg": entry, "same": same})
     assert entry.tolist() == [4.0, 5.0, 6.0]
+    assert same.tolist() == [1.0, 1.0]
+    assert picked(outputs, [], None) == outputs

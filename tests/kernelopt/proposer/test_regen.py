@@ -432,3 +432,36 @@ def test_only_the_timed_static_wrapper_is_autotuned(monkeypatch: pytest.MonkeyPa
         ),  # the diff's own stays
     ]
     assert f"_KO_INDUCTOR_OPTIONS = {dict(sorted(options.items()))!r}" in text  # what is recorded
+
+
+IDENTITY = Path(__file__).resolve().parents[2] / "problems" / "identity"
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "call_counter_buffer",
+        "rebound_buffer_average",
+        "spectral_norm_train",
+        "returns_state_buffer",
+        "same_tensor_twice_output",
+    ],
+)
+def test_a_regeneration_keeps_the_forwards_results_and_the_state_it_stores(
+    cpu_zygote: Any, tmp_path: Path, problem: str
+) -> None:
+    """Graph outputs are not the forward's results: a stored buffer comes back as an extra
+    output, a returned buffer never enters the graph, a tensor returned twice is one output.
+    The candidate picks its results and stores its state as Dynamo would (before, each of
+    these refused to regenerate: "the wrapper returns 2 outputs, the forward 1")."""
+    from gates.cascade import verify_candidate
+    from gates.runner import forking_from
+
+    path = IDENTITY / f"{problem}.py"
+    candidate = tmp_path / "regen.py"
+    candidate.write_text(regenerated_candidate(path.read_text(), 0, "cpu", {}, {}))
+    settings = GateSettings(device="cpu", run_perf=False, static_timeout_s=120.0)
+    with forking_from("cpu", cpu_zygote):
+        result = verify_candidate(path, candidate, settings, workdir=tmp_path / "work")
+    reasons = [(v.gate.value, v.status.value, v.reason[:300]) for v in result.verdicts]
+    assert result.accepted, reasons
