@@ -137,6 +137,9 @@ class EvaluationPolicy(Frozen):
     # order: atomics), within gates.nondeterminism.JITTER_REL; 0.0: bitwise reproducible
     jitter: float = 0.0
     inputs_note: str = ""  # smaller inputs than get_inputs() gives, and why
+    # backend switches the problem file's import sets (label -> repr of the value,
+    # gates.timers.switch_values): the problem's own, not a candidate's change
+    problem_switches: dict[str, str] = Field(default_factory=dict)
 
     def summary(self) -> str:
         """One line for verify's output, the environment and the audit."""

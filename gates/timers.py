@@ -91,6 +91,28 @@ def _backend_settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], No
     return out
 
 
+def switch_values() -> dict[str, str]:
+    """Each switch's value now, as text (``repr``): what a problem file's import sets is
+    recorded this way and excused when a candidate sets the same (``excused_switches``)."""
+    out = {}
+    for label, read, _write in _backend_settings():
+        try:
+            out[label] = repr(read())
+        except Exception:  # as in _differs: a switch that does not read back has no value
+            out[label] = "<unreadable>"
+    return out
+
+
+def excused_switches(tampered: list[str], problem_switches: dict[str, str]) -> list[str]:
+    """``tampered`` without the switches now holding the value the problem file's own
+    import gives them: a candidate made of the problem file sets them again, and a
+    baseline that never imports it (a compiled wrapper) would not show the same change."""
+    if not problem_switches:
+        return tampered
+    now = switch_values()
+    return [t for t in tampered if t not in problem_switches or now.get(t) != problem_switches[t]]
+
+
 def _differs(read: Callable[[], Any], value: Any) -> bool:
     """A switch that no longer reads back (torch refuses mixed precision APIs) has changed."""
     try:

@@ -65,6 +65,7 @@ from gates.protocol import (
     SetInfo,
     group_name,
 )
+from gates.timers import switch_values
 from kernelopt.kinds.validate import first_difference, same_values
 from kernelopt.loaded_problem import another_batch, apply_mode, check_dense_outputs, resolve_mode
 from kernelopt.precision import strict_fp32
@@ -211,7 +212,10 @@ def _kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
 def run(job: ReferenceJob) -> ReferenceResult:
     strict_fp32()
     mark("import_problem")
+    before = switch_values()
     problem = ProblemFile(job.problem_path)
+    after = switch_values()
+    problem_switches = {label: v for label, v in after.items() if before.get(label) != v}
     holdout_available = len(problem.holdout_inputs(0)) if problem.get_holdout_inputs else 0
     mark("build_model")
     mode, mode_source = resolve_mode(job.model_mode, problem.mode)
@@ -338,6 +342,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
             stateful=stateful,
             jitter=jitter,
             inputs_note=budget.note if budget is not None else "",
+            problem_switches=problem_switches,
         )
         if job.draw_only is None:  # a kept bundle's draw: its parent states the policy
             save_policy(job.inputs_dir, policy)

@@ -41,7 +41,10 @@ from gates.placement import cpu_node, current_cpu, gpu_node, pci_address
 from gates.poison import poison_cached_blocks
 from gates.problem_io import load_values, set_path, to_device
 from gates.protocol import ModelSource, TimingJob, TimingResult
-from gates.timers import TimerKit  # created in run() before the candidate is imported
+from gates.timers import (  # the kit: created in run() before the candidate is imported
+    TimerKit,
+    excused_switches,
+)
 from kernelopt.precision import strict_fp32
 
 JOB_TYPE = TimingJob
@@ -479,7 +482,8 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
     )
     once = job.baseline_first_sight_sets if tag == "base_" else job.first_sight_sets
     checks = CheckedCalls(expected=list(job.expected), device=job.device, samples=job.check_samples)
-    prepare = CallPreparer(load_policy(job.inputs_dir), fn)
+    policy = load_policy(job.inputs_dir)
+    prepare = CallPreparer(policy, fn)
     if prepare.active:  # random or stateful forward: every call as the reference's
         checks.prepare = by_index(prepare, [*names, *once])
     loop = CheckedLoop(kit, fn, rotation, checks)
@@ -494,7 +498,9 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
     kit.sync()
     side = TimedSide(fn, rotation, checks, loop, mark, cuda, tag=tag, first_sight_sets=list(once))
     side.warm_seconds = (kit.now_ns() - t_start) / 1e9
-    side.tampered_before = kit.tampered(checks, loop, rotation)
+    side.tampered_before = excused_switches(
+        kit.tampered(checks, loop, rotation), policy.problem_switches
+    )
     kit.restore(checks, loop, rotation)
     return side
 
