@@ -27,6 +27,11 @@ LEVERS: dict[str, tuple[str, type, str]] = {
         int,
         "turn children prepare without settling, events at most this many calls",
     ),
+    "--probe-child": (
+        "turn_probe_child",
+        bool,
+        "turn sessions' idle probe in a third trusted child, not the baseline's",
+    ),
     "--reuse-host-probe": (
         "reuse_host_probe",
         bool,

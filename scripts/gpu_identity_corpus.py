@@ -24,8 +24,9 @@ Not part of CI (campaigns need the GPU worker).  Two sections, one per device ca
    outcomes and histories under ``$OUT``).  A small built-in campaign takes
    ~2-3 min of the one GPU worker (two slots by default, ``--gpu-slots``), so the
    corpus needs several calls:
-   ``--chunk K/N`` picks every N-th problem from K, and ``--resume`` continues
-   a chunk in the next call on the warm machine (as gpu_e2e documents)::
+   ``--chunk K/N`` picks every N-th problem from K (``--only a,b`` names them, ``--owed N``
+   takes the first N without a campaign outcome under docs/results), and ``--resume``
+   continues a chunk in the next call on the warm machine (as gpu_e2e documents)::
 
        source scripts/device_env.sh; python3 -m scripts.gpu_identity_corpus optimize --chunk 0/8
 
@@ -196,8 +197,20 @@ def _timing_rounds(result: Any) -> dict[str, Any]:
     }
 
 
+def owed_problems(results: Path = ROOT / "docs" / "results") -> list[Path]:
+    """The corpus problems without a campaign outcome among the committed results (an
+    outcome file is named ``<problem>-<id>.outcome.json``; an unfinished one has none)."""
+    done = {p.name.rsplit("-", 1)[0] for p in results.rglob("*.outcome.json")}
+    return [p for p in CORPUS if p.stem not in done]
+
+
 def optimize(
-    chunk: str, deadline: float, resume: bool, plans: int, max_targets: int, gpu_slots: int
+    problems: list[Path],
+    deadline: float,
+    resume: bool,
+    plans: int,
+    max_targets: int,
+    gpu_slots: int,
 ) -> int:
     """Section 2: campaigns with the built-in proposer, through gpu_e2e.py.
 
@@ -206,13 +219,11 @@ def optimize(
     the GPU worker runs ``gpu_slots`` activities at once: its timed sections still take
     the GPU alone (gates/README.md, "The GPU's lease"), the compiles beside them do not.
     """
-    k, n = (int(x) for x in chunk.split("/"))
-    problems = [str(p) for p in CORPUS[k::n]]
     cmd = [sys.executable, "-m", "scripts.gpu_e2e", "--deadline", str(deadline)]
     cmd += ["--plans", str(plans), "--max-targets", str(max_targets)]
     cmd += ["--resume"] if resume else []
     env = {**os.environ, "KERNELOPT_GPU_SLOTS": str(gpu_slots)}
-    return subprocess.call([*cmd, *problems], cwd=ROOT, env=env)
+    return subprocess.call([*cmd, *map(str, problems)], cwd=ROOT, env=env)
 
 
 def summary(out: Path) -> int:
@@ -271,7 +282,11 @@ def main() -> int:
     add_lever_arguments(v)
     v.add_argument("--ab", action="store_true", help="each problem with the levers and without")
     o = sub.add_parser("optimize")
-    o.add_argument("--chunk", default="0/8")
+    o.add_argument("--chunk", default="0/8", help="every N-th problem from K (K/N)")
+    o.add_argument("--only", default="", help="comma-separated problem names (not --chunk)")
+    o.add_argument(
+        "--owed", type=int, default=0, help="the first N without a committed outcome (not --chunk)"
+    )
     o.add_argument("--deadline", type=float, default=540.0)
     o.add_argument("--resume", action="store_true")
     o.add_argument("--plans", type=int, default=1)
@@ -282,18 +297,24 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(os.environ.get("OUT", "/tmp/gpu-identity-out"))
     out.mkdir(parents=True, exist_ok=True)
+    only = [n for n in getattr(args, "only", "").split(",") if n]
+    unknown = sorted(set(only) - {path.stem for path in CORPUS})
+    if unknown:
+        parser.error(f"--only names problems the corpus does not hold: {unknown}")
     if args.section == "verify":
-        only = [n for n in args.only.split(",") if n]
-        unknown = sorted(set(only) - {path.stem for path in CORPUS})
-        if unknown:
-            parser.error(f"--only names problems the corpus does not hold: {unknown}")
         levers = levers_from(args)
         if args.ab and not levers:
             parser.error("--ab compares the levers given against none: name at least one")
         return verify(args.deadline, out, only, levers, ab=args.ab)
     if args.section == "optimize":
+        k, n = (int(x) for x in args.chunk.split("/"))
+        problems = CORPUS[k::n]
+        if only:
+            problems = [p for p in CORPUS if p.stem in only]
+        elif args.owed:
+            problems = owed_problems()[: args.owed]
         return optimize(
-            args.chunk, args.deadline, args.resume, args.plans, args.max_targets, args.gpu_slots
+            problems, args.deadline, args.resume, args.plans, args.max_targets, args.gpu_slots
         )
     return summary(args.out)
 

@@ -160,3 +160,16 @@ def test_ab_runs_each_problem_with_and_without_the_levers_in_turn(
     assert seen == [(first, True), (first, False), (second, False), (second, True)]
     rows = corpus.identity_rows(tmp_path / "identity.jsonl")
     assert sorted((r["problem"], bool(r["levers"])) for r in rows) == sorted(seen)
+
+
+def test_owed_problems_are_those_without_a_committed_outcome(tmp_path: Path) -> None:
+    """An outcome file ``<problem>-<id>.outcome.json`` anywhere under the results marks its
+    problem done (problem names hold underscores, ids none); the rest stay owed, in order."""
+    first, second, third = THREE
+    (tmp_path / "a" / "campaigns").mkdir(parents=True)
+    (tmp_path / "a" / "campaigns" / f"{second}-1a2b3c4d.outcome.json").write_text("{}")
+    (tmp_path / "a" / "campaigns" / f"{first}-9f8e7d6c.report.md").write_text("")
+    owed = [p.stem for p in corpus.owed_problems(tmp_path)]
+    assert owed[:2] == [first, third]
+    assert second not in owed
+    assert len(owed) == len(corpus.CORPUS) - 1
