@@ -23,7 +23,7 @@ from kernelopt.contracts.compiled import CompileResult
 from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
 
-CAPTURE_VERSION = 3  # 3: output layout (state outputs dropped), args named before the run
+CAPTURE_VERSION = 3  # 3: the output layout (output_picks, state_outputs) is kept
 
 
 def cache_key(
