@@ -38,10 +38,15 @@ class FirstCall:
         self.outputs: list[Any] | None = None
 
     def wrap(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
+        """A plain callable: Dynamo calls a backend's result with the graph's inputs as
+        positional arguments (``compile_fx``'s result takes them so, whatever its
+        ``_boxed_call`` says); they are kept before the call."""
+
         def call(*args: Any) -> Any:
+            given = list(args)
             out = compiled(*args)
             if self.outputs is None:
-                self.args = list(args)
+                self.args = given
                 self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
             return out
 
