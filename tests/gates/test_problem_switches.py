@@ -19,7 +19,7 @@ from gates.timers import excused_switches
 from kernelopt.contracts.verdicts import GateName
 from tests.support.adversarial import cpu_suite_settings
 
-PROBLEM = '''
+PROBLEM = """
 import torch
 import torch.nn as nn
 
@@ -41,7 +41,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 SAME = "\n\nModelNew = Model\n"
 MORE = "\n\ntorch.backends.cudnn.enabled = not torch.backends.cudnn.enabled\nModelNew = Model\n"
