@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 STATE_PREFIXES = ("param:", "buffer:")
-Pick = tuple[Literal["output", "input"], int]
+# ("output", i) / ("input", i): that graph output or argument; ("item", i): graph output i
+# as a Python number (a forward's ``.item()``); ("none", 0): a None result
+Pick = tuple[Literal["output", "input", "item", "none"], int]
 
 
 @dataclass
@@ -61,9 +63,9 @@ def output_layout(first: FirstCall, leaves: Sequence[Any], module: Any) -> Outpu
     """The layout of the compiled forward whose first call ``first`` kept, given the flat
     results that call returned (``leaves``) and the ``module`` after it.
 
-    A result found neither among the outputs nor among the arguments (a Python number
-    Dynamo made from a tensor) makes the layout positional: every output that carries no
-    state, in order, as the wrapper's runner returned before layouts were kept.
+    A result found nowhere (a Python constant the forward returns) makes the layout
+    positional: every output that carries no state, in order, as the wrapper's runner
+    returned before layouts were kept.
     """
     outputs, args = first.outputs or [], first.args or []
     state = {
@@ -73,14 +75,32 @@ def output_layout(first: FirstCall, leaves: Sequence[Any], module: Any) -> Outpu
     }
     picks: list[Pick] = []
     for leaf in leaves:
-        if (index := _index_of(outputs, leaf)) is not None:
+        if leaf is None:
+            picks.append(("none", 0))
+        elif (index := _index_of(outputs, leaf)) is not None:
             picks.append(("output", index))
         elif (index := _index_of(args, leaf)) is not None:
             picks.append(("input", index))
+        elif (index := _scalar_source(outputs, leaf)) is not None:
+            picks.append(("item", index))
         else:
             picks = [("output", i) for i in range(len(outputs)) if i not in state]
             break
     return OutputLayout(picks=picks, state_outputs=state)
+
+
+def _scalar_source(outputs: Sequence[Any], leaf: Any) -> int | None:
+    """The one-element output a Python number result was read from, if exactly one matches."""
+    import torch
+
+    if not isinstance(leaf, (int, float)) or isinstance(leaf, bool):
+        return None
+    found = [
+        i
+        for i, out in enumerate(outputs)
+        if isinstance(out, torch.Tensor) and out.numel() == 1 and out.item() == leaf
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def state_tensors(module: Any) -> dict[str, Any]:
@@ -98,7 +118,17 @@ def picked(outputs: Sequence[Any], args: Sequence[Any], picks: Sequence[Pick] | 
     """The forward's results from one wrapper call (``picks`` None: every output)."""
     if picks is None:
         return tuple(outputs)
-    return tuple(outputs[i] if kind == "output" else args[i] for kind, i in picks)
+    return tuple(_pick(outputs, args, kind, i) for kind, i in picks)
+
+
+def _pick(outputs: Sequence[Any], args: Sequence[Any], kind: str, index: int) -> Any:
+    if kind == "output":
+        return outputs[index]
+    if kind == "input":
+        return args[index]
+    if kind == "item":
+        return outputs[index].item()
+    return None
 
 
 def write_back(

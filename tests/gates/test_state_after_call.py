@@ -109,6 +109,8 @@ def test_state_kept_under_another_name_is_refused_with_the_name_to_keep(
         "rebound_buffer_average",
         "returns_state_buffer",
         "same_tensor_twice_output",
+        "none_in_output_tuple",
+        "python_float_output",
     ],
 )
 def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_its_state(
@@ -124,7 +126,7 @@ def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_i
     module comes back as extra wrapper outputs, dropped and written back into the entries
     (before, the counter's and the spectral norm's wrappers returned too many outputs); a
     returned buffer never enters the graph and a tensor returned twice is one output (before,
-    too few)."""
+    too few); a None result and a Python number read from an output are picked too."""
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
     store = open_store(tmp_path / "artifacts")
     spec = prepare_problem(IDENTITY / f"{problem}.py", store)

@@ -89,7 +89,10 @@ class ModelNew(Model):
                     getattr(module, leaf).copy_(out[index])
             else:
                 setattr(module, leaf, out[index])
-        results = [out[i] if kind == "output" else args[i] for kind, i in picks]
+        results = [
+            out[i] if kind == "output" else args[i] if kind == "input" else None
+            for kind, i in picks
+        ]
         if _KO_OUTPUT == "tensor":
             return results[0]
         return tuple(results) if _KO_OUTPUT == "tuple" else results

@@ -50,11 +50,19 @@ def test_a_result_returned_twice_and_a_returned_argument_are_picked() -> None:
     assert picked((y,), [model.avg, x], layout.picks) == (y, y, model.avg)
 
 
+def test_a_none_and_a_number_read_from_an_output_are_picked() -> None:
+    model = _Holder()
+    total, y = torch.tensor(6.0), torch.ones(3)
+    layout = output_layout(_first([], (y, total)), [y, None, 6.0], model)
+    assert layout.picks == [("output", 0), ("none", 0), ("item", 1)]
+    assert picked((y, total), [], layout.picks) == (y, None, 6.0)
+
+
 def test_a_result_found_nowhere_makes_the_layout_positional_without_state() -> None:
     model = _Holder()
     total, stored = torch.tensor(6.0), torch.zeros(())
     model.calls = stored
-    layout = output_layout(_first([], (total, stored)), [6.0], model)
+    layout = output_layout(_first([], (total, stored)), ["a constant"], model)
     assert layout.picks == [("output", 0)]
     assert layout.state_outputs == {1: "calls"}
 
