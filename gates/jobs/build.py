@@ -100,8 +100,9 @@ def build_callable(
 
 
 def _start_as_built(fn: Any, stateful: list[str], inputs_dir: str) -> None:
-    """The wrapper's captured state entries set to the reference's as built: the compile
-    captured them after its own calls had changed them."""
+    """The wrapper's captured state entries set to the reference's as built.  A capture keeps
+    the arguments of its first call, as built; a forward compiled a second time (to draw
+    with eager's random ops) was captured after the first compile's call had moved them."""
     entries = getattr(fn, "state_entries", None) or {}
     path = weights_path(inputs_dir)
     if not stateful or not entries or not path.is_file():
