@@ -386,6 +386,22 @@ def _judge_model(
     )
 
 
+def _with_excused(model: GateVerdict, verdicts: list[GateVerdict]) -> GateVerdict:
+    """``model`` saying how many elements gate 2 let pass only because they are nearer the
+    float64 reference than eager's own (the outcome states every excuse it rests on)."""
+    gate2 = next((v for v in verdicts if v.gate == GateName.CORRECTNESS), None)
+    excused = int(gate2.metrics.get("excused_by_float64", 0)) if gate2 else 0
+    if not excused:
+        return model
+    return model.model_copy(
+        update={
+            "reason": f"{model.reason}; {excused} elements outside tolerance of the eager "
+            "reference are nearer than it to the float64 reference",
+            "metrics": {**model.metrics, "excused_by_float64": excused},
+        }
+    )
+
+
 def _as_model_verdict(verdicts: list[GateVerdict]) -> GateVerdict:
     """Gate 3's verdict from the candidate child's run.
 
@@ -397,7 +413,7 @@ def _as_model_verdict(verdicts: list[GateVerdict]) -> GateVerdict:
     model = next((v for v in verdicts if v.gate == GateName.MODEL), None)
     failing = next((v for v in verdicts if not v.passed), None)
     if failing is None and model is not None:
-        return model
+        return _with_excused(model, verdicts)
     if failing is None:
         return GateVerdict(
             gate=GateName.MODEL, status=GateStatus.ERROR, reason="no V_model verdict"

@@ -287,6 +287,7 @@ class ReferenceBundle:
             reveals=self.reveals,
             in_full=self._model_problem if s.run_model_gate else None,
             sampled=self._sampled_rule,
+            refs64=self.refs64,
         )
 
     def _sampled_rule(self, name: str) -> SampledRule | None:
@@ -479,7 +480,6 @@ def prepare_reference(
         bundle.refs64 = {
             s.name: load_values(set_path(str(refs_dir), f"{s.name}.fp64"), mmap=mapped)
             for s in result.input_sets
-            if s.kind != "sealed"
         }
     bundle.states = load_states(refs_dir, result, mmap=mapped)
     if not keep_refs:

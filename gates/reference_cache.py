@@ -323,9 +323,7 @@ def _load(
     bundle.refs = {s.name: load_values(set_path(str(refs), s.name)) for s in result.input_sets}
     if result.fp64_available:
         bundle.refs64 = {
-            s.name: load_values(set_path(str(refs), f"{s.name}.fp64"))
-            for s in result.input_sets
-            if s.kind != "sealed"
+            s.name: load_values(set_path(str(refs), f"{s.name}.fp64")) for s in result.input_sets
         }
     bundle.states = load_states(refs, result, mmap=False)
     bundle.shared_id = record.bundle_id

@@ -353,9 +353,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 caller.keeper.restore()  # the copy starts from the state as built
                 model64 = copy.deepcopy(model).double()
                 keeper64 = StateKeeper(model64, stateful)
-                for s in input_sets:
-                    if s.kind == "sealed":  # timed calls are checked against fp32 only
-                        continue
+                for s in input_sets:  # the sealed too: first-sight calls are checked by it
                     # widened on the device: half the bytes copied there, no fp32 copy here
                     saved = load_values(set_path(job.inputs_dir, s.name), mmap=True)
                     inputs = to_double(to_device(saved, job.device))

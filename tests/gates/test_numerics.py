@@ -309,3 +309,48 @@ def test_a_bfloat16_output_may_be_one_unit_away_but_not_two() -> None:
     assert not compare_outputs([biased], [ref], **TOL).ok
     half = exact.to(torch.float16)  # fp16's unit is within the 1e-3 already: unchanged rule
     assert not compare_outputs([(exact * 1.003).to(torch.float16)], [half], **TOL).ok
+
+
+def test_elements_closer_than_the_reference_to_float64_are_excused() -> None:
+    """Eager rounds an fp16 chain's intermediate to fp16 before the exp; a compiler that
+    keeps it in fp32 lands several fp16 units away from eager and nearer the model's
+    function.  The float64 reference excuses those elements, and only those."""
+    torch.manual_seed(0)
+    x = torch.randn(16, 32).half() * 0.011
+    exact = (x.double() * 1000).exp()
+    eager = (x * 1000).exp()
+    fused = (x.float() * 1000).exp().half()
+    plain = compare_outputs([fused], [eager], **TOL)
+    assert not plain.ok and plain.leaves[0].mismatched
+    excused = compare_outputs([fused], [eager], **TOL, refs64=[exact])
+    assert excused.ok and excused.excused == plain.leaves[0].mismatched
+    wrong = fused.clone().reshape(-1)
+    top = int(torch.where(wrong.isfinite(), wrong, 0).argmax())
+    wrong[top] = wrong[top] * 0.99  # off from both: not excused
+    still = compare_outputs([wrong.view(16, 32)], [eager], **TOL, refs64=[exact])
+    assert not still.ok and still.leaves[0].worst_index == [top // 32, top % 32]
+
+
+def test_float64_excuses_no_element_farther_from_it_than_the_reference() -> None:
+    """Within tolerance of float64 is not enough: the element must be no farther from it
+    than the reference, so a kernel cannot trade the reference's side for the other."""
+    exact = torch.tensor([1.0, 1000.0, 3.0], dtype=torch.float64)
+    ref = torch.tensor([1.0, 1000.0 * (1 - 0.0009), 3.0])
+    other_side = torch.tensor([1.0, 1000.0 * (1 + 0.00095), 3.0])
+    assert not compare_outputs([other_side], [ref], **TOL, refs64=[exact]).ok
+    nearer = torch.tensor([1.0, 1000.0 * (1 + 0.0005), 3.0])
+    assert compare_outputs([nearer], [ref], **TOL, refs64=[exact]).excused == 1
+
+
+def test_a_reference_overflow_that_float64_does_not_have_is_excused() -> None:
+    """Eager's fp16 intermediate overflows to inf where float64 stays finite: a finite
+    value close to float64 is no error, inf or a far value still is."""
+    exact = torch.tensor([1.0, 300.0], dtype=torch.float64)
+    ref = torch.tensor([1.0, float("inf")], dtype=torch.float16)
+    good = torch.tensor([1.0, 300.0], dtype=torch.float16)
+    assert not compare_outputs([good], [ref], **TOL).ok
+    assert compare_outputs([good], [ref], **TOL, refs64=[exact]).ok
+    far = torch.tensor([1.0, 200.0], dtype=torch.float16)
+    assert not compare_outputs([far], [ref], **TOL, refs64=[exact]).ok
+    poison = torch.tensor([float("nan"), 300.0], dtype=torch.float16)
+    assert not compare_outputs([poison], [ref.clone().fill_(1.0)], **TOL, refs64=[exact]).ok

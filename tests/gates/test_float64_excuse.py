@@ -1,0 +1,41 @@
+"""The compiler's own wrapper of an fp16 chain, which keeps the chain's intermediates in
+fp32, through the whole-model gate: several fp16 units from eager, nearer the float64
+reference, so gate 2 and the timed calls' checks excuse those elements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gates.campaign import gate_model
+from gates.runner import forking_from
+from gates.zygote import Zygote
+from kernelopt.campaigns import prepare_problem
+from kernelopt.contracts import CompileInput, ModelGateInput
+from kernelopt.contracts.verdicts import GateSettings
+from kernelopt.kinds.registry import compile_on
+from kernelopt.store import open_store
+
+PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "identity" / "fp16_exp_overflow.py"
+
+
+def test_the_compilers_own_fp16_chain_passes_with_its_excused_elements_counted(
+    cpu_zygote: Zygote | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
+    store = open_store(tmp_path / "artifacts")
+    compiled = compile_on(
+        CompileInput(problem=prepare_problem(PROBLEM, store)), store, "cpu", lambda fn: 1.0
+    )
+    with forking_from("cpu", cpu_zygote):
+        gated = gate_model(
+            ModelGateInput(
+                compiled=compiled, wrapper=compiled.wrapper, settings=GateSettings(device="cpu")
+            ),
+            store,
+        )
+    verdicts = [(v.gate.value, v.status.value, v.reason[:300]) for v in gated.verdicts]
+    assert [v.passed for v in gated.verdicts] == [True, True], verdicts
+    assert gated.verdicts[0].metrics["excused_by_float64"] > 0, verdicts
+    assert "nearer than it to the float64 reference" in gated.verdicts[0].reason
