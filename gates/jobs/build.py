@@ -69,9 +69,7 @@ def build_callable(
     policy = load_policy(inputs_dir)
     if src.kind == "wrapper":
         on_phase("build")
-        fn, info = _build_wrapper(src, device)
-        _start_as_built(fn, policy.stateful, inputs_dir)
-        return fn, info
+        return _build_wrapper(src, device)
     problem = ProblemFile(src.problem_path)
     if src.kind == "candidate":
         on_phase("import")
@@ -97,21 +95,6 @@ def build_callable(
         compiled = torch.compile(model, options=mode_options(mode))
         return compiled, {"weights": "state_dict", "compile_mode": mode}
     return model, {"weights": "state_dict"}
-
-
-def _start_as_built(fn: Any, stateful: list[str], inputs_dir: str) -> None:
-    """The wrapper's captured state entries set to the reference's as built.  A capture keeps
-    the arguments of its first call, as built; a forward compiled a second time (to draw
-    with eager's random ops) was captured after the first compile's call had moved them."""
-    entries = getattr(fn, "state_entries", None) or {}
-    path = weights_path(inputs_dir)
-    if not stateful or not entries or not path.is_file():
-        return
-    built: dict[str, torch.Tensor] = torch.load(path, weights_only=True)
-    with torch.no_grad():
-        for name in stateful:
-            if name in entries and name in built and entries[name].shape == built[name].shape:
-                entries[name].copy_(built[name])
 
 
 def _build_wrapper(src: ModelSource, device: str) -> tuple[Callable[..., Any], dict[str, str]]:

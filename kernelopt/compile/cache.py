@@ -23,7 +23,7 @@ from kernelopt.contracts.compiled import CompileResult
 from kernelopt.precision import POLICY
 from kernelopt.store import ArtifactStore
 
-CAPTURE_VERSION = 3  # 3: the output layout (output_picks, state_outputs) is kept
+CAPTURE_VERSION = 4  # 4: a second compile captures the buffers as built; 3: the output layout
 
 
 def cache_key(

@@ -155,3 +155,19 @@ def test_code_that_still_draws_with_inductors_generators_is_compiled_again(
     cap = capture(model, [x], "default")
     assert cap.fallback_random and not uses_inductor_rng([cap.source, *cap.extra_sources])
     assert torch.equal(_seeded(cap.compiled, x), _seeded(model, x))
+
+
+def test_a_second_compile_starts_from_the_buffers_as_built(monkeypatch) -> None:
+    """Where the scan finds no draws but the generated code does draw, the forward is
+    compiled again: from the buffers as built, not as the first compile's call left them
+    (before, the second capture's batch-norm arguments had one batch in them)."""
+    import kernelopt.compile.capture as capture_module
+
+    monkeypatch.setattr(capture_module, "random_ops", lambda gm, example_inputs: [])
+    torch._dynamo.reset()
+    model = nn.Sequential(nn.Linear(32, 32), nn.BatchNorm1d(32), nn.Dropout(0.2))
+    cap = capture(model, [torch.randn(8, 32)], "default")
+    assert cap.fallback_random
+    counters = [a for a in cap.args if isinstance(a, torch.Tensor) and a.dtype == torch.int64]
+    assert [int(c) for c in counters] == [0]
+    assert int(model[1].num_batches_tracked) == 1  # put back between the compiles' calls
