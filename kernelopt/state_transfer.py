@@ -504,10 +504,7 @@ def _swap_in_caches(
                 "cache and were dropped"
             )
         target = placement.target
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-        elif target.exists():
-            shutil.rmtree(target)
+        _clear_place(target)
         shutil.move(staged, target)  # a copy when the caches live on another file system
         os.chmod(target, dir_mode())
         done.append(f"{placement.source} -> {target.relative_to(root)}")
@@ -604,12 +601,18 @@ def _swap_in(staging: Path, home: Path, part: str) -> None:
         os.replace(staging / DB_NAME, server_dir / "temporal.db")
         return
     target = home / part
+    _clear_place(target)
+    os.replace(staging / part, target)
+    os.chmod(target, dir_mode())
+
+
+def _clear_place(target: Path) -> None:
+    """Remove whatever stands at ``target`` -- a link (never followed), a file or a tree --
+    so that a checked copy can be moved into its place."""
     if target.is_symlink() or target.is_file():
         target.unlink()
     elif target.exists():
         shutil.rmtree(target)
-    os.replace(staging / part, target)
-    os.chmod(target, dir_mode())
 
 
 # --- helpers -----------------------------------------------------------------------------------
