@@ -95,9 +95,7 @@ async def triage_to_store(inp: contracts.TriageInput) -> contracts.TriageRef:
     """
     from kernelopt.compile.triage_store import store_triage
 
-    result = await run_supervised(
-        "kernelopt.compile.triage:triage", inp, contracts.TriageResult, lease="exclusive"
-    )
+    result = await triage(inp)
     name = f"{inp.compiled.problem.name}.triage.json"
     return await in_thread(store_triage, result, open_store(), name)
 
