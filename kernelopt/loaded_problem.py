@@ -63,6 +63,18 @@ def seeded(seed: int, generate: Callable[[], T]) -> T:
     return generate()
 
 
+def problem_functions(module: ModuleType, names: Sequence[str], label: str) -> dict[str, Any]:
+    """The problem module's functions by name, None where a name is absent: both loaders
+    read their entry points here, so a name bound to something not callable fails alike."""
+    funcs: dict[str, Any] = {}
+    for name in names:
+        fn = getattr(module, name, None)
+        if fn is not None and not callable(fn):
+            raise ProblemError(label, f"{name} is not callable")
+        funcs[name] = fn
+    return funcs
+
+
 def check_forward_inputs(inputs: Sequence[Any], what: str, label: str) -> None:
     """An input list the gates can handle: tensors and plain values side by side, at least
     one tensor, no tensor inside a list, tuple or dict (each gate moves, copies, poisons

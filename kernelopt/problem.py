@@ -39,6 +39,7 @@ from kernelopt.loaded_problem import (
     LoadedProblem,
     apply_mode,
     check_forward_inputs,
+    problem_functions,
     resolve_mode,
 )
 from kernelopt.pyfile import code_dir, exec_file, read_source, source_digest, write_source
@@ -154,12 +155,7 @@ def _validate(module: ModuleType, name: str, label: str, source: str) -> LoadedP
     model_class = getattr(module, "Model", None)
     if not isinstance(model_class, type) or not issubclass(model_class, torch.nn.Module):
         raise ProblemError(label, "Model is not a subclass of torch.nn.Module")
-    funcs = {}
-    for fn_name in (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS):
-        fn = getattr(module, fn_name, None)
-        if fn is not None and not callable(fn):
-            raise ProblemError(label, f"{fn_name} is not callable")
-        funcs[fn_name] = fn
+    funcs = problem_functions(module, (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS), label)
     init = _call_list(funcs["get_init_inputs"], "get_init_inputs", label)
     inputs = _call_list(funcs["get_inputs"], "get_inputs", label)
     check_forward_inputs(inputs, "get_inputs()", label)

@@ -29,7 +29,7 @@ from kernelopt.errors import ProblemError
 from kernelopt.kinds.detect import Params, check_kernel_source, compare_params
 from kernelopt.kinds.modules import import_path, kinds_dir
 from kernelopt.kinds.validate import input_lists
-from kernelopt.loaded_problem import KernelProblem
+from kernelopt.loaded_problem import KernelProblem, problem_functions
 from kernelopt.pyfile import source_digest, write_source
 
 _TUNE_NAME = "TUNE"
@@ -69,12 +69,9 @@ def load_kernel_problem(
         if getattr(module, kernel, None) is None:
             raise ProblemError(label, f"kernel {kernel} is not defined after import")
     entry = "launch" if "launch" in info.functions else kernels[0]
-    funcs: dict[str, Any] = {}
-    for fn_name in ("reference", "get_inputs", "get_holdout_inputs", entry):
-        fn = getattr(module, fn_name, None)
-        if fn is not None and not callable(fn):
-            raise ProblemError(label, f"{fn_name} is not callable")
-        funcs[fn_name] = fn
+    funcs = problem_functions(
+        module, ("reference", "get_inputs", "get_holdout_inputs", entry), label
+    )
     ours, theirs = runtime_params(funcs[entry]), runtime_params(funcs["reference"])
     mismatch = compare_params(entry, ours, theirs)
     if mismatch:
