@@ -126,28 +126,19 @@ def _finite_float(value: float) -> float:
     return value if math.isfinite(value) else float("inf")
 
 
-def compare_tensor(
-    index: int,
+def _excused_leaf(
+    found: TensorComparison,
     out: torch.Tensor,
     ref: torch.Tensor,
+    ref64: torch.Tensor | None,
     *,
     rtol: float,
     atol: float,
     scale_tol: float,
-    facts: ReferenceFacts | None = None,
-    source: torch.Tensor | None = None,
-    ref64: torch.Tensor | None = None,
 ) -> TensorComparison:
-    """Compare one output tensor with its reference (both on the CPU).
-
-    ``facts`` keeps the reference's own numbers for the next candidate (one per bundle);
-    ``source`` is the caller's own output object (``out`` when not given), which gate 3
-    gets too.  ``ref64``, the same model's float64 output, excuses the elements where the
-    reference's own rounding, not the candidate's, put them apart (``float64_excused``).
-    """
-    found = _compare_tensor(
-        index, out, ref, rtol=rtol, atol=atol, scale_tol=scale_tol, facts=facts, source=source
-    )
+    """``found`` (a leaf compared by ``compare_tensor``) judged again where ``ref64``, the
+    same model's float64 output, excuses elements (``float64_excused``): those count as
+    exact, everything else as before."""
     if found.ok or ref64 is None or not _excusable(found, ref, ref64):
         return found
     flat = out.reshape(-1)
@@ -155,11 +146,10 @@ def compare_tensor(
     count = int(excused.sum())
     if not count:
         return found
-    # the excused elements count as exact; everything else is judged as before
     patched = ref.reshape(-1).clone()
     patched[excused] = flat[excused]
-    again = _compare_tensor(
-        index, out, patched.view(ref.shape), rtol=rtol, atol=atol, scale_tol=scale_tol
+    again = compare_tensor(
+        found.index, out, patched.view(ref.shape), rtol=rtol, atol=atol, scale_tol=scale_tol
     )
     return replace(again, excused=count)
 
@@ -217,7 +207,7 @@ def _bound(r: torch.Tensor, rtol: float, atol: float, coarse: torch.dtype | None
     return bound if coarse is None else torch.maximum(bound, ulps(r, coarse))
 
 
-def _compare_tensor(
+def compare_tensor(
     index: int,
     out: torch.Tensor,
     ref: torch.Tensor,
@@ -228,7 +218,12 @@ def _compare_tensor(
     facts: ReferenceFacts | None = None,
     source: torch.Tensor | None = None,
 ) -> TensorComparison:
-    """``compare_tensor`` without the float64 excuse."""
+    """Compare one output tensor with its reference (both on the CPU).
+
+    ``facts`` keeps the reference's own numbers for the next candidate (one per bundle);
+    ``source`` is the caller's own output object (``out`` when not given), which gate 3
+    gets too.
+    """
     source = out if source is None else source
     coarse = coarse_dtype(ref.dtype, rtol)
     if coarse is not None:  # one unit at the largest value is within the scale rule too
@@ -499,18 +494,13 @@ def compare_outputs(
                 return OutputComparison(
                     False, f"output {i} is {type(o).__name__}, expected a tensor", leaves
                 )
+            out = o.detach().cpu()
+            found = compare_tensor(
+                i, out, r, rtol=rtol, atol=atol, scale_tol=scale_tol, facts=facts, source=o
+            )
+            r64 = _float_leaf(refs64[i]) if paired and refs64 is not None else None
             leaves.append(
-                compare_tensor(
-                    i,
-                    o.detach().cpu(),
-                    r,
-                    rtol=rtol,
-                    atol=atol,
-                    scale_tol=scale_tol,
-                    facts=facts,
-                    source=o,
-                    ref64=_float_leaf(refs64[i]) if paired and refs64 is not None else None,
-                )
+                _excused_leaf(found, out, r, r64, rtol=rtol, atol=atol, scale_tol=scale_tol)
             )
         elif isinstance(r, float) and isinstance(o, (float, int)) and not isinstance(o, bool):
             # a Python float (``.item()``): within tolerance, as a 0-d tensor would be
