@@ -119,10 +119,9 @@ def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_i
     monkeypatch: pytest.MonkeyPatch,
     problem: str,
 ) -> None:
-    """A campaign gates Inductor's wrapper, whose buffers are captured arguments: the
-    compile captured them after its own calls had moved them, so the gates set them to the
-    reference's as built, restore them before every call and compare them after it (before,
-    the EMA's wrapper failed gate 2 on its own baseline).  State the forward stores on its
+    """A campaign gates Inductor's wrapper, whose buffers are captured arguments, as built:
+    the gates restore them before every call and compare them after it (before, the EMA's
+    wrapper failed gate 2 on its own baseline).  State the forward stores on its
     module comes back as extra wrapper outputs, dropped and written back into the entries
     (before, the counter's and the spectral norm's wrappers returned too many outputs); a
     returned buffer never enters the graph and a tensor returned twice is one output (before,
