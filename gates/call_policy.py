@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from gates.protocol import EvaluationPolicy
-from kernelopt.compile.output_layout import state_tensors
+from kernelopt.compile.output_layout import StateSnapshot, state_tensors
 from kernelopt.kinds.validate import same_values
 
 POLICY_FILE = "_policy.pt"
@@ -120,24 +120,9 @@ class CapturedStateKeeper:
                 tensor.copy_(self.saved[name])
 
 
-def _owner(module: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
-    prefix, _, leaf = name.rpartition(".")
-    return (module.get_submodule(prefix) if prefix else module), leaf
-
-
-class StateKeeper:
-    """Puts chosen state entries back to their values at construction, before every call.
-
-    Copied unconditionally: batch norm updates its running statistics inside
-    the kernel without bumping their version counters.  A name rebound to a
-    new tensor (``self.count = self.count + 1``) gets its original object back.
-    """
-
-    def __init__(self, module: torch.nn.Module, keep: list[str]) -> None:
-        self.module = module
-        tensors = state_tensors(module)
-        self.originals = {n: tensors[n] for n in keep if n in tensors}
-        self.saved = {n: t.detach().clone() for n, t in self.originals.items()}
+class StateKeeper(StateSnapshot):
+    """Puts chosen state entries back to their values at construction, before every call
+    (``StateSnapshot``), and says which a call changed."""
 
     def changed(self) -> list[str]:
         """Kept entries whose object or values differ from the saved ones (bitwise, NaN-aware)."""
@@ -147,18 +132,6 @@ class StateKeeper:
             for n, original in self.originals.items()
             if current.get(n) is not original or not same_values(original, self.saved[n])
         ]
-
-    def restore(self) -> None:
-        if not self.originals:
-            return
-        current = state_tensors(self.module)
-        with torch.no_grad():
-            for name, original in self.originals.items():
-                if current.get(name) is not original:
-                    owner, leaf = _owner(self.module, name)
-                    table = owner._parameters if leaf in owner._parameters else owner._buffers
-                    table[leaf] = original
-                original.copy_(self.saved[name])
 
 
 class VersionWatch:

@@ -39,7 +39,13 @@ from typing import Any
 from kernelopt.checkpoint import report
 from kernelopt.compile import cache
 from kernelopt.compile.modes import mode_options
-from kernelopt.compile.output_layout import FirstCall, OutputLayout, output_layout, picked
+from kernelopt.compile.output_layout import (
+    FirstCall,
+    OutputLayout,
+    StateSnapshot,
+    output_layout,
+    picked,
+)
 from kernelopt.compile.runtime import (
     chosen_configs,
     load_wrapper_module,
@@ -195,43 +201,16 @@ def capture(model: Any, inputs: list[Any], mode: str) -> Capture:
     draw with Inductor's own generators (the scan could not trace the graph), it is
     compiled again with them forced, from the state as built (the first compile's call
     moved the buffers: running statistics, counters); ``seconds`` counts both compiles."""
-    built = _buffers(model)
+    named = getattr(model, "named_buffers", None)
+    built = StateSnapshot(model, [n for n, _ in named(remove_duplicate=False)] if named else [])
     first = _capture(model, inputs, mode, force_random=False)
     if first.fallback_random or not uses_inductor_rng([first.source, *first.extra_sources]):
         return first
     log.warning("the generated code draws with Inductor's generators: compiling again")
-    _restore_buffers(model, built)
+    built.restore()
     again = _capture(model, inputs, mode, force_random=True)
     again.seconds += first.seconds
     return again
-
-
-def _buffers(model: Any) -> dict[str, Any]:
-    """Copies of the model's buffers: the state a second capture must start from too."""
-    named = getattr(model, "named_buffers", None)
-    if named is None:
-        return {}
-    return {name: clone_exact(b) for name, b in named(remove_duplicate=False) if b is not None}
-
-
-def _restore_buffers(model: Any, built: dict[str, Any]) -> None:
-    """Put the buffers back as ``_buffers`` copied them, into the tensors now under their
-    names (a forward may have rebound one: then the copy itself goes back)."""
-    import torch
-
-    with torch.no_grad():
-        for name, value in built.items():
-            owner, _, attr = name.rpartition(".")
-            module = model.get_submodule(owner) if owner else model
-            now = getattr(module, attr, None)
-            if (
-                isinstance(now, torch.Tensor)
-                and now.shape == value.shape
-                and now.dtype == value.dtype
-            ):
-                now.copy_(value)
-            else:
-                setattr(module, attr, value)
 
 
 def _hooks_hint(model: Any) -> str:

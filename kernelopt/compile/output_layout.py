@@ -114,6 +114,34 @@ def state_tensors(module: Any) -> dict[str, Any]:
     return out
 
 
+class StateSnapshot:
+    """Chosen state entries of a module as they are now, put back by ``restore``: values
+    copied in unconditionally (batch norm updates its running statistics inside the kernel
+    without bumping their version counters), and a name rebound since to a new tensor
+    (``self.count = self.count + 1``) gets its original object back."""
+
+    def __init__(self, module: Any, keep: Sequence[str]) -> None:
+        self.module = module
+        tensors = state_tensors(module)
+        self.originals = {n: tensors[n] for n in keep if n in tensors}
+        self.saved = {n: t.detach().clone() for n, t in self.originals.items()}
+
+    def restore(self) -> None:
+        if not self.originals:
+            return
+        import torch
+
+        current = state_tensors(self.module)
+        with torch.no_grad():
+            for name, original in self.originals.items():
+                if current.get(name) is not original:
+                    prefix, _, leaf = name.rpartition(".")
+                    owner = self.module.get_submodule(prefix) if prefix else self.module
+                    table = owner._parameters if leaf in owner._parameters else owner._buffers
+                    table[leaf] = original
+                original.copy_(self.saved[name])
+
+
 def picked(outputs: Sequence[Any], args: Sequence[Any], picks: Sequence[Pick] | None) -> tuple:
     """The forward's results from one wrapper call (``picks`` None: every output)."""
     if picks is None:
