@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.cascade import roofline_inputs, round_setup, run_gates_1_to_3
+from gates.correctness import excused_text
 from gates.gpu_lease import gpu_section
 from gates.layout import CompiledLayout
 from gates.perf import PerfMeasurement, measure, prestart_round
@@ -395,8 +396,7 @@ def _with_excused(model: GateVerdict, verdicts: list[GateVerdict]) -> GateVerdic
         return model
     return model.model_copy(
         update={
-            "reason": f"{model.reason}; {excused} elements outside tolerance of the eager "
-            "reference are nearer than it to the float64 reference",
+            "reason": model.reason + excused_text(excused),
             "metrics": {**model.metrics, "excused_by_float64": excused},
         }
     )
