@@ -9,16 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from gates.campaign import gate_model
+from gates.campaign import gate_candidate, gate_model
 from gates.runner import forking_from
 from gates.zygote import Zygote
 from kernelopt.campaigns import prepare_problem
-from kernelopt.contracts import CompileInput, ModelGateInput
-from kernelopt.contracts.verdicts import GateSettings
+from kernelopt.contracts import (
+    CandidateGateInput,
+    CompileInput,
+    ModelGateInput,
+    ProblemSpec,
+    SearchMode,
+    SearchTarget,
+    SegmentResult,
+    TargetKind,
+)
+from kernelopt.contracts.verdicts import GateName, GateSettings
 from kernelopt.kinds.registry import compile_on
 from kernelopt.store import open_store
+from tests.support.compiled import stub_compiled
 
 IDENTITY = Path(__file__).resolve().parents[1] / "problems" / "identity"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "candidates" / "gates"
 
 
 @pytest.mark.parametrize(
@@ -48,3 +59,43 @@ def test_the_compilers_own_half_precision_chain_passes_with_its_excused_elements
     assert [v.passed for v in gated.verdicts] == [True, True], verdicts
     assert gated.verdicts[0].metrics["excused_by_float64"] > 0, verdicts
     assert "nearer than it to the float64 reference" in gated.verdicts[0].reason
+
+
+@pytest.mark.parametrize("model_gate", [False, True], ids=["retime", "search"])
+def test_a_forward_candidate_that_keeps_the_chain_in_fp32_is_excused_without_gate_3_too(
+    tmp_path: Path, cpu_launcher: bool, model_gate: bool
+) -> None:
+    """A re-timing runs gates 1-2 only; its reference must still carry the float64 outputs,
+    or a winner that passed with excused elements is dropped when it is timed again."""
+    store = open_store(tmp_path / "artifacts")
+    problem = IDENTITY / "fp16_sine_chain.py"
+    source = store.put_text(problem.read_text(), name=problem.name)
+    compiled = stub_compiled(
+        ProblemSpec(name=problem.stem, source=source), store.put_text("unused", name="w")
+    )
+    target = SearchTarget(id="forward", kind=TargetKind.FORWARD)
+    candidate = FIXTURES / "half_chain_in_fp32.py"
+    gated = gate_candidate(
+        CandidateGateInput(
+            compiled=compiled,
+            segment=SegmentResult(
+                kernels=[],
+                library_calls=[],
+                mode=SearchMode.SINGLE,
+                mode_reason="test",
+                targets=[target],
+            ),
+            target=target,
+            candidate_id="fp32_chain",
+            source=store.put_text(candidate.read_text(), name=candidate.name),
+            measure_kernel_speedup=False,
+            timeout_s=120,
+            model_gate=model_gate,
+            settings=GateSettings(device="cpu"),
+        ),
+        store,
+    )
+    verdicts = [(v.gate.value, v.status.value, v.reason[:300]) for v in gated.verdicts]
+    assert gated.passed, verdicts
+    correctness = next(v for v in gated.verdicts if v.gate == GateName.CORRECTNESS)
+    assert correctness.metrics["excused_by_float64"] > 0, verdicts
