@@ -16,7 +16,7 @@ from typing import Any
 
 from gates.feedback import bullet_list, crash_feedback
 from gates.numerics import OutputComparison, compare_outputs
-from gates.problem_io import inputs_after, load_values, set_path, state_after
+from gates.problem_io import inputs_after, inputs_post, load_values, set_path, state_after
 from gates.protocol import CandidateResult
 from gates.reference import ReferenceBundle
 from gates.runner import ChildOutcome
@@ -38,16 +38,18 @@ def load_candidate_outputs(out_dir: Path, names: list[str]) -> dict[str, list[An
 
 def _in_place_problem(
     bundle: ReferenceBundle, name: str, after: list[Any] | None, settings: GateSettings
-) -> str:
+) -> tuple[str, int]:
     """Why the inputs the reference changes in place came out otherwise ('' when they match
-    the reference's within gate 2's tolerance, as outputs do)."""
+    the reference's within gate 2's tolerance, as outputs do), and the elements the float64
+    excuse let pass."""
     info = bundle.set_info(name)
     theirs = info.mutates_inputs if info else []
     if not theirs:
-        return ""
+        return "", 0
     if after is None:
-        return f"the inputs {theirs} the reference changes in place were not recorded"
-    post = load_values(set_path(str(bundle.inputs_dir), f"{name}.post"))
+        return f"the inputs {theirs} the reference changes in place were not recorded", 0
+    post = load_values(set_path(str(bundle.inputs_dir), inputs_post(name)))
+    post64 = bundle.post64.get(name)
     s = settings
     cmp = compare_outputs(
         after,
@@ -55,49 +57,56 @@ def _in_place_problem(
         rtol=s.rtol,
         atol=bundle.atol_for(name),  # grown on the widened set, as for the outputs
         scale_tol=s.scale_tol,
+        refs64=[post64[k] for k in theirs] if post64 is not None else None,
     )
     if cmp.ok:
-        return ""
+        return "", cmp.excused
     return (
         f"input(s) {theirs}, which the reference changes in place, came out otherwise after "
         f"the call ({cmp.problem}); change them as the reference does"
-    )
+    ), cmp.excused
 
 
 def _state_problem(
     bundle: ReferenceBundle, name: str, after: list[Any] | None, settings: GateSettings
-) -> str:
+) -> tuple[str, int]:
     """Why the module state the reference's call leaves (running statistics, a counter, an
     average) came out otherwise after the candidate's ('' when it matches, as outputs do).
 
     Every call starts from the state as built, so a forward that skips its update returns
-    the same output; only the state it leaves tells them apart.
+    the same output; only the state it leaves tells them apart.  The second value counts
+    the elements the float64 excuse let pass.
     """
     want = bundle.states.get(name)
     if want is None:
-        return ""
+        return "", 0
     names = bundle.policy.stateful
     if after is None or len(after) != len(want):
         return (
             f"the model state the reference's forward updates ({', '.join(names)}) was not "
             "recorded after the call: ModelNew must be an nn.Module that keeps it"
-        )
+        ), 0
     missing = [n for n, value in zip(names, after, strict=True) if value is None]
     if missing:
         return (
             f"the candidate has no {', '.join(missing)}, which the reference's forward updates "
             "in place: keep it under that name and update it as the reference does"
-        )
+        ), 0
     cmp = compare_outputs(
-        after, want, rtol=settings.rtol, atol=bundle.atol_for(name), scale_tol=settings.scale_tol
+        after,
+        want,
+        rtol=settings.rtol,
+        atol=bundle.atol_for(name),
+        scale_tol=settings.scale_tol,
+        refs64=bundle.states64.get(name),
     )
     if cmp.ok:
-        return ""
+        return "", cmp.excused
     return (
         f"the model state the reference's forward updates ({', '.join(names)}) came out "
         f"otherwise after the call ({cmp.problem}); update it as the reference does (running "
         "statistics, counters and averages are part of the forward's result)"
-    )
+    ), cmp.excused
 
 
 def _unrun_problem(kernels: list[str]) -> str:
@@ -276,12 +285,15 @@ def correctness_verdict(
                 )
             problems.append((s.name, text))
         after = (inputs or {}).get(inputs_after(s.name))
-        in_place = _in_place_problem(bundle, s.name, after, settings)
+        in_place, excused_inputs = _in_place_problem(bundle, s.name, after, settings)
+        state, excused_state = _state_problem(
+            bundle, s.name, (inputs or {}).get(state_after(s.name)), settings
+        )
+        entry["excused_by_float64"] += excused_inputs + excused_state
         if in_place:
             entry["ok"] = False
             entry["in_place_problem"] = in_place
             problems.append((s.name, in_place))
-        state = _state_problem(bundle, s.name, (inputs or {}).get(state_after(s.name)), settings)
         if state:
             entry["ok"] = False
             entry["state_problem"] = state
@@ -360,8 +372,8 @@ def excused_text(excused: int) -> str:
     if not excused:
         return ""
     return (
-        f"; {excused} elements outside tolerance of the eager reference are nearer than it "
-        "to the float64 reference"
+        f"; {excused} elements apart from the eager reference (outside its tolerance, or "
+        "beyond its scale) are nearer than it to the float64 reference"
     )
 
 

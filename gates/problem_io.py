@@ -171,6 +171,18 @@ def state_after(set_name: str) -> str:
     return f"{set_name}.state_after"
 
 
+def inputs_post(set_name: str) -> str:
+    """The file name of the inputs after the reference's call on ``set_name`` (kept only
+    when the call changes some in place)."""
+    return f"{set_name}.post"
+
+
+def in_float64(file_name: str) -> str:
+    """The float64 run's counterpart of a reference file (outputs, inputs after the call,
+    state after it), which gate 2's float64 excuse compares with."""
+    return f"{file_name}.fp64"
+
+
 def set_path(directory: str, name: str) -> Path:
     return Path(directory) / f"{name}.pt"
 

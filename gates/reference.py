@@ -40,7 +40,14 @@ from gates.gpu_lease import gpu_section
 from gates.jobs.build import weights_path
 from gates.model_gate import model_verdict_from_sets, sampled_rule
 from gates.numerics import output_scale
-from gates.problem_io import digest_dir, load_values, set_path, state_after
+from gates.problem_io import (
+    digest_dir,
+    in_float64,
+    inputs_post,
+    load_values,
+    set_path,
+    state_after,
+)
 from gates.protocol import (
     DrawOnly,
     EvaluationPolicy,
@@ -69,6 +76,9 @@ class ReferenceBundle:
     refs64: dict[str, list[Any]] | None = None
     # the module state each reference call left (a stateful forward's), by set
     states: dict[str, list[Any]] = field(default_factory=dict)
+    # the float64 run's inputs after the call (where it changes some) and state, by set
+    post64: dict[str, list[Any]] = field(default_factory=dict)
+    states64: dict[str, list[Any]] = field(default_factory=dict)
     input_digests: dict[str, str] = field(default_factory=dict)
     pristine_dir: Path | None = None
     corrupted: bool = False  # inputs and their pristine copy both changed: unusable
@@ -393,7 +403,7 @@ def seal(inputs_dir: Path, into: Path, names: list[str]) -> None:
     ``inputs_dir``, the directory candidate processes read, into ``into``."""
     into.mkdir(parents=True, exist_ok=True)
     for name in names:
-        for path in (set_path(str(inputs_dir), name), set_path(str(inputs_dir), f"{name}.post")):
+        for path in (set_path(str(inputs_dir), name), set_path(str(inputs_dir), inputs_post(name))):
             if path.is_file():
                 path.replace(into / path.name)  # a rename: one file system
 
@@ -474,15 +484,7 @@ def prepare_reference(
     # them has exited, so no process holds or can open them again: the mapped values can
     # no longer change.  Kept files stay on disk for later candidates, so those are copied.
     mapped = not keep_refs
-    bundle.refs = {
-        s.name: load_values(set_path(str(refs_dir), s.name), mmap=mapped) for s in result.input_sets
-    }
-    if result.fp64_available:
-        bundle.refs64 = {
-            s.name: load_values(set_path(str(refs_dir), f"{s.name}.fp64"), mmap=mapped)
-            for s in result.input_sets
-        }
-    bundle.states = load_states(refs_dir, result, mmap=mapped)
+    load_references(bundle, refs_dir, result, mmap=mapped)
     if not keep_refs:
         shutil.rmtree(refs_dir, ignore_errors=True)
     seal(inputs_dir, bundle.sealed_dir, bundle.sealed_sets)
@@ -493,12 +495,29 @@ def prepare_reference(
     return bundle
 
 
-def load_states(refs_dir: Path, result: ReferenceResult, *, mmap: bool) -> dict[str, list[Any]]:
-    """The module state each reference call left, by set (none for a stateless forward)."""
-    if not result.policy.stateful:
-        return {}
-    paths = {s.name: set_path(str(refs_dir), state_after(s.name)) for s in result.input_sets}
-    return {name: load_values(path, mmap=mmap) for name, path in paths.items() if path.is_file()}
+def load_references(
+    bundle: ReferenceBundle, refs_dir: Path, result: ReferenceResult, *, mmap: bool
+) -> None:
+    """The reference child's answers into ``bundle``: outputs, the state each call left (a
+    stateful forward's), and the float64 run's outputs, inputs after the call and state."""
+
+    def each(name_of: Callable[[str], str]) -> dict[str, list[Any]]:
+        paths = {s.name: set_path(str(refs_dir), name_of(s.name)) for s in result.input_sets}
+        return {
+            name: load_values(path, mmap=mmap) for name, path in paths.items() if path.is_file()
+        }
+
+    bundle.refs = {
+        s.name: load_values(set_path(str(refs_dir), s.name), mmap=mmap) for s in result.input_sets
+    }
+    bundle.states = each(state_after) if result.policy.stateful else {}
+    if result.fp64_available:
+        bundle.refs64 = {
+            s.name: load_values(set_path(str(refs_dir), in_float64(s.name)), mmap=mmap)
+            for s in result.input_sets
+        }
+        bundle.post64 = each(lambda name: in_float64(inputs_post(name)))
+        bundle.states64 = each(lambda name: in_float64(state_after(name)))
 
 
 def prepare_draw(

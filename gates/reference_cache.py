@@ -55,12 +55,12 @@ from typing import IO
 from pydantic import BaseModel
 
 from gates.call_policy import POLICY_FILE, policy_path, save_policy
-from gates.problem_io import digest_files, load_values, set_path
+from gates.problem_io import digest_files
 from gates.protocol import ReferenceResult
 from gates.reference import (
     ReferenceBundle,
     draw_disagrees,
-    load_states,
+    load_references,
     prepare_draw,
     prepare_reference,
     with_draw,
@@ -319,13 +319,7 @@ def _load(
     )
     result = record.result
     bundle.result = result
-    refs = entry / "refs"
-    bundle.refs = {s.name: load_values(set_path(str(refs), s.name)) for s in result.input_sets}
-    if result.fp64_available:
-        bundle.refs64 = {
-            s.name: load_values(set_path(str(refs), f"{s.name}.fp64")) for s in result.input_sets
-        }
-    bundle.states = load_states(refs, result, mmap=False)
+    load_references(bundle, entry / "refs", result, mmap=False)
     bundle.shared_id = record.bundle_id
     bundle.guard(problem_path)
     bundle.use = record.uses
@@ -366,10 +360,10 @@ def _add_draw(
 
 
 def _set_name(file_name: str) -> str:
-    """The input set a kept file belongs to: ``<set>.pt``, ``<set>.post.pt``, ``<set>.fp64.pt``,
-    ``<set>.state_after.pt``."""
-    stem = file_name.removesuffix(".pt")
-    return stem.removesuffix(".post").removesuffix(".fp64").removesuffix(".state_after")
+    """The input set a kept file belongs to: ``<set>.pt``, ``<set>.post.pt``,
+    ``<set>.state_after.pt`` and the float64 run's ``<set>[.post|.state_after].fp64.pt``."""
+    stem = file_name.removesuffix(".pt").removesuffix(".fp64")
+    return stem.removesuffix(".post").removesuffix(".state_after")
 
 
 def _drop_sets(entry: Path, record: KeptBundle, names: set[str]) -> dict[str, str]:

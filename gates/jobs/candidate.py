@@ -29,6 +29,7 @@ from gates.poison import PoisonAllocations, poison_cached_blocks
 from gates.problem_io import (
     flatten_output,
     inputs_after,
+    inputs_post,
     load_values,
     output_structure,
     save_values,
@@ -122,7 +123,7 @@ def run(job: CandidateJob) -> CandidateResult:
             if stateful:
                 save_values(set_path(job.out_dir, state_after(s.name)), state_left(fn, stateful))
             # Re-read the originals from disk: on the CPU `inputs` may *be* `fresh`.
-            post_path = set_path(job.inputs_dir, f"{s.name}.post")
+            post_path = set_path(job.inputs_dir, inputs_post(s.name))
             expected = load_values(
                 post_path if post_path.is_file() else set_path(job.inputs_dir, s.name), mmap=True
             )

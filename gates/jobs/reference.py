@@ -47,6 +47,8 @@ from gates.problem_io import (
     ProblemFile,
     dtype_of,
     flatten_output,
+    in_float64,
+    inputs_post,
     load_values,
     nbytes,
     output_structure,
@@ -301,7 +303,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 if not same_values(a, b)
             ]
             if mutated:  # the candidate must then mutate the same way
-                save_values(set_path(job.inputs_dir, f"{s.name}.post"), dev_inputs)
+                save_values(set_path(job.inputs_dir, inputs_post(s.name)), dev_inputs)
             if not infos:  # the first call: what it changed, and is it reproducible
                 params = caller.watch.changed()  # adopted by every ``prepare`` since
                 stateful = sorted(set(caller.keeper.changed()) | set(params))
@@ -353,6 +355,7 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 caller.keeper.restore()  # the copy starts from the state as built
                 model64 = copy.deepcopy(model).double()
                 keeper64 = StateKeeper(model64, stateful)
+                mutates = {info.name: info.mutates_inputs for info in infos}
                 for s in input_sets:  # the sealed too: first-sight calls are checked by it
                     # widened on the device: half the bytes copied there, no fp32 copy here
                     saved = load_values(set_path(job.inputs_dir, s.name), mmap=True)
@@ -361,7 +364,17 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     seed_everything(seeds[s.name], own_generators(model64))
                     with Float32Randomness() if random_forward else contextlib.nullcontext():
                         out64 = flatten_output(model64(*inputs))
-                    save_values(set_path(job.refs_dir, f"{s.name}.fp64"), out64)
+                    save_values(set_path(job.refs_dir, in_float64(s.name)), out64)
+                    # the inputs and state the call changed: gate 2 excuses them as outputs
+                    if mutates.get(s.name):
+                        post = in_float64(inputs_post(s.name))
+                        save_values(set_path(job.refs_dir, post), inputs)
+                    if stateful:
+                        tensors64 = state_tensors(model64)
+                        save_values(
+                            set_path(job.refs_dir, in_float64(state_after(s.name))),
+                            [tensors64[n] for n in stateful],
+                        )
                 _sync(job.device)
             except Exception as exc:  # a model that cannot run in float64: no rho rule
                 fp64_error = f"{type(exc).__name__}: {exc}"[:500]

@@ -354,3 +354,19 @@ def test_a_reference_overflow_that_float64_does_not_have_is_excused() -> None:
     assert not compare_outputs([far], [ref], **TOL, refs64=[exact]).ok
     poison = torch.tensor([float("nan"), 300.0], dtype=torch.float16)
     assert not compare_outputs([poison], [ref.clone().fill_(1.0)], **TOL, refs64=[exact]).ok
+
+
+def test_a_failure_of_the_scale_rule_alone_is_excused_where_float64_sides_with_the_output() -> None:
+    """Every element within tolerance (an atol grown as on the widened set), but a few fp16
+    units apart at the output's peak: the scale-relative rule fails on eager's rounding, and
+    elements as near float64 as eager's are excused; one farther from float64 still fails."""
+    tol = {**TOL, "atol": 0.05}
+    exact = torch.tensor([8.1796875 + 0.01, 1.0, -2.0], dtype=torch.float64)
+    eager = torch.tensor([8.1796875 + 0.03125, 1.0, -2.0], dtype=torch.float16)
+    nearer = torch.tensor([8.1796875, 1.0, -2.0], dtype=torch.float16)
+    plain = compare_outputs([nearer], [eager], **tol)
+    assert not plain.ok and not plain.leaves[0].mismatched  # the scale rule alone
+    excused = compare_outputs([nearer], [eager], **tol, refs64=[exact])
+    assert excused.ok and excused.excused == 1
+    farther = torch.tensor([8.1796875 + 0.0625, 1.0, -2.0], dtype=torch.float16)
+    assert not compare_outputs([farther], [eager], **tol, refs64=[exact]).ok
