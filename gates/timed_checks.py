@@ -114,13 +114,14 @@ def check_timed_calls(
                 continue
             want = flat[positions[rows]]
             rule = rules[k]
-            want64 = rule.refs64[j][positions[rows]] if rule and j in rule.refs64 else None
             bad = ~_close(got, want, ref, rtol=rtol, atol=atol, scale_tol=scale_tol, flat=flat)
-            if want64 is not None and not ref.is_complex() and bool(bad.any()):
+            leaf64 = _leaf64(refs64, name, j, ref) if bool(bad.any()) else None
+            if leaf64 is not None:
+                want64 = leaf64[positions[rows]].double()
                 bad &= ~_excused(got, want, want64, ref.dtype, rtol=rtol, atol=atol)
             compared += int(got.numel())
-            if want64 is not None:
-                errors.add(rows, got, want, want64, rule.tolerance)
+            if rule and j in rule.refs64:
+                errors.add(rows, got, want, rule.refs64[j][positions[rows]], rule.tolerance)
             if not bool(bad.any()):
                 continue
             row, col = (int(v) for v in bad.nonzero()[0])  # row-major: the earliest call
@@ -225,8 +226,32 @@ def _excused(
     rtol: float,
     atol: float,
 ) -> torch.Tensor:
-    """``float64_excused`` over sampled elements (calls by samples, float64 each)."""
+    """``float64_excused`` over sampled elements (calls by samples, float64 each) that gate
+    2's rule refused, elementwise or by the scale; integers and booleans where they equal
+    the float64 run's value."""
+    if not dtype.is_floating_point:
+        return got == want64
     flat = float64_excused(
-        got.reshape(-1), want.reshape(-1), want64.reshape(-1), rtol=rtol, atol=atol, dtype=dtype
+        got.reshape(-1),
+        want.reshape(-1),
+        want64.reshape(-1),
+        rtol=rtol,
+        atol=atol,
+        dtype=dtype,
+        only_apart=False,
     )
     return flat.view(got.shape)
+
+
+def _leaf64(
+    refs64: dict[str, list[Any]] | None, name: str, j: int, ref: torch.Tensor
+) -> torch.Tensor | None:
+    """Output ``j``'s float64-run values on set ``name``, flat, where they pair
+    with the reference's element by element (None: no float64 run, or a complex leaf)."""
+    leaf = (refs64 or {}).get(name, [])
+    r64 = leaf[j] if j < len(leaf) else None
+    if not isinstance(r64, torch.Tensor) or ref.is_complex() or r64.numel() != ref.numel():
+        return None
+    if r64.is_floating_point() != ref.is_floating_point():
+        return None
+    return r64.reshape(-1)

@@ -370,3 +370,19 @@ def test_a_failure_of_the_scale_rule_alone_is_excused_where_float64_sides_with_t
     assert excused.ok and excused.excused == 1
     farther = torch.tensor([8.1796875 + 0.0625, 1.0, -2.0], dtype=torch.float16)
     assert not compare_outputs([farther], [eager], **tol, refs64=[exact]).ok
+
+
+def test_an_integer_or_boolean_equal_to_the_float64_runs_is_excused() -> None:
+    """A threshold and a rounding of an fp16 chain: where eager's rounding moved a value
+    across, the output that equals the float64 run's is excused; any other is not."""
+    torch.manual_seed(1)
+    x = torch.randn(64, 64).half()
+    eager, exact, fp32 = torch.sin(x * 50), torch.sin(x.double() * 50), torch.sin(x.float() * 50)
+    for leaf in (lambda y: y > 0.5, lambda y: (y * 8).round().to(torch.int32)):
+        ref, ref64, out = leaf(eager), leaf(exact), leaf(fp32)
+        assert not compare_outputs([out], [ref], **TOL).ok
+        excused = compare_outputs([out], [ref], **TOL, refs64=[ref64])
+        assert excused.ok and excused.excused == int((out != ref).sum())
+        wrong = out.clone().reshape(-1)
+        wrong[0] = ~wrong[0] if wrong.dtype == torch.bool else wrong[0] + 3
+        assert not compare_outputs([wrong.view(out.shape)], [ref], **TOL, refs64=[ref64]).ok
