@@ -185,7 +185,8 @@ def round_setup(
         settings=settings,
         checks=TimingChecks(
             input_sets=bundle.timing_rotation(),
-            expected=bundle.expected_outputs(),
+            expected=bundle.timed_outputs(),
+            effects=bundle.side_effects(),
             check=bundle.check_timed,
             baseline_first_sight=bundle.first_sight_sets(),
             sealed=bundle.sealed_sets,

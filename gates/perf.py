@@ -41,7 +41,7 @@ from gates.perfstats import (
     turns_sufficient,
 )
 from gates.prestart import PrestartedRound
-from gates.protocol import ModelSource, OutputLeaf, TimingJob, TimingResult
+from gates.protocol import ModelSource, OutputLeaf, SideEffects, TimingJob, TimingResult
 from gates.reference import checked_if_cut
 from gates.runner import ChildOutcome, run_job
 from gates.timed_checks import TimedCheck
@@ -118,8 +118,9 @@ class TimingChecks:
     sets it was given), and each round's first-sight sets (``gates.first_sight``)."""
 
     input_sets: list[str]
-    expected: list[OutputLeaf]
+    expected: list[OutputLeaf]  # a call's outputs, then its side effects' values
     check: Callable[[Path, list[str]], TimedCheck]
+    effects: SideEffects = field(default_factory=SideEffects)
     baseline_first_sight: list[str] = field(default_factory=list)  # the same every round
     sealed: list[str] = field(default_factory=list)  # the candidate's: a few per round
     sealed_dir: str = ""
@@ -200,6 +201,7 @@ class RoundSetup:
             baseline_first_sight_sets=base_once,
             sealed_dir=checks.sealed_dir,
             expected=checks.expected,
+            effects=checks.effects,
             checks_file=CHECKS_FILE,
             min_rep_calls=settings.min_rep_calls,
             warmup_ms=settings.warmup_ms,

@@ -123,6 +123,19 @@ class OutputLeaf(Frozen):
     varying: bool = False
 
 
+class SideEffects(Frozen):
+    """What the reference's call changes besides its outputs: the inputs it writes in place
+    (by position) and the module entries it updates (by name).  Timing children record
+    their values after every call with the outputs, so a timed call is checked on them
+    too, and a candidate cannot drop them while timed."""
+
+    inputs: list[int] = Field(default_factory=list)
+    state: list[str] = Field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.inputs or self.state)
+
+
 class EvaluationPolicy(Frozen):
     """How every child evaluates the model (``gates.call_policy``); stated in every outcome."""
 
@@ -236,6 +249,8 @@ class TimingJob(ChildJob):
     # reads it; the sets of ``inputs_dir`` are found there)
     sealed_dir: str = ""
     expected: list[OutputLeaf] = Field(default_factory=list)
+    # recorded after ``expected``'s leaves, in the same order as ``expected``'s tail
+    effects: SideEffects = Field(default_factory=SideEffects)
     checks_file: str = ""  # a file name in the child's own workdir ("" = none written)
     check_samples: int = 128
     min_rep_calls: int = 10

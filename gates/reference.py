@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from gates.cache_guard import CacheGuard
 from gates.first_sight import FIRST_SIGHT_CALLS
 from gates.gpu_lease import gpu_section
@@ -42,6 +44,7 @@ from gates.model_gate import model_verdict_from_sets, sampled_rule
 from gates.numerics import output_scale
 from gates.problem_io import (
     digest_dir,
+    dtype_of,
     in_float64,
     inputs_post,
     load_values,
@@ -55,6 +58,7 @@ from gates.protocol import (
     OutputLeaf,
     ReferenceJob,
     ReferenceResult,
+    SideEffects,
     group_name,
 )
 from gates.reference_facts import ReferenceFacts
@@ -282,14 +286,67 @@ class ReferenceBundle:
             )
         ]
 
+    def side_effects(self) -> SideEffects:
+        """What the reference's calls change besides their outputs, which timed calls record."""
+        if self.result is None:
+            return SideEffects()
+        inputs = sorted({k for info in self.result.sets for k in info.mutates_inputs})
+        return SideEffects(inputs=inputs, state=list(self.policy.stateful) if self.states else [])
+
+    def timed_outputs(self) -> list[OutputLeaf]:
+        """What a timed call records: its outputs (``expected_outputs``), then the values of
+        its side effects after it, each as the reference left them on the first set."""
+        expected = self.expected_outputs()
+        effects = self.side_effects()
+        if not effects or not self.input_sets:
+            return expected
+        values = self._effects_after(self.input_sets[0].name, effects)
+        return expected + [
+            OutputLeaf(
+                shape=list(v.shape) if isinstance(v, torch.Tensor) else None,
+                dtype=dtype_of(v),
+                may_alias=i < len(effects.inputs),
+                holds_state=i >= len(effects.inputs),
+            )
+            for i, v in enumerate(values)
+        ]
+
+    def _effects_after(self, name: str, effects: SideEffects) -> list[Any]:
+        """The reference's values of ``effects`` after its call on set ``name``."""
+        inputs: list[Any] = []
+        if effects.inputs:
+            dirs = [self.pristine_dir or self.inputs_dir, self.sealed_dir]
+            files = [set_path(str(d), f) for f in (inputs_post(name), name) for d in dirs]
+            inputs = load_values(next(p for p in files if p.is_file()))
+        return [inputs[k] for k in effects.inputs] + list(self.states.get(name, []))
+
+    def _effects64(self, name: str, effects: SideEffects) -> list[Any]:
+        """The float64 run's values of ``effects`` after its call (None where it kept none)."""
+        post64 = self.post64.get(name)
+        state64 = self.states64.get(name) or [None] * len(effects.state)
+        return [post64[k] if post64 else None for k in effects.inputs] + list(state64)
+
     def check_timed(self, path: Path, first_sight: list[str] | None = None) -> TimedCheck:
         """Compare every call a timing child recorded with the reference (gate 2's rules):
-        the rotation's, then the first-sight calls on ``first_sight`` (the side's own)."""
+        the rotation's, then the first-sight calls on ``first_sight`` (the side's own); their
+        side effects' values after each call too (``timed_outputs``)."""
         s = self.settings
+        names = self.timing_rotation() + list(first_sight or [])
+        refs, refs64 = self.refs, self.refs64
+        effects = self.side_effects()
+        leaf_names = None
+        if effects:
+            outputs = len(self.expected_outputs())
+            leaf_names = [f"output {j}" for j in range(outputs)]
+            leaf_names += [f"input {k} as the call left it" for k in effects.inputs]
+            leaf_names += [f"state {n} as the call left it" for n in effects.state]
+            refs = {n: [*self.refs[n], *self._effects_after(n, effects)] for n in names}
+            if self.refs64 is not None:
+                refs64 = {n: [*self.refs64[n], *self._effects64(n, effects)] for n in names}
         return check_timed_calls(
             path,
-            self.timing_rotation() + list(first_sight or []),
-            self.refs,
+            names,
+            refs,
             rtol=s.rtol,
             atol=s.atol,
             scale_tol=s.scale_tol,
@@ -297,7 +354,8 @@ class ReferenceBundle:
             reveals=self.reveals,
             in_full=self._model_problem if s.run_model_gate else None,
             sampled=self._sampled_rule,
-            refs64=self.refs64,
+            refs64=refs64,
+            leaf_names=leaf_names,
         )
 
     def _sampled_rule(self, name: str) -> SampledRule | None:
@@ -311,8 +369,9 @@ class ReferenceBundle:
         if self.refs64 is None or name not in self.refs64:
             return ""
         s = self.settings
+        outputs = leaves[: len(self.refs[name])]  # the side effects' values follow them
         verdict = model_verdict_from_sets(
-            [(name, leaves, self.refs[name], self.refs64[name])],
+            [(name, outputs, self.refs[name], self.refs64[name])],
             tolerance=s.model_tolerance,
             rho_max=s.rho_max,
             settings=s,

@@ -62,8 +62,12 @@ def check_timed_calls(
     in_full: Callable[[str, list[Any]], str] | None = None,
     sampled: Callable[[str], SampledRule | None] = lambda name: None,
     refs64: dict[str, list[Any]] | None = None,
+    leaf_names: list[str] | None = None,
 ) -> TimedCheck:
     """Compare every recorded call with the reference of the set it ran on (``facts``: the bundle's).
+
+    ``leaf_names``: what each recorded leaf is, for the reasons (default "output j"; a
+    side effect's value follows the outputs).
 
     ``reveals(set)``: whether the reason may quote the expected value of a wrong
     element of that set (not while later candidates are judged on the same set).
@@ -87,6 +91,10 @@ def check_timed_calls(
         name = set_names[int(sets[index])] if index < calls else ""
         return TimedCheck(False, calls, f"timed call #{index}: {problem}", int(index), name)
     compared = 0
+
+    def what(j: int) -> str:
+        return leaf_names[j] if leaf_names and j < len(leaf_names) else f"output {j}"
+
     first: tuple[int, str] | None = None  # (call index, reason) of the earliest wrong call
     errors = SampledErrors.empty(calls)
     rules = {k: sampled(name) for k, name in enumerate(set_names)}
@@ -108,7 +116,7 @@ def check_timed_calls(
                 if first is None or index < first[0]:
                     first = (
                         index,
-                        f"timed call #{index} (input set {name}) returned a wrong output {j}: "
+                        f"timed call #{index} (input set {name}) returned a wrong {what(j)}: "
                         f"more elements than the reference's {flat.numel()}",
                     )
                 continue
@@ -131,7 +139,7 @@ def check_timed_calls(
                 expected = f", expected {float(want[row, col]):.6g}" if reveals(name) else ""
                 first = (
                     index,
-                    f"timed call #{index} (input set {name}) returned a wrong output {j}: "
+                    f"timed call #{index} (input set {name}) returned a wrong {what(j)}: "
                     f"element {pos} is {float(got[row, col]):.6g}{expected} "
                     f"({int(bad[row].sum())} of {bad.shape[1]} sampled elements differ)",
                 )

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from gates import first_sight
-from gates.call_policy import CallPreparer, by_index, load_policy
+from gates.call_policy import CallPreparer, by_index, load_policy, state_left
 from gates.checked_calls import CheckedCalls, RotatingInputs, held_calls
 from gates.go_signal import wait_for_go
 from gates.harness_watch import listed
@@ -39,8 +39,8 @@ from gates.jobs.build import build_callable
 from gates.perfstats import median, spread
 from gates.placement import cpu_node, current_cpu, gpu_node, pci_address
 from gates.poison import poison_cached_blocks
-from gates.problem_io import load_values, set_path, to_device
-from gates.protocol import ModelSource, TimingJob, TimingResult
+from gates.problem_io import flatten_output, load_values, set_path, to_device
+from gates.protocol import ModelSource, SideEffects, TimingJob, TimingResult
 from gates.timers import (  # the kit: created in run() before the candidate is imported
     TimerKit,
     excused_switches,
@@ -112,9 +112,15 @@ class CheckedLoop:
     """
 
     def __init__(
-        self, kit: TimerKit, fn: Callable[..., Any], rotation: RotatingInputs, checks: CheckedCalls
+        self,
+        kit: TimerKit,
+        fn: Callable[..., Any],
+        rotation: RotatingInputs,
+        checks: CheckedCalls,
+        effects: SideEffects | None = None,
     ) -> None:
         self.kit, self.fn, self.rotation, self.checks = kit, fn, rotation, checks
+        self.effects = effects or SideEffects()
         self._flush: torch.Tensor | None = None
         self.dispatch_ns: list[int] = []  # host time of each call in the latest timed()
         self.first_sight_dispatch_ns: list[int] = []  # the same, of the first-sight calls
@@ -125,7 +131,20 @@ class CheckedLoop:
             k, args = self.rotation.next()
             self.checks.before(k)
             out = self.fn(*args)
-            self._record(out, k, args)
+            self._record(self._answer(out, args), k, args)
+
+    def _answer(self, out: Any, args: list[Any]) -> Any:
+        """The call's outputs, then the values its side effects left (the inputs it wrote in
+        place, the module entries it updated), held as the batches hold outputs: a timed
+        call is checked on everything the reference's call changes."""
+        if not self.effects:
+            return out
+        left = [args[k] for k in self.effects.inputs] + state_left(self.fn, self.effects.state)
+        return self.checks.hold((*flatten_output(out), *left))
+
+    def _held(self, out: Any, args: list[Any]) -> Any:
+        """What a batch keeps of a call until its records (``CheckedCalls.hold``)."""
+        return self._answer(out, args) if self.effects else self.checks.hold(out)
 
     def _look(self) -> None:
         """Between a call's return and its record: the records' code must be the harness's
@@ -138,6 +157,7 @@ class CheckedLoop:
             self.checks.problems.append((self.checks.calls, f"{reason}: {listed(replaced)}"))
 
     def _record(self, out: Any, k: int, args: list[Any]) -> None:
+        """Record a call's answer (``_answer``: its outputs and side effects)."""
         self._look()
         self.checks.record(out, k, args)
 
@@ -172,7 +192,7 @@ class CheckedLoop:
                 t0 = kit.now_ns()
                 out = self.fn(*args)
                 samples.append((kit.now_ns() - t0) / 1e6)
-                self._record(out, k, args)
+                self._record(self._answer(out, args), k, args)
             return samples
         if self._flush is None:
             self._flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
@@ -196,7 +216,7 @@ class CheckedLoop:
             out = self.fn(*args)
             self.dispatch_ns.append(kit.now_ns() - d0)
             end.record()
-            pending = (out, k, args)
+            pending = (self._answer(out, args), k, args)
             del out
             pairs.append((start, end))
         if pending is not None:
@@ -225,7 +245,7 @@ class CheckedLoop:
                 p0 = self.kit.now_ns()
                 self.checks.before(k)
                 prepared_ns += self.kit.now_ns() - p0
-            outs.append((self.checks.hold(self.fn(*args)), k, args))
+            outs.append((self._held(self.fn(*args), args), k, args))
         self.kit.sync()
         batch_ms = (self.kit.now_ns() - t0 - prepared_ns) / 1e6 / n
         self.batches.append((copies_ms, batch_ms))
@@ -251,7 +271,7 @@ class CheckedLoop:
         for _ in range(n):
             k, args = self.rotation.next()
             self.checks.before(k)
-            outs.append((self.checks.hold(self.fn(*args)), k, args))
+            outs.append((self._held(self.fn(*args), args), k, args))
         self.kit.sync()
         ms = (self.kit.now_ns() - t0) / 1e6 / n
         if synced is not None:
@@ -486,7 +506,7 @@ def build_side(kit: TimerKit, job: TimingJob, src: ModelSource, *, tag: str = ""
     prepare = CallPreparer(policy, fn)
     if prepare.active:  # random or stateful forward: every call as the reference's
         checks.prepare = by_index(prepare, [*names, *once])
-    loop = CheckedLoop(kit, fn, rotation, checks)
+    loop = CheckedLoop(kit, fn, rotation, checks, job.effects)
     mark("warm")
     loop.untimed(_WARM_CALLS)  # compile / autotune / JIT happen here, untimed
     kit.sync()

@@ -293,3 +293,52 @@ def test_a_timed_call_wrong_where_the_first_set_cannot_see_is_caught(
     assert result.deciding_gate.value == "performance", result.reason
     # caught by the samples of every timed call, not only by a kept call compared in full
     assert "returned a wrong output" in result.reason, result.reason
+
+
+@pytest.mark.parametrize(
+    ("problem_name", "candidate_source", "effect"),
+    [
+        (
+            "ema_buffer",
+            "class ModelNew(nn.Module):\n"
+            "    calls = 0\n\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.register_buffer('avg', torch.zeros(d))\n\n"
+            "    def forward(self, x):\n"
+            "        ModelNew.calls += 1\n"
+            "        new = 0.9 * self.avg + 0.1 * x.mean(dim=0)\n"
+            "        if ModelNew.calls < 10:\n"
+            "            self.avg.copy_(new)\n"
+            "        return x - new\n",
+            "state avg as the call left it",
+        ),
+        (
+            "inplace_add_then_compute",
+            "class ModelNew(nn.Module):\n"
+            "    calls = 0\n\n"
+            "    def forward(self, x, y):\n"
+            "        ModelNew.calls += 1\n"
+            "        if ModelNew.calls < 10:\n"
+            "            x.add_(1.0)\n"
+            "            return x * y\n"
+            "        return (x + 1.0) * y\n",
+            "input 0 as the call left it",
+        ),
+    ],
+    ids=["state", "input"],
+)
+def test_a_side_effect_dropped_once_timed_is_caught(
+    tmp_path: Path, cpu_launcher: bool, problem_name: str, candidate_source: str, effect: str
+) -> None:
+    """The outputs stay right, but from the tenth call of its process the candidate no
+    longer updates the state (or writes the input) the reference's call changes: cheaper,
+    and gates 1-3's child, which makes seven calls, never sees it.  Timed calls record
+    those values with their outputs, so the timing catches it."""
+    problem = next(p for p in CORPUS if p.stem == problem_name)
+    candidate = tmp_path / "late.py"
+    candidate.write_text("import torch\nimport torch.nn as nn\n\n\n" + candidate_source)
+    result = _verify(problem, candidate, tmp_path / "w", **CPU_TIMING)
+    assert not result.accepted and result.deciding_gate is not None
+    assert result.deciding_gate.value == "performance", result.reason
+    assert f"returned a wrong {effect}" in result.reason, result.reason
