@@ -260,6 +260,8 @@ def _leaf64(
     r64 = leaf[j] if j < len(leaf) else None
     if not isinstance(r64, torch.Tensor) or ref.is_complex() or r64.numel() != ref.numel():
         return None
-    if r64.is_floating_point() != ref.is_floating_point():
+    if ref.is_floating_point() != r64.is_floating_point():
+        return None
+    if not ref.is_floating_point() and r64.dtype != ref.dtype:  # as gate 2 pairs them
         return None
     return r64.reshape(-1)
