@@ -8,7 +8,8 @@ case of issue 25).  The GPU worker stored the finished result before reporting
 it (``activities.idempotent``), so attempt 2 must return it without running
 the double again.  Physical executions are counted from the doubles' own log
 (one record each time a double's work actually finished).  Outages stop at the
-first one whose lost attempt the server retried; up to three are tried per campaign,
+first one whose lost attempt the server retried; one whose attempt completed anyway is
+over as soon as the history shows it; up to three are tried per campaign,
 and a second campaign runs when all of them miss, since an outage can miss (the
 completion may still reach the server, or no gate is left).
 """
@@ -16,6 +17,7 @@ completion may still reach the server, or no gate is left).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -57,6 +59,28 @@ def retried_gates(report: AuditReport) -> set[str]:
     return {
         i.activity_id for i in report.incidents if i.activity == "gate_candidate" and i.attempts > 1
     }
+
+
+async def first_attempt_completed(client: Client, workflow_id: str, activity_id: str) -> bool:
+    """The activity's first attempt completed on the server: an outage that missed.
+
+    A retried activity's started event is written when it closes, with its attempt, so
+    a completion with attempt 1 means the worker's report got through.
+    """
+    scheduled, started = None, {}
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        kind = event.WhichOneof("attributes")
+        if kind == "activity_task_scheduled_event_attributes":
+            if event.activity_task_scheduled_event_attributes.activity_id == activity_id:
+                scheduled = event.event_id
+        elif kind == "activity_task_started_event_attributes":
+            attrs = event.activity_task_started_event_attributes
+            started[event.event_id] = (attrs.scheduled_event_id, attrs.attempt)
+        elif kind == "activity_task_completed_event_attributes" and scheduled is not None:
+            attrs = event.activity_task_completed_event_attributes
+            if started.get(attrs.started_event_id) == (scheduled, 1):
+                return True
+    return False
 
 
 def call_id(record: dict) -> tuple[str, str]:
@@ -114,14 +138,18 @@ async def test_gpu_result_survives_a_server_outage_at_completion(reference, tmp_
             lost.append(key)
             fresh = await connect(settings, start_embedded=False)
 
-            async def retried_yet(c: Client = fresh) -> bool:
-                return bool(retried_gates(await load_report(c, handle.id, store)))
+            done = next(r for r in records(done_log) if call_id(r) == key)
 
-            try:
-                await wait_until(retried_yet, RETRY_SEEN_S, every=0.5, what="a retried gate")
+            async def settled(c: Client = fresh, r: dict = done) -> bool:
+                return bool(retried_gates(await load_report(c, handle.id, store))) or (
+                    await first_attempt_completed(c, r["workflow"], r["activity_id"])
+                )
+
+            with contextlib.suppress(TimeoutError):
+                await wait_until(settled, RETRY_SEEN_S, every=0.5, what="a retried gate")
+            if retried_gates(await load_report(fresh, handle.id, store)):
                 return True
-            except TimeoutError:
-                continue  # this outage missed: try another
+            # this outage missed (its completion reached the server): try another
         return False
 
     try:

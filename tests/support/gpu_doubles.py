@@ -171,6 +171,7 @@ async def _work(name: str, key: str) -> None:
             "start": start,
             "end": time.time(),
             "attempt": activity.info().attempt,
+            "activity_id": activity.info().activity_id,
             "resumed_from": resumed_from,
         }
         _append(log_path, record)
