@@ -16,7 +16,7 @@ from typing import Any
 
 from gates.feedback import bullet_list, crash_feedback
 from gates.numerics import OutputComparison, compare_outputs
-from gates.problem_io import inputs_after, inputs_post, load_values, set_path, state_after
+from gates.problem_io import inputs_after, load_values, set_path, state_after
 from gates.protocol import CandidateResult
 from gates.reference import ReferenceBundle
 from gates.runner import ChildOutcome
@@ -48,7 +48,7 @@ def _in_place_problem(
         return "", 0
     if after is None:
         return f"the inputs {theirs} the reference changes in place were not recorded", 0
-    post = load_values(set_path(str(bundle.inputs_dir), inputs_post(name)))
+    post = bundle.inputs_as_left(name)
     post64 = bundle.post64.get(name)
     s = settings
     cmp = compare_outputs(

@@ -311,13 +311,17 @@ class ReferenceBundle:
             for i, v in enumerate(values)
         ]
 
+    def inputs_as_left(self, name: str) -> list[Any]:
+        """Set ``name``'s inputs as the reference's call left them: from the pristine copy
+        (the sealed sets' folder for a first-sight set), the set itself where the call
+        changed none."""
+        dirs = [self.pristine_dir or self.inputs_dir, self.sealed_dir]
+        files = [set_path(str(d), f) for f in (inputs_post(name), name) for d in dirs]
+        return load_values(next(p for p in files if p.is_file()))
+
     def _effects_after(self, name: str, effects: SideEffects) -> list[Any]:
         """The reference's values of ``effects`` after its call on set ``name``."""
-        inputs: list[Any] = []
-        if effects.inputs:
-            dirs = [self.pristine_dir or self.inputs_dir, self.sealed_dir]
-            files = [set_path(str(d), f) for f in (inputs_post(name), name) for d in dirs]
-            inputs = load_values(next(p for p in files if p.is_file()))
+        inputs = self.inputs_as_left(name) if effects.inputs else []
         return [inputs[k] for k in effects.inputs] + list(self.states.get(name, []))
 
     def _effects64(self, name: str, effects: SideEffects) -> list[Any]:
