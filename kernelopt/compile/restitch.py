@@ -16,7 +16,9 @@ import ast
 import hashlib
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kernelopt.compile.segment import group_signature
 from kernelopt.compile.segment_store import segment_of
@@ -247,11 +249,27 @@ def forward_wrapper(compiled: CompileResult, candidate: str) -> str:
         f"CANDIDATE_SOURCE = {candidate!r}\n"
         f"ARG_NAMES = {list(compiled.arg_names)!r}\n"
         f"ARG_ROLES = {list(compiled.arg_roles)!r}\n"
-        f"SEED = {compiled.problem.seed!r}\n\n\n"
+        f"SEED = {compiled.problem.seed!r}\n"
+        f"LAYOUT = {forward_layout(compiled)!r}\n\n\n"
         "def make_call(init_inputs, device='cuda'):\n"
-        "    runner = _KoForwardRunner(CANDIDATE_SOURCE, ARG_NAMES, ARG_ROLES, SEED, init_inputs, device)\n"
+        "    runner = _KoForwardRunner(\n"
+        "        CANDIDATE_SOURCE, ARG_NAMES, ARG_ROLES, SEED, init_inputs, device, **LAYOUT\n"
+        "    )\n"
         "    return runner.call\n"
     )
+
+
+def forward_layout(compiled: CompileResult) -> dict[str, Any]:
+    """``ForwardRunner``'s keywords that put a ``ModelNew`` in the baseline wrapper's place:
+    where each captured argument goes in the forward, and the wrapper's output order."""
+    return {
+        "input_index": list(compiled.arg_input_index) or None,
+        "picks": [tuple(p) for p in compiled.output_picks]
+        if compiled.output_picks is not None
+        else None,
+        "num_outputs": compiled.num_outputs,
+        "state_outputs": dict(compiled.state_outputs),
+    }
 
 
 def build_restitched(inp: RestitchInput, store: ArtifactStore) -> tuple[str, dict[str, str]]:
@@ -266,6 +284,27 @@ def build_restitched(inp: RestitchInput, store: ArtifactStore) -> tuple[str, dic
         detect_form(target, cand)
         return forward_wrapper(inp.compiled, cand), {target.id: FORM_FORWARD}
     return restitch_source(baseline, segment_of(inp, store), pairs)
+
+
+class RestitchRunError(DeterministicError):
+    """The re-stitched model raised on the captured arguments: the same code on the same
+    arguments raises again, so the trial is not kept and no attempt is retried."""
+
+
+def run_restitched(call: Callable[[list[Any]], Any], args: list[Any]) -> Any:
+    """``call(args)``, its exception a ``RestitchRunError`` (running out of GPU memory, which
+    another process may have caused, stays what it is: a retry may find the memory free)."""
+    import torch
+
+    try:
+        return call(args)
+    except torch.cuda.OutOfMemoryError:
+        raise
+    except Exception as exc:
+        raise RestitchRunError(
+            f"the re-stitched model failed on the captured arguments: {type(exc).__name__}: "
+            f"{str(exc)[:300]}"
+        ) from exc
 
 
 def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
@@ -298,7 +337,7 @@ def restitch(inp: RestitchInput, store: ArtifactStore) -> RestitchResult:
     call = wrapper_call(inp.compiled, store, ref)
     args = load_tensors(store, inp.compiled.args, "cuda")
     stages.lap("load")
-    outputs = call(args)
+    outputs = run_restitched(call, args)
     stages.lap("run")
     out_ref = None
     if inp.keep_output:  # else held only in memory: nothing after the comparison reads it

@@ -141,9 +141,15 @@ class ForwardRunner:
     """``call(args)`` for single-kernel mode: a candidate ``ModelNew`` with the captured weights.
 
     ``ModelNew`` has the same constructor as ``Model``; it is built under the
-    problem's seed (so parameters created in the same order come out equal)
-    and then every captured parameter/buffer whose name and shape match is
-    copied in, so the real weights flow through verification.
+    problem's seed (so parameters created in the same order come out equal), and
+    every captured parameter/buffer whose name and shape match then takes its place
+    (the module holds the captured tensor itself), so the real weights flow through
+    verification and an update in place, as of running statistics, lands where the
+    baseline wrapper's would.  With the compile's layout (``input_index``,
+    ``picks``, ``num_outputs``, ``state_outputs``) a call takes the flat arguments
+    in the captured order and answers in the baseline wrapper's output order, so
+    ``wrapper_forward`` picks and writes back both alike; without it (wrappers
+    written before) the inputs go in flat order and the outputs come out as returned.
     """
 
     def __init__(
@@ -154,6 +160,11 @@ class ForwardRunner:
         seed: int,
         init_inputs: Sequence[Any],
         device: str = "cuda",
+        *,
+        input_index: Sequence[int | None] | None = None,
+        picks: Sequence[tuple[str, int]] | None = None,
+        num_outputs: int | None = None,
+        state_outputs: dict[int, str] | None = None,
     ) -> None:
 
         module = _load_module(source, "forward_candidate", "candidate")
@@ -162,6 +173,10 @@ class ForwardRunner:
             raise WrapperLoadError("single-kernel candidate defines no class ModelNew")
         self.arg_names = arg_names
         self.arg_roles = arg_roles
+        self.input_index = list(input_index) if input_index else None
+        self.picks = [tuple(p) for p in picks] if picks is not None else None
+        self.num_outputs = num_outputs
+        self.state_outputs = {int(k): v for k, v in (state_outputs or {}).items()}
         try:
             self.model = seeded(seed, lambda: model_new(*init_inputs)).to(device)
         except Exception as exc:
@@ -169,23 +184,32 @@ class ForwardRunner:
                 f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"
             ) from exc
         self._loaded: list[int] | None = None
+        # (submodule, attribute, the object it holds, the captured tensor behind it)
+        self._held: list[tuple[Any, str, Any, Any]] = []
 
     def load_weights(self, args: Sequence[Any]) -> None:
-        """Copy captured weights in, once per distinct set of weight tensors (not per call)."""
-        import torch
-
+        """Put the captured weights in, once per distinct set of weight tensors (not per call):
+        the captured tensor itself where dtype and device agree, else a copy of it."""
         ids = [id(v) for v, r in zip(args, self.arg_roles, strict=False) if r != "input"]
         if ids == self._loaded:
             return
         self._loaded = ids
-        state = self.model.state_dict()
-        with torch.no_grad():
-            for name, role, value in zip(self.arg_names, self.arg_roles, args, strict=False):
-                if role not in ("parameter", "buffer"):
-                    continue
-                key = name.split(":", 1)[1]
-                if key in state and state[key].shape == value.shape:
-                    state[key].copy_(value)
+        self._held = []
+        for name, role, value in zip(self.arg_names, self.arg_roles, args, strict=False):
+            if role not in ("parameter", "buffer"):
+                continue
+            place = _entry(self.model, name.split(":", 1)[1])
+            if place is None:
+                continue
+            owner, leaf = place
+            mine = getattr(owner, leaf)
+            if mine.shape != value.shape:
+                continue
+            if mine.dtype == value.dtype and mine.device == value.device:
+                self._held.append((owner, leaf, _hold(owner, leaf, value), value))
+            else:
+                with _no_grad():
+                    mine.copy_(value)
 
     def call(self, args: list[Any]) -> tuple[Any, ...]:
         import torch
@@ -193,10 +217,78 @@ class ForwardRunner:
         values = list(args)
         args.clear()
         self.load_weights(values)
-        inputs = [v for v, r in zip(values, self.arg_roles, strict=False) if r == "input"]
         with torch.no_grad():
-            out = self.model(*inputs)
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            out = self.model(*self._inputs(values))
+            self._write_back()
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        return out if self.picks is None else self._as_wrapper(out)
+
+    def _inputs(self, values: list[Any]) -> list[Any]:
+        """The forward's inputs in its own order (the captured list may order them otherwise,
+        e.g. an input changed in place first)."""
+        if self.input_index is None:
+            return [v for v, r in zip(values, self.arg_roles, strict=False) if r == "input"]
+        at = {p: v for v, p in zip(values, self.input_index, strict=False) if p is not None}
+        return [at[p] for p in sorted(at)]
+
+    def _write_back(self) -> None:
+        """An entry the forward replaced (``self.avg = ...``) goes back into the captured
+        tensor, which the module then holds again: the next call and the gates read it."""
+        for i, (owner, leaf, held, captured) in enumerate(self._held):
+            now = getattr(owner, leaf)
+            if now is held:
+                continue
+            if hasattr(now, "shape") and now.shape == captured.shape:
+                captured.copy_(now)
+            self._held[i] = (owner, leaf, _hold(owner, leaf, captured), captured)
+
+    def _as_wrapper(self, out: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The forward's results in the baseline wrapper's output order (``picks`` inverted;
+        a stored state value from the module; what no pick names, None)."""
+        import torch
+
+        named = [j for kind, j in self.picks or [] if kind in ("output", "item")]
+        size = max([self.num_outputs or 0, *(j + 1 for j in [*named, *self.state_outputs])])
+        slots: list[Any] = [None] * size
+        for (kind, j), value in zip(self.picks or [], out, strict=False):
+            if kind in ("output", "item") and j < len(slots) and slots[j] is None:
+                slots[j] = torch.as_tensor(value) if kind == "item" else value
+        for j, name in self.state_outputs.items():
+            place = _entry(self.model, name)
+            if place is not None and j < len(slots):
+                slots[j] = getattr(*place)
+        return tuple(slots)
+
+
+def _entry(model: Any, key: str) -> tuple[Any, str] | None:
+    """(submodule, attribute) of a state-dict key the module holds a tensor under, or None."""
+    owner_path, _, leaf = key.rpartition(".")
+    try:
+        owner = model.get_submodule(owner_path) if owner_path else model
+    except AttributeError:
+        return None
+    for table in (owner._parameters, owner._buffers):
+        if table.get(leaf) is not None:
+            return owner, leaf
+    return None
+
+
+def _hold(owner: Any, leaf: str, value: Any) -> Any:
+    """Make ``owner.leaf`` the captured tensor itself (a parameter shares its storage);
+    returns the object it now holds."""
+    import torch
+
+    if leaf in owner._parameters:
+        owner._parameters[leaf] = torch.nn.Parameter(value, requires_grad=False)
+        return owner._parameters[leaf]
+    owner._buffers[leaf] = value
+    return value
+
+
+def _no_grad() -> Any:
+    import torch
+
+    return torch.no_grad()
 
 
 def wrapper_call(

@@ -170,6 +170,7 @@ FORWARD_TEMPLATE = '''\
 
 from pathlib import Path
 
+from kernelopt.compile.restitch import forward_layout
 from kernelopt.compile.runtime import ForwardRunner, load_tensors
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.store import open_store
@@ -191,6 +192,7 @@ def get_args():
         compiled.problem.seed,
         init,
         DEVICE,
+        **forward_layout(compiled),
     )
     return load_tensors(store, compiled.args, DEVICE)
 
