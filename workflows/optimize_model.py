@@ -68,6 +68,9 @@ NO_BASELINE = "; it came before the compile step finished, so no baseline was bu
 # A forward Inductor cannot compile (kernelopt.compile.capture.CaptureError, named here
 # because the workflow sandbox does not import torch) ends in an outcome that says so.
 UNCOMPILABLE_PATCH = "uncompilable-forward-outcome"
+# A trial whose re-stitched wrapper fails to build or run (after the activity's retries) is
+# a trial not kept, with its error in the outcome's reason; before, it failed the campaign.
+RESTITCH_FAILURE_PATCH = "restitch-failure-not-kept"
 UNCOMPILABLE_ERROR = "CaptureError"
 UNCOMPILABLE_REASON_CHARS = 600
 
@@ -92,6 +95,19 @@ def _not_kept(candidate_id: str, gate: contracts.ModelGateResult) -> str:
     if v.passed:
         return f"{candidate_id}: passed at {gate.speedup or 0.0:.3f}x, not faster than the baseline"
     return f"{candidate_id}: {v.gate.value} {v.status.value}: {v.reason[:200]}"
+
+
+def _cancelled(exc: Exception) -> bool:
+    return isinstance(exc, ActivityError) and isinstance(exc.cause, CancelledError)
+
+
+def _failure_text(exc: Exception) -> str:
+    """An activity failure's own message, first line, short (the outcome quotes it)."""
+    if isinstance(exc.__cause__, ActivityError):  # ``_call``'s non-retryable re-raise
+        exc = exc.__cause__
+    cause = exc.cause if isinstance(exc, ActivityError) and exc.cause is not None else exc
+    text = getattr(cause, "message", "") or str(cause)
+    return (text.strip().splitlines() or [type(cause).__name__])[0][:200]
 
 
 def _overlaps(target, accepted: list[contracts.Replacement]) -> bool:
@@ -523,14 +539,20 @@ class OptimizeModel:
                 if n:
                     await self._checkpoint()
                 trial = [*accepted, contracts.Replacement(target=target, source=choice.source)]
-                stitched = await self._gpu(
-                    names.RESTITCH,
-                    contracts.RestitchInput(
-                        compiled=state.compiled, replacements=trial, **self._segment_fields()
-                    ),
-                    contracts.RestitchResult,
-                    opts.RESTITCH,
-                )
+                try:
+                    stitched = await self._gpu(
+                        names.RESTITCH,
+                        contracts.RestitchInput(
+                            compiled=state.compiled, replacements=trial, **self._segment_fields()
+                        ),
+                        contracts.RestitchResult,
+                        opts.RESTITCH,
+                    )
+                except (ActivityError, ApplicationError) as exc:
+                    if _cancelled(exc) or not workflow.patched(RESTITCH_FAILURE_PATCH):
+                        raise
+                    why_not.append(f"{choice.id}: re-stitching failed: {_failure_text(exc)}")
+                    continue
                 gate = await self._gpu(
                     names.GATE_MODEL,
                     contracts.ModelGateInput(

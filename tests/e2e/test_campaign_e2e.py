@@ -180,6 +180,19 @@ async def test_a_winner_failing_the_model_gates_gives_way_to_the_runner_up(
     assert second.startswith(outcome.replaced[0])
 
 
+async def test_a_trial_whose_restitched_model_raises_is_not_kept(
+    client: Client, temporal_settings: Settings
+) -> None:
+    """H100 2026-12-06: a forward candidate's re-stitched model raised on the captured
+    arguments and the whole campaign failed; the trial is now one not kept, by its error."""
+    error = "the re-stitched model failed on the captured arguments: RuntimeError: shapes"
+    with running_workers(temporal_settings, KERNELOPT_DOUBLES_RESTITCH_ERROR=error) as workers:
+        outcome = await asyncio.wait_for(run_campaign(client, temporal_settings, workers), 180)
+    assert outcome.category == OutcomeCategory.FALLBACK and outcome.speedup == 1.0
+    assert f"re-stitching failed: {error}" in outcome.reason, outcome.reason
+    assert outcome.candidates_accepted > 0 and not outcome.model_verdicts
+
+
 async def test_a_forward_inductor_cannot_compile_ends_in_an_outcome_that_says_so(
     client: Client, temporal_settings: Settings
 ) -> None:

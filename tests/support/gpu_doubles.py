@@ -31,6 +31,8 @@ activity does when its child raises a deterministic error of that type (a forwar
 Inductor cannot compile: ``CaptureError``); its failure says it held the GPU for
 KERNELOPT_DOUBLES_COMPILE_HELD_S seconds (default: the double's own run time), as the
 real activity's says the run time it measured.
+KERNELOPT_DOUBLES_RESTITCH_ERROR ``message`` makes every "restitch" fail as the real
+one does when the re-stitched model raises on the captured arguments.
 """
 
 from __future__ import annotations
@@ -415,6 +417,9 @@ async def restitch_double(inp: RestitchInput) -> RestitchResult:
     # one distinct call per replacement set: the same targets with a runner-up's source differ
     sources = "+".join(r.source.sha256[:8] for r in inp.replacements)
     await _work(names.RESTITCH, ",".join(r.target.id for r in inp.replacements) + f"@{sources}")
+    error = os.environ.get("KERNELOPT_DOUBLES_RESTITCH_ERROR")
+    if error:  # as the real activity reports a model that raises on the captured arguments
+        raise ApplicationError(error, type="RestitchRunError", non_retryable=True)
     store = open_store()
     base = store.get_text(inp.compiled.wrapper)
     forward = [r for r in inp.replacements if r.target.kind == TargetKind.FORWARD]
