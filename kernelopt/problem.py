@@ -98,6 +98,22 @@ def check_problem_source(source: str, label: str = "<problem>") -> None:
         raise ProblemError(label, f"missing top-level function(s): {', '.join(missing)}")
 
 
+def declared_mode(source: str) -> str | None:
+    """The ``KERNELOPT_MODE`` a problem file assigns at top level as a string, read without
+    running the file (None where it assigns none, or not as a plain string)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named = any(isinstance(t, ast.Name) and t.id == MODE_ATTR for t in targets)
+            if named and isinstance(node.value.value, str):
+                return node.value.value
+    return None
+
+
 def _import_file(path: Path, module_name: str, label: str) -> ModuleType:
     try:
         return exec_file(path, module_name)
@@ -202,6 +218,7 @@ __all__ = [
     "ProblemText",
     "apply_mode",
     "check_problem_source",
+    "declared_mode",
     "load_module_file",
     "load_module_problem",
     "problem_text",

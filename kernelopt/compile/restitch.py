@@ -33,7 +33,7 @@ from kernelopt.contracts.compiled import (
 )
 from kernelopt.errors import DeterministicError
 from kernelopt.log import get_logger
-from kernelopt.store import ArtifactStore
+from kernelopt.store import ArtifactError, ArtifactStore
 
 log = get_logger(__name__)
 
@@ -239,7 +239,12 @@ def _parse(source: str) -> ParsedWrapper:
     return parse_wrapper(source)
 
 
-def forward_wrapper(compiled: CompileResult, candidate: str) -> str:
+def forward_wrapper(
+    compiled: CompileResult,
+    candidate: str,
+    model_mode: str | None = None,
+    constants: dict[int, Any] | None = None,
+) -> str:
     """Single-kernel mode: a wrapper module whose ``call(args)`` runs ``ModelNew``."""
     return (
         '"""kernelopt forward wrapper: a single-kernel-mode candidate (ModelNew) with the\n'
@@ -250,7 +255,7 @@ def forward_wrapper(compiled: CompileResult, candidate: str) -> str:
         f"ARG_NAMES = {list(compiled.arg_names)!r}\n"
         f"ARG_ROLES = {list(compiled.arg_roles)!r}\n"
         f"SEED = {compiled.problem.seed!r}\n"
-        f"LAYOUT = {forward_layout(compiled)!r}\n\n\n"
+        f"LAYOUT = {forward_layout(compiled, model_mode, constants)!r}\n\n\n"
         "def make_call(init_inputs, device='cuda'):\n"
         "    runner = _KoForwardRunner(\n"
         "        CANDIDATE_SOURCE, ARG_NAMES, ARG_ROLES, SEED, init_inputs, device, **LAYOUT\n"
@@ -259,10 +264,16 @@ def forward_wrapper(compiled: CompileResult, candidate: str) -> str:
     )
 
 
-def forward_layout(compiled: CompileResult) -> dict[str, Any]:
+def forward_layout(
+    compiled: CompileResult, model_mode: str | None = None, constants: dict[int, Any] | None = None
+) -> dict[str, Any]:
     """``ForwardRunner``'s keywords that put a ``ModelNew`` in the baseline wrapper's place:
-    where each captured argument goes in the forward, and the wrapper's output order."""
+    where each captured argument goes in the forward, the wrapper's output order, the mode
+    (train/eval) the baseline was compiled in (``problem_mode``) and the plain inputs it
+    baked in (``plain_inputs``)."""
     return {
+        "model_mode": model_mode,
+        "constants": dict(constants or {}),
         "input_index": list(compiled.arg_input_index) or None,
         "picks": [tuple(p) for p in compiled.output_picks]
         if compiled.output_picks is not None
@@ -270,6 +281,30 @@ def forward_layout(compiled: CompileResult) -> dict[str, Any]:
         "num_outputs": compiled.num_outputs,
         "state_outputs": dict(compiled.state_outputs),
     }
+
+
+def problem_mode(compiled: CompileResult, store: ArtifactStore) -> str | None:
+    """The mode the compile built the model in, as the file declares it (``KERNELOPT_MODE``);
+    None, the model as constructed, where it declares none or its source is not stored."""
+    from kernelopt.problem import declared_mode
+
+    try:
+        return declared_mode(store.get_text(compiled.problem.source))
+    except ArtifactError:
+        return None
+
+
+def plain_inputs(compiled: CompileResult, store: ArtifactStore) -> dict[int, Any]:
+    """The forward's inputs that are plain values (a float, an int, a string, None), by
+    position: the compile baked them into the graph, so the captured list lacks them."""
+    from kernelopt.compile.runtime import load_tensors
+
+    literal = (bool, int, float, str, type(None))
+    try:
+        values = load_tensors(store, compiled.inputs)
+    except ArtifactError:
+        return {}
+    return {i: v for i, v in enumerate(values) if isinstance(v, literal)}
 
 
 def build_restitched(inp: RestitchInput, store: ArtifactStore) -> tuple[str, dict[str, str]]:
@@ -282,7 +317,10 @@ def build_restitched(inp: RestitchInput, store: ArtifactStore) -> tuple[str, dic
             raise ReplacementError("a forward replacement cannot be combined with others")
         target, cand = forward[0]
         detect_form(target, cand)
-        return forward_wrapper(inp.compiled, cand), {target.id: FORM_FORWARD}
+        text = forward_wrapper(
+            inp.compiled, cand, problem_mode(inp.compiled, store), plain_inputs(inp.compiled, store)
+        )
+        return text, {target.id: FORM_FORWARD}
     return restitch_source(baseline, segment_of(inp, store), pairs)
 
 

@@ -22,7 +22,7 @@ from kernelopt.compile.output_layout import STATE_PREFIXES, picked, write_back
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
-from kernelopt.loaded_problem import seeded
+from kernelopt.loaded_problem import apply_mode, seeded
 from kernelopt.pyfile import code_dir, exec_file_once, safe_name, source_digest, write_source
 from kernelopt.store import ArtifactStore
 
@@ -165,6 +165,8 @@ class ForwardRunner:
         picks: Sequence[tuple[str, int]] | None = None,
         num_outputs: int | None = None,
         state_outputs: dict[int, str] | None = None,
+        model_mode: str | None = None,
+        constants: dict[int, Any] | None = None,
     ) -> None:
 
         module = _load_module(source, "forward_candidate", "candidate")
@@ -177,12 +179,17 @@ class ForwardRunner:
         self.picks = [tuple(p) for p in picks] if picks is not None else None
         self.num_outputs = num_outputs
         self.state_outputs = {int(k): v for k, v in (state_outputs or {}).items()}
+        self.constants = {int(k): v for k, v in (constants or {}).items()}
         try:
             self.model = seeded(seed, lambda: model_new(*init_inputs)).to(device)
         except Exception as exc:
             raise WrapperLoadError(
                 f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"
             ) from exc
+        from torch.nn.parameter import is_lazy
+
+        apply_mode(self.model, model_mode or "as_constructed")  # the mode the baseline ran in
+        self._lazy = any(is_lazy(p) for p in self.model.parameters())
         self._loaded: list[int] | None = None
         # (submodule, attribute, the object it holds, the captured tensor behind it)
         self._held: list[tuple[Any, str, Any, Any]] = []
@@ -213,22 +220,32 @@ class ForwardRunner:
 
     def call(self, args: list[Any]) -> tuple[Any, ...]:
         import torch
+        from torch.utils._pytree import tree_flatten
 
         values = list(args)
         args.clear()
+        inputs = self._inputs(values)
+        if self._lazy:  # lazy modules take their shapes from a first call (on copies)
+            with torch.no_grad():
+                self.model(*[v.clone() if isinstance(v, torch.Tensor) else v for v in inputs])
+            self._lazy = False
         self.load_weights(values)
         with torch.no_grad():
-            out = self.model(*self._inputs(values))
+            out = self.model(*inputs)
             self._write_back()
-        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        return out if self.picks is None else self._as_wrapper(out)
+        if self.picks is None:  # a wrapper written before the layout: as returned
+            return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        # leaves in the order the compiled graph returns them (dicts and nests included)
+        return self._as_wrapper(tuple(tree_flatten(out)[0]))
 
     def _inputs(self, values: list[Any]) -> list[Any]:
         """The forward's inputs in its own order (the captured list may order them otherwise,
-        e.g. an input changed in place first)."""
+        e.g. an input changed in place first), with the plain values the compile baked in
+        (a Python float or int among the inputs) in their places."""
         if self.input_index is None:
             return [v for v, r in zip(values, self.arg_roles, strict=False) if r == "input"]
         at = {p: v for v, p in zip(values, self.input_index, strict=False) if p is not None}
+        at.update({p: v for p, v in self.constants.items() if p not in at})
         return [at[p] for p in sorted(at)]
 
     def _write_back(self) -> None:

@@ -170,7 +170,7 @@ FORWARD_TEMPLATE = '''\
 
 from pathlib import Path
 
-from kernelopt.compile.restitch import forward_layout
+from kernelopt.compile.restitch import forward_layout, plain_inputs, problem_mode
 from kernelopt.compile.runtime import ForwardRunner, load_tensors
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.store import open_store
@@ -192,7 +192,9 @@ def get_args():
         compiled.problem.seed,
         init,
         DEVICE,
-        **forward_layout(compiled),
+        **forward_layout(
+            compiled, problem_mode(compiled, store), plain_inputs(compiled, store)
+        ),
     )
     return load_tensors(store, compiled.args, DEVICE)
 

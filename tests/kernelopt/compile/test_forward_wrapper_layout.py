@@ -15,11 +15,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelopt.compile.restitch import forward_wrapper
+from kernelopt.compile.restitch import build_restitched, forward_wrapper
 from kernelopt.compile.runtime import wrapper_forward
-from kernelopt.contracts.compiled import CompileInput
+from kernelopt.contracts.compiled import (
+    CompileInput,
+    Replacement,
+    RestitchInput,
+    SearchTarget,
+    TargetKind,
+)
 from kernelopt.contracts.problem import ProblemSpec
 from kernelopt.store import open_store
+from tests.support.paths import ROOT
+
+CORPUS = ROOT / "tests" / "problems" / "identity"
 
 SECOND_INPUT_IN_PLACE = """
 import torch
@@ -119,8 +128,8 @@ def compiled_on_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
     store = open_store(tmp_path / "artifacts")
 
-    def compile_source(source: str):
-        spec = ProblemSpec(name="layout", source=store.put_text(source))
+    def compile_source(source: str, name: str = "layout"):
+        spec = ProblemSpec(name=name, source=store.put_text(source))
         inp = CompileInput(problem=spec, measure_default_mode=False)
         return compile_on(inp, store, "cpu", lambda fn: (fn(), 1.0)[1]), store
 
@@ -178,3 +187,69 @@ def test_outputs_come_back_in_the_forward_order(compiled_on_cpu) -> None:
     torch.testing.assert_close(got[0], want[0])
     torch.testing.assert_close(got[1], want[1])
     torch.testing.assert_close(theirs[0], want[0])
+
+
+# one of each layout the compile records: a dict and a nest of outputs, a Python float, an
+# input returned, state stored as an output (a counter, a rebound average, a spectral norm's
+# vectors), state changed in place, an eval-mode file, lazy modules, Python scalar inputs
+LAYOUTS = [
+    "dict_output",
+    "nested_mixed_output",
+    "python_float_output",
+    "returns_state_buffer",
+    "call_counter_buffer",
+    "rebound_buffer_average",
+    "spectral_norm_train",
+    "batchnorm1d_train",
+    "batchnorm_eval_by_file",
+    "lazy_modules",
+    "scalar_forward_arg",
+    "inplace_second_input",
+]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point():
+            return torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
+        return torch.equal(a, b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-4 * max(1.0, abs(a))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_modelnew_as_model_stands_where_the_baseline_wrapper_stands(compiled_on_cpu, name) -> None:
+    """The identity ``ModelNew``, re-stitched as a forward candidate, answers as the compiled
+    baseline does over two calls: outputs, inputs after the call, and the captured state."""
+    from kernelopt.kinds.registry import load_problem
+
+    source = (CORPUS / f"{name}.py").read_text()
+    compiled, store = compiled_on_cpu(source, name)
+    candidate = source + "\n\nclass ModelNew(Model):\n    pass\n"
+    target = SearchTarget(id="forward", kind=TargetKind.FORWARD, kernels=[])
+    inp = RestitchInput(
+        compiled=compiled,
+        replacements=[Replacement(target=target, source=store.put_text(candidate))],
+        run=False,
+    )
+    text, _ = build_restitched(inp, store)
+    mine = wrapper_forward(compiled, store, store.put_text(text), device="cpu")
+    baseline = wrapper_forward(compiled, store, compiled.wrapper, device="cpu")
+    inputs = load_problem(CORPUS / f"{name}.py").make_inputs(0, "cpu")
+    for call in range(2):
+        ours = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+        theirs = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+        with torch.no_grad():
+            torch.manual_seed(call)
+            want = baseline(*theirs)
+            torch.manual_seed(call)
+            got = mine(*ours)
+        assert _same(got, want), f"call {call}: outputs {got} != {want}"
+        assert _same(ours, theirs), f"call {call}: the inputs after the call differ"
+    for entry, value in baseline.state_entries.items():
+        assert _same(mine.state_entries[entry], value), f"state {entry} differs"

@@ -153,6 +153,7 @@ def test_a_forward_candidate_runs_its_model_new_on_the_captured_arguments(store,
     inp = _state(store, FORWARD, TargetKind.FORWARD)
     compiled = inp.compiled.model_copy(
         update={"args": save_tensors(store, [x], "args"), "arg_names": ["input:0"]}
+        | {"inputs": save_tensors(store, [x], "inputs")}
         | {"arg_roles": ["input"], "init_inputs": None}
     )
     found, missing = candidate_harnesses(
