@@ -30,24 +30,7 @@ from tests.support.paths import ROOT
 
 CORPUS = ROOT / "tests" / "problems" / "identity"
 
-SECOND_INPUT_IN_PLACE = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x, w):
-        w.clamp_(-0.5, 0.5)
-        return (x @ w).sum(dim=0)
-
-
-def get_inputs():
-    return [torch.randn(4, 6), torch.randn(6, 3)]
-
-
-def get_init_inputs():
-    return []
-"""
+SECOND_INPUT_IN_PLACE = (CORPUS / "inplace_second_input.py").read_text()
 # the sum moved before the product, as the built-in rewrite family writes it
 SUM_FIRST = """
 
@@ -57,28 +40,7 @@ class ModelNew(Model):
         return x.sum(dim=0) @ w
 """
 
-RUNNING_AVERAGE = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.register_buffer("avg", torch.zeros(d))
-
-    def forward(self, x):
-        self.avg.mul_(0.9).add_(0.1 * x.mean(dim=0))
-        return x - self.avg
-
-
-def get_inputs():
-    return [torch.randn(5, 7)]
-
-
-def get_init_inputs():
-    return [7]
-"""
+RUNNING_AVERAGE = (CORPUS / "ema_buffer.py").read_text()
 AVERAGE_IN_PLACE = """
 
 class ModelNew(Model):
