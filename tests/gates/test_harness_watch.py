@@ -91,9 +91,12 @@ def test_a_method_hidden_behind_an_instance_entry_is_named_and_removed() -> None
     checks = checked_calls.CheckedCalls(expected=[], device="cpu")
     checks.record = lambda *a: None  # type: ignore[method-assign]
     checks.prepare = lambda k: None  # a field of its own: not a method hidden
-    assert kit.tampered(checks) == ["gates.checked_calls.CheckedCalls.record (on the instance)"]
+    hidden = ["gates.checked_calls.CheckedCalls.record (on the instance)"]
+    assert kit.tampered(checks) == hidden
+    assert kit.records.tampered(checks) == hidden  # the quick look between calls too
     kit.restore(checks)
     assert "record" not in vars(checks) and kit.tampered(checks) == []
+    assert kit.records.tampered(checks) == []
 
 
 def test_the_record_guard_sees_a_shadowed_inherited_method_and_a_swapped_code_object() -> None:
@@ -117,6 +120,27 @@ def test_the_record_guard_sees_a_shadowed_inherited_method_and_a_swapped_code_ob
         record.__code__ = code
         if "to" in vars(torch.Tensor):
             delattr(torch.Tensor, "to")
+
+
+def test_the_record_guard_sees_a_module_function_replaced_and_defaults_swapped() -> None:
+    """The quick look checks each watched entry in the dict it was found in, and every
+    watched function's code and defaults: a replaced module-level function of the record
+    path and a function whose defaults were swapped in place are both named."""
+    guard = RecordGuard(["gates.checked_calls"])
+    problem, span = checked_calls.leaves_problem, checked_calls.held_calls
+    defaults = span.__defaults__
+    try:
+        checked_calls.leaves_problem = lambda *a, **k: ""
+        assert guard.tampered() == ["gates.checked_calls.leaves_problem"]
+        guard.restore()
+        assert checked_calls.leaves_problem is problem and guard.tampered() == []
+        span.__defaults__ = (1,)
+        assert guard.tampered() == ["gates.checked_calls.held_calls"]
+        guard.restore()
+        assert span.__defaults__ is defaults and guard.tampered() == []
+    finally:
+        checked_calls.leaves_problem = problem
+        span.__defaults__ = defaults
 
 
 def test_a_dispatch_mode_or_key_left_on_after_the_candidates_code_is_named() -> None:
