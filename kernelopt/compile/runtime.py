@@ -197,6 +197,8 @@ class ForwardRunner:
     def load_weights(self, args: Sequence[Any]) -> None:
         """Put the captured weights in, once per distinct set of weight tensors (not per call):
         the captured tensor itself where dtype and device agree, else a copy of it."""
+        import torch
+
         ids = [id(v) for v, r in zip(args, self.arg_roles, strict=False) if r != "input"]
         if ids == self._loaded:
             return
@@ -215,7 +217,7 @@ class ForwardRunner:
             if mine.dtype == value.dtype and mine.device == value.device:
                 self._held.append((owner, leaf, _hold(owner, leaf, value), value))
             else:
-                with _no_grad():
+                with torch.no_grad():
                     mine.copy_(value)
 
     def call(self, args: list[Any]) -> tuple[Any, ...]:
@@ -225,8 +227,10 @@ class ForwardRunner:
         values = list(args)
         args.clear()
         inputs = self._inputs(values)
-        if self._lazy:  # lazy modules take their shapes from a first call (on copies)
-            with torch.no_grad():
+        if self._lazy:  # lazy modules take their shapes from a first call (on copies),
+            # which must not move the random streams the caller seeded for the real one
+            cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+            with torch.no_grad(), torch.random.fork_rng(devices=cuda):
                 self.model(*[v.clone() if isinstance(v, torch.Tensor) else v for v in inputs])
             self._lazy = False
         self.load_weights(values)
@@ -300,12 +304,6 @@ def _hold(owner: Any, leaf: str, value: Any) -> Any:
         return owner._parameters[leaf]
     owner._buffers[leaf] = value
     return value
-
-
-def _no_grad() -> Any:
-    import torch
-
-    return torch.no_grad()
 
 
 def wrapper_call(

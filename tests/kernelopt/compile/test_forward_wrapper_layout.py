@@ -151,6 +151,50 @@ def test_outputs_come_back_in_the_forward_order(compiled_on_cpu) -> None:
     torch.testing.assert_close(theirs[0], want[0])
 
 
+LAZY_WITH_NOISE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.LazyLinear(8)
+
+    def forward(self, x):
+        return self.fc(x) + torch.randn(x.shape[0], 8)
+
+
+def get_inputs():
+    return [torch.randn(4, 6)]
+
+
+def get_init_inputs():
+    return []
+"""
+LAZY_NEW = """
+
+class ModelNew(Model):
+    pass
+"""
+
+
+def test_materialising_lazy_modules_leaves_the_seeded_random_stream_alone(compiled_on_cpu):
+    """The first call's shape-finding call runs the forward once more: its draws must not
+    move the stream the caller seeded for the real call."""
+    compiled, store = compiled_on_cpu(LAZY_WITH_NOISE)
+    text = forward_wrapper(compiled, LAZY_WITH_NOISE + LAZY_NEW)
+    forward = wrapper_forward(compiled, store, store.put_text(text), device="cpu")
+    baseline = wrapper_forward(compiled, store, compiled.wrapper, device="cpu")
+    x = torch.randn(4, 6)
+    with torch.no_grad():
+        torch.manual_seed(3)
+        want = baseline(x.clone())
+        torch.manual_seed(3)
+        got = forward(x.clone())
+    torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
 # one of each layout the compile records: a dict and a nest of outputs, a Python float, an
 # input returned, state stored as an output (a counter, a rebound average, a spectral norm's
 # vectors), state changed in place, an eval-mode file, lazy modules, Python scalar inputs
