@@ -50,7 +50,9 @@ def test_the_compilers_own_half_precision_chain_passes_with_its_excused_elements
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
     store = open_store(tmp_path / "artifacts")
     spec = prepare_problem(IDENTITY / f"{problem}.py", store)
-    compiled = compile_on(CompileInput(problem=spec), store, "cpu", lambda fn: 1.0)
+    compiled = compile_on(
+        CompileInput(problem=spec, measure_default_mode=False), store, "cpu", lambda fn: 1.0
+    )
     with forking_from("cpu", cpu_zygote):
         gated = gate_model(
             ModelGateInput(

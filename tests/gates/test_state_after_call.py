@@ -129,7 +129,9 @@ def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_i
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
     store = open_store(tmp_path / "artifacts")
     spec = prepare_problem(IDENTITY / f"{problem}.py", store)
-    compiled = compile_on(CompileInput(problem=spec), store, "cpu", lambda fn: 1.0)
+    compiled = compile_on(
+        CompileInput(problem=spec, measure_default_mode=False), store, "cpu", lambda fn: 1.0
+    )
     settings = GateSettings(device="cpu", run_perf=False)
     with forking_from("cpu", cpu_zygote):
         gated = gate_model(
