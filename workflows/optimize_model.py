@@ -68,11 +68,11 @@ NO_BASELINE = "; it came before the compile step finished, so no baseline was bu
 # A forward Inductor cannot compile (kernelopt.compile.capture.CaptureError, named here
 # because the workflow sandbox does not import torch) ends in an outcome that says so.
 UNCOMPILABLE_PATCH = "uncompilable-forward-outcome"
+UNCOMPILABLE_ERROR = "CaptureError"
+UNCOMPILABLE_REASON_CHARS = 600
 # A trial whose re-stitched wrapper fails to build or run (after the activity's retries) is
 # a trial not kept, with its error in the outcome's reason; before, it failed the campaign.
 RESTITCH_FAILURE_PATCH = "restitch-failure-not-kept"
-UNCOMPILABLE_ERROR = "CaptureError"
-UNCOMPILABLE_REASON_CHARS = 600
 
 
 def uncompilable_reason(message: str) -> str:
