@@ -127,6 +127,19 @@ def _forked_cuda_works() -> bool:
     return False  # a forked child hung initialising CUDA
 
 
+def _probe_cpu_vector_isa() -> None:
+    """A CPU zygote asks Inductor once which vector instructions C++ kernels may use.
+
+    Every process that loads a wrapper with C++ kernels asks otherwise, with ten
+    compile-and-load probes in subprocesses; Inductor caches the answer in its module, so
+    the children forked from here inherit it.
+    """
+    with contextlib.suppress(Exception):
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        pick_vec_isa()
+
+
 def serve() -> None:
     """The zygote's loop: preload, announce readiness, fork on request, report exits."""
     import importlib
@@ -138,6 +151,8 @@ def serve() -> None:
     for name in OPTIONAL_PRELOAD:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+    if os.environ.get("KERNELOPT_ZYGOTE_CUDA") != "1":
+        _probe_cpu_vector_isa()
     out = sys.stdout
     import torch
 
