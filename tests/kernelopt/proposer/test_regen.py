@@ -440,11 +440,16 @@ IDENTITY = Path(__file__).resolve().parents[2] / "problems" / "identity"
 @pytest.mark.parametrize(
     "problem",
     [
-        "call_counter_buffer",
-        "rebound_buffer_average",
-        "spectral_norm_train",
-        "returns_state_buffer",
-        "same_tensor_twice_output",
+        "call_counter_buffer",  # state stored as extra outputs; the rest are slow
+        *(
+            pytest.param(name, marks=pytest.mark.slow)
+            for name in (
+                "rebound_buffer_average",
+                "spectral_norm_train",
+                "returns_state_buffer",
+                "same_tensor_twice_output",
+            )
+        ),
     ],
 )
 def test_a_regeneration_keeps_the_forwards_results_and_the_state_it_stores(
