@@ -24,6 +24,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import pytest
+
 from kernelopt.agents import reply_folder
 from kernelopt.client import connect
 from kernelopt.config import Settings
@@ -169,6 +171,7 @@ async def answer_round(folder: reply_folder.Folders, until_role: str) -> dict:
         )
 
 
+@pytest.mark.slow  # ~30 s; the batch test above carries a wait through a worker kill
 async def test_folder_mode_survives_moving_kernelopt_home(tmp_path, monkeypatch):
     first = make_settings(tmp_path / "home-a")
     monkeypatch.setenv("KERNELOPT_HOME", str(first.home))

@@ -81,6 +81,7 @@ async def test_fifty_random_faults(
     await _check(reference, tmp_path, kills=50)
 
 
+@pytest.mark.slow  # ~27 s; the device scripts' two-call flow, over the doubles
 async def test_faults_against_a_reference_kept_in_the_home(tmp_path: Path) -> None:
     """The GPU host's two-call flow over the doubles: one call runs the reference and keeps
     it in the home, the next reads it back and runs three faults; the doubles decide the
