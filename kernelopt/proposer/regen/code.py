@@ -12,6 +12,7 @@ from kernelopt.errors import DeterministicError
 
 # Inductor's config is process-global and Dynamo's caches too: one regeneration at a time
 _LOCK = threading.Lock()
+TREE = "tree:"  # an output form that is a pytree spec, not "tensor", "tuple" or "list"
 
 
 class RegenError(DeterministicError):
@@ -40,7 +41,7 @@ class Regenerated:
     wrapper: str
     args: list[str]
     signature: list[Any]
-    output: str  # "tensor", "tuple" or "list": how forward returns the wrapper's outputs
+    output: str  # how forward returns its results: ``output_form``
     names: list[str]  # forward's input names, the keys of ``L`` besides ``self``
     training: bool  # the module mode it was compiled in (batch-norm, dropout differ)
     # the forward's results among the wrapper's outputs and arguments, and the outputs it
@@ -122,13 +123,11 @@ def regenerate(
             torch._dynamo.reset()
         if not sources:
             raise RegenError("Inductor produced no code for the forward")
-        if isinstance(out, torch.Tensor):
-            output = "tensor"
-        elif isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
-            output = type(out).__name__
-        else:
-            raise RegenError(f"the forward returns {type(out).__name__}, not tensors")
-        layout = output_layout(first, tree_leaves(out), model)
+        output = output_form(out)
+        leaves = tree_leaves(out)
+        layout = output_layout(first, leaves, model)
+        if len(layout.picks) != len(leaves):
+            raise RegenError("the forward returns a constant that no graph output carries")
         module = load_wrapper_module(sources[-1], "regen")
         inputs_named = forward_names(model)
         cases = [inputs, *(_other_shapes(problem, seed, device, inputs) if dynamic else [])]
@@ -151,6 +150,27 @@ def regenerate(
         [list(p) for p in layout.picks],
         layout.state_outputs,
     )
+
+
+def output_form(out: Any) -> str:
+    """How the candidate's forward rebuilds its results from the picked leaves: "tensor",
+    "tuple" or "list" of tensors, or a pytree spec (``TREE`` + ``treespec_dumps``) for any
+    other nesting of tensors, None and Python numbers (dicts, lists inside tuples)."""
+    import torch
+    from torch.utils._pytree import tree_flatten, treespec_dumps
+
+    if isinstance(out, torch.Tensor):
+        return "tensor"
+    if isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
+        return type(out).__name__
+    leaves, spec = tree_flatten(out)
+    if not all(leaf is None or isinstance(leaf, (torch.Tensor, int, float)) for leaf in leaves):
+        kinds = sorted({type(leaf).__name__ for leaf in leaves})
+        raise RegenError(f"the forward returns {', '.join(kinds)}, not tensors and numbers")
+    try:
+        return TREE + treespec_dumps(spec)
+    except (TypeError, NotImplementedError) as exc:  # a container pytree cannot write down
+        raise RegenError(f"the forward's output structure cannot be written down: {exc}") from exc
 
 
 def _other_shapes(problem: Any, seed: int, device: str, inputs: list[Any]) -> list[list[Any]]:

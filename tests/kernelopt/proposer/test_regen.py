@@ -470,3 +470,48 @@ def test_a_regeneration_keeps_the_forwards_results_and_the_state_it_stores(
         result = verify_candidate(path, candidate, settings, workdir=tmp_path / "work")
     reasons = [(v.gate.value, v.status.value, v.reason[:300]) for v in result.verdicts]
     assert result.accepted, reasons
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "nested_mixed_output",  # (values, [indices, mask]): a list inside the tuple
+        *(
+            pytest.param(name, marks=pytest.mark.slow)
+            for name in ("dict_output", "python_float_output", "none_in_output_tuple")
+        ),
+    ],
+)
+def test_a_regeneration_rebuilds_nested_results_and_numbers(
+    cpu_zygote: Any, tmp_path: Path, problem: str
+) -> None:
+    """A forward returning a dict, a nested sequence, a None or a Python number read from
+    an output rebuilds it from the picked leaves (before, each refused to regenerate: "the
+    forward returns dict, not tensors")."""
+    from gates.cascade import verify_candidate
+    from gates.runner import forking_from
+
+    path = IDENTITY / f"{problem}.py"
+    candidate = tmp_path / "regen.py"
+    candidate.write_text(regenerated_candidate(path.read_text(), 0, "cpu", {}, {}))
+    settings = GateSettings(device="cpu", run_perf=False, static_timeout_s=120.0)
+    with forking_from("cpu", cpu_zygote):
+        result = verify_candidate(path, candidate, settings, workdir=tmp_path / "work")
+    reasons = [(v.gate.value, v.status.value, v.reason[:300]) for v in result.verdicts]
+    assert result.accepted, reasons
+
+
+def test_the_output_form_is_a_name_for_flat_tensors_and_a_spec_otherwise() -> None:
+    from torch.utils._pytree import tree_unflatten, treespec_loads
+
+    from kernelopt.proposer.regen.code import TREE, RegenError, output_form
+
+    t = torch.ones(2)
+    assert output_form(t) == "tensor"
+    assert output_form((t, t)) == "tuple" and output_form([t]) == "list"
+    nested = {"a": t, "b": [None, 2.5]}
+    form = output_form(nested)
+    assert form.startswith(TREE)
+    assert tree_unflatten([t, None, 2.5], treespec_loads(form[len(TREE) :])) == nested
+    with pytest.raises(RegenError, match="str"):
+        output_form((t, "label"))
