@@ -437,6 +437,21 @@ def test_only_the_timed_static_wrapper_is_autotuned(monkeypatch: pytest.MonkeyPa
 IDENTITY = Path(__file__).resolve().parents[2] / "problems" / "identity"
 
 
+def _regeneration_passes_gates_1_to_3(problem: str, cpu_zygote: Any, tmp_path: Path) -> None:
+    """The identity problem's default regeneration, verified on the CPU without timing."""
+    from gates.cascade import verify_candidate
+    from gates.runner import forking_from
+
+    path = IDENTITY / f"{problem}.py"
+    candidate = tmp_path / "regen.py"
+    candidate.write_text(regenerated_candidate(path.read_text(), 0, "cpu", {}, {}))
+    settings = GateSettings(device="cpu", run_perf=False, static_timeout_s=120.0)
+    with forking_from("cpu", cpu_zygote):
+        result = verify_candidate(path, candidate, settings, workdir=tmp_path / "work")
+    reasons = [(v.gate.value, v.status.value, v.reason[:300]) for v in result.verdicts]
+    assert result.accepted, reasons
+
+
 @pytest.mark.parametrize(
     "problem",
     [
@@ -459,17 +474,7 @@ def test_a_regeneration_keeps_the_forwards_results_and_the_state_it_stores(
     output, a returned buffer never enters the graph, a tensor returned twice is one output.
     The candidate picks its results and stores its state as Dynamo would (before, each of
     these refused to regenerate: "the wrapper returns 2 outputs, the forward 1")."""
-    from gates.cascade import verify_candidate
-    from gates.runner import forking_from
-
-    path = IDENTITY / f"{problem}.py"
-    candidate = tmp_path / "regen.py"
-    candidate.write_text(regenerated_candidate(path.read_text(), 0, "cpu", {}, {}))
-    settings = GateSettings(device="cpu", run_perf=False, static_timeout_s=120.0)
-    with forking_from("cpu", cpu_zygote):
-        result = verify_candidate(path, candidate, settings, workdir=tmp_path / "work")
-    reasons = [(v.gate.value, v.status.value, v.reason[:300]) for v in result.verdicts]
-    assert result.accepted, reasons
+    _regeneration_passes_gates_1_to_3(problem, cpu_zygote, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -488,17 +493,7 @@ def test_a_regeneration_rebuilds_nested_results_and_numbers(
     """A forward returning a dict, a nested sequence, a None or a Python number read from
     an output rebuilds it from the picked leaves (before, each refused to regenerate: "the
     forward returns dict, not tensors")."""
-    from gates.cascade import verify_candidate
-    from gates.runner import forking_from
-
-    path = IDENTITY / f"{problem}.py"
-    candidate = tmp_path / "regen.py"
-    candidate.write_text(regenerated_candidate(path.read_text(), 0, "cpu", {}, {}))
-    settings = GateSettings(device="cpu", run_perf=False, static_timeout_s=120.0)
-    with forking_from("cpu", cpu_zygote):
-        result = verify_candidate(path, candidate, settings, workdir=tmp_path / "work")
-    reasons = [(v.gate.value, v.status.value, v.reason[:300]) for v in result.verdicts]
-    assert result.accepted, reasons
+    _regeneration_passes_gates_1_to_3(problem, cpu_zygote, tmp_path)
 
 
 def test_the_output_form_is_a_name_for_flat_tensors_and_a_spec_otherwise() -> None:
