@@ -31,6 +31,7 @@ from torch.utils._pytree import tree_unflatten as _ko_unflatten  # noqa: E402
 from torch.utils._pytree import treespec_loads as _ko_spec  # noqa: E402
 
 from kernelopt.compile.runtime import load_wrapper_module as _ko_load  # noqa: E402
+from kernelopt.proposer.regen.code import wrapped_args as _ko_wrapped  # noqa: E402
 
 # Inductor's own code for Model.forward under these options (kernelopt.proposer.regen):
 # the static-shape wrapper for the shapes it was compiled for, the dynamic-shape one (not
@@ -46,6 +47,9 @@ _KO_OUTPUT = {output!r}
 # per wrapper: where each result comes from, and the outputs stored on the module
 _KO_STATIC_LAYOUT = {static_layout}
 _KO_DYNAMIC_LAYOUT = {dynamic_layout}
+# per wrapper: the arguments that are Python numbers the graph takes as 0-d tensors
+_KO_STATIC_WRAPS = {static_wraps}
+_KO_DYNAMIC_WRAPS = {dynamic_wraps}
 _KO_NAMES = {names}
 _KO_TRAINING = {training}
 
@@ -68,22 +72,22 @@ class ModelNew(Model):
 
     def _ko_run(self, static):
         if static not in self._ko_runs:
-            text, names, layout = (
-                (_KO_STATIC_WRAPPER, _KO_STATIC_ARGS, _KO_STATIC_LAYOUT)
+            text, names, layout, wraps = (
+                (_KO_STATIC_WRAPPER, _KO_STATIC_ARGS, _KO_STATIC_LAYOUT, _KO_STATIC_WRAPS)
                 if static
-                else (_KO_DYNAMIC_WRAPPER, _KO_DYNAMIC_ARGS, _KO_DYNAMIC_LAYOUT)
+                else (_KO_DYNAMIC_WRAPPER, _KO_DYNAMIC_ARGS, _KO_DYNAMIC_LAYOUT, _KO_DYNAMIC_WRAPS)
             )
             codes = [compile(n, "<graph input>", "eval") for n in names]
-            self._ko_runs[static] = (_ko_load(text, "regen").call, codes, layout)
+            self._ko_runs[static] = (_ko_load(text, "regen").call, codes, layout, wraps)
         return self._ko_runs[static]
 
     def forward(self, *inputs):
         if self.training != _KO_TRAINING:
             raise RuntimeError(f"compiled for training={{_KO_TRAINING}}, called in the other mode")
-        call, codes, (picks, stored) = self._ko_run(_ko_signature(inputs) == _KO_SIGNATURE)
+        call, codes, (picks, stored), wraps = self._ko_run(_ko_signature(inputs) == _KO_SIGNATURE)
         scope = {{"L": {{"self": self, **dict(zip(_KO_NAMES, inputs))}}}}
         args = [eval(code, {{}}, scope) for code in codes]
-        out = call(list(args))
+        out = call(_ko_wrapped(args, wraps))
         for index, name in stored.items():  # as Dynamo sets what the forward stored
             owner, _, leaf = name.rpartition(".")
             module = self.get_submodule(owner) if owner else self
@@ -135,6 +139,8 @@ def candidate_source(
         tree_len=len(TREE),
         static_layout=repr((static.picks, static.state)),
         dynamic_layout=repr((dynamic.picks, dynamic.state)),
+        static_wraps=repr(static.wraps),
+        dynamic_wraps=repr(dynamic.wraps),
         names=repr(static.names),
         training=repr(static.training),
         label=label_of(diff),

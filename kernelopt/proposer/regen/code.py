@@ -48,6 +48,9 @@ class Regenerated:
     # stores on its module (kernelopt.compile.output_layout)
     picks: list[Any] = field(default_factory=list)
     state: dict[int, str] = field(default_factory=dict)
+    # per argument: "dtype@device" where the graph takes a Python number as a 0-d tensor
+    # (a float the dynamic compile left unspecialised), else None
+    wraps: list[str | None] = field(default_factory=list)
 
     @property
     def code(self) -> str:
@@ -101,10 +104,12 @@ def regenerate(
 
     problem = load_module_problem(source)
     names: list[str] = []
+    examples: list[Any] = []
     first = FirstCall()
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         names[:] = [_source_name(n) for n in gm.graph.find_nodes(op="placeholder")]
+        examples[:] = example_inputs
         return first.wrap(compile_fx(gm, example_inputs, config_patches=dict(options)))
 
     with _LOCK:
@@ -131,11 +136,14 @@ def regenerate(
         module = load_wrapper_module(sources[-1], "regen")
         inputs_named = forward_names(model)
         cases = [inputs, *(_other_shapes(problem, seed, device, inputs) if dynamic else [])]
+        wraps: list[str | None] = []
         for case in cases:
             scope = {"L": {"self": model, **dict(zip(inputs_named, case, strict=False))}}
+            args = [eval(name, {}, scope) for name in names]
+            wraps = wraps or [_number_wrap(a, e) for a, e in zip(args, examples, strict=False)]
             try:
                 with torch.no_grad():
-                    got = run_call(module, [eval(name, {}, scope) for name in names])
+                    got = run_call(module, wrapped_args(args, wraps))
             except (AssertionError, RuntimeError) as exc:  # a shape the wrapper refuses
                 raise RegenError(f"the wrapper cannot run an input set: {exc}") from exc
             if any(kind == "output" and i >= len(got) for kind, i in layout.picks):
@@ -149,7 +157,30 @@ def regenerate(
         model.training,
         [list(p) for p in layout.picks],
         layout.state_outputs,
+        wraps,
     )
+
+
+def _number_wrap(arg: Any, example: Any) -> str | None:
+    import torch
+
+    number = isinstance(arg, (int, float)) and not isinstance(arg, bool)
+    if number and isinstance(example, torch.Tensor) and example.dim() == 0:
+        return f"{str(example.dtype).removeprefix('torch.')}@{example.device}"
+    return None
+
+
+def wrapped_args(args: list[Any], wraps: Sequence[str | None]) -> list[Any]:
+    """``args`` with each Python number the graph takes as a 0-d tensor made one, as
+    Dynamo hands it over (the candidate's forward calls this too)."""
+    import torch
+
+    out = list(args)
+    for i, wrap in enumerate(wraps):
+        if wrap is not None:
+            dtype, _, device = wrap.partition("@")
+            out[i] = torch.tensor(out[i], dtype=getattr(torch, dtype), device=device)
+    return out
 
 
 def output_form(out: Any) -> str:
@@ -188,13 +219,21 @@ def _other_shapes(problem: Any, seed: int, device: str, inputs: list[Any]) -> li
 
 
 def forward_names(model: Any) -> list[str]:
-    """``forward``'s positional parameter names (Dynamo's ``L[...]`` keys for the inputs)."""
+    """``forward``'s positional parameter names (Dynamo's ``L[...]`` keys for the inputs).
+
+    The gates pass inputs by position only, so a keyword-only parameter with a default, or
+    ``**kwargs``, keeps its default in the compiled code (the candidate's forward, which
+    takes positions only, refuses a keyword rather than ignore it); ``*args`` or a
+    keyword-only parameter without a default cannot be named.
+    """
     import inspect
 
     params = list(inspect.signature(model.forward).parameters.values())
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
-        raise RegenError("forward takes *args, **kwargs or keyword-only inputs")
-    return [p.name for p in params]
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        raise RegenError("forward takes *args")
+    if any(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in params):
+        raise RegenError("forward takes a keyword-only input without a default")
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def generated_code(source: str, seed: int, device: str, options: dict[str, Any]) -> str:

@@ -510,3 +510,13 @@ def test_the_output_form_is_a_name_for_flat_tensors_and_a_spec_otherwise() -> No
     assert tree_unflatten([t, None, 2.5], treespec_loads(form[len(TREE) :])) == nested
     with pytest.raises(RegenError, match="str"):
         output_form((t, "label"))
+
+
+def test_a_regeneration_takes_defaulted_and_keyword_only_arguments(
+    cpu_zygote: Any, tmp_path: Path
+) -> None:
+    """A forward with a defaulted and a keyword-only argument (never passed by the gates)
+    regenerates, and its dynamic wrapper gets the module's float attribute as the 0-d
+    tensor Dynamo hands over (before: "forward takes *args, **kwargs or keyword-only
+    inputs", then "expected Tensor() for op: input")."""
+    _regeneration_passes_gates_1_to_3("defaulted_arguments", cpu_zygote, tmp_path)
