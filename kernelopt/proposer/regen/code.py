@@ -135,9 +135,9 @@ def regenerate(
             raise RegenError("the forward returns a constant that no graph output carries")
         module = load_wrapper_module(sources[-1], "regen")
         inputs_named = forward_names(model)
-        cases = [inputs, *(_other_shapes(problem, seed, device, inputs) if dynamic else [])]
+        others, derived = _other_shapes(problem, seed, device, inputs) if dynamic else ([], False)
         wraps: list[str | None] = []
-        for case in cases:
+        for index, case in enumerate([inputs, *others]):
             scope = {"L": {"self": model, **dict(zip(inputs_named, case, strict=False))}}
             args = [eval(name, {}, scope) for name in names]
             wraps = wraps or [_number_wrap(a, e) for a, e in zip(args, examples, strict=False)]
@@ -145,6 +145,8 @@ def regenerate(
                 with torch.no_grad():
                     got = run_call(module, wrapped_args(args, wraps))
             except (AssertionError, RuntimeError) as exc:  # a shape the wrapper refuses
+                if index and derived and not _runs_eagerly(problem, seed, device, case):
+                    continue  # the gates skip a derived batch the model itself cannot run
                 raise RegenError(f"the wrapper cannot run an input set: {exc}") from exc
             if any(kind == "output" and i >= len(got) for kind, i in layout.picks):
                 raise RegenError(f"the wrapper returns {len(got)} outputs, fewer than compiled")
@@ -204,18 +206,34 @@ def output_form(out: Any) -> str:
         raise RegenError(f"the forward's output structure cannot be written down: {exc}") from exc
 
 
-def _other_shapes(problem: Any, seed: int, device: str, inputs: list[Any]) -> list[list[Any]]:
+def _other_shapes(
+    problem: Any, seed: int, device: str, inputs: list[Any]
+) -> tuple[list[list[Any]], bool]:
     """The shapes the gates feed besides ``inputs``: the file's held-out sets, or else the
-    checker's other batch size (none when no input has a batch dimension)."""
+    checker's other batch size (none when no input has a batch dimension); and whether
+    they are that derived batch."""
     from kernelopt.loaded_problem import another_batch
 
     held_out = problem.make_holdout_inputs(seed, device)
     if held_out:
-        return held_out
+        return held_out, False
     try:
-        return [another_batch(inputs, lambda: problem.make_inputs(seed + 1, device))]
+        return [another_batch(inputs, lambda: problem.make_inputs(seed + 1, device))], True
     except ValueError:
-        return []
+        return [], True
+
+
+def _runs_eagerly(problem: Any, seed: int, device: str, case: list[Any]) -> bool:
+    """Whether a fresh copy of the problem's model runs ``case`` (as the gates' reference,
+    which drops a derived batch it cannot run, does)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            problem.make_model(seed, device)(*case)
+    except Exception:  # the user's forward, on inputs it may not take: any error says no
+        return False
+    return True
 
 
 def forward_names(model: Any) -> list[str]:

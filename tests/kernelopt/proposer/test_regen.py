@@ -512,11 +512,19 @@ def test_the_output_form_is_a_name_for_flat_tensors_and_a_spec_otherwise() -> No
         output_form((t, "label"))
 
 
-def test_a_regeneration_takes_defaulted_and_keyword_only_arguments(
-    cpu_zygote: Any, tmp_path: Path
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "defaulted_arguments",  # keyword-only and defaulted; a float attribute as a tensor
+        "index_select_rows",  # the derived batch (one row fewer) indexes past the end
+        pytest.param("scalar_forward_arg", marks=pytest.mark.slow),  # a Python number input
+    ],
+)
+def test_a_regeneration_runs_what_the_gates_feed_and_nothing_they_skip(
+    cpu_zygote: Any, tmp_path: Path, problem: str
 ) -> None:
-    """A forward with a defaulted and a keyword-only argument (never passed by the gates)
-    regenerates, and its dynamic wrapper gets the module's float attribute as the 0-d
-    tensor Dynamo hands over (before: "forward takes *args, **kwargs or keyword-only
-    inputs", then "expected Tensor() for op: input")."""
-    _regeneration_passes_gates_1_to_3("defaulted_arguments", cpu_zygote, tmp_path)
+    """Before: a keyword-only argument refused ("forward takes *args, **kwargs or
+    keyword-only inputs"); the dynamic wrapper got a Python float where Dynamo hands it a
+    0-d tensor ("expected Tensor() for op: input"); and a derived batch that the model
+    itself cannot run (the gates drop it) refused the whole regeneration."""
+    _regeneration_passes_gates_1_to_3(problem, cpu_zygote, tmp_path)
