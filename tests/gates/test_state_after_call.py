@@ -22,6 +22,7 @@ from kernelopt.contracts import CompileInput, ModelGateInput
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings
 from kernelopt.kinds.registry import compile_on
 from kernelopt.store import open_store
+from tests.support.marks import slow
 
 TESTS = Path(__file__).resolve().parents[1]
 IDENTITY = TESTS / "problems" / "identity"
@@ -109,16 +110,13 @@ def test_state_kept_under_another_name_is_refused_with_the_name_to_keep(
         "ema_buffer",
         "call_counter_buffer",
         "python_float_output",
-        *(
-            pytest.param(name, marks=pytest.mark.slow)
-            for name in (
-                "batchnorm1d_train",
-                "spectral_norm_train",
-                "rebound_buffer_average",
-                "returns_state_buffer",
-                "same_tensor_twice_output",
-                "none_in_output_tuple",
-            )
+        *slow(
+            "batchnorm1d_train",
+            "spectral_norm_train",
+            "rebound_buffer_average",
+            "returns_state_buffer",
+            "same_tensor_twice_output",
+            "none_in_output_tuple",
         ),
     ],
 )

@@ -32,6 +32,7 @@ from kernelopt.proposer.regen import (
 from kernelopt.proposer.regen.candidate import regenerated_candidate
 from kernelopt.store import ArtifactStore, open_store
 from tests.gates.test_campaign_cpu import _compiled
+from tests.support.marks import slow
 
 # a small reduction whose CPU code depends on one of Inductor's C++ choices (horizontal
 # fusion of the softmax's and the row sum's loops), small enough for the CPU gates
@@ -456,14 +457,11 @@ def _regeneration_passes_gates_1_to_3(problem: str, cpu_zygote: Any, tmp_path: P
     "problem",
     [
         "call_counter_buffer",  # state stored as extra outputs; the rest are slow
-        *(
-            pytest.param(name, marks=pytest.mark.slow)
-            for name in (
-                "rebound_buffer_average",
-                "spectral_norm_train",
-                "returns_state_buffer",
-                "same_tensor_twice_output",
-            )
+        *slow(
+            "rebound_buffer_average",
+            "spectral_norm_train",
+            "returns_state_buffer",
+            "same_tensor_twice_output",
         ),
     ],
 )
@@ -481,10 +479,7 @@ def test_a_regeneration_keeps_the_forwards_results_and_the_state_it_stores(
     "problem",
     [
         "nested_mixed_output",  # (values, [indices, mask]): a list inside the tuple
-        *(
-            pytest.param(name, marks=pytest.mark.slow)
-            for name in ("dict_output", "python_float_output", "none_in_output_tuple")
-        ),
+        *slow("dict_output", "python_float_output", "none_in_output_tuple"),
     ],
 )
 def test_a_regeneration_rebuilds_nested_results_and_numbers(
@@ -517,7 +512,7 @@ def test_the_output_form_is_a_name_for_flat_tensors_and_a_spec_otherwise() -> No
     [
         "defaulted_arguments",  # keyword-only and defaulted; a float attribute as a tensor
         "index_select_rows",  # the derived batch (one row fewer) indexes past the end
-        pytest.param("scalar_forward_arg", marks=pytest.mark.slow),  # a Python number input
+        *slow("scalar_forward_arg"),  # a Python number input
     ],
 )
 def test_a_regeneration_runs_what_the_gates_feed_and_nothing_they_skip(
