@@ -9,7 +9,7 @@ from typing import Any
 
 from kernelopt.proposer.header import header_json
 from kernelopt.proposer.regen.choices import label_of
-from kernelopt.proposer.regen.code import TREE, Regenerated, RegenError, regenerate
+from kernelopt.proposer.regen.code import Regenerated, RegenError, regenerate
 
 HEADER = "# kernelopt regen: "
 
@@ -27,10 +27,8 @@ CANDIDATE = """\
 
 import torch as _ko_torch  # noqa: E402
 
-from torch.utils._pytree import tree_unflatten as _ko_unflatten  # noqa: E402
-from torch.utils._pytree import treespec_loads as _ko_spec  # noqa: E402
-
 from kernelopt.compile.runtime import load_wrapper_module as _ko_load  # noqa: E402
+from kernelopt.proposer.regen.code import forward_results as _ko_results  # noqa: E402
 from kernelopt.proposer.regen.code import wrapped_args as _ko_wrapped  # noqa: E402
 
 # Inductor's own code for Model.forward under these options (kernelopt.proposer.regen):
@@ -96,21 +94,7 @@ class ModelNew(Model):
                     getattr(module, leaf).copy_(out[index])
             else:
                 setattr(module, leaf, out[index])
-        results = [
-            out[i]
-            if kind == "output"
-            else args[i]
-            if kind == "input"
-            else out[i].item()
-            if kind == "item"
-            else None
-            for kind, i in picks
-        ]
-        if _KO_OUTPUT == "tensor":
-            return results[0]
-        if _KO_OUTPUT.startswith({tree!r}):  # dicts, nesting, numbers: as the forward built them
-            return _ko_unflatten(results, _ko_spec(_KO_OUTPUT[{tree_len}:]))
-        return tuple(results) if _KO_OUTPUT == "tuple" else results
+        return _ko_results(out, args, picks, _KO_OUTPUT)
 """
 
 
@@ -135,8 +119,6 @@ def candidate_source(
         static_wrapper=repr(static.wrapper),
         dynamic_wrapper=repr(dynamic.wrapper),
         output=static.output,
-        tree=TREE,
-        tree_len=len(TREE),
         static_layout=repr((static.picks, static.state)),
         dynamic_layout=repr((dynamic.picks, dynamic.state)),
         static_wraps=repr(static.wraps),

@@ -140,7 +140,8 @@ def regenerate(
         for index, case in enumerate([inputs, *others]):
             scope = {"L": {"self": model, **dict(zip(inputs_named, case, strict=False))}}
             args = [eval(name, {}, scope) for name in names]
-            wraps = wraps or [_number_wrap(a, e) for a, e in zip(args, examples, strict=False)]
+            if index == 0:  # where the graph takes a number as a tensor: the compiled call's
+                wraps = [_number_wrap(a, e) for a, e in zip(args, examples, strict=False)]
             try:
                 with torch.no_grad():
                     got = run_call(module, wrapped_args(args, wraps))
@@ -183,6 +184,21 @@ def wrapped_args(args: list[Any], wraps: Sequence[str | None]) -> list[Any]:
             dtype, _, device = wrap.partition("@")
             out[i] = torch.tensor(out[i], dtype=getattr(torch, dtype), device=device)
     return out
+
+
+def forward_results(outputs: Sequence[Any], args: Sequence[Any], picks: Any, form: str) -> Any:
+    """The forward's result from one wrapper call (``outputs``, given ``args``), built as the
+    forward returned it: its leaves by ``picks`` (``output_layout.picked``), in ``form``."""
+    from torch.utils._pytree import tree_unflatten, treespec_loads
+
+    from kernelopt.compile.output_layout import picked
+
+    results = picked(outputs, args, picks)
+    if form == "tensor":
+        return results[0]
+    if form.startswith(TREE):
+        return tree_unflatten(list(results), treespec_loads(form[len(TREE) :]))
+    return results if form == "tuple" else list(results)
 
 
 def output_form(out: Any) -> str:
