@@ -80,8 +80,10 @@ class EffectProp(ShapeProp):
     (``node.meta[EFFECTS]``, a list of reasons; empty when it only computes its result)."""
 
     _recorder: _Recorder | None = None
+    running: torch.fx.Node | None = None  # the node a failed propagation stopped at
 
     def run_node(self, n: torch.fx.Node) -> Any:
+        self.running = n
         before = self._versions(n)
         self._recorder = recorder = _Recorder()
         try:

@@ -60,11 +60,25 @@ def trace(source: str, seed: int = 0) -> tuple[torch.fx.GraphModule, types.Modul
         gm = _trace_at_shapes(model, drawn, ns, f"{type(exc).__name__}: {exc}")
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     inputs = [fake.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in drawn]
+    prop = EffectProp(gm, fake_mode=fake)
     try:
-        EffectProp(gm, fake_mode=fake).propagate(*inputs)
+        prop.propagate(*inputs)
     except Exception as exc:  # shape propagation runs arbitrary ops
-        raise RewriteError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
+        raise RewriteError(_propagation_failure(exc, prop.running)) from None
     return gm, ns
+
+
+def _propagation_failure(exc: Exception, node: torch.fx.Node | None) -> str:
+    """One line for a failed shape propagation: the node and the root error's first line,
+    not FX's multi-line wrapper (it repeats the node twice and ends with a traceback hint)."""
+    root = exc.__cause__ or exc
+    first = next((line for line in str(root).splitlines() if line.strip()), "")
+    where = (
+        f" at {node.name} ({node.op} {getattr(node.target, '__name__', node.target)})"
+        if node
+        else ""
+    )
+    return f"shape propagation failed{where}: {type(root).__name__}: {first}"[:300]
 
 
 def _trace_at_shapes(

@@ -177,6 +177,16 @@ def test_untraceable_models_raise_a_typed_error():
         rewrite_sources(src)
 
 
+def test_a_data_dependent_output_shape_is_refused_in_one_line():
+    src = _problem("        return torch.unique(x, return_counts=True)\n", "[torch.randn(5)]")
+    with pytest.raises(RewriteError) as caught:
+        rewrite_sources(src)
+    assert str(caught.value) == (
+        "shape propagation failed at unique (call_function unique): "
+        "DynamicOutputShapeException: aten._unique2.default"
+    )
+
+
 def test_the_proposer_holds_no_problem_names_or_tables():
     """No suite problem -- nor any of the unseen set, which no family may be tuned on -- is
     named anywhere in the proposer (matching is by graph, not name)."""
