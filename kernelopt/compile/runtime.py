@@ -180,6 +180,9 @@ class ForwardRunner:
         self.num_outputs = num_outputs
         self.state_outputs = {int(k): v for k, v in (state_outputs or {}).items()}
         self.constants = {int(k): v for k, v in (constants or {}).items()}
+        named = [j for kind, j in self.picks or [] if kind in ("output", "item")]
+        # how many outputs the baseline wrapper's order has room for
+        self._slots = max([num_outputs or 0, *(j + 1 for j in [*named, *self.state_outputs])])
         try:
             self.model = seeded(seed, lambda: model_new(*init_inputs)).to(device)
         except Exception as exc:
@@ -239,7 +242,13 @@ class ForwardRunner:
             self._write_back()
         if self.picks is None:  # a wrapper written before the layout: as returned
             return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        # leaves in the order the compiled graph returns them (dicts and nests included)
+        # leaves in the order the compiled graph returns them (dicts and nests included);
+        # a tensor or a plain tuple/list of tensors is its own leaves (tree_flatten's
+        # answer, without its microseconds on the timed path)
+        if isinstance(out, torch.Tensor):
+            return self._as_wrapper((out,))
+        if type(out) in (tuple, list) and all(isinstance(o, torch.Tensor) for o in out):
+            return self._as_wrapper(tuple(out))
         return self._as_wrapper(tuple(tree_flatten(out)[0]))
 
     def _inputs(self, values: list[Any]) -> list[Any]:
@@ -268,9 +277,7 @@ class ForwardRunner:
         a stored state value from the module; what no pick names, None)."""
         import torch
 
-        named = [j for kind, j in self.picks or [] if kind in ("output", "item")]
-        size = max([self.num_outputs or 0, *(j + 1 for j in [*named, *self.state_outputs])])
-        slots: list[Any] = [None] * size
+        slots: list[Any] = [None] * self._slots
         for (kind, j), value in zip(self.picks or [], out, strict=False):
             if kind in ("output", "item") and j < len(slots) and slots[j] is None:
                 slots[j] = torch.as_tensor(value) if kind == "item" else value
