@@ -27,9 +27,8 @@ CANDIDATE = """\
 
 import torch as _ko_torch  # noqa: E402
 
-from kernelopt.compile.runtime import load_wrapper_module as _ko_load  # noqa: E402
-from kernelopt.proposer.regen.code import forward_results as _ko_results  # noqa: E402
-from kernelopt.proposer.regen.code import wrapped_args as _ko_wrapped  # noqa: E402
+from kernelopt.proposer.regen.forward import ForwardPlan as _KoPlan  # noqa: E402
+from kernelopt.proposer.regen.forward import ShapeCheck as _KoShapes  # noqa: E402
 
 # Inductor's own code for Model.forward under these options (kernelopt.proposer.regen):
 # the static-shape wrapper for the shapes it was compiled for, the dynamic-shape one (not
@@ -50,15 +49,7 @@ _KO_STATIC_WRAPS = {static_wraps}
 _KO_DYNAMIC_WRAPS = {dynamic_wraps}
 _KO_NAMES = {names}
 _KO_TRAINING = {training}
-
-
-def _ko_signature(values):
-    return [
-        [list(v.shape), list(v.stride()), str(v.dtype), v.device.type]
-        if isinstance(v, _ko_torch.Tensor)
-        else None
-        for v in values
-    ]
+_KO_STATIC_SHAPES = _KoShapes(_KO_SIGNATURE)
 
 
 class ModelNew(Model):
@@ -66,27 +57,26 @@ class ModelNew(Model):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._ko_runs = {{}}
+        self._ko_plans = {{}}
 
-    def _ko_run(self, static):
-        if static not in self._ko_runs:
-            text, names, layout, wraps = (
-                (_KO_STATIC_WRAPPER, _KO_STATIC_ARGS, _KO_STATIC_LAYOUT, _KO_STATIC_WRAPS)
+    def _ko_plan(self, static):
+        plan = self._ko_plans.get(static)
+        if plan is None:
+            plan = self._ko_plans[static] = (
+                _KoPlan(_KO_STATIC_WRAPPER, _KO_STATIC_ARGS, _KO_STATIC_LAYOUT, _KO_STATIC_WRAPS, _KO_OUTPUT)
                 if static
-                else (_KO_DYNAMIC_WRAPPER, _KO_DYNAMIC_ARGS, _KO_DYNAMIC_LAYOUT, _KO_DYNAMIC_WRAPS)
+                else _KoPlan(_KO_DYNAMIC_WRAPPER, _KO_DYNAMIC_ARGS, _KO_DYNAMIC_LAYOUT, _KO_DYNAMIC_WRAPS, _KO_OUTPUT)
             )
-            codes = [compile(n, "<graph input>", "eval") for n in names]
-            self._ko_runs[static] = (_ko_load(text, "regen").call, codes, layout, wraps)
-        return self._ko_runs[static]
+        return plan
 
     def forward(self, *inputs):
         if self.training != _KO_TRAINING:
             raise RuntimeError(f"compiled for training={{_KO_TRAINING}}, called in the other mode")
-        call, codes, (picks, stored), wraps = self._ko_run(_ko_signature(inputs) == _KO_SIGNATURE)
-        scope = {{"L": {{"self": self, **dict(zip(_KO_NAMES, inputs))}}}}
-        args = [eval(code, {{}}, scope) for code in codes]
-        out = call(_ko_wrapped(args, wraps))
-        for index, name in stored.items():  # as Dynamo sets what the forward stored
+        plan = self._ko_plan(_KO_STATIC_SHAPES(inputs))
+        scope = dict(zip(_KO_NAMES, inputs))
+        scope["self"] = self
+        args, out = plan.run(scope)
+        for index, name in plan.state.items():  # as Dynamo sets what the forward stored
             owner, _, leaf = name.rpartition(".")
             module = self.get_submodule(owner) if owner else self
             if isinstance(getattr(module, leaf), _ko_torch.nn.Parameter):
@@ -94,7 +84,7 @@ class ModelNew(Model):
                     getattr(module, leaf).copy_(out[index])
             else:
                 setattr(module, leaf, out[index])
-        return _ko_results(out, args, picks, _KO_OUTPUT)
+        return plan.results(out, args)
 """
 
 

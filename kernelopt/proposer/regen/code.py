@@ -10,9 +10,11 @@ from typing import Any
 
 from kernelopt.errors import DeterministicError
 
+# candidates written before ``forward.ForwardPlan`` import forward_results from here
+from kernelopt.proposer.regen.forward import TREE, forward_results, wrapped_args  # noqa: F401
+
 # Inductor's config is process-global and Dynamo's caches too: one regeneration at a time
 _LOCK = threading.Lock()
-TREE = "tree:"  # an output form that is a pytree spec, not "tensor", "tuple" or "list"
 
 
 class RegenError(DeterministicError):
@@ -171,34 +173,6 @@ def _number_wrap(arg: Any, example: Any) -> str | None:
     if number and isinstance(example, torch.Tensor) and example.dim() == 0:
         return f"{str(example.dtype).removeprefix('torch.')}@{example.device}"
     return None
-
-
-def wrapped_args(args: list[Any], wraps: Sequence[str | None]) -> list[Any]:
-    """``args`` with each Python number the graph takes as a 0-d tensor made one, as
-    Dynamo hands it over (the candidate's forward calls this too)."""
-    import torch
-
-    out = list(args)
-    for i, wrap in enumerate(wraps):
-        if wrap is not None:
-            dtype, _, device = wrap.partition("@")
-            out[i] = torch.tensor(out[i], dtype=getattr(torch, dtype), device=device)
-    return out
-
-
-def forward_results(outputs: Sequence[Any], args: Sequence[Any], picks: Any, form: str) -> Any:
-    """The forward's result from one wrapper call (``outputs``, given ``args``), built as the
-    forward returned it: its leaves by ``picks`` (``output_layout.picked``), in ``form``."""
-    from torch.utils._pytree import tree_unflatten, treespec_loads
-
-    from kernelopt.compile.output_layout import picked
-
-    results = picked(outputs, args, picks)
-    if form == "tensor":
-        return results[0]
-    if form.startswith(TREE):
-        return tree_unflatten(list(results), treespec_loads(form[len(TREE) :]))
-    return results if form == "tuple" else list(results)
 
 
 def output_form(out: Any) -> str:

@@ -312,7 +312,7 @@ def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(
     with torch.no_grad():
         for x in (torch.randn(8, 64), torch.randn(5, 64)):  # the compiled shape, and another
             torch.testing.assert_close(new(x), model(x))
-    assert set(new._ko_runs) == {True, False}  # the static wrapper, then the dynamic one
+    assert set(new._ko_plans) == {True, False}  # the static wrapper, then the dynamic one
     baseline = generated_code(PROBLEM, 0, "cpu", {})
     assert normalised([namespace["_KO_STATIC_WRAPPER"]]) != baseline
     gated = gate_candidate(
