@@ -278,7 +278,7 @@ def timing_summary(metrics: dict[str, Any]) -> dict[str, Any]:
 def dispatch_overhead(v4: GateVerdict, gamma: float) -> GateVerdict | None:
     """FAIL a candidate whose kernels beat the baseline's but whose forward is slower.
 
-    SPEC.md section 5: every gate-4 rejection in the paper was a kernel really
+    docs/method.md, "Gates": every gate-4 rejection in the paper was a kernel really
     faster per kernel (by ncu) that made the model slower -- a standalone
     kernel's launch and Python dispatch cost more than it saved.  Such a
     candidate is not a step toward a faster model however good its kernel is,

@@ -6,12 +6,12 @@ which candidate is best are answered here.  Standard library only, no I/O,
 no clocks, no randomness: the same inputs give the same answers on every
 replay, and every rule is unit-tested on the CPU.
 
-The tree (SPEC.md section 4): the root is Inductor's kernel; children are
+The tree (docs/method.md, "Search"): the root is Inductor's kernel; children are
 candidates that passed gates 1-2.  Every evaluated candidate backs up a reward
 to its parent and all ancestors (rejected ones back up 0), so UCB with
 c = 1.4 prefers states whose children tend to be fast and verified, while
 rarely-expanded states keep an exploration bonus.  Only re-timed states may
-seed a round: a winner measured once may just have been lucky (SPEC.md s. 9).
+seed a round: a winner measured once may just have been lucky (docs/method.md, "Checker").
 """
 
 from __future__ import annotations
@@ -327,7 +327,7 @@ class BeamUCB:
 def meltdown_bans(history: list[str], window: int = 6, max_distinct: int = 2) -> list[str]:
     """Directions to ban when the last ``window`` plans collapse onto <= ``max_distinct`` approaches.
 
-    SPEC.md section 4: a planner stuck on one or two ideas is forced to
+    docs/method.md, "Search": a planner stuck on one or two ideas is forced to
     diversify by banning them in the next planning prompt.  Fewer than
     ``window`` plans so far: nothing to judge yet.
     """
@@ -371,7 +371,7 @@ def remaining(spend: Spend, budget_left: dict[str, float | None]) -> dict[str, f
     return left
 
 
-# gates whose failures go back to the executor (SPEC.md section 3, retry-fix); "model" (gate 3,
+# gates whose failures go back to the executor (docs/method.md, "Agents": retry-fix); "model" (gate 3,
 # float64) decides only for searches that run it (search_kernel.GATE3_PATCH)
 FIXABLE_GATES = ("static", "correctness", "model", "parse")
 

@@ -14,7 +14,7 @@ from .verdicts import GateSettings, GateVerdict
 
 
 class SearchParams(Frozen):
-    """SPEC.md section 4 defaults: T iterations, N plans, K retries, beam B."""
+    """The method's defaults (docs/method.md, "Search"): T iterations, N plans, K retries, beam B."""
 
     iterations: int = Field(5, ge=1)
     plans: int = Field(4, ge=1)
@@ -92,7 +92,7 @@ class ProfileInput(SearchStepInput):
 
 
 class KernelProfile(Frozen):
-    """Distilled Nsight Compute profile (SPEC.md section 3), never the raw report."""
+    """Distilled Nsight Compute profile (docs/method.md, "Agents"), never the raw report."""
 
     source: str  # "ncu" or "events" when ncu is unavailable
     note: str = ""

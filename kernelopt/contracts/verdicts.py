@@ -49,7 +49,7 @@ class PerfCategory(StrEnum):
 class GateSettings(Frozen):
     """Every threshold and budget the cascade uses: one home for the defaults.
 
-    The spec's numbers (SPEC.md section 5) are the defaults; the rest are the
+    The spec's numbers (docs/method.md, "Gates") are the defaults; the rest are the
     anti-gaming knobs this project added (see gates/README.md for why each exists).
     """
 
