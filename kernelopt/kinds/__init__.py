@@ -1,6 +1,6 @@
 """Input kinds beyond KernelBench modules: a standalone Triton kernel, a Helion kernel.
 
-SPEC section 2 accepts three inputs.  The first, a KernelBench module, is
+The method accepts three inputs (docs/method.md, "Inputs").  The first, a KernelBench module, is
 what compile, segmentation, the search and the four gates were built for.
 The other two are *adapted* to it rather than given machinery of their own:
 
