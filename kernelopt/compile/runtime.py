@@ -180,6 +180,7 @@ class ForwardRunner:
         self.num_outputs = num_outputs
         self.state_outputs = {int(k): v for k, v in (state_outputs or {}).items()}
         self.constants = {int(k): v for k, v in (constants or {}).items()}
+        self._orders: dict[int, list[tuple[int | None, Any]]] = {}  # by len(captured list)
         named = [j for kind, j in self.picks or [] if kind in ("output", "item")]
         # how many outputs the baseline wrapper's order has room for
         self._slots = max([num_outputs or 0, *(j + 1 for j in [*named, *self.state_outputs])])
@@ -237,9 +238,11 @@ class ForwardRunner:
                 self.model(*[v.clone() if isinstance(v, torch.Tensor) else v for v in inputs])
             self._lazy = False
         self.load_weights(values)
-        with torch.no_grad():
-            out = self.model(*inputs)
-            self._write_back()
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                out = self._forward(inputs)
+        else:  # the gates' timing children call it inside no_grad already
+            out = self._forward(inputs)
         if self.picks is None:  # a wrapper written before the layout: as returned
             return tuple(out) if isinstance(out, (tuple, list)) else (out,)
         # leaves in the order the compiled graph returns them (dicts and nests included);
@@ -251,15 +254,29 @@ class ForwardRunner:
             return self._as_wrapper(tuple(out))
         return self._as_wrapper(tuple(tree_flatten(out)[0]))
 
+    def _forward(self, inputs: list[Any]) -> Any:
+        out = self.model(*inputs)
+        self._write_back()
+        return out
+
     def _inputs(self, values: list[Any]) -> list[Any]:
         """The forward's inputs in its own order (the captured list may order them otherwise,
         e.g. an input changed in place first), with the plain values the compile baked in
         (a Python float or int among the inputs) in their places."""
         if self.input_index is None:
             return [v for v, r in zip(values, self.arg_roles, strict=False) if r == "input"]
-        at = {p: v for v, p in zip(values, self.input_index, strict=False) if p is not None}
-        at.update({p: v for p, v in self.constants.items() if p not in at})
-        return [at[p] for p in sorted(at)]
+        order = self._orders.get(len(values))
+        if order is None:
+            order = self._orders[len(values)] = self._input_order(len(values))
+        return [values[i] if i is not None else baked for i, baked in order]
+
+    def _input_order(self, count: int) -> list[tuple[int | None, Any]]:
+        """Per forward position, in order: (the captured list's index, None), or (None, the
+        value the compile baked in) where no captured argument goes there."""
+        assert self.input_index is not None
+        at = {p: i for i, p in enumerate(self.input_index[:count]) if p is not None}
+        baked = {p: v for p, v in self.constants.items() if p not in at}
+        return [(at[p], None) if p in at else (None, baked[p]) for p in sorted({*at, *baked})]
 
     def _write_back(self) -> None:
         """An entry the forward replaced (``self.avg = ...``) goes back into the captured

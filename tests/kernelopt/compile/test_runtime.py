@@ -117,3 +117,47 @@ def test_wrapper_process_without_a_gpu_says_so() -> None:
         pytest.skip("this machine has a GPU")
     with pytest.raises(NoGpuError, match="needs a CUDA GPU"):
         prepare_wrapper_process()
+
+
+FORWARD_CANDIDATE = """
+import torch
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(3))
+
+    def forward(self, x, scale, y):
+        self.calls = getattr(self, "calls", 0) + 1
+        return {"sum": x * scale + y + self.w, "grad": torch.is_grad_enabled()}
+"""
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_a_forward_runner_orders_inputs_puts_baked_values_back_and_runs_without_grad(
+    grad: bool,
+) -> None:
+    import torch
+
+    from kernelopt.compile.runtime import ForwardRunner
+
+    runner = ForwardRunner(
+        FORWARD_CANDIDATE,
+        ["input:y", "parameter:w", "input:x"],
+        ["input", "parameter", "input"],
+        0,
+        [],
+        "cpu",
+        input_index=[2, None, 0],  # captured y first, the weight, then x
+        picks=[("output", 1), ("output", 0)],  # the dict's leaves, in the wrapper's order
+        num_outputs=2,
+        constants={1: 10.0},  # ``scale``, a Python float the compile baked in
+    )
+    x, y, w = torch.ones(3), torch.full((3,), 2.0), torch.full((3,), 0.5)
+    with torch.set_grad_enabled(grad):
+        first, second = runner.call([y, w, x])
+        again = runner.call([y, w, x])
+    assert first is False  # the forward ran without grad, whatever the caller had on
+    assert second.tolist() == [12.5, 12.5, 12.5]  # x * 10 + y + the captured weight
+    assert again[1].tolist() == second.tolist() and runner.model.calls == 2
