@@ -838,7 +838,7 @@ class SearchKernel:
             parent_id=node.id,
             iteration=self.state.iteration,
             source=variant.source,
-            plan=Plan(direction="launch-config", description=variant.description),
+            plan=Plan(direction=variant.family, description=variant.description),
             proposer="builtin",
             label=variant.label,
         )

@@ -335,11 +335,27 @@ class BuiltinProposeInput(SearchStepInput):
     memory_tags: list[str] = Field(default_factory=list)
 
 
+# the built-in proposer's families, named by a label's prefix ("regen:...", "template:...");
+# a launch config's label has none
+BUILTIN_FAMILIES = ("template", "rewrite", "regen", "library")
+LAUNCH_FAMILY = "launch-config"
+
+
+def builtin_family(label: str) -> str:
+    """The family a built-in variant's label belongs to."""
+    head = label.split(":", 1)[0]
+    return head if head in BUILTIN_FAMILIES else LAUNCH_FAMILY
+
+
 class BuiltinVariant(Frozen):
     label: str
     source: ArtifactRef
     config: dict[str, Any] = Field(default_factory=dict)  # the launch config it pins
     description: str = ""
+
+    @property
+    def family(self) -> str:
+        return builtin_family(self.label)
 
 
 class BuiltinProposeResult(DeviceTimed):

@@ -13,18 +13,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kernelopt.contracts.search import BUILTIN_FAMILIES, LAUNCH_FAMILY, builtin_family
 from kernelopt.memory import ExperienceMemory, tag_score
 
-TEMPLATE, REWRITE, REGEN, LAUNCH = "template", "rewrite", "regen", "launch-config"
-LIBRARY = "library"  # opt-in library choices (kernelopt.proposer.library)
+# LIBRARY: opt-in library choices (kernelopt.proposer.library)
+TEMPLATE, REWRITE, REGEN, LIBRARY = BUILTIN_FAMILIES
+LAUNCH = LAUNCH_FAMILY
 FAMILIES = (TEMPLATE, REWRITE, REGEN, LAUNCH, LIBRARY)
 _GAIN = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)x")
 
 
 def family_of(label: str) -> str:
     """The family a built-in variant's label belongs to (launch configs carry no prefix)."""
-    head = label.split(":", 1)[0]
-    return head if head in (TEMPLATE, REWRITE, REGEN, LIBRARY) else LAUNCH
+    return builtin_family(label)
 
 
 def pattern_of(label: str) -> str:

@@ -54,6 +54,7 @@ async def test_a_builtin_campaign_proposes_a_rewrite_of_the_whole_forward(
     assert "rewrite:diag-broadcast" in labels, forward_search.stopped_reason
     judged = next(d for d in rewrites if d.candidate.label == "rewrite:diag-broadcast")
     assert judged.verdicts, judged.reason  # it went through gate_candidate
+    assert {d.candidate.plan.direction for d in rewrites if d.candidate.plan} == {"rewrite"}
     text = store.get_text(judged.candidate.source)
     forward = text.split("class ModelNew(Model):", 1)[1]
     assert "torch.diag" not in forward and "mul" in forward
