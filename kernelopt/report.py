@@ -302,7 +302,7 @@ def render_markdown(
         f"| returned model | {_fmt(o.optimized_ms or o.baseline_ms, '.4f', ' ms')} |",
         f"| proposer | {o.proposer or '-'} |",
         f"| search mode | {o.mode.value if o.mode else '-'} ({o.mode_reason or 'n/a'}) |",
-        f"| replaced | {', '.join(o.replaced) or 'nothing (baseline returned)'} |",
+        f"| replaced | {o.replaced_text() or 'nothing (baseline returned)'} |",
         f"| library choices (change f) | {', '.join(o.library_choices) or '-'} |",
         f"| candidates tried / passed gates 1-2 | {o.candidates_tried} / {o.candidates_accepted} |",
         f"| tokens / USD / GPU-s / wall-s | {o.used.tokens} / {o.used.usd:.4f} / "

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from kernelopt.contracts import names
     from kernelopt.contracts.audit import EXPORT_PATCH
     from kernelopt.contracts.campaign import library_choices_of
-    from kernelopt.contracts.search import PromptFacts, passed_gates_1_2
+    from kernelopt.contracts.search import PromptFacts, builtin_family, passed_gates_1_2
     from kernelopt.contracts.search_attributes import (
         SA_BEST,
         SA_CAMPAIGN,
@@ -607,6 +607,7 @@ class OptimizeModel:
             optimized_ms=best.candidate_ms,
             wrapper=best_wrapper,
             replaced=[r.target.id for r in accepted],
+            replaced_by=[builtin_family(label) if label else "llm" for label in kept_labels],
             model_verdicts=verdicts,
             model_trials=trials,
             library_choices=library_choices_of(kept_labels),

@@ -271,7 +271,7 @@ def render_html(report: AuditReport) -> str:
                 else f"{o.category.value}: {fmt_x(o.speedup)} vs torch.compile ({o.compile_mode})",
             ),
             ("reason", o.reason),
-            ("replaced", ", ".join(o.replaced) or "nothing (baseline returned)"),
+            ("replaced", o.replaced_text() or "nothing (baseline returned)"),
             ("proposer", o.proposer),
         ]
     head.append(

@@ -101,7 +101,7 @@ def header(report: AuditReport) -> Table:
     if o is not None:
         t.add_row("outcome", outcome_text(report))
         kept = "nothing (baseline returned)" if o.wrapper else "nothing (no baseline was built)"
-        t.add_row("replaced", ", ".join(o.replaced) or kept)
+        t.add_row("replaced", o.replaced_text() or kept)
         t.add_row("proposer", o.proposer or "-")
     u, b = report.used, report.budgets
     t.add_row(

@@ -155,6 +155,9 @@ class Outcome(Frozen):
     triage_ref: TriageRef | None = None
     wrapper: ArtifactRef | None = None  # the model we hand back (baseline or re-stitched)
     replaced: list[str] = Field(default_factory=list)
+    # per replaced target, the family of the candidate that replaced it (the built-in
+    # label's family, ``search.builtin_family``, or "llm"); empty in older outcomes
+    replaced_by: list[str] = Field(default_factory=list)
     model_verdicts: list[GateVerdict] = Field(default_factory=list)
     # the candidate each model verdict judged (with the ones kept before it); empty in
     # outcomes from before a target's runners-up could be tried
@@ -171,6 +174,12 @@ class Outcome(Frozen):
     # the opt-in library choices the returned model makes (library_choices_of the kept
     # candidates' labels): they change f, and a deployment reproduces them from here
     library_choices: list[str] = Field(default_factory=list)
+
+    def replaced_text(self) -> str:
+        """The replaced targets, each with its candidate's family where the outcome has it."""
+        if len(self.replaced_by) != len(self.replaced):
+            return ", ".join(self.replaced)
+        return ", ".join(f"{t} ({f})" for t, f in zip(self.replaced, self.replaced_by, strict=True))
 
 
 LIBRARY_PREFIX = "library:"

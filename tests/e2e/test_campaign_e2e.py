@@ -145,6 +145,9 @@ async def test_builtin_proposer_tunes_the_kernel_of_a_single_kernel_problem(
     assert outcome.mode is not None and outcome.mode.value == "single"
     assert outcome.candidates_tried > 0
     assert outcome.replaced and outcome.replaced[0].startswith("triton_")
+    # the report names the family behind each replacement: re-tuned launch configurations
+    assert outcome.replaced_by == ["launch-config"] * len(outcome.replaced)
+    assert "(launch-config)" in outcome.replaced_text()
 
 
 async def test_a_fallback_after_the_model_gates_says_which_gate_and_why(

@@ -188,3 +188,11 @@ def test_the_target_table_says_what_gamma_needs_and_why_a_target_is_searched_las
     md = render_markdown(outcome.model_copy(update={"triage": older}), [])
     assert "| 2 | k_big | kernel | 60.00% | 2.500x | 1.051x | - |" in md
     assert "Bandwidth headroom" not in md
+
+
+def test_the_replaced_row_names_each_replacements_family() -> None:
+    won = {"category": OutcomeCategory.OPTIMIZED, "reason": "r", "speedup": 1.2}
+    both = _outcome(replaced=["k0", "k1"], replaced_by=["template", "llm"], **won)
+    assert "| replaced | k0 (template), k1 (llm) |" in render_markdown(both, [])
+    older = _outcome(replaced=["k0"], **won)  # written before the families were kept
+    assert "| replaced | k0 |" in render_markdown(older, [])
