@@ -132,6 +132,7 @@ class ProblemRow(Frozen):
     usd: float = 0.0
     compile_mode: str = ""
     reason: str = ""
+    families: list[str] = Field(default_factory=list)  # behind the kept replacements
 
 
 class LevelSummary(Frozen):
@@ -202,6 +203,7 @@ def problem_row(result: ProblemResult, gamma: float = GAMMA) -> ProblemRow:
         category=o.category,
         speedup=effective_speedup(o),
         measured_speedup=o.speedup,
+        families=sorted(set(o.replaced_by)),
         library_fraction=f,
         single_kernel=single,
         ceiling=amdahl_ceiling(frozen) if frozen is not None else None,

@@ -230,3 +230,15 @@ def test_empty_results_summarize_to_nothing() -> None:
     assert s.levels == [] and s.overall.problems == 0
     assert s.overall.geomean is None and s.overall.pass_rate is None
     assert s.baseline_mode == "unknown"
+
+
+def test_a_problems_row_names_the_families_behind_its_replacements() -> None:
+    from kernelopt.bench.report import problem_table
+
+    won = outcome("a", "optimized", 1.4).model_copy(
+        update={"replaced": ["k0", "k1", "k2"], "replaced_by": ["template", "regen", "template"]}
+    )
+    s = summarize([ProblemResult(level=1, name="a", outcome=won)])
+    assert s.problems[0].families == ["regen", "template"]
+    head, rows = problem_table(s)
+    assert rows[0][head.index("family")] == "regen, template"
