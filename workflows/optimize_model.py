@@ -27,7 +27,12 @@ with workflow.unsafe.imports_passed_through():
     from kernelopt.contracts import names
     from kernelopt.contracts.audit import EXPORT_PATCH
     from kernelopt.contracts.campaign import library_choices_of
-    from kernelopt.contracts.search import PromptFacts, builtin_family, passed_gates_1_2
+    from kernelopt.contracts.search import (
+        BUILTIN_EXHAUSTED,
+        PromptFacts,
+        builtin_family,
+        passed_gates_1_2,
+    )
     from kernelopt.contracts.search_attributes import (
         SA_BEST,
         SA_CAMPAIGN,
@@ -712,11 +717,15 @@ class OptimizeModel:
         else:
             kernel_targets = any(t.kind != contracts.TargetKind.FORWARD for t in state.targets)
         if not kernel_targets and not self._use_llm():
-            rewrites = [r.stopped_reason for r in state.results if r.stopped_reason]
+            stops = [
+                r.stopped_reason.removeprefix(BUILTIN_EXHAUSTED)
+                for r in state.results
+                if r.stopped_reason
+            ]
             return (
                 "no candidate: the built-in proposer re-tunes the compiled forward's Triton "
                 "kernels and it has none (library calls only); an LLM proposer can write one"
-                + (f"; algebraic rewrites: {rewrites[0]}" if rewrites else "")
+                + (f"; the forward's search stopped: {stops[0]}" if stops else "")
             )
         why = list(dict.fromkeys(f"{r.target_id}: {r.stopped_reason}" for r in state.results))
         return "no candidate: " + ("; ".join(why) if why else "no target was searched")

@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from kernelopt.contracts.search import (
         BUDGET_KEYS,
+        BUILTIN_EXHAUSTED,
         SEARCH_PROGRESS,
         SEARCH_UPDATE_BUDGET,
         Analysis,
@@ -778,7 +779,7 @@ class SearchKernel:
                 picks.append((node, self._variant_candidate(node, k, v, variant)))
         if not picks and not self.state.stopped_reason:
             note = next((n for n in self.notes if n), "launch space exhausted")
-            self.state.stopped_reason = f"built-in proposer has nothing left to try: {note}"[:500]
+            self.state.stopped_reason = f"{BUILTIN_EXHAUSTED}{note}"[:500]
         screen = self.inp.params.screen
         if screen.enabled and len(picks) > 1 and workflow.patched(SCREEN_PATCH):
             return await self._screened_round(picks)

@@ -490,6 +490,10 @@ class SearchLogPage(Frozen):
     pages: list[ArtifactRef] = Field(default_factory=list)
 
 
+# how a built-in search's stop reason starts when no family had anything left to offer
+BUILTIN_EXHAUSTED = "built-in proposer has nothing left to try: "
+
+
 class SearchKernelResult(Frozen):
     target_id: str
     best: Candidate | None = None

@@ -116,7 +116,8 @@ def test_a_library_only_forward_says_what_the_rewrites_found() -> None:
     stop = "built-in proposer has nothing left to try: no algebraic rewrite applies"
     wf._state.results = [SearchKernelResult(target_id="forward", stopped_reason=stop)]
     reason = wf._nothing_tried_reason()
-    assert "library calls only" in reason and reason.endswith(f"algebraic rewrites: {stop}")
+    assert "library calls only" in reason
+    assert reason.endswith("; the forward's search stopped: no algebraic rewrite applies")
 
 
 def test_builtin_kernel_targets_stop_where_the_tail_cannot_pay() -> None:
