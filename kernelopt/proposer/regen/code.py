@@ -11,7 +11,13 @@ from typing import Any
 from kernelopt.errors import DeterministicError
 
 # candidates written before ``forward.ForwardPlan`` import forward_results from here
-from kernelopt.proposer.regen.forward import TREE, forward_results, wrapped_args  # noqa: F401
+from kernelopt.proposer.regen.forward import (  # noqa: F401
+    TREE,
+    ForwardPlan,
+    argument_reader,
+    forward_results,
+    wrapped_args,
+)
 
 # Inductor's config is process-global and Dynamo's caches too: one regeneration at a time
 _LOCK = threading.Lock()
@@ -100,7 +106,6 @@ def regenerate(
     from torch.utils._pytree import tree_leaves
 
     from kernelopt.compile.output_layout import FirstCall, output_layout
-    from kernelopt.compile.runtime import load_wrapper_module, run_call
     from kernelopt.precision import strict_fp32
     from kernelopt.problem import load_module_problem
 
@@ -135,24 +140,32 @@ def regenerate(
         layout = output_layout(first, leaves, model)
         if len(layout.picks) != len(leaves):
             raise RegenError("the forward returns a constant that no graph output carries")
-        module = load_wrapper_module(sources[-1], "regen")
         inputs_named = forward_names(model)
+
+        def scope(case: list[Any]) -> dict[str, Any]:
+            return {"self": model, **dict(zip(inputs_named, case, strict=False))}
+
+        # where the graph takes a number as a tensor: the compiled call's example inputs
+        first_args = argument_reader(names)(scope(inputs))
+        wraps = [_number_wrap(a, e) for a, e in zip(first_args, examples, strict=False)]
+        # the candidate's own plan, so a candidate that cannot call its wrapper or build its
+        # result from it is never offered
+        plan = ForwardPlan(sources[-1], names, (layout.picks, layout.state_outputs), wraps, output)
         others, derived = _other_shapes(problem, seed, device, inputs) if dynamic else ([], False)
-        wraps: list[str | None] = []
         for index, case in enumerate([inputs, *others]):
-            scope = {"L": {"self": model, **dict(zip(inputs_named, case, strict=False))}}
-            args = [eval(name, {}, scope) for name in names]
-            if index == 0:  # where the graph takes a number as a tensor: the compiled call's
-                wraps = [_number_wrap(a, e) for a, e in zip(args, examples, strict=False)]
             try:
                 with torch.no_grad():
-                    got = run_call(module, wrapped_args(args, wraps))
+                    args, got = plan.run(scope(case))
             except (AssertionError, RuntimeError) as exc:  # a shape the wrapper refuses
                 if index and derived and not _runs_eagerly(problem, seed, device, case):
                     continue  # the gates skip a derived batch the model itself cannot run
                 raise RegenError(f"the wrapper cannot run an input set: {exc}") from exc
             if any(kind == "output" and i >= len(got) for kind, i in layout.picks):
                 raise RegenError(f"the wrapper returns {len(got)} outputs, fewer than compiled")
+            try:
+                plan.results(got, args)
+            except Exception as exc:  # pytree and the picks say why; the candidate would fail
+                raise RegenError(f"the forward's result cannot be built: {exc}") from exc
     return Regenerated(
         sources[-1],
         names,

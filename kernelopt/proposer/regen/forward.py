@@ -100,6 +100,12 @@ class ShapeCheck:
         return True
 
 
+def argument_reader(args: Sequence[str]) -> Callable[[dict[str, Any]], list[Any]]:
+    """``L -> [graph arguments]``: Dynamo's source expressions over ``forward``'s locals
+    (``L['x']``, ``L['self'].w``), compiled into one expression that reads nothing but ``L``."""
+    return eval(compile(f"lambda L: [{', '.join(args)}]", "<graph inputs>", "eval"), {})
+
+
 class ForwardPlan:
     """One regenerated wrapper as ``forward`` calls it: ``run(L)`` hands the wrapper the
     graph's arguments (Dynamo's source expressions over ``forward``'s locals ``L``) and
@@ -117,8 +123,7 @@ class ForwardPlan:
         from kernelopt.compile.runtime import load_wrapper_module
 
         self.call = load_wrapper_module(wrapper, "regen").call
-        # one expression for the whole argument list: the names read nothing but ``L``
-        self.fetch = eval(compile(f"lambda L: [{', '.join(args)}]", "<graph inputs>", "eval"), {})
+        self.fetch = argument_reader(args)
         picks, state = layout
         self.results = result_builder(picks, form)
         self.state = {int(index): name for index, name in dict(state).items()}
