@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelopt.compile import vector_isa
 from kernelopt.errors import InfrastructureError
 from kernelopt.log import get_logger
 
@@ -382,6 +383,8 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
     triton, inductor = cache_dirs()
     env["TRITON_CACHE_DIR"] = str(triton)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor)
+    # the machine's vector-instruction answers, bound read-only (bwrap_args)
+    env[vector_isa.RECORD_ENV] = str(vector_isa.record_path())
     for key, value in (extra or {}).items():
         if not _SECRET_HINT.search(key):
             env[key] = value
@@ -593,7 +596,9 @@ def bwrap_args(
         "/tmp",
     ]
     caches = cache_dirs() if shared_caches else []
-    for path, writable in _ordered_binds([*python_paths(), *ro], [*caches, *rw]):
+    answers = vector_isa.record_path().parent
+    answers.mkdir(parents=True, exist_ok=True)
+    for path, writable in _ordered_binds([*python_paths(), answers, *ro], [*caches, *rw]):
         args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
     if chdir is not None:
         args += ["--chdir", str(chdir)]

@@ -127,17 +127,24 @@ def _forked_cuda_works() -> bool:
     return False  # a forked child hung initialising CUDA
 
 
-def _probe_cpu_vector_isa() -> None:
-    """A CPU zygote asks Inductor once which vector instructions C++ kernels may use.
+def _answer_vector_isa_probe(cuda: bool) -> None:
+    """Answer Inductor's CPU vector-instruction probe here, once, for every child.
 
-    Every process that loads a wrapper with C++ kernels asks otherwise, with ten
-    compile-and-load probes in subprocesses; Inductor caches the answer in its module, so
-    the children forked from here inherit it.
+    Each process that loads a wrapper with C++ kernels asks otherwise, with a
+    compile-and-load probe per instruction set in subprocesses; Inductor keeps the
+    answer in its module, so the children forked from here inherit it. The machine's
+    kept answers are replayed (``kernelopt.compile.vector_isa``); without them a CPU
+    zygote (whose wrappers are all C++) asks itself, and a CUDA one leaves the rare
+    child that needs them to replay or ask.
     """
     with contextlib.suppress(Exception):
-        from torch._inductor.cpu_vec_isa import pick_vec_isa
+        from kernelopt.compile import vector_isa
 
-        pick_vec_isa()
+        vector_isa.ensure_primed()
+        if not cuda and not vector_isa.primed():
+            from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+            pick_vec_isa()
 
 
 def serve() -> None:
@@ -151,8 +158,7 @@ def serve() -> None:
     for name in OPTIONAL_PRELOAD:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
-    if os.environ.get("KERNELOPT_ZYGOTE_CUDA") != "1":
-        _probe_cpu_vector_isa()
+    _answer_vector_isa_probe(cuda=os.environ.get("KERNELOPT_ZYGOTE_CUDA") == "1")
     out = sys.stdout
     import torch
 

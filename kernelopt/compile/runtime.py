@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from kernelopt.compile import vector_isa
 from kernelopt.compile.output_layout import STATE_PREFIXES, picked, write_back
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
@@ -34,6 +35,8 @@ class WrapperLoadError(DeterministicError):
 def _load_module(source: str, name: str, kind: str) -> ModuleType:
     """Import generated text through ``kernelopt.pyfile`` (the one loader of code files)."""
     module_name = f"kernelopt_{kind}_{safe_name(name)}_{source_digest(source, 20)}"
+    if kind == "wrapper" and vector_isa.has_cpp_kernels(source):
+        vector_isa.ensure_primed()
     path = write_source(code_dir("code", kind) / f"{module_name}.py", source)
     try:
         return exec_file_once(path, module_name)

@@ -180,3 +180,27 @@ def test_pythonpath_directories_are_importable_read_only(
     assert done.stdout.strip() == "42", done.stderr[-2000:]
     assert "Read-only file system" in done.stderr
     assert (site / "carried_wheel.py").read_text() == "VALUE = 42\n"
+
+
+def test_the_machines_vector_isa_answers_are_readable_never_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gate child replays the trusted answers (no probe of its own) but cannot rewrite
+    them: a wrong answer would change the C++ the baseline's kernels compile to."""
+    import subprocess
+    import sys
+
+    from kernelopt.compile import vector_isa
+
+    monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    vector_isa.write_record([("avx2", "-mavx2", "0" * 16, True)])
+    code = (
+        "from kernelopt.compile import vector_isa as v; print(v.read_record());"
+        "v.record_path().write_text('{}')"
+    )
+    argv, env = sandbox.wrap_command([sys.executable, "-c", code])
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "[('avx2', '-mavx2', '0000000000000000', True)]", done.stderr
+    assert "Read-only file system" in done.stderr
+    assert vector_isa.read_record() is not None

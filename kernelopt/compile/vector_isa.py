@@ -1,0 +1,202 @@
+"""Inductor's CPU vector-instruction probe, answered once per machine.
+
+A wrapper with C++ kernels (a CPU tensor, a ``.item()`` turned into a scalar) makes
+Inductor ask which vector instructions the machine's compiler and CPU support. It asks
+by compiling a probe per instruction set and loading each in a fresh Python, which on
+some torch versions imports torch: tens of seconds in every fresh process that loads
+such a wrapper, every gate child included. The answers depend on the machine alone, so
+the first trusted process that asks keeps them in the user's cache (which no sandboxed
+process can write), and every later process replays them instead of asking again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+# Set by a trusted parent for its sandboxed children: where the answers are (read-only
+# there). A process that has it never records; one without it is trusted and may.
+RECORD_ENV = "KERNELOPT_VECTOR_ISA_RECORD"
+# One probe's answer: instruction set, its compiler flags, digest of the probe's code, ok
+Answer = tuple[str, str, str, bool]
+_CPP_KERNELS = re.compile(r"\basync_compile\.cpp")
+_primed = False
+
+
+def has_cpp_kernels(wrapper_source: str) -> bool:
+    """Does loading this Inductor wrapper compile C++ kernels (and so ask the probe)?"""
+    return bool(_CPP_KERNELS.search(wrapper_source))
+
+
+def record_path() -> Path:
+    """This machine's answers: named by a trusted parent, else the user's cache."""
+    named = os.environ.get(RECORD_ENV)
+    if named:
+        return Path(named)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "kernelopt" / "vector-isa" / "answers.json"
+
+
+def machine_key() -> str:
+    """What the answers depend on: torch, this Python, the C++ compiler and the CPU."""
+    import torch
+
+    # by path, not ``which``: a sandboxed process may not pass its access() check
+    compiler = os.environ.get("CXX") or shutil.which("c++") or ""
+    compiler = os.path.realpath(compiler) if compiler and os.path.exists(compiler) else ""
+    stat = os.stat(compiler) if compiler else None
+    flags = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                flags = line
+                break
+    parts = [
+        torch.__version__,
+        os.path.realpath(sys.executable),
+        platform.machine(),
+        compiler,
+        f"{stat.st_size}:{stat.st_mtime_ns}" if stat else "",
+        flags,
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _probe_key(isa: Any, code: str) -> tuple[str, str, str]:
+    """What identifies one compile-and-load probe: the set, its flags and its code."""
+    digest = hashlib.sha256(code.encode()).hexdigest()[:16]
+    return str(isa), str(isa.build_arch_flags()), digest
+
+
+@contextlib.contextmanager
+def _probes_answered_by(answer: Callable[[Callable[..., bool], Any, str], bool]) -> Iterator[None]:
+    """Inductor's ``VecISA.check_build`` goes through ``answer(original, isa, code)``."""
+    from torch._inductor.cpu_vec_isa import VecISA
+
+    original = VecISA.check_build
+
+    def check_build(self: Any, code: str) -> bool:
+        return answer(original, self, code)
+
+    VecISA.check_build = check_build  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        VecISA.check_build = original  # type: ignore[method-assign]
+
+
+def probe_answers() -> list[Answer]:
+    """Let Inductor ask in this process, keeping each compile-and-load answer.
+
+    Empty when this process has asked before (Inductor keeps the answer in its module
+    and asks no more)."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    answers: list[Answer] = []
+
+    def answer(original: Callable[..., bool], isa: Any, code: str) -> bool:
+        ok = bool(original(isa, code))
+        answers.append((*_probe_key(isa, code), ok))
+        return ok
+
+    with _probes_answered_by(answer):
+        pick_vec_isa()
+    return answers
+
+
+def prime(answers: list[Answer]) -> bool:
+    """Answer Inductor's probe in this process from ``answers``: no compile, no
+    subprocess (a probe they do not cover runs for real). False if Inductor's probe
+    is not what this module knows; the process then asks as it always did."""
+    known = {tuple(a[:3]): bool(a[3]) for a in answers}
+
+    def answer(original: Callable[..., bool], isa: Any, code: str) -> bool:
+        key = _probe_key(isa, code)
+        return known[key] if key in known else bool(original(isa, code))
+
+    try:
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        with _probes_answered_by(answer):
+            pick_vec_isa()
+    except Exception as exc:  # a torch whose probe has another shape
+        log.warning("vector_isa_prime_failed", error=f"{type(exc).__name__}: {exc}")
+        return False
+    return True
+
+
+def read_record(path: Path | None = None) -> list[Answer] | None:
+    """The answers kept for this machine, None if none are (or they are another's)."""
+    path = path or record_path()
+    try:
+        saved = json.loads(path.read_text())
+        if saved["key"] != machine_key():
+            return None
+        return [(str(a), str(b), str(c), bool(d)) for a, b, c, d in saved["answers"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_record(answers: list[Answer], path: Path | None = None) -> None:
+    """Keep this machine's answers (written whole, then renamed into place)."""
+    path = path or record_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"key": machine_key(), "answers": answers}))
+    os.replace(tmp, path)
+
+
+def primed() -> bool:
+    """Has this process replayed or kept the answers already?"""
+    return _primed
+
+
+def ensure_primed() -> None:
+    """Before a wrapper with C++ kernels loads: replay this machine's answers, or (in a
+    trusted process that has none yet) ask once and keep them.
+
+    A sandboxed process with nothing kept yet leaves Inductor to ask itself, and looks
+    again next time (a trusted process may have kept them meanwhile)."""
+    global _primed
+    if _primed:
+        return
+    answers = read_record()
+    if answers is not None:
+        _primed = True
+        prime(answers)
+        return
+    if os.environ.get(RECORD_ENV):
+        return
+    _primed = True
+    with contextlib.suppress(Exception):
+        answers = probe_answers()
+        if answers:
+            write_record(answers)
+            log.info("vector_isa_recorded", path=str(record_path()), probes=len(answers))
+
+
+__all__ = [
+    "RECORD_ENV",
+    "ensure_primed",
+    "has_cpp_kernels",
+    "machine_key",
+    "prime",
+    "primed",
+    "probe_answers",
+    "read_record",
+    "record_path",
+    "write_record",
+]

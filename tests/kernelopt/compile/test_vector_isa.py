@@ -1,0 +1,78 @@
+"""kernelopt.compile.vector_isa: Inductor's C++ probe asked once per machine, replayed after."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt.compile import vector_isa
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# a fresh process: prime (or record), then Inductor's pick and the flags its C++ gets
+_PICK = """
+import json, sys
+from kernelopt.compile import vector_isa
+if sys.argv[1] == "forbid":  # any real compile-and-load probe fails the run
+    import torch._inductor.cpu_vec_isa as m
+    def probed(*args, **kwargs):
+        raise AssertionError("probed")
+    m.VecISA._probe_load = probed
+vector_isa.ensure_primed()
+from torch._inductor.cpu_vec_isa import pick_vec_isa
+isa = pick_vec_isa()
+print(json.dumps([vector_isa.primed(), str(isa), isa.build_arch_flags()]))
+"""
+
+
+def _pick(tmp: Path, mode: str, **env: str) -> list:
+    full = {k: v for k, v in os.environ.items() if k != vector_isa.RECORD_ENV}
+    full.update({"XDG_CACHE_HOME": str(tmp), "PYTHONPATH": str(ROOT), **env})
+    done = subprocess.run(
+        [sys.executable, "-c", _PICK, mode], env=full, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_trusted_process_records_and_a_later_one_replays_without_probing(
+    tmp_path: Path,
+) -> None:
+    primed, isa, flags = _pick(tmp_path, "record")
+    record = tmp_path / "kernelopt" / "vector-isa" / "answers.json"
+    if not record.exists():
+        pytest.skip(f"Inductor asks no compile-and-load probe on this machine (picked {isa!r})")
+    assert primed
+    assert json.loads(record.read_text())["answers"]
+    # the replay reaches Inductor's very answer, flags included, with every probe forbidden
+    assert _pick(tmp_path, "forbid") == [True, isa, flags]
+
+
+def test_a_sandboxed_process_never_records(tmp_path: Path) -> None:
+    """A process told where the answers are (a sandboxed child) only reads them."""
+    named = tmp_path / "bound" / "answers.json"
+    primed, _, _ = _pick(tmp_path, "record", **{vector_isa.RECORD_ENV: str(named)})
+    assert not primed and not named.exists()
+    assert not (tmp_path / "kernelopt").exists()
+
+
+def test_another_machines_answers_are_not_replayed(tmp_path: Path) -> None:
+    record = tmp_path / "answers.json"
+    vector_isa.write_record([("avx2", "-mavx2 -mfma", "0" * 16, True)], record)
+    assert vector_isa.read_record(record) == [("avx2", "-mavx2 -mfma", "0" * 16, True)]
+    saved = json.loads(record.read_text())
+    record.write_text(json.dumps({**saved, "key": "another machine"}))
+    assert vector_isa.read_record(record) is None
+    record.write_text("{not json")
+    assert vector_isa.read_record(record) is None
+
+
+def test_only_wrappers_with_cpp_kernels_ask() -> None:
+    cpp = "cpp_fused_0 = async_compile.cpp_pybinding(['double*'], r'''...''')"
+    assert vector_isa.has_cpp_kernels(cpp)
+    assert not vector_isa.has_cpp_kernels("triton_poi_0 = async_compile.triton('x', '''...''')")
