@@ -140,8 +140,7 @@ def _answer_vector_isa_probe(cuda: bool) -> None:
     with contextlib.suppress(Exception):
         from kernelopt.compile import vector_isa
 
-        vector_isa.ensure_primed()
-        if not cuda and not vector_isa.primed():
+        if not vector_isa.replay_kept() and not cuda:
             from torch._inductor.cpu_vec_isa import pick_vec_isa
 
             pick_vec_isa()

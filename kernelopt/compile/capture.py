@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.checkpoint import report
-from kernelopt.compile import cache
+from kernelopt.compile import cache, vector_isa
 from kernelopt.compile.modes import mode_options
 from kernelopt.compile.output_layout import (
     FirstCall,
@@ -125,7 +125,9 @@ class RecordingBackend:
         self.example_inputs = [clone_exact(t) for t in example_inputs]
         self.fallback_random = self.force_random or bool(random_ops(gm, example_inputs))
         patches = capture_options(self.mode, self.fallback_random)
-        return self.first_call.wrap(compile_fx(gm, example_inputs, config_patches=patches))
+        with vector_isa.answered():  # its C++ kernels, if any, ask the CPU probe
+            compiled = compile_fx(gm, example_inputs, config_patches=patches)
+        return self.first_call.wrap(compiled)
 
 
 def capture_options(mode: str, fallback_random: bool) -> dict[str, Any]:

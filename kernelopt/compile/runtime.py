@@ -13,6 +13,7 @@ so loading the same text twice compiles nothing twice.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -35,11 +36,11 @@ class WrapperLoadError(DeterministicError):
 def _load_module(source: str, name: str, kind: str) -> ModuleType:
     """Import generated text through ``kernelopt.pyfile`` (the one loader of code files)."""
     module_name = f"kernelopt_{kind}_{safe_name(name)}_{source_digest(source, 20)}"
-    if kind == "wrapper" and vector_isa.has_cpp_kernels(source):
-        vector_isa.ensure_primed()
     path = write_source(code_dir("code", kind) / f"{module_name}.py", source)
+    cpp = kind == "wrapper" and vector_isa.has_cpp_kernels(source)
     try:
-        return exec_file_once(path, module_name)
+        with vector_isa.answered() if cpp else contextlib.nullcontext():
+            return exec_file_once(path, module_name)
     except Exception as exc:
         raise WrapperLoadError(
             f"loading {kind} module {name} failed: {type(exc).__name__}: {exc}"

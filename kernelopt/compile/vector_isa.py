@@ -18,7 +18,6 @@ import os
 import platform
 import re
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,29 +49,25 @@ def record_path() -> Path:
     return Path(cache) / "kernelopt" / "vector-isa" / "answers.json"
 
 
-def machine_key() -> str:
-    """What the answers depend on: torch, this Python, the C++ compiler and the CPU."""
+def key_parts() -> list[str]:
+    """What the answers depend on: torch, the machine, the C++ compiler and the CPU."""
     import torch
 
     # by path, not ``which``: a sandboxed process may not pass its access() check
     compiler = os.environ.get("CXX") or shutil.which("c++") or ""
     compiler = os.path.realpath(compiler) if compiler and os.path.exists(compiler) else ""
-    stat = os.stat(compiler) if compiler else None
     flags = ""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith(("flags", "Features")):
                 flags = line
                 break
-    parts = [
-        torch.__version__,
-        os.path.realpath(sys.executable),
-        platform.machine(),
-        compiler,
-        f"{stat.st_size}:{stat.st_mtime_ns}" if stat else "",
-        flags,
-    ]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return [torch.__version__, platform.machine(), compiler, flags]
+
+
+def machine_key() -> str:
+    """A digest of ``key_parts``: answers kept under another key are not replayed."""
+    return hashlib.sha256("\n".join(key_parts()).encode()).hexdigest()
 
 
 def _probe_key(isa: Any, code: str) -> tuple[str, str, str]:
@@ -98,23 +93,15 @@ def _probes_answered_by(answer: Callable[[Callable[..., bool], Any, str], bool])
         VecISA.check_build = original  # type: ignore[method-assign]
 
 
-def probe_answers() -> list[Answer]:
-    """Let Inductor ask in this process, keeping each compile-and-load answer.
-
-    Empty when this process has asked before (Inductor keeps the answer in its module
-    and asks no more)."""
-    from torch._inductor.cpu_vec_isa import pick_vec_isa
-
-    answers: list[Answer] = []
+def _recorder(answers: list[Answer]) -> Callable[[Callable[..., bool], Any, str], bool]:
+    """An answerer that asks for real and appends each answer to ``answers``."""
 
     def answer(original: Callable[..., bool], isa: Any, code: str) -> bool:
         ok = bool(original(isa, code))
         answers.append((*_probe_key(isa, code), ok))
         return ok
 
-    with _probes_answered_by(answer):
-        pick_vec_isa()
-    return answers
+    return answer
 
 
 def prime(answers: list[Answer]) -> bool:
@@ -160,43 +147,61 @@ def write_record(answers: list[Answer], path: Path | None = None) -> None:
 
 
 def primed() -> bool:
-    """Has this process replayed or kept the answers already?"""
+    """Has this process replayed the kept answers?"""
     return _primed
 
 
-def ensure_primed() -> None:
-    """Before a wrapper with C++ kernels loads: replay this machine's answers, or (in a
-    trusted process that has none yet) ask once and keep them.
-
-    A sandboxed process with nothing kept yet leaves Inductor to ask itself, and looks
-    again next time (a trusted process may have kept them meanwhile)."""
+def replay_kept() -> bool:
+    """Replay this machine's kept answers in this process, if there are any (never
+    asks). True once replayed."""
     global _primed
-    if _primed:
-        return
-    answers = read_record()
-    if answers is not None:
-        _primed = True
-        prime(answers)
-        return
-    if os.environ.get(RECORD_ENV):
-        return
-    _primed = True
+    if not _primed:
+        answers = read_record()
+        if answers is not None:
+            _primed = True
+            prime(answers)
+    return _primed
+
+
+def _asked_already() -> bool:
+    """Has Inductor asked in this process (and so will not ask again)?"""
     with contextlib.suppress(Exception):
-        answers = probe_answers()
-        if answers:
+        from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+        return valid_vec_isa_list.cache_info().currsize > 0
+    return True
+
+
+@contextlib.contextmanager
+def answered() -> Iterator[None]:
+    """Around a compile or a wrapper load, which may make Inductor ask: replay the kept
+    answers, or, in a trusted process with none kept, keep those Inductor finds.
+
+    No probe is ever run for its own sake: a model without C++ kernels costs nothing.
+    A sandboxed process (``RECORD_ENV`` set) only replays.
+    """
+    if replay_kept() or os.environ.get(RECORD_ENV) or _asked_already():
+        yield
+        return
+    answers: list[Answer] = []
+    with _probes_answered_by(_recorder(answers)):
+        yield
+    if answers:
+        with contextlib.suppress(OSError):
             write_record(answers)
             log.info("vector_isa_recorded", path=str(record_path()), probes=len(answers))
 
 
 __all__ = [
     "RECORD_ENV",
-    "ensure_primed",
+    "answered",
     "has_cpp_kernels",
+    "key_parts",
     "machine_key",
     "prime",
     "primed",
-    "probe_answers",
     "read_record",
     "record_path",
+    "replay_kept",
     "write_record",
 ]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelopt.compile import vector_isa
 from kernelopt.errors import DeterministicError
 
 # candidates written before ``forward.ForwardPlan`` import forward_results from here
@@ -117,7 +118,9 @@ def regenerate(
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         names[:] = [_source_name(n) for n in gm.graph.find_nodes(op="placeholder")]
         examples[:] = example_inputs
-        return first.wrap(compile_fx(gm, example_inputs, config_patches=dict(options)))
+        with vector_isa.answered():  # its C++ kernels, if any, ask the CPU probe
+            compiled = compile_fx(gm, example_inputs, config_patches=dict(options))
+        return first.wrap(compiled)
 
     with _LOCK:
         strict_fp32()  # the numerics the gates run: autotuning must choose for them
