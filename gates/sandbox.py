@@ -384,7 +384,8 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
     env["TRITON_CACHE_DIR"] = str(triton)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor)
     # the machine's vector-instruction answers, bound read-only (bwrap_args)
-    env[vector_isa.RECORD_ENV] = str(vector_isa.record_path())
+    env[vector_isa.RECORD_ENV] = str(vector_isa.record_dir())
+    vector_isa.keep_for(env)
     for key, value in (extra or {}).items():
         if not _SECRET_HINT.search(key):
             env[key] = value
@@ -596,7 +597,7 @@ def bwrap_args(
         "/tmp",
     ]
     caches = cache_dirs() if shared_caches else []
-    answers = vector_isa.record_path().parent
+    answers = vector_isa.record_dir()
     answers.mkdir(parents=True, exist_ok=True)
     for path, writable in _ordered_binds([*python_paths(), answers, *ro], [*caches, *rw]):
         args += ["--bind" if writable else "--ro-bind", str(path), str(path)]

@@ -18,7 +18,10 @@ import os
 import platform
 import re
 import shutil
-from collections.abc import Callable, Iterator
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +29,9 @@ import structlog
 
 log = structlog.get_logger(__name__)
 
-# Set by a trusted parent for its sandboxed children: where the answers are (read-only
-# there). A process that has it never records; one without it is trusted and may.
-RECORD_ENV = "KERNELOPT_VECTOR_ISA_RECORD"
+# Set by a trusted parent for its sandboxed children: the folder of kept answers
+# (read-only there). A process that has it never keeps answers; one without it may.
+RECORD_ENV = "KERNELOPT_VECTOR_ISA_DIR"
 # One probe's answer: instruction set, its compiler flags, digest of the probe's code, ok
 Answer = tuple[str, str, str, bool]
 _CPP_KERNELS = re.compile(r"\basync_compile\.cpp")
@@ -40,21 +43,28 @@ def has_cpp_kernels(wrapper_source: str) -> bool:
     return bool(_CPP_KERNELS.search(wrapper_source))
 
 
-def record_path() -> Path:
-    """This machine's answers: named by a trusted parent, else the user's cache."""
+def record_dir() -> Path:
+    """The folder of kept answers: named by a trusted parent, else the user's cache."""
     named = os.environ.get(RECORD_ENV)
     if named:
         return Path(named)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kernelopt" / "vector-isa" / "answers.json"
+    return Path(cache) / "kernelopt" / "vector-isa"
 
 
-def key_parts() -> list[str]:
+def record_path(env: Mapping[str, str] | None = None) -> Path:
+    """The answers for the compiler ``env`` names (this process's by default): one file
+    per machine key, since a sandboxed child may compile with another compiler."""
+    return record_dir() / f"{machine_key(env)[:24]}.json"
+
+
+def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
     """What the answers depend on: torch, the machine, the C++ compiler and the CPU."""
     import torch
 
+    env = os.environ if env is None else env
     # by path, not ``which``: a sandboxed process may not pass its access() check
-    compiler = os.environ.get("CXX") or shutil.which("c++") or ""
+    compiler = env.get("CXX") or shutil.which("c++", path=env.get("PATH")) or ""
     compiler = os.path.realpath(compiler) if compiler and os.path.exists(compiler) else ""
     flags = ""
     with contextlib.suppress(OSError):
@@ -65,9 +75,9 @@ def key_parts() -> list[str]:
     return [torch.__version__, platform.machine(), compiler, flags]
 
 
-def machine_key() -> str:
+def machine_key(env: Mapping[str, str] | None = None) -> str:
     """A digest of ``key_parts``: answers kept under another key are not replayed."""
-    return hashlib.sha256("\n".join(key_parts()).encode()).hexdigest()
+    return hashlib.sha256("\n".join(key_parts(env)).encode()).hexdigest()
 
 
 def _probe_key(isa: Any, code: str) -> tuple[str, str, str]:
@@ -125,24 +135,24 @@ def prime(answers: list[Answer]) -> bool:
     return True
 
 
-def read_record(path: Path | None = None) -> list[Answer] | None:
-    """The answers kept for this machine, None if none are (or they are another's)."""
-    path = path or record_path()
+def read_record(env: Mapping[str, str] | None = None) -> list[Answer] | None:
+    """The answers kept for the compiler ``env`` names (this process's by default),
+    None if none are (or the file holds another key's)."""
     try:
-        saved = json.loads(path.read_text())
-        if saved["key"] != machine_key():
+        saved = json.loads(record_path(env).read_text())
+        if saved["key"] != machine_key(env):
             return None
         return [(str(a), str(b), str(c), bool(d)) for a, b, c, d in saved["answers"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def write_record(answers: list[Answer], path: Path | None = None) -> None:
-    """Keep this machine's answers (written whole, then renamed into place)."""
-    path = path or record_path()
+def write_record(answers: list[Answer], env: Mapping[str, str] | None = None) -> None:
+    """Keep the answers for the compiler ``env`` names (written whole, then renamed)."""
+    path = record_path(env)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps({"key": machine_key(), "answers": answers}))
+    tmp.write_text(json.dumps({"key": machine_key(env), "answers": answers}))
     os.replace(tmp, path)
 
 
@@ -192,15 +202,50 @@ def answered() -> Iterator[None]:
             log.info("vector_isa_recorded", path=str(record_path()), probes=len(answers))
 
 
+_KEEPING: set[str] = set()
+_ASK = (
+    "from torch._inductor.cpu_vec_isa import pick_vec_isa\n"
+    "from kernelopt.compile.vector_isa import answered\n"
+    "with answered():\n    pick_vec_isa()\n"
+)
+
+
+def keep_for(env: Mapping[str, str]) -> None:
+    """Make sure answers for the compiler a sandboxed child's ``env`` names get kept:
+    if none are, a trusted subprocess with that compiler asks Inductor once, in the
+    background (the child replays them once they exist, and asks itself until then)."""
+    key = machine_key(env)
+    if key in _KEEPING or record_path(env).exists():
+        return
+    _KEEPING.add(key)
+    child = {k: v for k, v in os.environ.items() if k != RECORD_ENV}
+    child.update({"CXX": env.get("CXX", ""), "PATH": env.get("PATH", "")})
+    child.update({k: env[k] for k in ("PYTHONPATH",) if k in env})
+
+    def ask() -> None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                [sys.executable, "-c", _ASK],
+                env=child,
+                capture_output=True,
+                timeout=600,
+                check=False,
+            )
+
+    threading.Thread(target=ask, name="vector-isa-keep", daemon=True).start()
+
+
 __all__ = [
     "RECORD_ENV",
     "answered",
     "has_cpp_kernels",
+    "keep_for",
     "key_parts",
     "machine_key",
     "prime",
     "primed",
     "read_record",
+    "record_dir",
     "record_path",
     "replay_kept",
     "write_record",

@@ -194,13 +194,13 @@ def test_the_machines_vector_isa_answers_are_readable_never_writable(
 
     monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    vector_isa.write_record([("avx2", "-mavx2", "0" * 16, True)])
     code = (
         "from kernelopt.compile import vector_isa as v; print(v.read_record());"
         "v.record_path().write_text('{}')"
     )
     argv, env = sandbox.wrap_command([sys.executable, "-c", code])
+    vector_isa.write_record([("avx2", "-mavx2", "0" * 16, True)], env)
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "[('avx2', '-mavx2', '0000000000000000', True)]", done.stderr
     assert "Read-only file system" in done.stderr
-    assert vector_isa.read_record() is not None
+    assert vector_isa.read_record(env) is not None
