@@ -63,8 +63,16 @@ def call_seed(set_name: str, seed: int) -> int:
 
 def seed_everything(seed: int, generators: list[torch.Generator] | None = None) -> None:
     """Seed torch (CPU and every CUDA device), Python's ``random``, NumPy if imported, and
-    the model's own ``generators`` (``own_generators``)."""
-    torch.manual_seed(seed)
+    the model's own ``generators`` (``own_generators``).
+
+    Not ``torch.manual_seed``: it also queues seeds for backends never initialised here
+    (XPU, MTIA), each with a stack walk, which made the seeding before every timed call
+    of a random forward dwarf the forward itself. The generators a CPU or CUDA forward
+    draws from are the same.
+    """
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized() or torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)  # queued until CUDA initialises, then applied
     random.seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
