@@ -29,8 +29,8 @@ import structlog
 
 log = structlog.get_logger(__name__)
 
-# Set by a trusted parent for its sandboxed children: the folder of kept answers
-# (read-only there). A process that has it never keeps answers; one without it may.
+# The folder of kept answers, named by a trusted parent for its children. A sandboxed
+# child sees it through a read-only bind, so it replays and never keeps.
 RECORD_ENV = "KERNELOPT_VECTOR_ISA_DIR"
 # One probe's answer: instruction set, its compiler flags, digest of the probe's code, ok
 Answer = tuple[str, str, str, bool]
@@ -43,19 +43,28 @@ def has_cpp_kernels(wrapper_source: str) -> bool:
     return bool(_CPP_KERNELS.search(wrapper_source))
 
 
-def record_dir() -> Path:
-    """The folder of kept answers: named by a trusted parent, else the user's cache."""
-    named = os.environ.get(RECORD_ENV)
+def record_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The folder of kept answers: the one ``env`` names, else the user's cache."""
+    env = os.environ if env is None else env
+    named = env.get(RECORD_ENV)
     if named:
         return Path(named)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
     return Path(cache) / "kernelopt" / "vector-isa"
 
 
 def record_path(env: Mapping[str, str] | None = None) -> Path:
     """The answers for the compiler ``env`` names (this process's by default): one file
     per machine key, since a sandboxed child may compile with another compiler."""
-    return record_dir() / f"{machine_key(env)[:24]}.json"
+    return record_dir(env) / f"{machine_key(env)[:24]}.json"
+
+
+def _may_keep() -> bool:
+    """Can this process keep answers? Not a sandboxed child: its folder is read-only."""
+    folder = record_dir()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
 
 
 def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
@@ -188,9 +197,9 @@ def answered() -> Iterator[None]:
     answers, or, in a trusted process with none kept, keep those Inductor finds.
 
     No probe is ever run for its own sake: a model without C++ kernels costs nothing.
-    A sandboxed process (``RECORD_ENV`` set) only replays.
+    A sandboxed process only replays.
     """
-    if replay_kept() or os.environ.get(RECORD_ENV) or _asked_already():
+    if replay_kept() or _asked_already() or not _may_keep():
         yield
         return
     answers: list[Answer] = []
@@ -212,15 +221,14 @@ _ASK = (
 
 def keep_for(env: Mapping[str, str]) -> None:
     """Make sure answers for the compiler a sandboxed child's ``env`` names get kept:
-    if none are, a trusted subprocess with that compiler asks Inductor once, in the
-    background (the child replays them once they exist, and asks itself until then)."""
+    if none are, a subprocess with that environment (but no sandbox, so the folder is
+    writable; it runs only Inductor's probe) asks once, in the background. The child
+    replays them once they exist, and asks itself until then."""
     key = machine_key(env)
     if key in _KEEPING or record_path(env).exists():
         return
     _KEEPING.add(key)
-    child = {k: v for k, v in os.environ.items() if k != RECORD_ENV}
-    child.update({"CXX": env.get("CXX", ""), "PATH": env.get("PATH", "")})
-    child.update({k: env[k] for k in ("PYTHONPATH",) if k in env})
+    child = {**env, RECORD_ENV: str(record_dir(env))}
 
     def ask() -> None:
         with contextlib.suppress(OSError, subprocess.SubprocessError):

@@ -194,6 +194,7 @@ def test_the_machines_vector_isa_answers_are_readable_never_writable(
 
     monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(vector_isa, "keep_for", lambda env: None)  # no real answers
     code = (
         "from kernelopt.compile import vector_isa as v; print(v.read_record());"
         "v.record_path().write_text('{}')"
@@ -204,3 +205,25 @@ def test_the_machines_vector_isa_answers_are_readable_never_writable(
     assert done.stdout.strip() == "[('avx2', '-mavx2', '0000000000000000', True)]", done.stderr
     assert "Read-only file system" in done.stderr
     assert vector_isa.read_record(env) is not None
+
+
+def test_a_sandboxed_child_with_no_kept_answers_asks_itself_and_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    from kernelopt.compile import vector_isa
+
+    monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(vector_isa, "keep_for", lambda env: None)
+    code = (
+        "from torch._inductor.cpu_vec_isa import pick_vec_isa\n"
+        "from kernelopt.compile import vector_isa as v\n"
+        "with v.answered():\n    print(pick_vec_isa(), v.primed())\n"
+    )
+    argv, env = sandbox.wrap_command([sys.executable, "-c", code])
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.strip().endswith("False"), done.stderr[-2000:]
+    assert list(vector_isa.record_dir().iterdir()) == []
