@@ -204,6 +204,18 @@ def owed_problems(results: Path = ROOT / "docs" / "results") -> list[Path]:
     return [p for p in CORPUS if p.stem not in done]
 
 
+def unverified_problems(results: Path = ROOT / "docs" / "results") -> list[Path]:
+    """The corpus problems no committed GPU ``identity.jsonl`` row has accepted yet (a
+    row the deadline skipped, or one refused, leaves its problem owed)."""
+    accepted = {
+        row["problem"]
+        for path in results.rglob("identity.jsonl")
+        for row in identity_rows(path)
+        if row.get("accepted")
+    }
+    return [p for p in CORPUS if p.stem not in accepted]
+
+
 def optimize(
     problems: list[Path],
     deadline: float,
@@ -279,6 +291,7 @@ def main() -> int:
     v = sub.add_parser("verify")
     v.add_argument("--deadline", type=float, default=540.0)
     v.add_argument("--only", default="", help="comma-separated problem names (default: all)")
+    v.add_argument("--owed", type=int, default=0, help="the first N no committed row has accepted")
     add_lever_arguments(v)
     v.add_argument("--ab", action="store_true", help="each problem with the levers and without")
     o = sub.add_parser("optimize")
@@ -305,6 +318,11 @@ def main() -> int:
         levers = levers_from(args)
         if args.ab and not levers:
             parser.error("--ab compares the levers given against none: name at least one")
+        if args.owed and not only:
+            only = [p.stem for p in unverified_problems()[: args.owed]]
+            if not only:
+                print("every corpus problem has an accepted identity row")
+                return 0
         return verify(args.deadline, out, only, levers, ab=args.ab)
     if args.section == "optimize":
         k, n = (int(x) for x in args.chunk.split("/"))

@@ -173,3 +173,23 @@ def test_owed_problems_are_those_without_a_committed_outcome(tmp_path: Path) -> 
     assert owed[:2] == [first, third]
     assert second not in owed
     assert len(owed) == len(corpus.CORPUS) - 1
+
+
+def test_unverified_problems_are_those_no_committed_row_accepted(tmp_path: Path) -> None:
+    """A problem counts as verified on the GPU once any committed identity row accepted
+    it; a refused row or one the deadline skipped leaves it owed."""
+    first, second, third = THREE
+    (tmp_path / "s1").mkdir()
+    (tmp_path / "s1" / "identity.jsonl").write_text(
+        "\n".join(
+            json.dumps(row)
+            for row in (
+                {"problem": first, "accepted": False},
+                {"problem": second, "accepted": True},
+                {"problem": third},
+            )
+        )
+    )
+    owed = [p.stem for p in corpus.unverified_problems(tmp_path)]
+    assert second not in owed and first in owed and third in owed
+    assert len(owed) == len(corpus.CORPUS) - 1
