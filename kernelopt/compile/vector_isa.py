@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -84,9 +85,17 @@ def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
     return [torch.__version__, platform.machine(), compiler, flags]
 
 
+_KEYS: dict[tuple[str, str], str] = {}
+
+
 def machine_key(env: Mapping[str, str] | None = None) -> str:
-    """A digest of ``key_parts``: answers kept under another key are not replayed."""
-    return hashlib.sha256("\n".join(key_parts(env)).encode()).hexdigest()
+    """A digest of ``key_parts``: answers kept under another key are not replayed.
+    Worked out once per compiler setting (a gate child's environment is made per job)."""
+    env = os.environ if env is None else env
+    setting = (env.get("CXX", ""), env.get("PATH", ""))
+    if setting not in _KEYS:
+        _KEYS[setting] = hashlib.sha256("\n".join(key_parts(env)).encode()).hexdigest()
+    return _KEYS[setting]
 
 
 def _probe_key(isa: Any, code: str) -> tuple[str, str, str]:
@@ -228,17 +237,23 @@ def keep_for(env: Mapping[str, str]) -> None:
     if key in _KEEPING or record_path(env).exists():
         return
     _KEEPING.add(key)
-    child = {**env, RECORD_ENV: str(record_dir(env))}
+    # a private Inductor cache: the shared one is writable to candidates, and the probe
+    # loads a probe library it finds there instead of building it (outside any sandbox)
+    private = tempfile.mkdtemp(prefix="kernelopt-vector-isa-")
+    child = {**env, RECORD_ENV: str(record_dir(env)), "TORCHINDUCTOR_CACHE_DIR": private}
 
     def ask() -> None:
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                [sys.executable, "-c", _ASK],
-                env=child,
-                capture_output=True,
-                timeout=600,
-                check=False,
-            )
+        try:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(
+                    [sys.executable, "-c", _ASK],
+                    env=child,
+                    capture_output=True,
+                    timeout=600,
+                    check=False,
+                )
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
 
     threading.Thread(target=ask, name="vector-isa-keep", daemon=True).start()
 

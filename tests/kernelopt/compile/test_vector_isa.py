@@ -100,3 +100,30 @@ def test_answers_are_kept_for_a_sandboxed_childs_own_compiler(
     if not any(tmp_path.rglob("*.json")):
         pytest.skip("Inductor asks no compile-and-load probe on this machine")
     assert vector_isa.read_record(child)
+
+
+def test_the_background_ask_never_loads_from_the_shared_compiler_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Candidates can write the shared Inductor cache, and the probe loads a probe library
+    it finds there: the ask, which runs outside the sandbox, builds its own."""
+    import threading
+
+    seen: list[dict[str, str]] = []
+
+    def run(argv: list[str], env: dict[str, str], **kwargs: object) -> None:
+        seen.append(env)
+        assert Path(env["TORCHINDUCTOR_CACHE_DIR"]).is_dir()
+
+    monkeypatch.setattr(vector_isa.subprocess, "run", run)
+    shared = tmp_path / "shared-inductor"
+    child = {"CXX": "/nonexistent/c++", "PATH": "/nowhere", "XDG_CACHE_HOME": str(tmp_path)}
+    child["TORCHINDUCTOR_CACHE_DIR"] = str(shared)
+    vector_isa.keep_for(child)
+    for thread in threading.enumerate():
+        if thread.name == "vector-isa-keep":
+            thread.join(timeout=60)
+    assert len(seen) == 1
+    private = Path(seen[0]["TORCHINDUCTOR_CACHE_DIR"])
+    assert private != shared and not private.exists()  # removed once asked
+    assert seen[0][vector_isa.RECORD_ENV] == str(vector_isa.record_dir(child))
