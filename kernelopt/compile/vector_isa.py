@@ -20,8 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -203,59 +201,69 @@ def _asked_already() -> bool:
 @contextlib.contextmanager
 def answered() -> Iterator[None]:
     """Around a compile or a wrapper load, which may make Inductor ask: replay the kept
-    answers, or, in a trusted process with none kept, keep those Inductor finds.
+    answers; where there are none and Inductor asked here, have them kept for the next
+    process (``keep_for``, if this one may write them: a sandboxed child may not).
 
     No probe is ever run for its own sake: a model without C++ kernels costs nothing.
-    A sandboxed process only replays.
     """
-    if replay_kept() or _asked_already() or not _may_keep():
+    if replay_kept():
         yield
         return
+    asked_before = _asked_already()
+    yield
+    if not asked_before and _asked_already() and _may_keep():
+        keep_for(os.environ)
+
+
+def record_here() -> list[Answer]:
+    """Let Inductor ask in this (fresh) process and keep each compile-and-load answer."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
     answers: list[Answer] = []
     with _probes_answered_by(_recorder(answers)):
-        yield
+        pick_vec_isa()
     if answers:
-        with contextlib.suppress(OSError):
-            write_record(answers)
-            log.info("vector_isa_recorded", path=str(record_path()), probes=len(answers))
+        write_record(answers)
+    return answers
 
 
-_KEEPING: set[str] = set()
-_ASK = (
-    "from torch._inductor.cpu_vec_isa import pick_vec_isa\n"
-    "from kernelopt.compile.vector_isa import answered\n"
-    "with answered():\n    pick_vec_isa()\n"
-)
+_ASKED: set[Path] = set()
+# a private Inductor cache: the shared one is writable to candidates, and the probe loads
+# a probe library it finds there instead of building it (and this runs in no sandbox)
+_ASK = """
+import os, shutil, tempfile
+private = tempfile.mkdtemp(prefix="kernelopt-vector-isa-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = private
+try:
+    from kernelopt.compile.vector_isa import record_here
+    record_here()
+finally:
+    shutil.rmtree(private, ignore_errors=True)
+"""
 
 
-def keep_for(env: Mapping[str, str]) -> None:
-    """Make sure answers for the compiler a sandboxed child's ``env`` names get kept:
-    if none are, a subprocess with that environment (but no sandbox, so the folder is
-    writable; it runs only Inductor's probe) asks once, in the background. The child
-    replays them once they exist, and asks itself until then."""
-    key = machine_key(env)
-    if key in _KEEPING or record_path(env).exists():
-        return
-    _KEEPING.add(key)
-    # a private Inductor cache: the shared one is writable to candidates, and the probe
-    # loads a probe library it finds there instead of building it (outside any sandbox)
-    private = tempfile.mkdtemp(prefix="kernelopt-vector-isa-")
-    child = {**env, RECORD_ENV: str(record_dir(env)), "TORCHINDUCTOR_CACHE_DIR": private}
-
-    def ask() -> None:
-        try:
-            with contextlib.suppress(OSError, subprocess.SubprocessError):
-                subprocess.run(
-                    [sys.executable, "-c", _ASK],
-                    env=child,
-                    capture_output=True,
-                    timeout=600,
-                    check=False,
-                )
-        finally:
-            shutil.rmtree(private, ignore_errors=True)
-
-    threading.Thread(target=ask, name="vector-isa-keep", daemon=True).start()
+def keep_for(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+    """Have the answers for the compiler ``env`` names kept, if none are: a detached
+    process with that environment asks Inductor once (no sandbox, so the folder is
+    writable to it; it runs nothing but Inductor's probe). Processes that need the
+    answers meanwhile ask themselves, as they always did. The process, or None."""
+    record = record_path(env)
+    if record in _ASKED or record.exists():
+        return None
+    _ASKED.add(record)
+    child = {**env, RECORD_ENV: str(record_dir(env))}
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-c", _ASK],
+            env=child,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlives a short-lived parent and its group
+        )
+    except OSError as exc:
+        log.warning("vector_isa_ask_failed", error=f"{type(exc).__name__}: {exc}")
+        return None
 
 
 __all__ = [
@@ -269,6 +277,7 @@ __all__ = [
     "primed",
     "read_record",
     "record_dir",
+    "record_here",
     "record_path",
     "replay_kept",
     "write_record",
