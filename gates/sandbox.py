@@ -598,7 +598,8 @@ def bwrap_args(
     ]
     caches = cache_dirs() if shared_caches else []
     answers = vector_isa.record_dir()
-    answers.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # no folder, no bind: children ask for themselves
+        answers.mkdir(parents=True, exist_ok=True)
     for path, writable in _ordered_binds([*python_paths(), answers, *ro], [*caches, *rw]):
         args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
     if chdir is not None:

@@ -67,9 +67,15 @@ def _may_keep() -> bool:
 
 
 def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
-    """What the answers depend on: torch, the machine, the C++ compiler and the CPU."""
-    import torch
+    """What the answers depend on: torch, the machine, the C++ compiler and the CPU
+    (torch's version read from its metadata: a parent that only builds a sandbox's
+    environment need not import it)."""
+    from importlib import metadata
 
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = ""
     env = os.environ if env is None else env
     # by path, not ``which``: a sandboxed process may not pass its access() check
     compiler = env.get("CXX") or shutil.which("c++", path=env.get("PATH")) or ""
@@ -80,7 +86,7 @@ def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
             if line.startswith(("flags", "Features")):
                 flags = line
                 break
-    return [torch.__version__, platform.machine(), compiler, flags]
+    return [torch_version, platform.machine(), compiler, flags]
 
 
 _KEYS: dict[tuple[str, str], str] = {}
