@@ -95,6 +95,8 @@ ALLOWED_ENV = frozenset(
         "HELION_AUTOTUNE_EFFORT",
     }
 )
+# where a sandboxed process finds the machine's vector-ISA answers (kernelopt.compile.vector_isa)
+VECTOR_ISA_VIEW = "/run/kernelopt/vector-isa"
 _SECRET_HINT = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
 
@@ -383,9 +385,10 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
     triton, inductor = cache_dirs()
     env["TRITON_CACHE_DIR"] = str(triton)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor)
-    # the machine's vector-instruction answers, bound read-only (bwrap_args)
-    env[vector_isa.RECORD_ENV] = str(vector_isa.record_dir())
-    vector_isa.keep_for(env)
+    # the machine's vector-instruction answers for the sandbox's compiler: asked for once
+    # outside, seen inside read-only at a path of their own (bwrap_args), not in a home
+    vector_isa.keep_for({**env, vector_isa.RECORD_ENV: str(vector_isa.record_dir())})
+    env[vector_isa.RECORD_ENV] = VECTOR_ISA_VIEW
     for key, value in (extra or {}).items():
         if not _SECRET_HINT.search(key):
             env[key] = value
@@ -597,11 +600,12 @@ def bwrap_args(
         "/tmp",
     ]
     caches = cache_dirs() if shared_caches else []
+    for path, writable in _ordered_binds([*python_paths(), *ro], [*caches, *rw]):
+        args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
     answers = vector_isa.record_dir()
     with contextlib.suppress(OSError):  # no folder, no bind: children ask for themselves
         answers.mkdir(parents=True, exist_ok=True)
-    for path, writable in _ordered_binds([*python_paths(), answers, *ro], [*caches, *rw]):
-        args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
+        args += ["--ro-bind", str(answers), VECTOR_ISA_VIEW]
     if chdir is not None:
         args += ["--chdir", str(chdir)]
     # The sandbox's own root (a tmpfs holding the mount points) becomes read-only too:
