@@ -4,9 +4,10 @@ A wrapper with C++ kernels (a CPU tensor, a ``.item()`` turned into a scalar) ma
 Inductor ask which vector instructions the machine's compiler and CPU support. It asks
 by compiling a probe per instruction set and loading each in a fresh Python, which on
 some torch versions imports torch: tens of seconds in every fresh process that loads
-such a wrapper, every gate child included. The answers depend on the machine alone, so
-the first trusted process that asks keeps them in the user's cache (which no sandboxed
-process can write), and every later process replays them instead of asking again.
+such a wrapper, every gate child included. The answers depend on the machine and the
+compiler alone, so a detached process asks once and keeps them in the user's cache
+(which no sandboxed process can write), and every later process replays them instead
+of asking again.
 """
 
 from __future__ import annotations
