@@ -68,10 +68,11 @@ def seed_everything(seed: int, generators: list[torch.Generator] | None = None) 
     Not ``torch.manual_seed``: it also queues seeds for backends never initialised here
     (XPU, MTIA), each with a stack walk, which made the seeding before every timed call
     of a random forward dwarf the forward itself. The generators a CPU or CUDA forward
-    draws from are the same.
+    draws from are the same; MPS, XPU, MTIA and custom devices are not seeded (the gates
+    run on CPU and CUDA alone).
     """
     torch.default_generator.manual_seed(seed)
-    if torch.cuda.is_initialized() or torch.cuda.is_available():
+    if torch.backends.cuda.is_built():  # asks no driver: a CPU job on a GPU host stays off it
         torch.cuda.manual_seed_all(seed)  # queued until CUDA initialises, then applied
     random.seed(seed)
     numpy = sys.modules.get("numpy")

@@ -387,7 +387,7 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor)
     # the machine's vector-instruction answers for the sandbox's compiler: asked for once
     # outside, seen inside read-only at a path of their own (bwrap_args), not in a home
-    vector_isa.keep_for({**env, vector_isa.RECORD_ENV: str(vector_isa.record_dir())})
+    vector_isa.keep_for_children({**env, vector_isa.RECORD_ENV: str(vector_isa.record_dir())})
     env[vector_isa.RECORD_ENV] = VECTOR_ISA_VIEW
     for key, value in (extra or {}).items():
         if not _SECRET_HINT.search(key):
@@ -605,7 +605,8 @@ def bwrap_args(
     answers = vector_isa.record_dir()
     with contextlib.suppress(OSError):  # no folder, no bind: children ask for themselves
         answers.mkdir(parents=True, exist_ok=True)
-        args += ["--ro-bind", str(answers), VECTOR_ISA_VIEW]
+        if not _too_broad(str(answers)):  # a misnamed folder (a home) is never shown
+            args += ["--ro-bind", str(answers), VECTOR_ISA_VIEW]
     if chdir is not None:
         args += ["--chdir", str(chdir)]
     # The sandbox's own root (a tmpfs holding the mount points) becomes read-only too:

@@ -21,6 +21,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -79,7 +81,7 @@ def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
         torch_version = ""
     env = os.environ if env is None else env
     # by path, not ``which``: a sandboxed process may not pass its access() check
-    compiler = env.get("CXX") or shutil.which("c++", path=env.get("PATH")) or ""
+    compiler = env.get("CXX") or shutil.which("g++", path=env.get("PATH")) or ""  # Inductor's
     compiler = os.path.realpath(compiler) if compiler and os.path.exists(compiler) else ""
     flags = ""
     with contextlib.suppress(OSError):
@@ -127,10 +129,12 @@ def _probes_answered_by(answer: Callable[[Callable[..., bool], Any, str], bool])
 
 
 def _recorder(answers: list[Answer]) -> Callable[[Callable[..., bool], Any, str], bool]:
-    """An answerer that asks for real and appends each answer to ``answers``."""
+    """An answerer that asks for real and appends each answer to ``answers``. A "no" is
+    asked again before it is kept: a probe also fails on a timeout or a killed compiler,
+    and a kept "no" would hold every later process to fewer instructions."""
 
     def answer(original: Callable[..., bool], isa: Any, code: str) -> bool:
-        ok = bool(original(isa, code))
+        ok = bool(original(isa, code)) or bool(original(isa, code))
         answers.append((*_probe_key(isa, code), ok))
         return ok
 
@@ -229,24 +233,43 @@ def record_here() -> list[Answer]:
     answers: list[Answer] = []
     with _probes_answered_by(_recorder(answers)):
         pick_vec_isa()
-    if answers:
-        write_record(answers)
+    write_record(answers)  # even none: no later process starts another ask
     return answers
 
 
 _ASKED: set[Path] = set()
-# a private Inductor cache: the shared one is writable to candidates, and the probe loads
-# a probe library it finds there instead of building it (and this runs in no sandbox)
+_PRIVATE_ENV = "KERNELOPT_VECTOR_ISA_PRIVATE"
+_LOCK_ENV = "KERNELOPT_VECTOR_ISA_LOCK"
+ASK_STALE_S = 900.0  # an ask's lock older than this is taken over (its process died)
+# The ask runs in no sandbox, so it shares nothing candidates can write: its working
+# directory and both compiler caches are a private folder (the probe would load a probe
+# library it found in the shared Inductor cache instead of building it), removed after.
 _ASK = """
-import os, shutil, tempfile
-private = tempfile.mkdtemp(prefix="kernelopt-vector-isa-")
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = private
+import os, shutil
+from pathlib import Path
+private = os.environ["KERNELOPT_VECTOR_ISA_PRIVATE"]
 try:
     from kernelopt.compile.vector_isa import record_here
     record_here()
 finally:
     shutil.rmtree(private, ignore_errors=True)
+    Path(os.environ["KERNELOPT_VECTOR_ISA_LOCK"]).unlink(missing_ok=True)
 """
+
+
+def _take_ask_lock(record: Path) -> Path | None:
+    """One ask per key on a machine at a time (workers and their children all ask):
+    the lock beside the record, or None if a live ask holds it."""
+    lock = record.with_name(f".{record.stem}.asking")
+    with contextlib.suppress(OSError):
+        if time.time() - lock.stat().st_mtime > ASK_STALE_S:
+            lock.unlink(missing_ok=True)
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError:
+        return None
+    return lock
 
 
 def keep_for(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
@@ -258,11 +281,23 @@ def keep_for(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
     if record in _ASKED or record.exists():
         return None
     _ASKED.add(record)
-    child = {**env, RECORD_ENV: str(record_dir(env))}
+    lock = _take_ask_lock(record)
+    if lock is None:
+        return None
+    private = tempfile.mkdtemp(prefix="kernelopt-vector-isa-")
+    child = {
+        **env,
+        RECORD_ENV: str(record_dir(env)),
+        _PRIVATE_ENV: private,  # the ask removes it and the lock when done
+        _LOCK_ENV: str(lock),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(private, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(private, "triton"),
+    }
     try:
         return subprocess.Popen(
-            [sys.executable, "-c", _ASK],
+            [sys.executable, "-s", "-c", _ASK],
             env=child,
+            cwd=private,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -270,7 +305,18 @@ def keep_for(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
         )
     except OSError as exc:
         log.warning("vector_isa_ask_failed", error=f"{type(exc).__name__}: {exc}")
+        shutil.rmtree(private, ignore_errors=True)
+        lock.unlink(missing_ok=True)
         return None
+
+
+def keep_for_children(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+    """``keep_for`` a sandboxed child's ``env`` (it may compile with another compiler
+    than its parent), once this machine has seen a wrapper with C++ kernels (its own
+    answers are kept): a machine that never compiles C++ never asks."""
+    if not record_path().exists():
+        return None
+    return keep_for(env)
 
 
 __all__ = [
@@ -278,6 +324,7 @@ __all__ = [
     "answered",
     "has_cpp_kernels",
     "keep_for",
+    "keep_for_children",
     "key_parts",
     "machine_key",
     "prime",

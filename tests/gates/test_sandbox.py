@@ -228,3 +228,16 @@ def test_a_sandboxed_child_with_no_kept_answers_asks_itself_and_keeps_nothing(
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.strip().endswith("False"), done.stderr[-2000:]
     assert list(vector_isa.record_dir().iterdir()) == []
+
+
+def test_a_misnamed_answers_folder_is_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KERNELOPT_VECTOR_ISA_DIR set to a home (or any folder holding private places) binds
+    nothing: the children then ask Inductor themselves."""
+    from kernelopt.compile import vector_isa
+
+    monkeypatch.setenv(vector_isa.RECORD_ENV, str(Path.home()))
+    assert sandbox.VECTOR_ISA_VIEW not in sandbox.bwrap_args("bwrap")
+    monkeypatch.setenv(vector_isa.RECORD_ENV, str(tmp_path / "answers"))
+    assert sandbox.VECTOR_ISA_VIEW in sandbox.bwrap_args("bwrap")

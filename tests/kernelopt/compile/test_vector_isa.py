@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -124,3 +125,46 @@ def test_the_background_ask_never_loads_from_the_shared_compiler_cache(tmp_path:
     asking = vector_isa.keep_for(child)
     assert asking is not None and asking.wait(timeout=300) == 0
     assert list(shared.iterdir()) == []
+
+
+def test_a_no_is_asked_twice_before_it_is_kept() -> None:
+    """A probe also fails on a timeout or a killed compiler: one failure is not kept."""
+
+    class Isa:
+        def __str__(self) -> str:
+            return "avx2"
+
+        def build_arch_flags(self) -> str:
+            return "-mavx2"
+
+    for replies, kept in (([False, True], True), ([False, False], False), ([True], True)):
+        answers: list = []
+        original = functools.partial(lambda asked, isa, code: next(asked), iter(replies))
+        assert vector_isa._recorder(answers)(original, Isa(), "x") is kept
+        assert [a[3] for a in answers] == [kept]
+
+
+def test_children_are_asked_for_only_where_a_cpp_wrapper_was_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine that never compiles C++ never runs the probe for a sandbox's compiler."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(vector_isa.RECORD_ENV, raising=False)
+    asked: list = []
+    monkeypatch.setattr(vector_isa, "keep_for", lambda env: asked.append(env))
+    child = {"CXX": "/usr/bin/c++", "PATH": "/usr/bin"}
+    vector_isa.keep_for_children(child)
+    assert asked == []
+    vector_isa.write_record([])  # this machine's own answers are kept: now it asks
+    vector_isa.keep_for_children(child)
+    assert asked == [child]
+
+
+def test_one_ask_per_key_runs_at_a_time_across_processes(tmp_path: Path) -> None:
+    child = {"CXX": "/nonexistent/g++", "PATH": "", "XDG_CACHE_HOME": str(tmp_path)}
+    record = vector_isa.record_path(child)
+    lock = vector_isa._take_ask_lock(record)
+    assert lock is not None and vector_isa._take_ask_lock(record) is None
+    old = 2 * vector_isa.ASK_STALE_S
+    os.utime(lock, (lock.stat().st_atime - old, lock.stat().st_mtime - old))
+    assert vector_isa._take_ask_lock(record) == lock  # a dead ask's lock is taken over
