@@ -15,25 +15,21 @@ from kernelopt.compile import vector_isa
 
 ROOT = Path(__file__).resolve().parents[3]
 
-# a fresh process: prime (or record), then Inductor's pick and the flags its C++ gets
+# a fresh process: record (as the detached ask does) or replay, then Inductor's pick and
+# the flags its C++ gets
 _PICK = """
-import json, os, sys
+import json, sys
 from kernelopt.compile import vector_isa
-if sys.argv[1] == "forbid":  # any real compile-and-load probe fails the run
+from torch._inductor.cpu_vec_isa import pick_vec_isa
+if sys.argv[1] == "record":
+    vector_isa.record_here()
+else:  # any real compile-and-load probe fails the run
     import torch._inductor.cpu_vec_isa as m
     def probed(*args, **kwargs):
         raise AssertionError("probed")
     m.VecISA._probe_load = probed
-from torch._inductor.cpu_vec_isa import pick_vec_isa
 with vector_isa.answered():  # as around a compile or a load that asks
     isa = pick_vec_isa()
-if sys.argv[1] == "record":  # the ask answered() left behind keeps the answers
-    vector_isa.keep_for(os.environ) is None or print("a second ask")
-    import time
-    for _ in range(600):
-        if vector_isa.read_record() is not None:
-            break
-        time.sleep(0.2)
 print(json.dumps([vector_isa.primed(), str(isa), isa.build_arch_flags()]))
 """
 
@@ -51,12 +47,11 @@ def _pick(tmp: Path, mode: str, **env: str) -> list:
 def test_a_trusted_process_records_and_a_later_one_replays_without_probing(
     tmp_path: Path,
 ) -> None:
-    primed, isa, flags = _pick(tmp_path, "record")
+    _, isa, flags = _pick(tmp_path, "record")
     kept = list((tmp_path / "kernelopt" / "vector-isa").glob("*.json"))
-    if not kept:
+    assert len(kept) == 1  # it asked for real, and kept what it found
+    if not json.loads(kept[0].read_text())["answers"]:
         pytest.skip(f"Inductor asks no compile-and-load probe on this machine (picked {isa!r})")
-    assert not primed  # it asked for real; a detached process kept the answers
-    assert json.loads(kept[0].read_text())["answers"]
     # the replay reaches Inductor's very answer, flags included, with every probe forbidden
     assert _pick(tmp_path, "forbid") == [True, isa, flags]
 
@@ -168,3 +163,25 @@ def test_one_ask_per_key_runs_at_a_time_across_processes(tmp_path: Path) -> None
     old = 2 * vector_isa.ASK_STALE_S
     os.utime(lock, (lock.stat().st_atime - old, lock.stat().st_mtime - old))
     assert vector_isa._take_ask_lock(record) == lock  # a dead ask's lock is taken over
+
+
+def test_a_process_where_inductor_asked_has_the_answers_kept_for_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``answered()`` starts no ask where nothing asked (a model without C++ kernels),
+    and one where Inductor asked inside it with no answers kept."""
+    asks: list = []
+    monkeypatch.setattr(vector_isa, "replay_kept", lambda: False)
+    monkeypatch.setattr(vector_isa, "_may_keep", lambda: True)
+    monkeypatch.setattr(vector_isa, "keep_for", lambda env: asks.append(env))
+    asked = [False]
+    monkeypatch.setattr(vector_isa, "_asked_already", lambda: asked[0])
+    with vector_isa.answered():
+        pass
+    assert asks == []
+    with vector_isa.answered():
+        asked[0] = True  # Inductor asked while compiling
+    assert len(asks) == 1
+    with vector_isa.answered():  # asked before: its answers are Inductor's already
+        pass
+    assert len(asks) == 1
