@@ -80,8 +80,9 @@ def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
     except metadata.PackageNotFoundError:
         torch_version = ""
     env = os.environ if env is None else env
-    # by path, not ``which``: a sandboxed process may not pass its access() check
-    compiler = env.get("CXX") or shutil.which("g++", path=env.get("PATH")) or ""  # Inductor's
+    # the compiler Inductor runs: CXX, else its default g++; resolved by path, since a
+    # sandboxed process (whose CXX is absolute) may fail ``which``'s access() check
+    compiler = env.get("CXX") or shutil.which("g++", path=env.get("PATH")) or ""
     compiler = os.path.realpath(compiler) if compiler and os.path.exists(compiler) else ""
     flags = ""
     with contextlib.suppress(OSError):
@@ -141,10 +142,10 @@ def _recorder(answers: list[Answer]) -> Callable[[Callable[..., bool], Any, str]
     return answer
 
 
-def prime(answers: list[Answer]) -> bool:
+def prime(answers: list[Answer]) -> None:
     """Answer Inductor's probe in this process from ``answers``: no compile, no
-    subprocess (a probe they do not cover runs for real). False if Inductor's probe
-    is not what this module knows; the process then asks as it always did."""
+    subprocess (a probe they do not cover runs for real). Where Inductor's probe is not
+    what this module knows, the process asks as it always did."""
     known = {tuple(a[:3]): bool(a[3]) for a in answers}
 
     def answer(original: Callable[..., bool], isa: Any, code: str) -> bool:
@@ -158,8 +159,6 @@ def prime(answers: list[Answer]) -> bool:
             pick_vec_isa()
     except Exception as exc:  # a torch whose probe has another shape
         log.warning("vector_isa_prime_failed", error=f"{type(exc).__name__}: {exc}")
-        return False
-    return True
 
 
 def read_record(env: Mapping[str, str] | None = None) -> list[Answer] | None:
@@ -175,7 +174,9 @@ def read_record(env: Mapping[str, str] | None = None) -> list[Answer] | None:
 
 
 def write_record(answers: list[Answer], env: Mapping[str, str] | None = None) -> None:
-    """Keep the answers for the compiler ``env`` names (written whole, then renamed)."""
+    """Keep the answers for the compiler ``env`` names (written whole, then renamed).
+    Not the store's ``write_atomic``: its files are owner-only, and the sandbox's user
+    must read these."""
     path = record_path(env)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
