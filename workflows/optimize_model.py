@@ -78,6 +78,10 @@ UNCOMPILABLE_REASON_CHARS = 600
 # A trial whose re-stitched wrapper fails to build or run (after the activity's retries) is
 # a trial not kept, with its error in the outcome's reason; before, it failed the campaign.
 RESTITCH_FAILURE_PATCH = "restitch-failure-not-kept"
+# A whole-forward win over an Inductor baseline is judged and handed back as the ModelNew
+# it is (``_as_own_model``), not as a wrapper that runs it: the form gate 4 times is the one
+# returned, without the flat-argument round trip the wrapper adds on every call.
+FORWARD_AS_MODEL_PATCH = "forward-win-as-own-model"
 
 
 def uncompilable_reason(message: str) -> str:
@@ -113,6 +117,18 @@ def _failure_text(exc: Exception) -> str:
     cause = exc.cause if isinstance(exc, ActivityError) and exc.cause is not None else exc
     text = getattr(cause, "message", "") or str(cause)
     return (text.strip().splitlines() or [type(cause).__name__])[0][:200]
+
+
+def _as_own_model(trial: list[contracts.Replacement], compiled: contracts.CompileResult) -> bool:
+    """A trial that is one whole-forward ``ModelNew`` against Inductor's wrapper: gate 4 can
+    time it as a module beside the baseline wrapper.  A kind with its own baseline runs that
+    baseline through the same ``ForwardRunner`` a re-stitched forward uses, so both sides keep
+    that form (timing one side without it would favour the candidate)."""
+    return (
+        len(trial) == 1
+        and trial[0].target.kind == contracts.TargetKind.FORWARD
+        and not compiled.problem.kind.own_baseline
+    )
 
 
 def _overlaps(target, accepted: list[contracts.Replacement]) -> bool:
@@ -528,7 +544,7 @@ class OptimizeModel:
         accepted: list[contracts.Replacement] = []
         kept_labels: list[str] = []  # the built-in labels behind the kept replacements
         best: contracts.ModelGateResult | None = None
-        best_wrapper = None
+        best_wrapper, best_kind = None, "wrapper"
         verdicts = []
         why_not: list[str] = []  # per trial that was not kept, in the user's words
         trials: list[str] = []  # which candidate each model verdict judged
@@ -544,26 +560,35 @@ class OptimizeModel:
                 if n:
                     await self._checkpoint()
                 trial = [*accepted, contracts.Replacement(target=target, source=choice.source)]
-                try:
-                    stitched = await self._gpu(
-                        names.RESTITCH,
-                        contracts.RestitchInput(
-                            compiled=state.compiled, replacements=trial, **self._segment_fields()
-                        ),
-                        contracts.RestitchResult,
-                        opts.RESTITCH,
-                    )
-                except (ActivityError, ApplicationError) as exc:
-                    if _cancelled(exc) or not workflow.patched(RESTITCH_FAILURE_PATCH):
-                        raise
-                    why_not.append(f"{choice.id}: re-stitching failed: {_failure_text(exc)}")
-                    continue
+                if _as_own_model(trial, state.compiled) and workflow.patched(
+                    FORWARD_AS_MODEL_PATCH
+                ):
+                    model, source_kind = choice.source, "forward"
+                else:
+                    try:
+                        stitched = await self._gpu(
+                            names.RESTITCH,
+                            contracts.RestitchInput(
+                                compiled=state.compiled,
+                                replacements=trial,
+                                **self._segment_fields(),
+                            ),
+                            contracts.RestitchResult,
+                            opts.RESTITCH,
+                        )
+                    except (ActivityError, ApplicationError) as exc:
+                        if _cancelled(exc) or not workflow.patched(RESTITCH_FAILURE_PATCH):
+                            raise
+                        why_not.append(f"{choice.id}: re-stitching failed: {_failure_text(exc)}")
+                        continue
+                    model, source_kind = stitched.wrapper, "wrapper"
                 gate = await self._gpu(
                     names.GATE_MODEL,
                     contracts.ModelGateInput(
                         compiled=state.compiled,
-                        wrapper=stitched.wrapper,
+                        wrapper=model,
                         gamma=inp.options.gamma,
+                        source_kind=source_kind,
                         **pinned_gates(inp.options.gates),
                     ),
                     contracts.ModelGateResult,
@@ -577,7 +602,7 @@ class OptimizeModel:
                     accepted = trial
                     kept_labels.append(choice.label)
                     best = gate
-                    best_wrapper = stitched.wrapper
+                    best_wrapper, best_kind = model, source_kind
                     state.best_speedup = gate.speedup
                     self._sync_progress()
                     break  # this target is settled; its runners-up are not needed
@@ -611,6 +636,7 @@ class OptimizeModel:
             baseline_ms=best.baseline_ms,
             optimized_ms=best.candidate_ms,
             wrapper=best_wrapper,
+            source_kind=best_kind,
             replaced=[r.target.id for r in accepted],
             replaced_by=[builtin_family(label) if label else "llm" for label in kept_labels],
             model_verdicts=verdicts,

@@ -133,6 +133,8 @@ def print_outcome(outcome: Outcome, as_json: bool, home: Path | None = None) -> 
     else:
         table.add_row("speedup", f"{outcome.speedup:.3f}x over {baseline_name(outcome, quote='')}")
     table.add_row("reason", outcome.reason)
+    if outcome.wrapper is not None:
+        table.add_row("returned model", returned_model(outcome))
     if outcome.stop_reason:
         table.add_row("stopped early", outcome.stop_reason)
     if outcome.baseline_ms is not None:
@@ -157,6 +159,18 @@ def print_outcome(outcome: Outcome, as_json: bool, home: Path | None = None) -> 
             str(path) if path else f"artifact {outcome.report.sha256[:16]} ({outcome.report.name})",
         )
     output.console.print(table)
+
+
+def returned_model(outcome: Outcome) -> str:
+    """What the campaign hands back, and in which form (the form gate 4 timed)."""
+    ref = outcome.wrapper
+    assert ref is not None
+    form = (
+        "the problem file with ModelNew (a whole-forward win)"
+        if outcome.source_kind == "forward"
+        else "an Inductor wrapper module, call(args) on the captured argument list"
+    )
+    return f"artifact {ref.sha256[:16]} ({ref.name}): {form}"
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:

@@ -154,6 +154,9 @@ class Outcome(Frozen):
     triage: TriageResult | None = None
     triage_ref: TriageRef | None = None
     wrapper: ArtifactRef | None = None  # the model we hand back (baseline or re-stitched)
+    # "wrapper": ``wrapper`` is an Inductor wrapper (``call(args)``); "forward": it is the
+    # problem file with a ``ModelNew`` (a whole-forward win), judged in that form
+    source_kind: str = "wrapper"
     replaced: list[str] = Field(default_factory=list)
     # per replaced target, the family of the candidate that replaced it (the built-in
     # label's family, ``search.builtin_family``, or "llm"); empty in older outcomes

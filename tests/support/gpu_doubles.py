@@ -440,6 +440,8 @@ async def gate_model_double(inp: ModelGateInput) -> ModelGateResult:
     the first re-stitched model fails V_model (rho 133, like the biased kernel on the H200).
     """
     await _work(names.GATE_MODEL, inp.wrapper.sha256[:12])
+    if inp.source_kind == "forward" and "class ModelNew" not in open_store().get_text(inp.wrapper):
+        raise ApplicationError("a forward-kind model gate got no ModelNew", non_retryable=True)
     speedup = 1.04 + (_digest(inp.wrapper.sha256) % 10) / 100
     mode = os.environ.get("KERNELOPT_DOUBLES_MODEL_GATE", "")
     if mode.startswith("fail-once:"):

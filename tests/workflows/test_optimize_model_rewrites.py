@@ -62,6 +62,11 @@ async def test_a_builtin_campaign_proposes_a_rewrite_of_the_whole_forward(
     history = await handle.fetch_history()
     markers = await replayed_markers(history)  # raises on non-determinism
     assert any(b"builtin-rewrites-whole-forward" in m for m in markers)
+    # a whole-forward win is judged and returned as its ModelNew, never re-stitched
+    assert outcome.replaced == ["forward"], (outcome.category, outcome.reason)
+    assert outcome.source_kind == "forward" and outcome.wrapper is not None
+    assert "class ModelNew" in store.get_text(outcome.wrapper)
+    assert any(b"forward-win-as-own-model" in m for m in markers)
 
 
 def _fixture(stem: str):

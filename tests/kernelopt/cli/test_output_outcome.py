@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kernelopt.cli.campaign_commands import print_outcome
 from kernelopt.cli.output import console
+from kernelopt.contracts import ArtifactRef
 from tests.support.bench_outcomes import outcome
 
 
@@ -22,3 +23,12 @@ def test_an_outcome_without_a_baseline_claims_no_speedup() -> None:
 def test_an_outcome_with_a_baseline_states_its_speedup() -> None:
     done = outcome("b", "matched", 1.004).model_copy(update={"baseline_ms": 0.5})
     assert "1.004x over torch.compile" in _printed(done)
+
+
+def test_the_outcome_says_which_form_the_returned_model_has() -> None:
+    ref = ArtifactRef(sha256="ab" * 32, size=10, name="p_regen.py", media_type="text/x-python")
+    won = outcome("c", "optimized", 1.2).model_copy(update={"wrapper": ref, "baseline_ms": 0.5})
+    assert "call(args)" in _printed(won) and "ModelNew" not in _printed(won)
+    as_model = won.model_copy(update={"source_kind": "forward"})
+    shown = _printed(as_model)
+    assert "ModelNew" in shown and "call(args)" not in shown
