@@ -299,7 +299,8 @@ def render_markdown(
         "|---|---|",
         f"| eager | {_fmt(o.eager_ms, '.4f', ' ms')} |",
         f"| baseline | {_fmt(o.baseline_ms, '.4f', ' ms')} ({(o.baseline_note or o.compile_mode).replace('|', '/')}) |",
-        f"| returned model | {_fmt(o.optimized_ms or o.baseline_ms, '.4f', ' ms')} |",
+        f"| returned model | {_fmt(o.optimized_ms or o.baseline_ms, '.4f', ' ms')}"
+        f"{', ' + o.returned_form() if o.wrapper else ''} |",
         f"| proposer | {o.proposer or '-'} |",
         f"| search mode | {o.mode.value if o.mode else '-'} ({o.mode_reason or 'n/a'}) |",
         f"| replaced | {o.replaced_text() or 'nothing (baseline returned)'} |",

@@ -162,15 +162,10 @@ def print_outcome(outcome: Outcome, as_json: bool, home: Path | None = None) -> 
 
 
 def returned_model(outcome: Outcome) -> str:
-    """What the campaign hands back, and in which form (the form gate 4 timed)."""
+    """What the campaign hands back, and in which form."""
     ref = outcome.wrapper
-    assert ref is not None
-    form = (
-        "the problem file with ModelNew (a whole-forward win)"
-        if outcome.source_kind == "forward"
-        else "an Inductor wrapper module, call(args) on the captured argument list"
-    )
-    return f"artifact {ref.sha256[:16]} ({ref.name}): {form}"
+    name = f"artifact {ref.sha256[:16]} ({ref.name}): " if ref is not None else ""
+    return name + outcome.returned_form().replace("`", "")
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:

@@ -178,6 +178,14 @@ class Outcome(Frozen):
     # candidates' labels): they change f, and a deployment reproduces them from here
     library_choices: list[str] = Field(default_factory=list)
 
+    def returned_form(self) -> str:
+        """In which form the returned model comes (the form gate 4 timed); "" without one."""
+        if self.wrapper is None:
+            return ""
+        if self.source_kind == "forward":
+            return "the problem file with `ModelNew` (a whole-forward win)"
+        return "an Inductor wrapper module: `call(args)` on the captured argument list"
+
     def replaced_text(self) -> str:
         """The replaced targets, each with its candidate's family where the outcome has it."""
         if len(self.replaced_by) != len(self.replaced):

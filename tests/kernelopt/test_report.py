@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelopt.contracts import Decision, Outcome, OutcomeCategory
+from kernelopt.contracts import ArtifactRef, Decision, Outcome, OutcomeCategory
 from kernelopt.contracts.search import Candidate
 from kernelopt.report import render_markdown
 
@@ -50,6 +50,16 @@ def test_slow_candidates_read_as_passed_not_accepted_into_the_model() -> None:
     assert "| candidates tried / passed gates 1-2 | 3 / 2 |" in md
     assert "| replaced | nothing (baseline returned) |" in md
     assert "| returned model | 0.0680 ms |" in md
+
+
+def test_the_report_says_which_form_the_returned_model_has() -> None:
+    ref = ArtifactRef(sha256="cd" * 32, size=10, name="p_forward.py")
+    kept = _outcome(
+        category=OutcomeCategory.OPTIMIZED, speedup=1.2, reason="1 replacement", wrapper=ref
+    )
+    assert "`call(args)`" in render_markdown(kept, [])
+    as_model = kept.model_copy(update={"source_kind": "forward"})
+    assert "the problem file with `ModelNew`" in render_markdown(as_model, [])
 
 
 def test_model_gate_rows_name_the_candidate_they_judged() -> None:
