@@ -41,6 +41,7 @@ _KO_DYNAMIC_ARGS = {dynamic_args}
 _KO_STATIC_WRAPPER = {static_wrapper}
 _KO_DYNAMIC_WRAPPER = {dynamic_wrapper}
 _KO_OUTPUT = {output!r}
+_KO_RESULT_TYPE = {result_type}  # builds the named tuple the forward returns (None: a plain one)
 # per wrapper: where each result comes from, and the outputs stored on the module
 _KO_STATIC_LAYOUT = {static_layout}
 _KO_DYNAMIC_LAYOUT = {dynamic_layout}
@@ -84,7 +85,8 @@ class ModelNew(Model):
                     getattr(module, leaf).copy_(out[index])
             else:
                 setattr(module, leaf, out[index])
-        return plan.results(out, args)
+        result = plan.results(out, args)
+        return result if _KO_RESULT_TYPE is None else _KO_RESULT_TYPE(result)
 """
 
 
@@ -109,6 +111,7 @@ def candidate_source(
         static_wrapper=repr(static.wrapper),
         dynamic_wrapper=repr(dynamic.wrapper),
         output=static.output,
+        result_type=static.result_type or "None",
         static_layout=repr((static.picks, static.state)),
         dynamic_layout=repr((dynamic.picks, dynamic.state)),
         static_wraps=repr(static.wraps),

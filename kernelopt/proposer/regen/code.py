@@ -60,6 +60,9 @@ class Regenerated:
     # per argument: "dtype@device" where the graph takes a Python number as a 0-d tensor
     # (a float the dynamic compile left unspecialised), else None
     wraps: list[str | None] = field(default_factory=list)
+    # the tuple type the forward returns where it is a named one: source that builds it
+    # from the results' tuple in the candidate's module (``result_type``), else None
+    result_type: str | None = None
 
     @property
     def code(self) -> str:
@@ -179,6 +182,7 @@ def regenerate(
         [list(p) for p in layout.picks],
         layout.state_outputs,
         wraps,
+        result_type(out, problem.module.__name__),
     )
 
 
@@ -201,7 +205,7 @@ def output_form(out: Any) -> str:
     if isinstance(out, torch.Tensor):
         return "tensor"
     if isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
-        return type(out).__name__
+        return "tuple" if isinstance(out, tuple) else "list"  # a named one: ``result_type``
     leaves, spec = tree_flatten(out)
     if not all(leaf is None or isinstance(leaf, (torch.Tensor, int, float)) for leaf in leaves):
         kinds = sorted({type(leaf).__name__ for leaf in leaves})
@@ -210,6 +214,22 @@ def output_form(out: Any) -> str:
         return TREE + treespec_dumps(spec)
     except (TypeError, NotImplementedError) as exc:  # a container pytree cannot write down
         raise RegenError(f"the forward's output structure cannot be written down: {exc}") from exc
+
+
+def result_type(out: Any, problem_module: str) -> str | None:
+    """Source that rebuilds a named tuple of results in the candidate's module, which holds
+    the problem file: ``Name._make`` for a named tuple the file defines, the
+    ``torch.return_types`` class for one an operator returns (``torch.max(x, dim)``); None
+    for a plain tuple or a type the candidate cannot name (it then returns a plain tuple)."""
+    kind = type(out)
+    named = all(part.isidentifier() for part in kind.__qualname__.split("."))
+    if not isinstance(out, tuple) or kind is tuple or not named:
+        return None
+    if kind.__module__ == problem_module and hasattr(kind, "_make"):
+        return f"{kind.__qualname__}._make"
+    if kind.__module__ == "torch.return_types":
+        return f"_ko_torch.return_types.{kind.__qualname__}"
+    return None
 
 
 def _other_shapes(

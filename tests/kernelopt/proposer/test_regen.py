@@ -523,3 +523,41 @@ def test_a_regeneration_runs_what_the_gates_feed_and_nothing_they_skip(
     0-d tensor ("expected Tensor() for op: input"); and a derived batch that the model
     itself cannot run (the gates drop it) refused the whole regeneration."""
     _regeneration_passes_gates_1_to_3(problem, cpu_zygote, tmp_path)
+
+
+PAIR = '''"""Both halves of a ReLU as a named tuple the file defines."""
+
+import collections
+
+import torch
+import torch.nn as nn
+
+Pair = collections.namedtuple("Pair", ["low", "high"])
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> Pair:
+        return Pair(torch.relu(-x), torch.relu(x))
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+'''
+
+
+@pytest.mark.parametrize("source", [PAIR, (IDENTITY / "max_namedtuple_output.py").read_text()])
+def test_a_named_tuple_result_comes_back_as_its_own_type(source: str) -> None:
+    """The returned ``ModelNew`` is what the user gets for a whole-forward win, so its
+    results keep their type and field names (before: a plain list)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(regenerated_candidate(source, 0, "cpu", {}, {}), "<regen>", "exec"), namespace)
+    x = namespace["get_inputs"]()[0]
+    got, want = namespace["ModelNew"]()(x), namespace["Model"]()(x)
+    assert type(got) is type(want)
+    fields = getattr(want, "_fields", None) or ("values", "indices")  # a named tuple, a structseq
+    assert [getattr(got, f) is got[i] for i, f in enumerate(fields)] == [True] * len(fields)
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
