@@ -134,7 +134,7 @@ def print_outcome(outcome: Outcome, as_json: bool, home: Path | None = None) -> 
         table.add_row("speedup", f"{outcome.speedup:.3f}x over {baseline_name(outcome, quote='')}")
     table.add_row("reason", outcome.reason)
     if outcome.wrapper is not None:
-        table.add_row("returned model", returned_model(outcome))
+        table.add_row("returned model", returned_model(outcome, home))
     if outcome.stop_reason:
         table.add_row("stopped early", outcome.stop_reason)
     if outcome.baseline_ms is not None:
@@ -161,11 +161,17 @@ def print_outcome(outcome: Outcome, as_json: bool, home: Path | None = None) -> 
     output.console.print(table)
 
 
-def returned_model(outcome: Outcome) -> str:
-    """What the campaign hands back, and in which form."""
+def returned_model(outcome: Outcome, home: Path | None = None) -> str:
+    """Where the returned model is (a file, or its digest where this machine's store lacks
+    it), and in which form."""
+    from kernelopt.campaign_status import model_path
+
     ref = outcome.wrapper
-    name = f"artifact {ref.sha256[:16]} ({ref.name}): " if ref is not None else ""
-    return name + outcome.returned_form().replace("`", "")
+    if ref is None:
+        return "-"
+    path = model_path(outcome, home) if home is not None else None
+    where = str(path) if path else f"artifact {ref.sha256[:16]} ({ref.name})"
+    return f"{where}: {outcome.returned_form().replace('`', '')}"
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:

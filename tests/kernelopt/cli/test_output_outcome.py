@@ -32,3 +32,23 @@ def test_the_outcome_says_which_form_the_returned_model_has() -> None:
     as_model = won.model_copy(update={"source_kind": "forward"})
     shown = _printed(as_model)
     assert "ModelNew" in shown and "call(args)" not in shown
+
+
+def test_the_returned_model_is_a_file_in_the_home(tmp_path) -> None:
+    """The user gets the model as a file beside the reports, not only a digest."""
+    from kernelopt.campaign_status import model_path
+    from kernelopt.store import open_store
+
+    text = "class ModelNew(Model):\n    pass\n"
+    ref = open_store(tmp_path / "artifacts").put_text(text, "text/x-python", "c.py")
+    won = outcome("d", "optimized", 1.2).model_copy(
+        update={"wrapper": ref, "source_kind": "forward", "baseline_ms": 0.5}
+    )
+    path = model_path(won, tmp_path)
+    assert path is not None and path.parent == tmp_path / "models"
+    assert path.read_text() == text and path.suffix == ".py"
+    with console.capture() as cap:
+        print_outcome(won, as_json=False, home=tmp_path)
+    assert "models" in cap.get()
+    elsewhere = won.model_copy(update={"wrapper": ArtifactRef(sha256="ef" * 32, size=3)})
+    assert model_path(elsewhere, tmp_path) is None  # not in this machine's store
