@@ -150,9 +150,9 @@ def _judge_candidate(
         and inp.measure_kernel_speedup
         and bundle.ok
     ):
-        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
+        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"), ws.own_baseline or "")
         prestarted = prestart_round(
-            ws.wrapper_source(None),
+            ws.baseline_for(candidate.kind == "candidate"),
             candidate,
             round_setup(bundle, timing_settings, graph_replay=True),
             workdir=ws.dir / "timing",
@@ -183,7 +183,7 @@ def _gates_and_timing(
     timing: dict[str, Any] = {}
     if all(v.passed for v in verdicts) and inp.measure_kernel_speedup:
         m = measure(
-            ws.wrapper_source(None),
+            ws.baseline_for(candidate.kind == "candidate"),
             candidate,
             round_setup(bundle, timing_settings, graph_replay=True),
             workdir=ws.dir / "timing",
@@ -234,7 +234,7 @@ def _gates_on(
     the compiled files): what both entry points run first, each lap in ``stages``."""
     if not bundle.ok:
         raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
-    bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"))
+    bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"), ws.own_baseline or "")
     _reference_stages(stages, bundle)
     parts = StageClock()
     verdicts, child = run_gates_1_to_3(
@@ -347,7 +347,7 @@ def _judge_model(
         return ModelGateResult(verdict=v_model, verdicts=[v_model], stage_seconds=stages.seconds)
     first = bundle.input_sets[0].name
     m = measure(
-        ws.wrapper_source(None),
+        ws.baseline_for(inp.source_kind == "forward"),
         candidate,
         round_setup(bundle, settings),
         workdir=ws.dir / "timing",

@@ -22,6 +22,9 @@ from kernelopt.contracts.compiled import (
 )
 from kernelopt.store import ArtifactStore, LocalBackend
 
+# the file a kernel problem's baseline ModelNew is written to, which the gates guard
+OWN_BASELINE = "baseline-own.py"
+
 
 class CompiledLayout:
     """The problem, compiled result and store root of one compile, written into ``directory``."""
@@ -36,6 +39,31 @@ class CompiledLayout:
         self.compiled_json.write_text(compiled.model_dump_json())
         backend = store.backend
         self.store_root = str(backend.root) if isinstance(backend, LocalBackend) else ""
+        # a kernel problem's baseline as the ModelNew its wrapper runs (``baseline_for``)
+        self.own_baseline: Path | None = None
+        if compiled.problem.kind.own_baseline:
+            from kernelopt.kinds.compile import baseline_model_source
+
+            self.own_baseline = directory / OWN_BASELINE
+            self.own_baseline.write_text(baseline_model_source(store.get_text(compiled.wrapper)))
+
+    def baseline_for(self, whole_forward: bool) -> ModelSource:
+        """Gate 4's baseline in the form its candidate is timed in.
+
+        A whole-forward candidate is timed as its ``ModelNew``; a kernel problem's
+        baseline is a ``ModelNew`` too, which its wrapper runs through ``ForwardRunner``:
+        timing the candidate without that round trip and the baseline with it would
+        favour the candidate, so the baseline is then timed as its ``ModelNew`` itself.
+        Otherwise the compile's wrapper (Inductor's, or a kernel problem's beside a
+        re-stitched wrapper).
+        """
+        if whole_forward and self.own_baseline is not None:
+            return ModelSource(
+                kind="candidate",
+                problem_path=self.problem_path,
+                candidate_path=str(self.own_baseline),
+            )
+        return self.wrapper_source(None)
 
     def wrapper_source(self, wrapper: ArtifactRef | None) -> ModelSource:
         """``wrapper`` None: the baseline wrapper; else an ArtifactRef of a re-stitched one."""

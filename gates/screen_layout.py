@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gates.layout import CompiledLayout
 from gates.protocol import ModelSource
+from kernelopt.contracts.compiled import TargetKind
 from kernelopt.contracts.screening import ScreenCandidate, ScreenInput
 from kernelopt.store import ArtifactStore
 
@@ -29,7 +30,7 @@ class ScreenLayout(CompiledLayout):
     def baseline(self) -> ModelSource:
         if self.inp.baseline == "eager":
             return ModelSource(kind="eager", problem_path=self.problem_path)
-        return self.wrapper_source(None)
+        return self.baseline_for(self.inp.target.kind == TargetKind.FORWARD)
 
     def candidate(self, cand: ScreenCandidate) -> ModelSource:
         """The candidate as the child builds it; DeterministicError when it does not fit."""

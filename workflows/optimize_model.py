@@ -78,9 +78,9 @@ UNCOMPILABLE_REASON_CHARS = 600
 # A trial whose re-stitched wrapper fails to build or run (after the activity's retries) is
 # a trial not kept, with its error in the outcome's reason; before, it failed the campaign.
 RESTITCH_FAILURE_PATCH = "restitch-failure-not-kept"
-# A whole-forward win over an Inductor baseline is judged and handed back as the ModelNew
-# it is (``_as_own_model``), not as a wrapper that runs it: the form gate 4 times is the one
-# returned, without the flat-argument round trip the wrapper adds on every call.
+# A whole-forward win is judged and handed back as the ModelNew it is (``_as_own_model``),
+# not as a wrapper that runs it: the form gate 4 times is the one returned, without the
+# flat-argument round trip the wrapper adds on every call.
 FORWARD_AS_MODEL_PATCH = "forward-win-as-own-model"
 
 
@@ -119,16 +119,11 @@ def _failure_text(exc: Exception) -> str:
     return (text.strip().splitlines() or [type(cause).__name__])[0][:200]
 
 
-def _as_own_model(trial: list[contracts.Replacement], compiled: contracts.CompileResult) -> bool:
-    """A trial that is one whole-forward ``ModelNew`` against Inductor's wrapper: gate 4 can
-    time it as a module beside the baseline wrapper.  A kind with its own baseline runs that
-    baseline through the same ``ForwardRunner`` a re-stitched forward uses, so both sides keep
-    that form (timing one side without it would favour the candidate)."""
-    return (
-        len(trial) == 1
-        and trial[0].target.kind == contracts.TargetKind.FORWARD
-        and not compiled.problem.kind.own_baseline
-    )
+def _as_own_model(trial: list[contracts.Replacement]) -> bool:
+    """A trial that is one whole-forward ``ModelNew``: gate 4 times it as that module, beside
+    Inductor's wrapper or a kernel problem's own baseline ``ModelNew``
+    (``gates.layout.CompiledLayout.baseline_for``)."""
+    return len(trial) == 1 and trial[0].target.kind == contracts.TargetKind.FORWARD
 
 
 def _overlaps(target, accepted: list[contracts.Replacement]) -> bool:
@@ -560,9 +555,7 @@ class OptimizeModel:
                 if n:
                     await self._checkpoint()
                 trial = [*accepted, contracts.Replacement(target=target, source=choice.source)]
-                if _as_own_model(trial, state.compiled) and workflow.patched(
-                    FORWARD_AS_MODEL_PATCH
-                ):
+                if _as_own_model(trial) and workflow.patched(FORWARD_AS_MODEL_PATCH):
                     model, source_kind = choice.source, "forward"
                 else:
                     try:

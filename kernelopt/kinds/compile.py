@@ -78,6 +78,22 @@ def call(args):
 '''
 
 
+def baseline_model_source(wrapper: str) -> str:
+    """The baseline ``ModelNew`` source a ``WRAPPER`` text runs (its ``CANDIDATE_SOURCE``),
+    read without running the wrapper."""
+    import ast
+
+    for node in ast.parse(wrapper).body:
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["CANDIDATE_SOURCE"]
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value
+    raise ValueError("not a kernel problem's baseline wrapper: no CANDIDATE_SOURCE string")
+
+
 def baseline_mode(problem: KernelProblem, device: str) -> str:
     if problem.kind == ProblemKind.HELION:
         from kernelopt.kinds.helion_kernels import effort_for

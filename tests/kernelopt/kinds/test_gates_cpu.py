@@ -136,6 +136,20 @@ def test_campaign_gates_take_a_builtin_variant_end_to_end(kinds_env: Path, launc
     assert compiled.compiled_ms > 0
     drift = model.verdicts[1].metrics["baseline_vs_compile"]
     assert drift == round(model.baseline_ms / compiled.compiled_ms, 3)
+    # the baseline beside the re-stitched wrapper is the compile's wrapper (its ModelNew
+    # through ForwardRunner); beside a ModelNew it is the baseline's own ModelNew, imported
+    # like the candidate, in the search (above) and in the model gate
+    assert "baseline.import" not in model.stage_seconds
+    assert "baseline.import" in stages
+    as_model = gate_model(
+        ModelGateInput(
+            compiled=compiled, wrapper=variant.source, source_kind="forward", settings=settings
+        ),
+        store,
+    )
+    gates = [(v.gate, v.passed) for v in as_model.verdicts]
+    assert gates[0] == (GateName.MODEL, True) and gates[1][0] == GateName.PERFORMANCE, gates
+    assert "baseline.import" in as_model.stage_seconds and as_model.baseline_ms is not None
 
 
 def test_gate_4_times_the_files_own_launcher_as_the_baseline(launcher: bool) -> None:
@@ -158,3 +172,13 @@ def test_gate_4_times_the_files_own_launcher_as_the_baseline(launcher: bool) -> 
     result = verify_candidate(PROBLEM, CANDIDATES / "scale_add_modelnew.py", settings)
     assert [v.gate for v in result.verdicts][-1] == GateName.PERFORMANCE
     assert result.baseline_ms is not None and result.candidate_ms is not None
+
+
+def test_the_baseline_model_new_is_read_from_its_wrapper_without_running_it() -> None:
+    from kernelopt.kinds.compile import WRAPPER, baseline_model_source
+
+    source = 'import os\nos.remove("never")\n"""quoted"""\n'
+    text = WRAPPER.format(kind="triton", how="h", source=source, names=[], roles=[], seed=0)
+    assert baseline_model_source(text) == source
+    with pytest.raises(ValueError, match="CANDIDATE_SOURCE"):
+        baseline_model_source("CANDIDATE_SOURCE = make()\n")
