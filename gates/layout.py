@@ -44,8 +44,13 @@ class CompiledLayout:
         if compiled.problem.kind.own_baseline:
             from kernelopt.kinds.compile import baseline_model_source
 
-            self.own_baseline = directory / OWN_BASELINE
-            self.own_baseline.write_text(baseline_model_source(store.get_text(compiled.wrapper)))
+            try:
+                text = baseline_model_source(store.get_text(compiled.wrapper))
+            except (ValueError, SyntaxError):  # not the kind's wrapper: it stays the baseline
+                text = None
+            if text is not None:
+                self.own_baseline = directory / OWN_BASELINE
+                self.own_baseline.write_text(text)
 
     def baseline_for(self, whole_forward: bool) -> ModelSource:
         """Gate 4's baseline in the form its candidate is timed in.
