@@ -143,3 +143,23 @@ def test_identity_and_biased_kernel_through_all_gates(compiled, gate_launch) -> 
         )
         + "\n"
     )
+
+
+def test_a_whole_forward_model_new_is_judged_as_it_is_returned(compiled, gate_launch) -> None:
+    """A lone whole-forward win goes to gates 3-4 as its ``ModelNew`` (the form the campaign
+    hands back, ``source_kind="forward"``): the identity ``ModelNew`` passes gate 3 and gets
+    a gate 4 verdict that is not an error, timed beside Inductor's wrapper."""
+    store, comp, _ = compiled
+    identity = store.put_text(PROBLEM + "\n\nModelNew = Model\n", name="identity_forward.py")
+    settings = GateSettings(device="cuda", max_rounds=2, noisy_rounds=0)
+    judged = gate_model(
+        ModelGateInput(compiled=comp, wrapper=identity, source_kind="forward", settings=settings),
+        store,
+    )
+    reasons = [(v.gate.value, v.status.value, v.reason[:160]) for v in judged.verdicts]
+    assert [v.gate for v in judged.verdicts] == [GateName.MODEL, GateName.PERFORMANCE], reasons
+    assert judged.verdicts[0].passed and judged.verdicts[1].status != GateStatus.ERROR, reasons
+    assert "candidate.import" in judged.stage_seconds  # the ModelNew itself, imported
+    Path(os.environ.get("KERNELOPT_GATES_OUT", "/tmp")).joinpath(
+        "gates_campaign_forward.txt"
+    ).write_text(f"gate_model forward identity: {reasons} speedup={judged.speedup}\n")

@@ -82,6 +82,7 @@ def test_a_regenerated_model_new_is_checked_on_held_out_shapes_and_timed(
     assert gated.verdicts[0].passed, reasons
     assert gated.baseline_ms is not None and gated.candidate_ms is not None
     assert "gates_1_3.child" in gated.stage_seconds
+    assert "candidate.import" in gated.stage_seconds  # timed as the ModelNew itself
 
 
 def test_a_model_new_right_only_on_the_compiled_shape_fails_gate_3(
