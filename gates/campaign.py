@@ -150,7 +150,7 @@ def _judge_candidate(
         and inp.measure_kernel_speedup
         and bundle.ok
     ):
-        bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"), ws.own_baseline or "")
+        bundle.guard(*ws.child_files())
         prestarted = prestart_round(
             ws.baseline_for(candidate.kind == "candidate"),
             candidate,
@@ -234,7 +234,7 @@ def _gates_on(
     the compiled files): what both entry points run first, each lap in ``stages``."""
     if not bundle.ok:
         raise DeterministicError(f"reference could not run: {bundle.outcome.describe()}")
-    bundle.guard(ws.compiled_json, *ws.dir.glob("wrapper-*.json"), ws.own_baseline or "")
+    bundle.guard(*ws.child_files())
     _reference_stages(stages, bundle)
     parts = StageClock()
     verdicts, child = run_gates_1_to_3(

@@ -52,6 +52,12 @@ class CompiledLayout:
                 self.own_baseline = directory / OWN_BASELINE
                 self.own_baseline.write_text(text)
 
+    def child_files(self) -> list[Path]:
+        """The files of this layout that children read and a candidate must not rewrite
+        (the gates keep their bytes and compare them after every candidate process)."""
+        files = [self.compiled_json, *self.dir.glob("wrapper-*.json")]
+        return [*files, self.own_baseline] if self.own_baseline is not None else files
+
     def baseline_for(self, whole_forward: bool) -> ModelSource:
         """Gate 4's baseline in the form its candidate is timed in.
 

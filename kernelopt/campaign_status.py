@@ -35,26 +35,28 @@ def report_path(outcome: Outcome, home: Path) -> Path | None:
     None when the report is not in this machine's artifact store (a cluster whose
     store lives elsewhere); the caller then shows the digest instead.
     """
-    return _as_file(outcome.report, outcome, home / "reports", ".md")
+    return _as_file(outcome.report, outcome, home, "reports", ".md")
 
 
 def model_path(outcome: Outcome, home: Path) -> Path | None:
     """The returned model as a file under ``$KERNELOPT_HOME/models`` (its form:
     ``Outcome.returned_form``); None where it is not in this machine's store."""
-    return _as_file(outcome.wrapper, outcome, home / "models", ".py")
+    return _as_file(outcome.wrapper, outcome, home, "models", ".py")
 
 
-def _as_file(ref: ArtifactRef | None, outcome: Outcome, folder: Path, suffix: str) -> Path | None:
+def _as_file(
+    ref: ArtifactRef | None, outcome: Outcome, home: Path, folder: str, suffix: str
+) -> Path | None:
     from kernelopt.store import ArtifactError, open_store
 
     if ref is None:
         return None
-    store = open_store(folder.parent / "artifacts")
+    store = open_store(home / "artifacts")
     if not store.exists(ref):
         return None
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in outcome.campaign_id)
     try:
-        return store.materialize(ref, folder, f"{safe}{suffix}")
+        return store.materialize(ref, home / folder, f"{safe}{suffix}")
     except (ArtifactError, OSError):
         return None
 

@@ -154,7 +154,7 @@ class Outcome(Frozen):
     triage: TriageResult | None = None
     triage_ref: TriageRef | None = None
     wrapper: ArtifactRef | None = None  # the model we hand back (baseline or re-stitched)
-    # "wrapper": ``wrapper`` is an Inductor wrapper (``call(args)``); "forward": it is the
+    # "wrapper": ``wrapper`` is a wrapper module (``call(args)``); "forward": it is the
     # problem file with a ``ModelNew`` (a whole-forward win), judged in that form
     source_kind: str = "wrapper"
     replaced: list[str] = Field(default_factory=list)
@@ -184,7 +184,8 @@ class Outcome(Frozen):
             return ""
         if self.source_kind == "forward":
             return "the problem file with `ModelNew` (a whole-forward win)"
-        return "an Inductor wrapper module: `call(args)` on the captured argument list"
+        # Inductor's (re-stitched) wrapper, or a kernel problem's baseline wrapper
+        return "a wrapper module: `call(args)` on the captured argument list"
 
     def replaced_text(self) -> str:
         """The replaced targets, each with its candidate's family where the outcome has it."""

@@ -33,6 +33,7 @@ def test_a_kernel_problems_baseline_beside_a_model_new_is_its_own_model_new(
     assert beside_model.kind == "candidate"
     assert Path(beside_model.candidate_path).read_text() == SHIM
     assert layout.baseline_for(whole_forward=False).kind == "wrapper"
+    assert Path(beside_model.candidate_path) in layout.child_files()  # guarded like the rest
 
 
 def test_an_inductor_baseline_and_an_unknown_wrapper_stay_the_wrapper(tmp_path: Path) -> None:
@@ -41,3 +42,4 @@ def test_an_inductor_baseline_and_an_unknown_wrapper_stay_the_wrapper(tmp_path: 
     unknown = _layout(tmp_path / "b", ProblemKind.TRITON, "def call(args):\n    pass\n")
     assert unknown.own_baseline is None
     assert unknown.baseline_for(whole_forward=True).kind == "wrapper"
+    assert unknown.child_files() == [unknown.compiled_json]
