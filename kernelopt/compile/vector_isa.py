@@ -61,14 +61,6 @@ def record_path(env: Mapping[str, str] | None = None) -> Path:
     return record_dir(env) / f"{machine_key(env)[:24]}.json"
 
 
-def _may_keep() -> bool:
-    """Can this process keep answers? Not a sandboxed child: its folder is read-only."""
-    folder = record_dir()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    return os.access(folder, os.W_OK)
-
-
 def key_parts(env: Mapping[str, str] | None = None) -> list[str]:
     """What the answers depend on: torch, the machine, the C++ compiler and the CPU
     (torch's version read from its metadata: a parent that only builds a sandbox's
@@ -201,30 +193,61 @@ def replay_kept() -> bool:
     return _primed
 
 
-def _asked_already() -> bool:
-    """Has Inductor asked in this process (and so will not ask again)?"""
-    with contextlib.suppress(Exception):
-        from torch._inductor.cpu_vec_isa import valid_vec_isa_list
-
-        return valid_vec_isa_list.cache_info().currsize > 0
-    return True
-
-
 @contextlib.contextmanager
 def answered() -> Iterator[None]:
     """Around a compile or a wrapper load, which may make Inductor ask: replay the kept
-    answers; where there are none and Inductor asked here, have them kept for the next
-    process (``keep_for``, if this one may write them: a sandboxed child may not).
+    answers; where there are none, a process that Inductor asks waits for the machine's
+    one ask for its compiler (``await_kept``) and answers from it, so processes that
+    load C++ wrappers at once share one ask instead of each running its own. A
+    sandboxed child cannot start an ask; it waits for the one its parent started, and
+    asks itself where none runs.
 
     No probe is ever run for its own sake: a model without C++ kernels costs nothing.
     """
     if replay_kept():
         yield
         return
-    asked_before = _asked_already()
-    yield
-    if not asked_before and _asked_already() and _may_keep():
-        keep_for(os.environ)
+    with _probes_answered_by(_answerer_from_the_ask()):
+        yield
+
+
+def _answerer_from_the_ask() -> Callable[[Callable[..., bool], Any, str], bool]:
+    """An answerer that, at Inductor's first probe, waits for the machine's kept answers;
+    a probe they do not cover (or none kept in time) runs for real."""
+    known: dict[tuple[str, str, str], bool] | None = None
+
+    def answer(original: Callable[..., bool], isa: Any, code: str) -> bool:
+        nonlocal known
+        if known is None:
+            known = {tuple(a[:3]): bool(a[3]) for a in await_kept() or []}  # type: ignore[misc]
+        key = _probe_key(isa, code)
+        return known[key] if key in known else bool(original(isa, code))
+
+    return answer
+
+
+ASK_WAIT_S = 240.0  # the longest a process waits for the machine's ask before asking itself
+
+
+def await_kept(wait_s: float = ASK_WAIT_S, poll_s: float = 0.2) -> list[Answer] | None:
+    """This machine's kept answers, once its one ask has kept them: the ask is started
+    here if none runs and this process may (``keep_for``), else the running one is
+    waited for. None when the ask ended without keeping them, or after ``wait_s`` (of
+    this wait, or of the ask's age: a killed ask's lock stays behind)."""
+    global _primed
+    asking = keep_for(os.environ)
+    lock = _ask_lock(record_path())
+    deadline = time.monotonic() + wait_s
+    while True:
+        answers = read_record()
+        if answers is not None:
+            _primed = True
+            return answers
+        ended = asking.poll() is not None if asking is not None else not _younger(lock, wait_s)
+        if ended or time.monotonic() > deadline:
+            log.warning("vector_isa_ask_not_kept", waited_s=wait_s, ended=ended)
+            return read_record()
+        time.sleep(poll_s)
 
 
 def record_here() -> list[Answer]:
@@ -258,10 +281,23 @@ finally:
 """
 
 
+def _younger(lock: Path, seconds: float) -> bool:
+    """Is there an ask's lock, taken less than ``seconds`` ago?"""
+    try:
+        return time.time() - lock.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
+def _ask_lock(record: Path) -> Path:
+    """The lock an ask for ``record`` holds while it runs."""
+    return record.with_name(f".{record.stem}.asking")
+
+
 def _take_ask_lock(record: Path) -> Path | None:
     """One ask per key on a machine at a time (workers and their children all ask):
     the lock beside the record, or None if a live ask holds it."""
-    lock = record.with_name(f".{record.stem}.asking")
+    lock = _ask_lock(record)
     with contextlib.suppress(OSError):
         if time.time() - lock.stat().st_mtime > ASK_STALE_S:
             lock.unlink(missing_ok=True)
@@ -276,8 +312,9 @@ def _take_ask_lock(record: Path) -> Path | None:
 def keep_for(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
     """Have the answers for the compiler ``env`` names kept, if none are: a detached
     process with that environment asks Inductor once (no sandbox, so the folder is
-    writable to it; it runs nothing but Inductor's probe). Processes that need the
-    answers meanwhile ask themselves, as they always did. The process, or None."""
+    writable to it; it runs nothing but Inductor's probe). Trusted processes that need
+    the answers meanwhile wait for it (``await_kept``); sandboxed ones ask themselves.
+    The process, or None."""
     record = record_path(env)
     if record in _ASKED or record.exists():
         return None
@@ -323,6 +360,7 @@ def keep_for_children(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
 __all__ = [
     "RECORD_ENV",
     "answered",
+    "await_kept",
     "has_cpp_kernels",
     "keep_for",
     "keep_for_children",

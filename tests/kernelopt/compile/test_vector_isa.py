@@ -165,23 +165,64 @@ def test_one_ask_per_key_runs_at_a_time_across_processes(tmp_path: Path) -> None
     assert vector_isa._take_ask_lock(record) == lock  # a dead ask's lock is taken over
 
 
-def test_a_process_where_inductor_asked_has_the_answers_kept_for_the_next(
-    monkeypatch: pytest.MonkeyPatch,
+def test_processes_without_kept_answers_share_the_one_ask_and_never_probe(
+    tmp_path: Path,
 ) -> None:
-    """``answered()`` starts no ask where nothing asked (a model without C++ kernels),
-    and one where Inductor asked inside it with no answers kept."""
-    asks: list = []
-    monkeypatch.setattr(vector_isa, "replay_kept", lambda: False)
-    monkeypatch.setattr(vector_isa, "_may_keep", lambda: True)
-    monkeypatch.setattr(vector_isa, "keep_for", lambda env: asks.append(env))
-    asked = [False]
-    monkeypatch.setattr(vector_isa, "_asked_already", lambda: asked[0])
-    with vector_isa.answered():
-        pass
-    assert asks == []
-    with vector_isa.answered():
-        asked[0] = True  # Inductor asked while compiling
-    assert len(asks) == 1
-    with vector_isa.answered():  # asked before: its answers are Inductor's already
-        pass
-    assert len(asks) == 1
+    """Two trusted processes that Inductor asks at once, with nothing kept: the first
+    starts the machine's ask, the second waits for it, and neither runs a probe of its
+    own (``forbid``); both get the answer a recording process gets."""
+    _, isa, flags = _pick(tmp_path / "recorded", "record")
+    full = {k: v for k, v in os.environ.items() if k != vector_isa.RECORD_ENV}
+    full.update({"XDG_CACHE_HOME": str(tmp_path / "fresh"), "PYTHONPATH": str(ROOT)})
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PICK, "forbid"], env=full, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = [proc.communicate(timeout=600)[0] for proc in running]
+    assert [proc.returncode for proc in running] == [0, 0]
+    kept = list((tmp_path / "fresh" / "kernelopt" / "vector-isa").glob("*.json"))
+    assert len(kept) == 1
+    if not json.loads(kept[0].read_text())["answers"]:
+        pytest.skip(f"Inductor asks no compile-and-load probe on this machine (picked {isa!r})")
+    for out in outs:
+        assert json.loads(out.strip().splitlines()[-1]) == [True, isa, flags]
+
+
+def test_a_wait_for_the_ask_ends_when_the_ask_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's live ask is waited for until its answers are kept (a sandboxed
+    child waits so for its parent's); an ask that ends without keeping any, a wait past
+    its limit, or a lock older than the limit (a killed ask's) leaves Inductor to ask
+    here."""
+    import threading
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(vector_isa.RECORD_ENV, raising=False)
+    answers = [("avx2", "-mavx2 -mfma", "0" * 16, True)]
+    record = vector_isa.record_path()
+    assert vector_isa._take_ask_lock(record) is not None  # another process asks
+    monkeypatch.setattr(vector_isa, "keep_for", lambda env: None)
+    threading.Timer(0.5, vector_isa.write_record, [answers]).start()
+    assert vector_isa.await_kept(wait_s=60, poll_s=0.05) == answers
+    record.unlink()
+    assert vector_isa.await_kept(wait_s=0.3, poll_s=0.05) is None  # the lock stays: timed out
+    lock = vector_isa._ask_lock(record)
+    os.utime(lock, (lock.stat().st_atime - 120, lock.stat().st_mtime - 120))
+    slept: list[float] = []
+    monkeypatch.setattr(vector_isa.time, "sleep", slept.append)
+    assert vector_isa.await_kept(wait_s=60, poll_s=0.05) is None
+    assert slept == []  # not waited for at all: that ask died long ago
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(vector_isa.RECORD_ENV, raising=False)
+
+    class EndedAsk:
+        def poll(self) -> int:
+            return 1
+
+    vector_isa._ask_lock(record).unlink()
+    monkeypatch.setattr(vector_isa, "keep_for", lambda env: EndedAsk())
+    assert vector_isa.await_kept(wait_s=60, poll_s=0.05) is None
