@@ -14,9 +14,10 @@ and bring their own baseline.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
@@ -188,7 +189,22 @@ def set_path(directory: str, name: str) -> Path:
 
 
 def save_values(path: Path, values: list[Any]) -> None:
-    torch.save(to_cpu(values), path)
+    """Written without the zip records' CRC32: a reference writes several GBs of these
+    for a large-input problem, the checksum is one more pass over every byte, and
+    ``torch.load`` does not need it (where files must be what was written, their sha256
+    is checked: ``gates.reference_cache``)."""
+    with _without_crc32():
+        torch.save(to_cpu(values), path)
+
+
+@contextlib.contextmanager
+def _without_crc32() -> Iterator[None]:
+    kept = torch.serialization.get_crc32_options()
+    torch.serialization.set_crc32_options(False)
+    try:
+        yield
+    finally:
+        torch.serialization.set_crc32_options(kept)
 
 
 def load_values(path: Path, *, mmap: bool = False) -> list[Any]:

@@ -27,6 +27,23 @@ def test_a_mapped_load_holds_the_saved_values_after_the_file_is_gone(tmp_path: P
     assert mapped[2] == 2.5
 
 
+def test_values_are_saved_without_checksums_and_load_all_the_same(tmp_path: Path) -> None:
+    """The saves skip the zip records' CRC32 (a pass over GBs per reference), and leave
+    the process's own setting as it was: another ``torch.save`` here still writes them."""
+    import zipfile
+
+    values = [torch.randn(300, 7), torch.arange(4, dtype=torch.int64)]
+    plain, ours = tmp_path / "plain.pt", tmp_path / "ours.pt"
+    torch.save(values, plain)
+    save_values(ours, values)
+    torch.save(values, tmp_path / "after.pt")
+    crcs = {p.name: {i.CRC for i in zipfile.ZipFile(p).infolist()} for p in tmp_path.iterdir()}
+    assert crcs["ours.pt"] == {0} and 0 not in crcs["plain.pt"] and 0 not in crcs["after.pt"]
+    for mmap in (False, True):
+        loaded = load_values(ours, mmap=mmap)
+        assert all(torch.equal(a, b) for a, b in zip(loaded, values, strict=True))
+
+
 def test_files_are_hashed_side_by_side_to_the_digests_one_by_one(tmp_path: Path) -> None:
     paths = []
     for i in range(11):  # more files than hashing threads
