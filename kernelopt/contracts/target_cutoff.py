@@ -69,3 +69,23 @@ def select_targets(
             f"{deferred_share:.1%} of the model's GPU time"
         )
     return Cutoff(searched, deferred, deferred_share, rule)
+
+
+def kernels_short_of_gamma(triton_ms: float, total_ms: float, gamma: float) -> str:
+    """Why no one-kernel target is worth a search beside the whole forward, or "".
+
+    Replacing Triton kernels saves at most their GPU time, so when all of them
+    together, made infinitely fast, would not make the model ``gamma`` faster, no
+    mix of one-kernel replacements can be the outcome: only a whole-forward
+    candidate, which may also change what the library calls compute, can.
+    """
+    if triton_ms <= 0 or total_ms <= 0:
+        return ""  # nothing measured: no claim
+    share = min(triton_ms / total_ms, 1.0)
+    if share >= 1.0 or 1.0 / (1.0 - share) >= gamma:
+        return ""
+    return (
+        f"every Triton kernel together holds {share:.1%} of the model's GPU time: even "
+        f"infinitely fast they would make it at most {1.0 / (1.0 - share):.3f}x faster, "
+        f"short of gamma {gamma:g}, so the built-in proposer searches the whole forward only"
+    )

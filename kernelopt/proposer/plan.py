@@ -3,9 +3,13 @@
 The same steps, in the same order, as the campaign workflow's inline
 ``_choose_targets`` of campaigns from before "triage-by-reference"; here they read
 the stored triage and segmentation, and the chosen list goes back to the store.
+One step is this path's alone: beside the whole forward, the built-in proposer
+searches no single kernel when all of them together could not reach gamma.
 """
 
 from __future__ import annotations
+
+import structlog
 
 from kernelopt.compile.segment_store import load_segment
 from kernelopt.compile.triage_store import load_triage, rank_kernel_targets, store_plan
@@ -16,8 +20,11 @@ from kernelopt.contracts import (
     TargetKind,
     TargetPlan,
 )
+from kernelopt.contracts.target_cutoff import kernels_short_of_gamma
 from kernelopt.proposer.targets import builtin_targets
 from kernelopt.store import ArtifactStore
+
+log = structlog.get_logger(__name__)
 
 
 def plan_targets(inp: PlanTargetsInput, store: ArtifactStore) -> TargetPlan:
@@ -44,6 +51,10 @@ def plan_targets(inp: PlanTargetsInput, store: ArtifactStore) -> TargetPlan:
         # first: a rewrite's wins are the largest and its search the cheapest
         forward_target = (listed or builtin()).forward
         targets = [forward_target, *(t for t in targets if t.kind != TargetKind.FORWARD)]
+        short = kernels_short_of_gamma(triage.triton_ms, triage.total_ms, triage.gamma)
+        if short:  # the kernels' searches could not change the outcome
+            log.info("kernel_targets_dropped", reason=short, dropped=len(targets) - 1)
+            targets = targets[:1]
     return store_plan(targets, store, f"{inp.compiled.problem.name}.targets.json")
 
 

@@ -183,6 +183,26 @@ def test_the_plan_orders_targets_as_the_campaign_searches_them(
     assert len(no_groups) < len(m.triage.targets)
 
 
+def test_the_builtin_plan_drops_kernels_that_together_cannot_reach_gamma(
+    models: dict[int, Model], store: ArtifactStore
+) -> None:
+    """Kernels that hold too little of the model's GPU time to make it gamma faster even
+    if infinitely fast are not searched beside the whole forward; an LLM's plan keeps
+    them, and so does the built-in one where they could reach gamma."""
+    m = models[SMALL]
+    little = m.triage.model_copy(
+        update={"triton_ms": 0.02, "library_ms": 2.0, "total_ms": 2.02, "gamma": 1.03}
+    )
+    short = m.plan_input(**BUILTIN).model_copy(update={"triage": store_triage(little, store)})
+    plan = load_plan(plan_targets(short, store), store)
+    assert [t.kind for t in plan] == [TargetKind.FORWARD]
+    llm = m.plan_input().model_copy(update={"triage": short.triage})
+    assert load_plan(plan_targets(llm, store), store) == m.triage.targets
+    enough = little.model_copy(update={"gamma": 1.005})  # 1% of the time reaches 1.005x
+    wide = short.model_copy(update={"triage": store_triage(enough, store)})
+    assert len(load_plan(plan_targets(wide, store), store)) > 1
+
+
 async def test_target_scope_hands_out_the_target_its_part_and_its_facts(
     models: dict[int, Model], store: ArtifactStore, home: Path, monkeypatch
 ) -> None:
@@ -229,3 +249,32 @@ async def test_the_report_loads_the_full_triage_by_reference(
     assert f"Search cut-off: {m.triage.cutoff}." in text
     assert f"| 1 | {m.triage.targets[0].id} |" in text
     assert f"{m.triage_ref.deferred} targets below the cut-off" in text
+
+
+async def test_a_builtin_report_says_why_no_single_kernel_was_searched(
+    models: dict[int, Model], store: ArtifactStore, home: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("KERNELOPT_HOME", str(home))
+    m = models[SMALL]
+    little = m.triage.model_copy(update={"triton_ms": 0.02, "library_ms": 2.0, "total_ms": 2.02})
+    texts = {}
+    for proposer in ("builtin (no LLM)", "LLM model-x"):
+        outcome = Outcome(
+            campaign_id="triageref",
+            problem="synthetic",
+            category=OutcomeCategory.FALLBACK,
+            speedup=1.0,
+            reason="test",
+            mode=SearchMode.SINGLE,
+            proposer=proposer,
+            triage_ref=store_triage(little, store),
+        )
+        result = await ActivityEnvironment().run(
+            report_activities.write_report, ReportInput(outcome=outcome)
+        )
+        texts[proposer] = store.get_text(result.report)
+    line = "Kernel targets: every Triton kernel together holds 1.0% of the model's GPU time"
+    assert (
+        line in texts["builtin (no LLM)"] and "at most 1.010x faster" in texts["builtin (no LLM)"]
+    )
+    assert "Kernel targets:" not in texts["LLM model-x"]
