@@ -134,8 +134,8 @@ def _answer_vector_isa_probe(cuda: bool) -> None:
     compile-and-load probe per instruction set in subprocesses; Inductor keeps the
     answer in its module, so the children forked from here inherit it. The machine's
     kept answers are replayed (``kernelopt.compile.vector_isa``); without them a CPU
-    zygote (whose wrappers are all C++) asks itself, and a CUDA one leaves the rare
-    child that needs them to replay or ask.
+    zygote (whose wrappers are all C++) has the machine's one ask answer it, and a CUDA
+    one leaves the rare child that needs them to replay or ask.
     """
     with contextlib.suppress(Exception):
         from kernelopt.compile import vector_isa
@@ -143,7 +143,8 @@ def _answer_vector_isa_probe(cuda: bool) -> None:
         if not vector_isa.replay_kept() and not cuda:
             from torch._inductor.cpu_vec_isa import pick_vec_isa
 
-            pick_vec_isa()
+            with vector_isa.answered():
+                pick_vec_isa()
 
 
 def serve() -> None:

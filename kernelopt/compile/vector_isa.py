@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -204,26 +205,42 @@ def answered() -> Iterator[None]:
 
     No probe is ever run for its own sake: a model without C++ kernels costs nothing.
     """
-    if replay_kept():
-        yield
-        return
-    with _probes_answered_by(_answerer_from_the_ask()):
-        yield
+    if not replay_kept():
+        _answer_from_the_ask()
+    yield
 
 
-def _answerer_from_the_ask() -> Callable[[Callable[..., bool], Any, str], bool]:
-    """An answerer that, at Inductor's first probe, waits for the machine's kept answers;
-    a probe they do not cover (or none kept in time) runs for real."""
-    known: dict[tuple[str, str, str], bool] | None = None
+_ANSWERING = threading.Lock()
+_AWAITING = threading.Lock()
+_answering = False
 
-    def answer(original: Callable[..., bool], isa: Any, code: str) -> bool:
-        nonlocal known
-        if known is None:
-            known = {tuple(a[:3]): bool(a[3]) for a in await_kept() or []}  # type: ignore[misc]
-        key = _probe_key(isa, code)
-        return known[key] if key in known else bool(original(isa, code))
 
-    return answer
+def _answer_from_the_ask() -> None:
+    """From now on in this process, Inductor's probes are answered from the machine's
+    one ask: at the first, the kept answers are awaited; a probe they do not cover (or
+    none kept in time) runs for real. Installed once and left in place: its answers are
+    the ones Inductor would find, and a patch undone around each compile would undo
+    another thread's."""
+    global _answering
+    with _ANSWERING:
+        if _answering:
+            return
+        from torch._inductor.cpu_vec_isa import VecISA
+
+        original = VecISA.check_build
+        known: dict[tuple[str, str, str], bool] = {}
+        awaited: list[bool] = []
+
+        def check_build(self: Any, code: str) -> bool:
+            with _AWAITING:  # threads that probe meanwhile wait for the same answers
+                if not awaited:
+                    awaited.append(True)
+                    known.update({tuple(a[:3]): bool(a[3]) for a in await_kept() or []})
+            key = _probe_key(self, code)
+            return known[key] if key in known else bool(original(self, code))
+
+        VecISA.check_build = check_build  # type: ignore[method-assign]
+        _answering = True
 
 
 ASK_WAIT_S = 240.0  # the longest a process waits for the machine's ask before asking itself
