@@ -226,26 +226,34 @@ async def test_target_scope_hands_out_the_target_its_part_and_its_facts(
     assert [t.id for t in found.targets] == wanted
 
 
+def _fallback(**fields: object) -> Outcome:
+    """A fallback outcome of the synthetic problem, for its report."""
+    return Outcome(
+        campaign_id="triageref",
+        problem="synthetic",
+        category=OutcomeCategory.FALLBACK,
+        speedup=1.0,
+        reason="test",
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+async def _report_text(outcome: Outcome, store: ArtifactStore) -> str:
+    result = await ActivityEnvironment().run(
+        report_activities.write_report, ReportInput(outcome=outcome)
+    )
+    return store.get_text(result.report)
+
+
 async def test_the_report_loads_the_full_triage_by_reference(
     models: dict[int, Model], store: ArtifactStore, home: Path, monkeypatch
 ) -> None:
     """The outcome carries the reference; the report's ranked-target table comes from the store."""
     monkeypatch.setenv("KERNELOPT_HOME", str(home))
     m = models[LARGE]
-    outcome = Outcome(
-        campaign_id="triageref",
-        problem="synthetic",
-        category=OutcomeCategory.FALLBACK,
-        speedup=1.0,
-        reason="test",
-        mode=SearchMode.MULTI,
-        triage_ref=m.triage_ref,
-    )
+    outcome = _fallback(mode=SearchMode.MULTI, triage_ref=m.triage_ref)
     assert payload_size(outcome) < 4 * KIB
-    result = await ActivityEnvironment().run(
-        report_activities.write_report, ReportInput(outcome=outcome)
-    )
-    text = store.get_text(result.report)
+    text = await _report_text(outcome, store)
     assert f"Search cut-off: {m.triage.cutoff}." in text
     assert f"| 1 | {m.triage.targets[0].id} |" in text
     assert f"{m.triage_ref.deferred} targets below the cut-off" in text
@@ -259,20 +267,10 @@ async def test_a_builtin_report_says_why_no_single_kernel_was_searched(
     little = m.triage.model_copy(update={"triton_ms": 0.02, "library_ms": 2.0, "total_ms": 2.02})
     texts = {}
     for proposer in ("builtin (no LLM)", "LLM model-x"):
-        outcome = Outcome(
-            campaign_id="triageref",
-            problem="synthetic",
-            category=OutcomeCategory.FALLBACK,
-            speedup=1.0,
-            reason="test",
-            mode=SearchMode.SINGLE,
-            proposer=proposer,
-            triage_ref=store_triage(little, store),
+        outcome = _fallback(
+            mode=SearchMode.SINGLE, proposer=proposer, triage_ref=store_triage(little, store)
         )
-        result = await ActivityEnvironment().run(
-            report_activities.write_report, ReportInput(outcome=outcome)
-        )
-        texts[proposer] = store.get_text(result.report)
+        texts[proposer] = await _report_text(outcome, store)
     line = "Kernel targets: every Triton kernel together holds 1.0% of the model's GPU time"
     assert (
         line in texts["builtin (no LLM)"] and "at most 1.010x faster" in texts["builtin (no LLM)"]
