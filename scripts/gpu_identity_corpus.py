@@ -292,6 +292,11 @@ def main() -> int:
     v.add_argument("--deadline", type=float, default=540.0)
     v.add_argument("--only", default="", help="comma-separated problem names (default: all)")
     v.add_argument("--owed", type=int, default=0, help="the first N no committed row has accepted")
+    v.add_argument(
+        "--owed-on",
+        default="",
+        help="with --owed: only rows under docs/results/<this> count (h200: owed on an H200)",
+    )
     add_lever_arguments(v)
     v.add_argument("--ab", action="store_true", help="each problem with the levers and without")
     o = sub.add_parser("optimize")
@@ -319,7 +324,8 @@ def main() -> int:
         if args.ab and not levers:
             parser.error("--ab compares the levers given against none: name at least one")
         if args.owed and not only:
-            only = [p.stem for p in unverified_problems()[: args.owed]]
+            results = ROOT / "docs" / "results" / args.owed_on
+            only = [p.stem for p in unverified_problems(results)[: args.owed]]
             if not only:
                 print("every corpus problem has an accepted identity row")
                 return 0
