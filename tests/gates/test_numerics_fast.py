@@ -186,11 +186,15 @@ def test_bias_at_depth_and_exact_baselines(check: Check) -> None:
     x = torch.randn(48, d)
 
     def deep(x: torch.Tensor, ws: list[torch.Tensor], bias: float = 0.0) -> torch.Tensor:
-        """Each layer in float64, rounded to the input's dtype: the same bits on any CPU,
-        which a float32 matmul (its kernels differ by instruction set) does not give."""
+        """Each layer in float64, rounded to the input's dtype: the same bits on any CPU.
+        A matmul's kernels (float64 ones too) and a vectorised tanh differ by instruction
+        set, so the products are summed one term at a time and tanh is the C library's."""
         for w in ws:
-            y = x.double()
-            x = (y + 0.1 * torch.tanh(y @ w.double()) + bias).to(x.dtype)
+            y, w64 = x.double(), w.double()
+            acc = torch.zeros(y.shape[0], w64.shape[1], dtype=torch.float64)
+            for k in range(w64.shape[0]):
+                acc = acc + y[:, k : k + 1] * w64[k : k + 1, :]
+            x = (y + 0.1 * acc.apply_(math.tanh) + bias).to(x.dtype)
         return x
 
     b32 = deep(x, ws)
