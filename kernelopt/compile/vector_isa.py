@@ -247,12 +247,14 @@ ASK_WAIT_S = 240.0  # the longest a process waits for the machine's ask before a
 
 
 def await_kept(wait_s: float = ASK_WAIT_S, poll_s: float = 0.2) -> list[Answer] | None:
-    """This machine's kept answers, once its one ask has kept them: the ask is started
-    here if none runs and this process may (``keep_for``), else the running one is
-    waited for. None when the ask ended without keeping them, or after ``wait_s`` (of
-    this wait, or of the ask's age: a killed ask's lock stays behind)."""
+    """This machine's kept answers, once its one ask has kept them: a running ask is
+    waited for. None when the ask ended without keeping them, after ``wait_s`` (of this
+    wait, or of the ask's age: a killed ask's lock stays behind), or at once where this
+    process started the ask (``keep_for``): it asks for itself meanwhile, as Inductor
+    would, rather than wait for a fresh interpreter to import torch first."""
     global _primed
-    asking = keep_for(os.environ)
+    if keep_for(os.environ) is not None:
+        return None
     lock = _ask_lock(record_path())
     deadline = time.monotonic() + wait_s
     while True:
@@ -260,10 +262,11 @@ def await_kept(wait_s: float = ASK_WAIT_S, poll_s: float = 0.2) -> list[Answer] 
         if answers is not None:
             _primed = True
             return answers
-        ended = asking.poll() is not None if asking is not None else not _younger(lock, wait_s)
-        if ended or time.monotonic() > deadline:
-            log.warning("vector_isa_ask_not_kept", waited_s=wait_s, ended=ended)
-            return read_record()
+        if not _younger(lock, wait_s) or time.monotonic() > deadline:
+            answers = read_record()  # the ask may have kept them just now
+            if answers is None:
+                log.warning("vector_isa_ask_not_kept", waited_s=wait_s)
+            return answers
         time.sleep(poll_s)
 
 

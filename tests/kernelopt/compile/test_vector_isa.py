@@ -165,15 +165,17 @@ def test_one_ask_per_key_runs_at_a_time_across_processes(tmp_path: Path) -> None
     assert vector_isa._take_ask_lock(record) == lock  # a dead ask's lock is taken over
 
 
-def test_processes_without_kept_answers_share_the_one_ask_and_never_probe(
+def test_processes_without_kept_answers_wait_for_the_running_ask_and_never_probe(
     tmp_path: Path,
 ) -> None:
-    """Two trusted processes that Inductor asks at once, with nothing kept: the first
-    starts the machine's ask, the second waits for it, and neither runs a probe of its
-    own (``forbid``); both get the answer a recording process gets."""
+    """With the machine's ask under way (started by the first process that Inductor
+    asked), two trusted processes that Inductor asks meanwhile wait for it and run no
+    probe of their own (``forbid``); both get the answer a recording process gets."""
     _, isa, flags = _pick(tmp_path / "recorded", "record")
     full = {k: v for k, v in os.environ.items() if k != vector_isa.RECORD_ENV}
     full.update({"XDG_CACHE_HOME": str(tmp_path / "fresh"), "PYTHONPATH": str(ROOT)})
+    asking = vector_isa.keep_for(full)
+    assert asking is not None
     running = [
         subprocess.Popen(
             [sys.executable, "-c", _PICK, "forbid"], env=full, stdout=subprocess.PIPE, text=True
@@ -181,6 +183,7 @@ def test_processes_without_kept_answers_share_the_one_ask_and_never_probe(
         for _ in range(2)
     ]
     outs = [proc.communicate(timeout=600)[0] for proc in running]
+    assert asking.wait(timeout=600) == 0
     assert [proc.returncode for proc in running] == [0, 0]
     kept = list((tmp_path / "fresh" / "kernelopt" / "vector-isa").glob("*.json"))
     assert len(kept) == 1
@@ -194,9 +197,8 @@ def test_a_wait_for_the_ask_ends_when_the_ask_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another process's live ask is waited for until its answers are kept (a sandboxed
-    child waits so for its parent's); an ask that ends without keeping any, a wait past
-    its limit, or a lock older than the limit (a killed ask's) leaves Inductor to ask
-    here."""
+    child waits so for its parent's); a wait past its limit, a lock older than the limit
+    (a killed ask's), or an ask this process started leaves Inductor to ask here."""
     import threading
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -219,10 +221,8 @@ def test_a_wait_for_the_ask_ends_when_the_ask_does(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv(vector_isa.RECORD_ENV, raising=False)
 
-    class EndedAsk:
-        def poll(self) -> int:
-            return 1
-
+    # the process that starts the ask asks for itself meanwhile: no wait
     vector_isa._ask_lock(record).unlink()
-    monkeypatch.setattr(vector_isa, "keep_for", lambda env: EndedAsk())
-    assert vector_isa.await_kept(wait_s=60, poll_s=0.05) is None
+    monkeypatch.setattr(vector_isa, "keep_for", lambda env: object())
+    monkeypatch.setattr(vector_isa.time, "sleep", slept.append)
+    assert vector_isa.await_kept(wait_s=60, poll_s=0.05) is None and slept == []
