@@ -387,8 +387,12 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor)
     # the machine's vector-instruction answers for the sandbox's compiler: asked for once
     # outside, seen inside read-only at a path of their own (bwrap_args), not in a home
-    vector_isa.keep_for_children({**env, vector_isa.RECORD_ENV: str(vector_isa.record_dir())})
+    asking = vector_isa.keep_for_children(
+        {**env, vector_isa.RECORD_ENV: str(vector_isa.record_dir())}
+    )
     env[vector_isa.RECORD_ENV] = VECTOR_ISA_VIEW
+    if asking is not None:  # started for this very child: it would wait the longest
+        env[vector_isa.ASK_YOURSELF_ENV] = "1"
     for key, value in (extra or {}).items():
         if not _SECRET_HINT.search(key):
             env[key] = value

@@ -244,6 +244,9 @@ def _answer_from_the_ask() -> None:
 
 
 ASK_WAIT_S = 240.0  # the longest a process waits for the machine's ask before asking itself
+# Set by a parent that started the ask for a sandboxed child's compiler as it made the
+# child's environment: that child asks for itself meanwhile, as the ask's starter does.
+ASK_YOURSELF_ENV = "KERNELOPT_VECTOR_ISA_ASK_YOURSELF"
 
 
 def await_kept(wait_s: float = ASK_WAIT_S, poll_s: float = 0.2) -> list[Answer] | None:
@@ -253,7 +256,7 @@ def await_kept(wait_s: float = ASK_WAIT_S, poll_s: float = 0.2) -> list[Answer] 
     process started the ask (``keep_for``): it asks for itself meanwhile, as Inductor
     would, rather than wait for a fresh interpreter to import torch first."""
     global _primed
-    if keep_for(os.environ) is not None:
+    if keep_for(os.environ) is not None or os.environ.get(ASK_YOURSELF_ENV):
         return None
     lock = _ask_lock(record_path())
     deadline = time.monotonic() + wait_s
@@ -378,6 +381,7 @@ def keep_for_children(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
 
 
 __all__ = [
+    "ASK_YOURSELF_ENV",
     "RECORD_ENV",
     "answered",
     "await_kept",

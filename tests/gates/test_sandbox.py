@@ -230,6 +230,45 @@ def test_a_sandboxed_child_with_no_kept_answers_asks_itself_and_keeps_nothing(
     assert list(vector_isa.record_dir().iterdir()) == []
 
 
+def test_a_sandboxed_child_waits_for_its_parents_running_ask_unless_it_was_started_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent's ask for the sandbox's compiler keeps its answers where the child sees
+    them read-only: a child made while it runs waits and replays them (the bind shows the
+    file written after the child started); the child the ask was started for asks itself
+    meanwhile, as the ask's starter does."""
+    import subprocess
+    import sys
+    import threading
+
+    from kernelopt.compile import vector_isa
+
+    monkeypatch.delenv("KERNELOPT_SANDBOX", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    answers = [("avx2", "-mavx2", "0" * 16, True)]
+    code = (
+        "from kernelopt.compile import vector_isa as v\n"
+        "print(v.await_kept(wait_s=120, poll_s=0.05))\n"
+    )
+    for started_here in (False, True):
+        monkeypatch.setattr(
+            vector_isa, "keep_for_children", lambda env, s=started_here: object() if s else None
+        )
+        argv, env = sandbox.wrap_command([sys.executable, "-c", code])
+        outside = {**env, vector_isa.RECORD_ENV: str(vector_isa.record_dir())}
+        record = vector_isa.record_path(outside)
+        record.unlink(missing_ok=True)
+        assert vector_isa._take_ask_lock(record) is not None  # the parent's ask runs
+        kept = threading.Timer(2.0, vector_isa.write_record, [answers, outside])
+        kept.start()
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        kept.join()
+        vector_isa._ask_lock(record).unlink()
+        assert done.returncode == 0, done.stderr[-2000:]
+        want = "None" if started_here else str(answers)
+        assert done.stdout.strip() == want, (started_here, done.stderr[-2000:])
+
+
 def test_a_misnamed_answers_folder_is_never_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
