@@ -143,8 +143,8 @@ def _answer_vector_isa_probe(cuda: bool) -> None:
         if not vector_isa.replay_kept() and not cuda:
             from torch._inductor.cpu_vec_isa import pick_vec_isa
 
-            with vector_isa.answered():
-                pick_vec_isa()
+            vector_isa.answer_probes()
+            pick_vec_isa()
 
 
 def serve() -> None:

@@ -80,7 +80,7 @@ def triage_lines(o: Outcome) -> list[str]:
 def _short_kernels_lines(o: Outcome, t: TriageResult) -> list[str]:
     """Why a built-in campaign searched no single kernel (``kernels_short_of_gamma``)."""
     short = kernels_short_of_gamma(t.triton_ms, t.total_ms, t.gamma)
-    return [f"Kernel targets: {short}.", ""] if short and "builtin" in o.proposer else []
+    return [f"Kernel targets: {short}.", ""] if short and o.proposer.startswith("builtin") else []
 
 
 def _cutoff_lines(t: TriageResult) -> list[str]:

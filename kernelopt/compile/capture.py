@@ -125,8 +125,8 @@ class RecordingBackend:
         self.example_inputs = [clone_exact(t) for t in example_inputs]
         self.fallback_random = self.force_random or bool(random_ops(gm, example_inputs))
         patches = capture_options(self.mode, self.fallback_random)
-        with vector_isa.answered():  # its C++ kernels, if any, ask the CPU probe
-            compiled = compile_fx(gm, example_inputs, config_patches=patches)
+        vector_isa.answer_probes()  # its C++ kernels, if any, ask the CPU probe
+        compiled = compile_fx(gm, example_inputs, config_patches=patches)
         return self.first_call.wrap(compiled)
 
 

@@ -13,7 +13,6 @@ so loading the same text twice compiles nothing twice.
 
 from __future__ import annotations
 
-import contextlib
 import io
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -38,9 +37,10 @@ def _load_module(source: str, name: str, kind: str) -> ModuleType:
     module_name = f"kernelopt_{kind}_{safe_name(name)}_{source_digest(source, 20)}"
     path = write_source(code_dir("code", kind) / f"{module_name}.py", source)
     cpp = kind == "wrapper" and vector_isa.has_cpp_kernels(source)
+    if cpp:
+        vector_isa.answer_probes()
     try:
-        with vector_isa.answered() if cpp else contextlib.nullcontext():
-            return exec_file_once(path, module_name)
+        return exec_file_once(path, module_name)
     except Exception as exc:
         raise WrapperLoadError(
             f"loading {kind} module {name} failed: {type(exc).__name__}: {exc}"

@@ -194,9 +194,8 @@ def replay_kept() -> bool:
     return _primed
 
 
-@contextlib.contextmanager
-def answered() -> Iterator[None]:
-    """Around a compile or a wrapper load, which may make Inductor ask: replay the kept
+def answer_probes() -> None:
+    """Before a compile or a wrapper load, which may make Inductor ask: replay the kept
     answers; where there are none, a process that Inductor asks waits for the machine's
     one ask for its compiler (``await_kept``) and answers from it, so processes that
     load C++ wrappers at once share one ask instead of each running its own. A
@@ -207,7 +206,6 @@ def answered() -> Iterator[None]:
     """
     if not replay_kept():
         _answer_from_the_ask()
-    yield
 
 
 _ANSWERING = threading.Lock()
@@ -383,7 +381,7 @@ def keep_for_children(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
 __all__ = [
     "ASK_YOURSELF_ENV",
     "RECORD_ENV",
-    "answered",
+    "answer_probes",
     "await_kept",
     "has_cpp_kernels",
     "keep_for",

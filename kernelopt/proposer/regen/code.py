@@ -121,8 +121,8 @@ def regenerate(
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         names[:] = [_source_name(n) for n in gm.graph.find_nodes(op="placeholder")]
         examples[:] = example_inputs
-        with vector_isa.answered():  # its C++ kernels, if any, ask the CPU probe
-            compiled = compile_fx(gm, example_inputs, config_patches=dict(options))
+        vector_isa.answer_probes()  # its C++ kernels, if any, ask the CPU probe
+        compiled = compile_fx(gm, example_inputs, config_patches=dict(options))
         return first.wrap(compiled)
 
     with _LOCK:

@@ -28,8 +28,8 @@ else:  # any real compile-and-load probe fails the run
     def probed(*args, **kwargs):
         raise AssertionError("probed")
     m.VecISA._probe_load = probed
-with vector_isa.answered():  # as around a compile or a load that asks
-    isa = pick_vec_isa()
+vector_isa.answer_probes()  # as before a compile or a load that asks
+isa = pick_vec_isa()
 print(json.dumps([vector_isa.primed(), str(isa), isa.build_arch_flags()]))
 """
 
