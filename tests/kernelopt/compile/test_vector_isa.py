@@ -44,16 +44,23 @@ def _pick(tmp: Path, mode: str, **env: str) -> list:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    """One real ask, kept where the tests replay it (each real ask costs seconds of C++)."""
+    cache = tmp_path_factory.mktemp("recorded")
+    return cache, _pick(cache, "record")
+
+
 def test_a_trusted_process_records_and_a_later_one_replays_without_probing(
-    tmp_path: Path,
+    recorded: tuple[Path, list],
 ) -> None:
-    _, isa, flags = _pick(tmp_path, "record")
-    kept = list((tmp_path / "kernelopt" / "vector-isa").glob("*.json"))
+    cache, (_, isa, flags) = recorded
+    kept = list((cache / "kernelopt" / "vector-isa").glob("*.json"))
     assert len(kept) == 1  # it asked for real, and kept what it found
     if not json.loads(kept[0].read_text())["answers"]:
         pytest.skip(f"Inductor asks no compile-and-load probe on this machine (picked {isa!r})")
     # the replay reaches Inductor's very answer, flags included, with every probe forbidden
-    assert _pick(tmp_path, "forbid") == [True, isa, flags]
+    assert _pick(cache, "forbid") == [True, isa, flags]
 
 
 def test_another_compilers_answers_are_not_replayed(
@@ -81,31 +88,11 @@ def test_only_wrappers_with_cpp_kernels_ask() -> None:
     assert not vector_isa.has_cpp_kernels("triton_poi_0 = async_compile.triton('x', '''...''')")
 
 
-def test_answers_are_kept_for_a_sandboxed_childs_own_compiler(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_answers_are_kept_for_a_sandboxed_childs_own_compiler(tmp_path: Path) -> None:
     """The parent may compile with another C++ compiler than the sandbox offers its
-    children: their answers are asked for with theirs, in a trusted subprocess."""
-    import shutil
-
-    compiler = shutil.which("c++", path="/usr/bin:/bin")
-    if compiler is None:
-        pytest.skip("no c++ in /usr/bin")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.delenv(vector_isa.RECORD_ENV, raising=False)
-    child = {"CXX": compiler, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    child["XDG_CACHE_HOME"] = str(tmp_path)
-    asking = vector_isa.keep_for(child)
-    assert asking is not None and asking.wait(timeout=300) == 0
-    assert vector_isa.keep_for(child) is None  # once asked, never again
-    if not any(tmp_path.rglob("*.json")):
-        pytest.skip("Inductor asks no compile-and-load probe on this machine")
-    assert vector_isa.read_record(child)
-
-
-def test_the_background_ask_never_loads_from_the_shared_compiler_cache(tmp_path: Path) -> None:
-    """Candidates can write the shared Inductor cache, and the probe loads a probe library
-    it finds there: the ask, which runs outside the sandbox, builds its own elsewhere."""
+    children: their answers are asked for with theirs, in a trusted subprocess.  Candidates
+    can write the shared Inductor cache, and the probe loads a probe library it finds
+    there: the ask, which runs outside the sandbox, builds its own elsewhere."""
     import shutil
 
     compiler = shutil.which("c++", path="/usr/bin:/bin")
@@ -120,6 +107,10 @@ def test_the_background_ask_never_loads_from_the_shared_compiler_cache(tmp_path:
     asking = vector_isa.keep_for(child)
     assert asking is not None and asking.wait(timeout=300) == 0
     assert list(shared.iterdir()) == []
+    assert vector_isa.keep_for(child) is None  # once asked, never again
+    if not any((tmp_path / "cache").rglob("*.json")):
+        pytest.skip("Inductor asks no compile-and-load probe on this machine")
+    assert vector_isa.read_record(child)
 
 
 def test_a_no_is_asked_twice_before_it_is_kept() -> None:
@@ -166,12 +157,12 @@ def test_one_ask_per_key_runs_at_a_time_across_processes(tmp_path: Path) -> None
 
 
 def test_processes_without_kept_answers_wait_for_the_running_ask_and_never_probe(
-    tmp_path: Path,
+    tmp_path: Path, recorded: tuple[Path, list]
 ) -> None:
     """With the machine's ask under way (started by the first process that Inductor
     asked), two trusted processes that Inductor asks meanwhile wait for it and run no
     probe of their own (``forbid``); both get the answer a recording process gets."""
-    _, isa, flags = _pick(tmp_path / "recorded", "record")
+    _, (_, isa, flags) = recorded
     full = {k: v for k, v in os.environ.items() if k != vector_isa.RECORD_ENV}
     full.update({"XDG_CACHE_HOME": str(tmp_path / "fresh"), "PYTHONPATH": str(ROOT)})
     asking = vector_isa.keep_for(full)
