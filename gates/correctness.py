@@ -222,6 +222,7 @@ def correctness_verdict(
             scale_tol=settings.scale_tol,
             facts=bundle.facts,
             refs64=(bundle.refs64 or {}).get(s.name),
+            ties64=bundle.ties64.get(s.name),
         )
         meta = calls_meta.get(s.name)
         mutated = list(meta.mutated_inputs) if meta else []

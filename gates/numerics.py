@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from gates import reference_facts
+from gates.index_ties import matches_alternate
 from gates.reference_facts import LeafFacts, ReferenceFacts, as_float64, finite_abs_max
 from kernelopt.float_units import coarse_dtype, ulps
 
@@ -135,6 +136,7 @@ def _excused_leaf(
     rtol: float,
     atol: float,
     scale_tol: float,
+    ties: torch.Tensor | None = None,
 ) -> TensorComparison:
     """``found`` (a leaf compared by ``compare_tensor``) judged again where ``ref64``, the
     same model's float64 output, excuses elements (``float64_excused``): those count as
@@ -144,7 +146,8 @@ def _excused_leaf(
     largest errors of a few units in the last place near the output's peak), elements
     within tolerance that are as near float64 as eager's are excused as well: eager's own
     rounding is then what the rule measures.  An integer or boolean leaf (an argmax, a
-    comparison of such a chain) is excused where it equals the float64 run's value.
+    comparison of such a chain) is excused where it equals the float64 run's value, or,
+    for an index op's result, one of the near-tied alternates ``ties`` it kept.
     """
     if found.ok or ref64 is None or not _excusable(found, ref, ref64):
         return found
@@ -158,6 +161,8 @@ def _excused_leaf(
             )
         else:  # an integer or boolean: where it equals the float64 run's
             excused = flat == flat64
+            if ties is not None:
+                excused |= matches_alternate(flat, torch.arange(flat.numel()), ties)
         excused &= patched != flat  # not excused before, and apart from eager's
         count += int(excused.sum())
         patched[excused] = flat[excused]
@@ -495,11 +500,13 @@ def compare_outputs(
     scale_tol: float,
     facts: ReferenceFacts | None = None,
     refs64: list[Any] | None = None,
+    ties64: list[Any] | None = None,
 ) -> OutputComparison:
     """Compare flattened output leaves; structure (count, tensor-ness) must match.
 
     ``facts`` (the bundle's) keeps the references' own numbers across candidates;
-    ``refs64``, the float64 run's leaves, excuse what the reference's rounding put apart.
+    ``refs64``, the float64 run's leaves, excuse what the reference's rounding put apart,
+    and ``ties64`` the near-tied alternates of its index outputs (``gates.index_ties``).
     """
     paired = refs64 is not None and len(refs64) == len(refs)
     if len(outs) != len(refs):
@@ -516,8 +523,13 @@ def compare_outputs(
                 i, out, r, rtol=rtol, atol=atol, scale_tol=scale_tol, facts=facts, source=o
             )
             r64 = _tensor_leaf(refs64[i]) if paired and refs64 is not None else None
+            tie = (
+                _tensor_leaf(ties64[i]) if r64 is not None and ties64 and i < len(ties64) else None
+            )
             leaves.append(
-                _excused_leaf(found, out, r, r64, rtol=rtol, atol=atol, scale_tol=scale_tol)
+                _excused_leaf(
+                    found, out, r, r64, rtol=rtol, atol=atol, scale_tol=scale_tol, ties=tie
+                )
             )
         elif isinstance(r, float) and isinstance(o, (float, int)) and not isinstance(o, bool):
             # a Python float (``.item()``): within tolerance, as a 0-d tensor would be

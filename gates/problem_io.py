@@ -178,6 +178,12 @@ def inputs_post(set_name: str) -> str:
     return f"{set_name}.post"
 
 
+def tied(set_name: str) -> str:
+    """The file name of the near-ties of the index outputs on ``set_name``
+    (``gates.index_ties``; kept only where some index has them)."""
+    return f"{set_name}.ties"
+
+
 def in_float64(file_name: str) -> str:
     """The float64 run's counterpart of a reference file (outputs, inputs after the call,
     state after it), which gate 2's float64 excuse compares with."""

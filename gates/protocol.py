@@ -82,6 +82,9 @@ class ReferenceJob(ChildJob):
     input_sets: list[InputSet]
     refs_dir: str  # only the parent reads this
     compute_fp64: bool = True
+    # gate 2's tolerance, for the near-ties of index outputs in the float64 run
+    tie_rtol: float = 1e-3
+    tie_atol: float = 1e-3
     count_flops: bool = True
     # add the problem's held-out shapes once per draw of unpredictable sets, from these seeds
     holdout_seeds: list[int] = Field(default_factory=list)

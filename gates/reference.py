@@ -50,6 +50,7 @@ from gates.problem_io import (
     load_values,
     set_path,
     state_after,
+    tied,
 )
 from gates.protocol import (
     DrawOnly,
@@ -83,6 +84,8 @@ class ReferenceBundle:
     # the float64 run's inputs after the call (where it changes some) and state, by set
     post64: dict[str, list[Any]] = field(default_factory=dict)
     states64: dict[str, list[Any]] = field(default_factory=dict)
+    # near-ties of the index outputs in the float64 run, by set (``gates.index_ties``)
+    ties64: dict[str, list[Any]] = field(default_factory=dict)
     input_digests: dict[str, str] = field(default_factory=dict)
     pristine_dir: Path | None = None
     corrupted: bool = False  # inputs and their pristine copy both changed: unusable
@@ -359,6 +362,7 @@ class ReferenceBundle:
             in_full=self._model_problem if s.run_model_gate else None,
             sampled=self._sampled_rule,
             refs64=refs64,
+            ties64=self.ties64,
             leaf_names=leaf_names,
         )
 
@@ -493,6 +497,8 @@ def _reference_job(
         holdout_seeds=holdout_seeds,
         # gate 2's float64 excuse needs it too, so a run without gate 3 (a re-timing) has it
         compute_fp64=True,
+        tie_rtol=settings.rtol,
+        tie_atol=settings.atol,
         count_flops=settings.run_perf and draw_only is None,  # evidence for the roofline only
         model_mode=settings.model_mode,
         cpu_budget_s=settings.cpu_budget_s if settings.device == "cpu" else 0.0,
@@ -581,6 +587,7 @@ def load_references(
         }
         bundle.post64 = each(lambda name: in_float64(inputs_post(name)))
         bundle.states64 = each(lambda name: in_float64(state_after(name)))
+        bundle.ties64 = each(lambda name: in_float64(tied(name)))
 
 
 def prepare_draw(

@@ -361,9 +361,9 @@ def _add_draw(
 
 def _set_name(file_name: str) -> str:
     """The input set a kept file belongs to: ``<set>.pt``, ``<set>.post.pt``,
-    ``<set>.state_after.pt`` and the float64 run's ``<set>[.post|.state_after].fp64.pt``."""
+    ``<set>.state_after.pt`` and the float64 run's ``<set>[.post|.state_after|.ties].fp64.pt``."""
     stem = file_name.removesuffix(".pt").removesuffix(".fp64")
-    return stem.removesuffix(".post").removesuffix(".state_after")
+    return stem.removesuffix(".post").removesuffix(".state_after").removesuffix(".ties")
 
 
 def _drop_sets(entry: Path, record: KeptBundle, names: set[str]) -> dict[str, str]:

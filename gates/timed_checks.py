@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from gates.index_ties import matches_alternate
 from gates.numerics import compare_outputs, float64_excused, real_view
 from gates.reference_facts import ReferenceFacts
 from gates.sampled_float64 import SampledErrors, SampledRule
@@ -62,6 +63,7 @@ def check_timed_calls(
     in_full: Callable[[str, list[Any]], str] | None = None,
     sampled: Callable[[str], SampledRule | None] = lambda name: None,
     refs64: dict[str, list[Any]] | None = None,
+    ties64: dict[str, list[Any]] | None = None,
     leaf_names: list[str] | None = None,
 ) -> TimedCheck:
     """Compare every recorded call with the reference of the set it ran on (``facts``: the bundle's).
@@ -77,7 +79,8 @@ def check_timed_calls(
     ``sampled(set)``: gate 3's rule for every call's samples on that set, where it has
     a float64 reference (``gates.sampled_float64``).  Where a set has one (``refs64``, and
     ``sampled``'s flat copies), an element the float64 reference excuses is not wrong
-    (``gates.numerics.float64_excused``), as in gate 2.
+    (``gates.numerics.float64_excused``), as in gate 2, and so is an index equal to one of
+    its near-tied alternates (``ties64``, ``gates.index_ties``).
     """
     if not path.is_file():
         return TimedCheck(False, 0, "the timing child recorded no checks (its file is missing)")
@@ -127,6 +130,9 @@ def check_timed_calls(
             if leaf64 is not None:
                 want64 = leaf64[positions[rows]].double()
                 bad &= ~_excused(got, want, want64, ref.dtype, rtol=rtol, atol=atol)
+                ties = _ties(ties64, name, j)
+                if ties is not None:
+                    bad &= ~matches_alternate(got, positions[rows], ties)
             compared += int(got.numel())
             if rule and j in rule.refs64:
                 errors.add(rows, got, want, rule.refs64[j][positions[rows]], rule.tolerance)
@@ -158,6 +164,7 @@ def check_timed_calls(
             scale_tol=scale_tol,
             facts=facts,
             refs64=(refs64 or {}).get(name),
+            ties64=(ties64 or {}).get(name),
         )
         problem = cmp.problem if not cmp.ok else (in_full(name, leaves) if in_full else "")
         if problem:
@@ -249,6 +256,14 @@ def _excused(
         only_apart=False,
     )
     return flat.view(got.shape)
+
+
+def _ties(ties64: dict[str, list[Any]] | None, name: str, j: int) -> torch.Tensor | None:
+    """Output ``j``'s near-tied alternates on set ``name`` (None: not an index op's result
+    with near-ties)."""
+    leaf = (ties64 or {}).get(name, [])
+    ties = leaf[j] if j < len(leaf) else None
+    return ties if isinstance(ties, torch.Tensor) and ties.dim() == 2 else None
 
 
 def _leaf64(

@@ -40,6 +40,7 @@ from gates.call_policy import (
 from gates.checked_calls import shares_memory
 from gates.cpu_budget import CpuBudget
 from gates.float32_random import Float32Randomness
+from gates.index_ties import IndexRecorder, index_ties
 from gates.job_progress import mark
 from gates.jobs.build import weights_path
 from gates.nondeterminism import divergent_op, float_jitter, nondeterministic_error
@@ -56,6 +57,7 @@ from gates.problem_io import (
     set_path,
     shape_of,
     state_after,
+    tied,
     to_device,
     to_double,
 )
@@ -362,9 +364,15 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     inputs = to_double(to_device(saved, job.device))
                     keeper64.restore()
                     seed_everything(seeds[s.name], own_generators(model64))
-                    with Float32Randomness() if random_forward else contextlib.nullcontext():
+                    recorder = IndexRecorder()
+                    randomness = Float32Randomness() if random_forward else contextlib.nullcontext()
+                    with randomness, recorder:
                         out64 = flatten_output(model64(*inputs))
                     save_values(set_path(job.refs_dir, in_float64(s.name)), out64)
+                    ties = index_ties(out64, recorder.calls, rtol=job.tie_rtol, atol=job.tie_atol)
+                    del recorder
+                    if ties is not None:  # index outputs with near-tied scores
+                        save_values(set_path(job.refs_dir, in_float64(tied(s.name))), ties)
                     # the inputs and state the call changed: gate 2 excuses them as outputs
                     if mutates.get(s.name):
                         post = in_float64(inputs_post(s.name))

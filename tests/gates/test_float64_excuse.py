@@ -38,6 +38,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "candidates" / "ga
         pytest.param("fp16_inplace_sine", marks=pytest.mark.slow),  # inputs changed in place
         "fp16_state_sine",  # the state it leaves, where only the scale rule fails
         "fp16_threshold_sine",  # a boolean and integers: equal to the float64 run's
+        "fp16_index_ties",  # indices among near-tied scores: a float64 run's alternates
         pytest.param("fp16_sine_chain", marks=pytest.mark.slow),
         pytest.param("fp16_exp_overflow", marks=pytest.mark.slow),
         pytest.param("fp16_softmax_temperature", marks=pytest.mark.slow),

@@ -152,3 +152,4 @@ def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_i
 def test_a_kept_bundles_state_files_belong_to_their_set() -> None:
     assert _set_name("seed0.state_after.pt") == "seed0"
     assert _set_name("heldout.pt") == "heldout"
+    assert _set_name("seed0.ties.fp64.pt") == "seed0"  # the index outputs' near-ties

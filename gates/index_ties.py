@@ -1,0 +1,121 @@
+"""Near-ties of the index ops a reference returns (argmax, argmin, max/min along a dim).
+
+An index output is judged by equality, yet which of two nearly equal scores wins depends
+on the precision the scores were computed in: an fp16 chain ties scores that float64
+tells apart, and a compiler that keeps the chain in fp32 picks among them as neither
+does.  The float64 run records each index op's scores, and for every returned index the
+positions whose score lies within gate 2's tolerance of the extreme one are kept as its
+alternates: an index equal to one of them is excused as the float64 run's own answer is
+(``gates.numerics``).  The rule needs the op's meaning, so it covers these ops alone;
+an index computed any other way is still compared by equality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# op -> where the indices are among its outputs (None: it returns them alone)
+_INDEX_OPS = {
+    torch.ops.aten.argmax.default: None,
+    torch.ops.aten.argmin.default: None,
+    torch.ops.aten.max.dim: 1,
+    torch.ops.aten.min.dim: 1,
+}
+MAX_ALTERNATES = 64  # positions kept per index: bounds the file where every score ties
+_KEY = 1 << 32  # element * _KEY + position: one key per pair
+
+
+@dataclass(frozen=True)
+class IndexCall:
+    """One index op of the float64 run: what it returned and what it chose among."""
+
+    indices: torch.Tensor
+    scores: torch.Tensor
+    dim: int | None
+
+
+class IndexRecorder(TorchDispatchMode):
+    """Records the index ops of a forward run under it (the float64 run's, once a set)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[IndexCall] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in _INDEX_OPS and isinstance(args[0], torch.Tensor):
+            position = _INDEX_OPS[func]
+            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            indices = out if position is None else out[position]
+            self.calls.append(IndexCall(indices, args[0], dim))
+        return out
+
+
+def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (
+        a.data_ptr() == b.data_ptr()
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+        and a.dtype == b.dtype
+    )
+
+
+def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | None:
+    """(element, position) pairs, a row each: for every returned index with near-ties, the
+    positions whose score is within ``atol + rtol * |extreme|`` of the one it chose (at
+    most ``MAX_ALTERNATES`` an element); None where no index has another within reach."""
+    scores = call.scores.detach()
+    if not scores.is_floating_point():
+        return None
+    dim = call.dim
+    if dim is None:  # over the flattened tensor
+        scores, dim = scores.reshape(-1), 0
+    if scores.dim() == 0 or scores.numel() == 0:
+        return None
+    dim = dim % scores.dim()
+    chosen = call.indices.reshape([1 if d == dim else n for d, n in enumerate(scores.shape)])
+    best = scores.gather(dim, chosen.long())
+    near = ((scores - best).abs() <= atol + rtol * best.abs()) & torch.isfinite(scores)
+    rows = near.movedim(dim, -1).reshape(-1, scores.shape[dim])  # one per returned index
+    tied = (rows.sum(1) > 1).nonzero().flatten()
+    if tied.numel() == 0:
+        return None
+    kept = rows[tied]
+    kept &= kept.cumsum(1) <= MAX_ALTERNATES
+    element, position = kept.nonzero(as_tuple=True)
+    return torch.stack([tied[element], position], 1).cpu()
+
+
+def index_ties(
+    leaves: list[Any], calls: list[IndexCall], *, rtol: float, atol: float
+) -> list[torch.Tensor | None] | None:
+    """Per output leaf, its alternates where the leaf is an index op's result as returned
+    (the same tensor, not a copy or a view of it); None when no leaf has any."""
+    found: list[torch.Tensor | None] = []
+    for leaf in leaves:
+        alternates = None
+        if isinstance(leaf, torch.Tensor) and not leaf.is_floating_point():
+            for call in calls:
+                if _same_tensor(leaf, call.indices):
+                    alternates = _alternates(call, rtol, atol)
+                    break
+        found.append(alternates)
+    return found if any(a is not None for a in found) else None
+
+
+def matches_alternate(
+    got: torch.Tensor, elements: torch.Tensor, ties: torch.Tensor
+) -> torch.Tensor:
+    """Where ``got`` (values of an index leaf at flat ``elements``, any shape alike) is one
+    of its element's alternates (``ties``: the pairs ``index_ties`` kept)."""
+    got = got.double() if got.is_floating_point() else got.long()
+    whole = (got >= 0) & (got < _KEY)  # a position, not garbage
+    if got.is_floating_point():
+        whole &= got == got.round()
+    keys = elements.long() * _KEY + torch.where(whole, got, 0).long()
+    return whole & torch.isin(keys, ties[:, 0] * _KEY + ties[:, 1])

@@ -1,0 +1,85 @@
+"""gates.index_ties: an index op's near-tied alternates, recorded in the float64 run and
+excused in gate 2's comparison; any other wrong index is still wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from gates.index_ties import MAX_ALTERNATES, IndexRecorder, index_ties, matches_alternate
+from gates.numerics import compare_outputs
+
+SCORES = torch.tensor(
+    [
+        [0.1, 0.9, 0.9 - 1e-6, 0.2],  # a near-tie: 1 and 2
+        [3.0, 3.0, 3.0, -1.0],  # an exact three-way tie
+        [0.5, -0.5, 0.0, 0.25],  # no tie
+    ],
+    dtype=torch.float64,
+)
+
+
+def _recorded(forward: Callable[[torch.Tensor], Any]) -> tuple[list, Any]:
+    recorder = IndexRecorder()
+    with recorder:
+        out = forward(SCORES)
+    leaves = list(out) if isinstance(out, tuple) else [out]
+    return leaves, index_ties(leaves, recorder.calls, rtol=1e-3, atol=1e-3)
+
+
+def test_argmax_keeps_the_near_tied_positions_of_each_row() -> None:
+    (index,), ties = _recorded(lambda s: s.argmax(dim=1))
+    assert index.tolist() == [1, 0, 0]
+    assert ties[0].tolist() == [[0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]  # no row 2: no tie
+
+
+def test_max_along_a_dim_and_argmax_over_all_are_recorded_and_copies_are_not() -> None:
+    _, ties = _recorded(lambda s: tuple(s.max(dim=1)))
+    assert ties[0] is None and ties[1] is not None  # the values are compared as floats
+    _, ties = _recorded(lambda s: (s.argmax(), s.argmax(dim=1).clone()))
+    assert ties is not None and ties[1] is None  # a copy is not the op's result
+    assert ties[0].tolist() == [[0, 4], [0, 5], [0, 6]]
+    _, none = _recorded(lambda s: s[2:].argmax(dim=1))
+    assert none is None  # no near-tie anywhere: nothing kept
+
+
+def test_gate_2_excuses_a_tied_index_and_still_refuses_a_wrong_one() -> None:
+    (index,), ties = _recorded(lambda s: s.argmax(dim=1))
+    eager = torch.tensor([2, 1, 0])  # a lower precision picked other tied positions
+
+    def compare(got: list[int]) -> bool:
+        return compare_outputs(
+            [torch.tensor(got)],
+            [eager],
+            rtol=1e-3,
+            atol=1e-3,
+            scale_tol=2e-3,
+            refs64=[index],
+            ties64=ties,
+        ).ok
+
+    assert compare([1, 2, 0])  # the float64 run's tie partners
+    assert compare([2, 0, 0])
+    assert not compare([1, 3, 0])  # row 1: position 3 scores -1, far from the top
+    assert not compare([1, 1, 3])  # row 2 has no tie
+
+
+def test_sampled_values_match_by_their_element_and_garbage_never_does() -> None:
+    """The timed calls' checks hold samples as float64 values at flat positions."""
+    ties = torch.tensor([[0, 1], [0, 2], [5, 7]])
+    got = torch.tensor([[2.0, 7.0, 7.0], [1.5, -1.0, 2.0 + 2**32]], dtype=torch.float64)
+    elements = torch.tensor([[0, 5, 0], [0, 0, 0]])
+    assert matches_alternate(got, elements, ties).tolist() == [
+        [True, True, False],
+        [False, False, False],  # not a position, negative, past the key's range
+    ]
+
+
+def test_an_index_where_every_score_ties_keeps_a_bounded_number_of_positions() -> None:
+    recorder = IndexRecorder()
+    with recorder:
+        index = torch.zeros(2, 500, dtype=torch.float64).argmax(dim=1)
+    (ties,) = index_ties([index], recorder.calls, rtol=1e-3, atol=1e-3)
+    assert ties.shape == (2 * MAX_ALTERNATES, 2)
