@@ -204,6 +204,11 @@ def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> t
     return float_jitter(first, other) is None, jitter
 
 
+def _integer(dtype: str | None) -> bool:
+    """Whether an output leaf's dtype (``dtype_of``'s name) is an integer type."""
+    return dtype is not None and dtype != "bool" and dtype.startswith(("int", "uint"))
+
+
 def _kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     """Every tensor the model keeps: its state (parameters, buffers) and plain tensor
     attributes, which a forward may rebind (read after each call for that reason)."""
@@ -358,6 +363,10 @@ def run(job: ReferenceJob) -> ReferenceResult:
                 model64 = copy.deepcopy(model).double()
                 keeper64 = StateKeeper(model64, stateful)
                 mutates = {info.name: info.mutates_inputs for info in infos}
+                # an index op's result can only be among integer outputs: record where any is
+                indexed = {
+                    info.name: any(_integer(d) for d in info.output_dtypes) for info in infos
+                }
                 for s in input_sets:  # the sealed too: first-sight calls are checked by it
                     # widened on the device: half the bytes copied there, no fp32 copy here
                     saved = load_values(set_path(job.inputs_dir, s.name), mmap=True)
@@ -366,7 +375,8 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     seed_everything(seeds[s.name], own_generators(model64))
                     recorder = IndexRecorder()
                     randomness = Float32Randomness() if random_forward else contextlib.nullcontext()
-                    with randomness, recorder:
+                    recording = recorder if indexed.get(s.name) else contextlib.nullcontext()
+                    with randomness, recording:
                         out64 = flatten_output(model64(*inputs))
                     save_values(set_path(job.refs_dir, in_float64(s.name)), out64)
                     ties = index_ties(out64, recorder.calls, rtol=job.tie_rtol, atol=job.tie_atol)
