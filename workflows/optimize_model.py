@@ -735,6 +735,10 @@ class OptimizeModel:
             kernel_targets = state.plan.kernel_targets > 0
         else:
             kernel_targets = any(t.kind != contracts.TargetKind.FORWARD for t in state.targets)
+        if state.plan is not None and state.plan.kernels_short and not self._use_llm():
+            # the model has Triton kernels; the plan left them out (recorded since it does)
+            short = state.plan.kernels_short
+            return f"no candidate for the whole forward, and no kernel searched: {short}"
         if not kernel_targets and not self._use_llm():
             stops = [
                 r.stopped_reason.removeprefix(BUILTIN_EXHAUSTED)

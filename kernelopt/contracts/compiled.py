@@ -381,6 +381,8 @@ class TargetPlan(Frozen):
     artifact: ArtifactRef
     count: int = 0
     kernel_targets: int = 0  # those that are not the whole forward
+    # why the kernels were left out beside the whole forward ("": none were for that)
+    kernels_short: str = ""
 
 
 class PlanTargetsInput(Frozen):

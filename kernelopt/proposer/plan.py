@@ -47,6 +47,7 @@ def plan_targets(inp: PlanTargetsInput, store: ArtifactStore) -> TargetPlan:
         targets = [t for t in targets if t.kind != TargetKind.FUSION_GROUP]
     if inp.max_targets is not None:
         targets = targets[: inp.max_targets]
+    short = ""
     if inp.rewrites_first:
         # first: a rewrite's wins are the largest and its search the cheapest
         forward_target = (listed or builtin()).forward
@@ -55,7 +56,8 @@ def plan_targets(inp: PlanTargetsInput, store: ArtifactStore) -> TargetPlan:
         if short:  # the kernels' searches could not change the outcome
             log.info("kernel_targets_dropped", reason=short, dropped=len(targets) - 1)
             targets = targets[:1]
-    return store_plan(targets, store, f"{inp.compiled.problem.name}.targets.json")
+    plan = store_plan(targets, store, f"{inp.compiled.problem.name}.targets.json")
+    return plan.model_copy(update={"kernels_short": short}) if short else plan
 
 
 __all__ = ["plan_targets"]

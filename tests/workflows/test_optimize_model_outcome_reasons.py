@@ -8,7 +8,7 @@ from kernelopt.contracts import (
     CampaignOptions,
     ProblemSpec,
 )
-from kernelopt.contracts.compiled import SearchTarget, TargetKind
+from kernelopt.contracts.compiled import SearchTarget, TargetKind, TargetPlan
 from kernelopt.contracts.search import ProposerConfig, ProposerKind, SearchKernelResult
 from workflows.optimize_model import OptimizeModel
 
@@ -27,6 +27,17 @@ def test_a_library_only_forward_names_the_builtin_proposers_limit() -> None:
     """An H200 gemm compiles to one cuBLAS call: nothing for launch-configuration search."""
     reason = _campaign(ProposerKind.BUILTIN)._nothing_tried_reason()
     assert "library calls only" in reason and "LLM proposer" in reason
+
+
+def test_kernels_the_plan_left_out_are_not_called_library_calls() -> None:
+    """A forward with Triton kernels too small to reach gamma: the plan searched the whole
+    forward alone, and an empty search says so rather than "library calls only"."""
+    wf = _campaign(ProposerKind.BUILTIN)
+    short = "every Triton kernel together holds 0.8% of the model's GPU time: ..."
+    artifact = ArtifactRef(sha256="1" * 64, size=3, name="targets.json")
+    wf._state.plan = TargetPlan(artifact=artifact, count=1, kernels_short=short)
+    reason = wf._nothing_tried_reason()
+    assert reason.endswith(short) and "library calls only" not in reason
 
 
 def test_searches_that_proposed_nothing_give_their_own_stop_reasons() -> None:

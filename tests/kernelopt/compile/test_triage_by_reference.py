@@ -194,13 +194,16 @@ def test_the_builtin_plan_drops_kernels_that_together_cannot_reach_gamma(
         update={"triton_ms": 0.02, "library_ms": 2.0, "total_ms": 2.02, "gamma": 1.03}
     )
     short = m.plan_input(**BUILTIN).model_copy(update={"triage": store_triage(little, store)})
-    plan = load_plan(plan_targets(short, store), store)
-    assert [t.kind for t in plan] == [TargetKind.FORWARD]
+    planned = plan_targets(short, store)
+    assert [t.kind for t in load_plan(planned, store)] == [TargetKind.FORWARD]
+    assert planned.kernels_short.startswith("every Triton kernel together holds 1.0%")
     llm = m.plan_input().model_copy(update={"triage": short.triage})
     assert load_plan(plan_targets(llm, store), store) == m.triage.targets
+    assert plan_targets(llm, store).kernels_short == ""
     enough = little.model_copy(update={"gamma": 1.005})  # 1% of the time reaches 1.005x
     wide = short.model_copy(update={"triage": store_triage(enough, store)})
-    assert len(load_plan(plan_targets(wide, store), store)) > 1
+    kept = plan_targets(wide, store)
+    assert kept.count > 1 and kept.kernels_short == ""
 
 
 async def test_target_scope_hands_out_the_target_its_part_and_its_facts(
