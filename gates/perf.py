@@ -582,7 +582,7 @@ def measure(
     next_round, stopped = rounds(last=1 if probing else None)
     if switching and m.baseline and m.baseline[0].event_ms is not None:
         first = m.baseline[0]
-        m.baseline_dispatch_bound = dispatch_bound(first.host_ms, first.event_ms)
+        m.baseline_dispatch_bound = dispatch_bound(first.host_ms, first.event_ms, first.dispatch_ms)
     if stopped:
         return m
     if switching and _dispatch_bound(m) and _near_one(m, settings.host_clock_turns_max_ratio):
@@ -801,18 +801,25 @@ def _switches_to_turns(settings: GateSettings) -> bool:
 
 
 def _dispatch_bound(m: PerfMeasurement) -> bool:
-    """The latest paired round's host time is beyond ``DISPATCH_BOUND`` times its GPU work
-    on either side: the host sets the pace, not the GPU (a GPU-bound forward's host time
-    runs a hair above its events, and turns would only add their harness to it)."""
+    """The latest paired round's host sets the pace on either side, not the GPU
+    (``dispatch_bound``; a GPU-bound forward's host time runs a hair above its events,
+    and turns would only add their harness to it)."""
     return any(
-        r.event_ms is not None and dispatch_bound(r.host_ms, r.event_ms)
+        r.event_ms is not None and dispatch_bound(r.host_ms, r.event_ms, r.dispatch_ms)
         for r in (m.baseline[-1], m.candidate[-1])
     )
 
 
-def dispatch_bound(host_ms: float, event_ms: float) -> bool:
-    """Host time beyond ``DISPATCH_BOUND`` times the GPU work: the host sets the pace."""
-    return host_ms > DISPATCH_BOUND * event_ms
+def dispatch_bound(host_ms: float, event_ms: float, dispatch_ms: float | None = None) -> bool:
+    """The host sets the pace: its time per call, or its time to issue one checked call,
+    beyond ``DISPATCH_BOUND`` times the GPU work.
+
+    The second catches a forward that waits for the GPU inside (``.item()``, a branch on
+    a value): its events span the host's work too, so they match the host clock, but
+    issuing the call outlasts them (it waits out the cover spin queued before it).
+    """
+    issued = dispatch_ms if dispatch_ms is not None else 0.0
+    return max(host_ms, issued) > DISPATCH_BOUND * event_ms
 
 
 def _near_one(m: PerfMeasurement, limit: float) -> bool:

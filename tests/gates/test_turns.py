@@ -400,14 +400,25 @@ def test_turns_replace_paired_rounds_only_when_asked_and_keep_the_order_control(
     assert v4.metrics["order_control"]["pair_ratios"] == [1.25] * 2 * PAIRS
 
 
-def _paired_child(event_ms: float, host_ms: float, candidate_host_ms: float | None = None):
+def _paired_child(
+    event_ms: float,
+    host_ms: float,
+    candidate_host_ms: float | None = None,
+    dispatch_ms: float | None = None,
+):
     """A stand-in for paired timing children: both sides read ``event_ms`` / ``host_ms``
-    (the candidate ``candidate_host_ms`` where given)."""
+    (the candidate ``candidate_host_ms`` where given) and issue a call in ``dispatch_ms``."""
     from gates.protocol import TimingResult
     from gates.runner import ChildOutcome
 
     def side(name: str, ms: float) -> TimingResult:
-        return TimingResult(side=name, event_ms=event_ms, event_samples=[event_ms] * 5, host_ms=ms)
+        return TimingResult(
+            side=name,
+            event_ms=event_ms,
+            event_samples=[event_ms] * 5,
+            host_ms=ms,
+            dispatch_ms=dispatch_ms,
+        )
 
     def child(*_a, **_k):
         cand = side("candidate", host_ms if candidate_host_ms is None else candidate_host_ms)
@@ -420,26 +431,38 @@ def _paired_child(event_ms: float, host_ms: float, candidate_host_ms: float | No
 
 
 @pytest.mark.parametrize(
-    ("event_ms", "host_ms", "candidate_host_ms", "turns"),
+    ("event_ms", "host_ms", "candidate_host_ms", "dispatch_ms", "turns"),
     [
-        (0.01, 0.05, None, True),
-        (0.05, 0.01, None, False),
-        (0.05, 0.051, None, False),
-        (0.01, 0.05, 0.005, False),
+        (0.01, 0.05, None, 0.004, True),
+        (0.05, 0.01, None, 0.004, False),
+        (0.05, 0.051, None, 0.004, False),
+        (0.01, 0.05, 0.005, 0.004, False),
+        (0.04, 0.041, None, 0.3, True),
+        (0.04, 0.041, None, None, False),
     ],
-    ids=["dispatch-bound", "gpu-bound", "gpu-bound-host-a-hair-above", "dispatch-bound-5x-apart"],
+    ids=[
+        "dispatch-bound",
+        "gpu-bound",
+        "gpu-bound-host-a-hair-above",
+        "dispatch-bound-5x-apart",
+        "waits-for-the-gpu-inside",
+        "no-dispatch-time-known",
+    ],
 )
 def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_decides(
     monkeypatch: pytest.MonkeyPatch,
     event_ms: float,
     host_ms: float,
     candidate_host_ms: float | None,
+    dispatch_ms: float | None,
     turns: bool,
 ) -> None:
     """With ``host_clock_turns`` the first paired round decides the kind: a dispatch-bound
     forward goes on in turn sessions (the paired round set aside, and said so); a GPU-bound
     one keeps its paired rounds, and no turn session starts (also when its host time runs a
-    hair above its events, as a GPU-bound forward's does); nor does a round whose sides
+    hair above its events, as a GPU-bound forward's does).  A forward that waits for the
+    GPU inside (``.item()``) has events as long as its host time, but issuing one call
+    outlasts them: it goes to turns too.  Nor does a round whose sides
     lie further apart than ``host_clock_turns_max_ratio`` (4x), where no clock regime
     could change the category and the turns' harness work would pull the ratio towards 1."""
     import gates.perf as perf
@@ -453,7 +476,7 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
         return _finished_session(1.0)
 
     monkeypatch.setattr(perf, "run_turn_round", turn_round)
-    child = _paired_child(event_ms, host_ms, candidate_host_ms)
+    child = _paired_child(event_ms, host_ms, candidate_host_ms, dispatch_ms)
     settings = {"min_rounds": 2, "max_rounds": 4, "host_clock_turns": PAIRS}
     m = measure_on(child, monkeypatch, **settings)
     assert m.failure is None
@@ -472,9 +495,16 @@ def test_host_clock_turns_replace_the_rounds_only_of_a_forward_the_host_clock_de
     assert v4.metrics["host_probe"]["seconds"] == pytest.approx(1.0)  # the probe child alone
 
 
-@pytest.mark.parametrize("event_ms, host_ms, found", [(0.01, 0.05, True), (0.05, 0.051, False)])
+@pytest.mark.parametrize(
+    "event_ms, host_ms, dispatch_ms, found",
+    [(0.01, 0.05, 0.004, True), (0.05, 0.051, 0.004, False), (0.04, 0.041, 0.3, True)],
+)
 def test_the_first_paired_round_says_whether_the_baseline_is_dispatch_bound(
-    monkeypatch: pytest.MonkeyPatch, event_ms: float, host_ms: float, found: bool
+    monkeypatch: pytest.MonkeyPatch,
+    event_ms: float,
+    host_ms: float,
+    dispatch_ms: float,
+    found: bool,
 ) -> None:
     """What the reference keeps for later verdicts: the baseline side of the first paired
     round, timed before any candidate code was loaded."""
@@ -483,7 +513,8 @@ def test_the_first_paired_round_says_whether_the_baseline_is_dispatch_bound(
 
     monkeypatch.setattr(perf, "run_turn_round", lambda *a, **k: _finished_session(1.0))
     settings = {"min_rounds": 2, "max_rounds": 4, "host_clock_turns": PAIRS}
-    m = measure_on(_paired_child(event_ms, host_ms), monkeypatch, **settings)
+    child = _paired_child(event_ms, host_ms, dispatch_ms=dispatch_ms)
+    m = measure_on(child, monkeypatch, **settings)
     assert m.baseline_dispatch_bound is found and not m.host_probe_reused
 
 
