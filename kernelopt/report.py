@@ -15,7 +15,6 @@ from kernelopt.contracts import Decision, Outcome, library_choices_of
 from kernelopt.contracts.campaign import LIBRARY_PREFIX
 from kernelopt.contracts.compiled import SearchMode, TargetHeadroom, TargetKind, TriageResult
 from kernelopt.contracts.data_movement import required_speedup
-from kernelopt.contracts.target_cutoff import kernels_short_of_gamma
 from kernelopt.gpu_busy import BusyTotals, CampaignBusy
 from kernelopt.kinds.registry import kind_named
 
@@ -73,14 +72,13 @@ def triage_lines(o: Outcome) -> list[str]:
         f"Triton speedup needed for gamma: {need}",
         "",
         *_cutoff_lines(t),
-        *_short_kernels_lines(o, t),
+        *_short_kernels_lines(o),
     ]
 
 
-def _short_kernels_lines(o: Outcome, t: TriageResult) -> list[str]:
-    """Why a built-in campaign searched no single kernel (``kernels_short_of_gamma``)."""
-    short = kernels_short_of_gamma(t.triton_ms, t.total_ms, t.gamma)
-    return [f"Kernel targets: {short}.", ""] if short and o.proposer.startswith("builtin") else []
+def _short_kernels_lines(o: Outcome) -> list[str]:
+    """Why the built-in plan searched no single kernel, as the campaign recorded it."""
+    return [f"Kernel targets: {o.kernels_short}.", ""] if o.kernels_short else []
 
 
 def _cutoff_lines(t: TriageResult) -> list[str]:

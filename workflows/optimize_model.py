@@ -715,6 +715,7 @@ class OptimizeModel:
             gpu_name=compiled.gpu_name if compiled else "",
             numerics=compiled.numerics if compiled else "",
             stop_reason=self._stop_reason(),
+            kernels_short=state.plan.kernels_short if state.plan is not None else "",
             **fields,
         )
 

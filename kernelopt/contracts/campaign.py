@@ -177,6 +177,9 @@ class Outcome(Frozen):
     # the opt-in library choices the returned model makes (library_choices_of the kept
     # candidates' labels): they change f, and a deployment reproduces them from here
     library_choices: list[str] = Field(default_factory=list)
+    # why the built-in plan searched no single kernel (TargetPlan.kernels_short); "" when
+    # it searched them, or when the campaign predates the record
+    kernels_short: str = ""
 
     def returned_form(self) -> str:
         """In which form the returned model comes (the form gate 4 timed); "" without one."""

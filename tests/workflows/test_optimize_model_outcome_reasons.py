@@ -6,6 +6,7 @@ from kernelopt.contracts import (
     ArtifactRef,
     CampaignInput,
     CampaignOptions,
+    OutcomeCategory,
     ProblemSpec,
 )
 from kernelopt.contracts.compiled import SearchTarget, TargetKind, TargetPlan
@@ -38,6 +39,9 @@ def test_kernels_the_plan_left_out_are_not_called_library_calls() -> None:
     wf._state.plan = TargetPlan(artifact=artifact, count=1, kernels_short=short)
     reason = wf._nothing_tried_reason()
     assert reason.endswith(short) and "library calls only" not in reason
+    wf._elapsed = lambda: 0.0  # type: ignore[method-assign]  # workflow.now() outside a run
+    outcome = wf._outcome(wf._input, category=OutcomeCategory.FALLBACK, speedup=1.0, reason=reason)
+    assert outcome.kernels_short == short  # the report's "Kernel targets:" line quotes it
 
 
 def test_searches_that_proposed_nothing_give_their_own_stop_reasons() -> None:

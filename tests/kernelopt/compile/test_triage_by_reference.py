@@ -268,10 +268,19 @@ async def test_a_builtin_report_says_why_no_single_kernel_was_searched(
     monkeypatch.setenv("KERNELOPT_HOME", str(home))
     m = models[SMALL]
     little = m.triage.model_copy(update={"triton_ms": 0.02, "library_ms": 2.0, "total_ms": 2.02})
+    # the outcome quotes what each plan recorded (the workflow copies TargetPlan.kernels_short)
+    ref = store_triage(little, store)
+    plans = {
+        proposer: plan_targets(m.plan_input(**levers).model_copy(update={"triage": ref}), store)
+        for proposer, levers in (("builtin (no LLM)", BUILTIN), ("LLM model-x", {}))
+    }
     texts = {}
-    for proposer in ("builtin (no LLM)", "LLM model-x"):
+    for proposer, plan in plans.items():
         outcome = _fallback(
-            mode=SearchMode.SINGLE, proposer=proposer, triage_ref=store_triage(little, store)
+            mode=SearchMode.SINGLE,
+            proposer=proposer,
+            triage_ref=ref,
+            kernels_short=plan.kernels_short,
         )
         texts[proposer] = await _report_text(outcome, store)
     line = "Kernel targets: every Triton kernel together holds 1.0% of the model's GPU time"
