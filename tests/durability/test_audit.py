@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import inspect
 import json
 import re
 from pathlib import Path
@@ -26,7 +25,6 @@ from kernelopt.audit.export import find_export, pointer_path
 from kernelopt.client import connect
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignPhase, GateName
-from kernelopt.contracts.audit import ExportIndexResult
 from kernelopt.store import ArtifactStore, open_store
 from tests.durability.support import (
     DevServer,
@@ -42,7 +40,6 @@ from tests.durability.support import (
 )
 from tests.support.cli import cli_in_process
 from tests.support.temporal import make_settings
-from workflows.export_campaign import export_workflow_id
 
 workers = module_workers("audit-logs", "0.02")
 
@@ -194,42 +191,9 @@ async def test_cli_audit_table_json_and_self_contained_html(
         assert c.id in page
 
 
-async def test_a_campaign_that_starts_its_export_is_exported_after_it_closes(
-    client: Client, temporal_settings: Settings, workers, artifacts: ArtifactStore, tmp_path: Path
-) -> None:
-    """The integration the lead adds to OptimizeModel, run as a variant: export without anyone asking."""
-    _, gpu_q = workers
-    cpu_q, _ = queues()
-    cpu = Worker(temporal_settings, "cpu", cpu_q, tmp_path, KERNELOPT_TEST_CAMPAIGN_EXPORTS="1")
-    try:
-        cpu.wait_ready()
-        handle = await submit(client, temporal_settings, options(cpu_q, gpu_q))
-        await asyncio.wait_for(outcome_of(client, handle.id), 120)
-        export = client.get_workflow_handle(
-            export_workflow_id(handle.id), result_type=ExportIndexResult
-        )
-        result = await asyncio.wait_for(export.result(), 60)
-    finally:
-        cpu.stop()
-    parent = await client.get_workflow_handle(handle.id).describe()
-    assert parent.status.name == "COMPLETED"  # the export outlived its parent (ABANDON)
-    ref, index = find_export(artifacts, handle.id)
-    assert ref == result.index and index.status == "completed"
-    live = await load_report(client, handle.id, artifacts)
-    assert [r.run.run_id for r in index.runs] == [r.run_id for r in live.runs]
-    assert live.ok
-
-
-def _campaign_starts_its_export() -> bool:
-    from workflows.optimize_model import OptimizeModel
-
-    return "start_export" in inspect.getsource(OptimizeModel)
-
-
-@pytest.mark.skipif(
-    not _campaign_starts_its_export(), reason="OptimizeModel does not start ExportCampaign yet"
-)
 async def test_a_finished_campaign_exports_itself(finished, artifacts: ArtifactStore) -> None:
+    """OptimizeModel starts its own export as it closes; the export outlives it (ABANDON)
+    and ends "completed", with the live audit's runs."""
     campaign_id, _, report = finished
     await wait_until(
         lambda: find_export(artifacts, campaign_id) is not None, 60, what="the campaign's export"

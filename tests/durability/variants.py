@@ -24,10 +24,8 @@ with workflow.unsafe.imports_passed_through():
         SearchKernelResult,
         names,
     )
-    from kernelopt.contracts.audit import EXPORT_PATCH
     from workflows import activity_options as opts
 
-from workflows.export_campaign import start_export
 from workflows.optimize_model import OptimizeModel
 from workflows.search_kernel import SearchKernel
 
@@ -100,21 +98,6 @@ class PlanWithoutProfile(SearchKernel):
         )
         self.state.profiles[node.id] = stub
         return stub
-
-
-@workflow.defn(name=names.OPTIMIZE_MODEL)
-class OptimizeModelWithExport(OptimizeModel):
-    """OptimizeModel plus the export start the lead integrates (the exact lines, as a subclass)."""
-
-    @workflow.run
-    async def run(self, inp: CampaignInput) -> Outcome:
-        return await super().run(inp)
-
-    async def _report(self, outcome: Outcome) -> Outcome:
-        outcome = await super()._report(outcome)
-        if workflow.patched(EXPORT_PATCH):
-            await start_export(self._input.campaign_id, self._input.options.cpu_queue)
-        return outcome
 
 
 @workflow.defn(name=names.OPTIMIZE_MODEL)

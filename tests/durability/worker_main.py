@@ -6,8 +6,6 @@ activity doubles), plus what these tests need:
 * the export workflow and its activities, registered when the shared
   registries (``workflows.all_workflows``, ``activities.cpu_activities``) do
   not list them yet;
-* ``KERNELOPT_TEST_CAMPAIGN_EXPORTS``: run OptimizeModel with the export start
-  the lead is to integrate (``tests.durability.variants.OptimizeModelWithExport``);
 * ``KERNELOPT_TEST_HEARTBEAT_S``: shorter heartbeat timeouts on every GPU call
   site, so a dead or stuck GPU worker is noticed in seconds instead of the
   production two minutes (the mechanism is the same, only the number moves).
@@ -72,12 +70,6 @@ def cpu_worker(client, queue: str):
     workflows = worker.workflows()
     if ExportCampaign not in workflows:
         workflows.append(ExportCampaign)
-    if os.environ.get("KERNELOPT_TEST_CAMPAIGN_EXPORTS"):
-        # OptimizeModel as it will be once it starts its own export (see variants.py)
-        from tests.durability.variants import OptimizeModelWithExport
-
-        workflows = [w for w in workflows if w.__name__ != "OptimizeModel"]
-        workflows.append(OptimizeModelWithExport)
     activities = cpu_activities()
     registered = {getattr(a, "__temporal_activity_definition").name for a in activities}
     activities += [
