@@ -1,11 +1,12 @@
-"""Near-ties of the index ops a reference returns (argmax, argmin, max/min along a dim).
+"""Near-ties of the index ops a reference returns (argmax, argmin, max/min along a dim,
+topk, sort).
 
 An index output is judged by equality, yet which of two nearly equal scores wins depends
 on the precision the scores were computed in: an fp16 chain ties scores that float64
 tells apart, and a compiler that keeps the chain in fp32 picks among them as neither
 does.  The float64 run records each index op's scores, and for every returned index the
-positions whose score lies within gate 2's tolerance of the extreme one are kept as its
-alternates: an index equal to one of them is excused as the float64 run's own answer is
+positions whose score lies within gate 2's tolerance of the one it chose (the extreme, or
+for topk and sort the k-th) are kept as its alternates: an index equal to one of them is excused as the float64 run's own answer is
 (``gates.numerics``).  The rule needs the op's meaning, so it covers these ops alone;
 an index computed any other way is still compared by equality.
 """
@@ -18,12 +19,16 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# op -> where the indices are among its outputs (None: it returns them alone)
+# op -> where the indices are among its outputs (None: it returns them alone), and where
+# its dim is among the positional arguments and its default (None: over all elements)
 _INDEX_OPS = {
-    torch.ops.aten.argmax.default: None,
-    torch.ops.aten.argmin.default: None,
-    torch.ops.aten.max.dim: 1,
-    torch.ops.aten.min.dim: 1,
+    torch.ops.aten.argmax.default: (None, 1, None),
+    torch.ops.aten.argmin.default: (None, 1, None),
+    torch.ops.aten.max.dim: (1, 1, None),
+    torch.ops.aten.min.dim: (1, 1, None),
+    torch.ops.aten.topk.default: (1, 2, -1),
+    torch.ops.aten.sort.default: (1, 1, -1),
+    torch.ops.aten.sort.stable: (1, None, -1),  # dim is keyword-only
 }
 MAX_ALTERNATES = 64  # positions kept per index: bounds the file where every score ties
 _KEY = 1 << 32  # element * _KEY + position: one key per pair
@@ -49,8 +54,9 @@ class IndexRecorder(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if func in _INDEX_OPS and isinstance(args[0], torch.Tensor):
-            position = _INDEX_OPS[func]
-            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            position, dim_at, default = _INDEX_OPS[func]
+            given = dim_at is not None and len(args) > dim_at
+            dim = args[dim_at] if given else kwargs.get("dim", default)
             indices = out if position is None else out[position]
             self.calls.append(IndexCall(indices, args[0], dim))
         return out
@@ -67,28 +73,45 @@ def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | None:
     """(element, position) pairs, a row each: for every returned index with near-ties, the
-    positions whose score is within ``atol + rtol * |extreme|`` of the one it chose (at
-    most ``MAX_ALTERNATES`` an element); None where no index has another within reach."""
+    positions whose score is within ``atol + rtol * |chosen|`` of the one it chose (at
+    most ``MAX_ALTERNATES`` an element); None where no index has another within reach.
+
+    Elements are flat positions in the index output; a reduction's output has the reduced
+    dim dropped or kept as 1, topk's and sort's have their own length along it.
+    """
     scores = call.scores.detach()
     if not scores.is_floating_point():
         return None
     dim = call.dim
     if dim is None:  # over the flattened tensor
         scores, dim = scores.reshape(-1), 0
-    if scores.dim() == 0 or scores.numel() == 0:
+    if scores.dim() == 0 or scores.numel() == 0 or call.indices.numel() == 0:
         return None
     dim = dim % scores.dim()
-    chosen = call.indices.reshape([1 if d == dim else n for d, n in enumerate(scores.shape)])
-    best = scores.gather(dim, chosen.long())
-    near = ((scores - best).abs() <= atol + rtol * best.abs()) & torch.isfinite(scores)
-    rows = near.movedim(dim, -1).reshape(-1, scores.shape[dim])  # one per returned index
-    tied = (rows.sum(1) > 1).nonzero().flatten()
-    if tied.numel() == 0:
-        return None
-    kept = rows[tied]
-    kept &= kept.cumsum(1) <= MAX_ALTERNATES
-    element, position = kept.nonzero(as_tuple=True)
-    return torch.stack([tied[element], position], 1).cpu()
+    width = scores.shape[dim]
+    slots = call.indices.numel() // (scores.numel() // width)  # indices a row returns
+    shape = [slots if d == dim else n for d, n in enumerate(scores.shape)]
+    chosen = call.indices.reshape(shape).long()
+    element = torch.arange(chosen.numel(), device=chosen.device).reshape(shape)
+    rows = scores.movedim(dim, -1).reshape(-1, 1, width)
+    best = scores.gather(dim, chosen).movedim(dim, -1).reshape(-1, slots, 1)
+    elements = element.movedim(dim, -1).reshape(-1)
+    found = []
+    # one block of rows at a time: a sort compares every slot with every position
+    block = max(1, (1 << 24) // max(1, slots * width))
+    for start in range(0, rows.shape[0], block):
+        scored, picked = rows[start : start + block], best[start : start + block]
+        near = ((scored - picked).abs() <= atol + rtol * picked.abs()) & torch.isfinite(scored)
+        near = near.reshape(-1, width)  # one per returned index
+        tied = (near.sum(1) > 1).nonzero().flatten()
+        if tied.numel() == 0:
+            continue
+        kept = near[tied]
+        kept &= kept.cumsum(1) <= MAX_ALTERNATES
+        which, position = kept.nonzero(as_tuple=True)
+        flat = elements[start * slots + tied[which]]
+        found.append(torch.stack([flat, position], 1))
+    return torch.cat(found).cpu() if found else None
 
 
 def index_ties(

@@ -83,3 +83,45 @@ def test_an_index_where_every_score_ties_keeps_a_bounded_number_of_positions() -
         index = torch.zeros(2, 500, dtype=torch.float64).argmax(dim=1)
     (ties,) = index_ties([index], recorder.calls, rtol=1e-3, atol=1e-3)
     assert ties.shape == (2 * MAX_ALTERNATES, 2)
+
+
+def test_topk_and_sort_keep_each_slots_near_tied_positions() -> None:
+    """Slot j of a row may name any position whose score is near the j-th chosen one; the
+    elements are the index output's own flat positions, whichever dim was sorted."""
+    (_, top), ties = _recorded(lambda s: tuple(s.topk(2, dim=1)))
+    assert top[0].tolist() == [1, 2] and top[2].tolist() == [0, 3]  # row 1: any two of three
+    # row 0: both slots lie in the near-tie 1, 2; row 1: both in the three-way tie
+    assert ties[1].tolist() == [
+        [0, 1],
+        [0, 2],
+        [1, 1],
+        [1, 2],
+        *([e, p] for e in (2, 3) for p in (0, 1, 2)),
+    ]
+    (_, order), ties = _recorded(lambda s: tuple(s.sort(dim=0)))
+    # column 1 sorted: -0.5 (row 2), 0.9 (row 0), 3.0 (row 1): no near-tie; column 0 and 2
+    # hold none either; column 3 neither. Along dim 0 no two scores are near: nothing kept
+    assert ties is None and order.shape == SCORES.shape
+    (_, order), ties = _recorded(lambda s: tuple(torch.sort(s.t(), dim=0, stable=True)))
+    # columns of the transpose are rows: element (slot, column) is flat slot * 3 + column
+    assert {tuple(x) for x in ties[1].tolist()} >= {(2 * 3 + 0, 1), (2 * 3 + 0, 2)}
+
+
+def test_gate_2_excuses_a_tied_topk_slot_and_refuses_a_far_one() -> None:
+    (_, top), ties = _recorded(lambda s: tuple(s.topk(2, dim=1)))
+    eager = torch.tensor([[2, 1], [2, 0], [0, 3]])
+
+    def compare(got: list[list[int]]) -> bool:
+        return compare_outputs(
+            [torch.tensor(got)],
+            [eager],
+            rtol=1e-3,
+            atol=1e-3,
+            scale_tol=2e-3,
+            refs64=[top],
+            ties64=[ties[1]],
+        ).ok
+
+    assert compare([[1, 2], [1, 2], [0, 3]])
+    assert not compare([[1, 3], [0, 1], [0, 3]])  # position 3 of row 0 scores 0.2
+    assert not compare([[1, 2], [0, 1], [3, 0]])  # row 2 has no tie: its order is fixed
