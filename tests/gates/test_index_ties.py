@@ -29,6 +29,19 @@ def _recorded(forward: Callable[[torch.Tensor], Any]) -> tuple[list, Any]:
     return leaves, index_ties(leaves, recorder.calls, rtol=1e-3, atol=1e-3)
 
 
+def _gate_2_passes(got: list, eager: torch.Tensor, ref64: torch.Tensor, ties: Any) -> bool:
+    """Gate 2's comparison of one index leaf with the float64 run's index and alternates."""
+    return compare_outputs(
+        [torch.tensor(got)],
+        [eager],
+        rtol=1e-3,
+        atol=1e-3,
+        scale_tol=2e-3,
+        refs64=[ref64],
+        ties64=[ties],
+    ).ok
+
+
 def test_argmax_keeps_the_near_tied_positions_of_each_row() -> None:
     (index,), ties = _recorded(lambda s: s.argmax(dim=1))
     assert index.tolist() == [1, 0, 0]
@@ -50,15 +63,7 @@ def test_gate_2_excuses_a_tied_index_and_still_refuses_a_wrong_one() -> None:
     eager = torch.tensor([2, 1, 0])  # a lower precision picked other tied positions
 
     def compare(got: list[int]) -> bool:
-        return compare_outputs(
-            [torch.tensor(got)],
-            [eager],
-            rtol=1e-3,
-            atol=1e-3,
-            scale_tol=2e-3,
-            refs64=[index],
-            ties64=ties,
-        ).ok
+        return _gate_2_passes(got, eager, index, ties[0])
 
     assert compare([1, 2, 0])  # the float64 run's tie partners
     assert compare([2, 0, 0])
@@ -112,15 +117,7 @@ def test_gate_2_excuses_a_tied_topk_slot_and_refuses_a_far_one() -> None:
     eager = torch.tensor([[2, 1], [2, 0], [0, 3]])
 
     def compare(got: list[list[int]]) -> bool:
-        return compare_outputs(
-            [torch.tensor(got)],
-            [eager],
-            rtol=1e-3,
-            atol=1e-3,
-            scale_tol=2e-3,
-            refs64=[top],
-            ties64=[ties[1]],
-        ).ok
+        return _gate_2_passes(got, eager, top, ties[1])
 
     assert compare([[1, 2], [1, 2], [0, 3]])
     assert not compare([[1, 3], [0, 1], [0, 3]])  # position 3 of row 0 scores 0.2
