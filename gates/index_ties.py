@@ -31,6 +31,10 @@ _INDEX_OPS = {
     torch.ops.aten.sort.stable: (1, None, -1),  # dim is keyword-only
 }
 MAX_ALTERNATES = 64  # positions kept per index: bounds the file where every score ties
+# pairs kept per index output: a sort of millions of tied scores keeps the first this many
+# (its later elements are compared by equality), so the file stays under 64 MB
+MAX_PAIRS = 1 << 22
+_CHUNK = 1 << 16  # tied indices expanded at once
 _KEY = 1 << 32  # element * _KEY + position: one key per pair
 
 
@@ -77,7 +81,9 @@ def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | Non
     most ``MAX_ALTERNATES`` an element); None where no index has another within reach.
 
     Elements are flat positions in the index output; a reduction's output has the reduced
-    dim dropped or kept as 1, topk's and sort's have their own length along it.
+    dim dropped or kept as 1, topk's and sort's have their own length along it.  The near
+    positions of a slot are one run of the row's scores in sorted order, found by binary
+    search: a sort of a long row costs its sort, not every slot against every position.
     """
     scores = call.scores.detach()
     if not scores.is_floating_point():
@@ -92,26 +98,32 @@ def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | Non
     slots = call.indices.numel() // (scores.numel() // width)  # indices a row returns
     shape = [slots if d == dim else n for d, n in enumerate(scores.shape)]
     chosen = call.indices.reshape(shape).long()
-    element = torch.arange(chosen.numel(), device=chosen.device).reshape(shape)
-    rows = scores.movedim(dim, -1).reshape(-1, 1, width)
-    best = scores.gather(dim, chosen).movedim(dim, -1).reshape(-1, slots, 1)
-    elements = element.movedim(dim, -1).reshape(-1)
-    found = []
-    # one block of rows at a time: a sort compares every slot with every position
-    block = max(1, (1 << 24) // max(1, slots * width))
-    for start in range(0, rows.shape[0], block):
-        scored, picked = rows[start : start + block], best[start : start + block]
-        near = ((scored - picked).abs() <= atol + rtol * picked.abs()) & torch.isfinite(scored)
-        near = near.reshape(-1, width)  # one per returned index
-        tied = (near.sum(1) > 1).nonzero().flatten()
-        if tied.numel() == 0:
-            continue
-        kept = near[tied]
-        kept &= kept.cumsum(1) <= MAX_ALTERNATES
-        which, position = kept.nonzero(as_tuple=True)
-        flat = elements[start * slots + tied[which]]
-        found.append(torch.stack([flat, position], 1))
-    return torch.cat(found).cpu() if found else None
+    elements = torch.arange(chosen.numel(), device=chosen.device).reshape(shape)
+    rows = scores.movedim(dim, -1).reshape(-1, width).contiguous()
+    best = scores.gather(dim, chosen).movedim(dim, -1).reshape(-1, slots).contiguous()
+    ordered, order = rows.sort(dim=1)  # NaN last, -inf first: outside any finite reach
+    reach = atol + rtol * best.abs()
+    low = torch.searchsorted(ordered, (best - reach).contiguous())
+    high = torch.searchsorted(ordered, (best + reach).contiguous(), right=True)
+    high = torch.where(torch.isfinite(best), torch.minimum(high, low + MAX_ALTERNATES), low)
+    tied = (high - low > 1).nonzero(as_tuple=True)  # (row, slot) of each index with a tie
+    if tied[0].numel() == 0:
+        return None
+    flat = elements.movedim(dim, -1).reshape(-1, slots)[tied]
+    start, stop = low[tied], high[tied]
+    step = torch.arange(MAX_ALTERNATES, device=start.device)
+    found, kept = [], 0
+    for first in range(0, flat.numel(), _CHUNK):  # a sort's output can tie almost everywhere
+        part = slice(first, first + _CHUNK)
+        taken = start[part, None] + step
+        which, offset = (taken < stop[part, None]).nonzero(as_tuple=True)
+        positions = order[tied[0][part][which], taken[which, offset]]
+        found.append(torch.stack([flat[part][which], positions], 1)[: MAX_PAIRS - kept])
+        kept += len(found[-1])
+        if kept >= MAX_PAIRS:
+            break
+    pairs = torch.cat(found)
+    return pairs[torch.argsort(pairs[:, 0] * _KEY + pairs[:, 1])].cpu()
 
 
 def index_ties(

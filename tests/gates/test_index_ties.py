@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import torch
 
 from gates.index_ties import MAX_ALTERNATES, IndexRecorder, index_ties, matches_alternate
@@ -122,3 +123,20 @@ def test_gate_2_excuses_a_tied_topk_slot_and_refuses_a_far_one() -> None:
     assert compare([[1, 2], [1, 2], [0, 3]])
     assert not compare([[1, 3], [0, 1], [0, 3]])  # position 3 of row 0 scores 0.2
     assert not compare([[1, 2], [0, 1], [3, 0]])  # row 2 has no tie: its order is fixed
+
+
+def test_a_sort_of_tied_scores_keeps_a_bounded_number_of_pairs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sort's output has an index per score: where they all tie, the pairs kept stop at
+    ``MAX_PAIRS`` (later elements are compared by equality) instead of filling memory."""
+    import gates.index_ties as index_ties_module
+
+    monkeypatch.setattr(index_ties_module, "MAX_PAIRS", 100)
+    monkeypatch.setattr(index_ties_module, "_CHUNK", 7)  # several chunks before the bound
+    recorder = IndexRecorder()
+    with recorder:
+        order = torch.zeros(3, 40, dtype=torch.float64).argsort(dim=1)
+    (ties,) = index_ties([order], recorder.calls, rtol=1e-3, atol=1e-3)
+    assert ties.shape == (100, 2)
+    assert ties[:, 0].max() < 3  # the first elements' pairs, each element's 40 positions
