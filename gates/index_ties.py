@@ -5,10 +5,11 @@ An index output is judged by equality, yet which of two nearly equal scores wins
 on the precision the scores were computed in: an fp16 chain ties scores that float64
 tells apart, and a compiler that keeps the chain in fp32 picks among them as neither
 does.  The float64 run records each index op's scores, and for every returned index the
-positions whose score lies within gate 2's tolerance of the one it chose (the extreme, or
-for topk and sort the k-th) are kept as its alternates: an index equal to one of them is excused as the float64 run's own answer is
-(``gates.numerics``).  The rule needs the op's meaning, so it covers these ops alone;
-an index computed any other way is still compared by equality.
+positions whose score lies within gate 2's tolerance of the one it chose (the extreme,
+or for topk and sort the k-th) are kept as its alternates: an index equal to one of them
+is excused as the float64 run's own answer is (``gates.numerics``).  The rule needs the
+op's meaning, so it covers these ops alone; an index computed any other way is still
+compared by equality.
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ def _probe(caller: _Caller, name: str, first: list[Any], problem_path: str) -> t
 
 def _integer(dtype: str | None) -> bool:
     """Whether an output leaf's dtype (``dtype_of``'s name) is an integer type."""
-    return dtype is not None and dtype != "bool" and dtype.startswith(("int", "uint"))
+    return dtype is not None and dtype.startswith(("int", "uint"))
 
 
 def _kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
@@ -373,14 +373,14 @@ def run(job: ReferenceJob) -> ReferenceResult:
                     inputs = to_double(to_device(saved, job.device))
                     keeper64.restore()
                     seed_everything(seeds[s.name], own_generators(model64))
-                    recorder = IndexRecorder()
+                    recorder = IndexRecorder() if indexed.get(s.name) else None
                     randomness = Float32Randomness() if random_forward else contextlib.nullcontext()
-                    recording = recorder if indexed.get(s.name) else contextlib.nullcontext()
-                    with randomness, recording:
+                    with randomness, recorder or contextlib.nullcontext():
                         out64 = flatten_output(model64(*inputs))
                     save_values(set_path(job.refs_dir, in_float64(s.name)), out64)
-                    ties = index_ties(out64, recorder.calls, rtol=job.tie_rtol, atol=job.tie_atol)
-                    del recorder
+                    calls = recorder.calls if recorder is not None else []
+                    ties = index_ties(out64, calls, rtol=job.tie_rtol, atol=job.tie_atol)
+                    del recorder, calls  # the recorded scores: as large as the inputs
                     if ties is not None:  # index outputs with near-tied scores
                         save_values(set_path(job.refs_dir, in_float64(tied(s.name))), ties)
                     # the inputs and state the call changed: gate 2 excuses them as outputs

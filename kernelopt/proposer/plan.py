@@ -57,7 +57,7 @@ def plan_targets(inp: PlanTargetsInput, store: ArtifactStore) -> TargetPlan:
             log.info("kernel_targets_dropped", reason=short, dropped=len(targets) - 1)
             targets = targets[:1]
     plan = store_plan(targets, store, f"{inp.compiled.problem.name}.targets.json")
-    return plan.model_copy(update={"kernels_short": short}) if short else plan
+    return plan.model_copy(update={"kernels_short": short})
 
 
 __all__ = ["plan_targets"]
