@@ -50,6 +50,11 @@ from kernelopt.store import open_store
 from tests.e2e.faults import kill_gpu_worker
 
 
+def _ms(value: float | None) -> str:
+    """A time for the table; none (a fallback returns the baseline) is a dash, never 0."""
+    return "-" if value is None else f"{value:.4f}"
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("problems", nargs="+", type=Path)
@@ -161,8 +166,8 @@ async def main() -> int:
                 handle.id,
                 outcome.category.value,
                 f"{outcome.speedup:.3f}x",
-                f"{outcome.baseline_ms or 0:.4f}",
-                f"{outcome.optimized_ms or 0:.4f}",
+                _ms(outcome.baseline_ms),
+                _ms(outcome.optimized_ms),
                 f"{outcome.candidates_tried} tried/{outcome.candidates_accepted} acc; "
                 f"f={outcome.triage.library_fraction if outcome.triage else float('nan'):.3f}; "
                 f"{outcome.used.gpu_seconds:.0f} GPU-s; {outcome.reason[:70]}",
