@@ -1,12 +1,12 @@
 """Near-ties of the index ops a reference returns (argmax, argmin, max/min along a dim,
-topk, sort).
+topk, sort, and the order statistics median and kthvalue).
 
 An index output is judged by equality, yet which of two nearly equal scores wins depends
 on the precision the scores were computed in: an fp16 chain ties scores that float64
 tells apart, and a compiler that keeps the chain in fp32 picks among them as neither
 does.  The float64 run records each index op's scores, and for every returned index the
 positions whose score lies within gate 2's tolerance of the one it chose (the extreme,
-or for topk and sort the k-th) are kept as its alternates: an index equal to one of them
+the median, or for topk, sort and kthvalue the k-th) are kept as its alternates: an index equal to one of them
 is excused as the float64 run's own answer is (``gates.numerics``).  The rule needs the
 op's meaning, so it covers these ops alone; an index computed any other way is still
 compared by equality.
@@ -30,6 +30,9 @@ _INDEX_OPS = {
     torch.ops.aten.topk.default: (1, 2, -1),
     torch.ops.aten.sort.default: (1, 1, -1),
     torch.ops.aten.sort.stable: (1, None, -1),  # dim is keyword-only
+    torch.ops.aten.median.dim: (1, 1, None),
+    torch.ops.aten.nanmedian.dim: (1, 1, None),
+    torch.ops.aten.kthvalue.default: (1, 2, -1),
 }
 MAX_ALTERNATES = 64  # positions kept per index: bounds the file where every score ties
 # pairs kept per index output: a sort of millions of tied scores keeps the first this many

@@ -41,6 +41,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "candidates" / "ga
         "fp16_index_ties",  # indices among near-tied scores: a float64 run's alternates
         # topk and sort slots among near ties (unit tests: tests/gates/test_index_ties.py)
         pytest.param("fp16_topk_ties", marks=pytest.mark.slow),
+        pytest.param("fp16_order_stats", marks=pytest.mark.slow),  # median and kthvalue
         pytest.param("fp16_sine_chain", marks=pytest.mark.slow),
         pytest.param("fp16_exp_overflow", marks=pytest.mark.slow),
         pytest.param("fp16_softmax_temperature", marks=pytest.mark.slow),

@@ -125,6 +125,32 @@ def test_gate_2_excuses_a_tied_topk_slot_and_refuses_a_far_one() -> None:
     assert not compare([[1, 2], [0, 1], [3, 0]])  # row 2 has no tie: its order is fixed
 
 
+def test_median_and_kthvalue_keep_the_positions_near_the_score_they_chose() -> None:
+    """Row 0's third smallest is one of its near-tie, row 1's median and third smallest one
+    of its three equal scores; row 2 ties nowhere, and the mode is not recorded."""
+    (_, kth), ties = _recorded(lambda s: tuple(s.kthvalue(3, dim=1)))
+    assert kth[2].item() == 3 and ties[0] is None
+    assert ties[1].tolist() == [[0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    _, ties = _recorded(lambda s: tuple(torch.median(s, dim=1, keepdim=True)))
+    assert ties[1].tolist() == [[1, 0], [1, 1], [1, 2]]
+    _, ties = _recorded(lambda s: tuple(s.nanmedian(dim=1)))
+    assert ties[1].tolist() == [[1, 0], [1, 1], [1, 2]]
+    _, none = _recorded(lambda s: tuple(s.mode(dim=1)))
+    assert none is None
+
+
+def test_gate_2_excuses_a_tied_kthvalue_index_and_refuses_a_far_one() -> None:
+    (_, kth), ties = _recorded(lambda s: tuple(s.kthvalue(3, dim=1)))
+    eager = torch.tensor([1, 0, 3])
+
+    def compare(got: list[int]) -> bool:
+        return _gate_2_passes(got, eager, kth, ties[1])
+
+    assert compare([2, 2, 3]) and compare([1, 1, 3])
+    assert not compare([3, 0, 3])  # position 3 of row 0 scores 0.2, not near 0.9
+    assert not compare([1, 0, 2])  # row 2 has no tie
+
+
 def test_a_sort_of_tied_scores_keeps_a_bounded_number_of_pairs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

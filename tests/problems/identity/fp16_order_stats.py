@@ -1,0 +1,21 @@
+"""Median and k-th value indices among near-tied fp16 scores: which of two nearly equal
+scores ranks k-th depends on the precision they were computed in."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        scores = torch.cos(40 * x) * 2
+        middle = torch.median(scores, dim=1)
+        fifth = torch.kthvalue(scores, 5, dim=1)
+        return middle.values, middle.indices, fifth.values, fifth.indices
+
+
+def get_inputs():
+    return [torch.rand(256, 48, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
