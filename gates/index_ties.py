@@ -1,5 +1,6 @@
 """Near-ties of the index ops a reference returns (argmax, argmin, max/min along a dim,
-topk, sort, and the order statistics median and kthvalue).
+topk, sort, the order statistics median and kthvalue, and the bin numbers of bucketize
+and searchsorted).
 
 An index output is judged by equality, yet which of two nearly equal scores wins depends
 on the precision the scores were computed in: an fp16 chain ties scores that float64
@@ -7,7 +8,9 @@ tells apart, and a compiler that keeps the chain in fp32 picks among them as nei
 does.  The float64 run records each index op's scores, and for every returned index the
 positions whose score lies within gate 2's tolerance of the one it chose (the extreme,
 the median, or for topk, sort and kthvalue the k-th) are kept as its alternates: an index equal to one of them
-is excused as the float64 run's own answer is (``gates.numerics``).  The rule needs the
+is excused as the float64 run's own answer is (``gates.numerics``).  A bin number is
+judged the same way with the bins as its alternates: every bin that a value within
+tolerance of the float64 run's would fall in.  The rule needs the
 op's meaning, so it covers these ops alone; an index computed any other way is still
 compared by equality.
 """
@@ -34,6 +37,12 @@ _INDEX_OPS = {
     torch.ops.aten.nanmedian.dim: (1, 1, None),
     torch.ops.aten.kthvalue.default: (1, 2, -1),
 }
+# bucketize(values, boundaries) and searchsorted(boundaries, values): where the values and
+# the sorted boundaries stand among the positional arguments
+_BIN_OPS = {
+    torch.ops.aten.bucketize.Tensor: (0, 1),
+    torch.ops.aten.searchsorted.Tensor: (1, 0),
+}
 MAX_ALTERNATES = 64  # positions kept per index: bounds the file where every score ties
 # pairs kept per index output: a sort of millions of tied scores keeps the first this many
 # (its later elements are compared by equality), so the file stays under 64 MB
@@ -49,6 +58,7 @@ class IndexCall:
     indices: torch.Tensor
     scores: torch.Tensor
     dim: int | None
+    boundaries: torch.Tensor | None = None  # a bin op's: then ``scores`` are its values
 
 
 class IndexRecorder(TorchDispatchMode):
@@ -67,6 +77,11 @@ class IndexRecorder(TorchDispatchMode):
             dim = args[dim_at] if given else kwargs.get("dim", default)
             indices = out if position is None else out[position]
             self.calls.append(IndexCall(indices, args[0], dim))
+        elif func in _BIN_OPS:
+            values, boundaries = (args[at] for at in _BIN_OPS[func])
+            unsorted = kwargs.get("sorter") is not None  # boundaries in the sorter's order
+            if isinstance(values, torch.Tensor) and boundaries.dim() == 1 and not unsorted:
+                self.calls.append(IndexCall(out, values, None, boundaries))
         return out
 
 
@@ -92,6 +107,8 @@ def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | Non
     scores = call.scores.detach()
     if not scores.is_floating_point():
         return None
+    if call.boundaries is not None:
+        return _bins_within_reach(call, rtol, atol)
     dim = call.dim
     if dim is None:  # over the flattened tensor
         scores, dim = scores.reshape(-1), 0
@@ -127,6 +144,32 @@ def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | Non
         if kept >= MAX_PAIRS:
             break
     pairs = torch.cat(found)
+    return pairs[torch.argsort(pairs[:, 0] * _KEY + pairs[:, 1])].cpu()
+
+
+def _bins_within_reach(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | None:
+    """(element, bin) pairs: for each value within reach of a boundary, every bin of
+    ``[value - reach, value + reach]`` (at most ``MAX_ALTERNATES``), where
+    ``reach = atol + rtol * |value|``; the side a value on a boundary goes to is read back
+    from the bin the op gave it, so ``right=`` needs no recording."""
+    values = call.scores.detach().reshape(-1)
+    chosen = call.indices.reshape(-1).long()
+    edges = call.boundaries.detach().to(values.dtype)
+    if values.numel() == 0 or edges.numel() == 0 or chosen.numel() != values.numel():
+        return None
+    reach = atol + rtol * values.abs()
+    low = torch.bucketize(values - reach, edges)  # the lowest bin either side could give
+    high = torch.bucketize(values + reach, edges, right=True)
+    low = torch.minimum(low, chosen)
+    high = torch.where(torch.isfinite(values), torch.maximum(high, chosen), chosen)
+    high = torch.minimum(high, low + MAX_ALTERNATES - 1)
+    tied = (high > low).nonzero(as_tuple=True)[0]
+    if tied.numel() == 0:
+        return None
+    step = torch.arange(MAX_ALTERNATES, device=values.device)
+    bins = low[tied, None] + step
+    which, offset = (bins <= high[tied, None]).nonzero(as_tuple=True)
+    pairs = torch.stack([tied[which], bins[which, offset]], 1)[:MAX_PAIRS]
     return pairs[torch.argsort(pairs[:, 0] * _KEY + pairs[:, 1])].cpu()
 
 

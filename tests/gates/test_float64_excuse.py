@@ -42,6 +42,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "candidates" / "ga
         # topk and sort slots among near ties (unit tests: tests/gates/test_index_ties.py)
         pytest.param("fp16_topk_ties", marks=pytest.mark.slow),
         pytest.param("fp16_order_stats", marks=pytest.mark.slow),  # median and kthvalue
+        pytest.param("fp16_bucketize_edges", marks=pytest.mark.slow),  # bins near an edge
         pytest.param("fp16_sine_chain", marks=pytest.mark.slow),
         pytest.param("fp16_exp_overflow", marks=pytest.mark.slow),
         pytest.param("fp16_softmax_temperature", marks=pytest.mark.slow),

@@ -151,6 +151,41 @@ def test_gate_2_excuses_a_tied_kthvalue_index_and_refuses_a_far_one() -> None:
     assert not compare([1, 0, 2])  # row 2 has no tie
 
 
+EDGES = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
+VALUES = torch.tensor([0.5, 1.0 - 1e-6, 1.9995, 3.0, -1e-4], dtype=torch.float64)
+
+
+def test_a_bin_number_keeps_every_bin_a_value_within_tolerance_would_fall_in() -> None:
+    """Values near an edge (1, 2 and 4 here) may fall on either side; the others have
+    one bin.  searchsorted with ``right`` reads its side back from the bin it gave."""
+    recorder = IndexRecorder()
+    with recorder:
+        leaves = [
+            torch.bucketize(VALUES, EDGES),
+            torch.searchsorted(EDGES, VALUES, right=True),
+            torch.searchsorted(EDGES, VALUES, sorter=torch.arange(3)),
+        ]
+    ties = index_ties(leaves, recorder.calls, rtol=1e-3, atol=1e-3)
+    near = [[1, 1], [1, 2], [2, 2], [2, 3], [4, 0], [4, 1]]
+    assert ties[0].tolist() == near and ties[1].tolist() == near
+    assert ties[2] is None  # boundaries in a sorter's order: compared by equality
+
+
+def test_gate_2_excuses_a_neighbouring_bin_only_near_its_edge() -> None:
+    recorder = IndexRecorder()
+    with recorder:
+        bins = torch.bucketize(VALUES, EDGES)
+    (ties,) = index_ties([bins], recorder.calls, rtol=1e-3, atol=1e-3)
+    eager = torch.tensor([1, 2, 3, 3, 1])
+
+    def compare(got: list[int]) -> bool:
+        return _gate_2_passes(got, eager, bins, ties)
+
+    assert compare([1, 2, 2, 3, 0]) and compare([1, 1, 3, 3, 1])
+    assert not compare([2, 1, 2, 3, 0])  # 0.5 lies in the middle of bin 1
+    assert not compare([1, 1, 2, 3, 2])  # -1e-4 is near edge 0, not edge 1
+
+
 def test_a_sort_of_tied_scores_keeps_a_bounded_number_of_pairs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
