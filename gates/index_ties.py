@@ -1,13 +1,14 @@
 """Near-ties of the index ops a reference returns (argmax, argmin, max/min along a dim,
-topk, sort, the order statistics median and kthvalue, and the bin numbers of bucketize
-and searchsorted).
+topk, sort, the order statistics median and kthvalue, the running cummax and cummin,
+and the bin numbers of bucketize and searchsorted).
 
 An index output is judged by equality, yet which of two nearly equal scores wins depends
 on the precision the scores were computed in: an fp16 chain ties scores that float64
 tells apart, and a compiler that keeps the chain in fp32 picks among them as neither
 does.  The float64 run records each index op's scores, and for every returned index the
 positions whose score lies within gate 2's tolerance of the one it chose (the extreme,
-the median, or for topk, sort and kthvalue the k-th) are kept as its alternates: an index equal to one of them
+the median, or for topk, sort and kthvalue the k-th; for a running extreme, among the
+positions up to its own) are kept as its alternates: an index equal to one of them
 is excused as the float64 run's own answer is (``gates.numerics``).  A bin number is
 judged the same way with the bins as its alternates: every bin that a value within
 tolerance of the float64 run's would fall in.  The rule needs the
@@ -36,7 +37,11 @@ _INDEX_OPS = {
     torch.ops.aten.median.dim: (1, 1, None),
     torch.ops.aten.nanmedian.dim: (1, 1, None),
     torch.ops.aten.kthvalue.default: (1, 2, -1),
+    torch.ops.aten.cummax.default: (1, 1, None),
+    torch.ops.aten.cummin.default: (1, 1, None),
 }
+# running extremes: the index at position i names one of positions 0..i along the dim
+_PREFIX_OPS = {torch.ops.aten.cummax.default, torch.ops.aten.cummin.default}
 # bucketize(values, boundaries) and searchsorted(boundaries, values): where the values and
 # the sorted boundaries stand among the positional arguments
 _BIN_OPS = {
@@ -59,6 +64,7 @@ class IndexCall:
     scores: torch.Tensor
     dim: int | None
     boundaries: torch.Tensor | None = None  # a bin op's: then ``scores`` are its values
+    prefix: bool = False  # a running extreme's: slot i chose among positions 0..i
 
 
 class IndexRecorder(TorchDispatchMode):
@@ -76,7 +82,7 @@ class IndexRecorder(TorchDispatchMode):
             given = dim_at is not None and len(args) > dim_at
             dim = args[dim_at] if given else kwargs.get("dim", default)
             indices = out if position is None else out[position]
-            self.calls.append(IndexCall(indices, args[0], dim))
+            self.calls.append(IndexCall(indices, args[0], dim, prefix=func in _PREFIX_OPS))
         elif func in _BIN_OPS:
             values, boundaries = (args[at] for at in _BIN_OPS[func])
             unsorted = kwargs.get("sorter") is not None  # boundaries in the sorter's order
@@ -139,7 +145,10 @@ def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | Non
         taken = start[part, None] + step
         which, offset = (taken < stop[part, None]).nonzero(as_tuple=True)
         positions = order[tied[0][part][which], taken[which, offset]]
-        found.append(torch.stack([flat[part][which], positions], 1)[: MAX_PAIRS - kept])
+        pairs = torch.stack([flat[part][which], positions], 1)
+        if call.prefix:  # slot i of a running extreme is position i along the dim
+            pairs = pairs[positions <= tied[1][part][which]]
+        found.append(pairs[: MAX_PAIRS - kept])
         kept += len(found[-1])
         if kept >= MAX_PAIRS:
             break

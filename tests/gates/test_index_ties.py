@@ -151,6 +151,23 @@ def test_gate_2_excuses_a_tied_kthvalue_index_and_refuses_a_far_one() -> None:
     assert not compare([1, 0, 2])  # row 2 has no tie
 
 
+def test_a_running_extreme_keeps_only_the_near_positions_up_to_its_own() -> None:
+    """cummax at position i chose among 0..i: row 0's near-tie 1, 2 is open to positions
+    2 and 3 only, and row 1's three equal scores to each position as it reaches them."""
+    (_, running), ties = _recorded(lambda s: tuple(s.cummax(dim=1)))
+    assert running[0].tolist() == [0, 1, 1, 1]
+    assert ties[1].tolist() == [
+        [1, 1],
+        *([e, p] for e in (2, 3) for p in (1, 2)),
+        [4, 0],
+        *([5, p] for p in (0, 1)),
+        *([e, p] for e in (6, 7) for p in (0, 1, 2)),
+    ]
+    eager = running.clone()
+    assert _gate_2_passes([[0, 1, 2, 2], [0, 0, 1, 0], [0, 0, 0, 0]], eager, running, ties[1])
+    assert not _gate_2_passes([[0, 2, 1, 1], [0, 1, 2, 2], [0, 0, 0, 0]], eager, running, ties[1])
+
+
 EDGES = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
 VALUES = torch.tensor([0.5, 1.0 - 1e-6, 1.9995, 3.0, -1e-4], dtype=torch.float64)
 

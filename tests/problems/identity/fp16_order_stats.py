@@ -1,5 +1,5 @@
-"""Median and k-th value indices among near-tied fp16 scores: which of two nearly equal
-scores ranks k-th depends on the precision they were computed in."""
+"""Median, k-th value and running-minimum indices among near-tied fp16 scores: which of two
+nearly equal scores ranks k-th depends on the precision they were computed in."""
 
 import torch
 import torch.nn as nn
@@ -10,7 +10,8 @@ class Model(nn.Module):
         scores = torch.cos(40 * x) * 2
         middle = torch.median(scores, dim=1)
         fifth = torch.kthvalue(scores, 5, dim=1)
-        return middle.values, middle.indices, fifth.values, fifth.indices
+        low = torch.cummin(scores, dim=1)
+        return middle.values, middle.indices, fifth.values, fifth.indices, low.indices
 
 
 def get_inputs():
