@@ -126,8 +126,8 @@ def test_gate_2_excuses_a_tied_topk_slot_and_refuses_a_far_one() -> None:
 
 
 def test_median_and_kthvalue_keep_the_positions_near_the_score_they_chose() -> None:
-    """Row 0's third smallest is one of its near-tie, row 1's median and third smallest one
-    of its three equal scores; row 2 ties nowhere, and the mode is not recorded."""
+    """Row 0's third smallest is one of its near-tied pair, row 1's median and third
+    smallest one of its three equal scores; row 2 ties nowhere, and mode is not recorded."""
     (_, kth), ties = _recorded(lambda s: tuple(s.kthvalue(3, dim=1)))
     assert kth[2].item() == 3 and ties[0] is None
     assert ties[1].tolist() == [[0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
@@ -173,7 +173,7 @@ VALUES = torch.tensor([0.5, 1.0 - 1e-6, 1.9995, 3.0, -1e-4], dtype=torch.float64
 
 
 def test_a_bin_number_keeps_every_bin_a_value_within_tolerance_would_fall_in() -> None:
-    """Values near an edge (1, 2 and 4 here) may fall on either side; the others have
+    """Values near an edge (elements 1, 2 and 4) may fall on either side; the others have
     one bin.  searchsorted with ``right`` reads its side back from the bin it gave."""
     recorder = IndexRecorder()
     with recorder:
