@@ -86,7 +86,7 @@ class IndexRecorder(TorchDispatchMode):
         elif func in _BIN_OPS:
             values, boundaries = (args[at] for at in _BIN_OPS[func])
             unsorted = kwargs.get("sorter") is not None  # boundaries in the sorter's order
-            if isinstance(values, torch.Tensor) and boundaries.dim() == 1 and not unsorted:
+            if isinstance(values, torch.Tensor) and not unsorted:
                 self.calls.append(IndexCall(out, values, None, boundaries))
         return out
 
@@ -161,14 +161,16 @@ def _bins_within_reach(call: IndexCall, rtol: float, atol: float) -> torch.Tenso
     ``[value - reach, value + reach]`` (at most ``MAX_ALTERNATES``), where
     ``reach = atol + rtol * |value|``; the side a value on a boundary goes to is read back
     from the bin the op gave it, so ``right=`` needs no recording."""
-    values = call.scores.detach().reshape(-1)
+    values = call.scores.detach()
     chosen = call.indices.reshape(-1).long()
-    edges = call.boundaries.detach().to(values.dtype)
+    edges = call.boundaries.detach().to(values.dtype)  # one row, or one per row of values
     if values.numel() == 0 or edges.numel() == 0 or chosen.numel() != values.numel():
         return None
     reach = atol + rtol * values.abs()
-    low = torch.bucketize(values - reach, edges)  # the lowest bin either side could give
-    high = torch.bucketize(values + reach, edges, right=True)
+    # the lowest and highest bin a value within reach could give, either side
+    low = torch.searchsorted(edges, (values - reach).contiguous()).reshape(-1)
+    high = torch.searchsorted(edges, (values + reach).contiguous(), right=True).reshape(-1)
+    values = values.reshape(-1)
     low = torch.minimum(low, chosen)
     high = torch.where(torch.isfinite(values), torch.maximum(high, chosen), chosen)
     high = torch.minimum(high, low + MAX_ALTERNATES - 1)

@@ -188,6 +188,18 @@ def test_a_bin_number_keeps_every_bin_a_value_within_tolerance_would_fall_in() -
     assert ties[2] is None  # boundaries in a sorter's order: compared by equality
 
 
+def test_boundaries_of_their_own_per_row_give_each_rows_values_their_bins() -> None:
+    """Inverse-CDF sampling searches each row's cumulative sums: row 1's edges are shifted
+    by 0.25, so its values lie inside bins and only row 0 keeps neighbouring bins."""
+    edges = torch.stack([EDGES, EDGES + 0.25])
+    values = torch.stack([VALUES, VALUES])
+    recorder = IndexRecorder()
+    with recorder:
+        bins = torch.searchsorted(edges, values)
+    (ties,) = index_ties([bins], recorder.calls, rtol=1e-3, atol=1e-3)
+    assert ties.tolist() == [[1, 1], [1, 2], [2, 2], [2, 3], [4, 0], [4, 1]]
+
+
 def test_gate_2_excuses_a_neighbouring_bin_only_near_its_edge() -> None:
     recorder = IndexRecorder()
     with recorder:
