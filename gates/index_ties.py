@@ -18,6 +18,7 @@ compared by equality.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,10 +112,6 @@ def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | Non
     search: a sort of a long row costs its sort, not every slot against every position.
     """
     scores = call.scores.detach()
-    if not scores.is_floating_point():
-        return None
-    if call.boundaries is not None:
-        return _bins_within_reach(call, rtol, atol)
     dim = call.dim
     if dim is None:  # over the flattened tensor
         scores, dim = scores.reshape(-1), 0
@@ -133,27 +130,17 @@ def _alternates(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | Non
     low = torch.searchsorted(ordered, (best - reach).contiguous())
     high = torch.searchsorted(ordered, (best + reach).contiguous(), right=True)
     high = torch.where(torch.isfinite(best), torch.minimum(high, low + MAX_ALTERNATES), low)
-    tied = (high - low > 1).nonzero(as_tuple=True)  # (row, slot) of each index with a tie
-    if tied[0].numel() == 0:
+    row, slot = (high - low > 1).nonzero(as_tuple=True)  # each index with a tie
+    if row.numel() == 0:
         return None
-    flat = elements.movedim(dim, -1).reshape(-1, slots)[tied]
-    start, stop = low[tied], high[tied]
-    step = torch.arange(MAX_ALTERNATES, device=start.device)
-    found, kept = [], 0
-    for first in range(0, flat.numel(), _CHUNK):  # a sort's output can tie almost everywhere
-        part = slice(first, first + _CHUNK)
-        taken = start[part, None] + step
-        which, offset = (taken < stop[part, None]).nonzero(as_tuple=True)
-        positions = order[tied[0][part][which], taken[which, offset]]
-        pairs = torch.stack([flat[part][which], positions], 1)
-        if call.prefix:  # slot i of a running extreme is position i along the dim
-            pairs = pairs[positions <= tied[1][part][which]]
-        found.append(pairs[: MAX_PAIRS - kept])
-        kept += len(found[-1])
-        if kept >= MAX_PAIRS:
-            break
-    pairs = torch.cat(found)
-    return pairs[torch.argsort(pairs[:, 0] * _KEY + pairs[:, 1])].cpu()
+
+    def positions(run: torch.Tensor, taken: torch.Tensor) -> torch.Tensor:
+        return order[row[run], taken]
+
+    # slot i of a running extreme is position i along the dim: it chose among 0..i
+    limit = slot if call.prefix else None
+    flat = elements.movedim(dim, -1).reshape(-1, slots)[row, slot]
+    return _pairs_of_runs(flat, low[row, slot], high[row, slot], positions, limit)
 
 
 def _bins_within_reach(call: IndexCall, rtol: float, atol: float) -> torch.Tensor | None:
@@ -170,17 +157,43 @@ def _bins_within_reach(call: IndexCall, rtol: float, atol: float) -> torch.Tenso
     # the lowest and highest bin a value within reach could give, either side
     low = torch.searchsorted(edges, (values - reach).contiguous()).reshape(-1)
     high = torch.searchsorted(edges, (values + reach).contiguous(), right=True).reshape(-1)
-    values = values.reshape(-1)
+    finite = torch.isfinite(values).reshape(-1)
     low = torch.minimum(low, chosen)
-    high = torch.where(torch.isfinite(values), torch.maximum(high, chosen), chosen)
-    high = torch.minimum(high, low + MAX_ALTERNATES - 1)
-    tied = (high > low).nonzero(as_tuple=True)[0]
+    stop = torch.where(finite, torch.maximum(high, chosen), chosen) + 1  # one past the last
+    tied = (stop - low > 1).nonzero(as_tuple=True)[0]
     if tied.numel() == 0:
         return None
-    step = torch.arange(MAX_ALTERNATES, device=values.device)
-    bins = low[tied, None] + step
-    which, offset = (bins <= high[tied, None]).nonzero(as_tuple=True)
-    pairs = torch.stack([tied[which], bins[which, offset]], 1)[:MAX_PAIRS]
+    return _pairs_of_runs(tied, low[tied], stop[tied], lambda _run, taken: taken)
+
+
+def _pairs_of_runs(
+    elements: torch.Tensor,
+    start: torch.Tensor,
+    stop: torch.Tensor,
+    positions: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    limit: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """(element, position) pairs sorted by key: element ``elements[r]`` may be any of
+    ``positions(r, t)`` for ``t`` in its run ``[start[r], stop[r])`` (at most
+    ``MAX_ALTERNATES`` a run), and at most ``limit[r]`` where a limit is given.  Runs are
+    expanded a chunk at a time and the pairs stop at ``MAX_PAIRS``, as an output that ties
+    almost everywhere (a sort of equal scores) would otherwise fill memory."""
+    step = torch.arange(MAX_ALTERNATES, device=start.device)
+    found, kept = [], 0
+    for first in range(0, elements.numel(), _CHUNK):
+        part = torch.arange(first, min(first + _CHUNK, elements.numel()), device=start.device)
+        taken = start[part, None] + step
+        which, offset = (taken < stop[part, None]).nonzero(as_tuple=True)
+        run = part[which]
+        at = positions(run, taken[which, offset])
+        pairs = torch.stack([elements[run], at], 1)
+        if limit is not None:
+            pairs = pairs[at <= limit[run]]
+        found.append(pairs[: MAX_PAIRS - kept])
+        kept += len(found[-1])
+        if kept >= MAX_PAIRS:
+            break
+    pairs = torch.cat(found)
     return pairs[torch.argsort(pairs[:, 0] * _KEY + pairs[:, 1])].cpu()
 
 
@@ -195,7 +208,9 @@ def index_ties(
         if isinstance(leaf, torch.Tensor) and not leaf.is_floating_point():
             for call in calls:
                 if _same_tensor(leaf, call.indices):
-                    alternates = _alternates(call, rtol, atol)
+                    if call.scores.is_floating_point():  # integer scores tie exactly
+                        near = _alternates if call.boundaries is None else _bins_within_reach
+                        alternates = near(call, rtol, atol)
                     break
         found.append(alternates)
     return found if any(a is not None for a in found) else None

@@ -22,10 +22,13 @@ SCORES = torch.tensor(
 )
 
 
-def _recorded(forward: Callable[[torch.Tensor], Any]) -> tuple[list, Any]:
+def _recorded(
+    forward: Callable[[torch.Tensor], Any], data: torch.Tensor = SCORES
+) -> tuple[list, Any]:
+    """The forward's output leaves on ``data`` and their alternates (None: no near-ties)."""
     recorder = IndexRecorder()
     with recorder:
-        out = forward(SCORES)
+        out = forward(data)
     leaves = list(out) if isinstance(out, tuple) else [out]
     return leaves, index_ties(leaves, recorder.calls, rtol=1e-3, atol=1e-3)
 
@@ -84,10 +87,7 @@ def test_sampled_values_match_by_their_element_and_garbage_never_does() -> None:
 
 
 def test_an_index_where_every_score_ties_keeps_a_bounded_number_of_positions() -> None:
-    recorder = IndexRecorder()
-    with recorder:
-        index = torch.zeros(2, 500, dtype=torch.float64).argmax(dim=1)
-    (ties,) = index_ties([index], recorder.calls, rtol=1e-3, atol=1e-3)
+    _, (ties,) = _recorded(lambda s: s.argmax(dim=1), torch.zeros(2, 500, dtype=torch.float64))
     assert ties.shape == (2 * MAX_ALTERNATES, 2)
 
 
@@ -175,14 +175,14 @@ VALUES = torch.tensor([0.5, 1.0 - 1e-6, 1.9995, 3.0, -1e-4], dtype=torch.float64
 def test_a_bin_number_keeps_every_bin_a_value_within_tolerance_would_fall_in() -> None:
     """Values near an edge (elements 1, 2 and 4) may fall on either side; the others have
     one bin.  searchsorted with ``right`` reads its side back from the bin it gave."""
-    recorder = IndexRecorder()
-    with recorder:
-        leaves = [
-            torch.bucketize(VALUES, EDGES),
-            torch.searchsorted(EDGES, VALUES, right=True),
-            torch.searchsorted(EDGES, VALUES, sorter=torch.arange(3)),
-        ]
-    ties = index_ties(leaves, recorder.calls, rtol=1e-3, atol=1e-3)
+    _, ties = _recorded(
+        lambda v: (
+            torch.bucketize(v, EDGES),
+            torch.searchsorted(EDGES, v, right=True),
+            torch.searchsorted(EDGES, v, sorter=torch.arange(3)),
+        ),
+        VALUES,
+    )
     near = [[1, 1], [1, 2], [2, 2], [2, 3], [4, 0], [4, 1]]
     assert ties[0].tolist() == near and ties[1].tolist() == near
     assert ties[2] is None  # boundaries in a sorter's order: compared by equality
@@ -192,19 +192,12 @@ def test_boundaries_of_their_own_per_row_give_each_rows_values_their_bins() -> N
     """Inverse-CDF sampling searches each row's cumulative sums: row 1's edges are shifted
     by 0.25, so its values lie inside bins and only row 0 keeps neighbouring bins."""
     edges = torch.stack([EDGES, EDGES + 0.25])
-    values = torch.stack([VALUES, VALUES])
-    recorder = IndexRecorder()
-    with recorder:
-        bins = torch.searchsorted(edges, values)
-    (ties,) = index_ties([bins], recorder.calls, rtol=1e-3, atol=1e-3)
+    _, (ties,) = _recorded(lambda v: torch.searchsorted(edges, v), torch.stack([VALUES, VALUES]))
     assert ties.tolist() == [[1, 1], [1, 2], [2, 2], [2, 3], [4, 0], [4, 1]]
 
 
 def test_gate_2_excuses_a_neighbouring_bin_only_near_its_edge() -> None:
-    recorder = IndexRecorder()
-    with recorder:
-        bins = torch.bucketize(VALUES, EDGES)
-    (ties,) = index_ties([bins], recorder.calls, rtol=1e-3, atol=1e-3)
+    (bins,), (ties,) = _recorded(lambda v: torch.bucketize(v, EDGES), VALUES)
     eager = torch.tensor([1, 2, 3, 3, 1])
 
     def compare(got: list[int]) -> bool:
@@ -224,9 +217,10 @@ def test_a_sort_of_tied_scores_keeps_a_bounded_number_of_pairs(
 
     monkeypatch.setattr(index_ties_module, "MAX_PAIRS", 100)
     monkeypatch.setattr(index_ties_module, "_CHUNK", 7)  # several chunks before the bound
-    recorder = IndexRecorder()
-    with recorder:
-        order = torch.zeros(3, 40, dtype=torch.float64).argsort(dim=1)
-    (ties,) = index_ties([order], recorder.calls, rtol=1e-3, atol=1e-3)
+    _, (ties,) = _recorded(lambda s: s.argsort(dim=1), torch.zeros(3, 40, dtype=torch.float64))
     assert ties.shape == (100, 2)
     assert ties[:, 0].max() < 3  # the first elements' pairs, each element's 40 positions
+    # bin numbers too: 80 values, each on an edge, keep their first 100 pairs
+    on_edges = EDGES[torch.arange(80) % 3]
+    _, (ties,) = _recorded(lambda v: torch.bucketize(v, EDGES), on_edges)
+    assert ties.shape == (100, 2) and ties[:, 0].max() < 50
