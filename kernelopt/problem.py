@@ -79,6 +79,23 @@ def _top_level_names(tree: ast.Module) -> tuple[dict[str, ast.ClassDef], set[str
     return classes, names
 
 
+def _defines_forward(model: ast.ClassDef) -> bool:
+    for node in model.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "forward":
+            return True
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "forward" for t in node.targets
+        ):
+            return True
+    return False
+
+
+def _inherits_beyond_module(model: ast.ClassDef) -> bool:
+    """True when a base of ``Model`` other than ``nn.Module`` may bring a forward (an
+    ``nn.Sequential``, a class of the file): the import-time check decides then."""
+    return any(ast.unparse(base).split(".")[-1] != "Module" for base in model.bases)
+
+
 def check_problem_source(source: str, label: str = "<problem>") -> None:
     """AST-only validation of a KernelBench-format module (no import, no torch)."""
     try:
@@ -90,8 +107,7 @@ def check_problem_source(source: str, label: str = "<problem>") -> None:
         what = "is defined but not as a class" if "Model" in names else "is missing"
         raise ProblemError(label, f"`class Model(nn.Module)` {what}")
     model = classes["Model"]
-    methods = {n.name for n in model.body if isinstance(n, ast.FunctionDef)}
-    if "forward" not in methods:
+    if not _defines_forward(model) and not _inherits_beyond_module(model):
         raise ProblemError(label, "class Model defines no forward() method")
     missing = [fn for fn in REQUIRED_FUNCTIONS if fn not in names]
     if missing:
@@ -171,6 +187,8 @@ def _validate(module: ModuleType, name: str, label: str, source: str) -> LoadedP
     model_class = getattr(module, "Model", None)
     if not isinstance(model_class, type) or not issubclass(model_class, torch.nn.Module):
         raise ProblemError(label, "Model is not a subclass of torch.nn.Module")
+    if model_class.forward is torch.nn.Module.forward:
+        raise ProblemError(label, "class Model defines no forward() method and inherits none")
     funcs = problem_functions(module, (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS), label)
     init = _call_list(funcs["get_init_inputs"], "get_init_inputs", label)
     inputs = _call_list(funcs["get_inputs"], "get_inputs", label)

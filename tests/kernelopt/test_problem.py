@@ -98,6 +98,43 @@ def test_load_rejects_model_that_cannot_be_built() -> None:
         load_problem(source, name="bad_init")
 
 
+_HEAD = "import torch\nimport torch.nn as nn\n\n"
+_TAIL = (
+    "\ndef get_inputs():\n    return [torch.randn(2, 8)]\n\ndef get_init_inputs():\n    return []\n"
+)
+_BLOCK = (
+    "class Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.fc = nn.Linear(8, 8)\n\n    def forward(self, x):\n        return self.fc(x)\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "class Model(nn.Sequential):\n    def __init__(self):\n"
+        "        super().__init__(nn.Linear(8, 8), nn.ReLU())\n",
+        _BLOCK + "class Model(Block):\n    pass\n",
+        "class Model(nn.Module):\n    def run(self, x):\n        return x * 2\n\n"
+        "    forward = run\n",
+    ],
+    ids=["sequential", "file_base", "assigned"],
+)
+def test_a_model_whose_forward_is_inherited_or_assigned_loads(model: str) -> None:
+    """Only a ``Model`` built on ``nn.Module`` alone must write ``def forward`` for the AST
+    check; the import decides for other bases."""
+    source = _HEAD + model + _TAIL
+    check_problem_source(source, "p.py")
+    problem = load_problem(source, name="inherited")
+    assert problem.make_model(0, "cpu")(*problem.make_inputs(0, "cpu")).shape == (2, 8)
+
+
+def test_a_model_that_inherits_no_forward_is_refused_at_import() -> None:
+    source = _HEAD + "class Base(nn.Module):\n    pass\n\nclass Model(Base):\n    pass\n" + _TAIL
+    check_problem_source(source, "p.py")
+    with pytest.raises(ProblemError, match=r"defines no forward.*inherits none"):
+        load_problem(source, name="no_forward")
+
+
 def test_make_model_and_inputs_are_deterministic_from_the_seed() -> None:
     import torch
 
