@@ -79,6 +79,25 @@ def _top_level_names(tree: ast.Module) -> tuple[dict[str, ast.ClassDef], set[str
     return classes, names
 
 
+def _model_binding(
+    tree: ast.Module, classes: dict[str, ast.ClassDef]
+) -> ast.ClassDef | ast.expr | None:
+    """The class the file's last top-level binding of ``Model`` makes: its own ``class
+    Model``, the file's class that ``Model = TinyNet`` names, or the name or attribute
+    (``Model = nets.TinyNet``) the import-time check resolves; None for anything else."""
+    bound: ast.ClassDef | ast.expr | None = None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            bound = node
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "Model" for t in node.targets
+        ):
+            bound = node.value
+    if isinstance(bound, ast.Name):
+        return classes.get(bound.id, bound)
+    return bound if isinstance(bound, (ast.ClassDef, ast.Attribute)) else None
+
+
 def _defines_forward(model: ast.ClassDef) -> bool:
     for node in model.body:
         if isinstance(node, ast.FunctionDef) and node.name == "forward":
@@ -103,11 +122,15 @@ def check_problem_source(source: str, label: str = "<problem>") -> None:
     except SyntaxError as exc:
         raise ProblemError(label, f"syntax error at line {exc.lineno}: {exc.msg}") from exc
     classes, names = _top_level_names(tree)
-    if "Model" not in classes:
+    model = _model_binding(tree, classes)
+    if model is None:
         what = "is defined but not as a class" if "Model" in names else "is missing"
         raise ProblemError(label, f"`class Model(nn.Module)` {what}")
-    model = classes["Model"]
-    if not _defines_forward(model) and not _inherits_beyond_module(model):
+    if (
+        isinstance(model, ast.ClassDef)
+        and not _defines_forward(model)
+        and not _inherits_beyond_module(model)
+    ):
         raise ProblemError(label, "class Model defines no forward() method")
     missing = [fn for fn in REQUIRED_FUNCTIONS if fn not in names]
     if missing:

@@ -55,6 +55,9 @@ def check_problem_shape(path: Path) -> None:
     except SyntaxError as exc:
         raise ProblemError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}") from exc
     classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    for node in tree.body:  # ``Model = TinyNet`` names the module
+        if isinstance(node, ast.Assign):
+            classes.update(t.id for t in node.targets if isinstance(t, ast.Name))
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     missing = [n for n in ("Model",) if n not in classes]
     missing += [n for n in ("get_inputs", "get_init_inputs") if n not in functions]

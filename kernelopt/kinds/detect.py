@@ -125,7 +125,7 @@ def scan(source: str, label: str = "<problem>") -> SourceInfo:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             assigned.update(t.id for t in targets if isinstance(t, ast.Name))
-    if "Model" in classes:
+    if "Model" in classes or "Model" in assigned:  # ``Model = TinyNet`` names the module
         kind = ProblemKind.MODULE
     elif helion_kernels:
         kind = ProblemKind.HELION

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelopt.contracts.problem import ProblemKind
 from kernelopt.errors import ProblemError
+from kernelopt.kinds.detect import detect_kind
 from kernelopt.kinds.registry import check_problem_file, load_problem
 from kernelopt.problem import check_problem_source
 from tests.support.wrappers import DATA, ROOT
@@ -27,6 +29,11 @@ GOOD = (DATA / "tiny_linear_relu.py").read_text()
         ),
         (
             "class Model:\n    pass\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n",
+            "forward",
+        ),
+        (
+            "class Net:\n    pass\nModel = Net\ndef get_inputs(): return []\n"
+            "def get_init_inputs(): return []\n",
             "forward",
         ),
         (
@@ -116,14 +123,16 @@ _BLOCK = (
         _BLOCK + "class Model(Block):\n    pass\n",
         "class Model(nn.Module):\n    def run(self, x):\n        return x * 2\n\n"
         "    forward = run\n",
+        _BLOCK + "Model = Block\n",
     ],
-    ids=["sequential", "file_base", "assigned"],
+    ids=["sequential", "file_base", "assigned", "alias"],
 )
 def test_a_model_whose_forward_is_inherited_or_assigned_loads(model: str) -> None:
     """Only a ``Model`` built on ``nn.Module`` alone must write ``def forward`` for the AST
-    check; the import decides for other bases."""
+    check; the import decides for other bases.  ``Model = Block`` names the module."""
     source = _HEAD + model + _TAIL
     check_problem_source(source, "p.py")
+    assert detect_kind(source) == ProblemKind.MODULE
     problem = load_problem(source, name="inherited")
     assert problem.make_model(0, "cpu")(*problem.make_inputs(0, "cpu")).shape == (2, 8)
 

@@ -40,6 +40,16 @@ def test_invalid_problem_strict_and_lenient(tmp_path: Path) -> None:
     assert [e.name for e in discover_suite(tmp_path, strict=False)] == ["1_ok"]
 
 
+def test_a_model_named_by_assignment_is_a_problem(tmp_path: Path) -> None:
+    """``Model = TinyNet`` names the module, as ``kernelopt optimize`` accepts it."""
+    (tmp_path / "1_alias.py").write_text(
+        "import torch\n\nclass TinyNet(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x\n\nModel = TinyNet\n\ndef get_inputs():\n    return []\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    assert [e.name for e in discover_suite(tmp_path)] == ["1_alias"]
+
+
 def test_missing_or_empty_suite(tmp_path: Path) -> None:
     with pytest.raises(ProblemError):
         discover_suite(tmp_path / "nope")
