@@ -10,6 +10,7 @@ Generated text is written to a file first because ``@triton.jit``,
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import io
@@ -45,7 +46,29 @@ def exec_file(path: Path, module_name: str) -> ModuleType:
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
+    _register_output_dataclasses(module)
     return module
+
+
+def _register_output_dataclasses(module: ModuleType) -> None:
+    """Make the file's own dataclasses pytree nodes, as ``transformers`` does for its
+    ``ModelOutput``: a forward may return one, and every comparison, record and compiled
+    wrapper walks outputs with ``torch.utils._pytree``, which sees an unregistered
+    dataclass as one opaque leaf.  A class with fields ``__init__`` does not take stays a
+    leaf (pytree rebuilds a node through its ``__init__``)."""
+    if "torch" not in sys.modules:  # a file that never imported torch returns no tensors
+        return
+    from torch.utils import _pytree
+
+    for value in list(vars(module).values()):
+        if (
+            isinstance(value, type)
+            and dataclasses.is_dataclass(value)
+            and value.__module__ == module.__name__
+            and value not in _pytree.SUPPORTED_NODES
+            and all(f.init for f in dataclasses.fields(value))
+        ):
+            _pytree.register_dataclass(value)
 
 
 def exec_file_once(path: Path, module_name: str) -> ModuleType:
