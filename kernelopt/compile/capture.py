@@ -43,6 +43,7 @@ from kernelopt.compile.output_layout import (
     FirstCall,
     OutputLayout,
     StateSnapshot,
+    constant_value,
     output_layout,
     picked,
 )
@@ -384,8 +385,9 @@ def compile_module(
     reference = run_call(module, list(wrapper_args))
     kernel_configs = chosen_configs(module, list(parsed.kernels))
     layout = cap.layout or OutputLayout(picks=[("output", i) for i in range(len(reference))])
+    constants = [constant_value(c) for c in layout.constants]
     matches, max_diff = exact_match_and_max_diff(
-        picked(reference, wrapper_args, layout.picks), cap.output
+        picked(reference, wrapper_args, layout.picks, constants), cap.output
     )
     reference_ref = save_tensors(store, reference, f"{name}_reference_out.pt")
     stages.lap("reference")
@@ -430,6 +432,7 @@ def compile_module(
         num_outputs=len(reference),
         output_picks=layout.picks,
         state_outputs=layout.state_outputs,
+        output_constants=layout.constants,
         mode_reason=(MODE_REASON if inp.mode == BASELINE_MODE else f"requested mode {inp.mode}")
         + (RANDOM_REASON if cap.fallback_random else ""),
         wrapper_ms=wrapper_ms,

@@ -11,14 +11,18 @@ candidates): results picked from the outputs or the arguments, state written bac
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 STATE_PREFIXES = ("param:", "buffer:")
 # ("output", i) / ("input", i): that graph output or argument; ("item", i): graph output i
-# as a Python number (a forward's ``.item()``); ("none", 0): a None result
-Pick = tuple[Literal["output", "input", "item", "none"], int]
+# as a Python number (a forward's ``.item()``); ("none", 0): a None result; ("constant", i):
+# the layout's constant i (a string, a number, a dtype the forward returns as it is)
+Pick = tuple[Literal["output", "input", "item", "none", "constant"], int]
+# a constant result as text a contract carries: its kind and how to read it back
+Constant = tuple[Literal["literal", "float", "dtype", "device"], str]
 
 
 @dataclass
@@ -29,6 +33,7 @@ class OutputLayout:
 
     picks: list[Pick]
     state_outputs: dict[int, str] = field(default_factory=dict)
+    constants: list[Constant] = field(default_factory=list)
 
 
 class FirstCall:
@@ -63,9 +68,10 @@ def output_layout(first: FirstCall, leaves: Sequence[Any], module: Any) -> Outpu
     """The layout of the compiled forward whose first call ``first`` kept, given the flat
     results that call returned (``leaves``) and the ``module`` after it.
 
-    A result found nowhere (a Python constant the forward returns) makes the layout
-    positional: every output that carries no state, in order, as the wrapper's runner
-    returned before layouts were kept.
+    A Python constant the forward returns (a string, a number no output holds, a dtype) is
+    kept as such: the graph never returns it.  A result found nowhere else makes the
+    layout positional: every output that carries no state, in order, as the wrapper's
+    runner returned before layouts were kept.
     """
     outputs, args = first.outputs or [], first.args or []
     state = {
@@ -74,6 +80,7 @@ def output_layout(first: FirstCall, leaves: Sequence[Any], module: Any) -> Outpu
         if (index := _index_of(outputs, tensor)) is not None
     }
     picks: list[Pick] = []
+    constants: list[Constant] = []
     for leaf in leaves:
         if leaf is None:
             picks.append(("none", 0))
@@ -83,10 +90,43 @@ def output_layout(first: FirstCall, leaves: Sequence[Any], module: Any) -> Outpu
             picks.append(("input", index))
         elif (index := _scalar_source(outputs, leaf)) is not None:
             picks.append(("item", index))
+        elif (constant := constant_text(leaf)) is not None:
+            picks.append(("constant", len(constants)))
+            constants.append(constant)
         else:
-            picks = [("output", i) for i in range(len(outputs)) if i not in state]
+            picks, constants = [("output", i) for i in range(len(outputs)) if i not in state], []
             break
-    return OutputLayout(picks=picks, state_outputs=state)
+    return OutputLayout(picks=picks, state_outputs=state, constants=constants)
+
+
+def constant_text(value: Any) -> Constant | None:
+    """``value`` as a ``Constant``, for the Python values a forward may return as they are;
+    None for anything else."""
+    import torch
+
+    if isinstance(value, torch.dtype):
+        return ("dtype", str(value).removeprefix("torch."))
+    if isinstance(value, torch.device):
+        return ("device", str(value))
+    if isinstance(value, float):
+        return ("float", repr(value))  # float() reads nan and inf back, literal_eval does not
+    if isinstance(value, (str, int, bool, complex)):
+        return ("literal", repr(value))
+    return None
+
+
+def constant_value(constant: Sequence[str]) -> Any:
+    """The value a ``Constant`` stands for."""
+    import torch
+
+    kind, text = constant
+    if kind == "float":
+        return float(text)
+    if kind == "dtype":
+        return getattr(torch, text)
+    if kind == "device":
+        return torch.device(text)
+    return ast.literal_eval(text)
 
 
 def _scalar_source(outputs: Sequence[Any], leaf: Any) -> int | None:
@@ -142,20 +182,30 @@ class StateSnapshot:
                 original.copy_(self.saved[name])
 
 
-def picked(outputs: Sequence[Any], args: Sequence[Any], picks: Sequence[Pick] | None) -> tuple:
-    """The forward's results from one wrapper call (``picks`` None: every output)."""
+def picked(
+    outputs: Sequence[Any],
+    args: Sequence[Any],
+    picks: Sequence[Pick] | None,
+    constants: Sequence[Any] = (),
+) -> tuple:
+    """The forward's results from one wrapper call (``picks`` None: every output);
+    ``constants``: the layout's constants as values (``constant_value``)."""
     if picks is None:
         return tuple(outputs)
-    return tuple(_pick(outputs, args, kind, i) for kind, i in picks)
+    return tuple(_pick(outputs, args, constants, kind, i) for kind, i in picks)
 
 
-def _pick(outputs: Sequence[Any], args: Sequence[Any], kind: str, index: int) -> Any:
+def _pick(
+    outputs: Sequence[Any], args: Sequence[Any], constants: Sequence[Any], kind: str, index: int
+) -> Any:
     if kind == "output":
         return outputs[index]
     if kind == "input":
         return args[index]
     if kind == "item":
         return outputs[index].item()
+    if kind == "constant":
+        return constants[index]
     return None
 
 

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from kernelopt.compile import vector_isa
-from kernelopt.compile.output_layout import STATE_PREFIXES, picked, write_back
+from kernelopt.compile.output_layout import STATE_PREFIXES, constant_value, picked, write_back
 from kernelopt.contracts.base import ArtifactRef
 from kernelopt.contracts.compiled import CompileResult
 from kernelopt.errors import DeterministicError
@@ -370,6 +370,7 @@ def wrapper_forward(
     call = wrapper_call(compiled, store, wrapper, device)
     captured = load_tensors(store, compiled.args, device)
     positions = compiled.arg_input_index or [None] * len(captured)
+    constants = [constant_value(c) for c in compiled.output_constants]
 
     def forward(*inputs: Any) -> tuple[Any, ...]:
         args = list(captured)
@@ -382,7 +383,7 @@ def wrapper_forward(
         held = list(args)  # the wrapper's call empties its argument list
         outputs = call(args)
         write_back(outputs, compiled.state_outputs, entries)
-        return picked(outputs, held, compiled.output_picks)
+        return picked(outputs, held, compiled.output_picks, constants)
 
     # the module's parameters and buffers among the captured args, by their module names:
     # the gates restore and compare the ones a stateful forward changes (gates.call_policy)

@@ -64,11 +64,17 @@ class CompileResult(DeviceTimed):
     arg_specs: list[TensorSpec] = Field(default_factory=list)
     num_outputs: int = 0  # the wrapper's outputs, all of them
     # where each of the forward's flat results comes from: ("output", i) or ("input", i) of
-    # the wrapper's call, ("item", i) an output as a Python number, ("none", 0) a None
-    # (None: every output); and the outputs the forward stores on its
-    # module (index -> parameter or buffer name): kernelopt.compile.output_layout
-    output_picks: list[tuple[Literal["output", "input", "item", "none"], int]] | None = None
+    # the wrapper's call, ("item", i) an output as a Python number, ("none", 0) a None,
+    # ("constant", i) output_constants[i] (None: every output); and the outputs the forward
+    # stores on its module (index -> parameter or buffer name): kernelopt.compile.output_layout
+    output_picks: (
+        list[tuple[Literal["output", "input", "item", "none", "constant"], int]] | None
+    ) = None
     state_outputs: dict[int, str] = Field(default_factory=dict)
+    # the Python constants a forward returns as they are, as (kind, text)
+    output_constants: list[tuple[Literal["literal", "float", "dtype", "device"], str]] = Field(
+        default_factory=list
+    )
     mode_reason: str = ""  # why this compile mode is the baseline
     wrapper_ms: float | None = None  # the loaded wrapper's call() on the captured args
     wrapper_matches_compiled: bool | None = None  # wrapper output == torch.compile output, bitwise

@@ -110,6 +110,7 @@ def test_state_kept_under_another_name_is_refused_with_the_name_to_keep(
         "ema_buffer",
         "call_counter_buffer",
         "python_float_output",
+        "constants_in_output",
         *slow(
             "batchnorm1d_train",
             "spectral_norm_train",
@@ -132,7 +133,8 @@ def test_the_compilers_own_wrapper_starts_from_the_built_state_and_passes_with_i
     module comes back as extra wrapper outputs, dropped and written back into the entries
     (before, the counter's and the spectral norm's wrappers returned too many outputs); a
     returned buffer never enters the graph and a tensor returned twice is one output (before,
-    too few); a None result and a Python number read from an output are picked too."""
+    too few); a None result, a Python number read from an output and constants the graph
+    never returns (a string, a dtype, a shape) are picked too."""
     monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path))
     store = open_store(tmp_path / "artifacts")
     spec = prepare_problem(IDENTITY / f"{problem}.py", store)

@@ -144,7 +144,7 @@ def regenerate(
         output = output_form(out)
         leaves = tree_leaves(out)
         layout = output_layout(first, leaves, model)
-        if len(layout.picks) != len(leaves):
+        if len(layout.picks) != len(leaves) or layout.constants:
             raise RegenError("the forward returns a constant that no graph output carries")
         inputs_named = forward_names(model)
 

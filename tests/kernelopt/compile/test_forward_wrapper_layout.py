@@ -195,13 +195,15 @@ def test_materialising_lazy_modules_leaves_the_seeded_random_stream_alone(compil
     torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
 
 
-# one of each layout the compile records: a dict and a nest of outputs, a Python float, an
+# one of each layout the compile records: a dict and a nest of outputs, a Python float,
+# constants (a string, a dtype, a shape), an
 # input returned, state stored as an output (a counter, a rebound average, a spectral norm's
 # vectors), state changed in place, an eval-mode file, lazy modules, Python scalar inputs
 LAYOUTS = [
     "dict_output",
     "nested_mixed_output",
     "python_float_output",
+    "constants_in_output",
     "returns_state_buffer",
     "call_counter_buffer",
     "rebound_buffer_average",

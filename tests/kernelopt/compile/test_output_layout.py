@@ -5,7 +5,13 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from kernelopt.compile.output_layout import FirstCall, output_layout, picked, write_back
+from kernelopt.compile.output_layout import (
+    FirstCall,
+    constant_value,
+    output_layout,
+    picked,
+    write_back,
+)
 
 
 class _Holder(nn.Module):
@@ -50,6 +56,20 @@ def test_a_result_returned_twice_and_a_returned_argument_are_picked() -> None:
     assert picked((y,), [model.avg, x], layout.picks) == (y, y, model.avg)
 
 
+def test_constants_the_graph_never_returns_are_kept_as_text_and_read_back() -> None:
+    """A string, a dtype, a device and numbers no output holds (a shape's sizes, a NaN)
+    come back from the layout, not by position."""
+    model = _Holder()
+    y = torch.ones(3)
+    leaves = [y, "label", torch.float16, torch.device("cpu"), 3, float("nan"), True]
+    layout = output_layout(_first([], (y,)), leaves, model)
+    assert layout.picks == [("output", 0), *(("constant", i) for i in range(6))]
+    values = [constant_value(c) for c in layout.constants]
+    got = picked((y,), [], layout.picks, values)
+    assert got[:5] == (y, "label", torch.float16, torch.device("cpu"), 3)
+    assert got[5] != got[5] and got[6] is True
+
+
 def test_a_none_and_a_number_read_from_an_output_are_picked() -> None:
     model = _Holder()
     total, y = torch.tensor(6.0), torch.ones(3)
@@ -62,7 +82,8 @@ def test_a_result_found_nowhere_makes_the_layout_positional_without_state() -> N
     model = _Holder()
     total, stored = torch.tensor(6.0), torch.zeros(())
     model.calls = stored
-    layout = output_layout(_first([], (total, stored)), ["a constant"], model)
+    elsewhere = torch.ones(2)  # a tensor neither an output nor an argument
+    layout = output_layout(_first([], (total, stored)), [elsewhere], model)
     assert layout.picks == [("output", 0)]
     assert layout.state_outputs == {1: "calls"}
 
