@@ -78,11 +78,12 @@ def problem_functions(module: ModuleType, names: Sequence[str], label: str) -> d
 def check_forward_inputs(inputs: Sequence[Any], what: str, label: str) -> None:
     """An input list the gates can handle: tensors and plain values side by side, at least
     one tensor, no tensor inside a list, tuple or dict (each gate moves, copies, poisons
-    and reshapes the inputs one by one; a nested tensor would be passed along unchecked)."""
+    and reshapes the inputs one by one; a nested tensor would be passed along unchecked).
+    A dataclass of the file's is such a container too (``kernelopt.pyfile`` makes it one)."""
     import torch
 
     for i, value in enumerate(inputs):
-        if isinstance(value, (list, tuple, dict)) and _holds_tensor(value):
+        if not isinstance(value, torch.Tensor) and _holds_tensor(value):
             kind = type(value).__name__
             raise ProblemError(
                 label,

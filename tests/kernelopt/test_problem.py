@@ -77,6 +77,11 @@ def test_missing_file(tmp_path: Path) -> None:
             r"get_inputs\(\)\[0\] is a list holding tensors; .* as separate arguments",
         ),
         ("def get_inputs(): return [{'x': torch.randn(2, 16)}]\n", "is a dict holding tensors"),
+        (
+            "from dataclasses import dataclass\n@dataclass\nclass Batch:\n    x: torch.Tensor\n"
+            "def get_inputs(): return [Batch(torch.randn(2, 16))]\n",
+            "is a Batch holding tensors",
+        ),
         ("def get_inputs(): raise RuntimeError('boom')\n", "raised RuntimeError"),
         (
             "def get_inputs(): return [torch.randn(2, 16).to_sparse()]\n",
