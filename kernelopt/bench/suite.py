@@ -14,14 +14,13 @@ into a run.  Order is stable: by level, then by the file's leading number
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 from kernelopt.contracts.base import Frozen
 from kernelopt.errors import ProblemError
 from kernelopt.log import get_logger
-from kernelopt.pyfile import read_source
+from kernelopt.problem import check_problem_source, read_problem_file
 
 log = get_logger(__name__)
 
@@ -43,26 +42,10 @@ class SuiteEntry(Frozen):
 
 
 def check_problem_shape(path: Path) -> None:
-    """AST-only check that ``path`` looks like a KernelBench problem (no import, no torch).
-
-    Deliberately minimal: the campaign's own loader does the full validation;
-    this only keeps helper modules and broken files out of a suite early.
-    """
-    try:
-        tree = ast.parse(read_source(path), filename=str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProblemError(str(path), f"cannot read file: {exc}") from exc
-    except SyntaxError as exc:
-        raise ProblemError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}") from exc
-    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
-    for node in tree.body:  # ``Model = TinyNet`` names the module
-        if isinstance(node, ast.Assign):
-            classes.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    missing = [n for n in ("Model",) if n not in classes]
-    missing += [n for n in ("get_inputs", "get_init_inputs") if n not in functions]
-    if missing:
-        raise ProblemError(str(path), f"not a problem file: missing {', '.join(missing)}")
+    """AST-only check that ``path`` is a KernelBench problem (no import, no torch): the
+    check the problem loader starts with, so a suite takes the files ``optimize`` takes
+    and keeps helper modules and broken files out early."""
+    check_problem_source(read_problem_file(path), str(path))
 
 
 def _is_candidate(path: Path) -> bool:
