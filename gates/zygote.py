@@ -294,6 +294,7 @@ class Zygote:
         self._cond = threading.Condition()
         self._started: dict[str, int] = {}
         self._exited: dict[int, int] = {}
+        self._gone: set[int] = set()  # children that exited, whether or not waited for
         self._acks: dict[str, int] = {}  # answer line -> how many are unclaimed
         self._ready = threading.Event()
         self._dead = False
@@ -321,8 +322,10 @@ class Zygote:
                     self._ready.set()
                 elif len(parts) == 3 and parts[0] == "started":
                     self._started[parts[1]] = int(parts[2])
+                    self._gone.discard(int(parts[2]))  # a reused PID is a live child again
                 elif len(parts) == 3 and parts[0] == "exited":
                     self._exited[int(parts[1])] = int(parts[2])
+                    self._gone.add(int(parts[1]))
                 elif len(parts) in (2, 3) and parts[0] in _ACKS:
                     key = " ".join(parts)
                     self._acks[key] = self._acks.get(key, 0) + 1
@@ -419,6 +422,9 @@ class Zygote:
         self._command(f"pin {pid} {cpu}", f"pinned {pid}", timeout_s)
 
     def _command(self, line: str, ack: str, timeout_s: float) -> None:
+        """Send a tree command and wait for its answer.  A refusal for a child that has
+        exited is no error: nothing of its tree is left to stop, continue or pin (a child that
+        answered its last command can exit while the stop after it is on its way)."""
         word, pid = line.split()[:2]
         refused = f"refused {word} {pid}"
         with self._lock:
@@ -437,7 +443,7 @@ class Zygote:
             for key in (ack, refused):
                 if self._acks.get(key):
                     self._acks[key] -= 1
-                    if key == refused:
+                    if key == refused and int(pid) not in self._gone:
                         raise ZygoteError(f"zygote refused {line!r}: not its child")
                     return
         raise ZygoteError(

@@ -171,3 +171,20 @@ def test_a_missing_acknowledgement_is_an_error_not_a_pass(
             zygote.stop(pid, timeout_s=0.5)
     finally:
         proctree.send(frozen, signal.SIGCONT)
+
+
+def test_a_child_that_exited_is_no_error_to_stop_continue_or_pin(
+    cpu_zygote: Zygote | None, tmp_path: Path
+) -> None:
+    """A child can exit between answering its last command and the stop that follows; the
+    refusal that then comes back means nothing is left to signal, not a failure.  A PID that
+    never was its child is still refused (the test above)."""
+    if cpu_zygote is None or not cpu_zygote.sandboxed:
+        pytest.skip("needs the session's sandboxed CPU zygote")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "job.json").write_text("{}")  # no job in it: the child exits at once
+    pid = cpu_zygote.spawn(tmp_path / "w")
+    assert cpu_zygote.wait(pid, 60) is not None
+    cpu_zygote.stop(pid)
+    cpu_zygote.pin(pid, 0)
+    cpu_zygote.cont(pid, whole=True)
