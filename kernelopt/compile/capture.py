@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.checkpoint import report
-from kernelopt.compile import cache, vector_isa
+from kernelopt.compile import cache, graph_break, vector_isa
 from kernelopt.compile.modes import mode_options
 from kernelopt.compile.output_layout import (
     FirstCall,
@@ -248,8 +248,10 @@ def _capture(model: Any, inputs: list[Any], mode: str, *, force_random: bool) ->
             output, sources = run_and_get_code(compiled, *inputs)
     except Exception as exc:
         if type(exc).__module__.startswith("torch._dynamo"):
+            # the first line is what an outcome quotes: the break, its cause and its line
             raise CaptureError(
-                f"the forward does not compile as one graph: {type(exc).__name__}: {exc}"
+                f"the forward does not compile as one graph: {type(exc).__name__}: "
+                f"{graph_break.one_line(str(exc))}\n{exc}"
             ) from exc
         raise
     seconds = time.perf_counter() - started
