@@ -12,6 +12,8 @@ Imports no torch (functions import it when called).
 from __future__ import annotations
 
 import hashlib
+import random
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -51,16 +53,58 @@ T = TypeVar("T")
 
 
 def seeded(seed: int, generate: Callable[[], T]) -> T:
-    """``generate()`` right after ``torch.manual_seed(seed)``: the one seeding rule.
+    """``generate()`` right after seeding torch, Python's ``random`` and NumPy (if imported)
+    with ``seed``: the one seeding rule.
 
     Generators draw on the CPU RNG, so a seed gives the same tensors on every
     machine; both sides of a comparison (Model and ModelNew, baseline and
-    candidate) are built through this, so freshly initialised weights agree.
+    candidate) are built through this, so freshly initialised weights agree.  A
+    ``get_inputs()`` that draws a size or a scale with ``random`` or NumPy gets the
+    same one for a seed wherever it runs.
     """
     import torch
 
     torch.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
     return generate()
+
+
+def input_signature(value: Any) -> str:
+    """What a compiled forward is specialised to in one input: a tensor's shape and dtype,
+    any other value itself."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"a tensor of shape {tuple(shape)} ({str(dtype).removeprefix('torch.')})"
+    return repr(value)[:80]
+
+
+def seed_dependent_inputs(make: Callable[[int], Sequence[Any]], seeds: Sequence[int]) -> str:
+    """Why ``make(seed)`` (a problem's inputs) cannot feed one compiled forward: an input
+    whose shape, dtype or non-tensor value changes with the seed.  Empty when none does."""
+    first = [input_signature(x) for x in make(seeds[0])]
+    for seed in seeds[1:]:
+        other = [input_signature(x) for x in make(seed)]
+        if len(other) != len(first):
+            return (
+                f"get_inputs() gives {len(first)} inputs under seed {seeds[0]} and "
+                f"{len(other)} under seed {seed}" + _SAME_FOR_EVERY_SEED
+            )
+        for i, (a, b) in enumerate(zip(first, other, strict=True)):
+            if a != b:
+                return (
+                    f"get_inputs() gives other inputs under other seeds: input {i} is {a} "
+                    f"under seed {seeds[0]} and {b} under seed {seed}" + _SAME_FOR_EVERY_SEED
+                )
+    return ""
+
+
+_SAME_FOR_EVERY_SEED = (
+    "; the compiled forward is specialised to one set of shapes, dtypes and non-tensor "
+    "values, so they must be the same for every seed (draw only tensor values at random)"
+)
 
 
 def problem_functions(module: ModuleType, names: Sequence[str], label: str) -> dict[str, Any]:

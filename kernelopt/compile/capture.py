@@ -58,8 +58,9 @@ from kernelopt.compile.toolchain import toolchain_fields
 from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult
+from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.errors import DeterministicError
-from kernelopt.loaded_problem import LoadedProblem, check_dense_outputs
+from kernelopt.loaded_problem import LoadedProblem, check_dense_outputs, seed_dependent_inputs
 from kernelopt.log import get_logger
 from kernelopt.precision import strict_fp32
 from kernelopt.problem import load_module_problem
@@ -362,6 +363,14 @@ def compile_module(
     init_inputs = problem.make_init_inputs(seed)
     inputs = problem.make_inputs(seed, device)
     pristine_inputs = [clone_exact(x) for x in inputs]
+    # the gates feed this one compiled forward the inputs of other seeds (on the CPU here:
+    # only their shapes and values are compared)
+    varying = seed_dependent_inputs(
+        lambda s: inputs if s == seed else problem.make_inputs(s, "cpu"),
+        [seed, *(s for s in GateSettings().seeds if s != seed)],
+    )
+    if varying:
+        raise CaptureError(varying)
     stages.lap("problem")
     report({"step": "compile", "mode": inp.mode})
     catalog = arg_catalog(model, inputs)

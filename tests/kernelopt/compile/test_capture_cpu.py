@@ -193,3 +193,24 @@ def test_single_kernel_forward_wrapper_runs_model_new(cpu_compiled, home) -> Non
         call = wrapper_call(first, store, store.put_text(text), device="cpu")
         (out,) = call(load_tensors(store, first.args))
         torch.testing.assert_close(out, load_tensors(store, first.reference_output)[0])
+
+
+def test_inputs_whose_shape_changes_with_the_seed_end_the_compile_with_the_reason(
+    home: Path,
+) -> None:
+    """The compiled forward is specialised to one shape; the gates feed it other seeds'
+    inputs (before: the compiler's own wrapper failed gate 3 on an assertion about sizes)."""
+    from kernelopt.compile.capture import CaptureError
+    from kernelopt.kinds.registry import compile_on
+
+    source = SOURCE.replace("def get_inputs():", "def _fixed_inputs():") + (
+        "\n\ndef get_inputs():\n    import random\n"
+        "    return [torch.randn(random.randint(2, 60), 16)]\n"
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KERNELOPT_HOME", str(home))
+        store = open_store(home / "artifacts")
+        spec = ProblemSpec(name="varying", source=store.put_text(source))
+        inp = CompileInput(problem=spec, measure_default_mode=False)
+        with pytest.raises(CaptureError, match="other inputs under other seeds: input 0 is a"):
+            compile_on(inp, store, "cpu", lambda fn: 1.0)
