@@ -73,12 +73,14 @@ def seeded(seed: int, generate: Callable[[], T]) -> T:
 
 
 def input_signature(value: Any) -> str:
-    """What a compiled forward is specialised to in one input: a tensor's shape and dtype,
-    any other value itself."""
+    """What a compiled forward is specialised to in one input: a tensor's shape and dtype, a
+    plain value itself, anything else its type (whose repr may carry an address)."""
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
         return f"a tensor of shape {tuple(shape)} ({str(dtype).removeprefix('torch.')})"
-    return repr(value)[:80]
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        return repr(value)[:80]
+    return f"a {type(value).__name__}"
 
 
 def seed_dependent_inputs(make: Callable[[int], Sequence[Any]], seeds: Sequence[int]) -> str:

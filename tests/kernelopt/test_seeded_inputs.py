@@ -49,3 +49,4 @@ def test_a_shape_or_a_plain_value_that_changes_with_the_seed_is_named() -> None:
     assert input_signature(torch.zeros(2, 1, dtype=torch.int64)) == (
         "a tensor of shape (2, 1) (int64)"
     )
+    assert input_signature(object()) == input_signature(object()) == "a object"
