@@ -8,7 +8,7 @@ time limit, and the inputs are bound to ``forward`` (``reference`` / ``launch``
 for kernel problems) without running it.  A failure is one line naming the
 file, the line in it and the cause; the child keeps user code out of the CLI.
 
-Run as ``python -m kernelopt.preflight_problem PROBLEM [CANDIDATE]``: prints one
+Run as ``python -m kernelopt.preflight_problem [--one-shape] PROBLEM [CANDIDATE]``: prints one
 JSON object, ``{"ok": true}`` or ``{"ok": false, "where": ..., "cause": ...}``.
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 
 from kernelopt.errors import ProblemError
 
+ONE_SHAPE_FLAG = "--one-shape"
 DEFAULT_SECONDS = 90.0  # torch's import alone takes seconds on a busy machine
 SECONDS_ENV = "KERNELOPT_PREFLIGHT_SECONDS"
 # wraps the child's command line and environment in a sandbox that sees only the given
@@ -128,19 +129,29 @@ def _bind(fn: Any, inputs: list[Any], what: str, path: Path) -> None:
         ) from exc
 
 
-def check_problem(path: Path) -> list[Any]:
-    """Import, build and make inputs for the problem at ``path``; returns its init inputs."""
+def check_problem(path: Path, one_shape: bool = False) -> list[Any]:
+    """Import, build and make inputs for the problem at ``path``; returns its init inputs.
+    ``one_shape``: its inputs must also keep their shapes under the gates' other seeds, as
+    one compiled forward needs (the compile step refuses it otherwise, after the wait)."""
+    from kernelopt.contracts.verdicts import GateSettings
     from kernelopt.kinds.registry import load_problem
+    from kernelopt.loaded_problem import seed_dependent_inputs
 
     try:
         loaded = load_problem(path)
         model = loaded.make_model(0, device="cpu")
         inputs = loaded.make_inputs(0, device="cpu")
         init = loaded.make_init_inputs(0)
+        varying = one_shape and seed_dependent_inputs(
+            lambda s: inputs if s == 0 else loaded.make_inputs(s, device="cpu"),
+            [0, *(s for s in GateSettings().seeds if s != 0)],
+        )
     except Exception as exc:
         if _needs_cuda(exc):
             raise _NeedsCuda(NEEDS_CUDA_NOTE) from exc
         raise _Found(_where(path, exc), _cause(exc, path)) from exc
+    if varying:
+        raise _Found(str(path), varying)
     _bind(model.forward, inputs, f"{type(model).__name__}.forward", path)
     return init
 
@@ -198,9 +209,11 @@ def _child(argv: list[str]) -> dict[str, Any]:
     limit = float(os.environ.get(SECONDS_ENV) or DEFAULT_SECONDS)
     # before the parent's kill: say where the user's code hangs, then exit
     faulthandler.dump_traceback_later(max(limit - 2.0, 1.0), exit=True)
+    one_shape = argv[:1] == [ONE_SHAPE_FLAG]
+    argv = argv[1:] if one_shape else argv
     problem = Path(argv[0])
     try:
-        check_problem(problem)
+        check_problem(problem, one_shape)
         if len(argv) > 1:
             check_candidate(problem, Path(argv[1]))
     except _Found as found:
@@ -221,8 +234,11 @@ def preflight(
     seconds: float | None = None,
     *,
     confine: Confine | None = None,
+    one_shape: bool = False,
 ) -> str:
     """Check the files in a CPU-only child; ``ProblemError`` naming file, line and cause.
+    ``one_shape`` (for a campaign, which compiles the forward for one shape): the
+    problem's inputs keep their shapes and plain values under every gate seed.
 
     Returns what could not be checked here ("" when everything was): a problem that makes
     CUDA tensors is only imported, and its inputs are checked where the GPU is.  With a
@@ -239,7 +255,8 @@ def preflight(
     args = [str(f) for f in files]
     # the CPU only: nothing touches a GPU; the child's watchdog fires before our kill
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", SECONDS_ENV: str(seconds)}
-    argv = [sys.executable, "-P", "-m", "kernelopt.preflight_problem", *args]
+    argv = [sys.executable, "-P", "-m", "kernelopt.preflight_problem"]
+    argv += [ONE_SHAPE_FLAG, *args] if one_shape else args
     if confine is not None:
         argv, env = confine(argv, env, files)
     try:

@@ -83,7 +83,7 @@ async def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
 
     problem = prepare_problem(args.file, open_store(settings.artifacts_dir), seed=args.seed)
     # import and build it once on the CPU, time-limited: nothing is submitted otherwise
-    unchecked = await asyncio.to_thread(preflight, args.file)
+    unchecked = await asyncio.to_thread(preflight, args.file, one_shape=True)
     if unchecked:
         output.err_console.print(f"[yellow]note[/]: {args.file}: {unchecked}", highlight=False)
     options = campaign_options(args, settings)

@@ -176,3 +176,20 @@ def test_a_candidate_is_imported_only_inside_the_sandbox(tmp_path: Path) -> None
     assert preflight(problem, cand, confine=confine_preflight) == ""
     with pytest.raises(TypeError, match="untrusted"):
         preflight(problem, cand)  # never unconfined
+
+
+def test_a_campaign_is_refused_inputs_whose_shape_follows_the_seed(tmp_path: Path) -> None:
+    """One compiled forward serves every gate seed: said before submission, where `verify`
+    (eager candidates, any shapes) still takes the file."""
+    path = tmp_path / "varying.py"
+    path.write_text(
+        HEAD
+        + "import random\n"
+        + TAIL.replace("torch.randn(4)", "torch.randn(random.randint(2, 60))")
+    )
+    assert preflight(path) == ""
+    with pytest.raises(ProblemError, match="other inputs under other seeds: input 0 is a tensor"):
+        preflight(path, one_shape=True)
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(HEAD + TAIL)
+    assert preflight(fixed, one_shape=True) == ""
