@@ -359,18 +359,19 @@ def compile_module(
     stages.lap("imports")
     problem = load_module_problem(source, name=inp.problem.name)
     seed = inp.problem.seed
-    model = problem.make_model(seed, device)
-    init_inputs = problem.make_init_inputs(seed)
-    inputs = problem.make_inputs(seed, device)
-    pristine_inputs = [clone_exact(x) for x in inputs]
-    # the gates feed this one compiled forward the inputs of other seeds (on the CPU here:
-    # only their shapes and values are compared)
+    # the gates feed this one compiled forward the inputs of other seeds; compared first (on
+    # the CPU: only shapes and values count), so the model and inputs below are made from
+    # the generator states they always were
     varying = seed_dependent_inputs(
-        lambda s: inputs if s == seed else problem.make_inputs(s, "cpu"),
+        lambda s: problem.make_inputs(s, "cpu"),
         [seed, *(s for s in GateSettings().seeds if s != seed)],
     )
     if varying:
         raise CaptureError(varying)
+    model = problem.make_model(seed, device)
+    init_inputs = problem.make_init_inputs(seed)
+    inputs = problem.make_inputs(seed, device)
+    pristine_inputs = [clone_exact(x) for x in inputs]
     stages.lap("problem")
     report({"step": "compile", "mode": inp.mode})
     catalog = arg_catalog(model, inputs)
