@@ -23,8 +23,6 @@ Seeding and restoring happen before a call, off the clock in timing.
 
 from __future__ import annotations
 
-import random
-import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +33,7 @@ import torch
 from gates.protocol import EvaluationPolicy
 from kernelopt.compile.output_layout import StateSnapshot, state_tensors
 from kernelopt.kinds.validate import same_values
+from kernelopt.loaded_problem import seed_python
 
 POLICY_FILE = "_policy.pt"
 
@@ -74,10 +73,7 @@ def seed_everything(seed: int, generators: list[torch.Generator] | None = None) 
     torch.default_generator.manual_seed(seed)
     if torch.backends.cuda.is_built():  # asks no driver: a CPU job on a GPU host stays off it
         torch.cuda.manual_seed_all(seed)  # queued until CUDA initialises, then applied
-    random.seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed % 2**32)
+    seed_python(seed)
     for generator in generators or []:
         generator.manual_seed(seed)
 

@@ -65,11 +65,17 @@ def seeded(seed: int, generate: Callable[[], T]) -> T:
     import torch
 
     torch.manual_seed(seed)
+    seed_python(seed)
+    return generate()
+
+
+def seed_python(seed: int) -> None:
+    """Seed Python's ``random`` and NumPy's global generator (if NumPy was imported): the
+    part of seeding that is not torch's, shared with the gates' per-call seeding."""
     random.seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed % 2**32)
-    return generate()
 
 
 def input_signature(value: Any) -> str:
@@ -83,9 +89,13 @@ def input_signature(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def seed_dependent_inputs(make: Callable[[int], Sequence[Any]], seeds: Sequence[int]) -> str:
-    """Why ``make(seed)`` (a problem's inputs) cannot feed one compiled forward: an input
-    whose shape, dtype or non-tensor value changes with the seed.  Empty when none does."""
+def seed_dependent_inputs(make: Callable[[int], Sequence[Any]], seed: int = 0) -> str:
+    """Why ``make(s)`` (a problem's inputs) cannot feed the one forward compiled from
+    ``seed``'s: an input whose shape, dtype or non-tensor value changes under the gates'
+    seeds.  Empty when none does."""
+    from kernelopt.contracts.verdicts import GateSettings
+
+    seeds = [seed, *(s for s in GateSettings().seeds if s != seed)]
     first = [input_signature(x) for x in make(seeds[0])]
     for seed in seeds[1:]:
         other = [input_signature(x) for x in make(seed)]

@@ -58,7 +58,6 @@ from kernelopt.compile.toolchain import toolchain_fields
 from kernelopt.compile.versions import versions
 from kernelopt.compile.wrapper_parse import parse_wrapper
 from kernelopt.contracts.compiled import BASELINE_MODE, CompileInput, CompileResult
-from kernelopt.contracts.verdicts import GateSettings
 from kernelopt.errors import DeterministicError
 from kernelopt.loaded_problem import LoadedProblem, check_dense_outputs, seed_dependent_inputs
 from kernelopt.log import get_logger
@@ -362,10 +361,7 @@ def compile_module(
     # the gates feed this one compiled forward the inputs of other seeds; compared first (on
     # the CPU: only shapes and values count), so the model and inputs below are made from
     # the generator states they always were
-    varying = seed_dependent_inputs(
-        lambda s: problem.make_inputs(s, "cpu"),
-        [seed, *(s for s in GateSettings().seeds if s != seed)],
-    )
+    varying = seed_dependent_inputs(lambda s: problem.make_inputs(s, "cpu"), seed)
     if varying:
         raise CaptureError(varying)
     model = problem.make_model(seed, device)
