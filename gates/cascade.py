@@ -261,7 +261,7 @@ def _gates_on_reference(
     try:
         result = check_candidate(bundle, candidate_path, settings, workdir)
         if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
-            slow = _too_slow_for_cpu_timing(result, settings)
+            slow = too_slow_for_cpu_timing(result, settings)
             if slow:
                 return result.model_copy(
                     update={"environment": {**result.environment, "gate_4": slow}}
@@ -294,7 +294,7 @@ def _prestart(
 _CPU_CALL_LIMIT_S = 1.0  # slower checked calls: the CPU's timing loop would take minutes
 
 
-def _too_slow_for_cpu_timing(result: CascadeResult, settings: GateSettings) -> str:
+def too_slow_for_cpu_timing(result: CascadeResult, settings: GateSettings) -> str:
     """Why gate 4's checked loop is skipped on the CPU ('' when it runs).
 
     On the CPU gate 4 only exercises the checked loop (no speed claim); a

@@ -5,7 +5,8 @@ of wall time once the baseline is cached.  This runs the real command as a user 
 in a fresh process each time, with one ``KERNELOPT_HOME`` for all runs: the first run
 fills the compiler caches there, the later ones are the cold standalone runs with the
 baseline cached.  For each run it keeps the seconds from the start of the process to
-each row the command prints as a candidate's verdict lands, the exit code, and the last
+each row the command prints as a candidate's verdict lands, and each of its "[N s]" stage lines
+(the zygote ready, the shared reference, the timing begun), the exit code, and the last
 lines of its output::
 
     source scripts/device_env.sh; source scripts/device_bwrap.sh
@@ -42,6 +43,7 @@ def one_run(problem: Path, candidates: list[Path], home: Path, device: str) -> d
     names = {c.name for c in candidates}
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
+    stages: list[dict[str, Any]] = []  # the command's "[N s] ..." lines: where the time went
     tail: list[str] = []
     with subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -50,6 +52,8 @@ def one_run(problem: Path, candidates: list[Path], home: Path, device: str) -> d
         for line in proc.stdout:
             at = time.monotonic() - started
             tail = [*tail[-30:], line.rstrip()]
+            if line.startswith("[") and " s] " in line:
+                stages.append({"seconds": round(at, 2), "stage": line.split("] ", 1)[1].strip()})
             first = line.split(" | ", 1)[0].strip()
             if " | " in line and first in names and first not in {r["candidate"] for r in rows}:
                 rows.append({"candidate": first, "seconds": round(at, 2), "row": line.strip()})
@@ -58,6 +62,7 @@ def one_run(problem: Path, candidates: list[Path], home: Path, device: str) -> d
         "exit": code,
         "seconds": round(time.monotonic() - started, 2),
         "rows": rows,
+        "stages": stages,
         "first_verdict_s": rows[0]["seconds"] if rows else None,
         "tail": tail,
     }

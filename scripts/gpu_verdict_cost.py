@@ -113,7 +113,7 @@ def one_verdict(
     With ``bundle`` (a reference shared by several verdicts, as batch ``verify``
     shares one) the reference's cost is left out of the row.
     """
-    from gates.cascade import _too_slow_for_cpu_timing, check_candidate, time_candidate
+    from gates.cascade import check_candidate, time_candidate, too_slow_for_cpu_timing
     from gates.reference import prepare_reference
 
     t0 = time.monotonic()
@@ -125,7 +125,7 @@ def one_verdict(
     t2 = time.monotonic()
     timed = False
     passed = bool(result.verdicts) and all(v.passed for v in result.verdicts)
-    if passed and not _too_slow_for_cpu_timing(result, settings):
+    if passed and not too_slow_for_cpu_timing(result, settings):
         result = time_candidate(result, bundle, settings, workdir)
         timed = True
     t3 = time.monotonic()

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings
 
@@ -77,49 +78,80 @@ def exit_code(results: list[CascadeResult]) -> int:
     return 0 if results and all(r.accepted for r in results) else 1
 
 
+def _own_cost(result: CascadeResult, candidate: Path, reference_s: float) -> CascadeResult:
+    """``result`` charged its own device-seconds only: the shared reference is the batch's."""
+    shared = {"shared_reference_gpu_seconds": round(reference_s, 3)}
+    return result.model_copy(
+        update={
+            "candidate": str(candidate.resolve()),
+            "gpu_seconds": max(0.0, result.gpu_seconds - reference_s),
+            "environment": {**result.environment, **shared},
+        }
+    )
+
+
+def _skipped_timing(result: CascadeResult, why: str) -> CascadeResult:
+    return result.model_copy(update={"environment": {**result.environment, "gate_4": why}})
+
+
 def verify_batch(
     problem: Path,
     candidates: list[Path],
     settings: GateSettings,
     workdir: Path,
-    on_done: Any = None,
+    on_done: Callable[[CascadeResult], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> tuple[list[CascadeResult], float]:
     """Gates 1-3 for every candidate on one shared reference, then gate 4 one at a time.
 
-    Returns the results and the shared reference's device-seconds.  Each result's
-    ``gpu_seconds`` is the candidate's own: the reference is charged once, to the batch,
-    not again in every row.
+    A row is reported (``on_done``) as soon as its verdict is final, so the candidates
+    that gates 1-3 reject land before any timing starts, and the user sees the first
+    verdicts in seconds instead of after the first candidate's timing; ``on_stage`` hears
+    where the batch is (the reference ready, the timing begun).  Returns the
+    results in the candidates' order and the shared reference's device-seconds.  Each
+    result's ``gpu_seconds`` is the candidate's own: the reference is charged once, to the
+    batch, not again in every row.
     """
-    from gates.cascade import check_candidate, time_candidate
+    from gates.cascade import check_candidate, time_candidate, too_slow_for_cpu_timing
     from gates.reference import prepare_reference
     from kernelopt.kinds.candidates import forward_candidate_file
 
+    def stage(text: str) -> None:
+        if on_stage is not None:
+            on_stage(text)
+
+    started = time.monotonic()
     bundle = prepare_reference(problem, settings, workdir / "reference")
-    results: list[CascadeResult] = []
+    stage(f"the shared reference took {time.monotonic() - started:.1f} s")
+    results: dict[int, CascadeResult] = {}
+
+    def settle(i: int, result: CascadeResult) -> None:
+        results[i] = result = _own_cost(result, candidates[i], bundle.gpu_seconds)
+        if on_done is not None:
+            on_done(result)
+
+    to_time: list[tuple[int, CascadeResult]] = []
     for i, candidate in enumerate(candidates):
         why = _unusable(problem, candidate)
         if why:
-            result = _rejected(problem, candidate, why)
+            settle(i, _rejected(problem, candidate, why))
+            continue
+        forms = workdir / f"forms{i}"
+        forms.mkdir(parents=True, exist_ok=True)
+        checked = check_candidate(
+            bundle, forward_candidate_file(candidate, forms), settings, workdir
+        )
+        if not (settings.run_perf and checked.accepted and not checked.could_not_run):
+            settle(i, checked)
+        elif slow := too_slow_for_cpu_timing(checked, settings):
+            settle(i, _skipped_timing(checked, slow))
         else:
-            forms = workdir / f"forms{i}"
-            forms.mkdir(parents=True, exist_ok=True)
-            checked = forward_candidate_file(candidate, forms)
-            result = check_candidate(bundle, checked, settings, workdir)
-            if settings.run_perf and result.accepted and not result.could_not_run:
-                result = time_candidate(result, bundle, settings, workdir)
-            own = max(0.0, result.gpu_seconds - bundle.gpu_seconds)
-            shared = {"shared_reference_gpu_seconds": round(bundle.gpu_seconds, 3)}
-            result = result.model_copy(
-                update={
-                    "candidate": str(candidate.resolve()),
-                    "gpu_seconds": own,
-                    "environment": {**result.environment, **shared},
-                }
-            )
-        results.append(result)
-        if on_done is not None:
-            on_done(result)
-    return results, bundle.gpu_seconds
+            to_time.append((i, checked))
+    if to_time:
+        stage(f"{len(to_time)} passed gates 1-3: timing them one at a time")
+    for i, checked in to_time:
+        settle(i, time_candidate(checked, bundle, settings, workdir))
+    return [results[i] for i in range(len(candidates))], bundle.gpu_seconds
 
 
 def verify_batch_command(
@@ -138,6 +170,11 @@ def verify_batch_command(
     err = Console(stderr=True)
     device = settings.device
     launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
+    started = time.monotonic()
+
+    def stage(text: str) -> None:
+        bar.console.print(f"[{time.monotonic() - started:.0f} s] {text}", style="dim")
+
     with (
         tempfile.TemporaryDirectory(prefix="kernelopt-batch-") as tmp,
         launcher,
@@ -150,12 +187,14 @@ def verify_batch_command(
         ) as bar,
     ):
         task = bar.add_task(f"verifying {len(candidates)} candidates", total=len(candidates))
+        if device.startswith("cuda"):
+            stage("checking processes ready (they fork from one preloaded process)")
 
         def done(result: CascadeResult) -> None:
             bar.advance(task)
             bar.console.print(" | ".join(row(result)), highlight=False, markup=False)
 
-        results, reference_s = verify_batch(problem, candidates, settings, Path(tmp), done)
+        results, reference_s = verify_batch(problem, candidates, settings, Path(tmp), done, stage)
     if json_out:
         print(json.dumps([json.loads(r.model_dump_json()) for r in results], indent=2))
         return exit_code(results)

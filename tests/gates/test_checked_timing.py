@@ -134,7 +134,7 @@ def test_a_missing_checks_file_is_a_failure_not_a_pass(tmp_path: Path) -> None:
 
 
 def test_cpu_timing_is_skipped_with_a_reason_when_calls_take_seconds() -> None:
-    from gates.cascade import _too_slow_for_cpu_timing
+    from gates.cascade import too_slow_for_cpu_timing
     from kernelopt.contracts.verdicts import (
         CascadeResult,
         GateName,
@@ -153,9 +153,9 @@ def test_cpu_timing_is_skipped_with_a_reason_when_calls_take_seconds() -> None:
         return CascadeResult(problem="p", candidate="c", verdicts=[gate2], accepted=True)
 
     cpu = GateSettings(device="cpu")
-    assert _too_slow_for_cpu_timing(result(0.2), cpu) == ""
-    assert "12.0 s" in _too_slow_for_cpu_timing(result(12.0), cpu)
-    assert _too_slow_for_cpu_timing(result(12.0), GateSettings(device="cuda")) == ""
+    assert too_slow_for_cpu_timing(result(0.2), cpu) == ""
+    assert "12.0 s" in too_slow_for_cpu_timing(result(12.0), cpu)
+    assert too_slow_for_cpu_timing(result(12.0), GateSettings(device="cuda")) == ""
 
 
 def test_a_cpu_timing_child_runs_torch_on_one_thread() -> None:

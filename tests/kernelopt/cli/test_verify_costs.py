@@ -52,3 +52,53 @@ def test_a_batch_charges_its_shared_reference_once(
     results, reference_s = verify_batch(PROBLEM, paths, settings, tmp_path)
     assert reference_s == 5.0 and [r.gpu_seconds for r in results] == [2.0, 2.0, 2.0]
     assert {r.environment["shared_reference_gpu_seconds"] for r in results} == {5.0}
+
+
+def test_a_batch_reports_every_rejection_by_gates_1_to_3_before_it_times_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gates.cascade as cascade
+    import gates.reference as reference
+    from kernelopt.cli.verify_batch import verify_batch
+
+    bundle = SimpleNamespace(gpu_seconds=1.0)
+    calls: list[str] = []
+    good = {"swish_fused", "swish_fused_copy"}
+
+    def checked(_bundle: object, path: Path, *_: object) -> CascadeResult:
+        calls.append(f"check {Path(path).stem}")
+        return CascadeResult(
+            problem=str(PROBLEM), candidate=str(path), verdicts=[],
+            accepted=Path(path).stem in good, gpu_seconds=bundle.gpu_seconds + 1.0,
+        )  # fmt: skip
+
+    def timed(result: CascadeResult, *_: object, **__: object) -> CascadeResult:
+        calls.append(f"time {Path(result.candidate).stem}")
+        return result.model_copy(update={"gpu_seconds": result.gpu_seconds + 3.0})
+
+    monkeypatch.setattr(reference, "prepare_reference", lambda *_: bundle)
+    monkeypatch.setattr(cascade, "check_candidate", checked)
+    monkeypatch.setattr(cascade, "time_candidate", timed)
+    (tmp_path / "c").mkdir()
+    copy = tmp_path / "c" / "swish_fused_copy.py"
+    copy.write_text((CANDIDATES / "swish_fused.py").read_text())
+    paths = [CANDIDATES / "swish_fused.py", CANDIDATES / "lazy_output.py", copy]
+    paths += [CANDIDATES / "partial_write.py"]
+    landed: list[str] = []
+    stages: list[str] = []
+    settings = GateSettings(device="cpu", run_perf=True)
+    results, _ = verify_batch(
+        PROBLEM, paths, settings, tmp_path / "w", lambda r: landed.append(Path(r.candidate).stem),
+        stages.append,
+    )  # fmt: skip
+    # gates 1-3 for all four first, then the two that passed are timed, in their order
+    assert calls == [
+        "check swish_fused", "check lazy_output", "check swish_fused_copy",
+        "check partial_write", "time swish_fused", "time swish_fused_copy",
+    ]  # fmt: skip
+    assert landed == ["lazy_output", "partial_write", "swish_fused", "swish_fused_copy"]
+    # the results keep the order the candidates were given in, each with its own cost
+    assert [Path(r.candidate).stem for r in results] == [p.stem for p in paths]
+    assert [r.gpu_seconds for r in results] == [4.0, 1.0, 4.0, 1.0]
+    assert stages[0].startswith("the shared reference took")
+    assert stages[1] == "2 passed gates 1-3: timing them one at a time"
