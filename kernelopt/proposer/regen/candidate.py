@@ -42,7 +42,8 @@ _KO_STATIC_WRAPPER = {static_wrapper}
 _KO_DYNAMIC_WRAPPER = {dynamic_wrapper}
 _KO_OUTPUT = {output!r}
 _KO_RESULT_TYPE = {result_type}  # builds the named tuple the forward returns (None: a plain one)
-# per wrapper: where each result comes from, and the outputs stored on the module
+# per wrapper: where each result comes from, the outputs stored on the module, and the
+# constants the forward returns as they are
 _KO_STATIC_LAYOUT = {static_layout}
 _KO_DYNAMIC_LAYOUT = {dynamic_layout}
 # per wrapper: the arguments that are Python numbers the graph takes as 0-d tensors
@@ -112,8 +113,8 @@ def candidate_source(
         dynamic_wrapper=repr(dynamic.wrapper),
         output=static.output,
         result_type=static.result_type or "None",
-        static_layout=repr((static.picks, static.state)),
-        dynamic_layout=repr((dynamic.picks, dynamic.state)),
+        static_layout=repr((static.picks, static.state, static.constants)),
+        dynamic_layout=repr((dynamic.picks, dynamic.state, dynamic.constants)),
         static_wraps=repr(static.wraps),
         dynamic_wraps=repr(dynamic.wraps),
         names=repr(static.names),

@@ -63,6 +63,9 @@ class Regenerated:
     # the tuple type the forward returns where it is a named one: source that builds it
     # from the results' tuple in the candidate's module (``result_type``), else None
     result_type: str | None = None
+    # the Python constants the forward returns as they are (a label, a dtype), which no
+    # graph output carries: ``output_layout.Constant`` texts, picked as ("constant", i)
+    constants: list[list[str]] = field(default_factory=list)
 
     @property
     def code(self) -> str:
@@ -144,8 +147,8 @@ def regenerate(
         output = output_form(out)
         leaves = tree_leaves(out)
         layout = output_layout(first, leaves, model)
-        if len(layout.picks) != len(leaves) or layout.constants:
-            raise RegenError("the forward returns a constant that no graph output carries")
+        if len(layout.picks) != len(leaves):
+            raise RegenError("the forward returns a value that no graph output carries")
         inputs_named = forward_names(model)
 
         def scope(case: list[Any]) -> dict[str, Any]:
@@ -156,7 +159,8 @@ def regenerate(
         wraps = [_number_wrap(a, e) for a, e in zip(first_args, examples, strict=False)]
         # the candidate's own plan, so a candidate that cannot call its wrapper or build its
         # result from it is never offered
-        plan = ForwardPlan(sources[-1], names, (layout.picks, layout.state_outputs), wraps, output)
+        layout_text = (layout.picks, layout.state_outputs, layout.constants)
+        plan = ForwardPlan(sources[-1], names, layout_text, wraps, output)
         others, derived = _other_shapes(problem, seed, device, inputs) if dynamic else ([], False)
         for index, case in enumerate([inputs, *others]):
             try:
@@ -169,9 +173,11 @@ def regenerate(
             if any(kind == "output" and i >= len(got) for kind, i in layout.picks):
                 raise RegenError(f"the wrapper returns {len(got)} outputs, fewer than compiled")
             try:
-                plan.results(got, args)
+                built = plan.results(got, args)
             except Exception as exc:  # pytree and the picks say why; the candidate would fail
                 raise RegenError(f"the forward's result cannot be built: {exc}") from exc
+            if index and layout.constants:
+                _constants_hold(problem, seed, device, case, built)
     return Regenerated(
         sources[-1],
         names,
@@ -183,7 +189,21 @@ def regenerate(
         layout.state_outputs,
         wraps,
         result_type(out, problem.module.__name__),
+        [list(c) for c in layout.constants],
     )
+
+
+def _constants_hold(problem: Any, seed: int, device: str, case: list[Any], built: Any) -> None:
+    """Refuse a wrapper whose kept constants are not the forward's on another input set: a
+    size the forward returns (``x.shape``) is a constant of the compiled shapes only."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    with torch.no_grad():
+        eager = tree_leaves(problem.make_model(seed, device)(*case))
+    for got, want in zip(tree_leaves(built), eager, strict=False):
+        if not isinstance(want, torch.Tensor) and (type(got) is not type(want) or got != want):
+            raise RegenError(f"the forward returns {want!r} here, the wrapper a kept {got!r}")
 
 
 def _number_wrap(arg: Any, example: Any) -> str | None:
@@ -198,18 +218,23 @@ def _number_wrap(arg: Any, example: Any) -> str | None:
 def output_form(out: Any) -> str:
     """How the candidate's forward rebuilds its results from the picked leaves: "tensor",
     "tuple" or "list" of tensors, or a pytree spec (``TREE`` + ``treespec_dumps``) for any
-    other nesting of tensors, None and Python numbers (dicts, lists inside tuples)."""
+    other nesting of tensors, None, Python numbers and constants (dicts, lists inside
+    tuples, a label or a dtype beside a tensor)."""
     import torch
     from torch.utils._pytree import tree_flatten, treespec_dumps
+
+    from kernelopt.compile.output_layout import constant_text
 
     if isinstance(out, torch.Tensor):
         return "tensor"
     if isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
         return "tuple" if isinstance(out, tuple) else "list"  # a named one: ``result_type``
     leaves, spec = tree_flatten(out)
-    if not all(leaf is None or isinstance(leaf, (torch.Tensor, int, float)) for leaf in leaves):
-        kinds = sorted({type(leaf).__name__ for leaf in leaves})
-        raise RegenError(f"the forward returns {', '.join(kinds)}, not tensors and numbers")
+    kept = (torch.Tensor, int, float)
+    strange = [x for x in leaves if not (x is None or isinstance(x, kept) or constant_text(x))]
+    if strange:
+        kinds = sorted({type(leaf).__name__ for leaf in strange})
+        raise RegenError(f"the forward returns {', '.join(kinds)}: not tensors or constants")
     try:
         return TREE + treespec_dumps(spec)
     except (TypeError, NotImplementedError) as exc:  # a container pytree cannot write down

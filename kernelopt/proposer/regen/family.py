@@ -16,7 +16,7 @@ from kernelopt.contracts.search import BuiltinProposeInput, BuiltinVariant
 from kernelopt.log import get_logger
 from kernelopt.proposer.regen.candidate import read_header, regenerated_candidate
 from kernelopt.proposer.regen.choices import CHOICES, REGEN, Choice, label_of, single_diffs
-from kernelopt.proposer.regen.code import digest, generated_code
+from kernelopt.proposer.regen.code import RegenError, digest, generated_code
 from kernelopt.proposer.targets import not_whole_forward
 from kernelopt.store import ArtifactStore
 
@@ -26,6 +26,7 @@ _ERROR = "error"
 # builder's version: candidates an older builder made (whose dynamic-shape wrapper
 # could refuse held-out shapes, or which returned every graph output) are built again.
 BUILT = "built v3 "
+WHY = "why "  # entries "why <label>": the reason a regeneration failed, for the search's note
 
 
 def _file_name(label: str) -> str:
@@ -167,7 +168,8 @@ class RegenFamily:
         started = time.monotonic()
         code = self._digest_of(graph, state)
         if code is None:
-            return [], "Inductor could not compile the forward here"
+            why = cache.get(WHY + label_of(state)) or "the worker's log says why"
+            return [], f"Inductor's forward cannot be regenerated here: {why}"
         # code an earlier round already offered (under another diff) is not offered again
         tried = {cache.get(label) for label in exclude} - {None, _ERROR}
         seen, out, same, note = {code, *tried}, [], 0, ""
@@ -230,7 +232,9 @@ class RegenFamily:
         try:
             found = digest(self.generate(g.source, g.seed, g.device, {**g.base, **diff}))
         except Exception as exc:  # Inductor and the user's module ran here: a failure is a note
-            log.info("regeneration failed", label=label, error=f"{type(exc).__name__}: {exc}"[:300])
+            why = str(exc) if isinstance(exc, RegenError) else f"{type(exc).__name__}: {exc}"
+            log.info("regeneration failed", label=label, error=why[:300])
+            g.cache.put(WHY + label, why[:300])
             g.cache.put(label, _ERROR)
             return None
         log.info("regenerated", label=label, seconds=round(time.monotonic() - started, 1))

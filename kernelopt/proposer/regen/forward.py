@@ -29,12 +29,18 @@ def wrapped_args(args: list[Any], wraps: Sequence[str | None]) -> list[Any]:
     return out
 
 
-def result_builder(picks: Sequence[Sequence[Any]], form: str) -> Results:
+def result_builder(
+    picks: Sequence[Sequence[Any]], form: str, constants: Sequence[Sequence[str]] = ()
+) -> Results:
     """``(outputs, args) -> result``: the forward's result from one wrapper call, its
-    leaves by ``picks`` (``output_layout.picked``), built in ``form`` (``output_form``)."""
+    leaves by ``picks`` (``output_layout.picked``; ``constants`` as ``Constant`` texts),
+    built in ``form`` (``output_form``)."""
     from torch.utils._pytree import tree_unflatten, treespec_loads
 
-    leaves = _leaf_picker([(str(kind), int(i)) for kind, i in picks])
+    from kernelopt.compile.output_layout import constant_value
+
+    values = [constant_value(c) for c in constants]
+    leaves = _leaf_picker([(str(kind), int(i)) for kind, i in picks], values)
     if form == "tensor":
         return lambda outputs, args: leaves(outputs, args)[0]
     if form.startswith(TREE):
@@ -45,7 +51,7 @@ def result_builder(picks: Sequence[Sequence[Any]], form: str) -> Results:
     return lambda outputs, args: list(leaves(outputs, args))
 
 
-def _leaf_picker(picks: list[tuple[str, int]]) -> Results:
+def _leaf_picker(picks: list[tuple[str, int]], constants: Sequence[Any]) -> Results:
     from kernelopt.compile.output_layout import picked
 
     if picks and all(kind == "output" for kind, _ in picks):  # the common case, by index
@@ -53,7 +59,7 @@ def _leaf_picker(picks: list[tuple[str, int]]) -> Results:
         if len(picks) == 1:
             return lambda outputs, args: (get(outputs),)
         return lambda outputs, args: get(outputs)
-    return lambda outputs, args: picked(outputs, args, picks)
+    return lambda outputs, args: picked(outputs, args, picks, constants)
 
 
 def forward_results(outputs: Sequence[Any], args: Sequence[Any], picks: Any, form: str) -> Any:
@@ -124,8 +130,8 @@ class ForwardPlan:
 
         self.call = load_wrapper_module(wrapper, "regen").call
         self.fetch = argument_reader(args)
-        picks, state = layout
-        self.results = result_builder(picks, form)
+        picks, state, *constants = layout  # candidates made before constants have two
+        self.results = result_builder(picks, form, constants[0] if constants else ())
         self.state = {int(index): name for index, name in dict(state).items()}
         self.wraps = list(wraps) if any(w is not None for w in wraps) else None
 

@@ -176,6 +176,21 @@ def test_identical_code_is_dropped_and_verdicts_are_cached(tmp_path: Path, probl
     assert none == [] and "same code" in note
 
 
+def test_a_forward_that_cannot_be_regenerated_says_why_in_the_round_note(
+    tmp_path: Path, problem: Path
+) -> None:
+    from kernelopt.proposer.regen.code import RegenError
+
+    def refuses(*_: object) -> str:
+        raise RegenError("the forward returns a generator")
+
+    store = open_store(tmp_path / "artifacts")
+    family = RegenFamily(cache_dir=tmp_path / "cache", generate=refuses, build=fake_build)
+    for _ in range(2):  # and again from the cache, where no compile runs
+        variants, note = family.propose(_input(store, problem), store, 2, set())
+        assert variants == [] and note.endswith(": the forward returns a generator"), note
+
+
 def test_a_built_candidate_is_not_built_again_after_a_lost_attempt(
     tmp_path: Path, problem: Path
 ) -> None:
@@ -503,8 +518,31 @@ def test_the_output_form_is_a_name_for_flat_tensors_and_a_spec_otherwise() -> No
     form = output_form(nested)
     assert form.startswith(TREE)
     assert tree_unflatten([t, None, 2.5], treespec_loads(form[len(TREE) :])) == nested
-    with pytest.raises(RegenError, match="str"):
-        output_form((t, "label"))
+    assert output_form((t, "label", torch.float16)).startswith(TREE)  # constants: picked
+    with pytest.raises(RegenError, match="object"):
+        output_form((t, object()))
+
+
+def test_a_regeneration_returns_the_forwards_constants_beside_its_tensors(
+    cpu_zygote: Any, tmp_path: Path
+) -> None:
+    """A label, the input's dtype and its shape, returned as they are: the graph returns
+    only the tensor, so the candidate keeps the rest as constants, and the dynamic wrapper
+    takes the batch size from its own size argument (before: "the forward returns Tensor,
+    dtype, int, str, not tensors and numbers", and the search had nothing to try)."""
+    _regeneration_passes_gates_1_to_3("constants_in_output", cpu_zygote, tmp_path)
+
+
+def test_a_kept_constant_that_the_forward_changes_with_the_shape_is_refused() -> None:
+    from types import SimpleNamespace
+
+    from kernelopt.proposer.regen.code import RegenError, _constants_hold
+
+    problem = SimpleNamespace(make_model=lambda *_: lambda x: (x * 2, x.shape[0], "rows"))
+    case = [torch.ones(5, 3)]
+    _constants_hold(problem, 0, "cpu", case, (torch.ones(5, 3), 5, "rows"))
+    with pytest.raises(RegenError, match="returns 5 here, the wrapper a kept 4"):
+        _constants_hold(problem, 0, "cpu", case, (torch.ones(5, 3), 4, "rows"))
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,23 @@ def test_picks_of_inputs_and_items_take_the_general_path() -> None:
     assert build([out], [arg]) == (3.0, arg, None)
 
 
+def test_constants_come_back_as_the_values_they_stand_for() -> None:
+    out = torch.ones(2)
+    picks = [("output", 0), ("constant", 0), ("constant", 1), ("constant", 2)]
+    constants = [("literal", "'activations'"), ("dtype", "float16"), ("float", "nan")]
+    got = result_builder(picks, "tuple", constants)([out], [])
+    assert got[:3] == (out, "activations", torch.float16) and got[3] != got[3]  # nan
+    # a plan keeps a layout's constants; one written before constants has two parts
+    wrapper = "def call(args):\n    (x,) = args\n    args.clear()\n    return (x + 1,)\n"
+    plan = ForwardPlan(
+        wrapper, ["L['x']"], ([("output", 0), ("constant", 0)], {}, constants), [None], "tuple"
+    )
+    args, outs = plan.run({"x": torch.zeros(2)})
+    assert plan.results(outs, args)[1] == "activations"
+    old = ForwardPlan(wrapper, ["L['x']"], ([("output", 0)], {}), [None], "tensor")
+    assert old.results(*reversed(old.run({"x": torch.zeros(2)}))).tolist() == [1.0, 1.0]
+
+
 def test_a_plan_reads_every_argument_in_one_expression_and_keeps_them() -> None:
     wrapper = "def call(args):\n    a, b = args\n    args.clear()\n    return (a + b,)\n"
     plan = ForwardPlan(wrapper, ["L['x']", "L['self'].w"], ([("output", 0)], {}), [None], "tensor")
