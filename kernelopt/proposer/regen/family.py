@@ -226,6 +226,8 @@ class RegenFamily:
     def _digest_of(self, g: _Graph, diff: dict[str, Any]) -> str | None:
         label = label_of(diff)
         known = g.cache.get(label)
+        if known == _ERROR and g.cache.get(WHY + label) is None:
+            known = None  # a failure recorded before reasons were: this code may not fail
         if known is not None:
             return None if known == _ERROR else known
         started = time.monotonic()

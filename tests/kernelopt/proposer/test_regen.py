@@ -186,9 +186,18 @@ def test_a_forward_that_cannot_be_regenerated_says_why_in_the_round_note(
 
     store = open_store(tmp_path / "artifacts")
     family = RegenFamily(cache_dir=tmp_path / "cache", generate=refuses, build=fake_build)
+    calls: list[int] = []
+    family.generate = lambda *args: calls.append(1) or refuses(*args)
     for _ in range(2):  # and again from the cache, where no compile runs
         variants, note = family.propose(_input(store, problem), store, 2, set())
         assert variants == [] and note.endswith(": the forward returns a generator"), note
+    assert len(calls) == 1
+    # a failure an older release cached without its reason is tried once more
+    cache = next((tmp_path / "cache").glob("*.json"))
+    entries = {k: v for k, v in json.loads(cache.read_text()).items() if not k.startswith("why ")}
+    cache.write_text(json.dumps(entries))
+    family.propose(_input(store, problem), store, 2, set())
+    assert len(calls) == 2
 
 
 def test_a_built_candidate_is_not_built_again_after_a_lost_attempt(
