@@ -14,10 +14,13 @@ import json
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings
 
+# file checks (CPU children) at once while the reference is prepared
+_PREFLIGHTS = 2
 _HEADERS = ("candidate", "verdict", "gate", "speedup", "own device s")
 
 
@@ -120,33 +123,38 @@ def verify_batch(
         if on_stage is not None:
             on_stage(text)
 
-    started = time.monotonic()
-    bundle = prepare_reference(problem, settings, workdir / "reference")
-    stage(f"the shared reference took {time.monotonic() - started:.1f} s")
     results: dict[int, CascadeResult] = {}
-
-    def settle(i: int, result: CascadeResult) -> None:
-        results[i] = result = _own_cost(result, candidates[i], bundle.gpu_seconds)
-        if on_done is not None:
-            on_done(result)
-
     to_time: list[tuple[int, CascadeResult]] = []
-    for i, candidate in enumerate(candidates):
-        why = _unusable(problem, candidate)
-        if why:
-            settle(i, _rejected(problem, candidate, why))
-            continue
-        forms = workdir / f"forms{i}"
-        forms.mkdir(parents=True, exist_ok=True)
-        checked = check_candidate(
-            bundle, forward_candidate_file(candidate, forms), settings, workdir
-        )
-        if not (settings.run_perf and checked.accepted and not checked.could_not_run):
-            settle(i, checked)
-        elif slow := too_slow_for_cpu_timing(checked, settings):
-            settle(i, _skipped_timing(checked, slow))
-        else:
-            to_time.append((i, checked))
+    started = time.monotonic()
+    # each candidate's file check is a CPU child of its own: they run while the reference does
+    pool = ThreadPoolExecutor(max_workers=_PREFLIGHTS)
+    try:
+        unusable = [pool.submit(_unusable, problem, candidate) for candidate in candidates]
+        bundle = prepare_reference(problem, settings, workdir / "reference")
+        stage(f"the shared reference took {time.monotonic() - started:.1f} s")
+
+        def settle(i: int, result: CascadeResult) -> None:
+            results[i] = result = _own_cost(result, candidates[i], bundle.gpu_seconds)
+            if on_done is not None:
+                on_done(result)
+
+        for i, candidate in enumerate(candidates):
+            why = unusable[i].result()
+            if why:
+                settle(i, _rejected(problem, candidate, why))
+                continue
+            forms = workdir / f"forms{i}"
+            forms.mkdir(parents=True, exist_ok=True)
+            checked = forward_candidate_file(candidate, forms)
+            checked = check_candidate(bundle, checked, settings, workdir)
+            if not (settings.run_perf and checked.accepted and not checked.could_not_run):
+                settle(i, checked)
+            elif slow := too_slow_for_cpu_timing(checked, settings):
+                settle(i, _skipped_timing(checked, slow))
+            else:
+                to_time.append((i, checked))
+    finally:
+        pool.shutdown(cancel_futures=True)
     if to_time:
         stage(f"{len(to_time)} passed gates 1-3: timing them one at a time")
     for i, checked in to_time:
