@@ -203,7 +203,8 @@ def triage_command(path: Path | str, json_out: bool, mode: str) -> int:
     try:
         check_problem_file(path)
         search_mode = SearchMode(mode)
-        preflight(path)  # import and build it once on the CPU, time-limited
+        # import and build it once on the CPU, time-limited; triage compiles one shape
+        preflight(path, one_shape=True)
     except (KernelOptError, ValueError) as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
         return 2

@@ -26,6 +26,27 @@ def test_triage_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and "no CUDA GPU" in lines[0], done.stderr
 
 
+def test_triage_refuses_inputs_whose_shape_follows_the_seed_before_anything_else(
+    tmp_path: Path,
+) -> None:
+    """Triage compiles the forward for one shape, as a campaign does: said first, in one line."""
+    path = tmp_path / "varying.py"
+    path.write_text(
+        "import random\nimport torch\n\n\nclass Model(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2\n\n\n"
+        "def get_inputs():\n    return [torch.randn(random.randint(2, 60))]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    env = {
+        **env_for(make_settings(tmp_path / "home")),
+        "CUDA_VISIBLE_DEVICES": "",
+        "COLUMNS": "200",
+    }
+    done = run_cli(["triage", str(path)], env)
+    assert done.returncode == 2
+    assert "other inputs under other seeds" in done.stderr and "no CUDA GPU" not in done.stderr
+
+
 def test_a_child_failure_is_one_line_without_a_doubled_type(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
