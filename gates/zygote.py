@@ -70,6 +70,9 @@ PRELOAD = (
 OPTIONAL_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx")
 ACK_TIMEOUT_S = 10.0  # a stop, cont or pin unanswered this long fails the turn session
 _ACKS = ("stopped", "continued", "pinned", "refused")
+# exited children remembered, so a stop or cont racing a child's exit is no error: that
+# command comes right after the child's end, so the newest few thousand are plenty
+_GONE_KEPT = 4096
 
 
 # --------------------------------------------------------------------------- zygote side
@@ -294,7 +297,8 @@ class Zygote:
         self._cond = threading.Condition()
         self._started: dict[str, int] = {}
         self._exited: dict[int, int] = {}
-        self._gone: set[int] = set()  # children that exited, whether or not waited for
+        # children that exited, whether or not waited for (oldest first, the newest kept)
+        self._gone: dict[int, None] = {}
         self._acks: dict[str, int] = {}  # answer line -> how many are unclaimed
         self._ready = threading.Event()
         self._dead = False
@@ -322,10 +326,12 @@ class Zygote:
                     self._ready.set()
                 elif len(parts) == 3 and parts[0] == "started":
                     self._started[parts[1]] = int(parts[2])
-                    self._gone.discard(int(parts[2]))  # a reused PID is a live child again
+                    self._gone.pop(int(parts[2]), None)  # a reused PID is a live child again
                 elif len(parts) == 3 and parts[0] == "exited":
                     self._exited[int(parts[1])] = int(parts[2])
-                    self._gone.add(int(parts[1]))
+                    self._gone[int(parts[1])] = None
+                    while len(self._gone) > _GONE_KEPT:  # a command follows its child's end
+                        del self._gone[next(iter(self._gone))]
                 elif len(parts) in (2, 3) and parts[0] in _ACKS:
                     key = " ".join(parts)
                     self._acks[key] = self._acks.get(key, 0) + 1

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gates import proctree
+from gates import proctree, zygote
 from gates.go_signal import live_workdir
 from gates.proctree import TreeSignaller
 from gates.protocol import InputSet, ReferenceJob
@@ -174,7 +174,7 @@ def test_a_missing_acknowledgement_is_an_error_not_a_pass(
 
 
 def test_a_child_that_exited_is_no_error_to_stop_continue_or_pin(
-    cpu_zygote: Zygote | None, tmp_path: Path
+    cpu_zygote: Zygote | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A child can exit between answering its last command and the stop that follows; the
     refusal that then comes back means nothing is left to signal, not a failure.  A PID that
@@ -188,3 +188,13 @@ def test_a_child_that_exited_is_no_error_to_stop_continue_or_pin(
     cpu_zygote.stop(pid)
     cpu_zygote.pin(pid, 0)
     cpu_zygote.cont(pid, whole=True)
+    # only the newest exits are remembered: a long-lived worker's zygote keeps no record of
+    # every child it ever had, and an old one is a stranger again
+    monkeypatch.setattr(zygote, "_GONE_KEPT", 1)
+    (tmp_path / "w2").mkdir()
+    (tmp_path / "w2" / "job.json").write_text("{}")
+    newer = cpu_zygote.spawn(tmp_path / "w2")
+    assert cpu_zygote.wait(newer, 60) is not None
+    cpu_zygote.stop(newer)
+    with pytest.raises(ZygoteError, match="not its child"):
+        cpu_zygote.stop(pid)
