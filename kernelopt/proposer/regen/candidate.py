@@ -29,6 +29,7 @@ import torch as _ko_torch  # noqa: E402
 
 from kernelopt.proposer.regen.forward import ForwardPlan as _KoPlan  # noqa: E402
 from kernelopt.proposer.regen.forward import ShapeCheck as _KoShapes  # noqa: E402
+from kernelopt.proposer.regen.forward import forward_scope as _ko_scope  # noqa: E402
 
 # Inductor's own code for Model.forward under these options (kernelopt.proposer.regen):
 # the static-shape wrapper for the shapes it was compiled for, the dynamic-shape one (not
@@ -75,9 +76,7 @@ class ModelNew(Model):
         if self.training != _KO_TRAINING:
             raise RuntimeError(f"compiled for training={{_KO_TRAINING}}, called in the other mode")
         plan = self._ko_plan(_KO_STATIC_SHAPES(inputs))
-        scope = dict(zip(_KO_NAMES, inputs))
-        scope["self"] = self
-        args, out = plan.run(scope)
+        args, out = plan.run(_ko_scope(self, _KO_NAMES, inputs))
         for index, name in plan.state.items():  # as Dynamo sets what the forward stored
             owner, _, leaf = name.rpartition(".")
             module = self.get_submodule(owner) if owner else self

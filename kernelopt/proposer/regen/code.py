@@ -17,6 +17,7 @@ from kernelopt.proposer.regen.forward import (  # noqa: F401
     ForwardPlan,
     argument_reader,
     forward_results,
+    forward_scope,
     wrapped_args,
 )
 
@@ -152,7 +153,7 @@ def regenerate(
         inputs_named = forward_names(model)
 
         def scope(case: list[Any]) -> dict[str, Any]:
-            return {"self": model, **dict(zip(inputs_named, case, strict=False))}
+            return forward_scope(model, inputs_named, case)
 
         # where the graph takes a number as a tensor: the compiled call's example inputs
         first_args = argument_reader(names)(scope(inputs))

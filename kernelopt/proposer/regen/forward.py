@@ -106,6 +106,16 @@ class ShapeCheck:
         return True
 
 
+def forward_scope(module: Any, names: Sequence[str], inputs: Sequence[Any]) -> dict[str, Any]:
+    """``L``, the locals Dynamo's source expressions read: ``self`` and ``forward``'s inputs
+    by name, and the names of the wrapper Dynamo traces when ``forward`` is torch's own
+    (an ``nn.Sequential`` subclass that writes none: ``L['fn']``, ``L['args'][0]``)."""
+    scope: dict[str, Any] = {"fn": module, "args": tuple(inputs), "kwargs": {}}
+    scope["self"] = module
+    scope.update(zip(names, inputs, strict=False))
+    return scope
+
+
 def argument_reader(args: Sequence[str]) -> Callable[[dict[str, Any]], list[Any]]:
     """``L -> [graph arguments]``: Dynamo's source expressions over ``forward``'s locals
     (``L['x']``, ``L['self'].w``), compiled into one expression that reads nothing but ``L``."""

@@ -542,6 +542,14 @@ def test_a_regeneration_returns_the_forwards_constants_beside_its_tensors(
     _regeneration_passes_gates_1_to_3("constants_in_output", cpu_zygote, tmp_path)
 
 
+def test_a_model_whose_forward_is_torchs_own_is_regenerated(
+    cpu_zygote: Any, tmp_path: Path
+) -> None:
+    """An ``nn.Sequential`` subclass writes no forward: Dynamo traces a wrapper of its own,
+    whose sources read ``L['fn']`` and ``L['args']`` (before: "KeyError: 'fn'")."""
+    _regeneration_passes_gates_1_to_3("sequential_subclass", cpu_zygote, tmp_path)
+
+
 def test_a_kept_constant_that_the_forward_changes_with_the_shape_is_refused() -> None:
     from types import SimpleNamespace
 

@@ -6,7 +6,13 @@ import pytest
 import torch
 
 from kernelopt.proposer.regen.code import input_signature, output_form
-from kernelopt.proposer.regen.forward import ForwardPlan, ShapeCheck, result_builder
+from kernelopt.proposer.regen.forward import (
+    ForwardPlan,
+    ShapeCheck,
+    argument_reader,
+    forward_scope,
+    result_builder,
+)
 
 
 def test_the_shape_check_takes_exactly_the_compiled_inputs() -> None:
@@ -73,3 +79,11 @@ def test_a_plan_reads_every_argument_in_one_expression_and_keeps_them() -> None:
     args, out = plan.run({"x": torch.full((2,), 2.0), "self": Holder()})
     assert len(args) == 2  # the wrapper emptied its own list, not the plan's
     assert plan.results(out, args).tolist() == [3.0, 3.0]
+
+
+def test_the_scope_names_the_inputs_and_the_wrapper_dynamo_traces_for_torchs_own_forward() -> None:
+    model, x = object(), torch.ones(2)
+    read = argument_reader(["L['self']", "L['x']", "L['fn']", "L['args'][0]"])
+    assert read(forward_scope(model, ["x"], [x])) == [model, x, model, x]
+    # a forward input named like the wrapper's locals is that input
+    assert forward_scope(model, ["args"], [x])["args"] is x
