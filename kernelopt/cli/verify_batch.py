@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings
 
-# file checks (CPU children) at once while the reference is prepared
+# how many candidates' file checks (CPU children) run at once, beside the reference
 _PREFLIGHTS = 2
 _HEADERS = ("candidate", "verdict", "gate", "speedup", "own device s")
 
