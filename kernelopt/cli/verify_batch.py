@@ -104,13 +104,15 @@ def verify_batch(
     workdir: Path,
     on_done: Callable[[CascadeResult], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    before_gates: Callable[[], None] | None = None,
 ) -> tuple[list[CascadeResult], float]:
     """Gates 1-3 for every candidate on one shared reference, then gate 4 one at a time.
 
     A row is reported (``on_done``) as soon as its verdict is final, so the candidates
     that gates 1-3 reject land before any timing starts, and the user sees the first
     verdicts in seconds instead of after the first candidate's timing; ``on_stage`` hears
-    where the batch is (the reference ready, the timing begun).  Returns the
+    where the batch is (the reference ready, the timing begun); ``before_gates`` runs once
+    the reference is ready (a command waits there for its zygote).  Returns the
     results in the candidates' order and the shared reference's device-seconds.  Each
     result's ``gpu_seconds`` is the candidate's own: the reference is charged once, to the
     batch, not again in every row.
@@ -132,6 +134,8 @@ def verify_batch(
         unusable = [pool.submit(_unusable, problem, candidate) for candidate in candidates]
         bundle = prepare_reference(problem, settings, workdir / "reference")
         stage(f"the shared reference took {time.monotonic() - started:.1f} s")
+        if before_gates is not None:
+            before_gates()
 
         def settle(i: int, result: CascadeResult) -> None:
             results[i] = result = _own_cost(result, candidates[i], bundle.gpu_seconds)
@@ -173,11 +177,13 @@ def verify_batch_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
     from rich.table import Table
 
-    from gates.runner import fast_launch
+    from gates.background_zygote import fast_launch_soon
 
     err = Console(stderr=True)
     device = settings.device
-    launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
+    # on a GPU the gate children fork from a zygote, which loads while the reference (a
+    # spawned child) is prepared
+    launcher = fast_launch_soon(device) if device.startswith("cuda") else contextlib.nullcontext()
     started = time.monotonic()
 
     def stage(text: str) -> None:
@@ -185,7 +191,7 @@ def verify_batch_command(
 
     with (
         tempfile.TemporaryDirectory(prefix="kernelopt-batch-") as tmp,
-        launcher,
+        launcher as launch_ready,
         Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -195,14 +201,18 @@ def verify_batch_command(
         ) as bar,
     ):
         task = bar.add_task(f"verifying {len(candidates)} candidates", total=len(candidates))
-        if device.startswith("cuda"):
-            stage("checking processes ready (they fork from one preloaded process)")
+
+        def zygote_ready() -> None:
+            if launch_ready is not None:
+                stage(f"checking processes: {launch_ready().note}")
 
         def done(result: CascadeResult) -> None:
             bar.advance(task)
             bar.console.print(" | ".join(row(result)), highlight=False, markup=False)
 
-        results, reference_s = verify_batch(problem, candidates, settings, Path(tmp), done, stage)
+        results, reference_s = verify_batch(
+            problem, candidates, settings, Path(tmp), done, stage, zygote_ready
+        )
     if json_out:
         print(json.dumps([json.loads(r.model_dump_json()) for r in results], indent=2))
         return exit_code(results)

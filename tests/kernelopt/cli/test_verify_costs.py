@@ -89,11 +89,11 @@ def test_a_batch_reports_every_rejection_by_gates_1_to_3_before_it_times_anythin
     settings = GateSettings(device="cpu", run_perf=True)
     results, _ = verify_batch(
         PROBLEM, paths, settings, tmp_path / "w", lambda r: landed.append(Path(r.candidate).stem),
-        stages.append,
+        stages.append, lambda: calls.append("zygote ready"),
     )  # fmt: skip
     # gates 1-3 for all four first, then the two that passed are timed, in their order
     assert calls == [
-        "check swish_fused", "check lazy_output", "check swish_fused_copy",
+        "zygote ready", "check swish_fused", "check lazy_output", "check swish_fused_copy",
         "check partial_write", "time swish_fused", "time swish_fused_copy",
     ]  # fmt: skip
     assert landed == ["lazy_output", "partial_write", "swish_fused", "swish_fused_copy"]
