@@ -14,6 +14,7 @@ import hashlib
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -219,8 +220,11 @@ def verify_candidate(
     workdir: Path | None = None,
     bundle: ReferenceBundle | None = None,
     keep_files: bool = False,
+    before_gates: Callable[[], object] | None = None,
 ) -> CascadeResult:
-    """Run the whole cascade.  Pass ``bundle`` to reuse one reference for many candidates."""
+    """Run the whole cascade.  Pass ``bundle`` to reuse one reference for many candidates;
+    ``before_gates`` runs once the reference is ready (a command waits there for its
+    zygote, which loads while the reference is prepared)."""
     settings = settings or GateSettings()
     tmp = None
     if workdir is None:
@@ -230,7 +234,7 @@ def verify_candidate(
         # shared until gate 4 takes the GPU alone (``measure``): the prestarted timing child
         # builds its baseline under this hold
         with gpu_section("shared", settings.device):
-            return _verify_in(problem_path, candidate_path, settings, workdir, bundle)
+            return _verify_in(problem_path, candidate_path, settings, workdir, bundle, before_gates)
     finally:
         if tmp is not None and not keep_files:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -242,13 +246,18 @@ def _verify_in(
     settings: GateSettings,
     workdir: Path,
     bundle: ReferenceBundle | None,
+    before_gates: Callable[[], object] | None = None,
 ) -> CascadeResult:
     """The cascade on ``bundle``, or on a reference built here: then its wall time counts in
     the result's, as its device-seconds already do (the user waited for both)."""
     if bundle is not None:
+        if before_gates is not None:
+            before_gates()
         return _gates_on_reference(bundle, candidate_path, settings, workdir)
     started = time.monotonic()
     bundle = prepare_reference(problem_path, settings, workdir / "reference")
+    if before_gates is not None:
+        before_gates()
     reference_wall = time.monotonic() - started
     result = _gates_on_reference(bundle, candidate_path, settings, workdir)
     return result.model_copy(update={"wall_seconds": result.wall_seconds + reference_wall})

@@ -219,12 +219,13 @@ def verify_command(
     import contextlib
     import tempfile
 
+    from gates.background_zygote import fast_launch_soon
     from gates.cascade import verify_candidate
-    from gates.runner import fast_launch
     from kernelopt.kinds.candidates import forward_candidate_file
 
-    # On a GPU every gate child forks from one preloaded zygote (~10 s saved per child).
-    launcher = fast_launch(device) if device.startswith("cuda") else contextlib.nullcontext()
+    # On a GPU every gate child forks from one preloaded zygote (~10 s saved per child); it
+    # loads while the reference (a spawned child) is prepared.
+    launcher = fast_launch_soon(device) if device.startswith("cuda") else contextlib.nullcontext()
     from rich.console import Console
 
     from kernelopt.cli.verify_progress import ProgressWatcher
@@ -240,12 +241,14 @@ def verify_command(
         style="dim",
         highlight=False,
     )
-    with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp, launcher:
+    with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp, launcher as ready:
         # hook: a launch-only candidate (kernel problems) is checked in its ModelNew form
         checked = forward_candidate_file(candidate_path, Path(tmp))
         workdir = Path(tmp) / "gates"
         with ProgressWatcher(workdir, progress):
-            result = verify_candidate(problem_path, checked, gate_settings, workdir=workdir)
+            result = verify_candidate(
+                problem_path, checked, gate_settings, workdir=workdir, before_gates=ready
+            )
     if checked != Path(candidate_path):
         result = result.model_copy(update={"candidate": str(Path(candidate_path).resolve())})
     if json_out:

@@ -102,3 +102,29 @@ def test_a_batch_reports_every_rejection_by_gates_1_to_3_before_it_times_anythin
     assert [r.gpu_seconds for r in results] == [4.0, 1.0, 4.0, 1.0]
     assert stages[0].startswith("the shared reference took")
     assert stages[1] == "2 passed gates 1-3: timing them one at a time"
+
+
+def test_a_single_verify_waits_for_its_zygote_only_once_the_reference_is_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gates.cascade as cascade
+
+    calls: list[str] = []
+    bundle = SimpleNamespace(gpu_seconds=1.0)
+
+    def prepared(*_: object) -> object:
+        calls.append("reference")
+        return bundle
+
+    def gated(*_: object) -> CascadeResult:
+        calls.append("gates")
+        return CascadeResult(problem=str(PROBLEM), candidate="c", verdicts=[], accepted=False)
+
+    monkeypatch.setattr(cascade, "prepare_reference", prepared)
+    monkeypatch.setattr(cascade, "_gates_on_reference", gated)
+    settings = GateSettings(device="cpu", run_perf=False)
+    cascade.verify_candidate(
+        PROBLEM, CANDIDATES / "swish_fused.py", settings, workdir=tmp_path,
+        before_gates=lambda: calls.append("zygote ready"),
+    )  # fmt: skip
+    assert calls == ["reference", "zygote ready", "gates"]
