@@ -39,6 +39,7 @@ import stat
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,14 +165,21 @@ class ZygoteService:
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        # every zygote is started on this one long-lived thread: the sandbox ties a zygote
+        # to the thread that started it (bwrap's --die-with-parent), and requests are served
+        # on threads that end with the request
+        self._owner = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"zygote-{device}")
         self.jobs = 0
         self.abandoned = 0
         self.digests = DigestMemo()
 
+    def _new_zygote(self) -> Zygote:
+        return self._owner.submit(Zygote, zygote_env(self.device), start_timeout_s=120.0).result()
+
     def start(self, *, probe: bool = True) -> str:
         """Start the zygote (and prove it with one real job), then serve; a note on how."""
         started = time.monotonic()
-        self._zygote = Zygote(zygote_env(self.device), start_timeout_s=120.0)
+        self._zygote = self._new_zygote()
         note = "zygote ready"
         if probe:
             outcome = probe_zygote(self._zygote, self.device)
@@ -193,7 +201,7 @@ class ZygoteService:
                 if self._zygote is not None:
                     log.warning("zygote died; starting a new one", device=self.device)
                     self._zygote.close()
-                self._zygote = Zygote(zygote_env(self.device), start_timeout_s=120.0)
+                self._zygote = self._new_zygote()
             return self._zygote
 
     def run(self, job: _Job, client: socket.socket) -> tuple[int | None, str]:
@@ -246,6 +254,7 @@ class ZygoteService:
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None
+        self._owner.shutdown(wait=False)
 
 
 class _TurnRequests:
