@@ -70,3 +70,4 @@ def test_a_real_zygote_started_on_its_own_thread_runs_jobs_after_ready(gates_env
         time.sleep(0.5)  # a zygote whose starting thread had ended would be gone by now
         assert zygote.alive and probe_zygote(zygote, "cpu", 60.0).ok
     assert "cpu" not in gates.runner._ZYGOTES or gates.runner._ZYGOTES["cpu"] is not zygote
+    assert not zygote.alive  # closed with the block
