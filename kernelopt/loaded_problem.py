@@ -97,18 +97,18 @@ def seed_dependent_inputs(make: Callable[[int], Sequence[Any]], seed: int = 0) -
 
     seeds = [seed, *(s for s in GateSettings().seeds if s != seed)]
     first = [input_signature(x) for x in make(seeds[0])]
-    for seed in seeds[1:]:
-        other = [input_signature(x) for x in make(seed)]
+    for later in seeds[1:]:
+        other = [input_signature(x) for x in make(later)]
         if len(other) != len(first):
             return (
                 f"get_inputs() gives {len(first)} inputs under seed {seeds[0]} and "
-                f"{len(other)} under seed {seed}" + _SAME_FOR_EVERY_SEED
+                f"{len(other)} under seed {later}" + _SAME_FOR_EVERY_SEED
             )
         for i, (a, b) in enumerate(zip(first, other, strict=True)):
             if a != b:
                 return (
                     f"get_inputs() gives other inputs under other seeds: input {i} is {a} "
-                    f"under seed {seeds[0]} and {b} under seed {seed}" + _SAME_FOR_EVERY_SEED
+                    f"under seed {seeds[0]} and {b} under seed {later}" + _SAME_FOR_EVERY_SEED
                 )
     return ""
 
