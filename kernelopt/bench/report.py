@@ -54,7 +54,16 @@ def header_lines(summary: BenchSummary) -> list[tuple[str, str]]:
     facts: list[tuple[str, str]] = []
     if summary.suite_problems is not None:
         done, total = summary.overall.problems, summary.suite_problems
-        partial = "" if done >= total else " (PARTIAL: the rest have not run yet)"
+        partial = ""
+        if done < total:
+            failed = len(summary.failed)
+            unrun = max(0, total - done - failed)
+            said = [f"{failed} failed"] * bool(failed) + [f"{unrun} not run yet"] * bool(unrun)
+            partial = (
+                f" (PARTIAL: {', '.join(said)})"
+                if failed
+                else " (PARTIAL: the rest have not run yet)"
+            )
         facts.append(("problems finished", f"{done} of {total}{partial}"))
     if summary.failed:
         facts.append(

@@ -8,6 +8,7 @@ runner.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,10 @@ from kernelopt.campaigns import prepare_problem, start_campaign
 from kernelopt.config import Settings
 from kernelopt.contracts import CampaignOptions, Outcome
 from kernelopt.contracts.search import ProposerKind
+from kernelopt.log import get_logger
+from kernelopt.preflight_problem import preflight
+
+log = get_logger(__name__)
 
 
 def bench_campaign_id(suite_dir: Path, path: Path, level: int | None) -> str:
@@ -101,6 +106,11 @@ async def bench_command(
     concurrency = concurrency or gpu_workers
 
     async def one(path: Path, level: int | None) -> Outcome:
+        # as `optimize` does: a file no campaign can run (say, shapes that follow the seed)
+        # fails here with its reason, and no GPU worker compiles it
+        unchecked = await asyncio.to_thread(preflight, path, one_shape=True)
+        if unchecked:
+            log.info("bench.preflight_left_to_gpu", problem=str(path), note=unchecked)
         problem = prepare_problem(path, store, level=level)
         campaign_id = bench_campaign_id(suite_dir, path, level)
         try:

@@ -28,6 +28,13 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
     (suite / "level1").mkdir(parents=True)
     for name in ("001_alpha.py", "002_beta.py", "003_gamma.py"):
         shutil.copy(PROBLEM, suite / "level1" / name)
+    # no campaign can run it (its shape follows the seed): failed with the reason, never sent
+    (suite / "level1" / "004_varying.py").write_text(
+        "import random\nimport torch\n\n\nclass Model(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2\n\n\n"
+        "def get_inputs():\n    return [torch.randn(random.randint(2, 60))]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
     results = tmp_path / "results"
     # a cluster-style address: bench must not start local workers of its own
     remote = settings.model_copy(update={"temporal_address": settings.address})
@@ -54,9 +61,10 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
     finally:
         server.stop()
 
-    assert rc == 0, first.getvalue()
+    assert rc == 1, first.getvalue()
     assert "2 campaign(s) at a time" in first.getvalue()
-    assert "3 run, 0 already done, 0 failed" in first.getvalue()
+    assert "3 run, 0 already done, 1 failed" in first.getvalue()
+    assert "other inputs under other seeds" in " ".join(first.getvalue().split())
     finished = load_results(results)
     assert sorted((r.level, r.name) for r in finished) == [
         (1, "001_alpha"),
@@ -66,19 +74,19 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
     assert all(r.outcome.candidates_tried >= 1 for r in finished)
     assert any(results.glob("*.md")) and any(results.glob("*.html"))
     # resumable: the second run finds every outcome and starts nothing
-    assert rc_again == 0, second.getvalue()
-    assert "0 run, 3 already done, 0 failed" in second.getvalue()
+    assert rc_again == 1, second.getvalue()
+    assert "0 run, 3 already done, 1 failed" in second.getvalue()
     assert "1 campaign(s) at a time" in second.getvalue()  # not embedded: no local GPU count
     # the cost table the device runs read: every problem's activities, gate stages included
-    assert found == 3
+    assert found == 3  # the varying problem's campaign never started
     table = (tmp_path / "costs" / "activity_durations.txt").read_text()
     assert table.count("gate_candidate") >= 3 and "compile" in table
     assert not (tmp_path / "costs" / "histories").exists()
     # both invocations are on record, and the report states their settings once
     runs = load_runs(results)
-    assert len(runs) == 2 and runs[0].suite_problems == 3
+    assert len(runs) == 2 and runs[0].suite_problems == 4
     report = (results / "report.md").read_text()
-    assert "- **problems finished**: 3 of 3\n" in report
+    assert "- **problems finished**: 3 of 4 (PARTIAL: 1 failed)\n" in report
     assert "- **search**: proposer builtin (no LLM); 1 iteration(s), 1 plan(s), beam 1" in report
 
 
@@ -109,7 +117,7 @@ def test_report_only_reads_a_partial_suite_without_a_server(tmp_path: Path) -> N
     rc = main(["bench", str(suite), "--results", str(results), "--report-only"])
     assert rc == 0
     report = (results / "report.md").read_text()
-    assert "- **problems finished**: 1 of 3 (PARTIAL: the rest have not run yet)" in report
+    assert "- **problems finished**: 1 of 3 (PARTIAL: 1 failed, 1 not run yet)" in report
     assert "- **search**: MIXED: proposer builtin (no LLM); 1 iteration(s), 2 plan(s)" in report
     assert "; proposer LLM gpt-4o @ http://h/v1; 1 iteration(s)" in report
     assert "| 1 | 001_alpha | optimized | 1.500x |" in report
