@@ -29,6 +29,7 @@ import torch as _ko_torch  # noqa: E402
 
 from kernelopt.proposer.regen.forward import ForwardPlan as _KoPlan  # noqa: E402
 from kernelopt.proposer.regen.forward import ShapeCheck as _KoShapes  # noqa: E402
+from kernelopt.proposer.regen.forward import dataclass_builder as _ko_dataclass  # noqa: E402
 from kernelopt.proposer.regen.forward import forward_scope as _ko_scope  # noqa: E402
 
 # Inductor's own code for Model.forward under these options (kernelopt.proposer.regen):
@@ -42,7 +43,7 @@ _KO_DYNAMIC_ARGS = {dynamic_args}
 _KO_STATIC_WRAPPER = {static_wrapper}
 _KO_DYNAMIC_WRAPPER = {dynamic_wrapper}
 _KO_OUTPUT = {output!r}
-_KO_RESULT_TYPE = {result_type}  # builds the named tuple the forward returns (None: a plain one)
+_KO_RESULT_TYPE = {result_type}  # builds the named tuple or dataclass the forward returns (None: a plain one)
 # per wrapper: where each result comes from, the outputs stored on the module, and the
 # constants the forward returns as they are
 _KO_STATIC_LAYOUT = {static_layout}

@@ -145,6 +145,7 @@ def regenerate(
             torch._dynamo.reset()
         if not sources:
             raise RegenError("Inductor produced no code for the forward")
+        first_out, out = out, fields_of(out, problem.module.__name__)
         output = output_form(out)
         leaves = tree_leaves(out)
         layout = output_layout(first, leaves, model)
@@ -189,7 +190,7 @@ def regenerate(
         [list(p) for p in layout.picks],
         layout.state_outputs,
         wraps,
-        result_type(out, problem.module.__name__),
+        result_type(first_out, problem.module.__name__),
         [list(c) for c in layout.constants],
     )
 
@@ -201,7 +202,8 @@ def _constants_hold(problem: Any, seed: int, device: str, case: list[Any], built
     from torch.utils._pytree import tree_leaves
 
     with torch.no_grad():
-        eager = tree_leaves(problem.make_model(seed, device)(*case))
+        eager = problem.make_model(seed, device)(*case)
+    eager = tree_leaves(fields_of(eager, problem.module.__name__))
     for got, want in zip(tree_leaves(built), eager, strict=False):
         if not isinstance(want, torch.Tensor) and (type(got) is not type(want) or got != want):
             raise RegenError(f"the forward returns {want!r} here, the wrapper a kept {got!r}")
@@ -242,12 +244,38 @@ def output_form(out: Any) -> str:
         raise RegenError(f"the forward's output structure cannot be written down: {exc}") from exc
 
 
+def _own_dataclass(out: Any, problem_module: str) -> bool:
+    """Whether ``out`` is an instance of a dataclass the problem file defines by a name."""
+    import dataclasses
+
+    kind = type(out)
+    named = all(part.isidentifier() for part in kind.__qualname__.split("."))
+    return dataclasses.is_dataclass(out) and kind.__module__ == problem_module and named
+
+
+def fields_of(out: Any, problem_module: str) -> Any:
+    """A forward result that is a dataclass the problem file defines, as the tuple of its
+    fields' values (``result_type`` rebuilds it); any other result as it is.
+
+    Dynamo makes such a class a pytree node without a name its specs can be saved under,
+    and a process that never compiled the forward does not know it as a node at all.
+    """
+    import dataclasses
+
+    if not _own_dataclass(out, problem_module):
+        return out
+    return tuple(getattr(out, f.name) for f in dataclasses.fields(out))
+
+
 def result_type(out: Any, problem_module: str) -> str | None:
     """Source that rebuilds a named tuple of results in the candidate's module, which holds
     the problem file: ``Name._make`` for a named tuple the file defines, the
-    ``torch.return_types`` class for one an operator returns (``torch.max(x, dim)``); None
+    ``torch.return_types`` class for one an operator returns (``torch.max(x, dim)``), a
+    builder of a dataclass the file defines from its fields' values (``fields_of``); None
     for a plain tuple or a type the candidate cannot name (it then returns a plain tuple)."""
     kind = type(out)
+    if _own_dataclass(out, problem_module):
+        return f"_ko_dataclass({kind.__qualname__})"
     named = all(part.isidentifier() for part in kind.__qualname__.split("."))
     if not isinstance(out, tuple) or kind is tuple or not named:
         return None

@@ -16,6 +16,24 @@ TREE = "tree:"  # an output form that is a pytree spec, not "tensor", "tuple" or
 Results = Callable[[Sequence[Any], Sequence[Any]], Any]
 
 
+def dataclass_builder(kind: type) -> Callable[[Sequence[Any]], Any]:
+    """``values -> kind(...)``: a dataclass from its fields' values in field order (those
+    ``__init__`` does not take are set afterwards, as a frozen class allows)."""
+    import dataclasses
+
+    fields = dataclasses.fields(kind)
+
+    def build(values: Sequence[Any]) -> Any:
+        pairs = list(zip(fields, values, strict=True))
+        made = kind(**{f.name: v for f, v in pairs if f.init})
+        for f, v in pairs:
+            if not f.init:
+                object.__setattr__(made, f.name, v)
+        return made
+
+    return build
+
+
 def wrapped_args(args: list[Any], wraps: Sequence[str | None]) -> list[Any]:
     """``args`` with each Python number the graph takes as a 0-d tensor made one, as
     Dynamo hands it over (a new list: the wrapper's ``call`` empties the one it gets)."""

@@ -616,3 +616,57 @@ def test_a_named_tuple_result_comes_back_as_its_own_type(source: str) -> None:
     fields = getattr(want, "_fields", None) or ("values", "indices")  # a named tuple, a structseq
     assert [getattr(got, f) is got[i] for i, f in enumerate(fields)] == [True] * len(fields)
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+SPLIT = '''"""Both halves of a ReLU and their sum, as a frozen dataclass the file defines."""
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+
+
+@dataclass(frozen=True)
+class Split:
+    low: torch.Tensor
+    high: torch.Tensor
+    total: torch.Tensor = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "total", self.low + self.high)
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return Split(torch.clamp(x, max=0.0), torch.relu(x) * 2)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+'''
+
+
+@pytest.mark.parametrize("source", [SPLIT, (IDENTITY / "dataclass_output.py").read_text()])
+def test_a_dataclass_result_comes_back_as_its_own_type(source: str) -> None:
+    """A model output dataclass (``ModelOutput``-style) is a pytree node Dynamo names no
+    way to save: the candidate rebuilds it from its fields' values, a field ``__init__``
+    does not take included."""
+    import dataclasses
+
+    namespace: dict[str, Any] = {}
+    exec(compile(regenerated_candidate(source, 0, "cpu", {}, {}), "<regen>", "exec"), namespace)
+    x = namespace["get_inputs"]()[0]
+    torch.manual_seed(0)
+    model = namespace["Model"]()
+    candidate = namespace["ModelNew"]()
+    candidate.load_state_dict(model.state_dict())
+    with torch.no_grad():  # as the gates call it
+        got, want = candidate(x), model(x)
+    assert type(got) is type(want)
+    for f in dataclasses.fields(want):
+        a, b = getattr(got, f.name), getattr(want, f.name)
+        assert torch.allclose(a, b) if isinstance(b, torch.Tensor) else a == b, f.name
