@@ -142,9 +142,85 @@ def content_digest(path: str, size: int) -> str | None:
         return hashlib.blake2b(handle.read(HASH_LIMIT + 1), digest_size=16).hexdigest()
 
 
+class DigestMemo:
+    """Content digests of cache-file states, hashed once per worker.
+
+    Lives in the worker process, which runs no candidate code, and only ever
+    hashes files itself: a client can ask, never tell.  A state is
+    (inode, size, change time); a file changed within ``SETTLE_S`` of hashing
+    is not remembered, because change times tick coarsely and a second write
+    in the same tick would keep the state but not the bytes.  Only regular
+    files under the compiler caches are hashed (the socket is reachable by
+    any process of the user: it must not read ``/dev/zero`` or lend itself
+    as an oracle for other files).
+    """
+
+    SETTLE_S = 2.0
+    LIMIT = 1_000_000  # states remembered before starting over (~200 MB)
+
+    def __init__(self, dirs: list[Path] | None = None, *, any_path: bool = False) -> None:
+        self.dirs = [os.path.abspath(d) for d in (dirs or compiler_cache_dirs())]
+        self.any_path = any_path  # a memo of this process's own (``local_digests``): no oracle
+        self._memo: dict[tuple[str, int, int, int], str | None] = {}
+        self._lock = threading.Lock()
+        self.hashed = 0
+
+    def _in_state(self, path: str, state: tuple[int, int, int]) -> bool:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and file_state(st) == state
+
+    def digest(self, path: str, state: tuple[int, int, int]) -> str | None:
+        """The digest of ``path`` in ``state``; None if it is not there in that state."""
+        key = (path, *state)
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]
+        path = os.path.abspath(path)
+        if not self.any_path and not any(os.path.commonpath([path, d]) == d for d in self.dirs):
+            return None
+        if not self._in_state(path, state):
+            return None
+        digest = content_digest(path, state[1])
+        self.hashed += 1
+        if not self._in_state(path, state):
+            return None  # changed while we read it: not the state asked about
+        if time.time_ns() - state[2] > self.SETTLE_S * 1e9:
+            with self._lock:
+                if len(self._memo) >= self.LIMIT:
+                    self._memo.clear()
+                self._memo[key] = digest
+        return digest
+
+
 def local_digests(items: list[tuple[str, Stat]]) -> list[str | None]:
-    """Hash each file here (no worker service, or it failed)."""
-    return [content_digest(path, state[1]) for path, state in items]
+    """Digests from this process's own memo (no worker service, or it failed).
+
+    A guard arms before every gate child and digests every cache file it has not seen in
+    that state; without the memo each guard (one per reference bundle) hashed the whole
+    caches again, a cost that grows with them.  The process runs no candidate code, so
+    its memo is as trusted as the worker's.
+    """
+    memo = process_memo()
+    return [
+        digest
+        if (digest := memo.digest(path, state)) is not None
+        else content_digest(path, state[1])
+        for path, state in items
+    ]
+
+
+_PROCESS_MEMO: list[DigestMemo] = []
+_PROCESS_MEMO_LOCK = threading.Lock()
+
+
+def process_memo() -> DigestMemo:
+    with _PROCESS_MEMO_LOCK:
+        if not _PROCESS_MEMO:
+            _PROCESS_MEMO.append(DigestMemo(any_path=True))
+        return _PROCESS_MEMO[0]
 
 
 def worker_digests(items: list[tuple[str, Stat]]) -> list[str | None]:

@@ -35,7 +35,6 @@ import os
 import select
 import socket
 import socketserver
-import stat
 import tempfile
 import threading
 import time
@@ -43,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from gates.cache_guard import compiler_cache_dirs, content_digest, file_state
+from gates.cache_guard import DigestMemo
 from gates.job_progress import StallWatch
 from gates.runner import probe_zygote, zygote_env
 from gates.zygote import Zygote, ZygoteError
@@ -54,58 +53,6 @@ log = get_logger(__name__)
 
 # the socket's environment names are the client's; callers of the service find them here too
 __all__ = ["DEVICE_ENV", "SOCKET_ENV", "DigestMemo", "ZygoteService", "start_for_worker"]
-
-
-class DigestMemo:
-    """Content digests of cache-file states, hashed once per worker.
-
-    Lives in the worker process, which runs no candidate code, and only ever
-    hashes files itself: a client can ask, never tell.  A state is
-    (inode, size, change time); a file changed within ``SETTLE_S`` of hashing
-    is not remembered, because change times tick coarsely and a second write
-    in the same tick would keep the state but not the bytes.  Only regular
-    files under the compiler caches are hashed (the socket is reachable by
-    any process of the user: it must not read ``/dev/zero`` or lend itself
-    as an oracle for other files).
-    """
-
-    SETTLE_S = 2.0
-    LIMIT = 1_000_000  # states remembered before starting over (~200 MB)
-
-    def __init__(self, dirs: list[Path] | None = None) -> None:
-        self.dirs = [os.path.abspath(d) for d in (dirs or compiler_cache_dirs())]
-        self._memo: dict[tuple[str, int, int, int], str | None] = {}
-        self._lock = threading.Lock()
-        self.hashed = 0
-
-    def _in_state(self, path: str, state: tuple[int, int, int]) -> bool:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return False
-        return stat.S_ISREG(st.st_mode) and file_state(st) == state
-
-    def digest(self, path: str, state: tuple[int, int, int]) -> str | None:
-        """The digest of ``path`` in ``state``; None if it is not there in that state."""
-        key = (path, *state)
-        with self._lock:
-            if key in self._memo:
-                return self._memo[key]
-        path = os.path.abspath(path)
-        if not any(os.path.commonpath([path, d]) == d for d in self.dirs):
-            return None
-        if not self._in_state(path, state):
-            return None
-        digest = content_digest(path, state[1])
-        self.hashed += 1
-        if not self._in_state(path, state):
-            return None  # changed while we read it: not the state asked about
-        if time.time_ns() - state[2] > self.SETTLE_S * 1e9:
-            with self._lock:
-                if len(self._memo) >= self.LIMIT:
-                    self._memo.clear()
-                self._memo[key] = digest
-        return digest
 
 
 @dataclass

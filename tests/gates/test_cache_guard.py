@@ -13,6 +13,7 @@ from gates.cache_guard import (
     compiler_cache_dirs,
     content_digest,
     local_digests,
+    process_memo,
     snapshot,
 )
 from gates.zygote_service import SOCKET_ENV, DigestMemo, ZygoteService
@@ -108,6 +109,26 @@ def test_the_worker_memo_hashes_a_file_state_once_and_never_trusts_a_stale_one(
     assert fresh.digest(cubin, new_state) == content_digest(cubin, 6)
     fresh.digest(cubin, new_state)
     assert fresh.hashed == 2
+
+
+def test_the_guards_of_one_process_hash_a_file_state_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a worker, each guard (one per reference bundle) hashed the whole caches
+    again; the process's memo hashes each file state once, and a rewrite is still blamed."""
+    root = _cache(tmp_path)
+    monkeypatch.setattr(DigestMemo, "SETTLE_S", 0.0)  # our files are milliseconds old
+    memo = process_memo()
+    before = memo.hashed
+    for _ in range(3):
+        guard = CacheGuard([root], digests=local_digests)
+        guard.arm()
+        assert guard.check() == []
+    assert memo.hashed - before == len(snapshot([root]))
+    guard = CacheGuard([root], digests=local_digests)
+    guard.arm()
+    (root / "ab" / "k.cubin").write_bytes(b"BINARY")  # same size, new change time
+    assert guard.check() == [str(root / "ab" / "k.cubin")]
 
 
 def test_guards_in_separate_processes_share_the_workers_digests(
