@@ -555,7 +555,10 @@ def test_a_kept_constant_that_the_forward_changes_with_the_shape_is_refused() ->
 
     from kernelopt.proposer.regen.code import RegenError, _constants_hold
 
-    problem = SimpleNamespace(make_model=lambda *_: lambda x: (x * 2, x.shape[0], "rows"))
+    problem = SimpleNamespace(
+        make_model=lambda *_: lambda x: (x * 2, x.shape[0], "rows"),
+        module=SimpleNamespace(__name__="kernelopt_problem_double"),
+    )
     case = [torch.ones(5, 3)]
     _constants_hold(problem, 0, "cpu", case, (torch.ones(5, 3), 5, "rows"))
     with pytest.raises(RegenError, match="returns 5 here, the wrapper a kept 4"):
