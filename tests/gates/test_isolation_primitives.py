@@ -133,6 +133,7 @@ def _check(out: dict) -> None:
     assert hung.status == "timeout" and hung.phase == "dry_run"
 
 
+@pytest.mark.slow  # ~24 s of waiting; the spawned path's hang: the stall test below
 def test_runner_spawned_children(tmp_path: Path, gates_env: Path) -> None:
     # ~6 times a spawned child's start here: under a loaded runner 8 s was once too short
     _check(_outcomes(tmp_path, hang_s=15.0))
