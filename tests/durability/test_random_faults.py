@@ -73,21 +73,13 @@ async def test_four_random_faults(reference: AuditReport, tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-async def test_ten_random_faults(
-    reference: AuditReport, tmp_path: Path, request: pytest.FixtureRequest
+@pytest.mark.parametrize("kills", [10, 50])
+async def test_more_random_faults(
+    reference: AuditReport, tmp_path: Path, request: pytest.FixtureRequest, kills: int
 ) -> None:
     if not _slow_wanted(request.config):
         pytest.skip("slow: run with -m slow or KERNELOPT_RUN_SLOW=1")
-    await _check(reference, tmp_path, kills=10)
-
-
-@pytest.mark.slow
-async def test_fifty_random_faults(
-    reference: AuditReport, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    if not _slow_wanted(request.config):
-        pytest.skip("slow: run with -m slow or KERNELOPT_RUN_SLOW=1")
-    await _check(reference, tmp_path, kills=50)
+    await _check(reference, tmp_path, kills=kills)
 
 
 @pytest.mark.slow  # ~27 s; the device scripts' two-call flow, over the doubles
