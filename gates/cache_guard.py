@@ -143,16 +143,18 @@ def content_digest(path: str, size: int) -> str | None:
 
 
 class DigestMemo:
-    """Content digests of cache-file states, hashed once per worker.
+    """Content digests of cache-file states, hashed once per worker (or per gate process).
 
-    Lives in the worker process, which runs no candidate code, and only ever
+    Lives in a process that runs no candidate code (the GPU worker, which serves it on
+    its socket, or a gate process without a worker: ``process_memo``), and only ever
     hashes files itself: a client can ask, never tell.  A state is
     (inode, size, change time); a file changed within ``SETTLE_S`` of hashing
     is not remembered, because change times tick coarsely and a second write
     in the same tick would keep the state but not the bytes.  Only regular
     files under the compiler caches are hashed (the socket is reachable by
     any process of the user: it must not read ``/dev/zero`` or lend itself
-    as an oracle for other files).
+    as an oracle for other files); ``any_path`` lifts that for a process's own memo,
+    which answers no one else.
     """
 
     SETTLE_S = 2.0
@@ -160,7 +162,7 @@ class DigestMemo:
 
     def __init__(self, dirs: list[Path] | None = None, *, any_path: bool = False) -> None:
         self.dirs = [os.path.abspath(d) for d in (dirs or compiler_cache_dirs())]
-        self.any_path = any_path  # a memo of this process's own (``local_digests``): no oracle
+        self.any_path = any_path
         self._memo: dict[tuple[str, int, int, int], str | None] = {}
         self._lock = threading.Lock()
         self.hashed = 0
@@ -217,6 +219,7 @@ _PROCESS_MEMO_LOCK = threading.Lock()
 
 
 def process_memo() -> DigestMemo:
+    """This process's own memo of cache-file digests (``local_digests``), made on first use."""
     with _PROCESS_MEMO_LOCK:
         if not _PROCESS_MEMO:
             _PROCESS_MEMO.append(DigestMemo(any_path=True))
