@@ -26,10 +26,10 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
     settings = make_settings(tmp_path / "home")
     suite = tmp_path / "suite"
     (suite / "level1").mkdir(parents=True)
-    for name in ("001_alpha.py", "002_beta.py", "003_gamma.py"):
+    for name in ("001_alpha.py", "002_beta.py"):
         shutil.copy(PROBLEM, suite / "level1" / name)
     # no campaign can run it (its shape follows the seed): failed with the reason, never sent
-    (suite / "level1" / "004_varying.py").write_text(
+    (suite / "level1" / "003_varying.py").write_text(
         "import random\nimport torch\n\n\nclass Model(torch.nn.Module):\n"
         "    def forward(self, x):\n        return x * 2\n\n\n"
         "def get_inputs():\n    return [torch.randn(random.randint(2, 60))]\n\n\n"
@@ -63,30 +63,29 @@ async def test_bench_runs_a_suite_two_at_a_time_and_resumes(tmp_path: Path) -> N
 
     assert rc == 1, first.getvalue()
     assert "2 campaign(s) at a time" in first.getvalue()
-    assert "3 run, 0 already done, 1 failed" in first.getvalue()
+    assert "2 run, 0 already done, 1 failed" in first.getvalue()
     assert "other inputs under other seeds" in " ".join(first.getvalue().split())
     finished = load_results(results)
     assert sorted((r.level, r.name) for r in finished) == [
         (1, "001_alpha"),
         (1, "002_beta"),
-        (1, "003_gamma"),
     ]
     assert all(r.outcome.candidates_tried >= 1 for r in finished)
     assert any(results.glob("*.md")) and any(results.glob("*.html"))
     # resumable: the second run finds every outcome and starts nothing
     assert rc_again == 1, second.getvalue()
-    assert "0 run, 3 already done, 1 failed" in second.getvalue()
+    assert "0 run, 2 already done, 1 failed" in second.getvalue()
     assert "1 campaign(s) at a time" in second.getvalue()  # not embedded: no local GPU count
     # the cost table the device runs read: every problem's activities, gate stages included
-    assert found == 3  # the varying problem's campaign never started
+    assert found == 2  # the varying problem's campaign never started
     table = (tmp_path / "costs" / "activity_durations.txt").read_text()
-    assert table.count("gate_candidate") >= 3 and "compile" in table
+    assert table.count("gate_candidate") >= 2 and "compile" in table
     assert not (tmp_path / "costs" / "histories").exists()
     # both invocations are on record, and the report states their settings once
     runs = load_runs(results)
-    assert len(runs) == 2 and runs[0].suite_problems == 4
+    assert len(runs) == 2 and runs[0].suite_problems == 3
     report = (results / "report.md").read_text()
-    assert "- **problems finished**: 3 of 4 (PARTIAL: 1 failed)\n" in report
+    assert "- **problems finished**: 2 of 3 (PARTIAL: 1 failed)\n" in report
     assert "- **search**: proposer builtin (no LLM); 1 iteration(s), 1 plan(s), beam 1" in report
 
 
