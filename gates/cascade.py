@@ -270,9 +270,7 @@ def _gates_on_reference(
         if settings.run_perf and result.verdicts and all(v.passed for v in result.verdicts):
             slow = too_slow_for_cpu_timing(result, settings)
             if slow:
-                return result.model_copy(
-                    update={"environment": {**result.environment, "gate_4": slow}}
-                )
+                return timing_skipped(result, slow)
             result = time_candidate(result, bundle, settings, workdir, prestarted=prestarted)
         return result
     finally:
@@ -299,6 +297,11 @@ def _prestart(
 
 
 _CPU_CALL_LIMIT_S = 1.0  # slower checked calls: the CPU's timing loop would take minutes
+
+
+def timing_skipped(result: CascadeResult, why: str) -> CascadeResult:
+    """``result`` (gates 1-3 passed) with the reason gate 4 did not run on record."""
+    return result.model_copy(update={"environment": {**result.environment, "gate_4": why}})
 
 
 def too_slow_for_cpu_timing(result: CascadeResult, settings: GateSettings) -> str:

@@ -57,13 +57,11 @@ def header_lines(summary: BenchSummary) -> list[tuple[str, str]]:
         partial = ""
         if done < total:
             failed = len(summary.failed)
-            unrun = max(0, total - done - failed)
-            said = [f"{failed} failed"] * bool(failed) + [f"{unrun} not run yet"] * bool(unrun)
-            partial = (
-                f" (PARTIAL: {', '.join(said)})"
-                if failed
-                else " (PARTIAL: the rest have not run yet)"
-            )
+            unrun = total - done - failed
+            rest = "the rest have not run yet"
+            if failed:
+                rest = f"{failed} failed" + (f", {unrun} not run yet" if unrun > 0 else "")
+            partial = f" (PARTIAL: {rest})"
         facts.append(("problems finished", f"{done} of {total}{partial}"))
     if summary.failed:
         facts.append(

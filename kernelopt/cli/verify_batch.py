@@ -93,10 +93,6 @@ def _own_cost(result: CascadeResult, candidate: Path, reference_s: float) -> Cas
     )
 
 
-def _skipped_timing(result: CascadeResult, why: str) -> CascadeResult:
-    return result.model_copy(update={"environment": {**result.environment, "gate_4": why}})
-
-
 def verify_batch(
     problem: Path,
     candidates: list[Path],
@@ -117,7 +113,12 @@ def verify_batch(
     result's ``gpu_seconds`` is the candidate's own: the reference is charged once, to the
     batch, not again in every row.
     """
-    from gates.cascade import check_candidate, time_candidate, too_slow_for_cpu_timing
+    from gates.cascade import (
+        check_candidate,
+        time_candidate,
+        timing_skipped,
+        too_slow_for_cpu_timing,
+    )
     from gates.reference import prepare_reference
     from kernelopt.kinds.candidates import forward_candidate_file
 
@@ -154,7 +155,7 @@ def verify_batch(
             if not (settings.run_perf and checked.accepted and not checked.could_not_run):
                 settle(i, checked)
             elif slow := too_slow_for_cpu_timing(checked, settings):
-                settle(i, _skipped_timing(checked, slow))
+                settle(i, timing_skipped(checked, slow))
             else:
                 to_time.append((i, checked))
     finally:

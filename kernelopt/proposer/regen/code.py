@@ -244,13 +244,17 @@ def output_form(out: Any) -> str:
         raise RegenError(f"the forward's output structure cannot be written down: {exc}") from exc
 
 
+def _nameable(kind: type) -> bool:
+    """Whether source can name ``kind`` by its qualified name (not a local class)."""
+    return all(part.isidentifier() for part in kind.__qualname__.split("."))
+
+
 def _own_dataclass(out: Any, problem_module: str) -> bool:
     """Whether ``out`` is an instance of a dataclass the problem file defines by a name."""
     import dataclasses
 
     kind = type(out)
-    named = all(part.isidentifier() for part in kind.__qualname__.split("."))
-    return dataclasses.is_dataclass(out) and kind.__module__ == problem_module and named
+    return dataclasses.is_dataclass(out) and kind.__module__ == problem_module and _nameable(kind)
 
 
 def fields_of(out: Any, problem_module: str) -> Any:
@@ -276,8 +280,7 @@ def result_type(out: Any, problem_module: str) -> str | None:
     kind = type(out)
     if _own_dataclass(out, problem_module):
         return f"_ko_dataclass({kind.__qualname__})"
-    named = all(part.isidentifier() for part in kind.__qualname__.split("."))
-    if not isinstance(out, tuple) or kind is tuple or not named:
+    if not isinstance(out, tuple) or kind is tuple or not _nameable(kind):
         return None
     if kind.__module__ == problem_module and hasattr(kind, "_make"):
         return f"{kind.__qualname__}._make"
