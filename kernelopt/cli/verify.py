@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings, GateStatus, GateVerdict
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.table import Table
+
+    # waits for the files' CPU check: what it could not check there, or ``ProblemError``
+    Checked = Callable[[], str]
 
 # ``--device cpu``: gate 4 runs its checked loop once per side (a few calls under the
 # Triton interpreter, outputs compared) and makes no speed claim
@@ -200,21 +205,12 @@ def verify_command(
     except ProblemError as exc:
         _fail(json_out, problem_path, candidate_path, f"bad candidate: {exc}")
         return 2
-    from gates.sandbox import confine_preflight
-    from kernelopt.preflight_problem import preflight
-
-    try:  # import and build both once on the CPU, time-limited, before any gate runs
-        unchecked = preflight(problem_path, candidate_path, confine=confine_preflight)
-    except ProblemError as exc:
-        _fail(json_out, problem_path, candidate_path, f"bad input: {exc}")
-        return 2
+    # import and build both once on the CPU, time-limited, before any gate runs; the check
+    # runs while this process loads torch and the gates and the zygote starts
+    checked_files = _check_soon(problem_path, candidate_path)
     gate_settings = _settings_for(settings or GateSettings(), device, baseline_mode, run_perf)
     if gate_settings is None:
-        _fail(json_out, problem_path, candidate_path, NO_GPU)
-        return 2
-    if unchecked and gate_settings.device == "cpu":
-        _fail(json_out, problem_path, candidate_path, cuda_only(problem_path))
-        return 2
+        return _checked_stop(checked_files, None, json_out, problem_path, candidate_path) or 2
     device = gate_settings.device
     import contextlib
     import tempfile
@@ -242,6 +238,8 @@ def verify_command(
         highlight=False,
     )
     with tempfile.TemporaryDirectory(prefix="kernelopt-candidate-") as tmp, launcher as ready:
+        if stop := _checked_stop(checked_files, device, json_out, problem_path, candidate_path):
+            return stop
         # hook: a launch-only candidate (kernel problems) is checked in its ModelNew form
         checked = forward_candidate_file(candidate_path, Path(tmp))
         workdir = Path(tmp) / "gates"
@@ -268,30 +266,81 @@ def verify_many_command(
     run_perf: bool = True,
 ) -> int:
     """Several candidates (files or folders) against one shared reference (``verify_batch``)."""
-    from kernelopt.cli.verify_batch import expand_candidates, verify_batch_command
     from kernelopt.errors import ProblemError
     from kernelopt.file_checks import require_file
     from kernelopt.kinds.registry import check_problem_file
-    from kernelopt.preflight_problem import preflight
+
+    try:
+        check_problem_file(require_file(problem_path, "problem"))
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidates[0], f"bad problem file: {exc}")
+        return 2
+    # the problem's check runs while this process loads torch and the gates and the
+    # zygote starts; the candidates' own checks run beside the reference
+    bad = "bad problem file"
+    checked_problem = _check_soon(problem_path)
+    from kernelopt.cli.verify_batch import expand_candidates, verify_batch_command
 
     files = expand_candidates(candidates)
     if not files:
         _fail(json_out, problem_path, candidates[0], "no candidate .py files found")
         return 2
-    try:
-        check_problem_file(require_file(problem_path, "problem"))
-        unchecked = preflight(problem_path)
-    except ProblemError as exc:
-        _fail(json_out, problem_path, candidates[0], f"bad problem file: {exc}")
-        return 2
     settings = _settings_for(GateSettings(), device, baseline_mode, run_perf)
     if settings is None:
-        _fail(json_out, problem_path, candidates[0], NO_GPU)
+        return _checked_stop(checked_problem, None, json_out, problem_path, candidates[0], bad) or 2
+
+    def problem_ready() -> int | None:
+        device = settings.device
+        return _checked_stop(checked_problem, device, json_out, problem_path, candidates[0], bad)
+
+    return verify_batch_command(Path(problem_path), files, json_out, settings, problem_ready)
+
+
+def _check_soon(problem_path: str | Path, candidate_path: str | Path | None = None) -> Checked:
+    """Start the files' CPU check (``preflight``, a child process) and return the wait for
+    it, so that its seconds overlap this process's imports and the zygote's start.  The
+    wait returns what could not be checked on the CPU, or raises ``ProblemError``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kernelopt.preflight_problem import preflight
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preflight")
+    if candidate_path is None:
+        future = pool.submit(preflight, problem_path)
+    else:  # the candidate is imported: untrusted code, only in the sandbox
+        from gates.sandbox import confine_preflight
+
+        future = pool.submit(preflight, problem_path, candidate_path, confine=confine_preflight)
+    pool.shutdown(wait=False)
+    return future.result
+
+
+def _checked_stop(
+    checked: Checked,
+    device: str | None,
+    json_out: bool,
+    problem_path: str | Path,
+    candidate_path: str | Path,
+    what: str = "bad input",
+) -> int | None:
+    """Exit code 2, after saying why, when the files' check failed, there is no GPU
+    (``device`` None: a bad file is named first) or a CPU run meets a problem that makes
+    CUDA tensors; None to go on."""
+    from kernelopt.errors import ProblemError
+
+    try:
+        unchecked = checked()
+    except ProblemError as exc:
+        _fail(json_out, problem_path, candidate_path, f"{what}: {exc}")
         return 2
-    if unchecked and settings.device == "cpu":
-        _fail(json_out, problem_path, candidates[0], cuda_only(problem_path))
-        return 2
-    return verify_batch_command(Path(problem_path), files, json_out, settings)
+    if device is None:
+        reason = NO_GPU
+    elif unchecked and device == "cpu":
+        reason = cuda_only(problem_path)
+    else:
+        return None
+    _fail(json_out, problem_path, candidate_path, reason)
+    return 2
 
 
 def _settings_for(

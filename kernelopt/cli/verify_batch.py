@@ -17,7 +17,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gates.background_zygote import fast_launch_soon
+from gates.cascade import check_candidate, time_candidate, timing_skipped, too_slow_for_cpu_timing
+from gates.reference import prepare_reference
 from kernelopt.contracts.verdicts import CascadeResult, GateSettings
+from kernelopt.kinds.candidates import forward_candidate_file
 
 # how many candidates' file checks (CPU children) run at once, beside the reference
 _PREFLIGHTS = 2
@@ -113,14 +117,6 @@ def verify_batch(
     result's ``gpu_seconds`` is the candidate's own: the reference is charged once, to the
     batch, not again in every row.
     """
-    from gates.cascade import (
-        check_candidate,
-        time_candidate,
-        timing_skipped,
-        too_slow_for_cpu_timing,
-    )
-    from gates.reference import prepare_reference
-    from kernelopt.kinds.candidates import forward_candidate_file
 
     def stage(text: str) -> None:
         if on_stage is not None:
@@ -172,13 +168,14 @@ def verify_batch_command(
     candidates: list[Path],
     json_out: bool,
     settings: GateSettings,
+    problem_ready: Callable[[], int | None] = lambda: None,
 ) -> int:
-    """Run ``verify_batch`` with a progress bar and print one row per candidate."""
+    """Run ``verify_batch`` with a progress bar and print one row per candidate.
+    ``problem_ready`` waits for the problem's own check once the zygote is starting: an
+    exit code when it stopped the command (having said why), None to go on."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
     from rich.table import Table
-
-    from gates.background_zygote import fast_launch_soon
 
     err = Console(stderr=True)
     device = settings.device
@@ -193,27 +190,29 @@ def verify_batch_command(
     with (
         tempfile.TemporaryDirectory(prefix="kernelopt-batch-") as tmp,
         launcher as launch_ready,
-        Progress(
+    ):
+        if (stop := problem_ready()) is not None:
+            return stop
+        with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             console=err,
             transient=True,
-        ) as bar,
-    ):
-        task = bar.add_task(f"verifying {len(candidates)} candidates", total=len(candidates))
+        ) as bar:
+            task = bar.add_task(f"verifying {len(candidates)} candidates", total=len(candidates))
 
-        def zygote_ready() -> None:
-            if launch_ready is not None:
-                stage(f"checking processes: {launch_ready().note}")
+            def zygote_ready() -> None:
+                if launch_ready is not None:
+                    stage(f"checking processes: {launch_ready().note}")
 
-        def done(result: CascadeResult) -> None:
-            bar.advance(task)
-            bar.console.print(" | ".join(row(result)), highlight=False, markup=False)
+            def done(result: CascadeResult) -> None:
+                bar.advance(task)
+                bar.console.print(" | ".join(row(result)), highlight=False, markup=False)
 
-        results, reference_s = verify_batch(
-            problem, candidates, settings, Path(tmp), done, stage, zygote_ready
-        )
+            results, reference_s = verify_batch(
+                problem, candidates, settings, Path(tmp), done, stage, zygote_ready
+            )
     if json_out:
         print(json.dumps([json.loads(r.model_dump_json()) for r in results], indent=2))
         return exit_code(results)

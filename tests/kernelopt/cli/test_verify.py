@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,64 @@ def test_missing_gpu_is_could_not_run(
     monkeypatch.setattr(cli, "_cuda_available", lambda: False)
     code = verify_command(PROBLEM, CANDIDATES / "swish_fused.py", True)
     assert code == 2 and "no CUDA GPU" in json.loads(capsys.readouterr().out)["reason"]
+
+
+BROKEN_INPUTS = (
+    "import torch\nimport torch.nn as nn\n\n"
+    "class Model(nn.Module):\n    def forward(self, x):\n        return x\n\n"
+    "def get_inputs():\n    return [torch.randn(4, -1)]\n\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["one", "batch"])
+def test_a_problem_that_fails_its_check_is_named_before_no_gpu(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    many: bool,
+) -> None:
+    import kernelopt.cli.verify as cli
+
+    bad = tmp_path / "bad_inputs.py"
+    bad.write_text(BROKEN_INPUTS)
+    monkeypatch.setattr(cli, "_cuda_available", lambda: False)
+    candidate = CANDIDATES / "swish_fused.py"
+    if many:
+        code = cli.verify_many_command(bad, [candidate, candidate], True)
+    else:
+        code = cli.verify_command(bad, candidate, True)
+    reason = json.loads(capsys.readouterr().out)["reason"]
+    assert code == 2 and f"{bad}:9" in reason and "no CUDA GPU" not in reason
+
+
+def test_a_batch_starts_its_zygote_while_the_problem_is_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The zygote's start (seconds on a GPU) overlaps the problem's CPU check; a problem
+    that fails the check stops the batch before any reference runs and closes the zygote."""
+    import contextlib
+
+    import kernelopt.cli.verify as cli
+    import kernelopt.cli.verify_batch as batch
+
+    bad = tmp_path / "bad_inputs.py"
+    bad.write_text(BROKEN_INPUTS)
+    seen: list[str] = []
+
+    @contextlib.contextmanager
+    def launcher(device: str) -> Iterator[Callable[[], None]]:
+        seen.append(f"zygote for {device}")
+        yield lambda: None
+        seen.append("zygote closed")
+
+    def no_reference(*_: object) -> None:
+        raise AssertionError("the reference ran for a problem that failed its check")
+
+    monkeypatch.setattr(cli, "_cuda_available", lambda: True)
+    monkeypatch.setattr(batch, "fast_launch_soon", launcher)
+    monkeypatch.setattr(batch, "prepare_reference", no_reference)
+    code = cli.verify_many_command(bad, [CANDIDATES / "swish_fused.py"], True)
+    reason = json.loads(capsys.readouterr().out)["reason"]
+    assert code == 2 and reason.startswith("bad problem file:") and f"{bad}:9" in reason
+    assert seen == ["zygote for cuda", "zygote closed"]

@@ -31,8 +31,7 @@ def test_a_single_verify_counts_the_reference_in_its_wall_time(
 def test_a_batch_charges_its_shared_reference_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gates.cascade as cascade
-    import gates.reference as reference
+    import kernelopt.cli.verify_batch as batch
     from kernelopt.cli.verify_batch import verify_batch
 
     bundle = SimpleNamespace(gpu_seconds=5.0)  # a GPU reference's device-seconds
@@ -44,8 +43,8 @@ def test_a_batch_charges_its_shared_reference_once(
             gpu_seconds=bundle.gpu_seconds + 2.0,
         )  # fmt: skip
 
-    monkeypatch.setattr(reference, "prepare_reference", lambda *_: bundle)
-    monkeypatch.setattr(cascade, "check_candidate", judged)
+    monkeypatch.setattr(batch, "prepare_reference", lambda *_: bundle)
+    monkeypatch.setattr(batch, "check_candidate", judged)
     names = ("swish_fused", "lazy_output", "partial_write")
     paths = [CANDIDATES / f"{name}.py" for name in names]
     settings = GateSettings(device="cpu", run_perf=False)
@@ -57,8 +56,7 @@ def test_a_batch_charges_its_shared_reference_once(
 def test_a_batch_reports_every_rejection_by_gates_1_to_3_before_it_times_anything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gates.cascade as cascade
-    import gates.reference as reference
+    import kernelopt.cli.verify_batch as batch
     from kernelopt.cli.verify_batch import verify_batch
 
     bundle = SimpleNamespace(gpu_seconds=1.0)
@@ -76,9 +74,9 @@ def test_a_batch_reports_every_rejection_by_gates_1_to_3_before_it_times_anythin
         calls.append(f"time {Path(result.candidate).stem}")
         return result.model_copy(update={"gpu_seconds": result.gpu_seconds + 3.0})
 
-    monkeypatch.setattr(reference, "prepare_reference", lambda *_: bundle)
-    monkeypatch.setattr(cascade, "check_candidate", checked)
-    monkeypatch.setattr(cascade, "time_candidate", timed)
+    monkeypatch.setattr(batch, "prepare_reference", lambda *_: bundle)
+    monkeypatch.setattr(batch, "check_candidate", checked)
+    monkeypatch.setattr(batch, "time_candidate", timed)
     (tmp_path / "c").mkdir()
     copy = tmp_path / "c" / "swish_fused_copy.py"
     copy.write_text((CANDIDATES / "swish_fused.py").read_text())
