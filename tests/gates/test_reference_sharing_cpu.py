@@ -166,7 +166,10 @@ def test_a_sandboxed_candidate_cannot_reach_the_shared_bundle(
     probe = _gate(store, "bundle_probe")
     report = _probe_report(probe)
     assert report["rewrite_input"] != "done"
-    assert report["plant_beside_inputs"] != "done"
+    # a spawned child's view builds the bundle's path inside its private /tmp, where a
+    # write may land (and vanish with the child): what counts is the host's bundle
+    assert report["plant_beside_inputs"] != "done" or cpu_launcher is False
+    assert not list(kept.rglob("planted.pt"))
     assert not report["refs_visible"] and not report["pristine_visible"]
     # use 2 replaced draw 0's files by draw 1's; every file it kept is as recorded
     now = json.loads((entry / "record.json").read_text())["digests"]
