@@ -256,6 +256,17 @@ def verify_command(
     return result.exit_code
 
 
+def expand_candidates(paths: list[Path]) -> list[Path]:
+    """Files as given, folders as their ``*.py`` files in name order (no recursion)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(sorted(p for p in path.glob("*.py") if p.is_file()))
+        else:
+            out.append(path)
+    return out
+
+
 def verify_many_command(
     problem_path: Path,
     candidates: list[Path],
@@ -270,6 +281,10 @@ def verify_many_command(
     from kernelopt.file_checks import require_file
     from kernelopt.kinds.registry import check_problem_file
 
+    files = expand_candidates(candidates)
+    if not files:
+        _fail(json_out, problem_path, candidates[0], "no candidate .py files found")
+        return 2
     try:
         check_problem_file(require_file(problem_path, "problem"))
     except ProblemError as exc:
@@ -279,12 +294,8 @@ def verify_many_command(
     # zygote starts; the candidates' own checks run beside the reference
     bad = "bad problem file"
     checked_problem = _check_soon(problem_path)
-    from kernelopt.cli.verify_batch import expand_candidates, verify_batch_command
+    from kernelopt.cli.verify_batch import verify_batch_command
 
-    files = expand_candidates(candidates)
-    if not files:
-        _fail(json_out, problem_path, candidates[0], "no candidate .py files found")
-        return 2
     settings = _settings_for(GateSettings(), device, baseline_mode, run_perf)
     if settings is None:
         return _checked_stop(checked_problem, None, json_out, problem_path, candidates[0], bad) or 2

@@ -28,17 +28,6 @@ _PREFLIGHTS = 2
 _HEADERS = ("candidate", "verdict", "gate", "speedup", "own device s")
 
 
-def expand_candidates(paths: list[Path]) -> list[Path]:
-    """Files as given, folders as their ``*.py`` files in name order (no recursion)."""
-    out: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            out.extend(sorted(p for p in path.glob("*.py") if p.is_file()))
-        else:
-            out.append(path)
-    return out
-
-
 def _rejected(problem: Path, candidate: Path, reason: str) -> CascadeResult:
     return CascadeResult(
         problem=str(problem), candidate=str(candidate), verdicts=[], accepted=False, reason=reason

@@ -161,3 +161,20 @@ def test_a_batch_starts_its_zygote_while_the_problem_is_checked(
     reason = json.loads(capsys.readouterr().out)["reason"]
     assert code == 2 and reason.startswith("bad problem file:") and f"{bad}:9" in reason
     assert seen == ["zygote for cuda", "zygote closed"]
+
+
+def test_a_batch_without_candidate_files_stops_before_checking_the_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The problem's check runs in a child that may take its whole time limit (a problem
+    that hangs): an empty folder is answered at once, without starting it."""
+    import kernelopt.cli.verify as cli
+
+    def no_check(*_: object) -> None:
+        raise AssertionError("the problem's check started for a batch without candidates")
+
+    monkeypatch.setattr(cli, "_check_soon", no_check)
+    (tmp_path / "empty").mkdir()
+    code = cli.verify_many_command(PROBLEM, [tmp_path / "empty"], True)
+    reason = json.loads(capsys.readouterr().out)["reason"]
+    assert code == 2 and reason == "no candidate .py files found"
