@@ -18,6 +18,8 @@ from gates.cascade import round_setup
 from gates.control_pool import ControlPool
 from gates.perf import RoundSetup
 from gates.reference import ReferenceBundle
+from gates.runner import forking_from
+from gates.zygote import Zygote
 from tests.support.turn_sessions import LAUNCHES, SETTINGS, launching, reference
 
 
@@ -32,8 +34,11 @@ def fresh_control_pool() -> Iterator[ControlPool]:
 
 
 @pytest.fixture(scope="module")
-def bundle(gates_env: Path, tmp_path_factory: pytest.TempPathFactory) -> ReferenceBundle:
-    return reference(tmp_path_factory)
+def bundle(
+    gates_env: Path, cpu_zygote: Zygote | None, tmp_path_factory: pytest.TempPathFactory
+) -> ReferenceBundle:
+    with forking_from("cpu", cpu_zygote):  # the reference child: no fresh torch import
+        return reference(tmp_path_factory)
 
 
 @pytest.fixture

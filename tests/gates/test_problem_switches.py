@@ -19,6 +19,11 @@ from gates.timers import excused_switches
 from kernelopt.contracts.verdicts import GateName
 from tests.support.adversarial import cpu_suite_settings
 
+# the gate children fork from the session's CPU zygote: how a child starts is not what these
+# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
+# own: tests/gates/test_isolation_primitives.py, tests/security)
+pytestmark = pytest.mark.usefixtures("cpu_launcher")
+
 PROBLEM = """
 import torch
 import torch.nn as nn

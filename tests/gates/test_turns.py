@@ -36,6 +36,11 @@ from tests.support.turn_sessions import (
     write_candidate,
 )
 
+# the gate children fork from the session's CPU zygote: how a child starts is not what these
+# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
+# own: tests/gates/test_isolation_primitives.py, tests/security)
+pytestmark = pytest.mark.usefixtures("cpu_launcher")
+
 # a forward of about a millisecond of the CPU's own work (a loop, not a sleep: a stopped
 # process does no work, while a sleep's deadline passes all the same)
 BURN = """

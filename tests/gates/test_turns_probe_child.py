@@ -26,6 +26,8 @@ from gates.perf_verdict import perf_verdict
 from gates.proctree import HostTree, tree
 from gates.protocol import ModelSource
 from gates.reference import ReferenceBundle
+from gates.runner import forking_from
+from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateStatus
 from tests.support.turn_sessions import (
     ABBA,
@@ -39,6 +41,11 @@ from tests.support.turn_sessions import (
     write_candidate,
 )
 
+# the gate children fork from the session's CPU zygote: how a child starts is not what these
+# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
+# own: tests/gates/test_isolation_primitives.py, tests/security)
+pytestmark = pytest.mark.usefixtures("cpu_launcher")
+
 # the shared problem, and a file in the importing child's workdir: who imported it
 MARKED = PROBLEM.read_text() + '\nopen(f"problem_imported.{os.getpid()}", "w").close()\n'
 
@@ -51,8 +58,11 @@ def marked(gates_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def marked_bundle(marked: Path, tmp_path_factory: pytest.TempPathFactory) -> ReferenceBundle:
-    return reference(tmp_path_factory, marked)
+def marked_bundle(
+    marked: Path, cpu_zygote: Zygote | None, tmp_path_factory: pytest.TempPathFactory
+) -> ReferenceBundle:
+    with forking_from("cpu", cpu_zygote):
+        return reference(tmp_path_factory, marked)
 
 
 @pytest.fixture
@@ -163,9 +173,10 @@ def test_the_probe_child_is_stopped_and_pinned_outside_its_probes(
     monkeypatch.setattr(turns._Session, "__init__", kept)
     monkeypatch.setattr(turns.TurnChild, "answer", watched)
     identity = write_candidate(tmp_path, "ModelNew = Model\n")
-    session = run_session(
-        setup, identity, tmp_path / "s", observer=lambda side, _: look(side), probe_child=True
-    )
+    with forking_from("cpu", None):  # spawned: the host sees the probe child's PIDs
+        session = run_session(
+            setup, identity, tmp_path / "s", observer=lambda side, _: look(side), probe_child=True
+        )
     assert len(states) == 2 * PAIRS * 2 + turns.CALIBRATION_TURNS + 2 * PAIRS
     for side, seen, cpus in states:
         assert seen <= {"T", "t"}, (side, seen)

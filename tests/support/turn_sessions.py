@@ -21,6 +21,7 @@ from gates.runner import forking_from
 from gates.turns import Observer, TurnRound, run_turn_round
 from gates.zygote import Zygote
 from tests.support.adversarial import cpu_suite_settings
+from tests.support.marks import slow
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems" / "gates"
 PROBLEM = PROBLEMS / "scale_one.py"
@@ -51,7 +52,11 @@ with open("reached.txt", "w") as _f:
 ModelNew = Model
 """
 
-LAUNCHES = ["spawned", "forked"]  # how a test's children start: ``launching``'s parameter
+# how a test's children start: ``launching``'s parameter.  The turn logic is the same
+# either way, and the spawned start of a gate child has tests of its own
+# (tests/gates/test_isolation_primitives.py, tests/security), so the spawned repeats of the
+# turn tests run with ``pytest -m slow`` only
+LAUNCHES = [*slow("spawned"), "forked"]
 
 
 def reference(factory: pytest.TempPathFactory, problem: Path = PROBLEM) -> ReferenceBundle:

@@ -323,7 +323,7 @@ def test_the_builtin_round_offers_regenerations_whose_code_differs(regenerated) 
 
 
 def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(
-    regenerated,
+    regenerated, cpu_launcher: bool
 ) -> None:
     store, inp, result = regenerated
     variant = result.variants[0]
