@@ -317,6 +317,8 @@ def test_template_kernels_in_a_fresh_interpreter() -> None:
             "-q",
             "-p",
             "no:cacheprovider",
+            "-n",
+            "0",  # in this process: xdist's workers would each import torch and collect again
             "-k",
             "matches_torch or argreduce",
             str(Path(__file__)),
