@@ -18,11 +18,9 @@ from gates.reference import prepare_reference
 from gates.timers import excused_switches
 from kernelopt.contracts.verdicts import GateName
 from tests.support.adversarial import cpu_suite_settings
+from tests.support.marks import forked_children
 
-# the gate children fork from the session's CPU zygote: how a child starts is not what these
-# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
-# own: tests/gates/test_isolation_primitives.py, tests/security)
-pytestmark = pytest.mark.usefixtures("cpu_launcher")
+pytestmark = forked_children  # how a child starts is not what these tests check
 
 PROBLEM = """
 import torch

@@ -26,6 +26,7 @@ from gates.perfstats import turn_decision
 from gates.runner import forking_from
 from gates.turns import TURN_MS
 from kernelopt.contracts.verdicts import GateSettings, GateStatus, PerfCategory
+from tests.support.marks import forked_children
 from tests.support.turn_sessions import (
     ABBA,
     BASE,
@@ -36,10 +37,7 @@ from tests.support.turn_sessions import (
     write_candidate,
 )
 
-# the gate children fork from the session's CPU zygote: how a child starts is not what these
-# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
-# own: tests/gates/test_isolation_primitives.py, tests/security)
-pytestmark = pytest.mark.usefixtures("cpu_launcher")
+pytestmark = forked_children  # how a child starts is not what these tests check
 
 # a forward of about a millisecond of the CPU's own work (a loop, not a sleep: a stopped
 # process does no work, while a sleep's deadline passes all the same)

@@ -21,6 +21,7 @@ from gates.perf import RoundSetup
 from gates.protocol import ModelSource
 from gates.timers import calls_for
 from gates.turns import TURN_MS, TurnRound, _charged, _Turn
+from tests.support.marks import forked_children
 from tests.support.turn_sessions import (
     PROBLEM,
     PROBLEMS,
@@ -30,10 +31,7 @@ from tests.support.turn_sessions import (
     write_candidate,
 )
 
-# the gate children fork from the session's CPU zygote: how a child starts is not what these
-# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
-# own: tests/gates/test_isolation_primitives.py, tests/security)
-pytestmark = pytest.mark.usefixtures("cpu_launcher")
+pytestmark = forked_children  # how a child starts is not what these tests check
 
 DEEP = PROBLEMS / "deep_residual.py"  # 32 small layers
 WIDE = PROBLEMS / "many_outputs.py"  # 48 outputs of one multiply: the records dominate a call

@@ -29,6 +29,7 @@ from gates.reference import ReferenceBundle
 from gates.runner import forking_from
 from gates.zygote import Zygote
 from kernelopt.contracts.verdicts import GateStatus
+from tests.support.marks import forked_children
 from tests.support.turn_sessions import (
     ABBA,
     BASE,
@@ -41,10 +42,7 @@ from tests.support.turn_sessions import (
     write_candidate,
 )
 
-# the gate children fork from the session's CPU zygote: how a child starts is not what these
-# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
-# own: tests/gates/test_isolation_primitives.py, tests/security)
-pytestmark = pytest.mark.usefixtures("cpu_launcher")
+pytestmark = forked_children  # how a child starts is not what these tests check
 
 # the shared problem, and a file in the importing child's workdir: who imported it
 MARKED = PROBLEM.read_text() + '\nopen(f"problem_imported.{os.getpid()}", "w").close()\n'

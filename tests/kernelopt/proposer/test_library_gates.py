@@ -6,19 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from gates.cascade import check_candidate, time_candidate
 from gates.reference import prepare_reference
 from kernelopt.contracts.verdicts import GateName
 from kernelopt.proposer.library import candidate_source
 from tests.kernelopt.proposer.test_library import CONV, MLP
 from tests.support.adversarial import cpu_suite_settings
+from tests.support.marks import forked_children
 
-# the gate children fork from the session's CPU zygote: how a child starts is not what these
-# tests check, and a spawned one imports torch afresh (the spawned start has tests of its
-# own: tests/gates/test_isolation_primitives.py, tests/security)
-pytestmark = pytest.mark.usefixtures("cpu_launcher")
+pytestmark = forked_children  # how a child starts is not what these tests check
 
 LEAKY = '''
 
