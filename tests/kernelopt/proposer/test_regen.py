@@ -32,7 +32,7 @@ from kernelopt.proposer.regen import (
 from kernelopt.proposer.regen.candidate import regenerated_candidate
 from kernelopt.store import ArtifactStore, open_store
 from tests.gates.test_campaign_cpu import _compiled
-from tests.support.marks import slow
+from tests.support.marks import forked_children, slow
 
 # a small reduction whose CPU code depends on one of Inductor's C++ choices (horizontal
 # fusion of the softmax's and the row sum's loops), small enough for the CPU gates
@@ -322,8 +322,9 @@ def test_the_builtin_round_offers_regenerations_whose_code_differs(regenerated) 
         assert text.startswith("# kernelopt regen: ") and PROBLEM.rstrip() in text
 
 
+@forked_children  # the gates' children: how they start is not what this test checks
 def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(
-    regenerated, cpu_launcher: bool
+    regenerated,
 ) -> None:
     store, inp, result = regenerated
     variant = result.variants[0]
