@@ -29,6 +29,13 @@ def spares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     spare_child.disable()
 
 
+@pytest.fixture
+def light_spares(spares: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spares that import only the job's module: tests of which child serves which
+    activity need no torch in each of them (the first test checks the real list)."""
+    monkeypatch.setattr(spare_child, "preload_for", lambda target: target.partition(":")[0])
+
+
 async def _gone(pid: int) -> bool:
     for _ in range(200):  # SIGKILL is asynchronous
         try:
@@ -52,7 +59,9 @@ async def test_the_next_activity_runs_in_the_child_started_during_this_one(spare
     assert second.wrapper_runtime and not first.wrapper_runtime  # imported while it waited
 
 
-async def test_back_to_back_activities_both_find_a_spare_started_before_either(spares) -> None:
+async def test_back_to_back_activities_both_find_a_spare_started_before_either(
+    light_spares,
+) -> None:
     """Screening then gating at once: the gate's child was started before screening began,
     not when it began (one spare was still importing when the gate asked for it)."""
     await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
@@ -63,7 +72,7 @@ async def test_back_to_back_activities_both_find_a_spare_started_before_either(s
     assert screen.preloaded and gate.preloaded
 
 
-async def test_a_worker_with_two_slots_keeps_two_spares_a_slot(spares) -> None:
+async def test_a_worker_with_two_slots_keeps_two_spares_a_slot(light_spares) -> None:
     """Two slots start activities side by side: on the H100 a third activity that came while
     both spares were taken found the next one still importing (process_start 4.5-8.8 s)."""
     spare_child.enable(slots=2)
@@ -77,7 +86,7 @@ async def test_a_worker_with_two_slots_keeps_two_spares_a_slot(spares) -> None:
     assert first.preloaded and second.preloaded and third.preloaded
 
 
-async def test_a_spare_started_for_other_settings_is_not_used_and_is_killed(spares) -> None:
+async def test_a_spare_started_for_other_settings_is_not_used_and_is_killed(light_spares) -> None:
     await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
     stale = spare_child.waiting()
     assert stale
@@ -87,7 +96,7 @@ async def test_a_spare_started_for_other_settings_is_not_used_and_is_killed(spar
         assert await _gone(pid)
 
 
-async def test_a_retry_in_a_spare_still_gets_the_last_attempts_progress(spares) -> None:
+async def test_a_retry_in_a_spare_still_gets_the_last_attempts_progress(light_spares) -> None:
     await run_supervised(WHOAMI, NapIn(seconds=0), WhoOut, env=ENV)
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[{"step": "x"}, 1.0])
