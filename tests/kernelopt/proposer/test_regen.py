@@ -323,9 +323,7 @@ def test_the_builtin_round_offers_regenerations_whose_code_differs(regenerated) 
 
 
 @forked_children  # the gates' children: how they start is not what this test checks
-def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(
-    regenerated,
-) -> None:
+def test_a_regeneration_runs_like_the_model_and_passes_gates_1_to_3(regenerated) -> None:
     store, inp, result = regenerated
     variant = result.variants[0]
     namespace: dict[str, Any] = {}
