@@ -10,7 +10,8 @@
 #          Its files come back as $OUT/e2e.tgz, its table on stdout
 #   ident  the identity corpus's verify on the problems named in IDENT (comma-separated),
 #          else on the first OWED problems no committed row accepted (OWED_ON=h200: no
-#          row from an H200), a deadline of V_S seconds; rows in $OUT/identity.jsonl
+#          row from an H200; OWED_ON=auto: none from the card this call got), a deadline
+#          of V_S seconds; rows in $OUT/identity.jsonl
 # Example:  E2E="problems/level1/023_diag_matmul.py" E2E_S=400 bash scripts/device_calls.sh e2e
 set -uo pipefail
 source scripts/device_env.sh
@@ -38,7 +39,11 @@ for section in "$@"; do
             if [ -n "${IDENT:-}" ]; then
                 pick=(--only "$IDENT")
             else
-                pick=(--owed "${OWED:-15}" --owed-on "${OWED_ON:-}")
+                owed_on=${OWED_ON:-}
+                if [ "$owed_on" = auto ]; then
+                    owed_on=$(nvidia-smi -L | grep -oiE 'h[0-9]{3}' | head -n 1 | tr 'A-Z' 'a-z')
+                fi
+                pick=(--owed "${OWED:-15}" --owed-on "$owed_on")
             fi
             OUT="$work/ident" python3 -m scripts.gpu_identity_corpus verify \
                 --deadline "${V_S:-400}" "${pick[@]}" 2>&1 | tail -n 40
