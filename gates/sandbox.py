@@ -370,6 +370,7 @@ def sandbox_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None)
             "PYTHONPATH": _pythonpath(),
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",  # HOME is writable: no .pth file there may run
             "TMPDIR": "/tmp",
             "HOME": "/tmp",  # the private tmpfs: no host home, and Path.home() still works
             "USER": "kernelopt",

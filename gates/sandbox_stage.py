@@ -7,8 +7,11 @@ there: its read-only inputs hard-linked (copied across filesystems), its
 writable directories and workdir copied, the job file rewritten to the
 staged paths.  When the child has exited, the regular files it wrote are
 moved back to the host paths (links and special files are dropped) and the
-stage is deleted.  Trade-off, documented in docs/security.md: children of
-one zygote running *at the same time* can see each other's stages.
+stage is deleted.  Each job also gets a scratch directory of its own beside
+its staged workdir, which the child makes its ``HOME`` and ``TMPDIR``
+(``gates.zygote``): the zygote's ``/tmp`` is shared by all its children.
+Trade-off, documented in docs/security.md: children of one zygote running
+*at the same time* can see each other's stages.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ _COUNTER = itertools.count(1)
 # can hand it a file while it runs (gates.go_signal); never copied in or moved back
 LIVE_FILE = "live_workdir"
 _NOT_BACK = {"job.json", LIMITS_FILE, LIVE_FILE}
+SCRATCH = "scratch"
+
+
+def scratch_of(workdir: Path) -> Path:
+    """The job's own ``HOME`` and ``TMPDIR``, beside the staged ``workdir``: deleted with
+    the stage and never moved back, so nothing a job leaves there reaches a later one."""
+    return Path(workdir).parent / SCRATCH
 
 
 def new_root() -> Path:
@@ -123,6 +133,7 @@ class Stage:
             self.back.append((staged, path))
         work = self.work
         _copy_tree(self.workdir, work)
+        scratch_of(work).mkdir(mode=0o700)
         for name in _NOT_BACK:
             if (self.workdir / name).is_file():
                 shutil.copy2(self.workdir / name, work / name)

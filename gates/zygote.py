@@ -25,7 +25,11 @@ Sandboxed (the default, ``gates.sandbox``), the zygote runs under bubblewrap
 with no network, an allow-listed environment and a view of the system, the
 project, the compiler caches and one staging root; each job is staged into
 that root (``gates.sandbox_stage``) and every forked child sets its own
-resource limits before it reads its job.  Children call
+resource limits before it reads its job.  The children share the zygote's
+``/tmp``, so each makes its stage's scratch directory its ``HOME`` and
+``TMPDIR``, and Inductor's precompiled C++ headers live in the guarded
+compiler cache (``_headers_in_guarded_cache``): where tools keep state
+between runs, no job finds what an earlier one left.  Children call
 ``setsid`` so a timeout kills the child's whole process group, and they write
 nothing to the protocol pipe (stdout/stderr go to ``WORKDIR/child.log``).
 The zygote itself is single-threaded (fork and threads do not mix).
@@ -40,6 +44,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -47,7 +52,7 @@ from pathlib import Path
 
 from gates import proctree, sandbox
 from gates.child import main as child_main
-from gates.sandbox_stage import Stage, new_root
+from gates.sandbox_stage import Stage, new_root, scratch_of
 
 PRELOAD = (
     "torch",
@@ -93,9 +98,44 @@ def _child(workdir: str) -> None:
         os.dup2(null, 0)
         os.close(null)
         os.chdir(workdir)
+        _private_scratch(Path(workdir))
         child_main([workdir])  # calls os._exit
     finally:
         os._exit(70)
+
+
+def _private_scratch(workdir: Path) -> None:
+    """``HOME`` and ``TMPDIR`` of the job's own: its stage's scratch directory.
+
+    Tools keep state under them between runs (a user site's ``.pth`` files, CUDA's
+    JIT cache, our own code directory, temporary files), and in the zygote's ``/tmp``
+    a file one job left there would be read by the next.  Unsandboxed, there is no
+    stage and the child keeps the parent's.
+    """
+    scratch = scratch_of(workdir)
+    if scratch.is_dir():
+        os.environ["HOME"] = os.environ["TMPDIR"] = str(scratch)
+        tempfile.tempdir = None  # gettempdir() asks the environment again
+
+
+def _headers_in_guarded_cache() -> None:
+    """Inductor's precompiled C++ headers in its cache directory, not in ``/tmp``.
+
+    Inductor fixes their folder at import, under the temp directory: in the sandbox
+    that is the ``/tmp`` every child of this zygote shares, where no cache guard looks,
+    and a header one job rewrote would be compiled into a later job's kernels.  In the
+    compiler cache the guard drops a rewritten one (``gates.cache_guard``), and the
+    children of every zygote on that cache build each header once.
+    """
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is None or not hasattr(codecache, "_HEADER_DIR"):
+        return
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except ImportError:
+        return
+    codecache._HEADER_DIR = os.path.join(cache_dir(), "precompiled_headers")
+    codecache._HEADER_LOCK_DIR = os.path.join(codecache._HEADER_DIR, "locks")
 
 
 def _forked_cuda_works() -> bool:
@@ -162,6 +202,7 @@ def serve() -> None:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     _answer_vector_isa_probe(cuda=os.environ.get("KERNELOPT_ZYGOTE_CUDA") == "1")
+    _headers_in_guarded_cache()
     out = sys.stdout
     import torch
 

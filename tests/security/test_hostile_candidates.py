@@ -195,6 +195,32 @@ def test_a_module_planted_on_the_import_path_never_reaches_a_later_child(
             Path(entry or ".", f"{name}.py").unlink(missing_ok=True)
 
 
+def test_files_left_where_tools_keep_state_never_reach_a_later_child(
+    bait: Bait, zygote: Zygote, tmp_path: Path, launch: str
+) -> None:
+    """The class: a child leaves a file under its ``HOME``, its ``TMPDIR`` or its user
+    site (children forked from one zygote share its ``/tmp``), and a later trusted child
+    would read or run it; each job has a scratch of its own, and no user site runs (in a
+    virtual environment Python runs none anyway; a system interpreter would)."""
+    name = f"planted_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "plant").mkdir()
+    (tmp_path / "probe").mkdir()
+    outcome, report = _attack("plant_scratch", {"name": name}, tmp_path / "plant", launch, zygote)
+    assert outcome.ok, outcome.describe()
+    assert report["planted"] == ["home", "tmpdir", "user_site"], report  # its own, writable
+    probed, probe = _attack(
+        "plant_scratch",
+        {"name": name, "probe": 1, "user_base": report["user_base"]},
+        tmp_path / "probe",
+        launch,
+        zygote,
+    )
+    assert probed.ok, probed.describe()
+    assert probe["found"] == [] and probe["pth_ran"] is False, probe
+    if launch == "forked":  # the zygote imported Inductor: its headers are in the guarded cache
+        assert probe["header_dir"] == os.path.join(probe["inductor_cache"], "precompiled_headers")
+
+
 def test_a_sibling_child_cannot_be_inspected_or_attached(
     bait: Bait, zygote: Zygote, tmp_path: Path
 ) -> None:
