@@ -287,3 +287,24 @@ def test_an_autotuning_record_does_not_excuse_code_rewritten_with_it(tmp_path: P
         handle.write(b"\0")
     assert guard.check() == [str(root / "ab" / "k.cubin")]
     assert not (root / "ab").exists()
+
+
+def test_a_precompiled_header_rewritten_with_the_same_size_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inductor's precompiled C++ headers live in its cache (the zygote puts them there)
+    and are larger than the guard hashes: any move of their state is a rewrite."""
+    monkeypatch.setattr("gates.cache_guard.HASH_LIMIT", 8)
+    root = _cache(tmp_path)
+    headers = root / "precompiled_headers"
+    headers.mkdir()
+    (headers / "h.h").write_text("#include <torch/csrc/inductor/cpp_wrapper/cpu.h>\n")
+    (headers / "h.h.gch").write_bytes(b"trusted header bytes")
+    time.sleep(0.05)
+    guard = CacheGuard([root])
+    guard.arm()
+    assert content_digest(headers / "h.h.gch", 20) == ""  # too big to hash: state alone
+    with open(headers / "h.h.gch", "r+b") as handle:  # same size, other bytes, in place
+        handle.write(b"planted")
+    assert guard.check() == [str(headers / "h.h.gch")]
+    assert not headers.exists() and (root / "ab" / "k.cubin").exists()
