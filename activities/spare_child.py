@@ -75,7 +75,12 @@ def preload_for(target: str) -> str:
     """What a spare imports ahead: torch, the runtime of Inductor's wrappers, and the
     module of the activity just started (a campaign mostly runs the same kind of
     activity again)."""
-    return ",".join(["torch", *WRAPPER_RUNTIME, target.partition(":")[0]])
+    return ",".join(["torch", *WRAPPER_RUNTIME, job_module(target)])
+
+
+def job_module(target: str) -> str:
+    """The module of an activity's ``module:function`` target."""
+    return target.partition(":")[0]
 
 
 async def spawn(env: dict[str, str], preload: str = "") -> asyncio.subprocess.Process:

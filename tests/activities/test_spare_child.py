@@ -33,7 +33,7 @@ def spares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def light_spares(spares: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Spares that import only the job's module: tests of which child serves which
     activity need no torch in each of them (the first test checks the real list)."""
-    monkeypatch.setattr(spare_child, "preload_for", lambda target: target.partition(":")[0])
+    monkeypatch.setattr(spare_child, "preload_for", spare_child.job_module)
 
 
 async def _gone(pid: int) -> bool:
